@@ -1,0 +1,24 @@
+"""ASGI entry point: HTTP (Django + static files) and websockets (channels) from one daphne process."""
+
+import os
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agents_ide.settings")
+
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+django_http = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+
+from agents_ide.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        # Static assets are vendored and small; serving them here keeps the IDE a single process.
+        "http": ASGIStaticFilesHandler(django_http),
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    }
+)

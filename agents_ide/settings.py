@@ -1,0 +1,152 @@
+"""Settings, all from the environment (see .env.example and README)."""
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    return os.environ.get(name, str(default)).strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+# litellm must never reach for the network for its cost map or tokenizers.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+DATA_DIR = Path(os.environ.get("AGENTS_IDE_DATA_DIR", BASE_DIR / "data")).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+# The data directory holds the SQLite database and the secret key: tools run in the sandbox must not read it.
+os.chmod(DATA_DIR, 0o700)
+
+
+def _secret_key() -> str:
+    if key := os.environ.get("SECRET_KEY"):
+        return key
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        os.chmod(path, 0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("DEBUG")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "http://127.0.0.1:8000,http://localhost:8000")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "core",
+    "memory",
+    "tools",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "core.middleware.FirstRunMiddleware",
+]
+
+ROOT_URLCONF = "agents_ide.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+WSGI_APPLICATION = None
+ASGI_APPLICATION = "agents_ide.asgi.application"
+
+DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{DATA_DIR / 'agents_ide.sqlite3'}")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")))}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # IMMEDIATE transactions take the write lock up front, so concurrent writers queue instead of failing.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    DATABASES["default"]["TEST"] = {"NAME": os.environ.get("TEST_SQLITE_NAME", str(DATA_DIR / "test.sqlite3"))}
+IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
+
+REDIS_URL = os.environ.get("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}}
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "agents"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Agents IDE ---
+# The model new agents get when none is chosen; any litellm handle ("openai/gpt-4o-mini", "ollama/llama3.1", ...).
+DEFAULT_MODEL = os.environ.get("DEFAULT_MODEL", "openai/gpt-4o-mini")
+# Embedding model handle for archival memory; empty = full-text search only.
+EMBEDDING_MODEL = os.environ.get("EMBEDDING_MODEL", "")
+LLM_TIMEOUT_S = float(os.environ.get("LLM_TIMEOUT_S", "120"))
+# Sandbox: the deployment default backend; a tool may override it explicitly.
+SANDBOX_DEFAULT = os.environ.get("SANDBOX_DEFAULT", "local")
+SANDBOX_TIMEOUT_S = float(os.environ.get("SANDBOX_TIMEOUT_S", "60"))
+SANDBOX_LOCAL_ALLOW_PIP = env_bool("SANDBOX_LOCAL_ALLOW_PIP")
+SANDBOX_CACHE_DIR = Path(os.environ.get("SANDBOX_CACHE_DIR", DATA_DIR.parent / ".sandbox-cache"))
+E2B_API_KEY = os.environ.get("E2B_API_KEY", "")
+E2B_TEMPLATE = os.environ.get("E2B_TEMPLATE", "")
+# Public base URL tools use to call back into our REST API.
+PUBLIC_BASE_URL = os.environ.get("PUBLIC_BASE_URL", "http://127.0.0.1:8000")
+# Run agent steps on the task queue worker instead of in the web process (see README: scale-out).
+RUNS_IN_WORKER = env_bool("RUNS_IN_WORKER")
+# Multi-agent loop guard: how many agent-to-agent hops one conversation may take.
+MULTI_AGENT_MAX_DEPTH = int(os.environ.get("MULTI_AGENT_MAX_DEPTH", "3"))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+}

@@ -1,0 +1,200 @@
+"""What is stored about owners, agents, their messages, runs and steps."""
+
+from django.conf import settings
+from django.db import models
+
+from core import ids
+
+
+class Organization(models.Model):
+    """The owner of everything: a user's personal organization, or a team's."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_org_id, editable=False)
+    name = models.CharField(max_length=200)
+    personal = models.BooleanField(default=False)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="organizations")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE)
+    role = models.CharField(max_length=20, default="owner")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "organization"], name="unique_membership")]
+
+
+class ApiToken(models.Model):
+    """A personal API token; only its SHA-256 is stored. `agent` scopes a short-lived tool token."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_token_id, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16)
+    hashed = models.CharField(max_length=64, unique=True)
+    agent_id = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+
+class ProviderConfig(models.Model):
+    """An LLM or embedding provider an owner configured in the IDE (in addition to the environment's)."""
+
+    KINDS = [("openai", "OpenAI"), ("anthropic", "Anthropic"), ("ollama", "Ollama"), ("openai_compatible", "OpenAI-compatible")]
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_provider_id, editable=False)
+    owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="providers")
+    kind = models.CharField(max_length=32, choices=KINDS)
+    name = models.CharField(max_length=64)
+    api_key = models.TextField(blank=True, default="")
+    base_url = models.URLField(blank=True, default="")
+    model_names = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="unique_provider_name")]
+
+
+class OwnerSettings(models.Model):
+    """Per-owner choices made in the IDE's settings page."""
+
+    owner = models.OneToOneField(Organization, on_delete=models.CASCADE, primary_key=True, related_name="settings")
+    embedding_model = models.CharField(max_length=200, blank=True, default="")
+    sandbox_default = models.CharField(max_length=16, blank=True, default="")
+    e2b_api_key = models.TextField(blank=True, default="")
+    e2b_template = models.CharField(max_length=200, blank=True, default="")
+
+
+class Agent(models.Model):
+    OVERFLOW = [("summarize", "Summarize evicted messages"), ("truncate", "Drop evicted messages")]
+
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_agent_id, editable=False)
+    owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="agents")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    agent_type = models.CharField(max_length=50, default="memgpt_v2_agent")
+    system = models.TextField(blank=True, default="")
+    model = models.CharField(max_length=200)
+    # temperature, max_tokens, put_inner_thoughts, reasoning, ...: what the compiled request carries.
+    model_settings = models.JSONField(default=dict, blank=True)
+    context_window_limit = models.PositiveIntegerField(default=32000)
+    embedding = models.CharField(max_length=200, blank=True, default="")
+    embedding_config = models.JSONField(default=dict, blank=True)
+    tool_rules = models.JSONField(default=list, blank=True)
+    secrets = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    # Ordered ids of the in-context messages; index 0 is the system message (Letta's `message_ids`).
+    message_ids = models.JSONField(default=list, blank=True)
+    max_steps = models.PositiveIntegerField(default=50)
+    overflow_strategy = models.CharField(max_length=16, choices=OVERFLOW, default="summarize")
+    last_stop_reason = models.CharField(max_length=32, blank=True, default="")
+    last_run_completion = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["owner", "created_at"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AgentTag(models.Model):
+    """One tag of an agent; a table (not JSON) so tag matching is an indexed query on every database."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="tag_rows")
+    tag = models.CharField(max_length=100)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["agent", "tag"], name="unique_agent_tag")]
+        indexes = [models.Index(fields=["tag"])]
+
+
+class Run(models.Model):
+    STATUSES = [("created", "created"), ("running", "running"), ("completed", "completed"), ("failed", "failed"), ("cancelled", "cancelled")]
+
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_run_id, editable=False)
+    owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="runs")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(max_length=16, choices=STATUSES, default="created")
+    stop_reason = models.CharField(max_length=32, blank=True, default="")
+    background = models.BooleanField(default=False)
+    input_messages = models.JSONField(default=list, blank=True)
+    max_steps = models.PositiveIntegerField(default=50)
+    usage = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True, default="")
+    cancel_requested = models.BooleanField(default=False)
+    # Multi-agent loop guard: how many agent-to-agent hops led to this run.
+    depth = models.PositiveSmallIntegerField(default=0)
+    parent_run = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_runs")
+    worker = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["agent", "status"]), models.Index(fields=["owner", "created_at"])]
+
+
+class Step(models.Model):
+    """One model call: the exact request sent, the raw response, usage and timings."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_step_id, editable=False)
+    owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="steps")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="steps")
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveIntegerField(default=0)
+    kind = models.CharField(max_length=16, default="agent")  # agent | summarizer
+    model = models.CharField(max_length=200, blank=True, default="")
+    request = models.JSONField(default=dict, blank=True)
+    response = models.JSONField(default=dict, blank=True)
+    context_sections = models.JSONField(default=list, blank=True)
+    tokenizer = models.CharField(max_length=100, blank=True, default="")
+    usage = models.JSONField(default=dict, blank=True)
+    model_ms = models.FloatField(default=0)
+    tools_ms = models.FloatField(default=0)
+    total_ms = models.FloatField(default=0)
+    stop_reason = models.CharField(max_length=32, blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["agent", "created_at"])]
+
+
+class Message(models.Model):
+    """Every message an agent ever saw (recall memory); the in-context ones are listed on the agent."""
+
+    ROLES = [("system", "system"), ("user", "user"), ("assistant", "assistant"), ("tool", "tool")]
+
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_message_id, editable=False)
+    owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="messages")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="messages")
+    # Monotonic per agent, assigned under the agent's lock: a stable total order for history and paging.
+    seq = models.BigIntegerField(default=0)
+    role = models.CharField(max_length=16, choices=ROLES)
+    content = models.JSONField(default=list, blank=True)  # [{type: "text", text}] parts
+    text = models.TextField(blank=True, default="")  # plain text of the content, for search
+    reasoning = models.TextField(blank=True, default="")
+    reasoning_source = models.CharField(max_length=32, blank=True, default="")  # native | thinking_arg
+    tool_calls = models.JSONField(default=list, blank=True)  # [{id, name, arguments}]
+    tool_call_id = models.CharField(max_length=200, blank=True, default="")
+    name = models.CharField(max_length=200, blank=True, default="")
+    tool_return = models.JSONField(default=dict, blank=True)  # {status, stdout, stderr, duration_ms, sandbox}
+    kind = models.CharField(max_length=32, blank=True, default="")  # heartbeat | summary | agent_message | ...
+    sender_agent_id = models.CharField(max_length=64, blank=True, default="")
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
+    step = models.ForeignKey(Step, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
+    token_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["agent", "seq"]), models.Index(fields=["agent", "role", "created_at"])]
+        constraints = [models.UniqueConstraint(fields=["agent", "seq"], name="unique_message_seq")]

@@ -1,0 +1,129 @@
+"""LLM providers: what is configured (environment, litellm conventions, plus per-owner settings) and how a
+model handle resolves to a call. Real provider keys never leave the server process."""
+
+import json
+import os
+import time
+import urllib.request
+from dataclasses import dataclass
+
+from core.errors import NotConfigured
+from core.models import Organization, ProviderConfig
+
+# Curated handles offered when a provider is configured; any other litellm handle works too.
+_KNOWN = {
+    "openai": ["gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano", "o4-mini"],
+    "anthropic": ["claude-3-5-haiku-latest", "claude-sonnet-4-20250514", "claude-3-7-sonnet-latest"],
+    "deepseek": ["deepseek-chat", "deepseek-reasoner"],
+}
+_ENV = {  # provider -> (key env var, base URL env var)
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+    "deepseek": ("DEEPSEEK_API_KEY", "DEEPSEEK_API_BASE"),
+    "ollama": ("", "OLLAMA_API_BASE"),
+}
+CONFIGURE_HINT = ("No LLM provider is configured. Set OPENAI_API_KEY (and OPENAI_BASE_URL for any OpenAI-compatible "
+                  "server), ANTHROPIC_API_KEY or OLLAMA_API_BASE in the environment, or add a provider on the "
+                  "Settings page.")
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str
+    kind: str  # openai | anthropic | deepseek | ollama | openai_compatible
+    api_key: str
+    base_url: str
+    models: tuple[str, ...] = ()
+    source: str = "environment"
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """Everything the engine needs to call a model: the litellm model string and where to reach it."""
+
+    handle: str
+    litellm_model: str
+    api_base: str | None
+    api_key: str | None
+    provider: str
+
+
+def _env_providers() -> list[Provider]:
+    found = []
+    for kind, (key_var, base_var) in _ENV.items():
+        key = os.environ.get(key_var, "") if key_var else ""
+        base = os.environ.get(base_var, "")
+        if key or (kind == "ollama" and base):
+            found.append(Provider(name=kind, kind=kind, api_key=key, base_url=base))
+    return found
+
+
+def providers_list(*, owner: Organization | None) -> list[Provider]:
+    """Configured providers: the environment's, then the owner's own (which take precedence by name)."""
+    providers = {p.name: p for p in _env_providers()}
+    if owner is not None:
+        for row in ProviderConfig.objects.filter(owner=owner).order_by("created_at"):
+            providers[row.name] = Provider(name=row.name, kind=row.kind, api_key=row.api_key, base_url=row.base_url,
+                                           models=tuple(row.model_names or ()), source="settings")
+    return list(providers.values())
+
+
+_listing_cache: dict[str, tuple[float, list[str]]] = {}
+
+
+def _listed_models(base_url: str, api_key: str) -> list[str]:
+    """Ask an OpenAI-compatible server which models it serves (cached for a minute; 1.5 s timeout)."""
+    cached = _listing_cache.get(base_url)
+    if cached and time.monotonic() - cached[0] < 60:
+        return cached[1]
+    names: list[str] = []
+    try:
+        req = urllib.request.Request(base_url.rstrip("/") + "/models", headers={"Authorization": f"Bearer {api_key}"})
+        with urllib.request.urlopen(req, timeout=1.5) as resp:  # noqa: S310 - configured by the operator
+            names = [m["id"] for m in json.load(resp).get("data", []) if isinstance(m, dict) and "id" in m]
+    except (OSError, ValueError, KeyError):
+        names = []
+    _listing_cache[base_url] = (time.monotonic(), names)
+    return names
+
+
+def models_list(*, owner: Organization | None) -> list[dict]:
+    """Model handles the owner can run, with their context windows."""
+    from core.engine.tokens import model_context_window
+
+    out = []
+    for p in providers_list(owner=owner):
+        names = list(p.models)
+        if p.base_url and p.kind in ("openai", "openai_compatible", "ollama") and not names:
+            names = _listed_models(p.base_url if p.kind != "ollama" else p.base_url.rstrip("/") + "/v1", p.api_key)
+        if not names:
+            names = _KNOWN.get(p.kind, [])
+        prefix = "openai" if p.kind == "openai_compatible" and p.name == "openai" else p.name
+        for name in names:
+            handle = f"{prefix}/{name}"
+            out.append({"handle": handle, "model": name, "provider_name": p.name, "model_endpoint_type": p.kind,
+                        "model_endpoint": p.base_url or None, "context_window": model_context_window(handle)})
+    return out
+
+
+def model_resolve(*, owner: Organization | None, handle: str) -> ResolvedModel:
+    """Map a handle ("provider/model") to a litellm call; NotConfigured with a how-to if no provider serves it."""
+    providers = {p.name: p for p in providers_list(owner=owner)}
+    if not providers:
+        raise NotConfigured(CONFIGURE_HINT)
+    prefix, _, name = handle.partition("/")
+    provider = providers.get(prefix)
+    if provider is None or not name:
+        raise NotConfigured(f"Model '{handle}' is not served by a configured provider "
+                            f"(configured: {', '.join(sorted(providers))}). {CONFIGURE_HINT}")
+    kind = {"openai_compatible": "openai"}.get(provider.kind, provider.kind)
+    return ResolvedModel(handle=handle, litellm_model=f"{kind}/{name}", api_base=provider.base_url or None,
+                         api_key=provider.api_key or None, provider=provider.name)
+
+
+def model_is_configured(*, owner: Organization | None, handle: str) -> bool:
+    try:
+        model_resolve(owner=owner, handle=handle)
+    except NotConfigured:
+        return False
+    return True

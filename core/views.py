@@ -1,0 +1,60 @@
+"""Pages of the core app: first account, agents list, settings. Thin: read, render."""
+
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_POST
+
+from core import accounts, selectors
+from core.forms import FirstAccountForm, TokenForm
+
+
+def healthz(request):
+    return HttpResponse("ok", content_type="text/plain")
+
+
+def setup(request):
+    """The first visit of a fresh install: create the first account (it becomes the administrator)."""
+    if not accounts.first_run_pending():
+        return redirect("agents")
+    form = FirstAccountForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = accounts.user_create(username=form.cleaned_data["username"], password=form.cleaned_data["password1"],
+                                    email=form.cleaned_data.get("email") or "", is_superuser=True)
+        login(request, user)
+        return redirect("agents")
+    return TemplateResponse(request, "core/setup.html", {"form": form})
+
+
+@login_required
+def agents_page(request):
+    principal = accounts.principal_from_user(request.user)
+    agents = list(selectors.agents_list(owner=principal.org, query_text=request.GET.get("q") or None, limit=200))
+    running = selectors.agents_running_ids(owner=principal.org)
+    return TemplateResponse(request, "core/agents.html", {"agents": agents, "running": running, "q": request.GET.get("q", "")})
+
+
+@login_required
+def settings_page(request, new_token: str | None = None, form: TokenForm | None = None):
+    tokens = accounts.tokens_for_user(request.user)
+    return TemplateResponse(request, "core/settings.html", {"tokens": tokens, "new_token": new_token, "form": form or TokenForm()})
+
+
+@login_required
+def token_create(request):
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    form = TokenForm(request.POST)
+    if not form.is_valid():
+        return settings_page(request, form=form)
+    _, raw = accounts.api_token_create(user=request.user, name=form.cleaned_data["name"])
+    return settings_page(request, new_token=raw)
+
+
+@login_required
+@require_POST
+def token_revoke(request, token_id: str):
+    accounts.api_token_revoke(user=request.user, token_id=token_id)
+    return redirect("settings")

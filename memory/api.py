@@ -1,0 +1,100 @@
+"""REST endpoints for memory blocks (global and per agent)."""
+
+from ninja import Router
+
+from core.api import owner
+from core.presenters import block_out
+from core.selectors import agent_get
+from memory import selectors, services
+from memory.schemas import BlockIn, BlockUpdateIn
+
+router = Router(tags=["blocks"])
+
+
+@router.post("/blocks/", response={201: dict})
+def block_create(request, body: BlockIn):
+    block = services.block_create(owner=owner(request), label=body.label, value=body.value, limit=body.limit,
+                                  description=body.description or "", read_only=body.read_only, metadata=body.metadata)
+    return 201, block_out(block)
+
+
+@router.get("/blocks/", response=list[dict])
+def blocks_list(request, label: str | None = None, limit: int = 200):
+    return [block_out(b) for b in selectors.blocks_list(owner=owner(request), label=label, limit=limit)]
+
+
+@router.get("/blocks/{block_id}", response=dict)
+def block_retrieve(request, block_id: str):
+    return block_out(selectors.block_get(owner=owner(request), block_id=block_id))
+
+
+@router.patch("/blocks/{block_id}", response=dict)
+def block_modify(request, block_id: str, body: BlockUpdateIn):
+    block = selectors.block_get(owner=owner(request), block_id=block_id)
+    return block_out(services.block_update(block=block, changes=body.dict(exclude_unset=True), actor_user=request.principal.user))
+
+
+@router.delete("/blocks/{block_id}", response=dict)
+def block_delete(request, block_id: str):
+    services.block_delete(block=selectors.block_get(owner=owner(request), block_id=block_id))
+    return {"deleted": block_id}
+
+
+@router.get("/blocks/{block_id}/agents", response=list[dict])
+def block_agents(request, block_id: str):
+    block = selectors.block_get(owner=owner(request), block_id=block_id)
+    return [{"id": a.id, "name": a.name} for a in selectors.block_agents(block=block)]
+
+
+@router.get("/blocks/{block_id}/history", response=list[dict])
+def block_history(request, block_id: str, limit: int = 100):
+    block = selectors.block_get(owner=owner(request), block_id=block_id)
+    return [{"id": h.id, "version": h.version, "old_value": h.old_value, "new_value": h.new_value, "changes": h.changes,
+             "actor_type": h.actor_type, "actor": h.actor_user.username if h.actor_user else None, "agent_id": h.agent_id or None,
+             "step_id": h.step_id or None, "tool_call_id": h.tool_call_id or None, "created_at": h.created_at}
+            for h in selectors.block_history(block=block, limit=limit)]
+
+
+@router.post("/blocks/{block_id}/restore/{version}", response=dict)
+def block_restore(request, block_id: str, version: int):
+    block = selectors.block_get(owner=owner(request), block_id=block_id)
+    return block_out(services.block_restore(block=block, version=version, actor_user=request.principal.user))
+
+
+# --- per agent: /v1/agents/{id}/core-memory/blocks ---
+
+@router.get("/agents/{agent_id}/core-memory/blocks", response=list[dict], tags=["agents"])
+def agent_blocks(request, agent_id: str):
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    return [block_out(b) for b in selectors.agent_blocks(agent=agent)]
+
+
+@router.get("/agents/{agent_id}/core-memory/blocks/{label}", response=dict, tags=["agents"])
+def agent_block_retrieve(request, agent_id: str, label: str):
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    return block_out(selectors.agent_block_by_label(agent=agent, label=label))
+
+
+@router.patch("/agents/{agent_id}/core-memory/blocks/{label}", response=dict, tags=["agents"])
+def agent_block_modify(request, agent_id: str, label: str, body: BlockUpdateIn):
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    block = selectors.agent_block_by_label(agent=agent, label=label)
+    return block_out(services.block_update(block=block, changes=body.dict(exclude_unset=True), actor_user=request.principal.user))
+
+
+@router.patch("/agents/{agent_id}/core-memory/blocks/attach/{block_id}", response=dict, tags=["agents"])
+def agent_block_attach(request, agent_id: str, block_id: str):
+    from core.presenters import agent_state
+
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    services.block_attach_by_id(agent=agent, block_id=block_id)
+    return agent_state(agent)
+
+
+@router.patch("/agents/{agent_id}/core-memory/blocks/detach/{block_id}", response=dict, tags=["agents"])
+def agent_block_detach(request, agent_id: str, block_id: str):
+    from core.presenters import agent_state
+
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    services.block_detach(agent=agent, block_id=block_id)
+    return agent_state(agent)

@@ -1,0 +1,114 @@
+"""Writes to memory blocks: create, edit (with history), attach, detach, restore, delete."""
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import Max
+
+from core.errors import Conflict, Invalid, NotFound
+from core.models import Agent, Organization
+from memory.models import AgentBlock, Block, BlockHistory
+
+DEFAULT_BLOCK_LIMIT = 5000
+MAX_BLOCK_LIMIT = 1_000_000
+
+
+def _validate(*, label: str | None, value: str | None, limit: int | None) -> None:
+    if label is not None and (not label.strip() or len(label) > 100 or not label.replace("_", "").replace("-", "").isalnum()):
+        raise Invalid("Block label must be 1-100 letters, digits, '_' or '-'")
+    if limit is not None and not 1 <= limit <= MAX_BLOCK_LIMIT:
+        raise Invalid(f"Block limit must be between 1 and {MAX_BLOCK_LIMIT} characters")
+    if value is not None and limit is not None and len(value) > limit:
+        raise Invalid(f"Block value is {len(value)} characters, over the block's limit of {limit}. "
+                      "Shorten it, raise the limit, or move the content to archival memory.")
+
+
+def block_create(*, owner: Organization, label: str, value: str = "", limit: int | None = None, description: str = "",
+                 read_only: bool = False, metadata: dict | None = None) -> Block:
+    """Create a block (detached); its first history entry records the initial value."""
+    limit = limit or max(DEFAULT_BLOCK_LIMIT, len(value))
+    _validate(label=label, value=value, limit=limit)
+    block = Block.objects.create(owner=owner, label=label.strip(), value=value, limit=limit, description=description,
+                                 read_only=read_only, metadata=metadata or {})
+    BlockHistory.objects.create(block=block, version=1, old_value="", new_value=value, actor_type="system")
+    return block
+
+
+@transaction.atomic
+def block_update(*, block: Block, changes: dict, actor_user: User | None = None, agent_id: str = "", step_id: str = "",
+                 tool_call_id: str = "", enforce_read_only: bool = False) -> Block:
+    """Edit a block under its row lock and record who changed what; live pushes go out after commit."""
+    block = Block.objects.select_for_update().get(pk=block.pk)
+    if enforce_read_only and block.read_only:
+        raise Invalid(f"Block '{block.label}' is read-only; it cannot be edited by the agent.")
+    new_value = changes.get("value", block.value)
+    new_limit = changes.get("limit") or block.limit
+    _validate(label=changes.get("label"), value=new_value, limit=new_limit)
+    other = {}
+    for key in ("label", "limit", "description", "read_only", "metadata"):
+        if key in changes and changes[key] is not None and changes[key] != getattr(block, key):
+            other[key] = [getattr(block, key), changes[key]]
+            setattr(block, key, changes[key])
+    if new_value == block.value and not other:
+        return block
+    old_value = block.value
+    block.value = new_value
+    block.version += 1
+    block.save()
+    BlockHistory.objects.create(block=block, version=block.version, old_value=old_value, new_value=new_value,
+                                changes=other, actor_type="agent" if agent_id else "user", actor_user=actor_user,
+                                agent_id=agent_id, step_id=step_id, tool_call_id=tool_call_id)
+    transaction.on_commit(lambda: _broadcast_block(block))
+    return block
+
+
+def _broadcast_block(block: Block) -> None:
+    from core.events import broadcast_block_update
+
+    broadcast_block_update(block)
+
+
+def block_restore(*, block: Block, version: int, actor_user: User | None) -> Block:
+    """Restore a block's value to what it was at `version` (recorded as a new change)."""
+    entry = BlockHistory.objects.filter(block=block, version=version).first()
+    if entry is None:
+        raise NotFound(f"Block '{block.id}' has no version {version}")
+    return block_update(block=block, changes={"value": entry.new_value, "limit": max(block.limit, len(entry.new_value))},
+                        actor_user=actor_user)
+
+
+def block_attach(*, agent: Agent, block: Block, position: int | None = None) -> None:
+    """Attach a block to an agent; a label may appear only once per agent."""
+    if block.owner_id != agent.owner_id:
+        raise NotFound(f"Block '{block.id}' not found")
+    if AgentBlock.objects.filter(agent=agent, block=block).exists():
+        return
+    if AgentBlock.objects.filter(agent=agent, block__label=block.label).exists():
+        raise Conflict(f"Agent already has a block labelled '{block.label}'")
+    if position is None:
+        position = (AgentBlock.objects.filter(agent=agent).aggregate(m=Max("position"))["m"] or 0) + 1
+    AgentBlock.objects.create(agent=agent, block=block, position=position)
+
+
+def block_attach_by_id(*, agent: Agent, block_id: str) -> Block:
+    block = Block.objects.filter(owner_id=agent.owner_id, id=block_id).first()
+    if block is None:
+        raise NotFound(f"Block '{block_id}' not found")
+    block_attach(agent=agent, block=block)
+    return block
+
+
+def block_detach(*, agent: Agent, block_id: str) -> None:
+    """Detach a block from an agent; the block itself is kept."""
+    deleted, _ = AgentBlock.objects.filter(agent=agent, block_id=block_id).delete()
+    if not deleted:
+        raise NotFound(f"Block '{block_id}' is not attached to agent '{agent.id}'")
+
+
+def block_delete(*, block: Block) -> None:
+    """Delete a block and detach it from every agent."""
+    block.delete()
+
+
+def blocks_orphaned_by_delete(*, agent: Agent) -> list[Block]:
+    """Blocks attached only to this agent (deleted with it); shared blocks are never in this list."""
+    return [b for b in Block.objects.filter(agentblock__agent=agent) if AgentBlock.objects.filter(block=b).count() == 1]

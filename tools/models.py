@@ -1,0 +1,55 @@
+"""Tools (Python functions with derived JSON schemas) and the record of every run."""
+
+from django.db import models
+
+from core import ids
+
+
+class Tool(models.Model):
+    TYPES = [("base", "base"), ("multi_agent", "multi-agent"), ("custom", "custom")]
+    SANDBOXES = [("", "deployment default"), ("local", "local"), ("e2b", "E2B")]
+
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_tool_id, editable=False)
+    owner = models.ForeignKey("core.Organization", on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=48)
+    tool_type = models.CharField(max_length=16, choices=TYPES, default="custom")
+    description = models.TextField(blank=True, default="")
+    source_code = models.TextField(blank=True, default="")
+    json_schema = models.JSONField(default=dict, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    return_char_limit = models.PositiveIntegerField(default=50000)
+    pip_requirements = models.JSONField(default=list, blank=True)  # [{name, version?}]
+    sandbox = models.CharField(max_length=16, choices=SANDBOXES, blank=True, default="")
+    env_vars = models.JSONField(default=dict, blank=True)  # workbench defaults for test runs
+    agents = models.ManyToManyField("core.Agent", related_name="tools", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="unique_tool_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ToolRun(models.Model):
+    """One execution of a tool, from the workbench or from an agent's step."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_toolrun_id, editable=False)
+    owner = models.ForeignKey("core.Organization", on_delete=models.CASCADE, related_name="tool_runs")
+    tool = models.ForeignKey(Tool, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    tool_name = models.CharField(max_length=48)
+    agent_id = models.CharField(max_length=64, blank=True, default="")
+    step_id = models.CharField(max_length=64, blank=True, default="")
+    origin = models.CharField(max_length=16, default="workbench")  # workbench | agent
+    args = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16)  # success | error
+    tool_return = models.TextField(blank=True, default="")
+    stdout = models.TextField(blank=True, default="")
+    stderr = models.TextField(blank=True, default="")
+    sandbox = models.CharField(max_length=16, blank=True, default="")
+    duration_ms = models.FloatField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["owner", "tool_name", "created_at"])]
