@@ -96,8 +96,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 30,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-    DATABASES["default"]["TEST"] = {"NAME": os.environ.get("TEST_SQLITE_NAME", str(DATA_DIR / "test.sqlite3"))}
 IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
+# Test databases are per test process (concurrent test runs on one machine must not share one), and on SQLite
+# a file rather than memory, so server processes started by the tests can open the same database.
+_test_suffix = os.environ.get("TEST_DB_SUFFIX") or str(os.getpid())
+DATABASES["default"]["TEST"] = {
+    "NAME": f"test_{DATABASES['default']['NAME']}_{_test_suffix}" if IS_POSTGRES else str(DATA_DIR / f"test-{_test_suffix}.sqlite3")
+}
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:

@@ -89,7 +89,7 @@ def _listed_models(base_url: str, api_key: str) -> list[str]:
 
 def models_list(*, owner: Organization | None) -> list[dict]:
     """Model handles the owner can run, with their context windows."""
-    from core.engine.tokens import model_context_window
+    from core.engine.tokens import model_info
 
     out = []
     for p in providers_list(owner=owner):
@@ -102,7 +102,7 @@ def models_list(*, owner: Organization | None) -> list[dict]:
         for name in names:
             handle = f"{prefix}/{name}"
             out.append({"handle": handle, "model": name, "provider_name": p.name, "model_endpoint_type": p.kind,
-                        "model_endpoint": p.base_url or None, "context_window": model_context_window(handle)})
+                        "model_endpoint": p.base_url or None, "context_window": model_info(handle).context_window})
     return out
 
 

@@ -100,9 +100,9 @@ def _parse_rules(rules) -> list[dict]:
 
 
 def _default_window(model: str) -> int:
-    from core.engine.tokens import model_context_window
+    from core.engine.tokens import model_info
 
-    return min(model_context_window(model), 32000)
+    return min(model_info(model).context_window, 32000)
 
 
 def _clean_secrets(secrets: dict) -> dict:

@@ -6,18 +6,15 @@ from core.errors import NotFound
 from core.models import Agent, Organization
 from tools.models import Tool
 
-BASE_TOOL_NAMES = ("send_message", "conversation_search", "archival_memory_insert", "archival_memory_search",
-                   "core_memory_append", "core_memory_replace", "memory_replace", "memory_insert")
-MULTI_AGENT_TOOL_NAMES = ("send_message_to_agent_async", "send_message_to_agent_and_wait_for_reply",
-                          "send_message_to_agents_matching_tags")
+from core.engine.base_tools import BASE_TOOL_NAMES, MULTI_AGENT_TOOL_NAMES
 
 
 @transaction.atomic
 def builtin_tools_ensure(*, owner: Organization) -> dict[str, Tool]:
     """Create or refresh the owner's rows for the built-in tools (base and multi-agent); returns them by name."""
-    from core.engine.base_tools import builtin_tool_schemas
+    from core.engine.base_tools import BASE_TOOL_SCHEMAS, MULTI_AGENT_TOOL_SCHEMAS
 
-    schemas = builtin_tool_schemas()
+    schemas = {**BASE_TOOL_SCHEMAS, **MULTI_AGENT_TOOL_SCHEMAS}
     existing = {t.name: t for t in Tool.objects.filter(owner=owner, name__in=list(schemas))}
     for name, schema in schemas.items():
         kind = "multi_agent" if name in MULTI_AGENT_TOOL_NAMES else "base"

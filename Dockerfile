@@ -1,0 +1,23 @@
+FROM python:3.11-slim-bookworm
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
+    LITELLM_LOCAL_MODEL_COST_MAP=True HF_HUB_OFFLINE=1 \
+    AGENTS_IDE_DATA_DIR=/data STATIC_ROOT=/app/staticfiles
+
+RUN useradd --create-home --uid 1000 app && mkdir -p /data /app && chown app:app /data /app
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY agents_ide ./agents_ide
+COPY core ./core
+COPY memory ./memory
+COPY tools ./tools
+RUN pip install --no-cache-dir .
+COPY manage.py ./
+COPY templates ./templates
+COPY static ./static
+RUN python manage.py collectstatic --noinput && chown -R app:app /app
+
+USER app
+EXPOSE 8000
+# Migrations run on start (idempotent); daphne serves HTTP and websockets.
+CMD ["sh", "-c", "python manage.py migrate --noinput && exec daphne -b 0.0.0.0 -p 8000 agents_ide.asgi:application"]

@@ -1,0 +1,81 @@
+"""Shared test fixtures. Real provider calls are impossible here: provider keys are removed from the
+environment and sockets may only connect to this machine (the fake LLM, PostgreSQL, Redis, our servers)."""
+
+import ipaddress
+import os
+import socket
+
+import pytest
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["LITELLM_TELEMETRY"] = "False"
+for _var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY",
+             "OLLAMA_API_BASE", "GEMINI_API_KEY", "GROQ_API_KEY", "E2B_API_KEY", "EMBEDDING_MODEL"):
+    os.environ.pop(_var, None)
+
+_real_connect = socket.socket.connect
+
+
+def _loopback_only_connect(self, address):
+    """Refuse any connection that would leave this machine."""
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        host = address[0]
+        try:
+            ok = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            ok = host in ("localhost",)
+        if not ok:
+            raise ConnectionRefusedError(f"tests may not reach the network ({host}); use the fake LLM")
+    return _real_connect(self, address)
+
+
+socket.socket.connect = _loopback_only_connect
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture
+def fake_llm(monkeypatch):
+    """A running fake OpenAI-compatible server, configured as the `openai` provider for this test."""
+    from tests.fake_llm import FakeLLM
+
+    llm = FakeLLM()
+    llm.start()
+    monkeypatch.setenv("OPENAI_API_KEY", "fake-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+    try:
+        yield llm
+    finally:
+        llm.stop()
+
+
+@pytest.fixture
+def account(db):
+    """A user with their organization and a raw API token."""
+    from tests.factories import make_account
+
+    return make_account("alice")
+
+
+@pytest.fixture
+def other_account(db):
+    from tests.factories import make_account
+
+    return make_account("mallory")
+
+
+@pytest.fixture
+def api(account):
+    """A Django test client authenticated with the account's bearer token."""
+    from tests.factories import ApiClient
+
+    return ApiClient(account.token)
+
+
+def postgres_required() -> None:
+    """Skip outside PostgreSQL runs; CI runs the suite on both databases, so this is exercised there."""
+    from django.conf import settings
+
+    if not settings.IS_POSTGRES:
+        pytest.skip("needs PostgreSQL (this pass runs on SQLite; the CI PostgreSQL pass runs it)")

@@ -1,0 +1,91 @@
+"""Accounts: first run, API tokens (hashed, revocable), owner isolation (404 for another owner's ids)."""
+
+import io
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.test import Client
+
+from core.accounts import api_token_create, api_token_revoke, principal_from_token
+from core.models import ApiToken
+from tests.factories import ApiClient, make_agent
+
+
+def test_fresh_install_sends_first_visit_to_account_creation(db):
+    client = Client()
+    response = client.get("/")
+    assert response.status_code == 302 and response["Location"] == "/setup/"
+    response = client.post("/setup/", {"username": "ada", "password1": "a-long-enough-pass-42", "password2": "a-long-enough-pass-42"})
+    assert response.status_code == 302
+    assert User.objects.get(username="ada").is_superuser
+    page = client.get("/")
+    assert page.status_code == 200 and b"No agents yet" in page.content
+    # Once an account exists the setup form is gone: no one else can claim the server.
+    assert Client().get("/setup/").status_code == 302
+
+
+def test_setup_rejects_mismatched_passwords_inline(db):
+    response = Client().post("/setup/", {"username": "ada", "password1": "a-long-enough-pass-42", "password2": "different-pass-42"})
+    assert response.status_code == 200 and b"errorlist" in response.content
+    assert not User.objects.exists()
+
+
+def test_tokens_are_stored_hashed_and_revocable(account):
+    token = ApiToken.objects.get(user=account.user)
+    assert account.token not in (token.hashed, token.prefix) and len(token.hashed) == 64
+    assert principal_from_token(account.token).user == account.user
+    api_token_revoke(user=account.user, token_id=token.id)
+    assert principal_from_token(account.token) is None
+    assert ApiClient(account.token).get("/v1/agents/").status_code == 401
+
+
+def test_api_requires_authentication(db):
+    response = Client().get("/v1/agents/")
+    assert response.status_code == 401
+    assert "Bearer" in response.json()["detail"]
+    assert Client(HTTP_AUTHORIZATION="Bearer aide_not-a-real-token").get("/v1/agents/").status_code == 401
+
+
+def test_create_api_token_command_creates_user_and_prints_working_token(db):
+    out = io.StringIO()
+    call_command("create_api_token", "ci-bot", "--create-user", stdout=out)
+    raw = out.getvalue().strip()
+    assert User.objects.filter(username="ci-bot").exists()
+    assert ApiClient(raw).get("/v1/agents/").status_code == 200
+    with pytest.raises(Exception, match="--create-user"):
+        call_command("create_api_token", "nobody", stdout=io.StringIO())
+
+
+def test_another_owners_objects_are_not_found(account, other_account):
+    agent = make_agent(other_account.org, name="secret")
+    block_id = agent.blocks.first().id
+    mine = ApiClient(account.token)
+    for path in (f"/v1/agents/{agent.id}", f"/v1/blocks/{block_id}", f"/v1/agents/{agent.id}/core-memory/blocks",
+                 f"/v1/agents/{agent.id}/tools"):
+        assert mine.get(path).status_code == 404, path
+    assert mine.delete(f"/v1/agents/{agent.id}").status_code == 404
+    assert mine.patch(f"/v1/blocks/{block_id}", {"value": "pwned"}).status_code == 404
+    assert [a["id"] for a in mine.get("/v1/agents/").json()] == []
+    # The owner sees it.
+    assert ApiClient(other_account.token).get(f"/v1/agents/{agent.id}").status_code == 200
+
+
+def test_short_lived_token_expires(account):
+    from datetime import timedelta
+
+    _, raw = api_token_create(user=account.user, name="tool", ttl=timedelta(seconds=-1))
+    assert principal_from_token(raw) is None
+
+
+def test_settings_page_creates_and_revokes_tokens(account):
+    client = Client()
+    client.force_login(account.user)
+    page = client.post("/settings/tokens/", {"name": "laptop"})
+    assert page.status_code == 200
+    raw = page.context["new_token"]
+    assert raw and raw.encode() in page.content
+    assert ApiClient(raw).get("/v1/agents/").status_code == 200
+    token = ApiToken.objects.get(user=account.user, name="laptop")
+    client.post(f"/settings/tokens/{token.id}/revoke/")
+    assert ApiClient(raw).get("/v1/agents/").status_code == 401
