@@ -1,0 +1,165 @@
+"""Schemas of the built-in tools, as data, with Letta-compatible names and parameters.
+
+`thinking` and `request_heartbeat` are not written here: context.compile_context adds them per agent
+(thinking only for models without native reasoning; heartbeat only on non-terminal tools).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.engine.types import ToolKind, ToolSpec
+
+TERMINAL_TOOLS: frozenset[str] = frozenset({"send_message"})
+MEMORY_EDIT_TOOLS: tuple[str, ...] = ("core_memory_append", "core_memory_replace", "memory_replace", "memory_insert")
+
+
+def _schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": description,
+        "parameters": {"type": "object", "properties": properties, "required": required},
+    }
+
+
+_STR = {"type": "string"}
+_LABEL = {"type": "string", "description": "Label of the memory block to edit, e.g. 'human' or 'persona'."}
+
+BASE_TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
+    "send_message": _schema(
+        "send_message",
+        "Sends a message to the human user. Calling it ends your turn and gives control back to the user.",
+        {"message": {**_STR, "description": "Message contents. All unicode (including emojis) are supported."}},
+        ["message"],
+    ),
+    "core_memory_append": _schema(
+        "core_memory_append",
+        "Append to the contents of a core memory block. The block's character limit still applies.",
+        {"label": _LABEL, "content": {**_STR, "description": "Content to append. All unicode (including emojis) are supported."}},
+        ["label", "content"],
+    ),
+    "core_memory_replace": _schema(
+        "core_memory_replace",
+        "Replace the contents of a core memory block. To delete memories, use an empty string for new_content.",
+        {
+            "label": _LABEL,
+            "old_content": {**_STR, "description": "String to replace. Must be an exact match."},
+            "new_content": {**_STR, "description": "Content to write to the memory."},
+        },
+        ["label", "old_content", "new_content"],
+    ),
+    "memory_replace": _schema(
+        "memory_replace",
+        "Replace one exact occurrence of old_string with new_string in a memory block. old_string must appear "
+        "exactly once; include surrounding text to make it unique. Do not include line numbers.",
+        {
+            "label": _LABEL,
+            "old_string": {**_STR, "description": "The text to replace; must match exactly once."},
+            "new_string": {**_STR, "description": "The text to put in its place (empty string deletes)."},
+        },
+        ["label", "old_string", "new_string"],
+    ),
+    "memory_insert": _schema(
+        "memory_insert",
+        "Insert text into a memory block at a given line.",
+        {
+            "label": _LABEL,
+            "new_string": {**_STR, "description": "The text to insert."},
+            "insert_line": {
+                "type": "integer",
+                "description": "Line number after which to insert (0 = at the beginning, -1 = at the end).",
+            },
+        },
+        ["label", "new_string"],
+    ),
+    "archival_memory_insert": _schema(
+        "archival_memory_insert",
+        "Add to archival memory: long-term storage for facts and details too large or too numerous for core "
+        "memory. Phrase the content so it can be found later by semantic search.",
+        {
+            "content": {**_STR, "description": "Content to write to the memory."},
+            "tags": {"type": "array", "items": _STR, "description": "Optional tags for filtering later."},
+        },
+        ["content"],
+    ),
+    "archival_memory_search": _schema(
+        "archival_memory_search",
+        "Search archival memory using semantic (embedding-based) search, with optional tag and date filters.",
+        {
+            "query": {**_STR, "description": "String to search for."},
+            "tags": {"type": "array", "items": _STR, "description": "Only return memories with these tags."},
+            "tag_match_mode": {"type": "string", "enum": ["any", "all"], "description": "Match any or all tags."},
+            "top_k": {"type": "integer", "description": "Maximum number of results (default 10)."},
+            "start_datetime": {**_STR, "description": "ISO 8601 lower bound on the memory's timestamp."},
+            "end_datetime": {**_STR, "description": "ISO 8601 upper bound on the memory's timestamp."},
+        },
+        ["query"],
+    ),
+    "conversation_search": _schema(
+        "conversation_search",
+        "Search prior conversation history (recall memory), including messages no longer in your context window.",
+        {
+            "query": {**_STR, "description": "String to search for."},
+            "roles": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["assistant", "user", "tool"]},
+                "description": "Only return messages with these roles.",
+            },
+            "limit": {"type": "integer", "description": "Maximum number of results (default 10)."},
+            "start_date": {**_STR, "description": "ISO 8601 date or datetime lower bound."},
+            "end_date": {**_STR, "description": "ISO 8601 date or datetime upper bound."},
+        },
+        ["query"],
+    ),
+}
+
+MULTI_AGENT_TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
+    "send_message_to_agent_async": _schema(
+        "send_message_to_agent_async",
+        "Send a one-way message to another agent. You will not receive a reply from this call.",
+        {
+            "message": {**_STR, "description": "The message to send."},
+            "other_agent_id": {**_STR, "description": "The id of the receiving agent."},
+        },
+        ["message", "other_agent_id"],
+    ),
+    "send_message_to_agent_and_wait_for_reply": _schema(
+        "send_message_to_agent_and_wait_for_reply",
+        "Send a message to another agent and wait for its reply, which is returned as this tool's result.",
+        {
+            "message": {**_STR, "description": "The message to send."},
+            "other_agent_id": {**_STR, "description": "The id of the receiving agent."},
+        },
+        ["message", "other_agent_id"],
+    ),
+    "send_message_to_agents_matching_tags": _schema(
+        "send_message_to_agents_matching_tags",
+        "Send a message to every agent whose tags match, and collect their replies.",
+        {
+            "message": {**_STR, "description": "The message to send."},
+            "match_all": {"type": "array", "items": _STR, "description": "Agents must have all of these tags."},
+            "match_some": {"type": "array", "items": _STR, "description": "Agents must have at least one of these tags."},
+        },
+        ["message", "match_all", "match_some"],
+    ),
+}
+
+BASE_TOOL_NAMES: tuple[str, ...] = tuple(BASE_TOOL_SCHEMAS)
+MULTI_AGENT_TOOL_NAMES: tuple[str, ...] = tuple(MULTI_AGENT_TOOL_SCHEMAS)
+
+
+def _spec(schema: dict[str, Any], kind: ToolKind) -> ToolSpec:
+    return ToolSpec(name=schema["name"], description=schema["description"], json_schema=schema, kind=kind)
+
+
+def base_tool_specs(*, include_multi_agent: bool = False) -> list[ToolSpec]:
+    """ToolSpecs of the built-in tools (and the multi-agent ones if asked)."""
+    specs = [_spec(s, "base") for s in BASE_TOOL_SCHEMAS.values()]
+    if include_multi_agent:
+        specs += [_spec(s, "multi_agent") for s in MULTI_AGENT_TOOL_SCHEMAS.values()]
+    return specs
+
+
+def is_builtin(name: str) -> bool:
+    """Whether a tool name belongs to the built-in (in-process) set."""
+    return name in BASE_TOOL_SCHEMAS or name in MULTI_AGENT_TOOL_SCHEMAS

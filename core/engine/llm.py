@@ -1,0 +1,289 @@
+"""The one module that talks to model providers, through litellm (imported lazily: it costs seconds).
+
+`complete` sends a compiled request and returns a normalised LLMResult; every provider failure becomes an
+LLMError with a kind the runner can act on (context_length → evict and retry; the rest → llm_api_error).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from core.engine.types import LLMResult, ToolCall, Usage
+
+ErrorKind = Literal["api_error", "rate_limit", "timeout", "context_length", "auth", "bad_request"]
+DeltaKind = Literal["reasoning", "text", "tool_call"]
+
+_CONTEXT_MARKERS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "prompt is too long",
+    "too many tokens",
+    "input is too long",
+    "exceeds the context",
+)
+
+
+class LLMError(Exception):
+    """A failed model call, with a kind, the provider's HTTP status (if any) and a readable message."""
+
+    def __init__(self, kind: ErrorKind, message: str, status: int | None = None):
+        self.kind, self.status, self.message = kind, status, message
+        super().__init__(message)
+
+    def __repr__(self) -> str:
+        return f"LLMError(kind={self.kind!r}, status={self.status!r}, message={self.message!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """A streamed fragment: reasoning text, reply text, or a piece of a tool call's arguments."""
+
+    kind: DeltaKind
+    text: str
+    tool_index: int = 0
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+
+
+_lock = threading.Lock()
+_litellm: Any = None
+
+
+def _lib() -> Any:
+    """Import and configure litellm once: offline cost map, no retries, no callbacks, no debug chatter."""
+    global _litellm
+    if _litellm is None:
+        with _lock:
+            if _litellm is None:
+                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                import litellm
+
+                litellm.suppress_debug_info = True
+                litellm.telemetry = False
+                litellm.drop_params = True
+                litellm.num_retries = 0
+                litellm.callbacks = []
+                litellm.success_callback = []
+                litellm.failure_callback = []
+                _litellm = litellm
+    return _litellm
+
+
+def warm_up() -> None:
+    """Import litellm now (server start-up) rather than on the first message."""
+    _lib()
+
+
+def is_context_length_error(error: BaseException) -> bool:
+    """Whether an error (ours or a provider's) means the prompt did not fit the model's window."""
+    if isinstance(error, LLMError):
+        return error.kind == "context_length"
+    text = str(error).lower()
+    return type(error).__name__ == "ContextWindowExceededError" or any(m in text for m in _CONTEXT_MARKERS)
+
+
+_NOISE = re.compile(r"^(?:litellm\.)?(?:\w+(?:Error|Exception))(?: - |: ?)")
+
+
+def _clean(message: str) -> str:
+    # litellm stacks class-name prefixes ("BadRequestError: ContextWindowExceededError: ..."); keep the provider's words.
+    text = " ".join(str(message).split()).replace("Error_str: ", "")
+    while (m := _NOISE.match(text)) is not None:
+        text = text[m.end():]
+    return text[:1000]
+
+
+def map_error(error: BaseException, *, model: str = "") -> LLMError:
+    """Translate a litellm/openai exception into an LLMError with a readable message."""
+    if isinstance(error, LLMError):
+        return error
+    name = type(error).__name__
+    status = getattr(error, "status_code", None) or getattr(error, "status", None)
+    status = status if isinstance(status, int) else None
+    detail = _clean(getattr(error, "message", None) or str(error))
+    who = f" ({model})" if model else ""
+    if is_context_length_error(error):
+        return LLMError("context_length", f"The prompt is longer than the model's context window{who}: {detail}", status or 400)
+    if name in ("RateLimitError", "CallerCredentialRateLimitError") or status == 429:
+        return LLMError("rate_limit", f"Rate limited by the provider{who}: {detail}", status or 429)
+    if name in ("Timeout", "APITimeoutError") or "timed out" in detail.lower():
+        return LLMError("timeout", f"The model{who} did not answer in time: {detail}", status)
+    if name in ("AuthenticationError", "PermissionDeniedError", "CallerCredentialAuthenticationError") or status in (401, 403):
+        return LLMError("auth", f"The provider rejected the credentials{who}; check the API key: {detail}", status)
+    if status is not None and 400 <= status < 500:
+        return LLMError("bad_request", f"The provider rejected the request{who} (HTTP {status}): {detail}", status)
+    if name == "APIConnectionError":
+        return LLMError("api_error", f"Could not reach the model provider{who}: {detail}", status)
+    return LLMError("api_error", f"The model provider failed{who}" + (f" (HTTP {status})" if status else "") + f": {detail}", status)
+
+
+def _get(obj: Any, key: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def _usage(raw: Any) -> Usage:
+    if not raw:
+        return Usage()
+    details = _get(raw, "completion_tokens_details") or {}
+    prompt_details = _get(raw, "prompt_tokens_details") or {}
+    prompt = int(_get(raw, "prompt_tokens") or 0)
+    completion = int(_get(raw, "completion_tokens") or 0)
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=int(_get(raw, "total_tokens") or prompt + completion),
+        reasoning_tokens=int(_get(details, "reasoning_tokens") or 0),
+        cached_tokens=int(_get(prompt_details, "cached_tokens") or 0),
+    )
+
+
+def _reasoning(message: Any) -> str | None:
+    text = _get(message, "reasoning_content")
+    if text:
+        return str(text)
+    blocks = _get(message, "thinking_blocks") or []
+    parts = [str(_get(b, "thinking") or "") for b in blocks if _get(b, "type") == "thinking"]
+    return "\n".join(p for p in parts if p) or None
+
+
+def _result_from_response(response: Any, latency_ms: float) -> LLMResult:
+    raw = response.model_dump() if hasattr(response, "model_dump") else dict(response)
+    choice = raw["choices"][0] if raw.get("choices") else {}
+    message = choice.get("message") or {}
+    calls = tuple(
+        ToolCall(id=tc.get("id") or f"call_{i}", name=(tc.get("function") or {}).get("name") or "",
+                 arguments=(tc.get("function") or {}).get("arguments") or "{}")
+        for i, tc in enumerate(message.get("tool_calls") or [])
+    )
+    return LLMResult(
+        content=message.get("content") or None,
+        reasoning=_reasoning(message),
+        tool_calls=calls,
+        usage=_usage(raw.get("usage")),
+        finish_reason=choice.get("finish_reason"),
+        model=raw.get("model") or "",
+        raw=raw,
+        latency_ms=latency_ms,
+    )
+
+
+def complete(
+    request: dict[str, Any],
+    *,
+    api_base: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 120.0,
+    stream: bool = False,
+    on_delta: Callable[[Delta], None] | None = None,
+) -> LLMResult:
+    """Send one chat-completions request (the handle is request["model"]); blocks; raises LLMError."""
+    litellm = _lib()
+    kwargs = dict(request)
+    kwargs.update(api_base=api_base, api_key=api_key, timeout=timeout, max_retries=0, num_retries=0, drop_params=True)
+    started = time.perf_counter()
+    try:
+        if not stream:
+            response = litellm.completion(**kwargs)
+            return _result_from_response(response, (time.perf_counter() - started) * 1000)
+        kwargs.update(stream=True, stream_options={"include_usage": True})
+        chunks = litellm.completion(**kwargs)
+        return _assemble_stream(chunks, on_delta, started)
+    except LLMError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every provider failure is mapped to one typed error
+        raise map_error(exc, model=str(request.get("model", ""))) from exc
+
+
+@dataclass
+class _CallBuffer:
+    id: str | None = None
+    name: str = ""
+    arguments: str = ""
+
+
+def _assemble_stream(chunks: Any, on_delta: Callable[[Delta], None] | None, started: float) -> LLMResult:
+    emit = on_delta or (lambda d: None)
+    text, reasoning, calls = [], [], {}  # type: ignore[var-annotated]
+    usage, finish, model = None, None, ""
+    for chunk in chunks:
+        model = _get(chunk, "model") or model
+        usage = _get(chunk, "usage") or usage
+        for choice in _get(chunk, "choices") or []:
+            finish = _get(choice, "finish_reason") or finish
+            delta = _get(choice, "delta")
+            if delta is None:
+                continue
+            if r := _get(delta, "reasoning_content"):
+                reasoning.append(r)
+                emit(Delta("reasoning", r))
+            if c := _get(delta, "content"):
+                text.append(c)
+                emit(Delta("text", c))
+            for tc in _get(delta, "tool_calls") or []:
+                idx = _get(tc, "index") or 0
+                buf = calls.setdefault(idx, _CallBuffer())
+                fn = _get(tc, "function")
+                buf.id = _get(tc, "id") or buf.id
+                buf.name = (_get(fn, "name") or "") if not buf.name else buf.name
+                piece = _get(fn, "arguments") or ""
+                buf.arguments += piece
+                emit(Delta("tool_call", piece, idx, buf.id, buf.name))
+    tool_calls = tuple(
+        ToolCall(id=b.id or f"call_{i}", name=b.name, arguments=b.arguments or "{}") for i, b in sorted(calls.items())
+    )
+    usage_dict = usage.model_dump() if hasattr(usage, "model_dump") else (dict(usage) if usage else {})
+    raw = {
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "finish_reason": finish, "message": {
+            "role": "assistant",
+            "content": "".join(text) or None,
+            "reasoning_content": "".join(reasoning) or None,
+            "tool_calls": [t.to_openai() for t in tool_calls] or None,
+        }}],
+        "usage": usage_dict,
+    }
+    return LLMResult(
+        content="".join(text) or None,
+        reasoning="".join(reasoning) or None,
+        tool_calls=tool_calls,
+        usage=_usage(usage_dict),
+        finish_reason=finish,
+        model=model,
+        raw=raw,
+        latency_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+def embed(
+    texts: list[str],
+    *,
+    model: str,
+    api_base: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 60.0,
+    dimensions: int | None = None,
+) -> list[list[float]]:
+    """Embed texts with a litellm embedding handle ("openai/text-embedding-3-small"); raises LLMError."""
+    if not texts:
+        return []
+    litellm = _lib()
+    kwargs: dict[str, Any] = dict(model=model, input=texts, api_base=api_base, api_key=api_key, timeout=timeout, max_retries=0)
+    if dimensions:
+        kwargs["dimensions"] = dimensions
+    try:
+        response = litellm.embedding(**kwargs)
+    except Exception as exc:  # noqa: BLE001
+        raise map_error(exc, model=model) from exc
+    data = sorted(_get(response, "data") or [], key=lambda d: _get(d, "index") or 0)
+    return [list(_get(d, "embedding")) for d in data]

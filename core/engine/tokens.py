@@ -1,0 +1,212 @@
+"""Token counting with the model's own tokenizer where one exists offline, and model context-window lookup.
+
+We use the same tokenizer files litellm ships (tiktoken cl100k/o200k caches, Anthropic's and DeepSeek's
+HuggingFace tokenizer.json) and the same offline model cost map, but read them straight from litellm's
+package directory: `core/engine/llm.py` is the only module allowed to import litellm, and importing it
+costs seconds, which compiling a context must not pay.
+
+Safety margins (why counts may exceed the raw tokenizer output):
+- exact tokenizers (OpenAI models via tiktoken, DeepSeek via its tokenizer.json): no margin;
+- Anthropic: the only published Anthropic tokenizer is Claude 2's; Claude 3+ tokenize differently,
+  so counts get +15 %;
+- anything else falls back to cl100k_base with +10 %: cl100k is among the most compact BPEs for English
+  and code, so other models' tokenizers rarely produce more than that; a provider error stays possible
+  for unusual scripts, and the runner handles a context-length error reactively anyway.
+Every message also pays a fixed framing overhead (role, separators), as in OpenAI's cookbook counting.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from core.engine.types import Message, ToolSpec
+
+DEFAULT_CONTEXT_WINDOW = 128_000
+MESSAGE_OVERHEAD_TOKENS = 4
+REPLY_PRIMING_TOKENS = 3
+TOOL_OVERHEAD_TOKENS = 8
+FALLBACK_MARGIN = 1.10
+ANTHROPIC_MARGIN = 1.15
+
+
+@dataclass(frozen=True, slots=True)
+class Tokenizer:
+    """A text→token-count function and the name of what it is (shown to users next to every count)."""
+
+    name: str
+    exact: bool
+    _encode_len: Callable[[str], int]
+    margin: float = 1.0
+
+    def count(self, text: str) -> int:
+        """Tokens in `text` (with this tokenizer's safety margin applied)."""
+        if not text:
+            return 0
+        return _cached_count(self, text)
+
+
+@lru_cache(maxsize=8192)
+def _cached_count(tok: Tokenizer, text: str) -> int:
+    # Block values, the system prompt and tool schemas recur on every compile; history never reaches here.
+    n = tok._encode_len(text)
+    return n if tok.margin == 1.0 else math.ceil(n * tok.margin)
+
+
+def _litellm_dir() -> Path | None:
+    spec = importlib.util.find_spec("litellm")  # locates the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _tokenizers_dir() -> Path | None:
+    root = _litellm_dir()
+    return root / "litellm_core_utils" / "tokenizers" if root else None
+
+
+@lru_cache(maxsize=8)
+def _tiktoken(encoding: str) -> Callable[[str], int]:
+    cache = _tokenizers_dir()
+    if cache and not os.environ.get("TIKTOKEN_CACHE_DIR"):
+        # tiktoken otherwise downloads its BPE files; litellm's copies are keyed the same way.
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    import tiktoken
+
+    enc = tiktoken.get_encoding(encoding)
+    return lambda text: len(enc.encode(text, disallowed_special=()))
+
+
+@lru_cache(maxsize=8)
+def _hf(filename: str) -> Callable[[str], int]:
+    from tokenizers import Tokenizer as HFTokenizer
+
+    directory = _tokenizers_dir()
+    if directory is None or not (directory / filename).exists():
+        raise FileNotFoundError(filename)
+    tk = HFTokenizer.from_file(str(directory / filename))
+    return lambda text: len(tk.encode(text, add_special_tokens=False).ids)
+
+
+def _bare_name(model: str) -> str:
+    return model.split("/", 1)[1] if "/" in model else model
+
+
+def _openai_encoding(name: str) -> str | None:
+    n = name.lower()
+    if n.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")):
+        return "o200k_base"
+    if n.startswith(("gpt-4", "gpt-3.5", "text-embedding")):
+        return "cl100k_base"
+    return None
+
+
+@lru_cache(maxsize=256)
+def get_tokenizer(model: str) -> Tokenizer:
+    """The tokenizer for a litellm model handle (cached); falls back to cl100k_base with a margin."""
+    provider = model.split("/", 1)[0].lower() if "/" in model else ""
+    name = _bare_name(model).lower()
+    encoding = _openai_encoding(name) if provider in ("", "openai", "azure", "openrouter") or name.startswith("gpt") else None
+    if encoding:
+        return Tokenizer(f"tiktoken:{encoding}", True, _tiktoken(encoding))
+    try:
+        if "deepseek" in name:
+            return Tokenizer("hf:deepseek", True, _hf("deepseek_tokenizer.json"))
+        if "claude" in name or provider == "anthropic":
+            return Tokenizer("hf:anthropic(claude-2)+15%", False, _hf("anthropic_tokenizer.json"), ANTHROPIC_MARGIN)
+    except Exception:  # noqa: BLE001 - a missing tokenizer file must not break counting
+        pass
+    return Tokenizer("tiktoken:cl100k_base+10%(fallback)", False, _tiktoken("cl100k_base"), FALLBACK_MARGIN)
+
+
+def count_text(model: str, text: str) -> int:
+    """Tokens in a text for this model."""
+    return get_tokenizer(model).count(text)
+
+
+def count_message(model: str, message: Message | dict[str, Any]) -> int:
+    """Tokens one message costs in a request (content + tool calls + framing); store it on the message row."""
+    tok = get_tokenizer(model)
+    data = message.to_openai() if isinstance(message, Message) else message
+    n = MESSAGE_OVERHEAD_TOKENS
+    content = data.get("content")
+    if isinstance(content, list):
+        content = "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    n += tok.count(content or "")
+    for tc in data.get("tool_calls") or []:
+        fn = tc.get("function") or {}
+        n += tok.count(fn.get("name", "")) + tok.count(fn.get("arguments", "")) + MESSAGE_OVERHEAD_TOKENS
+    if data.get("tool_call_id"):
+        n += tok.count(data["tool_call_id"])
+    if data.get("name"):
+        n += tok.count(data["name"])
+    return n
+
+
+def count_tool(model: str, tool: dict[str, Any]) -> int:
+    """Tokens one OpenAI-format tool definition costs (its JSON plus framing)."""
+    return get_tokenizer(model).count(json.dumps(tool, separators=(",", ":"), sort_keys=False)) + TOOL_OVERHEAD_TOKENS
+
+
+def with_token_count(model: str, message: Message) -> Message:
+    """A copy of the message with `token_count` filled in (the runner does this once, before storing)."""
+    from dataclasses import replace
+
+    return replace(message, token_count=count_message(model, message))
+
+
+# --------------------------------------------------------------------------- model info (offline cost map)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    handle: str
+    context_window: int
+    max_output_tokens: int | None
+    supports_reasoning: bool
+    supports_function_calling: bool
+    known: bool
+
+
+@lru_cache(maxsize=1)
+def _cost_map() -> dict[str, Any]:
+    root = _litellm_dir()
+    path = root / "model_prices_and_context_window_backup.json" if root else None
+    if path is None or not path.exists():
+        return {}
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+@lru_cache(maxsize=512)
+def model_info(handle: str) -> ModelInfo:
+    """Context window and capabilities for a handle from litellm's bundled cost map; 128k when unknown."""
+    table = _cost_map()
+    name = _bare_name(handle)
+    entry = table.get(handle) or table.get(name) or table.get(name.split(":", 1)[0])
+    if not isinstance(entry, dict):
+        return ModelInfo(handle, DEFAULT_CONTEXT_WINDOW, None, False, True, False)
+    window = entry.get("max_input_tokens") or entry.get("max_tokens") or DEFAULT_CONTEXT_WINDOW
+    return ModelInfo(
+        handle=handle,
+        context_window=int(window),
+        max_output_tokens=entry.get("max_output_tokens"),
+        supports_reasoning=bool(entry.get("supports_reasoning")),
+        supports_function_calling=bool(entry.get("supports_function_calling", True)),
+        known=True,
+    )
+
+
+def context_window(handle: str, limit: int | None = None) -> int:
+    """The effective window: the agent's `context_window_limit` if set, capped at the model's maximum."""
+    info = model_info(handle)
+    if not limit:
+        return info.context_window
+    # An unknown model (a local server, a fine-tune) may well have a bigger window than our default.
+    return min(limit, info.context_window) if info.known else limit

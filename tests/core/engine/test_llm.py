@@ -1,0 +1,138 @@
+"""llm.complete / llm.embed through litellm's real code path against the fake OpenAI-compatible server."""
+
+import json
+
+import pytest
+
+from core.engine import llm
+from tests.fake_llm import FakeLLM
+
+MODEL = "openai/fake-model"
+TOOLS = [{"type": "function", "function": {"name": "send_message", "description": "Say something.", "parameters": {
+    "type": "object",
+    "properties": {"thinking": {"type": "string"}, "message": {"type": "string"}},
+    "required": ["thinking", "message"],
+}}}]
+
+
+def _request(**extra):
+    return {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS, "tool_choice": "required", **extra}
+
+
+def _call(fake, **kw):
+    return llm.complete(_request(), api_base=fake.base_url, api_key="fake", **kw)
+
+
+def test_tool_call_is_parsed_and_schema_args_are_filled(fake_llm):
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "hello"}))
+    result = _call(fake_llm)
+    assert [c.name for c in result.tool_calls] == ["send_message"]
+    args = json.loads(result.tool_calls[0].arguments)
+    assert args["message"] == "hello" and args["thinking"]
+    assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
+    assert result.raw["choices"][0]["message"]["tool_calls"]
+    assert fake_llm.chat_requests[-1]["tool_choice"] == "required"
+
+
+def test_default_policy_calls_send_message_or_replies_text(fake_llm):
+    result = _call(fake_llm)
+    assert json.loads(result.tool_calls[0].arguments)["message"] == "ok"
+    plain = llm.complete({"model": MODEL, "messages": [{"role": "user", "content": "summarize"}]},
+                         api_base=fake_llm.base_url, api_key="fake")
+    assert plain.content == "ok" and plain.tool_calls == ()
+
+
+def test_native_reasoning_is_returned(fake_llm):
+    fake_llm.script(FakeLLM.reasoning("Let me think.", "send_message", {"message": "done"}))
+    result = _call(fake_llm)
+    assert result.reasoning == "Let me think."
+    assert result.tool_calls[0].name == "send_message"
+
+
+def test_streaming_emits_deltas_and_assembles_the_result(fake_llm):
+    fake_llm.stream_chunk_chars = 3
+    fake_llm.script(FakeLLM.reasoning("Pondering carefully.", "send_message", {"message": "streamed reply"}))
+    deltas = []
+    result = _call(fake_llm, stream=True, on_delta=deltas.append)
+    assert "".join(d.text for d in deltas if d.kind == "reasoning") == "Pondering carefully."
+    args = "".join(d.text for d in deltas if d.kind == "tool_call")
+    assert json.loads(args)["message"] == "streamed reply"
+    assert sum(1 for d in deltas if d.kind == "tool_call") > 3  # arrived in pieces
+    assert result.tool_calls[0].arguments == args and result.reasoning == "Pondering carefully."
+    assert result.usage.prompt_tokens > 0
+    assert fake_llm.chat_requests[-1]["stream"] is True
+
+
+def test_streaming_text_reply(fake_llm):
+    fake_llm.script(FakeLLM.text("plain streamed text"))
+    deltas = []
+    result = llm.complete({"model": MODEL, "messages": [{"role": "user", "content": "x"}]}, api_base=fake_llm.base_url,
+                          api_key="fake", stream=True, on_delta=deltas.append)
+    assert result.content == "plain streamed text"
+    assert "".join(d.text for d in deltas if d.kind == "text") == "plain streamed text"
+
+
+@pytest.mark.parametrize(("reply", "kind", "status"), [
+    (FakeLLM.context_length_error(), "context_length", 400),
+    (FakeLLM.rate_limit_error(), "rate_limit", 429),
+    (FakeLLM.error(500, "upstream exploded", type_="server_error"), "api_error", 500),
+    (FakeLLM.error(503, "overloaded", type_="server_error"), "api_error", 503),
+    (FakeLLM.error(401, "invalid api key", type_="authentication_error"), "auth", 401),
+    (FakeLLM.error(400, "bad parameter"), "bad_request", 400),
+])
+def test_provider_errors_are_typed(fake_llm, reply, kind, status):
+    fake_llm.script(reply)
+    with pytest.raises(llm.LLMError) as info:
+        _call(fake_llm)
+    assert info.value.kind == kind
+    assert info.value.status == status
+    assert llm.is_context_length_error(info.value) is (kind == "context_length")
+    assert "Error:" not in info.value.message.split(":", 1)[0]  # no stacked class-name noise up front
+
+
+def test_error_message_keeps_provider_words(fake_llm):
+    fake_llm.script(FakeLLM.error(500, "upstream exploded"))
+    with pytest.raises(llm.LLMError) as info:
+        _call(fake_llm)
+    assert "upstream exploded" in info.value.message and "HTTP 500" in info.value.message
+
+
+def test_timeout(fake_llm):
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "late"}, latency=1.5))
+    with pytest.raises(llm.LLMError) as info:
+        _call(fake_llm, timeout=0.3)
+    assert info.value.kind == "timeout"
+
+
+def test_unreachable_provider_is_an_api_error():
+    with pytest.raises(llm.LLMError) as info:
+        llm.complete(_request(), api_base="http://127.0.0.1:9/v1", api_key="fake", timeout=2)
+    assert info.value.kind in ("api_error", "timeout")
+
+
+def test_malformed_arguments_pass_through_raw(fake_llm):
+    fake_llm.script(FakeLLM.malformed("send_message", '{"message": "oops'))
+    result = _call(fake_llm)
+    assert result.tool_calls[0].arguments == '{"message": "oops'
+
+
+def test_embeddings_are_deterministic_unit_vectors(fake_llm):
+    vecs = llm.embed(["cats are great", "dogs"], model="openai/fake-embedding", api_base=fake_llm.base_url, api_key="fake")
+    again = llm.embed(["cats are great"], model="openai/fake-embedding", api_base=fake_llm.base_url, api_key="fake")
+    assert len(vecs) == 2 and len(vecs[0]) == 384
+    assert vecs[0] == again[0] and vecs[0] != vecs[1]
+    assert abs(sum(x * x for x in vecs[0]) - 1.0) < 1e-6
+    assert fake_llm.embedding_requests[0]["input"] == ["cats are great", "dogs"]
+
+
+def test_embedding_dimension_is_configurable(fake_llm):
+    fake_llm.embedding_dim = 16
+    assert len(llm.embed(["x"], model="openai/fake-embedding", api_base=fake_llm.base_url, api_key="fake")[0]) == 16
+
+
+def test_models_endpoint(fake_llm):
+    import urllib.request
+
+    with urllib.request.urlopen(fake_llm.base_url + "/models") as resp:
+        ids = [m["id"] for m in json.load(resp)["data"]]
+    assert "fake-model" in ids
