@@ -1,0 +1,199 @@
+"""The local sandbox backend: protocol, results, agent_state, pip venvs, and backend selection."""
+
+import glob
+import os
+import shutil
+import tempfile
+import textwrap
+
+import pytest
+
+from tools.sandbox import SandboxError, SandboxLimits, SandboxRequest, get_backend, resolve_backend_name
+from tools.sandbox.local import LocalSandbox
+
+
+@pytest.fixture(scope="module")
+def local():
+    return get_backend("local")
+
+
+def run(backend, src, fn="f", **kw):
+    return backend.run(SandboxRequest(source_code=textwrap.dedent(src), function_name=fn, **kw))
+
+
+def test_success_with_json_return_and_separate_streams(local):
+    r = run(local, '''
+        import sys
+        def f(a: int, b: int):
+            print("to stdout")
+            print("to stderr", file=sys.stderr)
+            return {"sum": a + b, "items": [a, b]}
+    ''', args={"a": 2, "b": 3})
+    assert r.status == "success"
+    assert r.tool_return == '{"sum": 5, "items": [2, 3]}'
+    assert r.stdout == "to stdout\n"
+    assert r.stderr == "to stderr\n"
+    assert r.backend == "local"
+    assert r.duration_ms > 0
+    assert r.error_type is None
+
+
+def test_strings_are_returned_verbatim_and_non_json_as_repr(local):
+    assert run(local, 'def f():\n    return "plain text"\n').tool_return == "plain text"
+    assert run(local, "def f():\n    return {1, 2}\n").tool_return == "{1, 2}"
+    assert run(local, "def f():\n    return None\n").tool_return == "null"
+
+
+def test_printing_cannot_spoof_the_result(local):
+    r = run(local, '''
+        def f():
+            print('{"status": "success", "tool_return": "spoofed"}')
+            return "real"
+    ''')
+    assert r.tool_return == "real"
+
+
+def test_arguments_travel_as_data_not_code(local):
+    nasty = '"); import os; os._exit(3) #\n\'\'\'"""'
+    r = run(local, "def f(s: str):\n    return s\n", args={"s": nasty})
+    assert r.status == "success" and r.tool_return == nasty
+
+
+def test_exception_becomes_error_with_type_message_traceback(local):
+    r = run(local, '''
+        def helper():
+            raise ValueError("bad input")
+
+        def f():
+            helper()
+    ''')
+    assert r.status == "error"
+    assert r.error_type == "ValueError" and r.error_message == "bad input"
+    assert r.tool_return == "ValueError: bad input"
+    assert 'File "<tool>", line 3, in helper' in r.traceback
+    assert 'raise ValueError("bad input")' in r.traceback
+    assert "_runner.py" not in r.traceback
+    assert r.traceback in r.stderr
+
+
+def test_system_exit_and_missing_function_are_errors(local):
+    r = run(local, "import sys\ndef f():\n    sys.exit(4)\n")
+    assert r.status == "error" and r.error_type == "SystemExit"
+    r = run(local, "def g():\n    return 1\n")
+    assert r.status == "error" and r.error_type == "NameError" and "'f'" in r.error_message
+
+
+def test_syntax_error_in_source_is_reported(local):
+    r = run(local, "def f(:\n    pass\n")
+    assert r.status == "error" and r.error_type == "SyntaxError"
+
+
+def test_env_vars_and_throwaway_working_directory(local):
+    r = run(local, '''
+        import json, os
+        def f():
+            open("scratch.txt", "w").write("x")
+            return json.dumps({"cwd": os.getcwd(), "home": os.environ["HOME"], "token": os.environ.get("API_TOKEN")})
+    ''', env_vars={"API_TOKEN": "t-123"})
+    import json
+    data = json.loads(r.tool_return)
+    assert data["token"] == "t-123"
+    assert data["home"] == data["cwd"] and os.path.basename(data["cwd"]).startswith("tool-run-")
+    assert not os.path.exists(data["cwd"])  # removed after the run
+
+
+def test_agent_state_snapshot_attribute_and_item_access(local):
+    state = {
+        "id": "agent-1",
+        "name": "helper",
+        "tags": ["a"],
+        "blocks": [{"label": "human", "value": "Ana", "limit": 100}, {"label": "persona", "value": "bot"}],
+    }
+    r = run(local, '''
+        def f(agent_state, suffix: str):
+            human = agent_state.memory.get_block("human").value
+            agent_state.memory.update_block_value(label="persona", value="bot" + suffix)
+            return [agent_state.id, agent_state["name"], agent_state.tags, human, agent_state.memory.list_block_labels()]
+    ''', args={"suffix": "!"}, agent_state=state)
+    assert r.status == "success", r.stderr
+    assert r.tool_return == '["agent-1", "helper", ["a"], "Ana", ["human", "persona"]]'
+    assert r.agent_state["blocks"][1]["value"] == "bot!"
+
+
+def test_agent_state_not_passed_when_not_declared(local):
+    r = run(local, "def f(**kw):\n    return sorted(kw)\n", agent_state={"id": "x", "blocks": []})
+    assert r.tool_return == "[]" and r.agent_state is None
+
+
+def test_invalid_requests_become_sandbox_errors(local):
+    r = run(local, "def f():\n    return 1\n", pip_requirements=["--index-url=http://evil"])
+    assert r.status == "error" and r.error_type == "SandboxError" and "invalid pip requirement" in r.error_message
+    r = run(local, "def f():\n    return 1\n", env_vars={"BAD=NAME": "x"})
+    assert r.error_type == "SandboxError"
+
+
+def test_pip_requirements_refused_when_installs_disabled(tmp_path):
+    backend = LocalSandbox(venv_cache_dir=str(tmp_path / "venvs"), allow_pip_install=False)
+    r = run(backend, "def f():\n    return 1\n", pip_requirements=["requests==2.32.3"])
+    assert r.status == "error"
+    assert r.error_message == (
+        "tool requires packages requests==2.32.3; local installs are disabled (set SANDBOX_LOCAL_ALLOW_PIP=1)"
+    )
+
+
+@pytest.fixture
+def reachable_dir():
+    """A directory the sandbox user can traverse (pytest's tmp_path sits under a 0700 directory)."""
+    path = tempfile.mkdtemp(prefix="sandbox-test-")
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_pip_requirements_use_a_cached_venv(reachable_dir):
+    """The installer is stubbed (no network in tests): it drops a module into the venv's site-packages."""
+    calls = []
+
+    def fake_installer(venv_python, requirements):
+        calls.append(list(requirements))
+        site = glob.glob(os.path.join(os.path.dirname(os.path.dirname(venv_python)), "lib", "python3*", "site-packages"))[0]
+        with open(os.path.join(site, "fancylib.py"), "w") as f:
+            f.write("VERSION = '9.9'\n")
+
+    cache = os.path.join(reachable_dir, "venvs")
+    backend = LocalSandbox(venv_cache_dir=str(cache), allow_pip_install=True, installer=fake_installer)
+    src = "def f():\n    import fancylib\n    return fancylib.VERSION\n"
+    first = run(backend, src, pip_requirements=["fancylib==9.9"])
+    second = run(backend, src, pip_requirements=["fancylib==9.9"])
+    assert first.status == "success", (first.error_message, first.stderr)
+    assert first.tool_return == second.tool_return == "9.9"
+    assert calls == [["fancylib==9.9"]]
+    # A disabled backend may still use what is already cached.
+    cached_only = LocalSandbox(venv_cache_dir=str(cache), allow_pip_install=False)
+    assert run(cached_only, src, pip_requirements=["fancylib==9.9"]).tool_return == "9.9"
+    # Without the requirement the package is not importable (-S: no site-packages at all).
+    assert run(backend, src).error_type == "ModuleNotFoundError"
+
+
+def test_runs_without_privilege_drop_too():
+    backend = LocalSandbox(drop_privileges=False)
+    r = run(backend, "import os\ndef f():\n    return os.getuid()\n")
+    assert r.status == "success" and r.tool_return == str(os.getuid())
+
+
+def test_backend_resolution_is_explicit():
+    assert resolve_backend_name(None, "local") == "local"
+    assert resolve_backend_name("e2b", "local") == "e2b"
+    assert resolve_backend_name("", "e2b") == "e2b"
+    with pytest.raises(SandboxError, match="unknown sandbox backend 'docker'"):
+        resolve_backend_name("docker", "local")
+    with pytest.raises(SandboxError):
+        get_backend("nope")
+    assert get_backend("local").name == "local"
+    assert get_backend("e2b", api_key="k").name == "e2b"
+
+
+def test_limits_are_part_of_the_request():
+    req = SandboxRequest(source_code="", function_name="f", limits=SandboxLimits(cpu_s=1, memory_mb=64))
+    assert req.limits.cpu_s == 1 and req.limits.max_output_bytes == 64 * 1024
+    assert "limits" not in req.payload()  # backends add what they enforce

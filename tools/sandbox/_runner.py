@@ -1,0 +1,220 @@
+"""Sandbox runner: executed as a script inside the sandbox, never imported by the server.
+
+Usage: python -I -S _runner.py PAYLOAD RESULT, where each is a file path or `fd:N`.
+
+The payload (JSON: source_code, function_name, args, agent_state, limits) arrives as data, so arguments
+are never spliced into code. The result document goes to RESULT, a channel separate from stdout, so
+whatever the tool prints cannot pose as its return value. Standard library only, and only cheap
+imports on the success path: this file's start-up time is the sandbox's latency floor.
+"""
+
+import json
+import os
+import sys
+import types
+
+_MB = 1024 * 1024
+
+
+def _open(spec, mode):
+    if spec.startswith("fd:"):
+        return os.fdopen(int(spec[3:]), mode)
+    return open(spec, mode)
+
+
+def _apply_limits(limits):
+    """Lower this process's rlimits (soft and hard, so the tool cannot raise them back)."""
+    if not limits:
+        return
+    import resource
+
+    wanted = {
+        "RLIMIT_CPU": (limits.get("cpu_s"), 1),
+        "RLIMIT_AS": (limits.get("memory_mb"), _MB),
+        "RLIMIT_FSIZE": (limits.get("file_size_mb"), _MB),
+        "RLIMIT_NPROC": (limits.get("nproc"), 1),
+        "RLIMIT_CORE": (0, 1),
+    }
+    for name, (value, unit) in wanted.items():
+        if value is None or not hasattr(resource, name):
+            continue
+        which = getattr(resource, name)
+        _soft, hard = resource.getrlimit(which)
+        target = int(value) * unit
+        if hard != resource.RLIM_INFINITY:
+            target = min(target, hard)
+        # One spare CPU second between SIGXCPU (soft) and SIGKILL (hard).
+        hard_target = target + 1 if name == "RLIMIT_CPU" and (hard == resource.RLIM_INFINITY or target < hard) else target
+        resource.setrlimit(which, (target, hard_target))
+
+
+class Block:
+    """A memory block of the agent snapshot: attribute or item access (`b.value`, `b["value"]`)."""
+
+    def __init__(self, data):
+        self.id = data.get("id")
+        self.label = data.get("label")
+        self.value = data.get("value", "")
+        self.limit = data.get("limit")
+        self.description = data.get("description")
+
+    def __getitem__(self, key):
+        return getattr(self, key)
+
+    def to_dict(self):
+        return {k: getattr(self, k) for k in ("id", "label", "value", "limit", "description")}
+
+
+class Memory:
+    """Blocks by label, with the Letta-style accessors tools commonly use."""
+
+    def __init__(self, blocks):
+        self._blocks = {}
+        for data in blocks or []:
+            block = Block(data)
+            self._blocks[block.label] = block
+
+    @property
+    def blocks(self):
+        return list(self._blocks.values())
+
+    def list_block_labels(self):
+        return list(self._blocks)
+
+    def get_block(self, label):
+        if label not in self._blocks:
+            raise KeyError("no memory block labelled %r (have: %s)" % (label, ", ".join(self._blocks) or "none"))
+        return self._blocks[label]
+
+    def update_block_value(self, label, value):
+        if not isinstance(value, str):
+            raise ValueError("block value must be a string")
+        self.get_block(label).value = value
+
+
+class AgentState:
+    """A read-mostly snapshot of the calling agent: `.id`, `.name`, `.tags`, `.memory`, and `["key"]`."""
+
+    def __init__(self, data):
+        self._data = dict(data)
+        self.id = data.get("id")
+        self.name = data.get("name")
+        self.tags = list(data.get("tags") or [])
+        self.memory = Memory(data.get("blocks"))
+
+    def __getitem__(self, key):
+        if key == "blocks":
+            return [b.to_dict() for b in self.memory.blocks]
+        if key in ("id", "name", "tags", "memory"):
+            return getattr(self, key)
+        return self._data[key]
+
+    def __getattr__(self, key):
+        data = self.__dict__.get("_data", {})
+        if key in data:
+            return data[key]
+        raise AttributeError(key)
+
+    def to_dict(self):
+        out = dict(self._data)
+        out.update(id=self.id, name=self.name, tags=self.tags, blocks=[b.to_dict() for b in self.memory.blocks])
+        return out
+
+
+def _serialise(value):
+    """Strings verbatim (as Letta returns them), JSON for JSON-able values, repr for the rest."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _declares(fn, param):
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    return param in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+
+
+def _run_tool(payload):
+    source = payload["source_code"]
+    module = types.ModuleType("__tool__")
+    module.__file__ = "<tool>"
+    sys.modules["__tool__"] = module
+    exec(compile(source, "<tool>", "exec"), module.__dict__)
+    fn = module.__dict__.get(payload["function_name"])
+    if not callable(fn):
+        raise NameError("the tool source defines no function named %r" % payload["function_name"])
+    args = dict(payload.get("args") or {})
+    state = None
+    if _declares(fn, "agent_state"):
+        state = AgentState(payload["agent_state"]) if payload.get("agent_state") is not None else None
+        args["agent_state"] = state
+    value = fn(**args)
+    if isinstance(value, types.CoroutineType):
+        import asyncio
+
+        value = asyncio.run(value)
+    doc = {"status": "success", "tool_return": _serialise(value)}
+    if state is not None:
+        doc["agent_state"] = state.to_dict()
+    return doc
+
+
+def _error_doc(exc, source):
+    import linecache
+    import traceback
+
+    linecache.cache["<tool>"] = (len(source), None, source.splitlines(True), "<tool>")
+    tb = exc.__traceback__
+    # Drop the runner's own frames so the traceback starts in the tool.
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    return {
+        "status": "error",
+        "error_type": type(exc).__name__,
+        "error_message": str(exc),
+        "traceback": text,
+    }
+
+
+def main(argv):
+    main_pid = os.getpid()
+    with _open(argv[1], "rb") as f:
+        payload = json.loads(f.read())
+    sink = _open(argv[2], "w")
+    _apply_limits(payload.get("limits"))
+    try:
+        doc = _run_tool(payload)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt from a tool are tool errors too
+        if os.getpid() != main_pid:
+            os._exit(1)  # a forked child of the tool must not report a result
+        doc = None
+        try:
+            doc = _error_doc(exc, payload.get("source_code", ""))
+        except MemoryError:
+            del exc
+            doc = {"status": "error", "error_type": "MemoryError", "error_message": "", "traceback": ""}
+    if os.getpid() != main_pid:
+        os._exit(0)
+    try:
+        text = json.dumps(doc, ensure_ascii=False)
+    except (TypeError, ValueError):  # e.g. non-JSON values put into agent_state by the tool
+        doc.pop("agent_state", None)
+        text = json.dumps(doc, ensure_ascii=False)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - the tool may have closed or replaced its streams
+            pass
+    sink.write(text)
+    sink.close()
+    # Don't wait for threads the tool may have left running: the call is over.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

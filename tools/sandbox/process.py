@@ -1,0 +1,198 @@
+"""Process plumbing for the local sandbox: the I/O pump, throwaway-uid leases, and killing leftovers."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import random
+import selectors
+import signal
+import stat
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tools.sandbox.base import SandboxError
+
+GRACE_S = 2.0  # after exit/timeout, how long to keep draining pipes once everything is killed
+
+
+@dataclass
+class Pump:
+    """Feeds the payload to stdin and drains stdout/stderr/result with caps until the run is over."""
+
+    proc: subprocess.Popen
+    result_fd: int
+    payload: bytes
+    max_output: int
+    max_result: int
+    data: dict = field(default_factory=lambda: {"stdout": bytearray(), "stderr": bytearray(), "result": bytearray()})
+    total: dict = field(default_factory=lambda: {"stdout": 0, "stderr": 0, "result": 0})
+    timed_out: bool = False
+
+    def run(self, *, deadline: float, on_finish: Callable[[], None]) -> None:
+        sel = selectors.DefaultSelector()
+        readers = {self.proc.stdout.fileno(): "stdout", self.proc.stderr.fileno(): "stderr", self.result_fd: "result"}
+        for fd, name in readers.items():
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ, name)
+        stdin_fd = self.proc.stdin.fileno()
+        os.set_blocking(stdin_fd, False)
+        sel.register(stdin_fd, selectors.EVENT_WRITE, "stdin")
+        pidfd = os.pidfd_open(self.proc.pid)
+        sel.register(pidfd, selectors.EVENT_READ, "exit")
+        pending, finished = memoryview(self.payload), False
+        try:
+            while sel.get_map():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    if finished:
+                        break  # something survived the kill and still holds a pipe: give up on it
+                    self.timed_out, finished = True, True
+                    on_finish()
+                    deadline = time.monotonic() + GRACE_S
+                    continue
+                for key, _ in sel.select(remaining):
+                    name = key.data
+                    if name == "stdin":
+                        pending = self._write(sel, stdin_fd, pending)
+                    elif name == "exit":
+                        sel.unregister(pidfd)
+                        if not finished:
+                            finished = True
+                            on_finish()
+                            deadline = min(deadline, time.monotonic() + GRACE_S)
+                    else:
+                        self._read(sel, key.fd, name)
+        finally:
+            sel.close()
+            os.close(pidfd)
+            for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                f.close()
+            os.close(self.result_fd)
+            if not finished:
+                on_finish()
+            self.proc.wait()
+
+    def _write(self, sel, fd, pending: memoryview) -> memoryview:
+        try:
+            pending = pending[os.write(fd, pending):]
+        except (BrokenPipeError, OSError):
+            pending = pending[:0]
+        if not pending:
+            sel.unregister(fd)
+            self.proc.stdin.close()
+        return pending
+
+    def _read(self, sel, fd, name) -> None:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            sel.unregister(fd)
+            return
+        cap = self.max_result + 1 if name == "result" else self.max_output
+        self.total[name] += len(chunk)
+        if len(self.data[name]) < cap:
+            self.data[name] += chunk[: cap - len(self.data[name])]
+
+
+def kill_run(proc: subprocess.Popen, lease: UidLease | None) -> None:
+    """Kill the run's process group (the child is a zombie or alive, so the group id is still ours)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if lease:
+        kill_uid_processes(lease.uid)
+
+
+def _uid_pids(uid: int):
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    yield int(entry)
+            except FileNotFoundError:
+                continue
+
+
+def count_uid_tasks(uid: int) -> int:
+    """Processes plus threads of `uid`: what RLIMIT_NPROC counts."""
+    total = 0
+    for pid in _uid_pids(uid):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                total += int(f.read().rsplit(b")", 1)[1].split()[17])
+        except (FileNotFoundError, IndexError, ValueError):
+            continue
+    return total
+
+
+def kill_uid_processes(uid: int, rounds: int = 50) -> None:
+    """SIGKILL every live process owned by `uid` (repeat: a fork bomb may fork while we kill)."""
+    if uid == 0 or uid == os.getuid():
+        raise SandboxError("refusing to kill processes of the server's own user")
+    for _ in range(rounds):
+        alive = [pid for pid in _uid_pids(uid) if not _is_zombie(pid)]
+        if not alive:
+            return
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.005)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (FileNotFoundError, IndexError, ProcessLookupError):
+        return True
+
+
+class UidLease:
+    """Exclusive use of one uid from the range, across threads and server processes (flock)."""
+
+    def __init__(self, uid: int, lock_file):
+        self.uid, self._lock_file = uid, lock_file
+
+    @classmethod
+    def acquire(cls, uid_range: tuple[int, int], work_root: str) -> UidLease:
+        lock_dir = _private_dir(os.path.join(work_root, "agents-ide-sandbox-uids"))
+        low, high = uid_range
+        for _ in range(200):
+            uid = random.randint(low, high)
+            f = open(os.path.join(lock_dir, str(uid)), "w")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.close()
+                continue
+            if next(_uid_pids(uid), None) is not None:
+                # Leftovers (e.g. zombies an init that doesn't reap still holds) would eat the NPROC budget.
+                f.close()
+                continue
+            return cls(uid, f)
+        raise SandboxError(f"no free sandbox uid in {low}-{high}; too many concurrent runs")
+
+    def release(self) -> None:
+        self._lock_file.close()
+
+
+def _private_dir(path: str) -> str:
+    """Create (or verify) a root-only directory; /tmp is shared, so refuse one someone else planted."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise SandboxError(f"{path} is not a private directory owned by the server user")
+    return path
