@@ -2,10 +2,9 @@
 
 import pytest
 
-from core.engine import base_tools, tokens
-from core.engine.types import AgentSpec, BlockSpec, Message, Role, ToolCall
-
-MODEL = "openai/fake-model"
+from core.engine import base_tools
+from core.engine.types import AgentSpec, BlockSpec
+from tests.core.engine.builders import MODEL
 
 
 @pytest.fixture
@@ -25,12 +24,3 @@ def blocks() -> list[BlockSpec]:
 def tools():
     return base_tools.base_tool_specs()
 
-
-def msg(i: int, role: Role = Role.USER, content: str = "", **kw) -> Message:
-    m = Message(id=f"message-{i}", role=role, content=content or f"message number {i}", **kw)
-    return tokens.with_token_count(MODEL, m)
-
-
-def tool_exchange(i: int, name: str = "core_memory_append") -> list[Message]:
-    call = ToolCall(id=f"call-{i}", name=name, arguments='{"label": "human", "content": "x"}')
-    return [msg(i, Role.ASSISTANT, " ", tool_calls=(call,)), msg(i + 1, Role.TOOL, '{"status": "OK"}', tool_call_id=f"call-{i}", name=name)]
