@@ -197,3 +197,36 @@ def test_limits_are_part_of_the_request():
     req = SandboxRequest(source_code="", function_name="f", limits=SandboxLimits(cpu_s=1, memory_mb=64))
     assert req.limits.cpu_s == 1 and req.limits.max_output_bytes == 64 * 1024
     assert "limits" not in req.payload()  # backends add what they enforce
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": [1, 2.5, True, None], "b": {"c": "d"}},
+        'quote " backslash \\ newline \n tab \t bell \x07 unicode é ☃',
+        [float("inf"), float("-inf"), 1e300, -0.0, 10**30],
+        (1, "two"),
+        {1: "int key"},
+        [],
+        {},
+    ],
+)
+def test_runner_json_encoder_matches_json_dumps(value):
+    """The runner's import-free encoder must produce exactly what json.dumps would."""
+    import importlib.util
+    import json
+
+    from tools.sandbox.base import RUNNER_PATH
+
+    spec = importlib.util.spec_from_file_location("sandbox_runner", RUNNER_PATH)
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    assert runner._to_json(value) == json.dumps(value, ensure_ascii=False)
+
+
+def test_non_plain_agent_state_values_are_sent_as_json(local):
+    import datetime
+
+    state = {"id": "a", "name": "n", "tags": [], "blocks": [], "created_at": datetime.datetime(2024, 1, 2, 3, 4)}
+    r = run(local, "def f(agent_state):\n    return agent_state['created_at']\n", agent_state=state)
+    assert r.status == "success" and r.tool_return == "2024-01-02 03:04:00"

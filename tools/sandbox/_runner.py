@@ -1,25 +1,63 @@
 """Sandbox runner: executed as a script inside the sandbox, never imported by the server.
 
-Usage: python -I -S _runner.py PAYLOAD RESULT, where each is a file path or `fd:N`.
+Usage: python -I -S _runner.py PAYLOAD RESULT [json|marshal], PAYLOAD/RESULT a file path or `fd:N`.
 
-The payload (JSON: source_code, function_name, args, agent_state, limits) arrives as data, so arguments
-are never spliced into code. The result document goes to RESULT, a channel separate from stdout, so
-whatever the tool prints cannot pose as its return value. Standard library only, and only cheap
-imports on the success path: this file's start-up time is the sandbox's latency floor.
+The payload (source_code, function_name, args, agent_state, limits) arrives as data, so arguments
+are never spliced into code. It is JSON, or marshal when the server and runner share a machine
+(marshal is built in, and importing `json` would double this script's start-up time; the payload
+comes from the server, so it is trusted input). The result goes to RESULT as JSON — the server
+parses it with `json`, never marshal, because the tool controls it — on a channel separate from
+stdout, so whatever the tool prints cannot pose as its return value. Standard library only.
 """
 
-import json
 import os
 import sys
-import types
 
 _MB = 1024 * 1024
 
 
 def _open(spec, mode):
+    text = {} if "b" in mode else {"encoding": "utf-8", "errors": "replace"}
     if spec.startswith("fd:"):
-        return os.fdopen(int(spec[3:]), mode)
-    return open(spec, mode)
+        return os.fdopen(int(spec[3:]), mode, **text)
+    return open(spec, mode, **text)
+
+
+# A json.dumps(ensure_ascii=False) equivalent for plain data, so the common case needs no `json` import.
+_ESCAPES = {i: "\\u%04x" % i for i in range(32)}
+_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\", 8: "\\b", 9: "\\t", 10: "\\n", 12: "\\f", 13: "\\r"})
+_FLOATS = {float("inf"): "Infinity", float("-inf"): "-Infinity"}
+
+
+def _dumps(value):
+    if isinstance(value, str):
+        return '"' + value.translate(_ESCAPES) + '"'
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        if value != value:
+            return "NaN"
+        return _FLOATS.get(value) or float.__repr__(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_dumps(v) for v in value) + "]"
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return "{" + ", ".join(_dumps(k) + ": " + _dumps(v) for k, v in value.items()) + "}"
+    raise TypeError("not plain data")
+
+
+def _to_json(value):
+    try:
+        return _dumps(value)
+    except (TypeError, RecursionError):
+        import json  # the rare cases: int keys, subclasses with custom encodings, cycles
+
+        return json.dumps(value, ensure_ascii=False)
 
 
 def _apply_limits(limits):
@@ -126,8 +164,8 @@ def _serialise(value):
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
+        return _to_json(value)
+    except (TypeError, ValueError, RecursionError):
         return repr(value)
 
 
@@ -140,7 +178,7 @@ def _declares(fn, param):
 
 def _run_tool(payload):
     source = payload["source_code"]
-    module = types.ModuleType("__tool__")
+    module = type(sys)("__tool__")
     module.__file__ = "<tool>"
     sys.modules["__tool__"] = module
     exec(compile(source, "<tool>", "exec"), module.__dict__)
@@ -153,7 +191,7 @@ def _run_tool(payload):
         state = AgentState(payload["agent_state"]) if payload.get("agent_state") is not None else None
         args["agent_state"] = state
     value = fn(**args)
-    if isinstance(value, types.CoroutineType):
+    if type(value).__name__ == "coroutine":
         import asyncio
 
         value = asyncio.run(value)
@@ -184,7 +222,15 @@ def _error_doc(exc, source):
 def main(argv):
     main_pid = os.getpid()
     with _open(argv[1], "rb") as f:
-        payload = json.loads(f.read())
+        raw = f.read()
+    if len(argv) > 3 and argv[3] == "marshal":
+        import marshal
+
+        payload = marshal.loads(raw)
+    else:
+        import json
+
+        payload = json.loads(raw)
     sink = _open(argv[2], "w")
     _apply_limits(payload.get("limits"))
     try:
@@ -201,10 +247,10 @@ def main(argv):
     if os.getpid() != main_pid:
         os._exit(0)
     try:
-        text = json.dumps(doc, ensure_ascii=False)
-    except (TypeError, ValueError):  # e.g. non-JSON values put into agent_state by the tool
+        text = _to_json(doc)
+    except (TypeError, ValueError, RecursionError):  # e.g. non-JSON values put into agent_state by the tool
         doc.pop("agent_state", None)
-        text = json.dumps(doc, ensure_ascii=False)
+        text = _to_json(doc)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -13,12 +13,13 @@ Isolation, in layers:
 
 Without root the child runs as the server's user: env, cwd, limits and timeouts still apply, but
 file permissions and /proc/<server>/environ do not protect the server. Run the server as root in a
-container (as our Dockerfile does) or use the e2b backend for untrusted tools.
+container or use the e2b backend for untrusted tools.
 """
 
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import shutil
 import signal
@@ -50,6 +51,7 @@ _SIGNAL_MEANING = {
     signal.SIGKILL: "killed (CPU hard limit or out of memory)",
     signal.SIGSEGV: "segmentation fault",
 }
+_PAYLOAD_FORMAT = "marshal"  # see _runner.py: the runner then needn't import json
 _RESULT_FD = "fd:RESULT"  # placeholder in argv until the pipe exists
 
 
@@ -103,7 +105,7 @@ class LocalSandbox(SandboxBackend):
     def _argv(self, request: SandboxRequest) -> list[str]:
         runner = _shared_runner_path(self.work_root)
         if not request.pip_requirements:
-            return [self.python_executable, "-I", "-S", runner, "fd:0", _RESULT_FD]
+            return [self.python_executable, "-I", "-S", runner, "fd:0", _RESULT_FD, _PAYLOAD_FORMAT]
         python = ensure_venv(
             interpreter=self.python_executable,
             requirements=request.pip_requirements,
@@ -111,7 +113,7 @@ class LocalSandbox(SandboxBackend):
             allow_install=self.allow_pip_install,
             installer=self.installer,
         )
-        return [python, "-I", runner, "fd:0", _RESULT_FD]  # site stays on: the venv's packages
+        return [python, "-I", runner, "fd:0", _RESULT_FD, _PAYLOAD_FORMAT]  # site stays on: the venv's packages
 
     def _spawn_and_collect(self, request, argv, workdir, lease, started) -> SandboxResult:
         env = {"PATH": BASE_PATH, "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8", **request.env_vars}
@@ -143,7 +145,7 @@ class LocalSandbox(SandboxBackend):
                                 message=f"could not start the sandbox process: {exc}")
         finally:
             os.close(result_w)
-        io = Pump(proc, result_r, json.dumps(payload).encode(), limits.max_output_bytes, self.max_result_bytes)
+        io = Pump(proc, result_r, _encode_payload(payload), limits.max_output_bytes, self.max_result_bytes)
         io.run(deadline=started + request.timeout_s, on_finish=lambda: kill_run(proc, lease))
         return self._result(request, proc, io, started)
 
@@ -170,6 +172,13 @@ class LocalSandbox(SandboxBackend):
             return error_result(**common, error_type="SandboxKilled", message=f"{meaning} ({sig.name})")
         return error_result(**common, error_type="NoResult",
                             message=f"the tool process exited (code {code}) without reporting a result")
+
+
+def _encode_payload(payload: dict) -> bytes:
+    try:
+        return marshal.dumps(payload, 4)
+    except ValueError:  # not plain data (e.g. a datetime in agent_state): send what JSON would
+        return marshal.dumps(json.loads(json.dumps(payload, default=str)), 4)
 
 
 def _fd3_argv(argv: list[str], result_w: int) -> list[str]:

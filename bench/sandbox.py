@@ -1,0 +1,78 @@
+"""Local sandbox latency: p50/p90 wall time per run for a trivial tool and a stdlib-importing tool.
+
+Usage: .venv/bin/python bench/sandbox.py [--n 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tools.sandbox import SandboxRequest, get_backend  # noqa: E402
+
+TRIVIAL = '''
+def add(a: int, b: int) -> int:
+    """Add two numbers.
+
+    Args:
+        a: First.
+        b: Second.
+    """
+    return a + b
+'''
+
+STDLIB = '''
+import collections, datetime, json, math, re
+
+def summarise(text: str) -> str:
+    """Count words.
+
+    Args:
+        text: Input.
+    """
+    words = re.findall(r"\\w+", text.lower())
+    top = collections.Counter(words).most_common(3)
+    return json.dumps({"top": top, "sqrt": math.sqrt(len(words)), "at": datetime.date(2024, 1, 1).isoformat()})
+'''
+
+CASES = [
+    ("trivial", TRIVIAL, "add", {"a": 1, "b": 2}),
+    ("stdlib imports", STDLIB, "summarise", {"text": "the cat and the hat and the bat"}),
+]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=50, help="runs per case (after 3 warm-up runs)")
+    opts = parser.parse_args()
+    backend = get_backend("local")
+    print(f"local sandbox: python={backend.python_executable} drop_privileges={backend.drop_privileges} n={opts.n}")
+    for label, source, fn, args in CASES:
+        request = SandboxRequest(source_code=source, function_name=fn, args=args)
+        for _ in range(3):
+            backend.run(request)
+        wall = []
+        for _ in range(opts.n):
+            t0 = time.perf_counter()
+            result = backend.run(request)
+            wall.append((time.perf_counter() - t0) * 1000)
+            if result.status != "success":
+                raise SystemExit(f"{label}: run failed: {result.error_type}: {result.error_message}")
+        print(
+            f"{label:15s} p50={percentile(wall, 0.5):6.1f} ms  p90={percentile(wall, 0.9):6.1f} ms  "
+            f"mean={statistics.fmean(wall):6.1f} ms  max={max(wall):6.1f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
