@@ -1,6 +1,22 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def _repair_fulltext(sender, using, **kwargs) -> None:
+    from django.db import connections
+    from django.db.migrations.recorder import MigrationRecorder
+
+    from memory.search.fts_schema import fts_ensure
+
+    connection = connections[using]
+    if MigrationRecorder(connection).migration_qs.filter(app="memory", name="0003_fulltext_search").exists():
+        fts_ensure(connection)
 
 
 class MemoryConfig(AppConfig):
     name = "memory"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # SQLite drops a table's triggers when a migration rebuilds it; recreate them after every migrate.
+        post_migrate.connect(_repair_fulltext, sender=self, dispatch_uid="memory_repair_fulltext")

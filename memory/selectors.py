@@ -1,10 +1,18 @@
-"""Reads of blocks and their history, filtered by owner."""
+"""Reads of memory: blocks and their history, archival passages (search) and recall messages (search)."""
 
-from django.db.models import QuerySet
+import difflib
+import logging
+from datetime import date, datetime, time, timezone
 
-from core.errors import NotFound
-from core.models import Agent, Organization
-from memory.models import Block, BlockHistory
+from django.db import connections
+from django.db.models import Count, Q, QuerySet
+from django.utils.dateparse import parse_date, parse_datetime
+
+from core.errors import Invalid, NotFound
+from core.models import Agent, Message, Organization
+from memory.models import Block, BlockHistory, Passage, PassageTag
+
+log = logging.getLogger(__name__)
 
 
 def block_get(*, owner: Organization, block_id: str) -> Block:
@@ -39,3 +47,185 @@ def block_agents(*, block: Block) -> list[Agent]:
 
 def block_history(*, block: Block, limit: int = 100) -> list[BlockHistory]:
     return list(BlockHistory.objects.filter(block=block).select_related("actor_user")[:limit])
+
+
+def block_history_diff(entry: BlockHistory) -> list[str]:
+    """Unified diff lines (no trailing newlines) from the entry's old value to its new value."""
+    return list(difflib.unified_diff(entry.old_value.splitlines(), entry.new_value.splitlines(),
+                                     fromfile=f"v{max(entry.version - 1, 0)}", tofile=f"v{entry.version}", lineterm=""))
+
+
+def block_last_edit(*, agent: Agent) -> datetime | None:
+    """When any of the agent's blocks last changed."""
+    entry = BlockHistory.objects.filter(block__agentblock__agent=agent).order_by("-created_at").first()
+    return entry.created_at if entry else None
+
+
+# --- time bounds shared by archival and recall search ---
+
+def parse_time_bound(value, *, end: bool = False) -> datetime | None:
+    """A datetime from an ISO date or datetime (naive = UTC); a date-only `end` bound covers that whole day."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, date):
+        parsed = datetime.combine(value, time.max if end else time.min)
+    else:
+        text = str(value).strip().replace("Z", "+00:00")
+        try:
+            day = parse_date(text)
+            parsed = datetime.combine(day, time.max if end else time.min) if day else parse_datetime(text)
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            raise Invalid(f"'{value}' is not an ISO 8601 date or datetime")
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _in_range(qs: QuerySet, start, end) -> QuerySet:
+    start, end = parse_time_bound(start), parse_time_bound(end, end=True)
+    if start:
+        qs = qs.filter(created_at__gte=start)
+    if end:
+        qs = qs.filter(created_at__lte=end)
+    return qs
+
+
+# --- archival memory ---
+
+def passage_get(*, agent: Agent, passage_id: str) -> Passage:
+    passage = Passage.objects.filter(agent=agent, id=passage_id).first()
+    if passage is None:
+        raise NotFound(f"Passage '{passage_id}' not found in agent '{agent.id}' archival memory")
+    return passage
+
+
+def passages_count(*, agent: Agent) -> int:
+    return Passage.objects.filter(agent=agent).count()
+
+
+def passages_list(*, agent: Agent, search: str | None = None, after: str | None = None, before: str | None = None,
+                  limit: int = 100, ascending: bool = True, source: str | None = None) -> list[Passage]:
+    """A page of the agent's passages in time order (cursor `after`/`before` = passage ids); `search` ranks by text."""
+    qs = Passage.objects.filter(agent=agent).defer("embedding")
+    if source:
+        qs = qs.filter(source=source)
+    for cursor_id, op in ((after, "gt"), (before, "lt")):
+        if cursor_id:
+            pivot = passage_get(agent=agent, passage_id=cursor_id)
+            qs = qs.filter(Q(**{f"created_at__{op}": pivot.created_at}) |
+                           Q(created_at=pivot.created_at, **{f"id__{op}": pivot.id}))
+    limit = max(1, min(limit, 1000))
+    if search and search.strip():
+        from memory.search.fulltext import ranked_ids
+
+        return _ordered(Passage, ranked_ids(queryset=qs, query=search, limit=limit))
+    ordering = ("created_at", "id") if ascending else ("-created_at", "-id")
+    return list(qs.order_by(*ordering)[:limit])
+
+
+def _ordered(model, ids: list[str], extra: dict | None = None) -> list:
+    rows = model.objects.in_bulk(ids)
+    out = []
+    for pid in ids:
+        if pid in rows:
+            for key, value in (extra or {}).get(pid, {}).items():
+                setattr(rows[pid], key, value)
+            out.append(rows[pid])
+    return out
+
+
+def _passages_filtered(agent: Agent, tags, match_all_tags: bool, start, end) -> QuerySet:
+    qs = _in_range(Passage.objects.filter(agent=agent), start, end)
+    tags = [t for t in (tags or []) if t]
+    if tags:
+        rows = PassageTag.objects.filter(agent=agent, tag__in=tags)
+        if match_all_tags:
+            rows = rows.values("passage_id").annotate(n=Count("tag", distinct=True)).filter(n=len(set(tags)))
+        qs = qs.filter(id__in=rows.values("passage_id"))
+    return qs
+
+
+def archival_search_mode(agent: Agent, *, embedder=None) -> str:
+    """How archival search runs for this agent: "hybrid" (vectors + full text), "vector" or "full_text"."""
+    from memory.embedders import embedder_for_agent
+    from memory.search.fulltext import fulltext_available
+
+    embedder = embedder or embedder_for_agent(agent)
+    text = fulltext_available(connections[Passage.objects.db])
+    if embedder is not None:
+        return "hybrid" if text else "vector"
+    return "full_text"
+
+
+def passages_search(*, agent: Agent, query: str, top_k: int = 10, tags: list[str] | None = None,
+                    match_all_tags: bool = False, start=None, end=None) -> list[Passage]:
+    """The agent's passages best matching `query` (one embedding call when an embedder is configured), best first.
+    Each result carries `.score` (fused) and `.matched_by` ("vector", "full_text" or both)."""
+    from memory.embedders import EmbeddingError, embedder_for_agent
+    from memory.search import fusion, fulltext
+
+    top_k = max(1, min(int(top_k or 10), 100))
+    qs = _passages_filtered(agent, tags, match_all_tags, start, end)
+    embedder = embedder_for_agent(agent)
+    mode = archival_search_mode(agent, embedder=embedder)
+    pool = max(4 * top_k, 40)
+    rankings: dict[str, list[str]] = {}
+    if mode in ("hybrid", "vector") and (query or "").strip():
+        try:
+            vector = embedder.embed_one(query)
+            rankings["vector"] = [pid for pid, _ in _nearest(agent, qs, embedder.handle, vector, pool,
+                                                             filtered=bool(tags or start or end))]
+        except EmbeddingError as exc:
+            log.warning("archival search for %s fell back to full text: %s", agent.id, exc)
+    if mode in ("hybrid", "full_text") or "vector" not in rankings:
+        rankings["full_text"] = fulltext.ranked_ids(queryset=qs, query=query, limit=pool)
+    fused = fusion.reciprocal_rank_fusion(rankings)[:top_k]
+    return _ordered(Passage, [pid for pid, _, _ in fused],
+                    {pid: {"score": score, "matched_by": by} for pid, score, by in fused})
+
+
+def _nearest(agent: Agent, qs: QuerySet, handle: str, vector, limit: int, *, filtered: bool) -> list[tuple[str, float]]:
+    from memory.search import vectors
+
+    qs = qs.filter(embedding_model=handle)
+    if connections[qs.db].vendor == "postgresql":
+        return vectors.pg_nearest(queryset=qs, vector=vector, limit=limit)
+    allowed = set(qs.values_list("id", flat=True)) if filtered else None
+    return vectors.matrix_nearest(using=qs.db, agent_id=agent.id, model=handle, vector=vector, limit=limit,
+                                  allowed_ids=allowed)
+
+
+# --- recall memory ---
+
+def messages_search(*, agent: Agent, query: str, roles: list[str] | None = None, start=None, end=None,
+                    limit: int = 10, offset: int = 0) -> list[Message]:
+    """Every message of the agent (in the window or evicted) matching `query`, best match first, newest first among
+    equals; an empty query lists the newest. Without `roles`, system messages and heartbeats are left out."""
+    from memory.search.fulltext import query_terms, ranked_ids
+
+    qs = _in_range(Message.objects.filter(agent=agent), start, end)
+    if roles:
+        unknown = set(roles) - set(dict(Message.ROLES))
+        if unknown:
+            raise Invalid(f"Unknown role(s): {', '.join(sorted(unknown))}")
+        qs = qs.filter(role__in=roles)
+    else:
+        qs = qs.exclude(role="system")
+    qs = qs.exclude(kind="heartbeat")
+    limit, offset = max(1, min(int(limit or 10), 500)), max(0, int(offset or 0))
+    if not query_terms(query):
+        return list(qs.order_by("-seq")[offset:offset + limit])
+    return _ordered(Message, ranked_ids(queryset=qs, query=query, limit=limit, offset=offset, newest_first_by="seq"))
+
+
+def memory_stats(*, agent: Agent):
+    """Counts for the agent's `<memory_metadata>` and context overview (engine MemoryStats)."""
+    from core.engine.types import MemoryStats
+
+    total = Message.objects.filter(agent=agent).count()
+    edited = block_last_edit(agent=agent)
+    return MemoryStats(recall_outside_window=max(0, total - len(agent.message_ids or [])),
+                       archival_count=passages_count(agent=agent),
+                       last_memory_edit=edited.strftime("%Y-%m-%d %I:%M:%S %p UTC%z") if edited else None)

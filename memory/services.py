@@ -1,12 +1,16 @@
-"""Writes to memory blocks: create, edit (with history), attach, detach, restore, delete."""
+"""Writes to memory: blocks (create, edit with history, attach, detach, restore, delete) and archival passages."""
+
+import logging
 
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
 
-from core.errors import Conflict, Invalid, NotFound
+from core.errors import Conflict, Invalid, NotConfigured, NotFound
 from core.models import Agent, Organization
-from memory.models import AgentBlock, Block, BlockHistory
+from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
+
+log = logging.getLogger(__name__)
 
 DEFAULT_BLOCK_LIMIT = 5000
 MAX_BLOCK_LIMIT = 1_000_000
@@ -112,3 +116,110 @@ def block_delete(*, block: Block) -> None:
 def blocks_orphaned_by_delete(*, agent: Agent) -> list[Block]:
     """Blocks attached only to this agent (deleted with it); shared blocks are never in this list."""
     return [b for b in Block.objects.filter(agentblock__agent=agent) if AgentBlock.objects.filter(block=b).count() == 1]
+
+
+# --- archival memory (passages) ---
+
+EMBED_BATCH = 64
+
+
+def _clean_tags(tags) -> list[str]:
+    if tags is None:
+        return []
+    if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
+        raise Invalid("tags must be a list of strings")
+    cleaned = [t.strip() for t in tags if t.strip()]
+    if any(len(t) > 100 for t in cleaned):
+        raise Invalid("Each tag must be at most 100 characters")
+    return list(dict.fromkeys(cleaned))
+
+
+def _embed_all(agent: Agent, texts: list[str]):
+    """(handle, vectors or None, error text) for the texts with the agent's embedder; never raises."""
+    from memory.embedders import EmbeddingError, embedder_for_agent
+
+    embedder = embedder_for_agent(agent)
+    if embedder is None:
+        return "", None, ""
+    try:
+        chunks = [embedder.embed(texts[i:i + EMBED_BATCH]) for i in range(0, len(texts), EMBED_BATCH)]
+    except EmbeddingError as exc:
+        log.warning("archival insert for %s stored without embeddings: %s", agent.id, exc)
+        return "", None, str(exc)
+    return embedder.handle, [row for chunk in chunks for row in chunk], ""
+
+
+def passages_insert(*, agent: Agent, texts: list[str], tags: list[str] | None = None, source: str = "agent",
+                    metadata: dict | None = None, created_at=None, embeddings=None, embedding_model: str = "") -> list[Passage]:
+    """Store archival memories for the agent. Embeds them first with the agent's embedder (provider calls, outside
+    any transaction) unless `embeddings` are given; if embedding fails they are stored without vectors (still
+    found by full text) and `metadata.embedding_error` says why. Invalidates cached vectors after commit."""
+    if source not in dict(Passage.SOURCES):
+        raise Invalid(f"source must be one of {', '.join(dict(Passage.SOURCES))}")
+    if not texts or any(not isinstance(t, str) or not t.strip() for t in texts):
+        raise Invalid("Archival memory text must not be empty")
+    tags = _clean_tags(tags)
+    if embeddings is None:
+        embedding_model, embeddings, error = _embed_all(agent, texts)
+    else:
+        error = ""
+    meta = {**(metadata or {}), **({"embedding_error": error} if error else {})}
+    rows = [Passage(owner_id=agent.owner_id, agent=agent, text=text, tags=tags, metadata=meta, source=source,
+                    embedding=None if embeddings is None else embeddings[i],
+                    embedding_model=embedding_model if embeddings is not None else "",
+                    embedding_dim=0 if embeddings is None else len(embeddings[i])) for i, text in enumerate(texts)]
+    with transaction.atomic():
+        passages = Passage.objects.bulk_create(rows)
+        if created_at is not None:  # auto_now_add ignores a given value; imports and the SDK may set it
+            Passage.objects.filter(id__in=[p.id for p in passages]).update(created_at=created_at)
+            for p in passages:
+                p.created_at = created_at
+        PassageTag.objects.bulk_create([PassageTag(passage=p, agent=agent, tag=t) for p in passages for t in tags])
+        transaction.on_commit(lambda: _vectors_changed(agent.id))
+    return passages
+
+
+def passage_insert(*, agent: Agent, text: str, tags: list[str] | None = None, source: str = "agent",
+                   metadata: dict | None = None, created_at=None) -> Passage:
+    """Store one archival memory (see passages_insert: one embedding call when an embedder is configured)."""
+    return passages_insert(agent=agent, texts=[text], tags=tags, source=source, metadata=metadata,
+                           created_at=created_at)[0]
+
+
+def passage_delete(*, agent: Agent, passage_id: str) -> None:
+    """Delete one of the agent's passages (and its tags); invalidates cached vectors after commit."""
+    deleted, _ = Passage.objects.filter(agent=agent, id=passage_id).delete()
+    if not deleted:
+        raise NotFound(f"Passage '{passage_id}' not found in agent '{agent.id}' archival memory")
+    transaction.on_commit(lambda: _vectors_changed(agent.id))
+
+
+def passages_reembed(*, agent: Agent, limit: int = 10_000) -> int:
+    """Embed the agent's passages that have no vector from its current embedder (provider calls); returns how many."""
+    from memory.embedders import EmbeddingError, embedder_for_agent
+
+    embedder = embedder_for_agent(agent)
+    if embedder is None:
+        return 0
+    stale = list(Passage.objects.filter(agent=agent).exclude(embedding_model=embedder.handle, embedding__isnull=False)
+                 .order_by("created_at").only("id", "text", "metadata")[:limit])
+    done = 0
+    for i in range(0, len(stale), EMBED_BATCH):
+        batch = stale[i:i + EMBED_BATCH]
+        try:
+            vectors = embedder.embed([p.text for p in batch])
+        except EmbeddingError as exc:
+            raise NotConfigured(f"Re-embedding stopped after {done} passages: {exc}") from exc
+        for p, vector in zip(batch, vectors):
+            p.metadata.pop("embedding_error", None)
+            Passage.objects.filter(pk=p.pk).update(embedding=vector, embedding_dim=len(vector),
+                                                   embedding_model=embedder.handle, metadata=p.metadata)
+        done += len(batch)
+    _vectors_changed(agent.id)
+    return done
+
+
+def _vectors_changed(agent_id: str) -> None:
+    from memory.search.vectors import matrix_invalidate
+
+    matrix_invalidate(agent_id=agent_id)

@@ -1,0 +1,117 @@
+"""Nearest passages by cosine distance.
+
+PostgreSQL: pgvector with the per-dimension partial HNSW index (migration 0002). The column is an untyped
+`vector`, so the query casts `embedding::vector(N)` and filters `embedding_dim = N` to match that index.
+SQLite: this Python's sqlite3 cannot load extensions, so each agent's vectors are held as one normalized
+float32 matrix per process and searched with a single matrix-vector product. A cheap fingerprint of the agent's
+passages (count, max rowid, newest timestamp) is checked on every search so other processes' writes are seen.
+"""
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db import connections, transaction
+from django.db.models import FloatField, QuerySet
+from django.db.models.expressions import RawSQL
+
+# ef_search 100 keeps recall@10 above 0.95 on 100k passages (bench/archival.py); candidate lists longer
+# than that need a proportionally larger beam.
+EF_SEARCH = 100
+MAX_CACHED_MATRICES = 16
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def pg_nearest(*, queryset: QuerySet, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
+    """(id, cosine distance) of the `limit` nearest passages in `queryset` (HNSW; approximate)."""
+    dim = int(len(vector))
+    table = queryset.model._meta.db_table
+    distance = RawSQL(f'"{table}"."embedding"::vector({dim}) <=> %s::vector({dim})', (vector_literal(vector),),
+                      output_field=FloatField())
+    qs = queryset.filter(embedding_dim=dim).annotate(_distance=distance).order_by("_distance")
+    with transaction.atomic(using=queryset.db), connections[queryset.db].cursor() as cursor:
+        # Filtered HNSW scans keep walking the graph until `limit` rows pass the filters (pgvector >= 0.8).
+        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                       (str(max(EF_SEARCH, 2 * limit)),))
+        rows = list(qs.values_list("id", "_distance")[:limit])
+    return sorted(rows, key=lambda r: r[1])
+
+
+@dataclass
+class _Matrix:
+    fingerprint: tuple
+    ids: list[str]
+    vectors: np.ndarray
+    _index: dict[str, int] = field(default_factory=dict)
+
+    def positions(self, ids) -> np.ndarray:
+        if not self._index:
+            self._index = {pid: i for i, pid in enumerate(self.ids)}
+        return np.fromiter((self._index[i] for i in ids if i in self._index), dtype=np.int64)
+
+
+_matrices: "OrderedDict[tuple[str, str, int], _Matrix]" = OrderedDict()
+_lock = threading.Lock()
+
+
+def matrix_invalidate(*, agent_id: str) -> None:
+    """Drop this process's cached vectors for the agent (called after its passages change)."""
+    with _lock:
+        for key in [k for k in _matrices if k[0] == agent_id]:
+            del _matrices[key]
+
+
+def _fingerprint(cursor, agent_id: str) -> tuple:
+    cursor.execute("SELECT COUNT(*), MAX(rowid), MAX(created_at) FROM memory_passage WHERE agent_id = %s", (agent_id,))
+    return tuple(cursor.fetchone())
+
+
+def _load(cursor, agent_id: str, model: str, dim: int, fingerprint: tuple) -> _Matrix:
+    cursor.execute("SELECT id, embedding FROM memory_passage WHERE agent_id = %s AND embedding_model = %s "
+                   "AND embedding_dim = %s AND embedding IS NOT NULL", (agent_id, model, dim))
+    rows = cursor.fetchall()
+    ids = [r[0] for r in rows]
+    vectors = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), dim).copy()
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors /= np.where(norms == 0, 1, norms)
+    return _Matrix(fingerprint=fingerprint, ids=ids, vectors=vectors)
+
+
+def _matrix(connection, agent_id: str, model: str, dim: int) -> _Matrix:
+    key = (agent_id, model, dim)
+    with connection.cursor() as cursor:
+        fingerprint = _fingerprint(cursor, agent_id)
+        with _lock:
+            cached = _matrices.get(key)
+            if cached is not None and cached.fingerprint == fingerprint:
+                _matrices.move_to_end(key)
+                return cached
+        matrix = _load(cursor, agent_id, model, dim, fingerprint)
+    with _lock:
+        _matrices[key] = matrix
+        while len(_matrices) > MAX_CACHED_MATRICES:
+            _matrices.popitem(last=False)
+    return matrix
+
+
+def matrix_nearest(*, using: str, agent_id: str, model: str, vector: np.ndarray, limit: int,
+                   allowed_ids: set[str] | None = None) -> list[tuple[str, float]]:
+    """(id, cosine distance) of the `limit` nearest passages of the agent (exact), optionally among `allowed_ids`."""
+    matrix = _matrix(connections[using], agent_id, model, int(len(vector)))
+    if not matrix.ids:
+        return []
+    query = np.asarray(vector, dtype=np.float32)
+    query = query / (np.linalg.norm(query) or 1.0)
+    positions = None if allowed_ids is None else matrix.positions(allowed_ids)
+    scores = matrix.vectors @ query if positions is None else matrix.vectors[positions] @ query
+    k = min(limit, len(scores))
+    if k == 0:
+        return []
+    top = np.argpartition(-scores, k - 1)[:k]
+    top = top[np.argsort(-scores[top])]
+    chosen = top if positions is None else positions[top]
+    return [(matrix.ids[i], float(1.0 - s)) for i, s in zip(chosen, scores[top])]
