@@ -105,6 +105,21 @@ def test_tool_cannot_write_outside_its_directory(sandbox, root_owned_dir):
 
 
 @needs_root
+def test_files_left_in_shared_tmp_dirs_are_removed(sandbox):
+    name = f"sandbox-leftover-{os.getpid()}"
+    r = run(sandbox, f'''
+        import os
+        def f():
+            os.mkdir("/tmp/{name}-dir")
+            open("/tmp/{name}-dir/inner", "w").write("x")
+            open("/tmp/{name}", "w").write("x")
+            return sorted(p for p in os.listdir("/tmp") if p.startswith("{name}"))
+    ''')
+    assert r.tool_return == f'["{name}", "{name}-dir"]'
+    assert not os.path.exists(f"/tmp/{name}") and not os.path.exists(f"/tmp/{name}-dir")
+
+
+@needs_root
 def test_tool_cannot_signal_the_server(sandbox):
     r = run(sandbox, "import os, signal\ndef f():\n    os.kill(os.getppid(), signal.SIGTERM)\n")
     assert r.status == "error" and r.error_type == "PermissionError"

@@ -9,7 +9,9 @@ Isolation, in layers:
 - resources: RLIMIT_CPU/AS/FSIZE/NPROC/CORE are set by the runner before the tool's source is even
   compiled (not in a `preexec_fn`, which is unsafe in a threaded server); wall time is enforced here;
 - lifetime: the child leads its own session; when it exits or times out we kill its process group
-  and, when it has its own uid, every process still owned by that uid (daemons that called setsid).
+  and, when it has its own uid, every process still owned by that uid (daemons that called setsid)
+  and every file it left in /tmp, /var/tmp or /dev/shm (the only places outside its directory it
+  can write to).
 
 Without root the child runs as the server's user: env, cwd, limits and timeouts still apply, but
 file permissions and /proc/<server>/environ do not protect the server. Run the server as root in a
@@ -18,6 +20,7 @@ container or use the e2b backend for untrusted tools.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import marshal
 import os
@@ -41,7 +44,7 @@ from tools.sandbox.base import (
     truncate_output,
     validate_request,
 )
-from tools.sandbox.process import Pump, UidLease, count_uid_tasks, kill_run, kill_uid_processes
+from tools.sandbox.process import Pump, UidLease, count_uid_tasks, kill_run, kill_uid_processes, owned_dir, remove_uid_files
 from tools.sandbox.venvs import Installer, ensure_venv
 
 BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -99,6 +102,7 @@ class LocalSandbox(SandboxBackend):
         finally:
             if lease:
                 kill_uid_processes(lease.uid)
+                remove_uid_files(lease.uid)
                 lease.release()
             shutil.rmtree(workdir, ignore_errors=True)
 
@@ -191,16 +195,22 @@ _runner_paths: dict[str, str] = {}
 
 
 def _shared_runner_path(work_root: str) -> str:
-    """A world-readable copy of the runner: the child may not be able to read our source tree."""
+    """A world-readable copy of the runner (the child may not be able to read our source tree)."""
     with _runner_lock:
         path = _runner_paths.get(work_root)
         if path and os.path.exists(path):
             return path
-        directory = tempfile.mkdtemp(prefix="agents-ide-runner-", dir=work_root)
-        os.chmod(directory, 0o755)
+        with open(RUNNER_PATH, "rb") as f:
+            source = f.read()
+        directory = owned_dir(
+            os.path.join(work_root, f"agents-ide-runner-{hashlib.sha256(source).hexdigest()[:12]}"), 0o755
+        )
         path = os.path.join(directory, "_runner.py")
-        shutil.copyfile(RUNNER_PATH, path)
-        os.chmod(path, 0o644)
+        fd, tmp = tempfile.mkstemp(dir=directory)
+        with os.fdopen(fd, "wb") as f:
+            f.write(source)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
         _runner_paths[work_root] = path
         return path
 

@@ -6,6 +6,7 @@ import fcntl
 import os
 import random
 import selectors
+import shutil
 import signal
 import stat
 import subprocess
@@ -165,7 +166,7 @@ class UidLease:
 
     @classmethod
     def acquire(cls, uid_range: tuple[int, int], work_root: str) -> UidLease:
-        lock_dir = _private_dir(os.path.join(work_root, "agents-ide-sandbox-uids"))
+        lock_dir = owned_dir(os.path.join(work_root, "agents-ide-sandbox-uids"))
         low, high = uid_range
         for _ in range(200):
             uid = random.randint(low, high)
@@ -186,13 +187,38 @@ class UidLease:
         self._lock_file.close()
 
 
-def _private_dir(path: str) -> str:
-    """Create (or verify) a root-only directory; /tmp is shared, so refuse one someone else planted."""
+def owned_dir(path: str, mode: int = 0o700) -> str:
+    """Create (or verify) a directory only we can write; /tmp is shared, so refuse one someone else planted."""
     try:
-        os.mkdir(path, 0o700)
+        os.mkdir(path, mode)
     except FileExistsError:
         pass
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        raise SandboxError(f"{path} is not a private directory owned by the server user")
+        raise SandboxError(f"{path} is not a directory owned by the server user and closed to others")
+    os.chmod(path, mode)  # mkdir's mode is filtered by the umask
     return path
+
+
+SHARED_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def remove_uid_files(uid: int, dirs: tuple[str, ...] = SHARED_WRITABLE_DIRS) -> None:
+    """Delete what a finished run left in world-writable directories (its processes are already dead)."""
+    if uid == 0 or uid == os.getuid():
+        raise SandboxError("refusing to delete files of the server's own user")
+    for directory in dirs:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                continue
