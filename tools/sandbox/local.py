@@ -90,9 +90,9 @@ class LocalSandbox(SandboxBackend):
         try:
             validate_request(request)
             argv = self._argv(request)
-        except SandboxError as exc:
+            lease = UidLease.acquire(self.uid_range, self.work_root) if self.drop_privileges else None
+        except (SandboxError, OSError) as exc:
             return error_result(backend=self.name, started=started, error_type="SandboxError", message=str(exc))
-        lease = UidLease.acquire(self.uid_range, self.work_root) if self.drop_privileges else None
         workdir = tempfile.mkdtemp(prefix="tool-run-", dir=self.work_root)
         try:
             if lease:
@@ -150,7 +150,8 @@ class LocalSandbox(SandboxBackend):
         finally:
             os.close(result_w)
         io = Pump(proc, result_r, _encode_payload(payload), limits.max_output_bytes, self.max_result_bytes)
-        io.run(deadline=started + request.timeout_s, on_finish=lambda: kill_run(proc, lease))
+        # The wall clock starts at spawn: building a venv first must not eat the tool's time.
+        io.run(deadline=time.monotonic() + request.timeout_s, on_finish=lambda: kill_run(proc, lease))
         return self._result(request, proc, io, started)
 
     def _result(self, request, proc, io: Pump, started) -> SandboxResult:
