@@ -1,15 +1,33 @@
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from core import views
+from core.web import agents, settings_pages, workspace
 
 urlpatterns = [
     path("setup/", views.setup, name="setup"),
     path("login/", auth_views.LoginView.as_view(template_name="core/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),
-    path("", views.agents_page, name="agents"),
-    path("settings/", views.settings_page, name="settings"),
+    path("", agents.agents_page, name="agents"),
+    path("agents/new/", agents.agent_create, name="agent_create"),
+    path("agents/<str:agent_id>/", workspace.workspace, name="workspace"),
+    path("agents/<str:agent_id>/duplicate/", agents.agent_duplicate, name="agent_duplicate"),
+    path("agents/<str:agent_id>/delete/", agents.agent_delete, name="agent_delete"),
+    path("agents/<str:agent_id>/settings/", workspace.settings_save, name="agent_settings"),
+    path("agents/<str:agent_id>/tokens/", workspace.token_count, name="agent_token_count"),
+    path("agents/<str:agent_id>/history/", workspace.history_older, name="agent_history"),
+    path("agents/<str:agent_id>/reset/", workspace.messages_reset, name="agent_reset"),
+    path("agents/<str:agent_id>/context/", workspace.context_panel, name="agent_context"),
+    path("agents/<str:agent_id>/steps/<str:step_id>/", workspace.step_detail, name="agent_step"),
+    path("agents/<str:agent_id>/tools/<str:tool_id>/<str:action>/", workspace.tool_attach_toggle, name="agent_tool_toggle"),
+    path("agents/<str:agent_id>/rules/", workspace.rules_save, name="agent_rules"),
+    path("", include("memory.urls")),
+    path("", include("tools.urls")),
+    path("settings/", settings_pages.settings_page, name="settings"),
     path("settings/tokens/", views.token_create, name="token_create"),
     path("settings/tokens/<str:token_id>/revoke/", views.token_revoke, name="token_revoke"),
+    path("settings/providers/", settings_pages.provider_save, name="provider_save"),
+    path("settings/providers/<str:provider_id>/delete/", settings_pages.provider_delete, name="provider_delete"),
+    path("settings/owner/", settings_pages.owner_settings_save, name="owner_settings_save"),
 ]

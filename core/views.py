@@ -38,8 +38,9 @@ def agents_page(request):
 
 @login_required
 def settings_page(request, new_token: str | None = None, form: TokenForm | None = None):
-    tokens = accounts.tokens_for_user(request.user)
-    return TemplateResponse(request, "core/settings.html", {"tokens": tokens, "new_token": new_token, "form": form or TokenForm()})
+    from core.web.settings_pages import settings_page as full_page
+
+    return full_page(request, new_token=new_token, form=form)
 
 
 @login_required

@@ -1,0 +1,70 @@
+"""Agent writes the IDE offers beyond create/update/delete: templates, duplicate, reset the conversation."""
+
+from django.db import transaction
+from django.db.models import Max
+
+from core.models import Agent, Message, Organization
+from core.services import BlockInput, agent_create
+
+# Built-in starting points until the agent-file templates land (core/agentfile/); key -> (label, blocks).
+BUILTIN_TEMPLATES = {
+    "memgpt_chat": ("MemGPT chat agent (persona + human)", [
+        BlockInput(label="persona", value="I am a friendly, curious assistant. I remember what people tell me "
+                                          "and keep my notes in memory up to date.", limit=5000),
+        BlockInput(label="human", value="Nothing is known about the human yet.", limit=5000),
+    ]),
+    "blank": ("Blank agent (no memory blocks)", []),
+}
+
+
+def agent_templates() -> list[tuple[str, str]]:
+    """(key, label) of the templates offered on the create form: shipped agent files first, then built-ins."""
+    out = []
+    try:  # the agent-file app may not exist yet; built-ins keep creation working meanwhile
+        from core.agentfile import templates as af_templates  # type: ignore[attr-defined]
+
+        out += [(f"af:{t.key}", t.label) for t in af_templates.templates_list()]
+    except (ImportError, AttributeError):
+        pass
+    return out + [(k, v[0]) for k, v in BUILTIN_TEMPLATES.items()]
+
+
+def agent_create_from_template(*, owner: Organization, template: str, name: str, model: str) -> Agent:
+    """Create an agent from a template key (an agent file or a built-in); writes the agent and its blocks."""
+    if template.startswith("af:"):
+        from core.agentfile import templates as af_templates  # type: ignore[attr-defined]
+
+        return af_templates.template_create(owner=owner, key=template[3:], name=name, model=model)
+    _, blocks = BUILTIN_TEMPLATES.get(template, BUILTIN_TEMPLATES["blank"])
+    return agent_create(owner=owner, name=name, model=model, memory_blocks=[BlockInput(**vars(b)) for b in blocks])
+
+
+@transaction.atomic
+def agent_duplicate(*, agent: Agent, name: str | None = None) -> Agent:
+    """Copy an agent's settings, tools, rules, tags and (unshared copies of) its blocks; no messages."""
+    from core.selectors import agent_tags
+    from memory.selectors import agent_blocks
+    from tools.selectors import agent_tools
+
+    blocks = [BlockInput(label=b.label, value=b.value, limit=b.limit, description=b.description,
+                         read_only=b.read_only, metadata=dict(b.metadata or {})) for b in agent_blocks(agent=agent)]
+    return agent_create(
+        owner=agent.owner, name=name or f"{agent.name} (copy)", model=agent.model, system=agent.system,
+        description=agent.description, memory_blocks=blocks, tool_ids=[t.id for t in agent_tools(agent=agent)],
+        include_base_tools=False, tool_rules=list(agent.tool_rules or []), context_window_limit=agent.context_window_limit,
+        tags=agent_tags(agent), metadata=dict(agent.metadata or {}), secrets=dict(agent.secrets or {}),
+        embedding=agent.embedding, model_settings=dict(agent.model_settings or {}), max_steps=agent.max_steps,
+        overflow_strategy=agent.overflow_strategy, agent_type=agent.agent_type,
+    )
+
+
+@transaction.atomic
+def agent_messages_reset(*, agent: Agent) -> Agent:
+    """Empty the context window down to a fresh system message (older messages stay in recall memory)."""
+    agent = Agent.objects.select_for_update().get(pk=agent.pk)
+    seq = (Message.objects.filter(agent=agent).aggregate(m=Max("seq"))["m"] or 0) + 1
+    system = Message.objects.create(owner=agent.owner, agent=agent, seq=seq, role="system",
+                                    content=[{"type": "text", "text": agent.system}], text=agent.system)
+    agent.message_ids = [system.id]
+    agent.save(update_fields=["message_ids", "updated_at"])
+    return agent

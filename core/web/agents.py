@@ -1,0 +1,80 @@
+"""Agents list: search, tags, running; create from a template; duplicate; delete with confirmation."""
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_POST
+
+from core import providers, selectors, services, services_ide
+from core.errors import DomainError
+from core.web.common import agent_or_404, org
+
+
+class AgentCreateForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    template = forms.ChoiceField(choices=())
+    model = forms.CharField(max_length=200, help_text="Pick a configured model or type any litellm handle.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["template"].choices = services_ide.agent_templates()
+
+
+def _models(owner) -> list[dict]:
+    return providers.models_list(owner=owner)
+
+
+@login_required
+def agents_page(request, form: AgentCreateForm | None = None):
+    owner = org(request)
+    q = request.GET.get("q") or ""
+    tag = request.GET.get("tag") or ""
+    agents = list(selectors.agents_list(owner=owner, query_text=q or None, tags=[tag] if tag else None, limit=200))
+    all_tags = sorted({t.tag for a in agents for t in a.tag_rows.all()} | ({tag} if tag else set()))
+    models = _models(owner)
+    from django.conf import settings
+
+    form = form or AgentCreateForm(initial={"template": "memgpt_chat", "model": models[0]["handle"] if models else settings.DEFAULT_MODEL})
+    ctx = {"agents": agents, "running": selectors.agents_running_ids(owner=owner), "q": q, "tag": tag,
+           "all_tags": all_tags, "form": form, "models": models, "nav": "agents"}
+    template = "core/_agents_rows.html" if request.htmx and request.htmx.target == "agents-rows" else "core/agents.html"
+    return TemplateResponse(request, template, ctx, status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def agent_create(request):
+    form = AgentCreateForm(request.POST)
+    if form.is_valid():
+        try:
+            agent = services_ide.agent_create_from_template(owner=org(request), template=form.cleaned_data["template"],
+                                                            name=form.cleaned_data["name"], model=form.cleaned_data["model"])
+        except DomainError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("workspace", agent_id=agent.id)
+    request.method = "GET"
+    return agents_page(request, form=form)
+
+
+@login_required
+@require_POST
+def agent_duplicate(request, agent_id: str):
+    copy = services_ide.agent_duplicate(agent=agent_or_404(request, agent_id))
+    return redirect("workspace", agent_id=copy.id)
+
+
+@login_required
+def agent_delete(request, agent_id: str):
+    """GET shows what deleting removes (and which shared blocks survive); POST deletes."""
+    agent = agent_or_404(request, agent_id)
+    if request.method == "POST":
+        services.agent_delete(agent=agent)
+        return redirect("agents")
+    from memory.models import AgentBlock
+    from memory.selectors import agent_blocks
+
+    blocks = [(b, AgentBlock.objects.filter(block=b).count() > 1) for b in agent_blocks(agent=agent)]
+    return TemplateResponse(request, "core/agent_delete.html", {"agent": agent, "blocks": blocks,
+                                                                "messages_count": agent.messages.count(), "nav": "agents"})

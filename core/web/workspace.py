@@ -1,0 +1,197 @@
+"""The agent workspace: settings, conversation history, context window and simulator (three panes)."""
+
+import json
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponseNotAllowed
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_POST
+from django_htmx.http import trigger_client_event
+
+from core import providers, services, services_ide
+from core.engine import tokens
+from core.errors import DomainError
+from core.models import Step
+from core.context_service import agent_context
+from core.web.common import agent_or_404, org
+from core.web.history import history_page
+
+SECTION_LABELS = {"system": "System prompt", "tool_rules": "Tool rules", "core_memory": "Core memory",
+                  "memory_metadata": "External memory summary", "summary": "Summary", "messages": "Messages",
+                  "tools": "Tool definitions"}
+SECTION_COLORS = {"system": "system", "tool_rules": "rules", "core_memory": "core", "memory_metadata": "external",
+                  "summary": "summary", "messages": "messages", "tools": "tools"}
+
+
+class AgentSettingsForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    model = forms.CharField(max_length=200)
+    system = forms.CharField(widget=forms.Textarea, required=False)
+    temperature = forms.FloatField(min_value=0, max_value=2)
+    max_steps = forms.IntegerField(min_value=1, max_value=1000)
+    context_window_limit = forms.IntegerField(min_value=services.MIN_CONTEXT_WINDOW)
+    tags = forms.CharField(required=False, help_text="comma-separated")
+
+
+def _settings_initial(agent) -> dict:
+    from core.selectors import agent_tags
+
+    return {"name": agent.name, "model": agent.model, "system": agent.system,
+            "temperature": (agent.model_settings or {}).get("temperature", 0.7), "max_steps": agent.max_steps,
+            "context_window_limit": agent.context_window_limit, "tags": ", ".join(agent_tags(agent))}
+
+
+def context_view_model(ctx, *, limit: int | None = None) -> dict:
+    """The stacked bar's rows: tokens per section and their share of the window."""
+    limit = limit or ctx.context_window
+    rows = [{"name": s.name, "label": SECTION_LABELS.get(s.name, s.name), "color": SECTION_COLORS.get(s.name, "system"),
+             "tokens": s.tokens, "pct": round(100 * s.tokens / max(limit, 1), 2)} for s in ctx.sections]
+    return {"rows": rows, "total": ctx.total_tokens, "limit": limit, "tokenizer": ctx.tokenizer,
+            "free": limit - ctx.total_tokens, "over": ctx.total_tokens > limit,
+            "pct": round(100 * ctx.total_tokens / max(limit, 1), 1),
+            "request_json": json.dumps(ctx.request, indent=2, ensure_ascii=False)}
+
+
+def _workspace_ctx(request, agent, settings_form=None) -> dict:
+    from memory.selectors import agent_blocks
+    from tools.selectors import agent_tools, tools_list
+
+    owner = org(request)
+    ctx = agent_context(agent=agent)
+    items, older = history_page(agent=agent)
+    attached = agent_tools(agent=agent)
+    attached_ids = {t.id for t in attached}
+    models = providers.models_list(owner=owner)
+    model_max = tokens.model_info(agent.model).context_window
+    return {
+        "agent": agent, "nav": "agents", "items": items, "older": older, "context": context_view_model(ctx),
+        "settings_form": settings_form or AgentSettingsForm(initial=_settings_initial(agent)),
+        "system_tokens": tokens.count_text(agent.model, agent.system), "models": models,
+        "model_configured": providers.model_is_configured(owner=owner, handle=agent.model),
+        "window_max": max(model_max, agent.context_window_limit), "tools": attached,
+        "library": [t for t in tools_list(owner=owner) if t.id not in attached_ids],
+        "rules_json": json.dumps(agent.tool_rules or [], indent=2), "blocks": agent_blocks(agent=agent),
+        "steps": list(Step.objects.filter(agent=agent).order_by("-created_at").values("id", "index", "created_at", "kind")[:30]),
+    }
+
+
+@login_required
+def workspace(request, agent_id: str):
+    agent = agent_or_404(request, agent_id)
+    return TemplateResponse(request, "core/workspace.html", _workspace_ctx(request, agent))
+
+
+@login_required
+@require_POST
+def settings_save(request, agent_id: str):
+    agent = agent_or_404(request, agent_id)
+    form = AgentSettingsForm(request.POST)
+    saved = False
+    if form.is_valid():
+        data = form.cleaned_data
+        changes = {k: data[k] for k in ("name", "model", "system", "max_steps", "context_window_limit")}
+        changes["model_settings"] = {**(agent.model_settings or {}), "temperature": data["temperature"]}
+        changes["tags"] = [t.strip() for t in data["tags"].split(",") if t.strip()]
+        try:
+            agent = services.agent_update(agent=agent, changes=changes)
+            saved = True
+        except DomainError as exc:
+            form.add_error(None, str(exc))
+    ctx = {"agent": agent, "settings_form": form, "saved": saved, "models": providers.models_list(owner=org(request)),
+           "system_tokens": tokens.count_text(agent.model, form.data.get("system", "")),
+           "window_max": max(tokens.model_info(agent.model).context_window, agent.context_window_limit)}
+    response = TemplateResponse(request, "core/_settings_form.html", ctx)
+    return trigger_client_event(response, "context-changed") if saved else response
+
+
+@login_required
+@require_POST
+def token_count(request, agent_id: str):
+    """Tokens of an unsaved system prompt (a read: nothing is stored)."""
+    agent = agent_or_404(request, agent_id)
+    n = tokens.count_text(request.POST.get("model") or agent.model, request.POST.get("system", ""))
+    return TemplateResponse(request, "core/_token_count.html", {"system_tokens": n, "tokenizer": tokens.get_tokenizer(agent.model).name})
+
+
+@login_required
+def history_older(request, agent_id: str):
+    agent = agent_or_404(request, agent_id)
+    try:
+        before = int(request.GET.get("before", ""))
+    except ValueError:
+        raise Http404("bad cursor") from None
+    items, older = history_page(agent=agent, before_seq=before)
+    return TemplateResponse(request, "core/_history.html", {"agent": agent, "items": items, "older": older})
+
+
+@login_required
+@require_POST
+def messages_reset(request, agent_id: str):
+    agent = services_ide.agent_messages_reset(agent=agent_or_404(request, agent_id))
+    response = TemplateResponse(request, "core/_history.html", {"agent": agent, "items": history_page(agent=agent)[0], "older": None})
+    return trigger_client_event(response, "context-changed")
+
+
+@login_required
+def context_panel(request, agent_id: str):
+    """The context window breakdown and the next call's exact payload (read-only)."""
+    agent = agent_or_404(request, agent_id)
+    return TemplateResponse(request, "core/_context.html", {"agent": agent, "context": context_view_model(agent_context(agent=agent))})
+
+
+@login_required
+def step_detail(request, agent_id: str, step_id: str):
+    """The payload actually sent at a past step, its response and usage, and what changed since the step before."""
+    agent = agent_or_404(request, agent_id)
+    step = Step.objects.filter(agent=agent, id=step_id).first()
+    if step is None:
+        raise Http404("step not found")
+    prev = Step.objects.filter(agent=agent, created_at__lt=step.created_at, kind=step.kind).order_by("-created_at").first()
+    before = {s["name"]: s.get("tokens", 0) for s in (prev.context_sections if prev else [])}
+    diff = [{"name": s["name"], "label": SECTION_LABELS.get(s["name"], s["name"]), "tokens": s.get("tokens", 0),
+             "delta": s.get("tokens", 0) - before.get(s["name"], 0) if prev else None} for s in step.context_sections or []]
+    return TemplateResponse(request, "core/_step.html", {
+        "agent": agent, "step": step, "prev": prev, "diff": diff,
+        "request_json": json.dumps(step.request, indent=2, ensure_ascii=False),
+        "response_json": json.dumps(step.response, indent=2, ensure_ascii=False),
+        "usage": step.usage or {}})
+
+
+@login_required
+@require_POST
+def tool_attach_toggle(request, agent_id: str, tool_id: str, action: str):
+    from tools import selectors as tool_selectors, services as tool_services
+
+    agent = agent_or_404(request, agent_id)
+    try:
+        tool = tool_selectors.tool_get(owner=org(request), tool_id=tool_id)
+    except DomainError as exc:
+        raise Http404(str(exc)) from exc
+    (tool_services.tool_attach if action == "attach" else tool_services.tool_detach)(agent=agent, tool=tool)
+    attached = tool_selectors.agent_tools(agent=agent)
+    ids = {t.id for t in attached}
+    library = [t for t in tool_selectors.tools_list(owner=org(request)) if t.id not in ids]
+    response = TemplateResponse(request, "core/_tools_attached.html", {"agent": agent, "tools": attached, "library": library})
+    return trigger_client_event(response, "context-changed")
+
+
+@login_required
+def rules_save(request, agent_id: str):
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    agent = agent_or_404(request, agent_id)
+    text = request.POST.get("tool_rules", "")
+    error, saved = "", False
+    try:
+        rules = json.loads(text or "[]")
+        if not isinstance(rules, list):
+            raise ValueError("tool rules must be a JSON list of rule objects")
+        agent = services.agent_update(agent=agent, changes={"tool_rules": rules})
+        text, saved = json.dumps(agent.tool_rules, indent=2), True
+    except json.JSONDecodeError as exc:
+        error = f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+    except (ValueError, DomainError) as exc:
+        error = str(exc)
+    response = TemplateResponse(request, "core/_rules.html", {"agent": agent, "rules_json": text, "rules_error": error, "saved": saved})
+    return trigger_client_event(response, "context-changed") if saved else response

@@ -1,0 +1,209 @@
+"""The tools page: library, editor with a live schema preview, an arguments form from the schema, Run, history."""
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_POST
+
+from core.errors import DomainError
+from core.web.common import org
+from tools import schema as tool_schema, selectors
+
+NEW_TOOL_SOURCE = '''def roll_dice(sides: int = 6, times: int = 1) -> str:
+    """Roll a die and report the results.
+
+    Args:
+        sides: Number of faces on the die.
+        times: How many times to roll it.
+
+    Returns:
+        The rolls, comma-separated.
+    """
+    import random
+
+    rolls = [random.randint(1, sides) for _ in range(times)]
+    print(f"rolled {rolls}")
+    return ", ".join(map(str, rolls))
+'''
+
+
+def _fields(schema: dict, prefill: dict | None = None) -> list[dict]:
+    """Form fields for a tool's parameters (the args form); complex types are edited as JSON."""
+    params = (schema or {}).get("parameters") or {}
+    required = set(params.get("required") or [])
+    out = []
+    for name, prop in (params.get("properties") or {}).items():
+        kind = prop.get("type")
+        widget = "select" if "enum" in prop else {"integer": "number", "number": "number", "boolean": "checkbox",
+                                                  "string": "text"}.get(kind, "json")
+        value = (prefill or {}).get(name)
+        shown = "" if value is None else (json.dumps(value) if widget == "json" or not isinstance(value, str) else value)
+        out.append({"name": name, "type": kind or "any", "widget": widget, "required": name in required,
+                    "description": prop.get("description", ""), "enum": prop.get("enum", []),
+                    "default": prop.get("default"), "value": shown, "checked": value is True})
+    return out
+
+
+def _recorded_call(request, message_id: str, call_id: str) -> dict | None:
+    """A tool call from a conversation, to open in the workbench with its arguments."""
+    from core.models import Message
+
+    row = Message.objects.filter(owner=org(request), id=message_id).first()
+    for call in (row.tool_calls if row else []) or []:
+        if call.get("id") == call_id or not call_id:
+            try:
+                args = json.loads(call.get("arguments") or "{}")
+            except ValueError:
+                args = {}
+            args = {k: v for k, v in (args if isinstance(args, dict) else {}).items() if k not in ("thinking", "request_heartbeat")}
+            return {"name": call.get("name"), "args": args, "agent_id": row.agent_id, "message_id": row.id}
+    return None
+
+
+@login_required
+def tools_page(request):
+    owner = org(request)
+    from tools.services import builtin_tools_ensure  # the library shows the built-ins even before any agent exists
+
+    library = list(selectors.tools_list(owner=owner))
+    if not any(t.tool_type != "custom" for t in library):
+        builtin_tools_ensure(owner=owner)
+        library = list(selectors.tools_list(owner=owner))
+    tool, recorded = None, None
+    if request.GET.get("message"):
+        recorded = _recorded_call(request, request.GET["message"], request.GET.get("call", ""))
+        if recorded:
+            tool = next((t for t in library if t.name == recorded["name"]), None)
+    elif request.GET.get("tool"):
+        tool = next((t for t in library if t.id == request.GET["tool"]), None)
+        if tool is None:
+            raise Http404("tool not found")
+    source = tool.source_code if tool else ("" if recorded else NEW_TOOL_SOURCE)
+    schema, error = _derive(source, tool)
+    from core.selectors import agents_list
+
+    return TemplateResponse(request, "tools/tools.html", {
+        "nav": "tools", "library": library, "tool": tool, "source": source, "schema": schema, "schema_error": error,
+        "schema_json": json.dumps(schema, indent=2) if schema else "", "fields": _fields(schema, (recorded or {}).get("args")), "prefill_json": json.dumps((recorded or {}).get("args", {})),
+        "recorded": recorded, "runs": selectors.tool_runs(owner=owner, tool_name=tool.name) if tool else [],
+        "env_json": json.dumps(tool.env_vars if tool else {}, indent=2), "agents": list(agents_list(owner=owner, limit=200)),
+        "attached_ids": set(tool.agents.values_list("id", flat=True)) if tool else set(),
+    })
+
+
+def _derive(source: str, tool=None) -> tuple[dict, str]:
+    if tool is not None and not tool.source_code:
+        return tool.json_schema, ""  # a built-in: its schema is fixed, it has no editable source
+    if not source.strip():
+        return {}, "Write a Python function with type hints and a Google-style docstring."
+    try:
+        return tool_schema.derive_schema(source), ""
+    except tool_schema.SchemaError as exc:
+        return {}, str(exc)
+
+
+@login_required
+@require_POST
+def schema_preview(request):
+    """Derive the schema of unsaved source (a read: nothing is stored)."""
+    schema, error = _derive(request.POST.get("source_code", ""))
+    try:
+        prefill = json.loads(request.POST.get("prefill") or "{}")
+    except ValueError:
+        prefill = {}
+    return TemplateResponse(request, "tools/_schema.html", {
+        "schema": schema, "schema_error": error, "schema_json": json.dumps(schema, indent=2) if schema else "",
+        "fields": _fields(schema, prefill if isinstance(prefill, dict) else {})})
+
+
+def collect_args(post, fields: list[dict]) -> tuple[dict, dict]:
+    """The args dict from the generated form, and per-field errors."""
+    args, errors = {}, {}
+    for f in fields:
+        key = "arg_" + f["name"]
+        if f["widget"] == "checkbox":
+            args[f["name"]] = post.get(key) == "on"
+            continue
+        raw = post.get(key, "")
+        if raw == "":
+            if f["required"]:
+                errors[f["name"]] = "required"
+            continue
+        try:
+            if f["widget"] == "json" or f["type"] in ("integer", "number"):
+                args[f["name"]] = json.loads(raw)
+            else:
+                args[f["name"]] = raw
+        except ValueError:
+            errors[f["name"]] = "not valid JSON"
+    return args, errors
+
+
+@login_required
+@require_POST
+def tool_run(request):
+    """Run unsaved source with the form's arguments in the sandbox; shows status, value, output, duration, sandbox."""
+    from tools import web_workbench
+
+    source = request.POST.get("source_code", "")
+    schema, error = _derive(source)
+    ctx = {"error": error}
+    if not error:
+        args, arg_errors = collect_args(request.POST, _fields(schema))
+        try:
+            env = json.loads(request.POST.get("env_vars") or "{}")
+            if not isinstance(env, dict):
+                raise ValueError
+        except ValueError:
+            env, arg_errors = {}, {**arg_errors, "env vars": "must be a JSON object of strings"}
+        if arg_errors:
+            ctx["error"] = "; ".join(f"{k}: {v}" for k, v in arg_errors.items())
+        else:
+            try:
+                ctx["result"] = web_workbench.run(owner=org(request), source_code=source, args=args, env_vars=env,
+                                                  tool_id=request.POST.get("tool_id") or None,
+                                                  agent_id=request.POST.get("agent_id") or None)
+            except (DomainError, ValueError) as exc:
+                ctx["error"] = str(exc)
+    return TemplateResponse(request, "tools/_result.html", ctx)
+
+
+@login_required
+@require_POST
+def tool_save(request):
+    from tools import web_workbench
+
+    try:
+        env = json.loads(request.POST.get("env_vars") or "{}")
+        tool = web_workbench.save(owner=org(request), source_code=request.POST.get("source_code", ""),
+                                  tool_id=request.POST.get("tool_id") or None, env_vars=env,
+                                  sandbox=request.POST.get("sandbox", ""))
+    except (DomainError, ValueError, tool_schema.SchemaError) as exc:
+        return TemplateResponse(request, "tools/_saved.html", {"error": str(exc)})
+    response = TemplateResponse(request, "tools/_saved.html", {"tool": tool})
+    from django_htmx.http import HttpResponseClientRedirect
+
+    from django.urls import reverse
+
+    return HttpResponseClientRedirect(reverse("tools") + f"?tool={tool.id}") if not request.POST.get("tool_id") else response
+
+
+@login_required
+@require_POST
+def tool_attach(request, tool_id: str):
+    from core.selectors import agent_get
+    from tools import services
+
+    owner = org(request)
+    try:
+        tool = selectors.tool_get(owner=owner, tool_id=tool_id)
+        agent = agent_get(owner=owner, agent_id=request.POST.get("agent_id", ""))
+    except DomainError as exc:
+        raise Http404(str(exc)) from exc
+    (services.tool_detach if request.POST.get("action") == "detach" else services.tool_attach)(agent=agent, tool=tool)
+    from core.selectors import agents_list
+
+    return TemplateResponse(request, "tools/_attach.html", {"tool": tool, "agents": list(agents_list(owner=owner, limit=200)),
+                                                           "attached_ids": set(tool.agents.values_list("id", flat=True))})
