@@ -18,23 +18,24 @@ BUILTIN_TEMPLATES = {
 
 
 def agent_templates() -> list[tuple[str, str]]:
-    """(key, label) of the templates offered on the create form: shipped agent files first, then built-ins."""
-    out = []
-    try:  # the agent-file app may not exist yet; built-ins keep creation working meanwhile
-        from core.agentfile import templates as af_templates  # type: ignore[attr-defined]
+    """(key, label) of the templates offered on the create form: the shipped agent files, else the built-ins."""
+    try:  # the shipped agent files are the templates; built-ins only if that app is missing
+        from core.agentfile.templates import templates_list
 
-        out += [(f"af:{t.key}", t.label) for t in af_templates.templates_list()]
-    except (ImportError, AttributeError):
-        pass
-    return out + [(k, v[0]) for k, v in BUILTIN_TEMPLATES.items()]
+        shipped = [(f"af:{t['name']}", t["title"] + (f" — {t['description']}" if t["description"] else "")) for t in templates_list()]
+    except ImportError:
+        shipped = []
+    return shipped or [(k, v[0]) for k, v in BUILTIN_TEMPLATES.items()]
 
 
 def agent_create_from_template(*, owner: Organization, template: str, name: str, model: str) -> Agent:
-    """Create an agent from a template key (an agent file or a built-in); writes the agent and its blocks."""
+    """Create an agent from a template key (a shipped agent file or a built-in); writes the agent and its blocks."""
     if template.startswith("af:"):
-        from core.agentfile import templates as af_templates  # type: ignore[attr-defined]
+        from core.agentfile.importer import ImportOptions, agentfile_import
+        from core.agentfile.templates import template_load
 
-        return af_templates.template_create(owner=owner, key=template[3:], name=name, model=model)
+        result = agentfile_import(owner=owner, parsed=template_load(template[3:]), options=ImportOptions(name=name, model=model))
+        return Agent.objects.get(id=result.agent_ids[0])
     _, blocks = BUILTIN_TEMPLATES.get(template, BUILTIN_TEMPLATES["blank"])
     return agent_create(owner=owner, name=name, model=model, memory_blocks=[BlockInput(**vars(b)) for b in blocks])
 

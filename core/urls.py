@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from core import views
-from core.web import agents, settings_pages, workspace
+from core.web import agentfiles, agents, settings_pages, workspace
 
 urlpatterns = [
     path("setup/", views.setup, name="setup"),
@@ -11,7 +11,9 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("", agents.agents_page, name="agents"),
     path("agents/new/", agents.agent_create, name="agent_create"),
+    path("agents/import/", agentfiles.agent_import, name="agent_import"),
     path("agents/<str:agent_id>/", workspace.workspace, name="workspace"),
+    path("agents/<str:agent_id>/export/", agentfiles.agent_export, name="agent_export"),
     path("agents/<str:agent_id>/duplicate/", agents.agent_duplicate, name="agent_duplicate"),
     path("agents/<str:agent_id>/delete/", agents.agent_delete, name="agent_delete"),
     path("agents/<str:agent_id>/settings/", workspace.settings_save, name="agent_settings"),

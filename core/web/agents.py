@@ -35,7 +35,7 @@ def agents_page(request, form: AgentCreateForm | None = None):
     models = _models(owner)
     from django.conf import settings
 
-    form = form or AgentCreateForm(initial={"template": "memgpt_chat", "model": models[0]["handle"] if models else settings.DEFAULT_MODEL})
+    form = form or AgentCreateForm(initial={"template": "af:memgpt_chat", "model": models[0]["handle"] if models else settings.DEFAULT_MODEL})
     ctx = {"agents": agents, "running": selectors.agents_running_ids(owner=owner), "q": q, "tag": tag,
            "all_tags": all_tags, "form": form, "models": models, "nav": "agents"}
     template = "core/_agents_rows.html" if request.htmx and request.htmx.target == "agents-rows" else "core/agents.html"

@@ -55,7 +55,7 @@ def test_agents_list_shows_agents_and_filters_by_tag(web, account, agent):
 
 
 def test_create_from_template_duplicate_and_delete(web, account):
-    response = web.post("/agents/new/", {"name": "Chat", "template": "memgpt_chat", "model": "openai/gpt-4o-mini"})
+    response = web.post("/agents/new/", {"name": "Chat", "template": "af:memgpt_chat", "model": "openai/gpt-4o-mini"})
     assert response.status_code == 302
     agent = Agent.objects.get(name="Chat")
     assert sorted(agent.blocks.values_list("label", flat=True)) == ["human", "persona"]
@@ -68,7 +68,7 @@ def test_create_from_template_duplicate_and_delete(web, account):
 
 
 def test_create_form_errors_inline(web):
-    response = web.post("/agents/new/", {"name": "", "template": "memgpt_chat", "model": "openai/x"})
+    response = web.post("/agents/new/", {"name": "", "template": "af:memgpt_chat", "model": "openai/x"})
     assert response.status_code == 400 and b"errorlist" in response.content or b"error" in response.content
     assert not Agent.objects.exists()
 
@@ -159,3 +159,20 @@ def test_other_owners_agent_is_404(web, other_account):
     theirs = make_agent(other_account.org, name="secret")
     for url in [f"/agents/{theirs.id}/", f"/agents/{theirs.id}/context/", f"/agents/{theirs.id}/blocks/"]:
         assert web.get(url).status_code == 404
+
+
+def test_import_previews_before_creating_then_confirms(web, account, agent):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    exported = web.get(f"/agents/{agent.id}/export/")
+    assert exported.status_code == 200 and "attachment" in exported["Content-Disposition"]
+    upload = SimpleUploadedFile("ada.af", exported.content, content_type="application/json")
+    n = Agent.objects.count()
+    preview = web.post("/agents/import/", {"file": upload})
+    assert preview.status_code == 200 and b"This will create" in preview.content and b"persona" in preview.content
+    assert Agent.objects.count() == n  # the preview stores nothing
+    payload = preview.context_data["payload"]
+    done = web.post("/agents/import/", {"payload": payload, "filename": "ada.af", "confirm": "1", "name": "Ada imported"})
+    assert done.status_code == 302 and Agent.objects.filter(name="Ada imported").exists()
+    bad = web.post("/agents/import/", {"file": SimpleUploadedFile("x.af", b"{not json", content_type="application/json")})
+    assert bad.status_code == 400 and b"not valid JSON" in bad.content
