@@ -143,6 +143,9 @@ def model(llm_config: Any, agent_model: Any, path: str) -> tuple[str, dict[str, 
             if key in ("put_inner_thoughts", "enable_reasoner", "parallel_tool_calls"):
                 value = c.boolean(value, c.join(p, {"put_inner_thoughts": "put_inner_thoughts_in_kwargs"}.get(key, key)))
             ms[key] = value
+    for key, default in (("enable_reasoner", False), ("max_reasoning_tokens", 0)):  # Letta's defaults say nothing
+        if ms.get(key) == default:
+            del ms[key]
     if ms.get("enable_reasoner") and not ms.get("put_inner_thoughts", True):
         ms["native_reasoning"] = True
     window = c.integer(cfg.get("context_window"), c.join(p, "context_window"), low=1024, high=MAX_CONTEXT_WINDOW)
