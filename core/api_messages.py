@@ -1,0 +1,155 @@
+"""REST endpoints for messages, runs, steps and the context window (Letta v1 paths). Thin: parse, call, present."""
+
+from django.http import StreamingHttpResponse
+from ninja import Query, Router, Schema
+
+from core import history, presenters, runner
+from core.api import owner
+from core.context_service import context_overview
+from core.messages import messages_to_letta, stop_reason_message, usage_statistics
+from core.providers import model_resolve
+from core.selectors import agent_get
+
+router = Router(tags=["messages"])
+
+
+class MessageIn(Schema):
+    role: str = "user"
+    content: str | list[dict] = ""
+
+
+class LettaRequest(Schema):
+    messages: list[MessageIn] | None = None
+    input: str | list[dict] | None = None
+    max_steps: int | None = None
+    use_assistant_message: bool = True
+    streaming: bool = False
+    stream_tokens: bool = False
+    include_pings: bool = True
+    include_return_message_types: list[str] | None = None
+    background: bool = False
+
+
+def _inputs(body: LettaRequest) -> list[dict]:
+    if body.messages:
+        return [m.dict() for m in body.messages]
+    return [{"role": "user", "content": body.input}] if body.input else []
+
+
+def _claim(request, agent_id: str, body: LettaRequest):
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    inputs = runner.input_normalize(_inputs(body))
+    model_resolve(owner=agent.owner, handle=agent.model)  # 400 with a how-to when no provider serves it
+    return runner.run_start(owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps)
+
+
+def _stream(request, run, body: LettaRequest) -> StreamingHttpResponse:
+    from core.streaming import sse_events
+
+    response = StreamingHttpResponse(sse_events(run=run, owner=owner(request), types=body.include_return_message_types,
+                                                include_pings=body.include_pings), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+@router.post("/agents/{agent_id}/messages", response=dict)
+def messages_send(request, agent_id: str, body: LettaRequest):
+    run = _claim(request, agent_id, body)
+    if body.streaming:
+        return _stream(request, run, body)
+    result = runner.run_agent(agent_id=agent_id, owner=owner(request), input_messages=[], run=run)
+    messages = result.messages
+    if not body.use_assistant_message:
+        messages = [m for m in messages_to_letta(history.run_messages(run=run), use_assistant_message=False)
+                    if not (m["message_type"] == "user_message" and not m.get("kind"))]
+    if body.include_return_message_types:
+        messages = [m for m in messages if m["message_type"] in body.include_return_message_types]
+    return {"messages": messages, "stop_reason": stop_reason_message(result.stop_reason),
+            "usage": usage_statistics(result.usage), "run_id": result.run_id, "error": result.error or None}
+
+
+@router.post("/agents/{agent_id}/messages/stream", response=dict)
+def messages_stream(request, agent_id: str, body: LettaRequest):
+    return _stream(request, _claim(request, agent_id, body), body)
+
+
+class MessageListQuery(Schema):
+    before: str | None = None
+    after: str | None = None
+    limit: int = 100
+    order: str = "desc"
+    use_assistant_message: bool = True
+    include_return_message_types: list[str] | None = None
+
+
+@router.get("/agents/{agent_id}/messages", response=list[dict])
+def messages_list(request, agent_id: str, q: Query[MessageListQuery]):
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    rows = history.agent_messages_list(agent=agent, before=q.before, after=q.after, limit=q.limit,
+                                       ascending=q.order == "asc")
+    return messages_to_letta(rows, use_assistant_message=q.use_assistant_message, types=q.include_return_message_types)
+
+
+class CancelIn(Schema):
+    run_ids: list[str] | None = None
+
+
+@router.post("/agents/{agent_id}/messages/cancel", response=dict)
+def messages_cancel(request, agent_id: str, body: CancelIn | None = None):
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    ids = runner.run_cancel(owner=agent.owner, agent_id=agent.id, run_ids=body.run_ids if body else None)
+    return {run_id: "cancellation requested" for run_id in ids}
+
+
+@router.patch("/agents/{agent_id}/reset-messages", response=dict)
+def messages_reset(request, agent_id: str):
+    agent = history.agent_messages_reset(agent=agent_get(owner=owner(request), agent_id=agent_id))
+    return presenters.agent_state(agent)
+
+
+@router.get("/agents/{agent_id}/context", response=dict)
+def context(request, agent_id: str):
+    return context_overview(agent=agent_get(owner=owner(request), agent_id=agent_id))
+
+
+def run_out(run) -> dict:
+    return {"id": run.id, "agent_id": run.agent_id, "status": run.status, "stop_reason": run.stop_reason or None,
+            "background": run.background, "created_at": run.created_at, "completed_at": run.completed_at,
+            "usage": run.usage, "error": run.error or None, "cancel_requested": run.cancel_requested,
+            "max_steps": run.max_steps, "input_messages": run.input_messages}
+
+
+def step_out(step) -> dict:
+    return {"id": step.id, "run_id": step.run_id, "agent_id": step.agent_id, "index": step.index, "kind": step.kind,
+            "model": step.model, "request": step.request, "response": step.response,
+            "context_sections": step.context_sections, "tokenizer": step.tokenizer, "usage": step.usage,
+            "prompt_tokens": step.usage.get("prompt_tokens"), "completion_tokens": step.usage.get("completion_tokens"),
+            "total_tokens": step.usage.get("total_tokens"), "model_ms": step.model_ms, "tools_ms": step.tools_ms,
+            "total_ms": step.total_ms, "stop_reason": step.stop_reason or None, "error": step.error or None,
+            "created_at": step.created_at}
+
+
+@router.get("/runs/", response=list[dict], tags=["runs"])
+def runs_list(request, agent_id: str | None = None, active: bool = False, limit: int = 50):
+    return [run_out(r) for r in history.runs_list(owner=owner(request), agent_id=agent_id, active=active, limit=limit)]
+
+
+@router.get("/runs/{run_id}", response=dict, tags=["runs"])
+def run_retrieve(request, run_id: str):
+    return run_out(history.run_get(owner=owner(request), run_id=run_id))
+
+
+@router.get("/runs/{run_id}/messages", response=list[dict], tags=["runs"])
+def run_messages(request, run_id: str):
+    return messages_to_letta(history.run_messages(run=history.run_get(owner=owner(request), run_id=run_id)))
+
+
+@router.get("/runs/{run_id}/steps", response=list[dict], tags=["runs"])
+def run_steps(request, run_id: str):
+    return [step_out(s) for s in history.run_steps(run=history.run_get(owner=owner(request), run_id=run_id))]
+
+
+@router.get("/steps/{step_id}", response=dict, tags=["runs"])
+def step_retrieve(request, step_id: str):
+    return step_out(history.step_get(owner=owner(request), step_id=step_id))

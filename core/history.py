@@ -1,0 +1,68 @@
+"""Reads of an agent's messages, runs and steps (owner-filtered), and the reset of its context window."""
+
+from django.db import transaction
+from django.db.models import QuerySet
+
+from core.errors import Conflict, NotFound
+from core.models import Agent, Message, Organization, Run, Step
+
+
+def agent_messages_list(*, agent: Agent, before: str | None = None, after: str | None = None, limit: int = 100,
+                        ascending: bool = False) -> list[Message]:
+    """The agent's messages (all history, in and out of the window) by seq, with message-id cursors."""
+    qs = Message.objects.filter(agent=agent)
+    for cursor, op in ((before, "lt"), (after, "gt")):
+        if cursor:
+            seq = Message.objects.filter(agent=agent, id=cursor).values_list("seq", flat=True).first()
+            if seq is None:
+                raise NotFound(f"Message '{cursor}' not found")
+            qs = qs.filter(**{f"seq__{op}": seq})
+    limit = max(1, min(limit, 1000))
+    if ascending and not (before and not after):
+        return list(qs.order_by("seq")[:limit])
+    rows = list(qs.order_by("-seq")[:limit])
+    return rows[::-1] if ascending else rows
+
+
+def run_get(*, owner: Organization, run_id: str) -> Run:
+    run = Run.objects.filter(owner=owner, id=run_id).first()
+    if run is None:
+        raise NotFound(f"Run '{run_id}' not found")
+    return run
+
+
+def runs_list(*, owner: Organization, agent_id: str | None = None, active: bool = False, limit: int = 50) -> QuerySet[Run]:
+    qs = Run.objects.filter(owner=owner).order_by("-created_at")
+    if agent_id:
+        qs = qs.filter(agent_id=agent_id)
+    if active:
+        qs = qs.filter(status__in=["created", "running"])
+    return qs[: max(1, min(limit, 1000))]
+
+
+def run_messages(*, run: Run) -> list[Message]:
+    return list(Message.objects.filter(run=run).order_by("seq"))
+
+
+def run_steps(*, run: Run) -> list[Step]:
+    return list(Step.objects.filter(run=run).order_by("index", "created_at"))
+
+
+def step_get(*, owner: Organization, step_id: str) -> Step:
+    step = Step.objects.filter(owner=owner, id=step_id).first()
+    if step is None:
+        raise NotFound(f"Step '{step_id}' not found")
+    return step
+
+
+@transaction.atomic
+def agent_messages_reset(*, agent: Agent) -> Agent:
+    """Empty the context window down to the system message (under the agent's lock); rows are kept."""
+    agent = Agent.objects.select_for_update().get(pk=agent.pk)
+    if Run.objects.filter(agent=agent, status__in=["created", "running"]).exists():
+        raise Conflict("The agent is running; cancel the run or wait for it before resetting its messages.")
+    system = Message.objects.filter(agent=agent, role="system").order_by("seq").values_list("id", flat=True)
+    keep = [i for i in agent.message_ids[:1] if i in set(system)] or list(system[:1])
+    Agent.objects.filter(pk=agent.pk).update(message_ids=keep)
+    agent.message_ids = keep
+    return agent

@@ -1,0 +1,83 @@
+"""Letta message presenters: stored Message rows → Letta v1 message dicts (the SSE, REST and websocket shape).
+
+One row may become several dicts (an assistant row: reasoning, then one per tool call); they share the
+row's id, as in Letta. A `send_message` call is shown as an assistant_message unless asked otherwise.
+"""
+
+import json
+from typing import Any
+
+from core.models import Message
+
+ASSISTANT_TOOL = "send_message"
+ASSISTANT_KWARG = "message"
+
+
+def _base(row: Message, message_type: str) -> dict[str, Any]:
+    out = {"id": row.id, "date": row.created_at.isoformat() if row.created_at else None, "message_type": message_type,
+           "run_id": row.run_id, "step_id": row.step_id, "seq_id": row.seq, "name": row.name or None,
+           "otid": None, "sender_id": row.sender_agent_id or None}
+    if row.kind:
+        out["kind"] = row.kind
+    return out
+
+
+def _call_args(arguments: str) -> dict[str, Any] | None:
+    try:
+        parsed = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _assistant(row: Message, use_assistant_message: bool) -> list[dict[str, Any]]:
+    out = []
+    if row.reasoning:
+        source = "reasoner_model" if row.reasoning_source == "native" else "non_reasoner_model"
+        out.append({**_base(row, "reasoning_message"), "reasoning": row.reasoning, "source": source, "signature": None})
+    if row.text and not row.tool_calls:
+        out.append({**_base(row, "assistant_message"), "content": row.text})
+    for call in row.tool_calls or []:
+        args = _call_args(call.get("arguments", ""))
+        if use_assistant_message and call.get("name") == ASSISTANT_TOOL and args is not None and ASSISTANT_KWARG in args:
+            out.append({**_base(row, "assistant_message"), "content": str(args[ASSISTANT_KWARG])})
+            continue
+        tool_call = {"name": call.get("name"), "arguments": call.get("arguments", "{}"), "tool_call_id": call.get("id")}
+        out.append({**_base(row, "tool_call_message"), "tool_call": tool_call, "tool_calls": [tool_call]})
+    return out
+
+
+def _tool_return(row: Message) -> dict[str, Any]:
+    ret = row.tool_return or {}
+    stdout, stderr = ret.get("stdout") or "", ret.get("stderr") or ""
+    return {**_base(row, "tool_return_message"), "tool_return": row.text, "status": ret.get("status", "success"),
+            "tool_call_id": row.tool_call_id, "stdout": [stdout] if stdout else None, "stderr": [stderr] if stderr else None,
+            "duration_ms": ret.get("duration_ms"), "sandbox": ret.get("sandbox") or None}
+
+
+def message_to_letta(row: Message, *, use_assistant_message: bool = True) -> list[dict[str, Any]]:
+    """The Letta message dicts for one stored message."""
+    if row.role == "assistant":
+        return _assistant(row, use_assistant_message)
+    if row.role == "tool":
+        return [_tool_return(row)]
+    if row.role == "system":
+        return [{**_base(row, "system_message"), "content": row.text}]
+    return [{**_base(row, "user_message"), "content": row.text}]
+
+
+def messages_to_letta(rows, *, use_assistant_message: bool = True, types: list[str] | None = None) -> list[dict[str, Any]]:
+    """Letta message dicts for rows in order, optionally only the given message types."""
+    out = [d for row in rows for d in message_to_letta(row, use_assistant_message=use_assistant_message)]
+    return [d for d in out if d["message_type"] in types] if types else out
+
+
+def usage_statistics(usage: dict) -> dict[str, Any]:
+    """Letta's usage_statistics message for a run's accumulated usage."""
+    return {"message_type": "usage_statistics", "completion_tokens": usage.get("completion_tokens", 0),
+            "prompt_tokens": usage.get("prompt_tokens", 0), "total_tokens": usage.get("total_tokens", 0),
+            "step_count": usage.get("step_count", 0), "run_ids": usage.get("run_ids")}
+
+
+def stop_reason_message(stop_reason: str) -> dict[str, Any]:
+    return {"message_type": "stop_reason", "stop_reason": stop_reason}

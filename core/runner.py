@@ -1,0 +1,326 @@
+"""The one orchestrator of agent runs: load → compile → call → decide → run tools → persist → emit.
+
+`run_agent` is synchronous so a web request thread, a websocket task or a queue worker can all execute
+it; events reach the agent's channel group from wherever it runs. One run per agent at a time:
+`run_start` claims the agent atomically and a second claim gets Conflict (HTTP 409).
+
+A step is atomic: its messages, block edits, archival inserts, step record and window change commit in
+one transaction, and events go out only after the commit. A failed model call writes only a step record
+carrying the error, so the agent's state stays exactly as before that step (the run's input included:
+it is stored with the first successful step, and the run record keeps it for a retry).
+"""
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from core import ids, mapping
+from core.context_service import AgentSnapshot, agent_snapshot, context_compile
+from core.engine import llm, loop
+from core.engine import rules as rule_solver
+from core.engine.types import StopReason
+from core.errors import Conflict, Invalid, NotFound
+from core.messages import messages_to_letta, stop_reason_message, usage_statistics
+from core.models import Agent, Organization, Run, Step
+from core.runtime import overflow, persistence, tool_exec
+from core.runtime.emit import Emitter
+
+log = logging.getLogger(__name__)
+ACTIVE = ("created", "running")
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    status: str
+    stop_reason: str
+    messages: list[dict]
+    usage: dict
+    error: str = ""
+
+
+@dataclass
+class _RunState:
+    run: Run
+    resolved: object
+    emitter: Emitter
+    max_steps: int
+    pending: list = field(default_factory=list)
+    history: list[str] = field(default_factory=list)
+    last_output: str | None = None
+    steps: int = 0
+    step_index: int = 0
+    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "step_count": 0})
+    out: list[dict] = field(default_factory=list)
+    error: str = ""
+
+
+# --------------------------------------------------------------------------- claiming, cancelling
+
+
+def input_normalize(messages: list[dict]) -> list[dict]:
+    """Validate API input messages ({role, content: str | [{type: text, text}]}) into {role, text} dicts."""
+    out = []
+    for i, m in enumerate(messages or []):
+        role = m.get("role", "user")
+        content = m["text"] if "text" in m and "content" not in m else m.get("content", "")
+        text = content if isinstance(content, str) else "".join(
+            p.get("text", "") for p in content or [] if isinstance(p, dict) and p.get("type", "text") == "text")
+        if role not in ("user", "system"):
+            raise Invalid(f"messages[{i}].role must be 'user' or 'system'")
+        if not text.strip():
+            raise Invalid(f"messages[{i}] has no text")
+        out.append({"role": role, "text": text, "sender_agent_id": m.get("sender_agent_id", "")})
+    if not out:
+        raise Invalid("Send at least one message")
+    return out
+
+
+def _stale(run: Run) -> bool:
+    # A run whose process died never finishes; after the longest a step can take, stop honouring its claim.
+    last = Step.objects.filter(run=run).order_by("-created_at").values_list("created_at", flat=True).first()
+    limit = settings.LLM_TIMEOUT_S + settings.SANDBOX_TIMEOUT_S + 120
+    return (timezone.now() - (last or run.started_at or run.created_at)).total_seconds() > limit
+
+
+@transaction.atomic
+def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None,
+              background: bool = False) -> Run:
+    """Claim the agent for a new run (row lock); Conflict if another run of the agent is in progress."""
+    agent = Agent.objects.select_for_update().filter(owner=owner, id=agent_id).first()
+    if agent is None:
+        raise NotFound(f"Agent '{agent_id}' not found")
+    busy = Run.objects.filter(agent=agent, status__in=ACTIVE).first()
+    if busy is not None and not _stale(busy):
+        raise Conflict(f"Agent '{agent_id}' is busy with run '{busy.id}'; wait for it to finish or cancel it.",
+                       detail={"run_id": busy.id})
+    if busy is not None:
+        Run.objects.filter(pk=busy.pk).update(status="failed", stop_reason="error", error="abandoned (no progress)",
+                                              completed_at=timezone.now())
+    steps = max_steps or agent.max_steps
+    if not 1 <= steps <= 1000:
+        raise Invalid("max_steps must be between 1 and 1000")
+    return Run.objects.create(owner=owner, agent=agent, status="running", input_messages=input_normalize(input_messages),
+                              max_steps=steps, background=background, started_at=timezone.now())
+
+
+def run_cancel(*, owner: Organization, agent_id: str, run_ids: list[str] | None = None) -> list[str]:
+    """Ask the agent's active runs (or the given ones) to stop at their next step boundary."""
+    qs = Run.objects.filter(owner=owner, agent_id=agent_id, status__in=ACTIVE)
+    if run_ids:
+        qs = qs.filter(id__in=run_ids)
+    found = list(qs.values_list("id", flat=True))
+    Run.objects.filter(id__in=found).update(cancel_requested=True)
+    return found
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+def run_agent(*, agent_id: str, owner: Organization, input_messages: list[dict], max_steps: int | None = None,
+              on_event=None, run: Run | None = None) -> RunResult:
+    """Execute a run to its end (LLM calls, tool runs, one transaction per step, events after each commit).
+
+    Claims the agent unless a claimed `run` is given; raises NotConfigured if no provider serves the model.
+    """
+    from core.providers import model_resolve
+
+    if run is None:
+        run = run_start(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps)
+    emitter = Emitter(agent_id, on_event)
+    agent = Agent.objects.get(pk=agent_id)
+    try:
+        resolved = model_resolve(owner=owner, handle=agent.model)
+    except Exception as exc:
+        return _finish(_RunState(run, None, emitter, run.max_steps, error=str(exc)), StopReason.ERROR)
+    rs = _RunState(run, resolved, emitter, run.max_steps)
+    rs.pending = [persistence.message_build(agent=agent, role=m["role"], text=m["text"],
+                                            sender_agent_id=m.get("sender_agent_id", "")) for m in run.input_messages]
+    emitter.emit({"message_type": "run_status", "run_id": run.id, "status": "running", "stop_reason": None}, to_caller=False)
+    try:
+        stop = None
+        while stop is None:
+            stop = _step(rs)
+    except Exception as exc:  # noqa: BLE001 - the run must end with a status whatever went wrong
+        log.exception("run %s failed", run.id)
+        rs.error = rs.error or f"{type(exc).__name__}: {exc}"
+        stop = StopReason.ERROR
+    return _finish(rs, stop)
+
+
+def _cancelled(run: Run) -> bool:
+    return Run.objects.filter(pk=run.pk, cancel_requested=True).exists()
+
+
+def _compile(rs: _RunState, snap: AgentSnapshot):
+    allowed = rule_solver.allowed_tools(snap.rules, [t.name for t in snap.tools], rs.history, rs.last_output)
+    extra = [mapping.message(r) for r in rs.pending]
+    ctx = context_compile(snap, extra=extra, allowed_tools=allowed.tools, tool_choice=allowed.tool_choice)
+    return allowed, ctx
+
+
+def _fit(rs: _RunState, snap: AgentSnapshot, *, force: bool = False):
+    """Compile; evict and summarize first if the context is too full; add the memory-pressure warning."""
+    allowed, ctx = _compile(rs, snap)
+    extra_tokens = sum(r.token_count for r in rs.pending)
+    if force or loop.memory_pressure(ctx.total_tokens, ctx.context_window) == "evict" or not ctx.fits:
+        row = overflow.evict(snap=snap, ctx=ctx, extra_tokens=extra_tokens, resolved=rs.resolved, run=rs.run,
+                             step_index=rs.step_index, force=force)
+        if row is not None:
+            rs.step_index += 1
+            rs.emitter.emit({**messages_to_letta([row])[0]}, to_caller=False)
+            snap = agent_snapshot(agent=Agent.objects.get(pk=snap.agent.id))
+            allowed, ctx = _compile(rs, snap)
+    if not ctx.fits:
+        raise overflow.ContextTooLarge(overflow.too_large_message(ctx))
+    warned = any(r.kind == "memory_warning" for r in [*snap.body_rows, *rs.pending])
+    if not warned and loop.memory_pressure(ctx.total_tokens, ctx.context_window) == "warn":
+        rs.pending.append(persistence.message_build(agent=snap.agent, role="user", kind="memory_warning",
+                                                    text=loop.memory_pressure_warning(ctx.total_tokens, ctx.context_window)))
+        allowed, ctx = _compile(rs, snap)
+    return snap, allowed, ctx
+
+
+def _call(rs: _RunState, ctx):
+    request = {**ctx.request, "model": rs.resolved.litellm_model}
+    return request, llm.complete(request, api_base=rs.resolved.api_base, api_key=rs.resolved.api_key,
+                                 timeout=settings.LLM_TIMEOUT_S)
+
+
+def _step(rs: _RunState) -> StopReason | None:
+    """One step: returns a stop reason, or None to continue."""
+    if _cancelled(rs.run):
+        return StopReason.CANCELLED
+    started = time.perf_counter()
+    snap = agent_snapshot(agent=Agent.objects.get(pk=rs.run.agent_id))
+    try:
+        snap, allowed, ctx = _fit(rs, snap)
+    except rule_solver.ToolRuleError as exc:
+        rs.error = str(exc)
+        return StopReason.TOOL_RULE
+    except overflow.ContextTooLarge as exc:
+        rs.error = str(exc)
+        return StopReason.ERROR
+    step_id = ids.new_id("step")
+    model_started = time.perf_counter()
+    try:
+        request, result = _call(rs, ctx)
+    except llm.LLMError as exc:
+        if exc.kind != "context_length":
+            return _failed_step(rs, snap, ctx, step_id, exc, started)
+        try:  # our count was too low for this provider: evict harder once, then retry
+            snap, allowed, ctx = _fit(rs, snap, force=True)
+            request, result = _call(rs, ctx)
+        except (llm.LLMError, overflow.ContextTooLarge) as again:
+            return _failed_step(rs, snap, ctx, step_id, again, started)
+    model_ms = (time.perf_counter() - model_started) * 1000
+    return _commit_step(rs, snap, ctx, allowed, step_id, request, result, model_ms, started)
+
+
+def _failed_step(rs: _RunState, snap, ctx, step_id: str, exc, started: float) -> StopReason:
+    message = getattr(exc, "message", None) or str(exc)
+    rs.error = message
+    with transaction.atomic():
+        persistence.step_record(run=rs.run, agent=snap.agent, step_id=step_id, index=rs.step_index, request=ctx.request,
+                                sections=ctx.sections, tokenizer=ctx.tokenizer,
+                                total_ms=(time.perf_counter() - started) * 1000, stop_reason="llm_api_error", error=message)
+    rs.step_index += 1
+    rs.emitter.emit({"message_type": "error_message", "run_id": rs.run.id, "step_id": step_id,
+                     "error_type": "llm_error", "message": message, "detail": getattr(exc, "kind", None)})
+    return StopReason.ERROR if isinstance(exc, overflow.ContextTooLarge) else StopReason.LLM_API_ERROR
+
+
+def _assistant_row(agent, result, parsed):
+    reasoning, source = "", ""
+    parts = parsed.reasoning_parts()
+    if parts:
+        reasoning = "\n\n".join(p[0] for p in parts)
+        source = "native" if parts[0][1] == "reasoner_model" else "thinking_arg"
+    calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls]
+    return persistence.message_build(agent=agent, role="assistant", text=result.content or "", reasoning=reasoning,
+                                     reasoning_source=source, tool_calls=calls)
+
+
+def _tool_rows(agent, snap, parsed, outcomes) -> tuple[list, list[bool]]:
+    limits = {t.name: t.return_char_limit for t in snap.tools}
+    rows, failed = [], []
+    for i, call in enumerate(parsed.calls):
+        out = outcomes.get(i) or tool_exec.ToolOutcome(False, call.error or "not run")
+        failed.append(not out.ok)
+        rows.append(persistence.message_build(agent=agent, role="tool", text=out.content(limits.get(call.name, 50000)),
+                                              tool_call_id=call.call.id, name=call.name, tool_return=out.tool_return()))
+    return rows, failed
+
+
+def _commit_step(rs: _RunState, snap, ctx, allowed, step_id, request, result, model_ms, started) -> StopReason | None:
+    parsed = loop.parse_response(result, snap.tools, allowed=allowed)
+    tools_started = time.perf_counter()
+    outcomes = tool_exec.calls_run(parsed, snap, step_id, builtin=False)
+    with transaction.atomic():
+        agent = persistence.agent_lock(snap.agent.id)
+        outcomes.update(tool_exec.calls_run(parsed, snap, step_id, builtin=True))
+        tools_ms = (time.perf_counter() - tools_started) * 1000
+        tool_rows, failed = _tool_rows(agent, snap, parsed, outcomes)
+        history = rs.history + [c.name for c in parsed.calls if c.valid]
+        rs.steps += 1
+        decision = loop.decide_next(parsed=parsed, failed=failed, tool_rules=snap.rules, history=history,
+                                    steps_taken=rs.steps, max_steps=rs.max_steps)
+        usage = persistence.usage_dict(result.usage)
+        step = persistence.step_record(
+            run=rs.run, agent=agent, step_id=step_id, index=rs.step_index, request=request, response=result.raw,
+            sections=ctx.sections, tokenizer=ctx.tokenizer, usage=usage, model_ms=model_ms, tools_ms=tools_ms,
+            total_ms=(time.perf_counter() - started) * 1000, stop_reason=str(decision.stop_reason or ""))
+        inputs = rs.pending
+        rows = [*inputs, _assistant_row(agent, result, parsed), *tool_rows]
+        persistence.messages_store(agent_id=agent.id, rows=rows, run=rs.run, step=step)
+        persistence.window_set(agent_id=agent.id, message_ids=list(agent.message_ids) + [r.id for r in rows])
+        tool_runs = [o.tool_run for o in outcomes.values() if o.tool_run is not None]
+        if tool_runs:
+            type(tool_runs[0]).objects.bulk_create(tool_runs)
+    rs.step_index += 1
+    _account(rs, usage)
+    rs.history = history
+    valid = [i for i, c in enumerate(parsed.calls) if c.valid and i in outcomes]
+    rs.last_output = outcomes[valid[-1]].value if valid else rs.last_output
+    _emit_step(rs, rows, inputs)
+    if not decision.continue_loop:
+        return decision.stop_reason
+    rs.pending = [persistence.message_build(agent=agent, role="user", kind="heartbeat",
+                                            text=loop.heartbeat_message(decision.heartbeat_reason))]
+    return None
+
+
+def _account(rs: _RunState, usage: dict) -> None:
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        rs.usage[key] += usage.get(key, 0)
+    rs.usage["step_count"] += 1
+
+
+def _emit_step(rs: _RunState, rows, inputs) -> None:
+    input_ids = {r.id for r in inputs if r.kind == ""}
+    for row in rows:
+        for event in messages_to_letta([row]):
+            is_input = row.id in input_ids
+            if not is_input:
+                rs.out.append(event)
+            rs.emitter.emit(event, to_caller=not is_input)
+    rs.emitter.emit({"message_type": "context_update", "run_id": rs.run.id}, to_caller=False)
+
+
+def _finish(rs: _RunState, stop: StopReason) -> RunResult:
+    """Record the run's outcome on the run and the agent, then emit stop_reason, usage and run_status."""
+    status = {StopReason.CANCELLED: "cancelled", StopReason.ERROR: "failed", StopReason.LLM_API_ERROR: "failed"}.get(stop, "completed")
+    now = timezone.now()
+    usage = {**rs.usage, "run_ids": [rs.run.id]}
+    Run.objects.filter(pk=rs.run.pk).update(status=status, stop_reason=str(stop), usage=usage, error=rs.error,
+                                            completed_at=now)
+    Agent.objects.filter(pk=rs.run.agent_id).update(last_stop_reason=str(stop), last_run_completion=now)
+    rs.emitter.emit(stop_reason_message(str(stop)))
+    rs.emitter.emit(usage_statistics(usage))
+    rs.emitter.emit({"message_type": "run_status", "run_id": rs.run.id, "status": status, "stop_reason": str(stop),
+                     "error": rs.error or None}, to_caller=False)
+    return RunResult(run_id=rs.run.id, status=status, stop_reason=str(stop), messages=rs.out, usage=usage, error=rs.error)

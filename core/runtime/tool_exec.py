@@ -1,0 +1,168 @@
+"""Running an agent's tool calls: built-in tools in-process, custom tools in their sandbox.
+
+Custom tools run outside the step's transaction (they may take seconds and may call our own API); built-in
+tools run inside it, so their memory writes commit or roll back with the step.
+"""
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+
+from core.engine import loop, memory_ops
+from core.engine.base_tools import MEMORY_EDIT_TOOLS, is_builtin
+from core.errors import DomainError
+from core.runtime import recall
+
+
+@dataclass
+class ToolOutcome:
+    """What one call produced: the raw return (or error text) plus what the sandbox captured."""
+
+    ok: bool
+    value: str
+    stdout: str = ""
+    stderr: str = ""
+    duration_ms: float = 0.0
+    sandbox: str = ""
+    tool_run: object | None = None  # an unsaved tools.models.ToolRun for custom tools
+    memory_edit: bool = False
+    extra: dict = field(default_factory=dict)
+
+    def content(self, return_char_limit: int) -> str:
+        """The tool message the model reads ({status, message, time}, truncated with a note)."""
+        return loop.format_tool_result(ok=self.ok, message=self.value, return_char_limit=return_char_limit)
+
+    def tool_return(self) -> dict:
+        return {"status": "success" if self.ok else "error", "stdout": self.stdout, "stderr": self.stderr,
+                "duration_ms": round(self.duration_ms, 3), "sandbox": self.sandbox}
+
+
+def _json(value) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _memory_edit(call, snap, step_id: str) -> ToolOutcome:
+    from memory.services import block_update
+
+    edit = memory_ops.apply_memory_tool(call.name, call.args, snap.blocks)
+    index = next(i for i, b in enumerate(snap.block_rows) if b.label == edit.label)
+    row = block_update(block=snap.block_rows[index], changes={"value": edit.new_value}, agent_id=snap.agent.id,
+                       step_id=step_id, tool_call_id=call.call.id, enforce_read_only=True)
+    from core import mapping
+
+    # Later calls of the same reply must see this edit.
+    snap.block_rows[index] = row
+    snap.blocks[index] = mapping.block_spec(row)
+    return ToolOutcome(True, memory_ops.edit_result_text(edit), memory_edit=True)
+
+
+def _builtin(call, snap, step_id: str) -> ToolOutcome:
+    a, agent = call.args, snap.agent
+    if call.name == "send_message":
+        return ToolOutcome(True, "None")
+    if call.name in MEMORY_EDIT_TOOLS:
+        return _memory_edit(call, snap, step_id)
+    if call.name == "archival_memory_insert":
+        return ToolOutcome(True, recall.archival_insert(agent=agent, content=str(a.get("content", "")), tags=a.get("tags")))
+    if call.name == "archival_memory_search":
+        hits = recall.archival_search(agent=agent, query=str(a.get("query", "")), tags=a.get("tags"),
+                                      tag_match_mode=a.get("tag_match_mode") or "any", top_k=a.get("top_k"),
+                                      start_datetime=a.get("start_datetime"), end_datetime=a.get("end_datetime"))
+        return ToolOutcome(True, _json(hits) if hits else "No results found.")
+    if call.name == "conversation_search":
+        hits = recall.conversation_search(agent=agent, query=str(a.get("query", "")), roles=a.get("roles"),
+                                          limit=a.get("limit"), start_date=a.get("start_date"), end_date=a.get("end_date"))
+        return ToolOutcome(True, _json(hits) if hits else "No results found.")
+    return ToolOutcome(False, loop.tool_error_text(call.name, "this built-in tool is not available in this deployment",
+                                                   "NotImplementedError"))
+
+
+def builtin_run(call, snap, step_id: str) -> ToolOutcome:
+    """Run one built-in tool call in-process (inside the step's transaction; may edit blocks, insert passages)."""
+    started = time.perf_counter()
+    try:
+        out = _builtin(call, snap, step_id)
+    except (memory_ops.MemoryEditError, DomainError, ValueError) as exc:
+        out = ToolOutcome(False, getattr(exc, "message", None) or str(exc))
+    out.duration_ms = (time.perf_counter() - started) * 1000
+    out.sandbox = "in-process"
+    return out
+
+
+def _owner_user(owner_id: str):
+    from core.models import Membership
+
+    m = Membership.objects.filter(organization_id=owner_id).select_related("user").order_by("created_at").first()
+    return m.user if m else None
+
+
+def _tool_env(snap, timeout_s: float) -> dict[str, str]:
+    from core.accounts import api_token_create
+
+    env = {k: str(v) for k, v in (snap.agent.secrets or {}).items()}
+    env["AIDE_AGENT_ID"] = snap.agent.id
+    env["AIDE_BASE_URL"] = settings.PUBLIC_BASE_URL
+    user = _owner_user(snap.agent.owner_id)
+    if user is not None:
+        _, raw = api_token_create(user=user, org=snap.agent.owner, name=f"tool run for {snap.agent.id}"[:100],
+                                  agent_id=snap.agent.id, ttl=timedelta(seconds=timeout_s + 60))
+        env["AIDE_API_TOKEN"] = raw
+    return env
+
+
+def agent_state_snapshot(snap) -> dict:
+    """The `agent_state` a tool receives: id, name, tags and blocks by label."""
+    from core.selectors import agent_tags
+
+    return {"id": snap.agent.id, "name": snap.agent.name, "tags": agent_tags(snap.agent),
+            "memory": {b.label: {"value": b.value, "limit": b.limit, "read_only": b.read_only} for b in snap.blocks}}
+
+
+def _backend(tool, owner_id: str):
+    from core.models import OwnerSettings
+    from tools.sandbox import get_backend, resolve_backend_name
+
+    prefs = OwnerSettings.objects.filter(owner_id=owner_id).first()
+    name = resolve_backend_name(tool.sandbox or None, (prefs.sandbox_default if prefs else "") or settings.SANDBOX_DEFAULT)
+    if name == "e2b":
+        return get_backend(name, api_key=(prefs.e2b_api_key if prefs else "") or settings.E2B_API_KEY or None,
+                           template=(prefs.e2b_template if prefs else "") or settings.E2B_TEMPLATE or None)
+    return get_backend(name, allow_pip_install=settings.SANDBOX_LOCAL_ALLOW_PIP, venv_cache_dir=str(settings.SANDBOX_CACHE_DIR))
+
+
+def custom_run(call, tool, snap, step_id: str) -> ToolOutcome:
+    """Run one custom tool call in its sandbox (a subprocess or E2B; seconds) and prepare its ToolRun record."""
+    from tools.models import ToolRun
+    from tools.sandbox import SandboxError, SandboxRequest
+
+    timeout = settings.SANDBOX_TIMEOUT_S
+    pip = [f"{r['name']}{'==' + r['version'] if r.get('version') else ''}" for r in tool.pip_requirements or [] if r.get("name")]
+    try:
+        backend = _backend(tool, snap.agent.owner_id)
+        request = SandboxRequest(source_code=tool.source_code, function_name=(tool.json_schema or {}).get("name") or tool.name,
+                                 args=call.args, env_vars=_tool_env(snap, timeout), agent_state=agent_state_snapshot(snap),
+                                 timeout_s=timeout, pip_requirements=pip)
+        result = backend.run(request)
+    except SandboxError as exc:
+        return ToolOutcome(False, loop.tool_error_text(call.name, str(exc), "SandboxError"))
+    ok = result.status == "success"
+    value = result.tool_return if ok else loop.tool_error_text(call.name, result.error_message or result.tool_return,
+                                                                result.error_type or "Error")
+    run = ToolRun(owner_id=snap.agent.owner_id, tool=tool, tool_name=tool.name, agent_id=snap.agent.id, step_id=step_id,
+                  origin="agent", args=call.args, status=result.status, tool_return=result.tool_return,
+                  stdout=result.stdout, stderr=result.stderr, sandbox=result.backend, duration_ms=result.duration_ms)
+    return ToolOutcome(ok, value, result.stdout, result.stderr, result.duration_ms, result.backend, tool_run=run)
+
+
+def calls_run(parsed, snap, step_id: str, *, builtin: bool) -> dict[int, ToolOutcome]:
+    """Run the reply's valid calls of one kind (built-in or custom), keyed by their position in the reply."""
+    tools = {t.name: t for t in snap.tool_rows}
+    out: dict[int, ToolOutcome] = {}
+    for i, call in enumerate(parsed.calls):
+        if not call.valid or is_builtin(call.name) != builtin:
+            continue
+        out[i] = builtin_run(call, snap, step_id) if builtin else custom_run(call, tools[call.name], snap, step_id)
+    return out

@@ -1,0 +1,207 @@
+"""Messages, runs, steps, reset and context over HTTP (Letta v1 shapes)."""
+
+import json
+import threading
+
+import pytest
+
+from core.models import Message
+from tests.factories import ApiClient, make_agent
+from tests.fake_llm import FakeLLM
+
+
+@pytest.fixture
+def agent(account, fake_llm):
+    return make_agent(account.org)
+
+
+def _send(api, agent, text="hi", **extra):
+    return api.post(f"/v1/agents/{agent.id}/messages", {"messages": [{"role": "user", "content": text}], **extra})
+
+
+def test_send_returns_letta_response(api, agent, fake_llm):
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Hello!"}))
+    r = _send(api, agent)
+    assert r.status_code == 200, r.content
+    body = r.json()
+    assert body["stop_reason"] == {"message_type": "stop_reason", "stop_reason": "end_turn"}
+    assert body["usage"]["message_type"] == "usage_statistics" and body["usage"]["step_count"] == 1
+    assistant = [m for m in body["messages"] if m["message_type"] == "assistant_message"]
+    assert assistant[0]["content"] == "Hello!"
+    assert all(m["run_id"] == body["run_id"] and m["step_id"] and m["id"] and m["date"] for m in body["messages"])
+
+
+def test_send_with_content_parts_and_input_sugar(api, agent, fake_llm):
+    r = api.post(f"/v1/agents/{agent.id}/messages", {"messages": [{"role": "user", "content": [{"type": "text", "text": "parts"}]}]})
+    assert r.status_code == 200
+    r = api.post(f"/v1/agents/{agent.id}/messages", {"input": "sugar"})
+    assert r.status_code == 200
+    sent = [m["messages"][-1]["content"] for m in fake_llm.chat_requests]
+    assert sent == ["parts", "sugar"]
+
+
+def test_send_use_assistant_message_false_shows_tool_call(api, agent, fake_llm):
+    body = _send(api, agent, use_assistant_message=False).json()
+    types = [m["message_type"] for m in body["messages"]]
+    assert "assistant_message" not in types and "tool_call_message" in types
+    call = [m for m in body["messages"] if m["message_type"] == "tool_call_message"][0]["tool_call"]
+    assert call["name"] == "send_message" and json.loads(call["arguments"])["message"] == "ok"
+
+
+def test_empty_message_is_rejected(api, agent):
+    r = _send(api, agent, "   ")
+    assert r.status_code == 422 and "no text" in r.json()["detail"]
+
+
+def test_no_provider_configured_gives_400_with_how_to(api, account, monkeypatch):
+    agent = make_agent(account.org)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    r = _send(api, agent)
+    assert r.status_code == 400 and "OPENAI_API_KEY" in r.json()["detail"]
+    assert api.get(f"/v1/agents/{agent.id}").status_code == 200
+    assert api.get(f"/v1/agents/{agent.id}/context").status_code == 200
+
+
+def test_other_owner_gets_404(agent, other_account):
+    other = ApiClient(other_account.token)
+    assert _send(other, agent).status_code == 404
+    assert other.get(f"/v1/agents/{agent.id}/messages").status_code == 404
+
+
+def test_list_messages_paginates_by_seq(api, agent, fake_llm):
+    for i in range(3):
+        _send(api, agent, f"m{i}")
+    all_desc = api.get(f"/v1/agents/{agent.id}/messages?limit=100").json()
+    seqs = [m["seq_id"] for m in all_desc]
+    assert seqs == sorted(seqs, reverse=True)
+    asc = api.get(f"/v1/agents/{agent.id}/messages?order=asc&limit=3").json()
+    assert asc[0]["message_type"] == "system_message"
+    after = api.get(f"/v1/agents/{agent.id}/messages?order=asc&after={asc[-1]['id']}&limit=2").json()
+    assert after[0]["seq_id"] > asc[-1]["seq_id"]
+    before = api.get(f"/v1/agents/{agent.id}/messages?before={all_desc[0]['id']}&limit=1").json()
+    assert before[0]["seq_id"] < all_desc[0]["seq_id"]
+    users = api.get(f"/v1/agents/{agent.id}/messages?include_return_message_types=user_message").json()
+    assert {m["message_type"] for m in users} == {"user_message"} and len(users) == 3
+
+
+def test_reset_keeps_rows_and_empties_window(api, agent, fake_llm):
+    _send(api, agent)
+    n = Message.objects.filter(agent=agent).count()
+    r = api.patch(f"/v1/agents/{agent.id}/reset-messages", {})
+    assert r.status_code == 200 and len(r.json()["message_ids"]) == 1
+    assert Message.objects.filter(agent=agent).count() == n
+    ctx = api.get(f"/v1/agents/{agent.id}/context").json()
+    assert ctx["num_messages"] == 1 and ctx["num_recall_memory"] == n - 1
+
+
+def test_context_overview_matches_next_request(api, agent, fake_llm):
+    _send(api, agent)
+    ctx = api.get(f"/v1/agents/{agent.id}/context").json()
+    for key in ("context_window_size_max", "context_window_size_current", "num_messages", "num_tokens_system",
+                "system_prompt", "num_tokens_core_memory", "core_memory", "num_tokens_functions_definitions",
+                "num_tokens_messages", "external_memory_summary", "tokenizer", "sections", "request"):
+        assert key in ctx
+    assert ctx["context_window_size_max"] == 16000
+    assert sum(s["tokens"] for s in ctx["sections"]) < ctx["context_window_size_current"]
+    _send(api, agent, "next")
+    sent = fake_llm.chat_requests[-1]
+    def clean(msgs):  # litellm leaves out `content: null`
+        return [{k: v for k, v in m.items() if v is not None} for m in msgs]
+
+    assert clean(sent["messages"][:-1]) == clean(ctx["request"]["messages"])
+    assert [t["function"]["name"] for t in sent["tools"]] == [t["function"]["name"] for t in ctx["request"]["tools"]]
+
+
+def test_runs_and_steps_expose_the_exact_payload(api, agent, fake_llm):
+    fake_llm.script(FakeLLM.tool("core_memory_append", {"label": "human", "content": "x"}, heartbeat=True),
+                    FakeLLM.tool("send_message", {"message": "done"}))
+    body = _send(api, agent).json()
+    run = api.get(f"/v1/runs/{body['run_id']}").json()
+    assert run["status"] == "completed" and run["stop_reason"] == "end_turn"
+    steps = api.get(f"/v1/runs/{body['run_id']}/steps").json()
+    assert len(steps) == 2
+    clean = lambda msgs: [{k: v for k, v in m.items() if v is not None} for m in msgs]  # noqa: E731
+    assert clean(steps[1]["request"]["messages"]) == clean(fake_llm.chat_requests[1]["messages"])
+    assert steps[0]["model_ms"] > 0 and steps[0]["usage"]["total_tokens"] > 0
+    one = api.get(f"/v1/steps/{steps[0]['id']}").json()
+    assert one["id"] == steps[0]["id"] and one["tokenizer"]
+    msgs = api.get(f"/v1/runs/{body['run_id']}/messages").json()
+    assert msgs[0]["message_type"] == "user_message" and msgs[-1]["message_type"] == "tool_return_message"
+
+
+def test_llm_error_response(api, agent, fake_llm):
+    fake_llm.script(FakeLLM.error(500, "provider exploded"))
+    body = _send(api, agent).json()
+    assert body["stop_reason"]["stop_reason"] == "llm_api_error"
+    assert "provider exploded" in body["error"]
+
+
+def test_cancel_endpoint_without_active_run(api, agent):
+    r = api.post(f"/v1/agents/{agent.id}/messages/cancel", {})
+    assert r.status_code == 200 and r.json() == {}
+
+
+def _sse_events(response) -> list:
+    raw = b"".join(response).decode()  # consumes the async stream (WSGI-style)
+    frames = [f for f in raw.split("\n\n") if f.strip()]
+    return frames
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stream_endpoint_sends_sse_frames_then_done(account, fake_llm):
+    agent = make_agent(account.org)
+    api = ApiClient(account.token)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "streamed"}, thinking="hmm"))
+    r = api.post(f"/v1/agents/{agent.id}/messages/stream", {"messages": [{"role": "user", "content": "hi"}]})
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/event-stream")
+    frames = _sse_events(r)
+    assert frames[-1] == "data: [DONE]"
+    events = [json.loads(f[len("data: "):]) for f in frames[:-1]]
+    types = [e["message_type"] for e in events]
+    assert types == ["reasoning_message", "assistant_message", "tool_return_message", "stop_reason", "usage_statistics"]
+    assert events[1]["content"] == "streamed"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_streaming_flag_and_error_event(account, fake_llm):
+    agent = make_agent(account.org)
+    api = ApiClient(account.token)
+    fake_llm.script(FakeLLM.error(500, "kaboom"))
+    r = _send(api, agent, streaming=True)
+    frames = _sse_events(r)
+    error = [f for f in frames if f.startswith("event: error")]
+    assert error and "kaboom" in error[0]
+    assert '"stop_reason": "llm_api_error"' in frames[-3] and frames[-1] == "data: [DONE]"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_sends_one_gets_409_and_nothing_interleaves(account, fake_llm):
+    agent = make_agent(account.org)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "slow"}, latency=1.0))
+    statuses = []
+
+    def send(text):
+        from django.db import connection
+
+        try:
+            statuses.append(_send(ApiClient(account.token), agent, text).status_code)
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=send, args=("first",))
+    first.start()
+    import time
+
+    for _ in range(100):
+        if fake_llm.chat_requests:
+            break
+        time.sleep(0.02)
+    second = _send(ApiClient(account.token), agent, "second")
+    first.join()
+    assert second.status_code == 409 and "busy" in second.json()["detail"]
+    assert statuses == [200]
+    agent.refresh_from_db()
+    rows = [Message.objects.get(pk=i) for i in agent.message_ids]
+    assert [r.role for r in rows] == ["system", "user", "assistant", "tool"]
+    assert rows[1].text == "first"
+    assert _send(ApiClient(account.token), agent, "third").status_code == 200
