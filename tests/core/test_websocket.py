@@ -1,0 +1,126 @@
+"""The agent websocket: runs started from a tab or the API reach every open tab on the agent."""
+
+import asyncio
+
+import pytest
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+
+from agents_ide.routing import websocket_urlpatterns
+from tests.factories import ApiClient, make_agent
+from tests.fake_llm import FakeLLM
+
+pytestmark = pytest.mark.django_db(transaction=True)
+APP = URLRouter(websocket_urlpatterns)
+
+
+async def _open(user, agent_id):
+    comm = WebsocketCommunicator(APP, f"/ws/agents/{agent_id}/")
+    comm.scope["user"] = user
+    connected, _ = await comm.connect()
+    assert connected
+    return comm
+
+
+async def _until(comm, message_type, timeout=20):
+    seen = []
+    while True:
+        event = await comm.receive_json_from(timeout=timeout)
+        seen.append(event)
+        if event.get("message_type") == message_type and (message_type != "run_status" or event["status"] not in ("running", "created")):
+            return seen
+
+
+def _agent(account):
+    return make_agent(account.org)
+
+
+async def test_two_tabs_both_receive_a_run_started_in_one(account, fake_llm):
+    from channels.db import database_sync_to_async
+
+    agent = await database_sync_to_async(_agent)(account)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "hello tabs"}, thinking="hm"))
+    a, b = await _open(account.user, agent.id), await _open(account.user, agent.id)
+    await a.send_json_to({"type": "user_message", "text": "hi"})
+    seen_a, seen_b = await _until(a, "run_status"), await _until(b, "run_status")
+    for seen in (seen_a, seen_b):
+        types = [e["message_type"] for e in seen]
+        for t in ("user_message", "reasoning_message", "assistant_message", "tool_return_message", "context_update",
+                  "stop_reason", "usage_statistics"):
+            assert t in types, (t, types)
+        assert seen[-1]["status"] == "completed" and seen[-1]["stop_reason"] == "end_turn"
+        assistant = [e for e in seen if e["message_type"] == "assistant_message"][0]
+        assert assistant["content"] == "hello tabs" and assistant["run_id"] and assistant["step_id"]
+    await a.disconnect()
+    await b.disconnect()
+
+
+async def test_run_started_over_rest_is_pushed_to_open_tabs(account, fake_llm):
+    from asgiref.sync import sync_to_async
+    from channels.db import database_sync_to_async
+
+    agent = await database_sync_to_async(_agent)(account)
+    tab = await _open(account.user, agent.id)
+
+    def send():
+        from django.db import connection
+
+        try:
+            return ApiClient(account.token).post(f"/v1/agents/{agent.id}/messages", {"input": "from rest"}).status_code
+        finally:
+            connection.close()
+
+    status = await sync_to_async(send, thread_sensitive=False)()
+    assert status == 200
+    seen = await _until(tab, "run_status")
+    assert any(e["message_type"] == "user_message" and e["content"] == "from rest" for e in seen)
+    assert any(e["message_type"] == "assistant_message" for e in seen)
+    await tab.disconnect()
+
+
+async def test_bad_input_and_busy_agent_get_error_messages(account, fake_llm):
+    from channels.db import database_sync_to_async
+
+    agent = await database_sync_to_async(_agent)(account)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "slow"}, latency=1.0))
+    tab = await _open(account.user, agent.id)
+    await tab.send_json_to({"type": "user_message", "text": "  "})
+    err = await tab.receive_json_from(timeout=5)
+    assert err["message_type"] == "error_message" and "empty" in err["message"]
+    await tab.send_json_to({"type": "user_message", "text": "first"})
+    while True:  # wait until the first run is claimed
+        e = await tab.receive_json_from(timeout=5)
+        if e["message_type"] == "run_status":
+            break
+    await tab.send_json_to({"type": "user_message", "text": "second"})
+    events = await _until(tab, "run_status")
+    busy = [e for e in events if e["message_type"] == "error_message"]
+    assert busy and "busy" in busy[0]["message"]
+    await tab.send_json_to({"type": "ping"})
+    assert (await tab.receive_json_from(timeout=5))["message_type"] == "pong"
+    await tab.disconnect()
+
+
+async def test_cancel_from_a_tab(account, fake_llm):
+    from channels.db import database_sync_to_async
+
+    agent = await database_sync_to_async(_agent)(account)
+    fake_llm.script(*[FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True, latency=0.3) for _ in range(10)])
+    tab = await _open(account.user, agent.id)
+    await tab.send_json_to({"type": "user_message", "text": "loop", "max_steps": 10})
+    await asyncio.sleep(0.2)
+    await tab.send_json_to({"type": "cancel"})
+    events = await _until(tab, "run_status")
+    assert events[-1]["status"] == "cancelled" and events[-1]["stop_reason"] == "cancelled"
+    assert len(fake_llm.chat_requests) < 10
+    await tab.disconnect()
+
+
+async def test_other_users_agent_is_refused(account, other_account):
+    from channels.db import database_sync_to_async
+
+    agent = await database_sync_to_async(_agent)(account)
+    comm = WebsocketCommunicator(APP, f"/ws/agents/{agent.id}/")
+    comm.scope["user"] = other_account.user
+    connected, _ = await comm.connect()
+    assert not connected
