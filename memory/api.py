@@ -1,12 +1,15 @@
 """REST endpoints for memory blocks (global and per agent)."""
 
-from ninja import Router
+from typing import Literal
+
+from ninja import Query, Router
 
 from core.api import owner
 from core.presenters import block_out
 from core.selectors import agent_get
 from memory import selectors, services
-from memory.schemas import BlockIn, BlockUpdateIn
+from memory.presenters import passage_out, passage_search_result
+from memory.schemas import BlockIn, BlockUpdateIn, PassageIn
 
 router = Router(tags=["blocks"])
 
@@ -51,7 +54,8 @@ def block_history(request, block_id: str, limit: int = 100):
     block = selectors.block_get(owner=owner(request), block_id=block_id)
     return [{"id": h.id, "version": h.version, "old_value": h.old_value, "new_value": h.new_value, "changes": h.changes,
              "actor_type": h.actor_type, "actor": h.actor_user.username if h.actor_user else None, "agent_id": h.agent_id or None,
-             "step_id": h.step_id or None, "tool_call_id": h.tool_call_id or None, "created_at": h.created_at}
+             "step_id": h.step_id or None, "tool_call_id": h.tool_call_id or None, "created_at": h.created_at,
+             "diff": selectors.block_history_diff(h)}
             for h in selectors.block_history(block=block, limit=limit)]
 
 
@@ -98,3 +102,66 @@ def agent_block_detach(request, agent_id: str, block_id: str):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     services.block_detach(agent=agent, block_id=block_id)
     return agent_state(agent)
+
+
+# --- archival memory: /v1/agents/{id}/archival-memory (Letta 1.x SDK: client.agents.passages.*) ---
+# Fixed paths are registered before `/{memory_id}` so they are matched first.
+
+@router.post("/agents/{agent_id}/archival-memory", response=list[dict], tags=["archival-memory"])
+def passage_create(request, agent_id: str, body: PassageIn):
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    token = getattr(request.principal, "token", None)
+    source = "agent" if token is not None and token.agent_id == agent.id else "user"
+    passage = services.passage_insert(agent=agent, text=body.text, tags=body.tags, source=source,
+                                      created_at=body.created_at)
+    return [passage_out(passage)]
+
+
+@router.get("/agents/{agent_id}/archival-memory", response=list[dict], tags=["archival-memory"])
+def passages_list(request, agent_id: str, after: str | None = None, before: str | None = None, limit: int = 100,
+                  search: str | None = None, ascending: bool = True, source: str | None = None):
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    rows = selectors.passages_list(agent=agent, search=search, after=after, before=before, limit=limit,
+                                   ascending=ascending, source=source)
+    return [passage_out(p) for p in rows]
+
+
+@router.get("/agents/{agent_id}/archival-memory/search", response=dict, tags=["archival-memory"])
+def passages_search(request, agent_id: str, query: str, tags: list[str] | None = Query(None), top_k: int | None = None,
+                    tag_match_mode: Literal["any", "all"] = "any", start_datetime: str | None = None,
+                    end_datetime: str | None = None):
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    rows = selectors.passages_search(agent=agent, query=query, top_k=top_k or 10, tags=tags,
+                                     match_all_tags=tag_match_mode == "all", start=start_datetime, end=end_datetime)
+    return {"results": [passage_search_result(p) for p in rows], "count": len(rows)}
+
+
+@router.get("/agents/{agent_id}/archival-memory/status", response=dict, tags=["archival-memory"])
+def archival_status(request, agent_id: str):
+    """Which search archival memory uses for this agent (the IDE shows it), and how much is stored."""
+    from memory.embedders import embedding_handle_for_agent
+
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    stats = selectors.memory_stats(agent=agent)
+    return {"search_mode": selectors.archival_search_mode(agent), "embedding": embedding_handle_for_agent(agent) or None,
+            "num_archival_memory": stats.archival_count, "num_recall_memory_outside_window": stats.recall_outside_window}
+
+
+@router.delete("/agents/{agent_id}/archival-memory/{memory_id}", response=dict, tags=["archival-memory"])
+def passage_delete(request, agent_id: str, memory_id: str):
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    services.passage_delete(agent=agent, passage_id=memory_id)
+    return {"deleted": memory_id}
+
+
+# --- recall memory: what conversation_search sees ---
+
+@router.get("/agents/{agent_id}/recall-memory/search", response=list[dict], tags=["agents"])
+def messages_search(request, agent_id: str, query: str = "", roles: list[str] | None = Query(None),
+                    start_date: str | None = None, end_date: str | None = None, limit: int = 10, offset: int = 0):
+    from core.messages import messages_to_letta
+
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    rows = selectors.messages_search(agent=agent, query=query, roles=roles, start=start_date, end=end_date,
+                                     limit=limit, offset=offset)
+    return messages_to_letta(rows)

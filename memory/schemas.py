@@ -1,5 +1,7 @@
 """API schemas of the memory app (Letta v1 field names)."""
 
+from datetime import datetime
+
 from ninja import Schema
 
 
@@ -19,3 +21,9 @@ class BlockUpdateIn(Schema):
     description: str | None = None
     read_only: bool | None = None
     metadata: dict | None = None
+
+
+class PassageIn(Schema):
+    text: str
+    tags: list[str] | None = None
+    created_at: datetime | None = None
