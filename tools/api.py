@@ -1,13 +1,21 @@
-"""REST endpoints for tools: library, attach/detach."""
+"""REST endpoints for tools: library CRUD, schema generation, the workbench (runs), attach/detach."""
 
 from ninja import Router
 
 from core.api import owner
+from core.errors import Invalid, NotFound
 from core.presenters import agent_state, tool_out
 from core.selectors import agent_get
-from tools import selectors, services
+from tools import execution, presenters, selectors, services
+from tools.schemas import AgentToolRunIn, GenerateSchemaIn, ToolCreateIn, ToolRunIn, ToolUpdateIn
 
 router = Router(tags=["tools"])
+_FIELDS = ("description", "tags", "return_char_limit", "pip_requirements", "sandbox", "env_vars")
+
+
+def _set_fields(body, names=_FIELDS) -> dict:
+    given = body.dict(exclude_unset=True)
+    return {k: given[k] for k in names if k in given}
 
 
 @router.get("/tools/", response=list[dict])
@@ -15,15 +23,80 @@ def tools_list(request, name: str | None = None, limit: int = 500):
     return [tool_out(t) for t in selectors.tools_list(owner=owner(request), name=name, limit=limit)]
 
 
+@router.post("/tools/", response={201: dict})
+def tool_create(request, body: ToolCreateIn):
+    fields = _set_fields(body)
+    fields["sandbox"] = fields.get("sandbox") or ""
+    tool = services.tool_create(owner=owner(request), source_code=body.source_code, json_schema=body.schema_,
+                                **fields)
+    return 201, tool_out(tool)
+
+
+@router.put("/tools/", response=dict)
+def tool_upsert(request, body: ToolCreateIn):
+    tool = services.tool_upsert(owner=owner(request), source_code=body.source_code, json_schema=body.schema_,
+                                **_set_fields(body))
+    return tool_out(tool)
+
+
+@router.post("/tools/generate-schema", response=dict)
+def tool_generate_schema(request, body: GenerateSchemaIn):
+    return services.tool_schema_resolve(source_code=body.source_code, name=body.name)
+
+
+@router.post("/tools/run", response=dict)
+def tool_run(request, body: ToolRunIn):
+    org = owner(request)
+    agent = agent_get(owner=org, agent_id=body.agent_id) if body.agent_id else None
+    run = execution.tool_execute(owner=org, source_code=body.source_code, args=body.args, env_vars=body.env_vars,
+                                 agent=agent, name=body.name, json_schema=body.schema_, sandbox=body.sandbox,
+                                 pip_requirements=body.pip_requirements)
+    return presenters.tool_return_message(run)
+
+
 @router.get("/tools/{tool_id}", response=dict)
 def tool_retrieve(request, tool_id: str):
     return tool_out(selectors.tool_get(owner=owner(request), tool_id=tool_id))
+
+
+@router.patch("/tools/{tool_id}", response=dict)
+def tool_update(request, tool_id: str, body: ToolUpdateIn):
+    tool = selectors.tool_get(owner=owner(request), tool_id=tool_id)
+    changes = _set_fields(body, ("source_code",) + _FIELDS)
+    if body.schema_:
+        changes["json_schema"] = body.schema_
+    return tool_out(services.tool_update(tool=tool, changes=changes))
+
+
+@router.delete("/tools/{tool_id}", response=dict)
+def tool_delete(request, tool_id: str):
+    services.tool_delete(tool=selectors.tool_get(owner=owner(request), tool_id=tool_id))
+    return {"id": tool_id, "deleted": True}
+
+
+@router.get("/tools/{tool_id}/runs", response=list[dict])
+def tool_runs(request, tool_id: str, limit: int = 50):
+    tool = selectors.tool_get(owner=owner(request), tool_id=tool_id)
+    return [presenters.tool_run_out(r) for r in selectors.tool_runs(owner=tool.owner, tool_name=tool.name, limit=limit)]
 
 
 @router.get("/agents/{agent_id}/tools", response=list[dict], tags=["agents"])
 def agent_tools(request, agent_id: str):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     return [tool_out(t) for t in selectors.agent_tools(agent=agent)]
+
+
+@router.post("/agents/{agent_id}/tools/{tool_name}/run", response=dict, tags=["agents"])
+def agent_tool_run(request, agent_id: str, tool_name: str, body: AgentToolRunIn):
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    tool = agent.tools.filter(name=tool_name).first()
+    if tool is None:
+        raise NotFound(f"Tool '{tool_name}' is not attached to agent '{agent_id}'")
+    if tool.tool_type != "custom":
+        raise Invalid(f"'{tool_name}' is a built-in tool; it runs inside the agent's steps, not in a sandbox")
+    run = execution.tool_execute(owner=agent.owner, source_code=tool.source_code, args=body.args, tool=tool,
+                                 agent=agent, origin="agent")
+    return presenters.tool_execution_result(run)
 
 
 @router.patch("/agents/{agent_id}/tools/attach/{tool_id}", response=dict, tags=["agents"])

@@ -1,9 +1,14 @@
-"""Writes to tools: the built-in tools, attach/detach. (Custom tool CRUD and runs: see tools.workbench.)"""
+"""Writes to tools: custom tool CRUD, the built-in tools, attach/detach. (Running tools: tools.execution.)"""
+
+import ast
+import re
+from typing import Any
 
 from django.db import transaction
 
-from core.errors import NotFound
+from core.errors import Conflict, DomainError, Invalid, NotFound
 from core.models import Agent, Organization
+from tools import schema as tool_schema
 from tools.models import Tool
 
 from core.engine.base_tools import BASE_TOOL_NAMES, MULTI_AGENT_TOOL_NAMES
@@ -59,3 +64,200 @@ def tool_attach(*, agent: Agent, tool: Tool) -> None:
 def tool_detach(*, agent: Agent, tool: Tool) -> None:
     """Detach a tool; the agent can no longer call it (the next compiled context omits it)."""
     agent.tools.remove(tool)
+
+
+# --- custom tool CRUD ------------------------------------------------------------------------------
+
+MAX_RETURN_CHAR_LIMIT = 1_000_000
+_PIP_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?$")
+_PIP_VERSION_RE = re.compile(r"^(==|>=|<=|~=|!=|>|<)?\s*[A-Za-z0-9.*+!_-]+$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_EDITABLE = ("source_code", "json_schema", "description", "tags", "return_char_limit", "pip_requirements",
+             "sandbox", "env_vars")
+
+
+class ToolLocked(DomainError):
+    """Built-in tools belong to the runtime; they can be attached and detached but not edited or deleted."""
+
+    status = 403
+
+
+def _reserved_names() -> set[str]:
+    return set(BASE_TOOL_NAMES) | set(MULTI_AGENT_TOOL_NAMES)
+
+
+def source_function_names(source_code: str) -> list[str]:
+    """Names of the top-level functions in `source_code` (parsed, never executed); [] if it does not parse."""
+    try:
+        module = ast.parse(source_code)
+    except SyntaxError:
+        return []
+    return [n.name for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def tool_schema_resolve(*, source_code: str, json_schema: dict | None = None, name: str | None = None) -> dict:
+    """The tool's schema: `json_schema` checked against the source if given, else derived (Invalid on error)."""
+    if json_schema:
+        if not isinstance(json_schema, dict) or not isinstance(json_schema.get("name"), str):
+            raise Invalid("json_schema must be an object with a 'name'", detail={"json_schema": "missing name"})
+        fn = json_schema["name"]
+        _check(lambda: tool_schema.validate_tool_name(fn), "json_schema")
+        params = json_schema.get("parameters", {"type": "object", "properties": {}})
+        if not isinstance(params, dict) or params.get("type", "object") != "object":
+            raise Invalid("json_schema.parameters must be a JSON schema of type object",
+                          detail={"json_schema": "parameters must be an object schema"})
+        if fn not in source_function_names(source_code):
+            msg = f"json_schema names function {fn!r} but the source defines no top-level function with that name"
+            raise Invalid(msg, detail={"json_schema": msg})
+        return {"description": "", **json_schema, "parameters": params}
+    return _check(lambda: tool_schema.derive_schema(source_code, name), "source_code")
+
+
+def _check(fn, field: str):
+    try:
+        return fn()
+    except tool_schema.SchemaError as exc:
+        raise Invalid(str(exc), detail={field: str(exc)}) from exc
+
+
+def pip_requirements_clean(value: Any) -> list[dict]:
+    """Validate `[{name, version?}]` (Letta's PipRequirement) and return it normalized; Invalid otherwise."""
+    if value in (None, ""):
+        return []
+    if not isinstance(value, list):
+        raise Invalid("pip_requirements must be a list of {name, version?}")
+    out = []
+    for i, item in enumerate(value):
+        item = {"name": item} if isinstance(item, str) else item
+        name = item.get("name") if isinstance(item, dict) else None
+        version = (item.get("version") or "") if isinstance(item, dict) else ""
+        if not isinstance(name, str) or not _PIP_NAME_RE.match(name):
+            raise Invalid(f"pip_requirements[{i}]: invalid package name {name!r}")
+        if version and (not isinstance(version, str) or not _PIP_VERSION_RE.match(version)):
+            raise Invalid(f"pip_requirements[{i}]: invalid version {version!r} (e.g. '2.32.3' or '>=2')")
+        out.append({"name": name, "version": version} if version else {"name": name})
+    return out
+
+
+def pip_requirement_strings(requirements: list[dict]) -> list[str]:
+    """`[{name, version?}]` as pip arguments (`requests==2.32.3`, `httpx>=0.27`)."""
+    out = []
+    for r in requirements or []:
+        version = (r.get("version") or "").strip()
+        out.append(r["name"] + (version if version[:1] in "=<>~!" and version else f"=={version}" if version else ""))
+    return out
+
+
+def env_vars_clean(value: Any) -> dict[str, str]:
+    """Validate an env var mapping (identifier names, string values) and return it with values as strings."""
+    if value in (None, ""):
+        return {}
+    if not isinstance(value, dict):
+        raise Invalid("env_vars must be an object of NAME: value")
+    out = {}
+    for key, val in value.items():
+        if not isinstance(key, str) or not _ENV_NAME_RE.match(key):
+            raise Invalid(f"env_vars: invalid variable name {key!r}")
+        if isinstance(val, (dict, list)) or val is None or "\x00" in str(val):
+            raise Invalid(f"env_vars: {key} must be a string")
+        out[key] = str(val)
+    return out
+
+
+def _clean_fields(changes: dict) -> dict:
+    """Validate the editable fields present in `changes` (everything but source/schema)."""
+    out: dict[str, Any] = {}
+    if changes.get("tags") is not None:
+        tags = changes["tags"]
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise Invalid("tags must be a list of strings")
+        out["tags"] = tags
+    if changes.get("return_char_limit") is not None:
+        limit = changes["return_char_limit"]
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_RETURN_CHAR_LIMIT:
+            raise Invalid(f"return_char_limit must be between 1 and {MAX_RETURN_CHAR_LIMIT}")
+        out["return_char_limit"] = limit
+    if "pip_requirements" in changes:
+        out["pip_requirements"] = pip_requirements_clean(changes["pip_requirements"])
+    if "sandbox" in changes:
+        sandbox = changes["sandbox"] or ""
+        if sandbox not in dict(Tool.SANDBOXES):
+            raise Invalid("sandbox must be '' (deployment default), 'local' or 'e2b'")
+        out["sandbox"] = sandbox
+    if "env_vars" in changes:
+        out["env_vars"] = env_vars_clean(changes["env_vars"])
+    return out
+
+
+def _apply(tool: Tool, *, schema: dict | None, source_code: str | None, description: str | None, fields: dict) -> Tool:
+    if schema is not None:
+        if description:
+            schema = {**schema, "description": description}
+        tool.name, tool.json_schema, tool.source_code = schema["name"], schema, source_code
+        tool.description = schema.get("description", "")
+    elif description is not None:
+        tool.description = description
+        tool.json_schema = {**(tool.json_schema or {}), "description": description}
+    for key, value in fields.items():
+        setattr(tool, key, value)
+    return tool
+
+
+def _name_free(*, owner: Organization, name: str, exclude_pk: str | None = None) -> None:
+    if name in _reserved_names():
+        raise Conflict(f"'{name}' is the name of a built-in tool")
+    if Tool.objects.filter(owner=owner, name=name).exclude(pk=exclude_pk).exists():
+        raise Conflict(f"A tool named '{name}' already exists")
+
+
+@transaction.atomic
+def tool_create(*, owner: Organization, source_code: str, json_schema: dict | None = None,
+                description: str | None = None, tags: list[str] | None = None, return_char_limit: int | None = None,
+                pip_requirements: list | None = None, sandbox: str = "", env_vars: dict | None = None) -> Tool:
+    """Create a custom tool from source (schema derived unless given); Conflict (409) if the name is taken."""
+    schema = tool_schema_resolve(source_code=source_code, json_schema=json_schema)
+    fields = _clean_fields({"tags": tags or [], "return_char_limit": return_char_limit,
+                            "pip_requirements": pip_requirements, "sandbox": sandbox, "env_vars": env_vars})
+    _name_free(owner=owner, name=schema["name"])
+    tool = _apply(Tool(owner=owner, tool_type="custom"), schema=schema, source_code=source_code,
+                  description=description, fields=fields)
+    tool.save()
+    return tool
+
+
+@transaction.atomic
+def tool_upsert(*, owner: Organization, source_code: str, json_schema: dict | None = None, **fields: Any) -> Tool:
+    """Create the tool, or update the owner's custom tool with the same function name (locks that row)."""
+    schema = tool_schema_resolve(source_code=source_code, json_schema=json_schema)
+    existing = Tool.objects.select_for_update().filter(owner=owner, name=schema["name"]).first()
+    if existing is None:
+        return tool_create(owner=owner, source_code=source_code, json_schema=json_schema, **fields)
+    return tool_update(tool=existing, changes={"source_code": source_code, "json_schema": json_schema, **fields})
+
+
+@transaction.atomic
+def tool_update(*, tool: Tool, changes: dict) -> Tool:
+    """Apply `changes` (source_code, json_schema, description, tags, ...) to a custom tool; re-derives the schema."""
+    if tool.tool_type != "custom":
+        raise ToolLocked(f"'{tool.name}' is a built-in tool and cannot be modified")
+    unknown = set(changes) - set(_EDITABLE)
+    if unknown:
+        raise Invalid(f"cannot change: {', '.join(sorted(unknown))}")
+    schema = source = None
+    if changes.get("source_code") is not None or changes.get("json_schema"):
+        source = changes["source_code"] if changes.get("source_code") is not None else tool.source_code
+        schema = tool_schema_resolve(source_code=source, json_schema=changes.get("json_schema"),
+                                     name=None if changes.get("source_code") is not None else tool.name)
+        if schema["name"] != tool.name:
+            _name_free(owner=tool.owner, name=schema["name"], exclude_pk=tool.pk)
+    _apply(tool, schema=schema, source_code=source, description=changes.get("description"),
+           fields=_clean_fields(changes))
+    tool.save()
+    return tool
+
+
+def tool_delete(*, tool: Tool) -> None:
+    """Delete a custom tool (detaches it from every agent; its run history keeps the name)."""
+    if tool.tool_type != "custom":
+        raise ToolLocked(f"'{tool.name}' is a built-in tool and cannot be deleted")
+    tool.delete()

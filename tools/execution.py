@@ -1,0 +1,164 @@
+"""Running a tool: the one place that picks the sandbox, builds the tool's environment and records the run.
+
+Backend choice is explicit and shown: a per-run override, else the tool's own setting, else the owner's
+default (IDE settings), else the deployment's `SANDBOX_DEFAULT`. An E2B key being configured never
+switches backends by itself; it is only the credential used once `e2b` has been chosen.
+"""
+
+from __future__ import annotations
+
+import ast
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+
+from core.errors import Invalid
+from core.models import Agent, Organization
+from tools import schema as tool_schema
+from tools.models import Tool, ToolRun
+from tools.sandbox import SandboxError, SandboxRequest, SandboxResult, get_backend, resolve_backend_name
+from tools.services import env_vars_clean, pip_requirement_strings, pip_requirements_clean, tool_schema_resolve
+
+# How long a tool's API token outlives the run's own timeout (it is revoked as soon as the run ends).
+TOKEN_GRACE_S = 60
+
+
+def sandbox_config_for(*, owner: Organization) -> dict[str, Any]:
+    """The owner's sandbox settings: default backend, timeout and each backend's constructor config."""
+    from core.models import OwnerSettings
+
+    prefs = OwnerSettings.objects.filter(owner=owner).first()
+    return {
+        "default": ((prefs.sandbox_default if prefs else "") or settings.SANDBOX_DEFAULT or "local").strip().lower(),
+        "timeout_s": float(settings.SANDBOX_TIMEOUT_S),
+        "local": {"allow_pip_install": bool(settings.SANDBOX_LOCAL_ALLOW_PIP),
+                  "venv_cache_dir": str(settings.SANDBOX_CACHE_DIR)},
+        "e2b": {"api_key": (prefs.e2b_api_key if prefs else "") or settings.E2B_API_KEY or None,
+                "template": (prefs.e2b_template if prefs else "") or settings.E2B_TEMPLATE or None},
+    }
+
+
+def tool_backend_name(*, owner: Organization, tool: Tool | None = None, override: str | None = None,
+                      config: dict | None = None) -> str:
+    """Which backend runs this tool: `override`, else the tool's setting, else the owner/deployment default."""
+    config = config or sandbox_config_for(owner=owner)
+    explicit = (override or "").strip() or (tool.sandbox if tool else "") or None
+    try:
+        return resolve_backend_name(explicit, config["default"])
+    except SandboxError as exc:
+        raise Invalid(str(exc), detail={"sandbox": str(exc)}) from exc
+
+
+def declares_agent_state(source_code: str, function_name: str) -> bool:
+    """Whether the tool function takes an `agent_state` parameter (parsed, not executed)."""
+    try:
+        module = ast.parse(source_code)
+    except SyntaxError:
+        return False
+    for node in module.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function_name:
+            a = node.args
+            return any(p.arg == "agent_state" for p in a.posonlyargs + a.args + a.kwonlyargs)
+    return False
+
+
+def agent_state_for(*, agent: Agent) -> dict[str, Any]:
+    """The snapshot a tool's `agent_state` receives: id, name, tags and blocks (the runner indexes by label)."""
+    from core.selectors import agent_tags
+    from memory.selectors import agent_blocks
+
+    blocks = [{"id": b.id, "label": b.label, "value": b.value, "limit": b.limit, "description": b.description}
+              for b in agent_blocks(agent=agent)]
+    return {"id": agent.id, "name": agent.name, "tags": agent_tags(agent), "blocks": blocks}
+
+
+def _token_user(owner: Organization):
+    from core.models import Membership
+
+    m = Membership.objects.filter(organization=owner).select_related("user").order_by("created_at").first()
+    return m.user if m else None
+
+
+def tool_env_build(*, tool: Tool | None, agent: Agent | None, env_vars: dict | None, origin: str,
+                   timeout_s: float) -> tuple[dict[str, str], Any]:
+    """Layer the tool's env: workbench defaults → agent secrets → per-run vars → AIDE_* (creates a token)."""
+    env: dict[str, str] = {}
+    if tool is not None and origin == "workbench":
+        env.update(env_vars_clean(tool.env_vars))
+    if agent is not None:
+        env.update({str(k): str(v) for k, v in (agent.secrets or {}).items()})
+    env.update(env_vars_clean(env_vars))
+    token = None
+    if agent is not None:
+        from core.accounts import api_token_create
+
+        env["AIDE_AGENT_ID"] = agent.id
+        env["AIDE_BASE_URL"] = settings.PUBLIC_BASE_URL.rstrip("/")
+        user = _token_user(agent.owner)
+        if user is not None:
+            token, raw = api_token_create(user=user, org=agent.owner, name=f"tool run for {agent.id}",
+                                          agent_id=agent.id, ttl=timedelta(seconds=timeout_s + TOKEN_GRACE_S))
+            env["AIDE_API_TOKEN"] = raw
+    return env, token
+
+
+def _revoke(token) -> None:
+    from django.utils import timezone
+
+    if token is not None:
+        type(token).objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def _backend(name: str, config: dict):
+    return get_backend(name, **config.get(name, {}))
+
+
+def tool_execute(*, owner: Organization, source_code: str, args: dict, env_vars: dict | None = None,
+                 tool: Tool | None = None, agent: Agent | None = None, origin: str = "workbench", step_id: str = "",
+                 name: str | None = None, json_schema: dict | None = None, sandbox: str | None = None,
+                 pip_requirements: list | None = None, agent_state: dict | None = None,
+                 record: bool = True) -> ToolRun:
+    """Validate args, run the tool in its sandbox (subprocess or E2B; seconds) and record a ToolRun.
+
+    Raises Invalid (422) for a bad schema, bad arguments (`detail` maps each argument to its problem),
+    bad env vars or an unknown backend; a failing tool is a run with status "error". The AIDE_API_TOKEN
+    given to the tool is revoked when the run ends. `record=False` returns the ToolRun unsaved (for a
+    caller that saves it inside its own transaction). The sandbox's full result is on `run.result`.
+    """
+    if json_schema is None and tool is not None and source_code == tool.source_code:
+        json_schema = tool.json_schema or None
+    schema = tool_schema_resolve(source_code=source_code, json_schema=json_schema, name=name)
+    try:
+        args = tool_schema.validate_args(schema, args if args is not None else {})
+    except tool_schema.ArgumentError as exc:
+        raise Invalid(str(exc), detail=exc.errors) from exc
+    if tool is None:
+        tool = Tool.objects.filter(owner=owner, name=schema["name"], tool_type="custom").first()
+    config = sandbox_config_for(owner=owner)
+    backend_name = tool_backend_name(owner=owner, tool=tool, override=sandbox, config=config)
+    pip = pip_requirements_clean(pip_requirements if pip_requirements is not None
+                                 else (tool.pip_requirements if tool is not None else []))
+    if agent_state is None and agent is not None and declares_agent_state(source_code, schema["name"]):
+        agent_state = agent_state_for(agent=agent)
+    env, token = tool_env_build(tool=tool, agent=agent, env_vars=env_vars, origin=origin, timeout_s=config["timeout_s"])
+    try:
+        result = _backend(backend_name, config).run(SandboxRequest(
+            source_code=source_code, function_name=schema["name"], args=args, env_vars=env, agent_state=agent_state,
+            timeout_s=config["timeout_s"], pip_requirements=pip_requirement_strings(pip)))
+    finally:
+        _revoke(token)
+    return _tool_run(owner=owner, tool=tool, name=schema["name"], agent=agent, step_id=step_id, origin=origin,
+                     args=args, result=result, backend_name=backend_name, record=record)
+
+
+def _tool_run(*, owner, tool, name, agent, step_id, origin, args, result: SandboxResult, backend_name: str,
+              record: bool) -> ToolRun:
+    run = ToolRun(owner=owner, tool=tool, tool_name=name, agent_id=agent.id if agent else "", step_id=step_id,
+                  origin=origin, args=args, status=result.status, tool_return=result.tool_return,
+                  stdout=result.stdout, stderr=result.stderr, sandbox=result.backend or backend_name,
+                  duration_ms=result.duration_ms)
+    if record:
+        run.save()
+    run.result = result  # transient: error type/message, traceback and the agent_state the tool left
+    return run

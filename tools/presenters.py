@@ -1,0 +1,36 @@
+"""Wire shapes of tool runs (Letta's `tool_return_message` and `ToolExecutionResult`, plus our extras)."""
+
+from tools.models import ToolRun
+
+
+def _lines(text: str) -> list[str]:
+    return [text] if text else []
+
+
+def _extras(run: ToolRun) -> dict:
+    result = getattr(run, "result", None)
+    return {"duration_ms": run.duration_ms, "sandbox": run.sandbox, "tool_run_id": run.id,
+            "error_type": getattr(result, "error_type", None), "error_message": getattr(result, "error_message", None)}
+
+
+def tool_return_message(run: ToolRun) -> dict:
+    """A workbench run as Letta's tool_return_message, plus duration, which sandbox ran it and the run id."""
+    return {"id": f"message-{run.id}", "date": run.created_at, "message_type": "tool_return_message",
+            "name": run.tool_name, "status": run.status, "tool_return": run.tool_return,
+            "stdout": _lines(run.stdout), "stderr": _lines(run.stderr), "tool_call_id": f"call-{run.id}",
+            **_extras(run)}
+
+
+def tool_execution_result(run: ToolRun) -> dict:
+    """An agent's tool run as Letta's ToolExecutionResult (`func_return`), plus the same extras."""
+    return {"status": run.status, "func_return": run.tool_return, "tool_return": run.tool_return,
+            "stdout": _lines(run.stdout), "stderr": _lines(run.stderr), "agent_state": None,
+            "sandbox_config_fingerprint": None, **_extras(run)}
+
+
+def tool_run_out(run: ToolRun) -> dict:
+    """One recorded run for the history list (arguments included, so a call can be replayed)."""
+    return {"id": run.id, "tool_id": run.tool_id, "tool_name": run.tool_name, "agent_id": run.agent_id or None,
+            "step_id": run.step_id or None, "origin": run.origin, "args": run.args, "status": run.status,
+            "tool_return": run.tool_return, "stdout": run.stdout, "stderr": run.stderr, "sandbox": run.sandbox,
+            "duration_ms": run.duration_ms, "created_at": run.created_at}

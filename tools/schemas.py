@@ -1,0 +1,52 @@
+"""Request bodies of the tools API (Letta's field names; unknown fields such as npm_requirements are ignored)."""
+
+from typing import Any
+
+from ninja import Schema
+from pydantic import Field
+
+
+class ToolCreateIn(Schema):
+    source_code: str
+    # `json_schema` on the wire; renamed here because pydantic models have a json_schema() method.
+    schema_: dict[str, Any] | None = Field(None, alias="json_schema")
+    description: str | None = None
+    tags: list[str] | None = None
+    return_char_limit: int | None = None
+    pip_requirements: list[dict[str, Any]] | None = None
+    source_type: str | None = None
+    sandbox: str | None = None
+    env_vars: dict[str, Any] | None = None
+
+
+class ToolUpdateIn(Schema):
+    source_code: str | None = None
+    schema_: dict[str, Any] | None = Field(None, alias="json_schema")
+    description: str | None = None
+    tags: list[str] | None = None
+    return_char_limit: int | None = None
+    pip_requirements: list[dict[str, Any]] | None = None
+    source_type: str | None = None
+    sandbox: str | None = None
+    env_vars: dict[str, Any] | None = None
+
+
+class GenerateSchemaIn(Schema):
+    source_code: str
+    name: str | None = None
+
+
+class ToolRunIn(Schema):
+    source_code: str
+    args: dict[str, Any] = {}
+    env_vars: dict[str, Any] | None = None
+    name: str | None = None
+    schema_: dict[str, Any] | None = Field(None, alias="json_schema")
+    agent_id: str | None = None
+    sandbox: str | None = None
+    pip_requirements: list[dict[str, Any]] | None = None
+    source_type: str | None = None
+
+
+class AgentToolRunIn(Schema):
+    args: dict[str, Any] = {}
