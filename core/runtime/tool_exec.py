@@ -7,9 +7,6 @@ tools run inside it, so their memory writes commit or roll back with the step.
 import json
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
-
-from django.conf import settings
 
 from core.engine import loop, memory_ops
 from core.engine.base_tools import MEMORY_EDIT_TOOLS, is_builtin
@@ -92,69 +89,20 @@ def builtin_run(call, snap, step_id: str) -> ToolOutcome:
     return out
 
 
-def _owner_user(owner_id: str):
-    from core.models import Membership
-
-    m = Membership.objects.filter(organization_id=owner_id).select_related("user").order_by("created_at").first()
-    return m.user if m else None
-
-
-def _tool_env(snap, timeout_s: float) -> dict[str, str]:
-    from core.accounts import api_token_create
-
-    env = {k: str(v) for k, v in (snap.agent.secrets or {}).items()}
-    env["AIDE_AGENT_ID"] = snap.agent.id
-    env["AIDE_BASE_URL"] = settings.PUBLIC_BASE_URL
-    user = _owner_user(snap.agent.owner_id)
-    if user is not None:
-        _, raw = api_token_create(user=user, org=snap.agent.owner, name=f"tool run for {snap.agent.id}"[:100],
-                                  agent_id=snap.agent.id, ttl=timedelta(seconds=timeout_s + 60))
-        env["AIDE_API_TOKEN"] = raw
-    return env
-
-
-def agent_state_snapshot(snap) -> dict:
-    """The `agent_state` a tool receives: id, name, tags and blocks by label."""
-    from core.selectors import agent_tags
-
-    return {"id": snap.agent.id, "name": snap.agent.name, "tags": agent_tags(snap.agent),
-            "memory": {b.label: {"value": b.value, "limit": b.limit, "read_only": b.read_only} for b in snap.blocks}}
-
-
-def _backend(tool, owner_id: str):
-    from core.models import OwnerSettings
-    from tools.sandbox import get_backend, resolve_backend_name
-
-    prefs = OwnerSettings.objects.filter(owner_id=owner_id).first()
-    name = resolve_backend_name(tool.sandbox or None, (prefs.sandbox_default if prefs else "") or settings.SANDBOX_DEFAULT)
-    if name == "e2b":
-        return get_backend(name, api_key=(prefs.e2b_api_key if prefs else "") or settings.E2B_API_KEY or None,
-                           template=(prefs.e2b_template if prefs else "") or settings.E2B_TEMPLATE or None)
-    return get_backend(name, allow_pip_install=settings.SANDBOX_LOCAL_ALLOW_PIP, venv_cache_dir=str(settings.SANDBOX_CACHE_DIR))
-
-
 def custom_run(call, tool, snap, step_id: str) -> ToolOutcome:
-    """Run one custom tool call in its sandbox (a subprocess or E2B; seconds) and prepare its ToolRun record."""
-    from tools.models import ToolRun
-    from tools.sandbox import SandboxError, SandboxRequest
+    """Run one custom tool call in its sandbox (subprocess or E2B; seconds); its ToolRun is returned unsaved."""
+    from tools.execution import tool_execute
 
-    timeout = settings.SANDBOX_TIMEOUT_S
-    pip = [f"{r['name']}{'==' + r['version'] if r.get('version') else ''}" for r in tool.pip_requirements or [] if r.get("name")]
     try:
-        backend = _backend(tool, snap.agent.owner_id)
-        request = SandboxRequest(source_code=tool.source_code, function_name=(tool.json_schema or {}).get("name") or tool.name,
-                                 args=call.args, env_vars=_tool_env(snap, timeout), agent_state=agent_state_snapshot(snap),
-                                 timeout_s=timeout, pip_requirements=pip)
-        result = backend.run(request)
-    except SandboxError as exc:
-        return ToolOutcome(False, loop.tool_error_text(call.name, str(exc), "SandboxError"))
+        run = tool_execute(owner=snap.agent.owner, source_code=tool.source_code, args=call.args, tool=tool,
+                           agent=snap.agent, origin="agent", step_id=step_id, record=False)
+    except DomainError as exc:
+        return ToolOutcome(False, loop.tool_error_text(call.name, exc.message, "InvalidArguments"))
+    result = run.result
     ok = result.status == "success"
     value = result.tool_return if ok else loop.tool_error_text(call.name, result.error_message or result.tool_return,
                                                                 result.error_type or "Error")
-    run = ToolRun(owner_id=snap.agent.owner_id, tool=tool, tool_name=tool.name, agent_id=snap.agent.id, step_id=step_id,
-                  origin="agent", args=call.args, status=result.status, tool_return=result.tool_return,
-                  stdout=result.stdout, stderr=result.stderr, sandbox=result.backend, duration_ms=result.duration_ms)
-    return ToolOutcome(ok, value, result.stdout, result.stderr, result.duration_ms, result.backend, tool_run=run)
+    return ToolOutcome(ok, value, result.stdout, result.stderr, result.duration_ms, run.sandbox, tool_run=run)
 
 
 def calls_run(parsed, snap, step_id: str, *, builtin: bool) -> dict[int, ToolOutcome]:
