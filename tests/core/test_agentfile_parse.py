@@ -136,3 +136,17 @@ def test_malformed_files_are_refused_naming_the_problem(case, raw, path, problem
 def test_oversized_upload_is_refused_before_decoding():
     err = _error(b" " * (MAX_FILE_BYTES + 1))
     assert "limit is" in err.message and str(MAX_FILE_BYTES) in err.message
+
+
+def test_missing_fixtures_skip_outside_ci_and_fail_in_ci(monkeypatch, tmp_path):
+    from _pytest.outcomes import Failed, Skipped
+
+    from tests.core import agentfile_fixtures as fx
+
+    monkeypatch.setattr(fx, "FIXTURES_DIR", tmp_path / "absent")
+    monkeypatch.setattr(fx, "IN_CI", False)
+    with pytest.raises(Skipped, match="outside the repository"):
+        fx.fixture_path("test_agent.af")
+    monkeypatch.setattr(fx, "IN_CI", True)
+    with pytest.raises(Failed, match="missing"):
+        fx.fixture_path("test_agent.af")
