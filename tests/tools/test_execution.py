@@ -1,0 +1,288 @@
+"""Running tools: the workbench endpoint, an agent's attached tool, env layering, agent_state, the API token,
+run history, and which sandbox runs a tool (explicit; an E2B key alone never switches it)."""
+
+import json
+import textwrap
+
+import pytest
+
+from core.errors import Invalid
+from tests.factories import ApiClient, make_agent
+from tools.models import ToolRun
+
+ECHO = textwrap.dedent('''
+    import sys
+
+    def echo(text: str, times: int = 1) -> str:
+        """Repeat text.
+
+        Args:
+            text: What to repeat.
+            times: How often.
+        """
+        print("out:", text)
+        print("err:", text, file=sys.stderr)
+        return text * times
+''')
+
+BOOM = textwrap.dedent('''
+    def boom(reason: str) -> str:
+        """Always fails.
+
+        Args:
+            reason: Why.
+        """
+        raise ValueError("boom: " + reason)
+''')
+
+ENV = textwrap.dedent('''
+    import os
+
+    def env(names: list[str]) -> dict:
+        """Read environment variables.
+
+        Args:
+            names: Variables to read.
+        """
+        return {n: os.environ.get(n) for n in names}
+''')
+
+STATE = textwrap.dedent('''
+    import os
+
+    def whoami(agent_state) -> dict:
+        """Describe the calling agent."""
+        return {"id": agent_state.id, "name": agent_state.name, "tags": agent_state.tags,
+                "human": agent_state.memory.get_block("human").value,
+                "labels": agent_state.memory.list_block_labels(), "secret": os.environ.get("WEATHER_KEY")}
+''')
+
+
+def run(api, source, args=None, **body):
+    return api.post("/v1/tools/run", {"source_code": source, "args": args or {}, **body})
+
+
+def test_success_reports_letta_shape_with_separate_streams_and_sandbox(api, account):
+    r = run(api, ECHO, {"text": "hi", "times": 2}, env_vars={})
+    assert r.status_code == 200, r.content
+    out = r.json()
+    assert out["message_type"] == "tool_return_message" and out["status"] == "success"
+    assert out["tool_return"] == "hihi"
+    assert out["stdout"] == ["out: hi\n"] and out["stderr"] == ["err: hi\n"]
+    assert out["sandbox"] == "local" and out["duration_ms"] > 0
+    assert out["id"] and out["date"] and out["tool_call_id"]
+    rec = ToolRun.objects.get(id=out["tool_run_id"])
+    assert (rec.owner_id, rec.tool_name, rec.origin, rec.args, rec.status, rec.sandbox) == (
+        account.org.id, "echo", "workbench", {"text": "hi", "times": 2}, "success", "local")
+    assert rec.stdout == "out: hi\n" and rec.stderr == "err: hi\n"
+
+
+def test_exception_is_an_error_with_type_message_and_traceback_in_stderr(api):
+    out = run(api, BOOM, {"reason": "bad input"}).json()
+    assert out["status"] == "error"
+    assert out["tool_return"] == "ValueError: boom: bad input"
+    assert out["error_type"] == "ValueError" and out["error_message"] == "boom: bad input"
+    assert "Traceback" in out["stderr"][0] and 'raise ValueError("boom: " + reason)' in out["stderr"][0]
+    assert ToolRun.objects.get(id=out["tool_run_id"]).status == "error"
+
+
+def test_arguments_are_validated_before_running(api):
+    r = run(api, ECHO, {"times": "two", "colour": "red"})
+    assert r.status_code == 422
+    errors = r.json()["errors"]
+    assert errors["text"] == "required argument is missing"
+    assert errors["times"].startswith("expected integer, got string")
+    assert errors["colour"].startswith("unknown argument")
+    assert not ToolRun.objects.exists()
+
+
+def test_bad_source_and_unknown_sandbox_are_rejected(api):
+    r = run(api, "def f(x):\n    return x\n")
+    assert r.status_code == 422 and "no docstring" in r.json()["detail"]
+    r = run(api, ECHO, {"text": "x"}, sandbox="docker")
+    assert r.status_code == 422 and "unknown sandbox backend 'docker'" in r.json()["detail"]
+
+
+def test_env_vars_reach_the_tool_but_the_servers_do_not(api, monkeypatch):
+    monkeypatch.setenv("SERVER_ONLY_SECRET", "do-not-leak")
+    out = run(api, ENV, {"names": ["MY_VAR", "SERVER_ONLY_SECRET", "DATABASE_URL", "AIDE_API_TOKEN"]},
+              env_vars={"MY_VAR": "hello"}).json()
+    assert out["status"] == "success", out
+    assert out["tool_return"] == '{"MY_VAR": "hello", "SERVER_ONLY_SECRET": null, "DATABASE_URL": null, "AIDE_API_TOKEN": null}'
+    assert run(api, ENV, {"names": []}, env_vars={"1BAD": "x"}).status_code == 422
+
+
+def test_agent_secrets_and_agent_state_with_an_agent(api, account):
+    agent = make_agent(account.org, name="weatherbot", tags=["demo"], secrets={"WEATHER_KEY": "s3cret"})
+    out = run(api, STATE, agent_id=agent.id).json()
+    assert out["status"] == "success", out
+    got = json.loads(out["tool_return"])
+    assert got == {"id": agent.id, "name": "weatherbot", "tags": ["demo"], "human": "The user's name is Alice.",
+                   "labels": ["persona", "human"], "secret": "s3cret"}
+    assert ToolRun.objects.get(id=out["tool_run_id"]).agent_id == agent.id
+
+
+def test_env_layering_per_run_beats_secrets_and_aide_vars_are_given(api, account):
+    agent = make_agent(account.org, secrets={"A": "secret", "B": "secret"})
+    out = run(api, ENV, {"names": ["A", "B", "AIDE_AGENT_ID", "AIDE_BASE_URL"]}, env_vars={"B": "per-run"},
+              agent_id=agent.id).json()
+    env = json.loads(out["tool_return"])
+    assert env["A"] == "secret" and env["B"] == "per-run"
+    assert env["AIDE_AGENT_ID"] == agent.id and env["AIDE_BASE_URL"].startswith("http")
+
+
+def test_tool_env_defaults_apply_to_workbench_runs_only(account):
+    from tools.execution import tool_execute
+    from tools.services import tool_create
+
+    tool = tool_create(owner=account.org, source_code=ENV, env_vars={"DEFAULT_VAR": "workbench"})
+    agent = make_agent(account.org, secrets={})
+    wb = tool_execute(owner=account.org, source_code=ENV, args={"names": ["DEFAULT_VAR"]})
+    assert wb.tool_return == '{"DEFAULT_VAR": "workbench"}' and wb.tool_id == tool.id
+    ag = tool_execute(owner=account.org, source_code=tool.source_code, args={"names": ["DEFAULT_VAR"]}, tool=tool,
+                      agent=agent, origin="agent", step_id="step-1")
+    assert ag.tool_return == '{"DEFAULT_VAR": null}'
+    assert (ag.origin, ag.step_id, ag.agent_id) == ("agent", "step-1", agent.id)
+    unsaved = tool_execute(owner=account.org, source_code=ENV, args={"names": []}, record=False)
+    assert unsaved._state.adding and unsaved.result.status == "success"
+
+
+def test_agent_token_is_scoped_to_the_owner_and_revoked_after_the_run(account, settings):
+    from core.accounts import principal_from_token
+    from core.models import ApiToken
+    from tools.execution import tool_execute
+
+    agent = make_agent(account.org)
+    run_ = tool_execute(owner=account.org, source_code=ENV, args={"names": ["AIDE_API_TOKEN"]}, agent=agent)
+    raw = json.loads(run_.tool_return)["AIDE_API_TOKEN"]
+    token = ApiToken.objects.get(agent_id=agent.id)
+    assert token.organization_id == account.org.id and raw.startswith(token.prefix)
+    lifetime = (token.expires_at - token.created_at).total_seconds()
+    assert settings.SANDBOX_TIMEOUT_S < lifetime <= settings.SANDBOX_TIMEOUT_S + 60  # the run's timeout + 60 s
+    assert token.revoked_at is not None and principal_from_token(raw) is None
+
+
+CALLBACK = textwrap.dedent('''
+    import json, os, urllib.request
+
+    def list_agents() -> list:
+        """List the agents this tool's token can see."""
+        req = urllib.request.Request(os.environ["AIDE_BASE_URL"] + "/v1/agents/",
+                                     headers={"Authorization": "Bearer " + os.environ["AIDE_API_TOKEN"]})
+        with urllib.request.urlopen(req, timeout=20) as resp:
+            return sorted(a["id"] for a in json.load(resp))
+''')
+
+
+def test_tool_calls_our_api_with_its_token_and_sees_only_its_owners_agents(live_server, account, other_account, settings):
+    """A real callback: the sandboxed tool makes an HTTP request to a live server of this test database."""
+    from tools.execution import tool_execute
+
+    settings.PUBLIC_BASE_URL = live_server.url.replace("localhost", "127.0.0.1")
+    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+    mine = [make_agent(account.org, name="one"), make_agent(account.org, name="two")]
+    make_agent(other_account.org, name="theirs")
+    out = tool_execute(owner=account.org, source_code=CALLBACK, args={}, agent=mine[0])
+    assert out.status == "success", out.stderr
+    assert out.tool_return == repr_list(sorted(a.id for a in mine))
+
+
+def repr_list(ids):
+    return json.dumps(ids)
+
+
+def test_run_attached_tool_with_the_agents_secrets(api, account):
+    tool = api.post("/v1/tools/", {"source_code": ENV}).json()
+    agent = make_agent(account.org, secrets={"WEATHER_KEY": "abc"})
+    path = f"/v1/agents/{agent.id}/tools/env/run"
+    assert api.post(path, {"args": {"names": ["WEATHER_KEY"]}}).status_code == 404  # not attached yet
+    api.patch(f"/v1/agents/{agent.id}/tools/attach/{tool['id']}")
+    r = api.post(path, {"args": {"names": ["WEATHER_KEY"]}})
+    assert r.status_code == 200, r.content
+    out = r.json()
+    assert out["status"] == "success" and out["func_return"] == '{"WEATHER_KEY": "abc"}'
+    assert out["stdout"] == [] and out["sandbox"] == "local"
+    assert api.post(path, {"args": {"names": "WEATHER_KEY"}}).status_code == 422
+    assert api.post(f"/v1/agents/{agent.id}/tools/send_message/run", {"args": {"message": "x"}}).status_code == 422
+
+
+def test_runs_are_listed_per_tool_newest_first(api, account):
+    tool = api.post("/v1/tools/", {"source_code": ECHO}).json()
+    agent = make_agent(account.org)
+    api.patch(f"/v1/agents/{agent.id}/tools/attach/{tool['id']}")
+    run(api, ECHO, {"text": "first"})
+    api.post(f"/v1/agents/{agent.id}/tools/echo/run", {"args": {"text": "second"}})
+    runs = api.get(f"/v1/tools/{tool['id']}/runs").json()
+    assert [(r["args"]["text"], r["origin"], r["tool_id"]) for r in runs] == [
+        ("second", "agent", tool["id"]), ("first", "workbench", tool["id"])]
+    assert runs[0]["agent_id"] == agent.id and runs[1]["agent_id"] is None
+    assert api.get("/v1/tools/tool-nope/runs").status_code == 404
+
+
+def test_another_owners_agent_cannot_be_used(api, other_account):
+    theirs = make_agent(other_account.org, secrets={"WEATHER_KEY": "theirs"})
+    assert run(api, STATE, agent_id=theirs.id).status_code == 404
+    assert api.post(f"/v1/agents/{theirs.id}/tools/echo/run", {"args": {}}).status_code == 404
+
+
+# --- which sandbox runs a tool ---------------------------------------------------------------------
+
+def _prefs(owner, **fields):
+    from core.models import OwnerSettings
+
+    OwnerSettings.objects.update_or_create(owner=owner, defaults=fields)
+
+
+def test_backend_choice_is_explicit(account, settings):
+    from tools.execution import tool_backend_name
+    from tools.services import tool_create
+
+    settings.SANDBOX_DEFAULT, settings.E2B_API_KEY = "local", "e2b_configured_key"
+    tool = tool_create(owner=account.org, source_code=ECHO)
+    # An E2B key being configured does not switch anything by itself.
+    assert tool_backend_name(owner=account.org, tool=tool) == "local"
+    settings.SANDBOX_DEFAULT = "e2b"
+    assert tool_backend_name(owner=account.org, tool=tool) == "e2b"
+    _prefs(account.org, sandbox_default="local")  # the owner's choice beats the deployment default
+    assert tool_backend_name(owner=account.org, tool=tool) == "local"
+    tool.sandbox = "e2b"  # a per-tool override beats the defaults
+    assert tool_backend_name(owner=account.org, tool=tool) == "e2b"
+    assert tool_backend_name(owner=account.org, tool=tool, override="local") == "local"
+    with pytest.raises(Invalid):
+        tool_backend_name(owner=account.org, override="docker")
+
+
+def test_e2b_without_a_key_is_a_clear_error_not_a_fallback(api):
+    out = run(api, ECHO, {"text": "x"}, sandbox="e2b").json()
+    assert out["status"] == "error" and out["sandbox"] == "e2b"
+    assert "no E2B API key is configured" in out["tool_return"]
+
+
+@pytest.fixture
+def fake_e2b(monkeypatch):
+    """STUB of E2B's SDK boundary (its cloud is unreachable here): see tests/tools/test_sandbox_e2b.py."""
+    from tests.tools.test_sandbox_e2b import FakeSandbox
+
+    FakeSandbox.instances.clear()
+    monkeypatch.setattr("tools.sandbox.e2b.default_sandbox_factory", lambda **kw: FakeSandbox(**kw))
+    return FakeSandbox
+
+
+def test_per_tool_e2b_override_runs_in_e2b_stub_with_owner_credentials(api, account, fake_e2b, settings):
+    settings.SANDBOX_DEFAULT = "local"
+    _prefs(account.org, e2b_api_key="owner_e2b_key", e2b_template="owner-template")
+    tool = api.post("/v1/tools/", {"source_code": ENV, "sandbox": "e2b",
+                                   "pip_requirements": [{"name": "requests", "version": "2.32.3"}]}).json()
+    agent = make_agent(account.org, secrets={"WEATHER_KEY": "k"})
+    api.patch(f"/v1/agents/{agent.id}/tools/attach/{tool['id']}")
+    out = api.post(f"/v1/agents/{agent.id}/tools/env/run", {"args": {"names": ["WEATHER_KEY"]}}).json()
+    assert out["status"] == "success", out
+    assert out["sandbox"] == "e2b" and out["func_return"] == '{"WEATHER_KEY": "k"}'
+    (sbx,) = fake_e2b.instances
+    assert sbx.create_kwargs["api_key"] == "owner_e2b_key" and sbx.create_kwargs["template"] == "owner-template"
+    pip, call = sbx.commands_run
+    assert pip["cmd"].endswith("pip install --quiet --disable-pip-version-check requests==2.32.3")
+    assert call["envs"]["WEATHER_KEY"] == "k" and call["envs"]["AIDE_AGENT_ID"] == agent.id
+    assert ToolRun.objects.get(id=out["tool_run_id"]).sandbox == "e2b"
+    # The same owner's tools without an override still run locally.
+    assert run(api, ECHO, {"text": "x"}).json()["sandbox"] == "local"
