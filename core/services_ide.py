@@ -22,7 +22,7 @@ def agent_templates() -> list[tuple[str, str]]:
     try:  # the shipped agent files are the templates; built-ins only if that app is missing
         from core.agentfile.templates import templates_list
 
-        shipped = [(f"af:{t['name']}", t["title"] + (f" — {t['description']}" if t["description"] else "")) for t in templates_list()]
+        shipped = [(f"af:{t['name']}", t["title"]) for t in templates_list()]
     except ImportError:
         shipped = []
     return shipped or [(k, v[0]) for k, v in BUILTIN_TEMPLATES.items()]

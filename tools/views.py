@@ -87,7 +87,7 @@ def tools_page(request):
     return TemplateResponse(request, "tools/tools.html", {
         "nav": "tools", "library": library, "tool": tool, "source": source, "schema": schema, "schema_error": error,
         "schema_json": json.dumps(schema, indent=2) if schema else "", "fields": _fields(schema, (recorded or {}).get("args")), "prefill_json": json.dumps((recorded or {}).get("args", {})),
-        "recorded": recorded, "runs": selectors.tool_runs(owner=owner, tool_name=tool.name) if tool else [],
+        "builtin": bool(tool and not tool.source_code), "recorded": recorded, "runs": selectors.tool_runs(owner=owner, tool_name=tool.name) if tool else [],
         "env_json": json.dumps(tool.env_vars if tool else {}, indent=2), "agents": list(agents_list(owner=owner, limit=200)),
         "attached_ids": set(tool.agents.values_list("id", flat=True)) if tool else set(),
     })

@@ -35,11 +35,12 @@
     if (ev.id) box.dataset.id = ev.id;
     const meta = el("div", "meta");
     meta.appendChild(el("span", "", label));
-    if (ev.sender_agent_id) {
+    const sender = ev.sender_agent_id || ev.sender_id;
+    if (sender) {
       box.classList.add("from-agent");
       meta.appendChild(el("span", "", "· from agent"));
-      const a = el("a", "", ev.sender_agent_id);
-      a.href = "/agents/" + encodeURIComponent(ev.sender_agent_id) + "/";
+      const a = el("a", "", sender);
+      a.href = "/agents/" + encodeURIComponent(sender) + "/";
       meta.appendChild(a);
     }
     meta.appendChild(el("span", "spacer"));
@@ -55,12 +56,16 @@
 
   const renderers = {
     user_message(ev) {
+      if (ev.kind === "heartbeat") {
+        const h = el("div", "msg heartbeat", "heartbeat — the agent asked to continue");
+        h.dataset.type = "heartbeat"; h.title = ev.content || ""; return h;
+      }
       const pending = live.querySelector(".msg.user_message.pending");
       if (pending && pending.querySelector(".body").textContent === ev.content) pending.remove();
       const b = shell(ev, "you"); b.appendChild(el("div", "body", ev.content)); return b;
     },
     system_message(ev) {
-      const b = shell(ev, ev.sender_agent_id ? "message" : "system"); b.appendChild(el("div", "body", ev.content)); return b;
+      const b = shell(ev, (ev.sender_agent_id || ev.sender_id) ? "message" : "system"); b.appendChild(el("div", "body", ev.content)); return b;
     },
     reasoning_message(ev) { const b = shell(ev, "reasoning"); b.appendChild(el("div", "body", ev.reasoning)); return b; },
     assistant_message(ev) { const b = shell(ev, "agent"); b.appendChild(el("div", "body", ev.content)); return b; },
@@ -122,10 +127,11 @@
 
   function handle(ev) {
     const t = ev.message_type;
-    if (t === "pong") return;
+    if (t === "pong" || t === "cancel_requested") return;
     if (t === "run_status") {
-      setRunning(ev.status === "running", ev.status === "running" ? "" : ev.status + (ev.stop_reason ? " · " + ev.stop_reason : ""));
-      if (ev.status !== "running") refreshContext();
+      const active = ev.status === "running" || ev.status === "created";
+      setRunning(active, active ? "" : ev.status + (ev.stop_reason ? " · " + ev.stop_reason : ""));
+      if (!active) refreshContext();
       return;
     }
     if (t === "block_update") { onBlockUpdate(ev.block); refreshContext(); return; }
