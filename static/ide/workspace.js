@@ -24,7 +24,12 @@
     return isNaN(t) ? "" : t.toTimeString().slice(0, 8);
   }
   function pretty(args) {
-    try { return JSON.stringify(JSON.parse(args), null, 2); } catch (e) { return String(args); }
+    // `thinking` is already shown as the reasoning above the call
+    try {
+      const v = JSON.parse(args);
+      if (v && typeof v === "object" && !Array.isArray(v)) delete v.thinking;
+      return JSON.stringify(v, null, 2);
+    } catch (e) { return String(args); }
   }
   function nearBottom() { return conv.scrollHeight - conv.scrollTop - conv.clientHeight < 120; }
   function scrollDown(force) { if (force || nearBottom()) conv.scrollTop = conv.scrollHeight; }
