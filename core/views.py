@@ -1,4 +1,4 @@
-"""Pages of the core app: first account, agents list, settings. Thin: read, render."""
+"""Pages of the core app: first account, API tokens (the IDE pages live in core/web/). Thin: read, render."""
 
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -7,7 +7,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
-from core import accounts, selectors
+from core import accounts
 from core.forms import FirstAccountForm, TokenForm
 
 
@@ -26,14 +26,6 @@ def setup(request):
         login(request, user)
         return redirect("agents")
     return TemplateResponse(request, "core/setup.html", {"form": form})
-
-
-@login_required
-def agents_page(request):
-    principal = accounts.principal_from_user(request.user)
-    agents = list(selectors.agents_list(owner=principal.org, query_text=request.GET.get("q") or None, limit=200))
-    running = selectors.agents_running_ids(owner=principal.org)
-    return TemplateResponse(request, "core/agents.html", {"agents": agents, "running": running, "q": request.GET.get("q", "")})
 
 
 @login_required
