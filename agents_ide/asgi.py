@@ -22,3 +22,16 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+
+def _warm_up_llm() -> None:
+    from core.engine.llm import warm_up
+
+    warm_up()
+
+
+if os.environ.get("AIDE_WARM_UP", "1") != "0":
+    # litellm takes seconds to import; do it while the server starts, not on the first message.
+    import threading  # noqa: E402
+
+    threading.Thread(target=_warm_up_llm, name="llm-warm-up", daemon=True).start()
