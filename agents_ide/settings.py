@@ -52,6 +52,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "django_tasks",
+    "django_tasks_db",
     "core",
     "memory",
     "tools",
@@ -148,6 +150,15 @@ PUBLIC_BASE_URL = os.environ.get("PUBLIC_BASE_URL", "http://127.0.0.1:8000")
 RUNS_IN_WORKER = env_bool("RUNS_IN_WORKER")
 # Multi-agent loop guard: how many agent-to-agent hops one conversation may take.
 MULTI_AGENT_MAX_DEPTH = int(os.environ.get("MULTI_AGENT_MAX_DEPTH", "3"))
+# How long send_message_to_agent_and_wait_for_reply waits for the other agent's reply.
+MULTI_AGENT_REPLY_TIMEOUT_S = float(os.environ.get("MULTI_AGENT_REPLY_TIMEOUT_S", "300"))
+# Background runs: django-tasks with its database backend (works on SQLite and PostgreSQL, no broker).
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+# Runs one process executes at once (threads: runs wait on the LLM, not the CPU).
+RUN_WORKER_THREADS = int(os.environ.get("RUN_WORKER_THREADS", "32"))
+# A worker renews the lease of its runs every RUN_LEASE_S/3 s; a run whose lease lapsed is marked failed.
+RUN_LEASE_S = float(os.environ.get("RUN_LEASE_S", "30"))
+RUN_POLL_S = float(os.environ.get("RUN_POLL_S", "0.2"))
 
 LOGGING = {
     "version": 1,

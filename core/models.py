@@ -135,6 +135,8 @@ class Run(models.Model):
     depth = models.PositiveSmallIntegerField(default=0)
     parent_run = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_runs")
     worker = models.CharField(max_length=200, blank=True, default="")
+    # Renewed by the process executing the run; a lapsed lease means that process died (see core.queue).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)

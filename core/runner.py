@@ -138,7 +138,7 @@ def run_agent(*, agent_id: str, owner: Organization, input_messages: list[dict],
     except Exception as exc:
         return _finish(_RunState(run, None, emitter, run.max_steps, error=str(exc)), StopReason.ERROR)
     rs = _RunState(run, resolved, emitter, run.max_steps)
-    rs.pending = [persistence.message_build(agent=agent, role=m["role"], text=m["text"],
+    rs.pending = [persistence.message_build(agent=agent, role=m["role"], text=m["text"], kind=m.get("kind", ""),
                                             sender_agent_id=m.get("sender_agent_id", "")) for m in run.input_messages]
     emitter.emit({"message_type": "run_status", "run_id": run.id, "status": "running", "stop_reason": None}, to_caller=False)
     try:

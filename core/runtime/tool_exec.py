@@ -1,7 +1,7 @@
 """Running an agent's tool calls: built-in tools in-process, custom tools in their sandbox.
 
-Custom tools run outside the step's transaction (they may take seconds and may call our own API); built-in
-tools run inside it, so their memory writes commit or roll back with the step.
+Custom and multi-agent tools run outside the step's transaction (they may take seconds, call our own API or
+wait for another agent's run, core.multiagent); the other built-in tools run inside it, so their memory writes commit or roll back with the step.
 """
 
 import json
@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 
 from core.engine import loop, memory_ops
-from core.engine.base_tools import MEMORY_EDIT_TOOLS, is_builtin
+from core.engine.base_tools import MEMORY_EDIT_TOOLS, MULTI_AGENT_TOOL_NAMES, is_builtin
 from core.errors import DomainError
 from core.runtime import recall
 
@@ -105,12 +105,33 @@ def custom_run(call, tool, snap, step_id: str) -> ToolOutcome:
     return ToolOutcome(ok, value, result.stdout, result.stderr, result.duration_ms, run.sandbox, tool_run=run)
 
 
+def multi_agent_run(call, snap, step_id: str) -> ToolOutcome:
+    """Run one multi-agent tool call (outside the step's transaction: it may wait for another agent's run)."""
+    from core.multiagent import tool_run
+
+    started = time.perf_counter()
+    out = tool_run(call, snap, step_id)
+    out.duration_ms = (time.perf_counter() - started) * 1000
+    out.sandbox = "in-process"
+    return out
+
+
+def _in_step(name: str) -> bool:
+    return is_builtin(name) and name not in MULTI_AGENT_TOOL_NAMES
+
+
 def calls_run(parsed, snap, step_id: str, *, builtin: bool) -> dict[int, ToolOutcome]:
-    """Run the reply's valid calls of one kind (built-in or custom), keyed by their position in the reply."""
+    """Run the reply's valid calls of one phase (built-in: inside the step transaction; custom and multi-agent:
+    before it), keyed by their position in the reply."""
     tools = {t.name: t for t in snap.tool_rows}
     out: dict[int, ToolOutcome] = {}
     for i, call in enumerate(parsed.calls):
-        if not call.valid or is_builtin(call.name) != builtin:
+        if not call.valid or _in_step(call.name) != builtin:
             continue
-        out[i] = builtin_run(call, snap, step_id) if builtin else custom_run(call, tools[call.name], snap, step_id)
+        if builtin:
+            out[i] = builtin_run(call, snap, step_id)
+        elif call.name in MULTI_AGENT_TOOL_NAMES:
+            out[i] = multi_agent_run(call, snap, step_id)
+        else:
+            out[i] = custom_run(call, tools[call.name], snap, step_id)
     return out

@@ -1,0 +1,28 @@
+"""REST endpoints for background runs (Letta v1 paths): start one, read its usage. Thin: parse, call, present."""
+
+from ninja import Router
+
+from core import background, history, runner
+from core.api import owner
+from core.api_messages import LettaRequest, _inputs, run_out
+from core.providers import model_resolve
+from core.selectors import agent_get
+
+router = Router(tags=["runs"])
+
+
+@router.post("/agents/{agent_id}/messages/async", response=dict, tags=["messages"])
+def messages_send_async(request, agent_id: str, body: LettaRequest):
+    """Queue a run and return it at once (status created); 409 if the agent is busy."""
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    inputs = runner.input_normalize(_inputs(body))
+    model_resolve(owner=agent.owner, handle=agent.model)
+    run = background.run_async_start(owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps)
+    return run_out(run)
+
+
+@router.get("/runs/{run_id}/usage", response=dict)
+def run_usage(request, run_id: str):
+    usage = history.run_get(owner=owner(request), run_id=run_id).usage or {}
+    return {"completion_tokens": usage.get("completion_tokens", 0), "prompt_tokens": usage.get("prompt_tokens", 0),
+            "total_tokens": usage.get("total_tokens", 0), "step_count": usage.get("step_count", 0)}

@@ -1,0 +1,25 @@
+"""`manage.py run_worker`: a run-queue worker process (scale-out; set RUNS_IN_WORKER=true on every process)."""
+
+import signal
+import sys
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Execute queued agent runs (django-tasks database queue) with a pool of threads."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--threads", type=int, default=None, help="runs executed at once (RUN_WORKER_THREADS)")
+        parser.add_argument("--poll", type=float, default=None, help="seconds between queue polls (RUN_POLL_S)")
+
+    def handle(self, *args, threads=None, poll=None, **options):
+        from core import queue
+
+        # A stopped worker's runs are not abandoned silently: their leases lapse and a reaper fails them.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        n = threads or settings.RUN_WORKER_THREADS
+        self.stdout.write(f"run worker {queue.WORKER_ID}: {n} threads", ending="\n")
+        self.stdout.flush()
+        queue.pool_serve_forever(threads=n, poll_s=poll or settings.RUN_POLL_S)

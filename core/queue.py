@@ -1,0 +1,249 @@
+"""The run queue's executor: a pool of threads claiming django-tasks database tasks, plus run leases.
+
+Tasks are stored by django-tasks' DatabaseBackend (the DBTaskResult table), so the queue lives in the same
+database as everything else: SQLite on the embedded default, PostgreSQL when scaled out. One process runs
+one pool: the daphne process itself on the embedded default (started on the first enqueue), or each
+`manage.py run_worker` process when RUNS_IN_WORKER is set. A pool executes up to RUN_WORKER_THREADS tasks
+at once (`db_worker` runs one at a time, and runs spend their time waiting on the LLM, not the CPU).
+
+Leases: a process renews `Run.heartbeat_at` of the runs it executes every RUN_LEASE_S/3 seconds; any
+process's reaper marks runs whose lease lapsed as failed (their steps committed atomically, so the state
+they leave is consistent) and fails their task rows.
+"""
+
+import logging
+import os
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import OperationalError, close_old_connections, connection, transaction
+from django.utils import timezone
+
+log = logging.getLogger(__name__)
+WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
+LOST = "worker lost: the process executing this run stopped (lease expired)"
+
+_leased: set[str] = set()
+_leased_lock = threading.Lock()
+_pool = None
+_pool_lock = threading.Lock()
+_lease_thread: threading.Thread | None = None
+_lease_stop = threading.Event()
+
+
+# --------------------------------------------------------------------------- leases
+
+
+@contextmanager
+def lease(run_id: str):
+    """Hold the lease of a run while this block executes it (renewed by this process's lease thread)."""
+    from core.models import Run
+
+    lease_thread_ensure()
+    Run.objects.filter(pk=run_id).update(worker=WORKER_ID, heartbeat_at=timezone.now())
+    with _leased_lock:
+        _leased.add(run_id)
+    try:
+        yield
+    finally:
+        with _leased_lock:
+            _leased.discard(run_id)
+
+
+def leases_renew() -> int:
+    """Push the heartbeat of every run this process executes; returns how many."""
+    from core.models import Run
+
+    with _leased_lock:
+        ids = list(_leased)
+    if ids:
+        Run.objects.filter(pk__in=ids, status__in=("created", "running")).update(heartbeat_at=timezone.now())
+    return len(ids)
+
+
+def runs_reap(*, lease_s: float | None = None) -> list[str]:
+    """Mark runs whose lease lapsed as failed, fail their task rows, and tell open tabs; returns their ids."""
+    from core.events import agent_group, send_event
+    from core.models import Run
+
+    limit = timezone.now() - timedelta(seconds=lease_s if lease_s is not None else settings.RUN_LEASE_S)
+    stale = list(Run.objects.filter(status__in=("created", "running"), heartbeat_at__lt=limit)
+                 .exclude(worker="").values_list("id", "agent_id"))
+    reaped = []
+    for run_id, agent_id in stale:
+        done = Run.objects.filter(pk=run_id, status__in=("created", "running"), heartbeat_at__lt=limit).update(
+            status="failed", stop_reason="error", error=LOST, completed_at=timezone.now())
+        if done:
+            reaped.append(run_id)
+            send_event(agent_group(agent_id), {"message_type": "run_status", "run_id": run_id, "status": "failed",
+                                               "stop_reason": "error", "error": LOST})
+    if reaped:
+        _tasks_fail(reaped)
+        log.warning("reaped runs with lapsed leases: %s", reaped)
+    return reaped
+
+
+def _tasks_fail(run_ids: list[str]) -> None:
+    from django_tasks_db.models import DBTaskResult
+
+    from django_tasks_db.compat import TaskResultStatus
+
+    for row in DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING):
+        if (row.args_kwargs or {}).get("kwargs", {}).get("run_id") in run_ids:
+            row.set_failed(RuntimeError(LOST))
+
+
+def _lease_loop() -> None:
+    while not _lease_stop.wait(max(0.5, settings.RUN_LEASE_S / 3)):
+        try:
+            close_old_connections()
+            leases_renew()
+            runs_reap()
+        except Exception:  # noqa: BLE001 - the lease thread must outlive database hiccups
+            log.exception("lease renewal failed")
+        finally:
+            connection.close()
+
+
+def lease_thread_ensure() -> None:
+    """Start this process's lease renewal + reaper thread once."""
+    global _lease_thread
+    with _pool_lock:
+        if _lease_thread is None or not _lease_thread.is_alive():
+            _lease_stop.clear()
+            _lease_thread = threading.Thread(target=_lease_loop, name="run-leases", daemon=True)
+            _lease_thread.start()
+
+
+# --------------------------------------------------------------------------- the pool
+
+
+class Pool:
+    """Claims ready tasks while it has free threads and runs them; `wake()` skips the poll wait."""
+
+    def __init__(self, *, threads: int, poll_s: float):
+        self.threads = threads
+        self.poll_s = poll_s
+        self.free = threading.Semaphore(threads)
+        self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="run")
+        self.woken = threading.Event()
+        self.stopping = threading.Event()
+        self.dispatcher: threading.Thread | None = None
+
+    def wake(self) -> None:
+        self.woken.set()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.woken.set()
+
+    def serve(self) -> None:
+        """Dispatch until stopped (blocks the calling thread)."""
+        lease_thread_ensure()
+        while not self.stopping.is_set():
+            if not self.free.acquire(timeout=self.poll_s):
+                continue
+            task = None
+            try:
+                close_old_connections()
+                task = _claim()
+            except Exception:  # noqa: BLE001 - keep dispatching through transient database errors
+                log.exception("could not claim a task")
+            finally:
+                connection.close()
+            if task is None:
+                self.free.release()
+                self.woken.wait(self.poll_s)
+                self.woken.clear()
+                continue
+            self.executor.submit(self._execute, task)
+
+    def _execute(self, task) -> None:
+        try:
+            close_old_connections()
+            _task_run(task)
+        finally:
+            connection.close()
+            self.free.release()
+
+
+def _claim():
+    from django_tasks_db.models import DBTaskResult
+    from django_tasks_db.utils import exclusive_transaction
+
+    tasks = DBTaskResult.objects.ready().filter(backend_name="default")
+    try:
+        with exclusive_transaction(tasks.db):
+            task = tasks.get_locked()
+            if task is not None:
+                task.claim(WORKER_ID)
+            return task
+    except OperationalError as exc:
+        if "locked" in str(exc).lower():
+            return None
+        raise
+
+
+def _task_run(db_task) -> None:
+    try:
+        task = db_task.task
+        result = db_task.task_result
+        value = task.call(*result.args, **result.kwargs)
+        db_task.set_successful(value)
+    except BaseException as exc:  # noqa: BLE001 - record every failure on the task row
+        log.exception("task %s failed", db_task.id)
+        db_task.set_failed(exc)
+
+
+def pool_get() -> Pool | None:
+    return _pool
+
+
+def pool_start_in_process() -> Pool:
+    """Start this process's pool on a daemon thread (once); used by the embedded server on first enqueue."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = Pool(threads=settings.RUN_WORKER_THREADS, poll_s=max(settings.RUN_POLL_S, 1.0))
+            _pool.dispatcher = threading.Thread(target=_pool.serve, name="run-dispatcher", daemon=True)
+            _pool.dispatcher.start()
+    return _pool
+
+
+def shutdown(*, timeout: float = 30) -> None:
+    """Stop this process's pool (waiting for its runs) and lease thread; tests call it before dropping databases."""
+    global _pool, _lease_thread
+    with _pool_lock:
+        pool, _pool = _pool, None
+        lease_thread = _lease_thread
+    if pool is not None:
+        pool.stop()
+        pool.executor.shutdown(wait=True)
+        if pool.dispatcher is not None:
+            pool.dispatcher.join(timeout)
+    _lease_stop.set()
+    if lease_thread is not None:
+        lease_thread.join(timeout)
+
+
+def pool_serve_forever(*, threads: int, poll_s: float) -> None:
+    """Run a pool on this thread (the `run_worker` command)."""
+    global _pool
+    _pool = Pool(threads=threads, poll_s=poll_s)
+    _pool.serve()
+
+
+def woken_after_commit() -> None:
+    """After the current transaction commits, make the local pool look for tasks now (starting it if embedded)."""
+    def wake():
+        if not settings.RUNS_IN_WORKER:
+            pool_start_in_process().wake()
+        elif _pool is not None:
+            _pool.wake()
+
+    transaction.on_commit(wake)

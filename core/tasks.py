@@ -1,0 +1,21 @@
+"""Task-queue entry points (django-tasks). Thin: each calls a service; arguments are JSON values."""
+
+from django_tasks import task
+
+
+@task()
+def run_execute_task(*, run_id: str) -> str:
+    """Execute a queued background run (see core.background.run_execute)."""
+    from core.background import run_execute
+
+    return run_execute(run_id=run_id)
+
+
+@task()
+def agent_message_deliver_task(*, owner_id: str, target_id: str, sender_id: str, message: str, depth: int,
+                               parent_run_id: str | None, attempt: int = 0) -> str:
+    """Deliver an agent-to-agent message once the receiving agent is free, then run it."""
+    from core.multiagent import agent_message_deliver
+
+    return agent_message_deliver(owner_id=owner_id, target_id=target_id, sender_id=sender_id, message=message,
+                                 depth=depth, parent_run_id=parent_run_id, attempt=attempt)
