@@ -1,0 +1,102 @@
+"""Background runs through the REST API: /messages/async on the queue, run status and messages, cancel,
+busy agents, and the lease reaper for runs whose worker died."""
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from core import queue
+from core.models import Message, Run, Step
+from tests.factories import make_agent
+from tests.fake_llm import FakeLLM
+
+
+@pytest.fixture(autouse=True)
+def _queue_stopped_after(transactional_db):
+    yield
+    queue.shutdown()
+
+
+@pytest.fixture
+def agent(account, fake_llm):
+    return make_agent(account.org)
+
+
+def _until(fn, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = fn()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def _run(api, run_id) -> dict:
+    return api.get(f"/v1/runs/{run_id}").json()
+
+
+def test_async_send_returns_a_run_that_completes_on_the_queue(api, agent, fake_llm):
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "done in background"}))
+    r = api.post(f"/v1/agents/{agent.id}/messages/async", {"messages": [{"role": "user", "content": "go"}]})
+    assert r.status_code == 200, r.content
+    run = r.json()
+    assert run["status"] == "created" and run["agent_id"] == agent.id and run["background"] is True
+    assert run["id"].startswith("run-") and run["created_at"]
+    final = _until(lambda: (x := _run(api, run["id"]))["status"] == "completed" and x)
+    assert final["stop_reason"] == "end_turn" and final["usage"]["step_count"] == 1
+    messages = api.get(f"/v1/runs/{run['id']}/messages").json()
+    assert [m["content"] for m in messages if m["message_type"] == "assistant_message"] == ["done in background"]
+    assert api.get(f"/v1/runs/{run['id']}/usage").json()["step_count"] == 1
+    assert Run.objects.get(pk=run["id"]).worker == queue.WORKER_ID
+
+
+def test_second_send_while_a_background_run_is_active_gets_409(api, agent, fake_llm):
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "slow"}, latency=1.0))
+    first = api.post(f"/v1/agents/{agent.id}/messages/async", {"input": "one"}).json()
+    second = api.post(f"/v1/agents/{agent.id}/messages/async", {"input": "two"})
+    assert second.status_code == 409 and second.json()["errors"]["run_id"] == first["id"]
+    _until(lambda: _run(api, first["id"])["status"] == "completed")
+    assert api.post(f"/v1/agents/{agent.id}/messages/async", {"input": "three"}).status_code == 200
+
+
+def test_cancel_stops_a_background_run_at_a_step_boundary(api, agent, fake_llm):
+    fake_llm.script(*[FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True, latency=0.4) for _ in range(10)])
+    run = api.post(f"/v1/agents/{agent.id}/messages/async", {"input": "search forever"}).json()
+    _until(lambda: Step.objects.filter(run_id=run["id"]).exists())
+    r = api.post(f"/v1/agents/{agent.id}/messages/cancel", {})
+    assert r.json() == {run["id"]: "cancellation requested"}
+    final = _until(lambda: (x := _run(api, run["id"]))["status"] == "cancelled" and x)
+    assert final["stop_reason"] == "cancelled"
+    steps = Step.objects.filter(run_id=run["id"]).count()
+    assert 1 <= steps < 10
+    # Every committed step holds its whole exchange (assistant + tool return); nothing half-written.
+    assert Message.objects.filter(run_id=run["id"], role="assistant").count() == steps
+    assert Message.objects.filter(run_id=run["id"], role="tool").count() == steps
+    agent.refresh_from_db()
+    assert set(agent.message_ids) <= set(Message.objects.filter(agent=agent).values_list("id", flat=True))
+
+
+def test_reaper_fails_runs_whose_lease_lapsed(agent, monkeypatch):
+    events = []
+    monkeypatch.setattr("core.events.send_event", lambda group, event: events.append(event))
+    old = timezone.now() - timedelta(seconds=120)
+    dead = Run.objects.create(owner=agent.owner, agent=agent, status="running", worker="gone:1", heartbeat_at=old,
+                              background=True)
+    alive = Run.objects.create(owner=agent.owner, agent=agent, status="running", worker="here:2",
+                               heartbeat_at=timezone.now(), background=True)
+    assert queue.runs_reap(lease_s=30) == [dead.id]
+    dead.refresh_from_db()
+    alive.refresh_from_db()
+    assert dead.status == "failed" and "worker lost" in dead.error and dead.completed_at
+    assert alive.status == "running"
+    assert events[0]["message_type"] == "run_status" and events[0]["status"] == "failed"
+
+
+def test_async_with_unknown_agent_or_model_fails_fast(api, account):
+    assert api.post("/v1/agents/agent-nope/messages/async", {"input": "x"}).status_code == 404
+    agent = make_agent(account.org, model="openai/fake-model")
+    r = api.post(f"/v1/agents/{agent.id}/messages/async", {"input": "x"})
+    assert r.status_code == 400 and not Run.objects.filter(agent=agent).exists()
