@@ -6,8 +6,19 @@ from pathlib import Path
 
 import pytest
 
+
+
+def _shared_dir() -> Path:
+    """The workplace's shared folder: $AGENTS_IDE_SHARED_DIR, else ../shared beside the repository, else the
+    workplace's own /work/shared (a CI clone may live elsewhere on the same machine)."""
+    if env := os.environ.get("AGENTS_IDE_SHARED_DIR"):
+        return Path(env)
+    beside = Path(__file__).resolve().parents[2].parent / "shared"
+    return beside if beside.is_dir() else Path("/work/shared")
+
+
 # The workplace keeps real Letta files beside the repository, never inside it.
-FIXTURES_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "agent-files"
+FIXTURES_DIR = _shared_dir() / "fixtures" / "agent-files"
 V2_FILES = ("test_basic_agent_with_blocks_tools_messages_v2.af", "test_agent.af")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
