@@ -1,4 +1,5 @@
-"""Creates and repairs the full-text search structures (GIN indexes on PostgreSQL, FTS5 tables on SQLite).
+"""Creates and repairs the search structures: GIN indexes on PostgreSQL; on SQLite, FTS5 tables and a per-agent
+passage revision counter, all kept current by triggers.
 
 Idempotent: the migration calls it, and so does post_migrate, because SQLite rebuilds a table (dropping its
 triggers) whenever a later migration alters it in ways ALTER TABLE cannot express.
@@ -35,6 +36,22 @@ def _sqlite_statements(source: str, fts: str) -> list[str]:
     ]
 
 
+def _sqlite_revision_statements() -> list[str]:
+    """A per-agent revision number of its passages, bumped by triggers: the vector cache's cheap freshness check."""
+    bump = ("INSERT INTO memory_passage_rev(agent_id, rev) VALUES ({ref}.agent_id, 1) "
+            "ON CONFLICT(agent_id) DO UPDATE SET rev = rev + 1;")
+    return [
+        "CREATE TABLE IF NOT EXISTS memory_passage_rev (agent_id TEXT PRIMARY KEY, rev INTEGER NOT NULL)",
+        f"CREATE TRIGGER IF NOT EXISTS memory_passage_rev_ai AFTER INSERT ON memory_passage BEGIN {bump.format(ref='new')} END",
+        f"CREATE TRIGGER IF NOT EXISTS memory_passage_rev_ad AFTER DELETE ON memory_passage BEGIN {bump.format(ref='old')} END",
+        "CREATE TRIGGER IF NOT EXISTS memory_passage_rev_au AFTER UPDATE OF embedding, embedding_model ON memory_passage "
+        f"BEGIN {bump.format(ref='new')} END",
+        # Anything written while the triggers were missing: force every cache to reload.
+        "INSERT INTO memory_passage_rev(agent_id, rev) SELECT DISTINCT agent_id, 1 FROM memory_passage WHERE true "
+        "ON CONFLICT(agent_id) DO UPDATE SET rev = rev + 1",
+    ]
+
+
 def fts_ensure(connection) -> None:
     """Create missing full-text indexes/tables/triggers and backfill rows they missed (DDL; idempotent)."""
     with connection.cursor() as cursor:
@@ -45,6 +62,9 @@ def fts_ensure(connection) -> None:
             elif connection.vendor == "sqlite" and sqlite_has_fts5(connection):
                 for statement in _sqlite_statements(source, fts):
                     cursor.execute(statement)
+        if connection.vendor == "sqlite":
+            for statement in _sqlite_revision_statements():
+                cursor.execute(statement)
 
 
 def fts_drop(connection) -> None:
@@ -58,6 +78,10 @@ def fts_drop(connection) -> None:
                     cursor.execute(f"DROP TRIGGER IF EXISTS {fts}_{suffix}")
                 cursor.execute(f"DROP TABLE IF EXISTS {fts}")
                 cursor.execute(f"DROP TABLE IF EXISTS {fts}_map")
+        if connection.vendor == "sqlite":
+            for suffix in ("ai", "ad", "au"):
+                cursor.execute(f"DROP TRIGGER IF EXISTS memory_passage_rev_{suffix}")
+            cursor.execute("DROP TABLE IF EXISTS memory_passage_rev")
 
 
 def sqlite_has_fts5(connection) -> bool:

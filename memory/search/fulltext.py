@@ -60,9 +60,13 @@ def _sqlite_ranked_ids(connection, queryset, query, limit, offset, newest_first_
     table = queryset.model._meta.db_table
     fts = _FTS_TABLE[table]
     column = queryset.model._meta.get_field(newest_first_by).column
-    sub_sql, sub_params = queryset.order_by().values("id").query.sql_with_params()
-    sql = (f"SELECT s.id FROM {fts} JOIN {fts}_map mp ON mp.fts_rowid = {fts}.rowid JOIN {table} s ON s.id = mp.row_id "
-           f"WHERE {fts} MATCH %s AND s.id IN ({sub_sql}) ORDER BY {fts}.rank, s.{column} DESC LIMIT %s OFFSET %s")
+    # The queryset's filters become a correlated EXISTS checked per FTS hit (a primary-key probe); an IN (subquery)
+    # would materialize every row of the agent first (1.4 s instead of 16 ms at 100k passages). CROSS JOIN keeps
+    # the FTS table as the outer loop.
+    sub_sql, sub_params = queryset.order_by().filter(id=RawSQL("s.id", ())).values("id").query.sql_with_params()
+    sql = (f"SELECT s.id FROM {fts} CROSS JOIN {fts}_map mp ON mp.fts_rowid = {fts}.rowid "
+           f"CROSS JOIN {table} s ON s.id = mp.row_id "
+           f"WHERE {fts} MATCH %s AND EXISTS ({sub_sql}) ORDER BY {fts}.rank, s.{column} DESC LIMIT %s OFFSET %s")
     with connection.cursor() as cursor:
         cursor.execute(sql, (match, *sub_params, limit, offset))
         return [row[0] for row in cursor.fetchall()]
