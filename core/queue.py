@@ -74,18 +74,20 @@ def runs_reap(*, lease_s: float | None = None) -> list[str]:
     limit = timezone.now() - timedelta(seconds=lease_s if lease_s is not None else settings.RUN_LEASE_S)
     stale = list(Run.objects.filter(status__in=("created", "running"), heartbeat_at__lt=limit)
                  .exclude(worker="").values_list("id", "agent_id"))
-    reaped = []
-    for run_id, agent_id in stale:
-        done = Run.objects.filter(pk=run_id, status__in=("created", "running"), heartbeat_at__lt=limit).update(
-            status="failed", stop_reason="error", error=LOST, completed_at=timezone.now())
-        if done:
-            reaped.append(run_id)
+    reaped = [(run_id, agent_id) for run_id, agent_id in stale
+              if Run.objects.filter(pk=run_id, status__in=("created", "running"), heartbeat_at__lt=limit).update(
+                  status="failed", stop_reason="error", error=LOST, completed_at=timezone.now())]
+    if not reaped:
+        return []
+    _tasks_fail([run_id for run_id, _ in reaped])
+    log.warning("reaped runs with lapsed leases: %s", [run_id for run_id, _ in reaped])
+    for run_id, agent_id in reaped:
+        try:
             send_event(agent_group(agent_id), {"message_type": "run_status", "run_id": run_id, "status": "failed",
                                                "stop_reason": "error", "error": LOST})
-    if reaped:
-        _tasks_fail(reaped)
-        log.warning("reaped runs with lapsed leases: %s", reaped)
-    return reaped
+        except Exception:  # noqa: BLE001 - tabs learn it on reload; the reaper must go on
+            log.exception("could not announce reaped run %s", run_id)
+    return [run_id for run_id, _ in reaped]
 
 
 def _tasks_fail(run_ids: list[str]) -> None:
@@ -193,8 +195,10 @@ def _task_run(db_task) -> None:
     try:
         task = db_task.task
         result = db_task.task_result
+        log.info("task %s %s started", db_task.task_path, result.kwargs)
         value = task.call(*result.args, **result.kwargs)
         db_task.set_successful(value)
+        log.info("task %s ended: %s", db_task.id, value)
     except BaseException as exc:  # noqa: BLE001 - record every failure on the task row
         log.exception("task %s failed", db_task.id)
         db_task.set_failed(exc)

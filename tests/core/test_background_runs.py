@@ -24,7 +24,7 @@ def agent(account, fake_llm):
     return make_agent(account.org)
 
 
-def _until(fn, timeout=30.0):
+def _until(fn, timeout=90.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = fn()

@@ -32,7 +32,7 @@ def _returns(result) -> list[dict]:
     return [m for m in result.messages if m["message_type"] == "tool_return_message"]
 
 
-def _until(predicate, timeout=30.0):
+def _until(predicate, timeout=90.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()

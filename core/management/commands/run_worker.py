@@ -20,6 +20,9 @@ class Command(BaseCommand):
         # A stopped worker's runs are not abandoned silently: their leases lapse and a reaper fails them.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         n = threads or settings.RUN_WORKER_THREADS
+        from core.engine.llm import warm_up
+
+        warm_up()  # litellm takes seconds to import: pay it before taking the first run
         self.stdout.write(f"run worker {queue.WORKER_ID}: {n} threads", ending="\n")
         self.stdout.flush()
         queue.pool_serve_forever(threads=n, poll_s=poll or settings.RUN_POLL_S)
