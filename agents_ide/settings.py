@@ -108,7 +108,10 @@ DATABASES["default"]["TEST"] = {
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}}
+    # redis-py 8 reads with a 5 s socket timeout, the same as channels-redis's blocking pop: without a longer
+    # one every idle websocket dies after 5 s with "Timeout reading from ...".
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                  "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]}}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
