@@ -152,11 +152,9 @@ class Pool:
                 continue
             task = None
             try:
-                close_old_connections()
                 task = _claim()
             except Exception:  # noqa: BLE001 - keep dispatching through transient database errors
                 log.exception("could not claim a task")
-            finally:
                 connection.close()
             if task is None:
                 self.free.release()

@@ -1,0 +1,203 @@
+"""Concurrent runs through the real HTTP API: N agents x M messages at once, fake LLM at 200 ms (prints figures).
+
+    .venv/bin/python bench/concurrency.py [--agents 32] [--messages 5] [--latency 0.2]
+    .venv/bin/python bench/concurrency.py --postgres --workers 2      # PostgreSQL + Redis, RUNS_IN_WORKER
+    .venv/bin/python bench/concurrency.py --mode sync                  # blocking POST /messages instead
+
+Starts a daphne server (and worker processes with --workers) on a throwaway database (a temp SQLite file,
+or a `bench_concurrency` PostgreSQL database with Redis db 13), creates the agents, and drives each agent
+with its messages one after another, all agents at once. Mode `async` (default): POST /messages/async,
+then wait on the agent's websocket for the run's final run_status. Mode `sync`: POST /messages.
+
+Ideal: every message costs exactly one model call (the fake LLM's latency) and all agents run in
+parallel, so ideal throughput = agents / latency and ideal latency = latency.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agents_ide.settings")
+REDIS = "redis://127.0.0.1:6379/13"
+
+
+def _database(postgres: bool) -> None:
+    if postgres:
+        import psycopg
+
+        url = os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/postgres"
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS bench_concurrency WITH (FORCE)")
+            conn.execute("CREATE DATABASE bench_concurrency")
+        os.environ["DATABASE_URL"] = f"{url.rsplit('/', 1)[0]}/bench_concurrency"
+        os.environ["REDIS_URL"] = REDIS
+        import redis
+
+        redis.Redis.from_url(REDIS).flushdb()
+    else:
+        os.environ["AGENTS_IDE_DATA_DIR"] = tempfile.mkdtemp(prefix="bench-conc-")
+        os.environ.pop("DATABASE_URL", None)
+        os.environ["REDIS_URL"] = ""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _setup(n_agents: int):
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    from django.conf import settings
+    from django.test import Client
+
+    from tests.factories import make_account, make_agent
+
+    account = make_account("bench")
+    agents = [make_agent(account.org, name=f"a{i}").id for i in range(n_agents)]
+    client = Client()
+    client.force_login(account.user)
+    cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+    return account.token, agents, cookie
+
+
+def _spawn(args, env, name, procs):
+    log = open(Path(tempfile.gettempdir()) / f"bench-conc-{name}.log", "w")
+    procs.append(subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
+
+
+def _wait_healthy(url: str) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"server {url} did not start")
+
+
+async def _agent_async(session, base, ws_base, token, cookie, agent_id, m, out):
+    import aiohttp
+
+    headers = {"Authorization": f"Bearer {token}"}
+    async with session.ws_connect(f"{ws_base}/ws/agents/{agent_id}/", headers={"Cookie": cookie, "Origin": base}) as ws:
+        for i in range(m):
+            started = time.perf_counter()
+            async with session.post(f"{base}/v1/agents/{agent_id}/messages/async", json={"input": f"msg {i}"},
+                                    headers=headers) as r:
+                if r.status != 200:
+                    out.append(("error", r.status, await r.text()))
+                    continue
+                run_id = (await r.json())["id"]
+            while True:
+                msg = await ws.receive(timeout=120)
+                if msg.type != aiohttp.WSMsgType.TEXT:
+                    raise RuntimeError(f"websocket closed: {msg}")
+                ev = json.loads(msg.data)
+                if ev.get("message_type") == "run_status" and ev.get("run_id") == run_id and ev["status"] not in ("created", "running"):
+                    out.append((ev["status"], time.perf_counter() - started))
+                    break
+
+
+async def _agent_sync(session, base, token, agent_id, m, out):
+    headers = {"Authorization": f"Bearer {token}"}
+    for i in range(m):
+        started = time.perf_counter()
+        async with session.post(f"{base}/v1/agents/{agent_id}/messages", json={"input": f"msg {i}"}, headers=headers) as r:
+            body = await r.text()
+            out.append(("completed" if r.status == 200 else "error", time.perf_counter() - started) if r.status == 200
+                       else ("error", r.status, body[:200]))
+
+
+async def _drive(mode, base, token, cookie, agents, m):
+    import aiohttp
+
+    out: list = []
+    conn = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=600)) as session:
+        ws_base = base.replace("http", "ws")
+        started = time.perf_counter()
+        if mode == "async":
+            await asyncio.gather(*[_agent_async(session, base, ws_base, token, cookie, a, m, out) for a in agents])
+        else:
+            await asyncio.gather(*[_agent_sync(session, base, token, a, m, out) for a in agents])
+        return time.perf_counter() - started, out
+
+
+def pct(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--agents", type=int, default=32)
+    p.add_argument("--messages", type=int, default=5)
+    p.add_argument("--latency", type=float, default=0.2)
+    p.add_argument("--postgres", action="store_true", help="PostgreSQL + Redis instead of the embedded SQLite default")
+    p.add_argument("--workers", type=int, default=0, help="run worker processes (sets RUNS_IN_WORKER)")
+    p.add_argument("--threads", type=int, default=32, help="run threads per process (RUN_WORKER_THREADS)")
+    p.add_argument("--mode", choices=["async", "sync"], default="async")
+    args = p.parse_args()
+
+    _database(args.postgres)
+    from tests.fake_llm import FakeLLM
+
+    llm = FakeLLM(latency=args.latency).start()
+    token, agents, cookie = _setup(args.agents)
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "OPENAI_API_KEY": "fake", "OPENAI_BASE_URL": llm.base_url, "RUN_WORKER_THREADS": str(args.threads),
+           "RUNS_IN_WORKER": "true" if args.workers else "", "ALLOWED_HOSTS": "127.0.0.1,localhost", "RUN_POLL_S": "0.05"}
+    procs: list[subprocess.Popen] = []
+    try:
+        _spawn(["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"], env, "web", procs)
+        for i in range(args.workers):
+            _spawn(["manage.py", "run_worker", "--threads", str(args.threads)], env, f"worker{i}", procs)
+        _wait_healthy(base)
+        time.sleep(8 if args.workers else 5)  # litellm imports in the background at start-up
+        asyncio.run(_drive(args.mode, base, token, cookie, agents[:2], 1))  # warm-up: first calls pay lazy imports
+        llm.clear()
+        wall, out = asyncio.run(_drive(args.mode, base, token, cookie, agents, args.messages))
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=20)
+        llm.stop()
+    ok = [r[1] for r in out if r[0] == "completed"]
+    bad = [r for r in out if r[0] != "completed"]
+    total = args.agents * args.messages
+    ideal_tput = args.agents / args.latency
+    tput = len(ok) / wall
+    db = "PostgreSQL + Redis" if args.postgres else "SQLite (embedded)"
+    where = f"{args.workers} worker process(es)" if args.workers else "in the server process"
+    print(f"{args.agents} agents x {args.messages} messages, fake LLM {args.latency * 1000:.0f} ms, {db}, runs {where}, "
+          f"{args.threads} threads, mode {args.mode}")
+    print(f"completed {len(ok)}/{total} in {wall:.2f} s; failures {len(bad)} {bad[:3] if bad else ''}")
+    print(f"throughput {tput:.1f} msg/s   ideal {ideal_tput:.1f} msg/s   = {100 * tput / ideal_tput:.0f}% of ideal")
+    if ok:
+        print(f"latency p50 {statistics.median(ok) * 1000:.0f} ms   p90 {pct(ok, 0.9) * 1000:.0f} ms   "
+              f"ideal {args.latency * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
