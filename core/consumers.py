@@ -39,7 +39,8 @@ class AgentConsumer(AsyncWebsocketConsumer):
             await self.send_json(reply)
 
     async def agent_event(self, message):
-        await self.send_json(message["event"])
+        for event in message.get("events") or [message["event"]]:
+            await self.send_json(event)
 
     async def send_json(self, data: dict):
         await self.send(text_data=json.dumps(data, default=str))

@@ -21,6 +21,13 @@ def send_event(group: str, event: dict) -> None:
         async_to_sync(layer.group_send)(group, {"type": "agent.event", "event": event})
 
 
+def send_events(group: str, events: list[dict]) -> None:
+    """Send several events to a group in one channel-layer message (tabs receive them one by one, in order)."""
+    layer = get_channel_layer()
+    if layer is not None and events:
+        async_to_sync(layer.group_send)(group, {"type": "agent.event", "events": events})
+
+
 async def asend_event(group: str, event: dict) -> None:
     layer = get_channel_layer()
     if layer is not None:

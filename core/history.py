@@ -9,19 +9,23 @@ from core.models import Agent, Message, Organization, Run, Step
 
 def agent_messages_list(*, agent: Agent, before: str | None = None, after: str | None = None, limit: int = 100,
                         ascending: bool = False) -> list[Message]:
-    """The agent's messages (all history, in and out of the window) by seq, with message-id cursors."""
+    """The agent's messages (all history, in and out of the window) by seq.
+
+    Cursors are message ids relative to the sort order, as the Letta SDK pages: `after` continues in the
+    order asked for, `before` goes back (the `limit` rows nearest the cursor, still in the order asked for).
+    """
     qs = Message.objects.filter(agent=agent)
-    for cursor, op in ((before, "lt"), (after, "gt")):
+    for cursor, forward in ((after, True), (before, False)):
         if cursor:
             seq = Message.objects.filter(agent=agent, id=cursor).values_list("seq", flat=True).first()
             if seq is None:
                 raise NotFound(f"Message '{cursor}' not found")
-            qs = qs.filter(**{f"seq__{op}": seq})
+            qs = qs.filter(**{"seq__gt" if forward == ascending else "seq__lt": seq})
     limit = max(1, min(limit, 1000))
-    if ascending and not (before and not after):
-        return list(qs.order_by("seq")[:limit])
-    rows = list(qs.order_by("-seq")[:limit])
-    return rows[::-1] if ascending else rows
+    backwards = bool(before and not after)
+    order = "seq" if ascending != backwards else "-seq"
+    rows = list(qs.order_by(order)[:limit])
+    return rows[::-1] if backwards else rows
 
 
 def run_get(*, owner: Organization, run_id: str) -> Run:

@@ -140,7 +140,8 @@ def run_agent(*, agent_id: str, owner: Organization, input_messages: list[dict],
     rs = _RunState(run, resolved, emitter, run.max_steps)
     rs.pending = [persistence.message_build(agent=agent, role=m["role"], text=m["text"], kind=m.get("kind", ""),
                                             sender_agent_id=m.get("sender_agent_id", "")) for m in run.input_messages]
-    emitter.emit({"message_type": "run_status", "run_id": run.id, "status": "running", "stop_reason": None}, to_caller=False)
+    emitter.emit({"message_type": "run_status", "run_id": run.id, "status": "running", "stop_reason": None},
+                 to_caller=False)
     try:
         stop = None
         while stop is None:
@@ -307,7 +308,7 @@ def _emit_step(rs: _RunState, rows, inputs) -> None:
             is_input = row.id in input_ids
             if not is_input:
                 rs.out.append(event)
-            rs.emitter.emit(event, to_caller=not is_input)
+            rs.emitter.emit(event, to_caller=not is_input, flush=False)
     rs.emitter.emit({"message_type": "context_update", "run_id": rs.run.id}, to_caller=False)
 
 
@@ -319,8 +320,8 @@ def _finish(rs: _RunState, stop: StopReason) -> RunResult:
     Run.objects.filter(pk=rs.run.pk).update(status=status, stop_reason=str(stop), usage=usage, error=rs.error,
                                             completed_at=now)
     Agent.objects.filter(pk=rs.run.agent_id).update(last_stop_reason=str(stop), last_run_completion=now)
-    rs.emitter.emit(stop_reason_message(str(stop)))
-    rs.emitter.emit(usage_statistics(usage))
+    rs.emitter.emit(stop_reason_message(str(stop)), flush=False)
+    rs.emitter.emit(usage_statistics(usage), flush=False)
     rs.emitter.emit({"message_type": "run_status", "run_id": rs.run.id, "status": status, "stop_reason": str(stop),
                      "error": rs.error or None}, to_caller=False)
     return RunResult(run_id=rs.run.id, status=status, stop_reason=str(stop), messages=rs.out, usage=usage, error=rs.error)

@@ -78,8 +78,11 @@ def test_list_messages_paginates_by_seq(api, agent, fake_llm):
     assert asc[0]["message_type"] == "system_message"
     after = api.get(f"/v1/agents/{agent.id}/messages?order=asc&after={asc[-1]['id']}&limit=2").json()
     assert after[0]["seq_id"] > asc[-1]["seq_id"]
-    before = api.get(f"/v1/agents/{agent.id}/messages?before={all_desc[0]['id']}&limit=1").json()
-    assert before[0]["seq_id"] < all_desc[0]["seq_id"]
+    older = api.get(f"/v1/agents/{agent.id}/messages?after={all_desc[0]['id']}&limit=1").json()
+    assert older[0]["seq_id"] < all_desc[0]["seq_id"]  # desc order: `after` pages towards older messages
+    newer = api.get(f"/v1/agents/{agent.id}/messages?before={all_desc[-1]['id']}&limit=2").json()
+    assert [m["seq_id"] for m in newer] == sorted([m["seq_id"] for m in newer], reverse=True)
+    assert newer[-1]["seq_id"] > all_desc[-1]["seq_id"]
     users = api.get(f"/v1/agents/{agent.id}/messages?include_return_message_types=user_message").json()
     assert {m["message_type"] for m in users} == {"user_message"} and len(users) == 3
 
