@@ -5,7 +5,7 @@ import json
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from core.events import agent_group
+from core.events import agent_group, server_loop_remember
 
 
 class AgentConsumer(AsyncWebsocketConsumer):
@@ -17,6 +17,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
             await self.close(code=4404)  # unauthenticated or not this owner's agent: indistinguishable
             return
         self.group = agent_group(self.agent_id)
+        server_loop_remember()
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
 

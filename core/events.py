@@ -1,7 +1,27 @@
 """Realtime events to open IDE tabs (channel groups). Call after the transaction commits."""
 
+import asyncio
+
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+_server_loop: asyncio.AbstractEventLoop | None = None
+
+
+def server_loop_remember() -> None:
+    """Record the server's event loop (call from async code: a consumer's connect)."""
+    global _server_loop
+    _server_loop = asyncio.get_running_loop()
+
+
+def _group_send(layer, group: str, message: dict) -> None:
+    # The in-memory layer's queues belong to the server loop: a put from a run thread's own loop does not
+    # wake a waiting consumer, which then sees the event up to a second late. Hand it to the server loop.
+    loop = _server_loop
+    if isinstance(layer, InMemoryChannelLayer) and loop is not None and loop.is_running():
+        asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(timeout=10)
+        return
+    async_to_sync(layer.group_send)(group, message)
 
 
 def agent_group(agent_id: str) -> str:
@@ -18,14 +38,14 @@ def send_event(group: str, event: dict) -> None:
     """Send one event dict to a channel group (the consumer forwards it to the browser as JSON)."""
     layer = get_channel_layer()
     if layer is not None:
-        async_to_sync(layer.group_send)(group, {"type": "agent.event", "event": event})
+        _group_send(layer, group, {"type": "agent.event", "event": event})
 
 
 def send_events(group: str, events: list[dict]) -> None:
     """Send several events to a group in one channel-layer message (tabs receive them one by one, in order)."""
     layer = get_channel_layer()
     if layer is not None and events:
-        async_to_sync(layer.group_send)(group, {"type": "agent.event", "events": events})
+        _group_send(layer, group, {"type": "agent.event", "events": events})
 
 
 async def asend_event(group: str, event: dict) -> None:
