@@ -5,10 +5,10 @@ and IDE panels read `agent_context`. Loading costs a fixed number of queries wha
 message token counts are stored on the rows, and recall size comes from the indexed max(seq).
 """
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Sequence
-
-from django.db.models import Max
 
 from core import mapping
 from core.engine import types as t
@@ -27,19 +27,36 @@ class AgentSnapshot:
     tool_rows: list
     tools: list[t.ToolSpec]
     rules: list[t.ToolRule]
-    system_row: Message | None
-    summary_row: Message | None
-    body_rows: list[Message]
+    summary: t.Message | None
+    body: list[t.Message]
+    kinds: dict[str, str]
     stats: t.MemoryStats
     max_seq: int
 
-    @property
-    def body(self) -> list[t.Message]:
-        return [mapping.message(r) for r in self.body_rows]
 
-    @property
-    def summary(self) -> t.Message | None:
-        return mapping.message(self.summary_row) if self.summary_row else None
+# Stored messages never change (edits are new messages), so their engine form is cached by id in this
+# process: loading a window then costs one query for the ids not seen yet, whatever the window size.
+_CACHE_SIZE = 50_000
+_cache: OrderedDict[str, tuple[t.Message, str, str]] = OrderedDict()
+_cache_lock = threading.Lock()
+_FIELDS = ("id", "role", "text", "tool_calls", "tool_call_id", "name", "reasoning", "token_count", "kind")
+
+
+def messages_cached(ids: Sequence[str]) -> dict[str, tuple[t.Message, str, str]]:
+    """(engine message, kind, role) for each stored message id, from the cache or one query for the rest."""
+    with _cache_lock:
+        found = {i: _cache[i] for i in ids if i in _cache}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        for row in Message.objects.filter(id__in=missing).only(*_FIELDS):
+            found[row.id] = (mapping.message(row), row.kind, row.role)
+        with _cache_lock:
+            for i in missing:
+                if i in found:
+                    _cache[i] = found[i]
+            while len(_cache) > _CACHE_SIZE:
+                _cache.popitem(last=False)
+    return found
 
 
 def in_context_rows(*, agent: Agent) -> list[Message]:
@@ -49,11 +66,17 @@ def in_context_rows(*, agent: Agent) -> list[Message]:
     return [rows[i] for i in ids if i in rows]
 
 
-def _stats(agent: Agent, in_context: int, max_seq: int) -> t.MemoryStats:
-    from memory.models import BlockHistory, Passage
+def messages_cache_put(rows: Sequence[Message]) -> None:
+    """Remember just-written rows, so the next step's load needs no query for them."""
+    with _cache_lock:
+        for row in rows:
+            _cache[row.id] = (mapping.message(row), row.kind, row.role)
 
-    last_edit = (BlockHistory.objects.filter(block__agentblock__agent_id=agent.id, actor_type__in=["agent", "user"])
-                 .aggregate(m=Max("created_at"))["m"])
+
+def _stats(agent: Agent, in_context: int, max_seq: int, block_rows) -> t.MemoryStats:
+    from memory.models import Passage
+
+    last_edit = max((b.updated_at for b in block_rows), default=None)
     return t.MemoryStats(recall_outside_window=max(0, max_seq + 1 - in_context),
                          archival_count=Passage.objects.filter(agent_id=agent.id).count(),
                          last_memory_edit=last_edit.strftime("%Y-%m-%d %I:%M:%S %p UTC") if last_edit else None)
@@ -66,18 +89,21 @@ def agent_snapshot(*, agent: Agent) -> AgentSnapshot:
 
     block_rows = agent_blocks(agent=agent)
     tool_rows = agent_tools(agent=agent)
-    rows = in_context_rows(agent=agent)
-    system_row = rows[0] if rows and rows[0].role == "system" else None
-    body = rows[1:] if system_row else rows
-    summary_row = body[0] if body and body[0].kind == "summary" else None
-    if summary_row:
-        body = body[1:]
-    max_seq = Message.objects.filter(agent_id=agent.id).aggregate(m=Max("seq"))["m"] or 0
+    cached = messages_cached(list(agent.message_ids or []))
+    window = [cached[i] for i in agent.message_ids or [] if i in cached]
+    in_context = len(window)
+    if window and window[0][2] == "system":
+        window = window[1:]
+    summary = window[0][0] if window and window[0][1] == "summary" else None
+    body = window[1:] if summary else window
+    last = Message.objects.filter(agent_id=agent.id).order_by("-seq").values_list("seq", flat=True).first()
+    max_seq = last or 0
     return AgentSnapshot(
         agent=agent, spec=mapping.agent_spec(agent), block_rows=block_rows,
         blocks=[mapping.block_spec(b) for b in block_rows], tool_rows=tool_rows,
-        tools=[mapping.tool_spec(x) for x in tool_rows], rules=mapping.tool_rules(agent), system_row=system_row,
-        summary_row=summary_row, body_rows=body, stats=_stats(agent, len(rows), max_seq), max_seq=max_seq,
+        tools=[mapping.tool_spec(x) for x in tool_rows], rules=mapping.tool_rules(agent), summary=summary,
+        body=[m for m, _, _ in body], kinds={m.id: kind for m, kind, _ in window if kind},
+        stats=_stats(agent, in_context, max_seq, block_rows), max_seq=max_seq,
     )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from core import ids, mapping
@@ -91,10 +92,11 @@ def _stale(run: Run) -> bool:
 def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None,
               background: bool = False) -> Run:
     """Claim the agent for a new run (row lock); Conflict if another run of the agent is in progress."""
-    agent = Agent.objects.select_for_update().filter(owner=owner, id=agent_id).first()
+    active = Run.objects.filter(agent=OuterRef("pk"), status__in=ACTIVE).values("id")[:1]
+    agent = Agent.objects.select_for_update().annotate(busy_id=Subquery(active)).filter(owner=owner, id=agent_id).first()
     if agent is None:
         raise NotFound(f"Agent '{agent_id}' not found")
-    busy = Run.objects.filter(agent=agent, status__in=ACTIVE).first()
+    busy = Run.objects.get(pk=agent.busy_id) if agent.busy_id else None
     if busy is not None and not _stale(busy):
         raise Conflict(f"Agent '{agent_id}' is busy with run '{busy.id}'; wait for it to finish or cancel it.",
                        detail={"run_id": busy.id})
@@ -132,7 +134,7 @@ def run_agent(*, agent_id: str, owner: Organization, input_messages: list[dict],
     if run is None:
         run = run_start(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps)
     emitter = Emitter(agent_id, on_event)
-    agent = Agent.objects.get(pk=agent_id)
+    agent = run.agent
     try:
         resolved = model_resolve(owner=owner, handle=agent.model)
     except Exception as exc:
@@ -153,8 +155,11 @@ def run_agent(*, agent_id: str, owner: Organization, input_messages: list[dict],
     return _finish(rs, stop)
 
 
-def _cancelled(run: Run) -> bool:
-    return Run.objects.filter(pk=run.pk, cancel_requested=True).exists()
+def _agent_unless_cancelled(run: Run) -> Agent | None:
+    """The agent's current row, or None if the run was asked to stop (one query for both)."""
+    cancelled = Exists(Run.objects.filter(pk=run.pk, cancel_requested=True))
+    agent = Agent.objects.annotate(cancelled=cancelled).get(pk=run.agent_id)
+    return None if agent.cancelled else agent
 
 
 def _compile(rs: _RunState, snap: AgentSnapshot):
@@ -178,7 +183,7 @@ def _fit(rs: _RunState, snap: AgentSnapshot, *, force: bool = False):
             allowed, ctx = _compile(rs, snap)
     if not ctx.fits:
         raise overflow.ContextTooLarge(overflow.too_large_message(ctx))
-    warned = any(r.kind == "memory_warning" for r in [*snap.body_rows, *rs.pending])
+    warned = "memory_warning" in snap.kinds.values() or any(r.kind == "memory_warning" for r in rs.pending)
     if not warned and loop.memory_pressure(ctx.total_tokens, ctx.context_window) == "warn":
         rs.pending.append(persistence.message_build(agent=snap.agent, role="user", kind="memory_warning",
                                                     text=loop.memory_pressure_warning(ctx.total_tokens, ctx.context_window)))
@@ -194,10 +199,11 @@ def _call(rs: _RunState, ctx):
 
 def _step(rs: _RunState) -> StopReason | None:
     """One step: returns a stop reason, or None to continue."""
-    if _cancelled(rs.run):
-        return StopReason.CANCELLED
     started = time.perf_counter()
-    snap = agent_snapshot(agent=Agent.objects.get(pk=rs.run.agent_id))
+    agent = _agent_unless_cancelled(rs.run)
+    if agent is None:
+        return StopReason.CANCELLED
+    snap = agent_snapshot(agent=agent)
     try:
         snap, allowed, ctx = _fit(rs, snap)
     except rule_solver.ToolRuleError as exc:
@@ -277,7 +283,7 @@ def _commit_step(rs: _RunState, snap, ctx, allowed, step_id, request, result, mo
             total_ms=(time.perf_counter() - started) * 1000, stop_reason=str(decision.stop_reason or ""))
         inputs = rs.pending
         rows = [*inputs, _assistant_row(agent, result, parsed), *tool_rows]
-        persistence.messages_store(agent_id=agent.id, rows=rows, run=rs.run, step=step)
+        persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=step)
         persistence.window_set(agent_id=agent.id, message_ids=list(agent.message_ids) + [r.id for r in rows])
         tool_runs = [o.tool_run for o in outcomes.values() if o.tool_run is not None]
         if tool_runs:

@@ -37,11 +37,11 @@ def too_large_message(ctx: CompiledContext) -> str:
             f"context_window_limit, shorten memory blocks or detach tools.")
 
 
-def _previous(summary_row) -> tuple[int, str | None]:
-    if summary_row is None:
+def _previous(summary) -> tuple[int, str | None]:
+    if summary is None:
         return 0, None
-    m = _HIDDEN.match(summary_row.text)
-    text = summary_row.text.split(_SUMMARY_SPLIT, 1)[1] if _SUMMARY_SPLIT in summary_row.text else None
+    m = _HIDDEN.match(summary.content)
+    text = summary.content.split(_SUMMARY_SPLIT, 1)[1] if _SUMMARY_SPLIT in summary.content else None
     return (int(m.group(1)) if m else 0), text
 
 
@@ -91,7 +91,7 @@ def evict(*, snap, ctx: CompiledContext, extra_tokens: int, resolved, run, step_
     plan = loop.plan_eviction(snap.body, max(0, target), min_keep=0 if extra_tokens else 1)
     if not plan.evict:
         return None
-    hidden, previous = _previous(snap.summary_row)
+    hidden, previous = _previous(snap.summary)
     hidden += len(plan.evict)
     step = None
     if snap.agent.overflow_strategy == "summarize":
@@ -117,9 +117,9 @@ def _commit(*, snap, run, evicted_ids: set[str], text: str, step, step_index: in
                                                request=request, response=raw, usage=usage, model_ms=elapsed,
                                                total_ms=elapsed, error=error)
         row = persistence.message_build(agent=agent, role="user", text=text, kind="summary")
-        persistence.messages_store(agent_id=agent.id, rows=[row], run=run, step=step_row)
-        if snap.summary_row is not None:
-            evicted_ids.add(snap.summary_row.id)
+        persistence.messages_store(agent=agent, rows=[row], run=run, step=step_row)
+        if snap.summary is not None:
+            evicted_ids.add(snap.summary.id)
         current = list(agent.message_ids)
         window = current[:1] + [row.id] + [i for i in current[1:] if i not in evicted_ids]
         persistence.window_set(agent_id=agent.id, message_ids=window)

@@ -6,7 +6,8 @@ Every function that writes expects to run inside the step's transaction, with th
 
 from collections.abc import Iterable, Sequence
 
-from django.db.models import Max
+from django.db import transaction
+from django.db.models import OuterRef, Subquery
 
 from core import ids, mapping
 from core.engine import tokens
@@ -26,19 +27,25 @@ def message_build(*, agent: Agent, role: str, text: str = "", kind: str = "", re
 
 
 def agent_lock(agent_id: str) -> Agent:
-    """The agent's row, locked for this transaction (PostgreSQL row lock; SQLite: IMMEDIATE transactions)."""
-    return Agent.objects.select_for_update().get(pk=agent_id)
+    """The agent's row, locked for this transaction (PostgreSQL row lock; SQLite: IMMEDIATE transactions),
+    annotated with `max_seq`, its highest message seq (read under the lock, so it is authoritative)."""
+    last = Message.objects.filter(agent_id=OuterRef("pk")).order_by("-seq").values("seq")[:1]
+    return Agent.objects.select_for_update().annotate(max_seq=Subquery(last)).get(pk=agent_id)
 
 
-def messages_store(*, agent_id: str, rows: Iterable[Message], run: Run | None, step: Step | None) -> list[Message]:
-    """Number rows with the agent's next seqs and insert them. Caller holds the agent's lock."""
+def messages_store(*, agent: Agent, rows: Iterable[Message], run: Run | None, step: Step | None) -> list[Message]:
+    """Number rows with the agent's next seqs and insert them. `agent` comes from agent_lock (caller holds it)."""
+    from core.context_service import messages_cache_put
+
     rows = list(rows)
     if not rows:
         return rows
-    seq = (Message.objects.filter(agent_id=agent_id).aggregate(m=Max("seq"))["m"] or 0) + 1
+    seq = (agent.max_seq or 0) + 1
+    agent.max_seq = seq + len(rows) - 1
     for offset, row in enumerate(rows):
         row.seq, row.run, row.step = seq + offset, run, step
     Message.objects.bulk_create(rows)
+    transaction.on_commit(lambda: messages_cache_put(rows))
     return rows
 
 
