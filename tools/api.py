@@ -1,13 +1,13 @@
 """REST endpoints for tools: library CRUD, schema generation, the workbench (runs), attach/detach."""
 
-from ninja import Router
+from ninja import Query, Router
 
 from core.api import owner
 from core.errors import Invalid, NotFound
 from core.presenters import agent_state, tool_out
 from core.selectors import agent_get
 from tools import execution, presenters, selectors, services
-from tools.schemas import AgentToolRunIn, GenerateSchemaIn, ToolCreateIn, ToolRunIn, ToolUpdateIn
+from tools.schemas import AgentToolRunIn, GenerateSchemaIn, ToolCreateIn, ToolListQuery, ToolRunIn, ToolUpdateIn
 
 router = Router(tags=["tools"])
 _FIELDS = ("description", "tags", "return_char_limit", "pip_requirements", "sandbox", "env_vars")
@@ -19,8 +19,11 @@ def _set_fields(body, names=_FIELDS) -> dict:
 
 
 @router.get("/tools/", response=list[dict])
-def tools_list(request, name: str | None = None, limit: int = 500):
-    return [tool_out(t) for t in selectors.tools_list(owner=owner(request), name=name, limit=limit)]
+def tools_list(request, q: Query[ToolListQuery]):
+    tools = selectors.tools_page(owner=owner(request), after=q.after, before=q.before, limit=q.limit,
+                                 ascending=q.order == "asc", name=q.name, names=q.names, search=q.search,
+                                 tool_types=q.tool_types, exclude_tool_types=q.exclude_tool_types)
+    return [tool_out(t) for t in tools]
 
 
 @router.post("/tools/", response={201: dict})

@@ -50,3 +50,15 @@ class ToolRunIn(Schema):
 
 class AgentToolRunIn(Schema):
     args: dict[str, Any] = {}
+
+
+class ToolListQuery(Schema):
+    after: str | None = None
+    before: str | None = None
+    limit: int = 50
+    order: str = "desc"
+    name: str | None = None
+    names: list[str] | None = None
+    search: str | None = None
+    tool_types: list[str] | None = None
+    exclude_tool_types: list[str] | None = None

@@ -1,6 +1,6 @@
 """Reads of tools and tool runs, filtered by owner."""
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from core.errors import NotFound
 from core.models import Agent, Organization
@@ -26,6 +26,40 @@ def tools_list(*, owner: Organization, name: str | None = None, limit: int = 500
     if name:
         qs = qs.filter(name=name)
     return qs[:limit]
+
+
+# Letta's tool_type names for ours (the API speaks Letta's).
+LETTA_TOOL_TYPES = {"base": "letta_core", "multi_agent": "letta_multi_agent_core", "custom": "custom"}
+
+
+def _our_types(letta_types: list[str] | None) -> list[str]:
+    wanted = {t.strip() for item in letta_types or [] for t in item.split(",") if t.strip()}
+    return [ours for ours, theirs in LETTA_TOOL_TYPES.items() if theirs in wanted or ours in wanted]
+
+
+def tools_page(*, owner: Organization, after: str | None = None, before: str | None = None, limit: int = 50,
+               ascending: bool = False, name: str | None = None, names: list[str] | None = None,
+               search: str | None = None, tool_types: list[str] | None = None,
+               exclude_tool_types: list[str] | None = None) -> list[Tool]:
+    """One page of the owner's tools by creation time, with Letta's `GET /v1/tools/` filters and id cursors."""
+    qs = Tool.objects.filter(owner=owner)
+    if name:
+        qs = qs.filter(name=name)
+    if names:
+        qs = qs.filter(name__in=names)
+    if search:
+        qs = qs.filter(name__icontains=search)
+    if tool_types:
+        qs = qs.filter(tool_type__in=_our_types(tool_types))
+    if exclude_tool_types:
+        qs = qs.exclude(tool_type__in=_our_types(exclude_tool_types))
+    for cursor, newer in ((after, ascending), (before, not ascending)):
+        ref = Tool.objects.filter(owner=owner, id=cursor).values_list("created_at", flat=True).first() if cursor else None
+        if ref is not None:  # ties on created_at (tools made in one transaction) are broken by id
+            op = "gt" if newer else "lt"
+            qs = qs.filter(Q(**{f"created_at__{op}": ref}) | Q(created_at=ref, **{f"id__{op}": cursor}))
+    order = ("created_at", "id") if ascending else ("-created_at", "-id")
+    return list(qs.order_by(*order)[: max(1, min(limit, 1000))])
 
 
 def agent_tools(*, agent: Agent) -> list[Tool]:

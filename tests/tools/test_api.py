@@ -152,3 +152,24 @@ def test_generate_schema_names_parameter_and_line(api):
     assert r.json()["detail"] == "parameter 'b' (line 1) has no type annotation"
     r = api.post("/v1/tools/generate-schema", {"source_code": "def f(:\n"})
     assert r.status_code == 422 and "syntax error at line 1" in r.json()["detail"]
+
+
+def test_list_pages_by_creation_with_cursors_and_filters(api, account):
+    ids = [api.post("/v1/tools/", {"source_code": src(name=f"t{i}")}).json()["id"] for i in range(3)]
+    page = api.get("/v1/tools/?tool_types=custom&order=asc&limit=2").json()
+    assert [t["id"] for t in page] == ids[:2]
+    rest = api.get(f"/v1/tools/?tool_types=custom&order=asc&after={ids[1]}").json()
+    assert [t["id"] for t in rest] == ids[2:]
+    assert [t["id"] for t in api.get("/v1/tools/?tool_types=custom").json()] == ids[::-1]
+    builtins = api.get("/v1/tools/?exclude_tool_types=custom&limit=1000").json()
+    assert builtins and all(t["tool_type"].startswith("letta_") for t in builtins)
+    # Built-ins are created together; paging through them by id cursors must not repeat or skip any.
+    seen, after = [], ""
+    while True:
+        page = api.get(f"/v1/tools/?exclude_tool_types=custom&limit=3&after={after}").json()
+        if not page:
+            break
+        seen += [t["id"] for t in page]
+        after = page[-1]["id"]
+    assert seen == [t["id"] for t in builtins]
+    assert [t["name"] for t in api.get("/v1/tools/?search=T1").json()] == ["t1"]

@@ -1,0 +1,64 @@
+"""The official `letta-client` SDK against our tools API (in-process over httpx's WSGI transport)."""
+
+import textwrap
+
+import httpx
+import letta_client
+import pytest
+from django.core.signals import request_finished, request_started
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+
+from tests.factories import make_agent
+
+SOURCE = textwrap.dedent('''
+    import os
+
+    def greet(name: str) -> str:
+        """Greet someone.
+
+        Args:
+            name: Who to greet.
+        """
+        print("greeting", name)
+        return f"Hello, {name}! ({os.environ.get('GREETING_KEY')})"
+''')
+
+
+@pytest.fixture
+def client(account):
+    """An SDK client on Django's WSGI app; like the test client, requests must not close the test's DB connection."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    http = httpx.Client(transport=httpx.WSGITransport(app=get_wsgi_application()), base_url="http://testserver")
+    try:
+        yield letta_client.Letta(api_key=account.token, base_url="http://testserver", http_client=http)
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
+def test_sdk_tools_create_upsert_list_retrieve_update_delete(client):
+    tool = client.tools.create(source_code=SOURCE, tags=["demo"], pip_requirements=[{"name": "requests"}])
+    assert tool.name == "greet" and tool.tool_type == "custom" and tool.tags == ["demo"]
+    assert tool.json_schema["parameters"]["required"] == ["name"]
+    assert tool.pip_requirements[0].name == "requests"
+    with pytest.raises(letta_client.ConflictError):
+        client.tools.create(source_code=SOURCE)
+    upserted = client.tools.upsert(source_code=SOURCE.replace("Greet someone.", "Say hello."))
+    assert upserted.id == tool.id and upserted.description == "Say hello."
+    assert tool.id in [t.id for t in client.tools.list()]
+    assert client.tools.retrieve(tool.id).description == "Say hello."
+    assert client.tools.update(tool.id, return_char_limit=500).return_char_limit == 500
+    client.tools.delete(tool.id)
+    with pytest.raises(letta_client.NotFoundError):
+        client.tools.retrieve(tool.id)
+
+
+def test_sdk_agent_tool_run_uses_the_agents_secrets(client, account):
+    tool = client.tools.create(source_code=SOURCE)
+    agent = make_agent(account.org, secrets={"GREETING_KEY": "k1"})
+    client.agents.tools.attach(tool.id, agent_id=agent.id)
+    result = client.agents.tools.run("greet", agent_id=agent.id, args={"name": "Ada"})
+    assert result.status == "success" and result.func_return == "Hello, Ada! (k1)"
+    assert result.stdout == ["greeting Ada\n"]
