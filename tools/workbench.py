@@ -12,8 +12,10 @@ def tool_run_source(*, owner: Organization, source_code: str, args: dict, env_va
 
     tool = selectors.tool_get(owner=owner, tool_id=tool_id) if tool_id else None
     agent = agent_get(owner=owner, agent_id=agent_id) if agent_id else None
-    run = execution.tool_execute(owner=owner, source_code=source_code, args=args, env_vars=env_vars, tool=tool,
-                                 agent=agent, name=tool.name if tool and tool.tool_type == "custom" else None)
+    # The editor may have renamed the function since the tool was saved: then the source's last function runs.
+    name = tool.name if tool is not None and tool.name in services.source_function_names(source_code) else None
+    run = execution.tool_execute(owner=owner, source_code=source_code, args=args, env_vars=env_vars,
+                                 tool=tool if name else None, agent=agent, name=name)
     return {**run.result.to_dict(), "sandbox": run.sandbox, "tool_run_id": run.id}
 
 
