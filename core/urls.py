@@ -11,6 +11,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("", agents.agents_page, name="agents"),
     path("agents/new/", agents.agent_create, name="agent_create"),
+    path("agents/status/", agents.agents_status, name="agents_status"),
     path("agents/import/", agentfiles.agent_import, name="agent_import"),
     path("agents/<str:agent_id>/", workspace.workspace, name="workspace"),
     path("agents/<str:agent_id>/export/", agentfiles.agent_export, name="agent_export"),

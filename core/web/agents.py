@@ -25,12 +25,16 @@ def _models(owner) -> list[dict]:
     return providers.models_list(owner=owner)
 
 
+def _listed(owner, q: str, tag: str) -> list:
+    return list(selectors.agents_list(owner=owner, query_text=q or None, tags=[tag] if tag else None, limit=200))
+
+
 @login_required
 def agents_page(request, form: AgentCreateForm | None = None):
     owner = org(request)
     q = request.GET.get("q") or ""
     tag = request.GET.get("tag") or ""
-    agents = list(selectors.agents_list(owner=owner, query_text=q or None, tags=[tag] if tag else None, limit=200))
+    agents = _listed(owner, q, tag)
     all_tags = sorted({t.tag for a in agents for t in a.tag_rows.all()} | ({tag} if tag else set()))
     models = _models(owner)
     from django.conf import settings
@@ -40,6 +44,15 @@ def agents_page(request, form: AgentCreateForm | None = None):
            "all_tags": all_tags, "form": form, "models": models, "nav": "agents"}
     template = "core/_agents_rows.html" if request.htmx and request.htmx.target == "agents-rows" else "core/agents.html"
     return TemplateResponse(request, template, ctx, status=400 if form.errors else 200)
+
+
+@login_required
+def agents_status(request):
+    """Running/idle badges of the listed agents, as out-of-band swaps for the list's poller (a read)."""
+    owner = org(request)
+    agents = _listed(owner, request.GET.get("q") or "", request.GET.get("tag") or "")
+    return TemplateResponse(request, "core/_agents_status.html",
+                            {"agents": agents, "running": selectors.agents_running_ids(owner=owner)})
 
 
 @login_required

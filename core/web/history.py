@@ -4,7 +4,7 @@
 import json
 
 from core.messages import message_to_letta
-from core.models import Message
+from core.models import Agent, Message
 
 PAGE_SIZE = 40
 
@@ -17,11 +17,12 @@ def _args(raw) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def message_items(row: Message) -> list[dict]:
+def message_items(row: Message, *, names: dict[str, str] | None = None) -> list[dict]:
     """One stored message as display items, in the order they happened."""
     items = []
     for d in message_to_letta(row):
-        d = {**d, "date": row.created_at, "sender_agent_id": row.sender_agent_id, "name": row.name}
+        d = {**d, "date": row.created_at, "sender_agent_id": row.sender_agent_id, "name": row.name,
+             "sender_name": (names or {}).get(row.sender_agent_id, "")}
         if d["message_type"] == "tool_call_message":
             args = _args(d["tool_call"].get("arguments"))
             if args.get("thinking") and not any(i["message_type"] == "reasoning_message" for i in items):
@@ -42,5 +43,7 @@ def history_page(*, agent, before_seq: int | None = None, size: int = PAGE_SIZE)
     rows = list(qs.order_by("-seq")[: size + 1])
     more = len(rows) > size
     rows = list(reversed(rows[:size]))
-    items = [item for row in rows for item in message_items(row)]
+    senders = {r.sender_agent_id for r in rows if r.sender_agent_id}
+    names = dict(Agent.objects.filter(owner_id=agent.owner_id, id__in=senders).values_list("id", "name")) if senders else {}
+    items = [item for row in rows for item in message_items(row, names=names)]
     return items, (rows[0].seq if more and rows else None)

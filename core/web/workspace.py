@@ -12,7 +12,7 @@ from django_htmx.http import trigger_client_event
 from core import providers, services, services_ide
 from core.engine import tokens
 from core.errors import DomainError
-from core.models import Step
+from core.models import Agent, Run, Step
 from core.context_service import agent_context
 from core.web.common import agent_or_404, org
 from core.web.history import history_page
@@ -55,6 +55,7 @@ def context_view_model(ctx, *, limit: int | None = None) -> dict:
 
 def _workspace_ctx(request, agent, settings_form=None) -> dict:
     from memory.selectors import agent_blocks
+    from core.runner import ACTIVE
     from tools.selectors import agent_tools, tools_list
 
     owner = org(request)
@@ -73,6 +74,9 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
         "library": [t for t in tools_list(owner=owner) if t.id not in attached_ids],
         "rules_json": json.dumps(agent.tool_rules or [], indent=2), "blocks": agent_blocks(agent=agent),
         "steps": list(Step.objects.filter(agent=agent).order_by("-created_at").values("id", "index", "created_at", "kind")[:30]),
+        "active_run_id": Run.objects.filter(agent=agent, status__in=ACTIVE).order_by("-created_at").values_list("id", flat=True).first(),
+        # names for "from agent …" links on messages arriving live from other agents
+        "agent_names": dict(Agent.objects.filter(owner=owner).order_by("-created_at").values_list("id", "name")[:500]),
     }
 
 

@@ -12,6 +12,8 @@
   const shownCalls = new Set();
   const seen = new Set();
   let ws = null, retry = 0, running = false, queue = [];
+  const namesEl = document.getElementById("agent-names");
+  const agentNames = namesEl ? JSON.parse(namesEl.textContent) : {};
 
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -43,10 +45,12 @@
     const sender = ev.sender_agent_id || ev.sender_id;
     if (sender) {
       box.classList.add("from-agent");
-      meta.appendChild(el("span", "", "· from agent"));
-      const a = el("a", "", sender);
-      a.href = "/agents/" + encodeURIComponent(sender) + "/";
-      meta.appendChild(a);
+      const from = el("span", "sender", "· from agent ");
+      const a = el("a", "sender-link", agentNames[sender] || sender);
+      a.href = A.workspaceUrl.replace("AGENT", encodeURIComponent(sender));
+      a.title = sender;
+      from.appendChild(a);
+      meta.appendChild(from);
     }
     meta.appendChild(el("span", "spacer"));
     if (ev.step_id) {
@@ -122,20 +126,31 @@
   function setRunning(on, label) {
     running = on;
     statusEl.textContent = "";
+    statusEl.title = "";
     if (on) { statusEl.appendChild(el("span", "spinner")); statusEl.appendChild(el("span", "", " running…")); }
     else statusEl.appendChild(el("span", "muted", label || "idle"));
     statusEl.dataset.state = on ? "running" : (label || "idle");
     cancelBtn.hidden = !on;
+    cancelBtn.disabled = false;
   }
 
   function refreshContext() { htmx.trigger(document.body, "context-changed"); }
 
   function handle(ev) {
     const t = ev.message_type;
-    if (t === "pong" || t === "cancel_requested") return;
+    if (t === "pong") return;
+    if (t === "cancel_requested") {
+      statusEl.textContent = "";
+      statusEl.appendChild(el("span", "spinner"));
+      statusEl.appendChild(el("span", "", " cancelling…"));
+      statusEl.title = "The run stops at the end of its current step.";
+      statusEl.dataset.state = "cancelling";
+      return;
+    }
     if (t === "run_status") {
       const active = ev.status === "running" || ev.status === "created";
-      setRunning(active, active ? "" : ev.status + (ev.stop_reason ? " · " + ev.stop_reason : ""));
+      const why = ev.stop_reason && ev.stop_reason !== ev.status ? " · " + ev.stop_reason : "";
+      setRunning(active, active ? "" : ev.status + why);
       if (!active) refreshContext();
       return;
     }
@@ -187,7 +202,7 @@
     input.value = "";
     setRunning(true);
   }
-  cancelBtn.addEventListener("click", () => send({type: "cancel"}));
+  cancelBtn.addEventListener("click", () => { cancelBtn.disabled = true; send({type: "cancel"}); });
 
   // tabs
   document.querySelectorAll(".pill-nav [data-tab]").forEach((btn) => btn.addEventListener("click", () => {
@@ -283,7 +298,7 @@
 
   initCounters();
   applyWindow();
-  setRunning(false);
+  setRunning(!!A.activeRunId);
   scrollDown(true);
   connect();
 })();
