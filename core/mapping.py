@@ -26,7 +26,7 @@ def tool_spec(tool) -> t.ToolSpec:
 
 def message(row: Message) -> t.Message:
     return t.Message(
-        id=row.id, role=t.Role(row.role), content=row.text,
+        id=row.id, role=t.Role(row.role), content=row.body if row.role == "assistant" else row.text,
         tool_calls=tuple(t.ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments", "{}")) for c in row.tool_calls or ()),
         tool_call_id=row.tool_call_id or None, name=row.name or None, reasoning=row.reasoning or None,
         token_count=row.token_count,

@@ -35,8 +35,8 @@ def _assistant(row: Message, use_assistant_message: bool) -> list[dict[str, Any]
     if row.reasoning:
         source = "reasoner_model" if row.reasoning_source == "native" else "non_reasoner_model"
         out.append({**_base(row, "reasoning_message"), "reasoning": row.reasoning, "source": source, "signature": None})
-    if row.text and not row.tool_calls:
-        out.append({**_base(row, "assistant_message"), "content": row.text})
+    if row.body and not row.tool_calls:
+        out.append({**_base(row, "assistant_message"), "content": row.body})
     for call in row.tool_calls or []:
         args = _call_args(call.get("arguments", ""))
         if use_assistant_message and call.get("name") == ASSISTANT_TOOL and args is not None and ASSISTANT_KWARG in args:

@@ -147,8 +147,8 @@ def _message(m: Message, key: str, agent: Agent) -> dict[str, Any]:
     if m.reasoning:
         content.append({"type": "reasoning", "is_native": m.reasoning_source == "native", "reasoning": m.reasoning,
                         "signature": None})
-    if m.text:
-        content.append({"type": "text", "text": m.text, "signature": None})
+    if m.body:
+        content.append({"type": "text", "text": m.body, "signature": None})
     calls = [{"id": c["id"], "function": {"arguments": c.get("arguments", "{}"), "name": c["name"]}, "type": "function"}
              for c in m.tool_calls or []]
     returns = []

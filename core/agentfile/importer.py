@@ -171,12 +171,13 @@ def _message_row(agent: Agent, m: ParsedMessage, seq: int) -> Message:
     from core.engine import types as t
     from core.engine.tokens import count_message
     from core.ids import new_id
+    from core.runtime.persistence import search_text
 
     engine_msg = t.Message(id="", role=t.Role(m.role), content=m.text, name=m.name or None,
                            tool_call_id=m.tool_call_id or None,
                            tool_calls=tuple(t.ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in m.tool_calls))
     return Message(id=new_id("message"), owner_id=agent.owner_id, agent=agent, seq=seq, role=m.role, content=m.content,
-                   text=m.text, reasoning=m.reasoning, reasoning_source=m.reasoning_source,
+                   text=search_text(m.text, m.tool_calls), reasoning=m.reasoning, reasoning_source=m.reasoning_source,
                    tool_calls=[dict(c) for c in m.tool_calls], tool_call_id=m.tool_call_id, name=m.name,
                    tool_return=dict(m.tool_return), kind=m.kind, token_count=count_message(agent.model, engine_msg))
 

@@ -19,11 +19,29 @@ def message_build(*, agent: Agent, role: str, text: str = "", kind: str = "", re
                   tool_return: dict | None = None, sender_agent_id: str = "") -> Message:
     """An unsaved message row with its token count computed once, for the agent's model (no queries)."""
     row = Message(id=ids.new_id("message"), owner_id=agent.owner_id, agent_id=agent.id, role=role,
-                  content=[{"type": "text", "text": text}] if text else [], text=text, kind=kind, reasoning=reasoning,
+                  content=[{"type": "text", "text": text}] if text else [], text=search_text(text, tool_calls),
+                  kind=kind, reasoning=reasoning,
                   reasoning_source=reasoning_source, tool_calls=list(tool_calls), tool_call_id=tool_call_id, name=name,
                   tool_return=tool_return or {}, sender_agent_id=sender_agent_id)
     row.token_count = tokens.count_message(agent.model, mapping.message(row))
     return row
+
+
+def search_text(text: str, tool_calls: Sequence[dict] = ()) -> str:
+    """The searchable text of a message: its content plus what the agent said through send_message."""
+    import json
+
+    said = []
+    for call in tool_calls or ():
+        if call.get("name") != "send_message":
+            continue
+        try:
+            args = json.loads(call.get("arguments") or "{}")
+        except ValueError:
+            continue
+        if isinstance(args, dict) and isinstance(args.get("message"), str):
+            said.append(args["message"])
+    return "\n".join(x for x in (text, *said) if x)
 
 
 def agent_lock(agent_id: str) -> Agent:

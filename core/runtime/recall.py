@@ -35,7 +35,7 @@ def conversation_search(*, agent: Agent, query: str, roles: list[str] | None = N
 
 def visible_text(row: Message) -> str:
     """What a message says to a reader: its text, or for an assistant turn its send_message content."""
-    if row.text or row.role != "assistant":
+    if row.role != "assistant" or not row.tool_calls:
         return row.text
     from core.messages import messages_to_letta
 
