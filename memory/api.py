@@ -68,9 +68,13 @@ def block_restore(request, block_id: str, version: int):
 # --- per agent: /v1/agents/{id}/core-memory/blocks ---
 
 @router.get("/agents/{agent_id}/core-memory/blocks", response=list[dict], tags=["agents"])
-def agent_blocks(request, agent_id: str):
+def agent_blocks(request, agent_id: str, after: str | None = None, before: str | None = None, limit: int | None = None,
+                 order: str = "asc"):
+    from core.pagination import page
+
     agent = agent_get(owner=owner(request), agent_id=agent_id)
-    return [block_out(b) for b in selectors.agent_blocks(agent=agent)]
+    blocks = page(selectors.agent_blocks(agent=agent), after=after, before=before, limit=limit, order=order)
+    return [block_out(b) for b in blocks]
 
 
 @router.get("/agents/{agent_id}/core-memory/blocks/{label}", response=dict, tags=["agents"])

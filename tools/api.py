@@ -84,9 +84,13 @@ def tool_runs(request, tool_id: str, limit: int = 50):
 
 
 @router.get("/agents/{agent_id}/tools", response=list[dict], tags=["agents"])
-def agent_tools(request, agent_id: str):
+def agent_tools(request, agent_id: str, after: str | None = None, before: str | None = None, limit: int | None = None,
+                order: str = "asc"):
+    from core.pagination import page
+
     agent = agent_get(owner=owner(request), agent_id=agent_id)
-    return [tool_out(t) for t in selectors.agent_tools(agent=agent)]
+    tools = page(selectors.agent_tools(agent=agent), after=after, before=before, limit=limit, order=order)
+    return [tool_out(t) for t in tools]
 
 
 @router.post("/agents/{agent_id}/tools/{tool_name}/run", response=dict, tags=["agents"])

@@ -66,16 +66,20 @@ def test_blocks_by_label(client, agent):
     updated = client.agents.blocks.update("human", agent_id=agent.id, value="Name: Bob")
     assert updated.value == "Name: Bob"
     assert client.agents.blocks.retrieve("human", agent_id=agent.id).value == "Name: Bob"
+    # Auto-paging one block per page walks every block exactly once.
+    labels = [b.label for b in client.agents.blocks.list(agent_id=agent.id, limit=1)]
+    assert sorted(labels) == sorted(set(labels)) and "human" in labels and len(labels) >= 2
 
 
 def test_tools_list_attach_detach(client, agent):
-    # `.items`: the first page only (auto-paging needs `after` support on this endpoint)
-    tools = client.agents.tools.list(agent.id).items
+    # Auto-paging (3 per page) walks every attached tool exactly once.
+    tools = list(client.agents.tools.list(agent.id, limit=3))
+    assert len(tools) == len({t.id for t in tools}) >= 8
     search = next(t for t in tools if t.name == "conversation_search")
     client.agents.tools.detach(search.id, agent_id=agent.id)
-    assert "conversation_search" not in {t.name for t in client.agents.tools.list(agent.id).items}
+    assert "conversation_search" not in {t.name for t in client.agents.tools.list(agent.id)}
     client.agents.tools.attach(search.id, agent_id=agent.id)
-    assert "conversation_search" in {t.name for t in client.agents.tools.list(agent.id).items}
+    assert "conversation_search" in {t.name for t in client.agents.tools.list(agent.id)}
     assert any(t.name == "send_message" for t in client.tools.list().items)
 
 
