@@ -11,7 +11,7 @@
   const cancelBtn = $("#cancel-run");
   const shownCalls = new Set();
   const seen = new Set();
-  let ws = null, retry = 0, running = false, queue = [];
+  let ws = null, retry = 0, running = false, cancelling = false, queue = [];
   const namesEl = document.getElementById("agent-names");
   const agentNames = namesEl ? JSON.parse(namesEl.textContent) : {};
 
@@ -123,8 +123,19 @@
     },
   };
 
+  function showCancelling() {
+    statusEl.textContent = "";
+    statusEl.appendChild(el("span", "spinner"));
+    statusEl.appendChild(el("span", "", " cancelling…"));
+    statusEl.title = "The run stops at the end of its current step.";
+    statusEl.dataset.state = "cancelling";
+    cancelBtn.disabled = true;
+  }
+
   function setRunning(on, label) {
     running = on;
+    if (!on) cancelling = false;
+    if (on && cancelling) { cancelBtn.hidden = false; showCancelling(); return; }  // a late "running" event
     statusEl.textContent = "";
     statusEl.title = "";
     if (on) { statusEl.appendChild(el("span", "spinner")); statusEl.appendChild(el("span", "", " running…")); }
@@ -139,14 +150,7 @@
   function handle(ev) {
     const t = ev.message_type;
     if (t === "pong") return;
-    if (t === "cancel_requested") {
-      statusEl.textContent = "";
-      statusEl.appendChild(el("span", "spinner"));
-      statusEl.appendChild(el("span", "", " cancelling…"));
-      statusEl.title = "The run stops at the end of its current step.";
-      statusEl.dataset.state = "cancelling";
-      return;
-    }
+    if (t === "cancel_requested") { if (running) showCancelling(); return; }
     if (t === "run_status") {
       const active = ev.status === "running" || ev.status === "created";
       const why = ev.stop_reason && ev.stop_reason !== ev.status ? " · " + ev.stop_reason : "";
@@ -202,7 +206,7 @@
     input.value = "";
     setRunning(true);
   }
-  cancelBtn.addEventListener("click", () => { cancelBtn.disabled = true; send({type: "cancel"}); });
+  cancelBtn.addEventListener("click", () => { cancelling = true; showCancelling(); send({type: "cancel"}); });
 
   // tabs
   document.querySelectorAll(".pill-nav [data-tab]").forEach((btn) => btn.addEventListener("click", () => {

@@ -72,6 +72,11 @@ def test_cancel_a_run_from_the_page(signed_in, account, fake_llm):
     _send(page, "Take your time")
     cancel = page.locator("#cancel-run")
     expect(cancel).to_be_visible()
+    for _ in range(600):  # click while the first model call is in flight (its reply takes 4 s)
+        if fake_llm.chat_requests:
+            break
+        page.wait_for_timeout(100)
+    assert fake_llm.chat_requests, "the run never called the model"
     cancel.click()
     expect(page.locator("#run-status")).to_contain_text("cancelling")
     expect(cancel).to_be_disabled()
