@@ -5,14 +5,7 @@ from typing import Any
 
 from ninja import Field, Schema
 
-
-class BlockCreateIn(Schema):
-    label: str
-    value: str = ""
-    limit: int | None = None
-    description: str | None = ""
-    read_only: bool = False
-    metadata: dict | None = None
+from memory.schemas import BlockIn as BlockCreateIn  # one schema for a new block, inline or standalone
 
 
 class AgentCreateIn(Schema):
