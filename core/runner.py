@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Subquery
+from django.db.models import Exists
 from django.utils import timezone
 
 from core import ids, mapping
@@ -92,11 +92,12 @@ def _stale(run: Run) -> bool:
 def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None,
               background: bool = False) -> Run:
     """Claim the agent for a new run (row lock); Conflict if another run of the agent is in progress."""
-    active = Run.objects.filter(agent=OuterRef("pk"), status__in=ACTIVE).values("id")[:1]
-    agent = Agent.objects.select_for_update().annotate(busy_id=Subquery(active)).filter(owner=owner, id=agent_id).first()
+    agent = Agent.objects.select_for_update().filter(owner=owner, id=agent_id).first()
     if agent is None:
         raise NotFound(f"Agent '{agent_id}' not found")
-    busy = Run.objects.get(pk=agent.busy_id) if agent.busy_id else None
+    # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
+    # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
+    busy = Run.objects.filter(agent=agent, status__in=ACTIVE).order_by("created_at").first()
     if busy is not None and not _stale(busy):
         raise Conflict(f"Agent '{agent_id}' is busy with run '{busy.id}'; wait for it to finish or cancel it.",
                        detail={"run_id": busy.id})
