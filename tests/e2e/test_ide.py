@@ -107,12 +107,16 @@ def test_edit_block_updates_context_simulator_and_slider_rescales_without_writin
     expect(page.locator("#simulator")).to_contain_text("The user's name is Bob and he likes tea.")
 
     before = Agent.objects.filter(id=agent.id).values().get()
-    bar = page.locator("#ctx-bar span[data-section=core_memory]")
-    width_before = bar.evaluate("e => e.getBoundingClientRect().width")
+    # The context panel re-renders after the save (and its bar widths animate): measure once it has settled.
+    width_js = "sel => { const e = document.querySelector(sel); return e ? e.getBoundingClientRect().width : 0; }"
+    bar = "#ctx-bar span[data-section=core_memory]"
+    page.wait_for_function(f"({width_js})({bar!r}) > 0")
+    page.wait_for_timeout(500)
+    width_before = page.evaluate(width_js, bar)
     page.locator("#window-slider").fill("4096")
     expect(page.locator("#ctx-limit")).to_have_text("4096")
     expect(page.locator("#window-value")).to_have_text("4096")
-    assert bar.evaluate("e => e.getBoundingClientRect().width") > width_before * 3
+    page.wait_for_function(f"({width_js})({bar!r}) > {width_before * 3}", timeout=10_000)
     expect(page.locator("#unsaved-note")).to_be_visible()
     shot(page, "05-context-slider")
     assert Agent.objects.filter(id=agent.id).values().get() == before  # dragging never writes
