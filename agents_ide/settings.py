@@ -92,7 +92,9 @@ ASGI_APPLICATION = "agents_ide.asgi.application"
 DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{DATA_DIR / 'agents_ide.sqlite3'}")
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")))}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # IMMEDIATE transactions take the write lock up front, so concurrent writers queue instead of failing.
+    # Django's SQLite backend plus a process-wide writer lock (agents_ide/sqlite/base.py); IMMEDIATE
+    # transactions take SQLite's write lock up front, so concurrent writers queue instead of failing.
+    DATABASES["default"]["ENGINE"] = "agents_ide.sqlite"
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 30,
@@ -113,7 +115,7 @@ if REDIS_URL:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
                                   "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]}}}
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "core.channel_layer.LocalChannelLayer"}}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -15,21 +15,15 @@ from core.models import Organization, Run
 def run_claim_background(*, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None,
                          depth: int = 0, parent_run_id: str | None = None, kinds: dict[int, str] | None = None) -> Run:
     """Claim the agent for a queued run (status created); Conflict if busy. Call inside a transaction."""
-    run = runner.run_start(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps,
-                           background=True)
-    inputs = [{**m, "kind": (kinds or {}).get(i, m.get("kind", ""))} for i, m in enumerate(run.input_messages)]
-    Run.objects.filter(pk=run.pk).update(status="created", started_at=None, depth=depth, parent_run_id=parent_run_id,
-                                         input_messages=inputs)
-    run.refresh_from_db()
-    return run
+    return runner.run_start(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps,
+                            background=True, depth=depth, parent_run_id=parent_run_id, kinds=kinds)
 
 
 def run_enqueue(*, run: Run) -> None:
     """Queue the execution of a claimed run (committed with the caller's transaction; wakes the local pool)."""
     from core.tasks import run_execute_task
 
-    run_execute_task.enqueue(run_id=run.id)
-    queue.woken_after_commit()
+    queue.woken_after_commit(run_execute_task.enqueue(run_id=run.id).id)
 
 
 @transaction.atomic
@@ -47,7 +41,6 @@ def run_execute(*, run_id: str) -> str:
     run = Run.objects.select_related("owner").filter(pk=run_id).first()
     if run is None or run.status not in runner.ACTIVE:
         return run.status if run else "missing"
-    with queue.lease(run.id):
-        Run.objects.filter(pk=run.pk).update(status="running", started_at=timezone.now())
+    with queue.lease(run.id, status="running", started_at=timezone.now()):
         result = runner.run_agent(agent_id=run.agent_id, owner=run.owner, input_messages=[], run=run)
     return result.status

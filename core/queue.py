@@ -40,12 +40,13 @@ _lease_stop = threading.Event()
 
 
 @contextmanager
-def lease(run_id: str):
-    """Hold the lease of a run while this block executes it (renewed by this process's lease thread)."""
+def lease(run_id: str, **fields):
+    """Hold the lease of a run while this block executes it (renewed by this process's lease thread);
+    `fields` are written to the run in the same statement that takes the lease."""
     from core.models import Run
 
     lease_thread_ensure()
-    Run.objects.filter(pk=run_id).update(worker=WORKER_ID, heartbeat_at=timezone.now())
+    Run.objects.filter(pk=run_id).update(worker=WORKER_ID, heartbeat_at=timezone.now(), **fields)
     with _leased_lock:
         _leased.add(run_id)
     try:
@@ -140,6 +141,14 @@ class Pool:
     def wake(self) -> None:
         self.woken.set()
 
+    def submit(self, task_id: str) -> None:
+        """Start a task this process just enqueued on a free thread, which claims it by id; without a free
+        thread, leave it to the dispatcher's next claim. Claims are conditional, so a task runs once."""
+        if self.stopping.is_set() or not self.free.acquire(blocking=False):
+            self.wake()
+            return
+        self.executor.submit(self._execute, task_id=task_id)
+
     def stop(self) -> None:
         self.stopping.set()
         self.woken.set()
@@ -163,13 +172,47 @@ class Pool:
                 continue
             self.executor.submit(self._execute, task)
 
-    def _execute(self, task) -> None:
+    def _execute(self, task=None, *, task_id: str | None = None) -> None:
         try:
-            close_old_connections()
-            _task_run(task)
+            if task is None:
+                task = _claim_by_id(task_id)
+            if task is not None:
+                _task_run(task)
+        except Exception:  # noqa: BLE001 - a failed claim leaves the task ready for the dispatcher
+            log.exception("could not claim task %s", task_id)
         finally:
-            connection.close()
+            _connection_keep_or_drop()
             self.free.release()
+
+
+_pool_connections: set = set()
+
+
+def _connection_keep_or_drop() -> None:
+    """Keep a pool thread's connection for its next task (opening one costs more than most queries of a
+    step: SQLite re-reads the schema), unless it broke or was left inside a transaction."""
+    if connection.connection is None:
+        return
+    if connection.in_atomic_block or not connection.get_autocommit() or (connection.errors_occurred and not connection.is_usable()):
+        with _leased_lock:
+            _pool_connections.discard(connection.connection)
+        connection.close()
+        return
+    connection.errors_occurred = False
+    with _leased_lock:
+        _pool_connections.add(connection.connection)
+
+
+def _pool_connections_close() -> None:
+    # The pool's threads have ended; close the database connections they kept (tests drop databases next).
+    with _leased_lock:
+        kept = list(_pool_connections)
+        _pool_connections.clear()
+    for raw in kept:
+        try:
+            raw.close()
+        except Exception:  # noqa: BLE001 - already closed or broken
+            pass
 
 
 def _claim():
@@ -187,6 +230,16 @@ def _claim():
         if "locked" in str(exc).lower():
             return None
         raise
+
+
+def _claim_by_id(task_id: str):
+    """Claim one ready task by id in a single conditional UPDATE; None if someone else claimed it first."""
+    from django_tasks_db.compat import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    claimed = DBTaskResult.objects.ready().filter(pk=task_id).update(
+        status=TaskResultStatus.RUNNING, started_at=timezone.now(), worker_ids=[WORKER_ID])
+    return DBTaskResult.objects.get(pk=task_id) if claimed else None
 
 
 def _task_run(db_task) -> None:
@@ -228,6 +281,7 @@ def shutdown(*, timeout: float = 30) -> None:
         pool.executor.shutdown(wait=True)
         if pool.dispatcher is not None:
             pool.dispatcher.join(timeout)
+        _pool_connections_close()
     _lease_stop.set()
     if lease_thread is not None:
         lease_thread.join(timeout)
@@ -240,12 +294,16 @@ def pool_serve_forever(*, threads: int, poll_s: float) -> None:
     _pool.serve()
 
 
-def woken_after_commit() -> None:
-    """After the current transaction commits, make the local pool look for tasks now (starting it if embedded)."""
+def woken_after_commit(task_id: str | None = None) -> None:
+    """After the current transaction commits, hand the enqueued task to the local pool (starting it if
+    embedded) or make it look for tasks now; a separate worker process finds it on its next poll."""
     def wake():
-        if not settings.RUNS_IN_WORKER:
-            pool_start_in_process().wake()
-        elif _pool is not None:
-            _pool.wake()
+        pool = pool_start_in_process() if not settings.RUNS_IN_WORKER else _pool
+        if pool is None:
+            return
+        if task_id is not None:
+            pool.submit(task_id)
+        else:
+            pool.wake()
 
     transaction.on_commit(wake)

@@ -90,8 +90,12 @@ def _stale(run: Run) -> bool:
 
 @transaction.atomic
 def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None,
-              background: bool = False) -> Run:
-    """Claim the agent for a new run (row lock); Conflict if another run of the agent is in progress."""
+              background: bool = False, depth: int = 0, parent_run_id: str | None = None,
+              kinds: dict[int, str] | None = None) -> Run:
+    """Claim the agent for a new run (row lock); Conflict if another run of the agent is in progress.
+
+    A background run is stored as `created` (a queue thread starts it); `kinds` marks input messages by index.
+    """
     agent = Agent.objects.select_for_update().filter(owner=owner, id=agent_id).first()
     if agent is None:
         raise NotFound(f"Agent '{agent_id}' not found")
@@ -107,8 +111,12 @@ def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict],
     steps = max_steps or agent.max_steps
     if not 1 <= steps <= 1000:
         raise Invalid("max_steps must be between 1 and 1000")
-    return Run.objects.create(owner=owner, agent=agent, status="running", input_messages=input_normalize(input_messages),
-                              max_steps=steps, background=background, started_at=timezone.now())
+    inputs = input_normalize(input_messages)
+    for i, kind in (kinds or {}).items():
+        inputs[i]["kind"] = kind
+    return Run.objects.create(owner=owner, agent=agent, status="created" if background else "running",
+                              input_messages=inputs, max_steps=steps, background=background, depth=depth,
+                              parent_run_id=parent_run_id, started_at=None if background else timezone.now())
 
 
 def run_cancel(*, owner: Organization, agent_id: str, run_ids: list[str] | None = None) -> list[str]:
@@ -324,9 +332,10 @@ def _finish(rs: _RunState, stop: StopReason) -> RunResult:
     status = {StopReason.CANCELLED: "cancelled", StopReason.ERROR: "failed", StopReason.LLM_API_ERROR: "failed"}.get(stop, "completed")
     now = timezone.now()
     usage = {**rs.usage, "run_ids": [rs.run.id]}
-    Run.objects.filter(pk=rs.run.pk).update(status=status, stop_reason=str(stop), usage=usage, error=rs.error,
-                                            completed_at=now)
-    Agent.objects.filter(pk=rs.run.agent_id).update(last_stop_reason=str(stop), last_run_completion=now)
+    with transaction.atomic():
+        Run.objects.filter(pk=rs.run.pk).update(status=status, stop_reason=str(stop), usage=usage, error=rs.error,
+                                                completed_at=now)
+        Agent.objects.filter(pk=rs.run.agent_id).update(last_stop_reason=str(stop), last_run_completion=now)
     rs.emitter.emit(stop_reason_message(str(stop)), flush=False)
     rs.emitter.emit(usage_statistics(usage), flush=False)
     rs.emitter.emit({"message_type": "run_status", "run_id": rs.run.id, "status": status, "stop_reason": str(stop),

@@ -100,3 +100,15 @@ def test_async_with_unknown_agent_or_model_fails_fast(api, account):
     agent = make_agent(account.org, model="openai/fake-model")
     r = api.post(f"/v1/agents/{agent.id}/messages/async", {"input": "x"})
     assert r.status_code == 400 and not Run.objects.filter(agent=agent).exists()
+
+
+def test_a_task_handed_to_the_pool_is_claimed_once(agent):
+    from django_tasks_db.compat import TaskResultStatus
+
+    from core.tasks import run_execute_task
+
+    task_id = run_execute_task.enqueue(run_id="run-none").id  # enqueued only: no pool was told
+    first = queue._claim_by_id(task_id)
+    assert first is not None and first.status == TaskResultStatus.RUNNING and first.worker_ids == [queue.WORKER_ID]
+    assert queue._claim_by_id(task_id) is None  # a second claimant (another thread, the dispatcher) gets nothing
+    assert queue._claim() is None
