@@ -83,6 +83,15 @@ def _spawn(args, env, name, procs):
     procs.append(subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def _wait_healthy(url: str) -> None:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
@@ -176,7 +185,9 @@ def main() -> None:
         time.sleep(8 if args.workers else 5)  # litellm imports in the background at start-up
         asyncio.run(_drive(args.mode, base, token, cookie, agents[:2], 1))  # warm-up: first calls pay lazy imports
         llm.clear()
+        cpu_before = [_cpu_s(p.pid) for p in procs]
         wall, out = asyncio.run(_drive(args.mode, base, token, cookie, agents, args.messages))
+        cpu = [_cpu_s(p.pid) - b for p, b in zip(procs, cpu_before)]
     finally:
         for proc in procs:
             proc.terminate()
@@ -195,6 +206,9 @@ def main() -> None:
     print(f"completed {len(ok)}/{total} in {wall:.2f} s; failures {len(bad)} {bad[:3] if bad else ''}")
     print(f"throughput {tput:.1f} msg/s   ideal {ideal_tput:.1f} msg/s   = {100 * tput / ideal_tput:.0f}% of ideal")
     if ok:
+        per = " + ".join(f"{c * 1000 / len(ok):.1f}" for c in cpu)
+        print(f"server CPU per message {sum(cpu) * 1000 / len(ok):.1f} ms ({per}: web{', workers' if args.workers else ''}); "
+              f"a core's worth at ideal throughput is {1000 / ideal_tput:.1f} ms")
         print(f"latency p50 {statistics.median(ok) * 1000:.0f} ms   p90 {pct(ok, 0.9) * 1000:.0f} ms   "
               f"ideal {args.latency * 1000:.0f} ms")
 

@@ -17,10 +17,13 @@ def server_loop_remember() -> None:
 def _group_send(layer, group: str, message: dict) -> None:
     # The in-memory layer's queues belong to the server loop: a put from a run thread's own loop does not
     # wake a waiting consumer, which then sees the event up to a second late. Hand it to the server loop.
-    loop = _server_loop
-    if isinstance(layer, InMemoryChannelLayer) and loop is not None and loop.is_running():
-        asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(timeout=10)
-        return
+    if isinstance(layer, InMemoryChannelLayer):
+        if not layer.groups.get(group):
+            return  # no tab is listening in this process: nothing to deliver, no loop to wake
+        loop = _server_loop
+        if loop is not None and loop.is_running():
+            asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(timeout=10)
+            return
     async_to_sync(layer.group_send)(group, message)
 
 

@@ -332,10 +332,9 @@ def _finish(rs: _RunState, stop: StopReason) -> RunResult:
     status = {StopReason.CANCELLED: "cancelled", StopReason.ERROR: "failed", StopReason.LLM_API_ERROR: "failed"}.get(stop, "completed")
     now = timezone.now()
     usage = {**rs.usage, "run_ids": [rs.run.id]}
-    with transaction.atomic():
-        Run.objects.filter(pk=rs.run.pk).update(status=status, stop_reason=str(stop), usage=usage, error=rs.error,
-                                                completed_at=now)
-        Agent.objects.filter(pk=rs.run.agent_id).update(last_stop_reason=str(stop), last_run_completion=now)
+    Run.objects.filter(pk=rs.run.pk).update(status=status, stop_reason=str(stop), usage=usage, error=rs.error,
+                                            completed_at=now)
+    Agent.objects.filter(pk=rs.run.agent_id).update(last_stop_reason=str(stop), last_run_completion=now)
     rs.emitter.emit(stop_reason_message(str(stop)), flush=False)
     rs.emitter.emit(usage_statistics(usage), flush=False)
     rs.emitter.emit({"message_type": "run_status", "run_id": rs.run.id, "status": status, "stop_reason": str(stop),
