@@ -1,11 +1,18 @@
-"""Realtime events to open IDE tabs (channel groups). Call after the transaction commits."""
+"""Realtime events to open IDE tabs (channel groups). Call after the transaction commits.
+
+Sends from sync code (run threads, workers) go through one long-lived event loop per process: with
+`async_to_sync` each send would build a new loop and, on Redis, a new connection pool and connection.
+"""
 
 import asyncio
+import threading
 
-from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 _server_loop: asyncio.AbstractEventLoop | None = None
+_sender_loop: asyncio.AbstractEventLoop | None = None
+_sender_lock = threading.Lock()
+SEND_TIMEOUT_S = 10
 
 
 def server_loop_remember() -> None:
@@ -14,17 +21,36 @@ def server_loop_remember() -> None:
     _server_loop = asyncio.get_running_loop()
 
 
+def _sender() -> asyncio.AbstractEventLoop:
+    """This process's event loop for channel-layer sends from sync code (started once, on a daemon thread)."""
+    global _sender_loop
+    with _sender_lock:
+        if _sender_loop is None or not _sender_loop.is_running():
+            loop = asyncio.new_event_loop()
+            started = threading.Event()
+            loop.call_soon(started.set)
+            threading.Thread(target=loop.run_forever, name="channel-sends", daemon=True).start()
+            started.wait(SEND_TIMEOUT_S)
+            _sender_loop = loop
+        return _sender_loop
+
+
 def _group_send(layer, group: str, message: dict) -> None:
-    # The in-memory layer's queues belong to the server loop: a put from a run thread's own loop does not
-    # wake a waiting consumer, which then sees the event up to a second late. Hand it to the server loop.
+    # The in-memory layer's queues belong to the server loop: a put from another loop does not wake a
+    # waiting consumer, which then sees the event up to a second late. Hand it to the server loop.
     if isinstance(layer, InMemoryChannelLayer):
         if not layer.groups.get(group):
             return  # no tab is listening in this process: nothing to deliver, no loop to wake
-        loop = _server_loop
-        if loop is not None and loop.is_running():
-            asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(timeout=10)
-            return
-    async_to_sync(layer.group_send)(group, message)
+        loop = _server_loop if _server_loop is not None and _server_loop.is_running() else _sender()
+    else:
+        loop = _sender()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is not None:
+        raise RuntimeError("send_event/send_events are for sync code; await asend_event in async code")
+    asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(timeout=SEND_TIMEOUT_S)
 
 
 def agent_group(agent_id: str) -> str:
