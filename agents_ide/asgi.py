@@ -4,9 +4,9 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agents_ide.settings")
 
-from django.core.asgi import get_asgi_application  # noqa: E402
+from agents_ide.http import http_application  # noqa: E402
 
-django_http = get_asgi_application()
+django_http = http_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

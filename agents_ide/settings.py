@@ -90,7 +90,10 @@ WSGI_APPLICATION = None
 ASGI_APPLICATION = "agents_ide.asgi.application"
 
 DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{DATA_DIR / 'agents_ide.sqlite3'}")
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")))}
+# Connections outlive requests (request threads are pooled: agents_ide/http.py); a reused PostgreSQL
+# connection is checked before a request uses it.
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "300")),
+                                              conn_health_checks=True)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Django's SQLite backend plus a process-wide writer lock (agents_ide/sqlite/base.py); IMMEDIATE
     # transactions take SQLite's write lock up front, so concurrent writers queue instead of failing.

@@ -1,0 +1,60 @@
+"""Django's ASGI handler with pooled request threads.
+
+Django runs each request's sync code (sync middleware steps, sync views, the ORM behind them) on a thread
+of its own: a new thread per request, stopped when the request ends. Every request then also opened a new
+database connection, and on SQLite parsed the schema again: that was most of the server's cost of a small
+API call. Here a request borrows a single-thread executor from a pool and gives it back when it ends, so
+threads, and with `CONN_MAX_AGE` their connections, serve request after request. A request still has
+one thread to itself for its whole life (asgiref's thread-sensitive contract).
+"""
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import django
+from asgiref.sync import ThreadSensitiveContext
+from django.core.handlers.asgi import ASGIHandler
+
+IDLE_THREADS = 16  # threads kept between requests; a burst beyond it gets extra threads that end after
+
+
+class _ExecutorPool:
+    def __init__(self, keep: int):
+        self.keep = keep
+        self.idle: list[ThreadPoolExecutor] = []
+        self.lock = threading.Lock()
+
+    def take(self) -> ThreadPoolExecutor:
+        with self.lock:
+            if self.idle:
+                return self.idle.pop()
+        return ThreadPoolExecutor(max_workers=1, thread_name_prefix="request")
+
+    def give(self, executor: ThreadPoolExecutor) -> None:
+        with self.lock:
+            if len(self.idle) < self.keep:
+                self.idle.append(executor)
+                return
+        executor.shutdown(wait=False)
+
+
+class PooledASGIHandler(ASGIHandler):
+    def __init__(self, *, idle_threads: int = IDLE_THREADS):
+        super().__init__()
+        self.executors = _ExecutorPool(idle_threads)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        executor = self.executors.take()
+        try:
+            async with ThreadSensitiveContext(executor=executor):
+                await self.handle(scope, receive, send)
+        finally:
+            self.executors.give(executor)
+
+
+def http_application() -> PooledASGIHandler:
+    """Like django.core.asgi.get_asgi_application, with pooled request threads."""
+    django.setup(set_prefix=False)
+    return PooledASGIHandler()
