@@ -25,9 +25,11 @@ application = ProtocolTypeRouter(
 
 
 def _warm_up_llm() -> None:
+    from agents_ide.gc_tuning import settle
     from core.engine.llm import warm_up
 
     warm_up()
+    settle()
 
 
 if os.environ.get("AIDE_WARM_UP", "1") != "0":

@@ -46,13 +46,16 @@ class LocalChannelLayer(InMemoryChannelLayer):
     async def group_send(self, group, message):
         assert isinstance(message, dict), "message is not a dict"
         self.require_valid_group_name(group)
+        self.group_put(group, copy.deepcopy(message))
+
+    def group_put(self, group: str, message: dict) -> None:
+        """Deliver a message the caller will not change again to a group's members, synchronously.
+
+        Must run on the layer's event loop; sync code hands it over with `loop.call_soon_threadsafe`, which
+        keeps the order of a thread's sends without waiting for the loop (core.events)."""
         self._clean_expired()
-        members = self.groups.get(group)
-        if not members:
-            return
-        frozen = copy.deepcopy(message)  # one copy shared by the group's receivers, which only read it
-        for channel in list(members):
+        for channel in list(self.groups.get(group) or ()):  # receivers share the message and only read it
             try:
-                self._put(channel, frozen)
+                self._put(channel, message)
             except ChannelFull:
                 pass  # a tab that stopped reading loses events, as with the parent layer

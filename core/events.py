@@ -5,9 +5,12 @@ Sends from sync code (run threads, workers) go through one long-lived event loop
 """
 
 import asyncio
+import copy
 import threading
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+from core.channel_layer import LocalChannelLayer
 
 _server_loop: asyncio.AbstractEventLoop | None = None
 _sender_loop: asyncio.AbstractEventLoop | None = None
@@ -38,18 +41,25 @@ def _sender() -> asyncio.AbstractEventLoop:
 def _group_send(layer, group: str, message: dict) -> None:
     # The in-memory layer's queues belong to the server loop: a put from another loop does not wake a
     # waiting consumer, which then sees the event up to a second late. Hand it to the server loop.
-    if isinstance(layer, InMemoryChannelLayer):
-        if not layer.groups.get(group):
-            return  # no tab is listening in this process: nothing to deliver, no loop to wake
-        loop = _server_loop if _server_loop is not None and _server_loop.is_running() else _sender()
-    else:
-        loop = _sender()
     try:
         running = asyncio.get_running_loop()
     except RuntimeError:
         running = None
     if running is not None:
         raise RuntimeError("send_event/send_events are for sync code; await asend_event in async code")
+    if isinstance(layer, InMemoryChannelLayer):
+        if not layer.groups.get(group):
+            return  # no tab is listening in this process: nothing to deliver, no loop to wake
+        server = _server_loop if _server_loop is not None and _server_loop.is_running() else None
+        if server is not None and isinstance(layer, LocalChannelLayer):
+            # Queue the delivery on the server loop without waiting for it: the run thread goes on at once,
+            # and callbacks run in the order they were queued, so a run's events keep their order.
+            layer.require_valid_group_name(group)
+            server.call_soon_threadsafe(layer.group_put, group, copy.deepcopy(message))
+            return
+        loop = server or _sender()
+    else:
+        loop = _sender()
     asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(timeout=SEND_TIMEOUT_S)
 
 

@@ -23,6 +23,9 @@ class Command(BaseCommand):
         from core.engine.llm import warm_up
 
         warm_up()  # litellm takes seconds to import: pay it before taking the first run
+        from agents_ide.gc_tuning import settle
+
+        settle()
         self.stdout.write(f"run worker {queue.WORKER_ID}: {n} threads", ending="\n")
         self.stdout.flush()
         queue.pool_serve_forever(threads=n, poll_s=poll or settings.RUN_POLL_S)
