@@ -209,7 +209,7 @@ def run_backend(database_url: str, sizes: list[int], n_queries: int, bulk_above:
         began = time.perf_counter()
         if bulk:
             _drop_hnsw(connection)
-        rate = _insert(agent, new, rng, len(data))
+        _insert(agent, new, rng, len(data))
         if bulk:
             _create_hnsw(connection)
         build_s = time.perf_counter() - began

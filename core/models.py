@@ -199,10 +199,10 @@ class Message(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["agent", "seq"]), models.Index(fields=["agent", "role", "created_at"])]
+        constraints = [models.UniqueConstraint(fields=["agent", "seq"], name="unique_message_seq")]
 
     @property
     def body(self) -> str:
         """What the model said or was told (the content parts); `text` may add searchable words, e.g. the
         message of an assistant's send_message call, so conversation_search finds the agent's own replies."""
         return "".join(p.get("text", "") for p in self.content or () if isinstance(p, dict) and p.get("type") == "text")
-        constraints = [models.UniqueConstraint(fields=["agent", "seq"], name="unique_message_seq")]

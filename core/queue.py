@@ -15,7 +15,6 @@ import logging
 import os
 import socket
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import timedelta
@@ -272,7 +271,7 @@ def pool_start_in_process() -> Pool:
 
 def shutdown(*, timeout: float = 30) -> None:
     """Stop this process's pool (waiting for its runs) and lease thread; tests call it before dropping databases."""
-    global _pool, _lease_thread
+    global _pool
     with _pool_lock:
         pool, _pool = _pool, None
         lease_thread = _lease_thread

@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from core.engine.types import Message, ToolSpec
+from core.engine.types import Message
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 MESSAGE_OVERHEAD_TOKENS = 4

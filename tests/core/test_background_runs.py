@@ -1,7 +1,6 @@
 """Background runs through the REST API: /messages/async on the queue, run status and messages, cancel,
 busy agents, and the lease reaper for runs whose worker died."""
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -11,6 +10,7 @@ from core import queue
 from core.models import Message, Run, Step
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
+from tests.helpers import until
 
 
 @pytest.fixture(autouse=True)
@@ -24,15 +24,6 @@ def agent(account, fake_llm):
     return make_agent(account.org)
 
 
-def _until(fn, timeout=90.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
-
 
 def _run(api, run_id) -> dict:
     return api.get(f"/v1/runs/{run_id}").json()
@@ -45,7 +36,7 @@ def test_async_send_returns_a_run_that_completes_on_the_queue(api, agent, fake_l
     run = r.json()
     assert run["status"] == "created" and run["agent_id"] == agent.id and run["background"] is True
     assert run["id"].startswith("run-") and run["created_at"]
-    final = _until(lambda: (x := _run(api, run["id"]))["status"] == "completed" and x)
+    final = until(lambda: (x := _run(api, run["id"]))["status"] == "completed" and x)
     assert final["stop_reason"] == "end_turn" and final["usage"]["step_count"] == 1
     messages = api.get(f"/v1/runs/{run['id']}/messages").json()
     assert [m["content"] for m in messages if m["message_type"] == "assistant_message"] == ["done in background"]
@@ -58,17 +49,17 @@ def test_second_send_while_a_background_run_is_active_gets_409(api, agent, fake_
     first = api.post(f"/v1/agents/{agent.id}/messages/async", {"input": "one"}).json()
     second = api.post(f"/v1/agents/{agent.id}/messages/async", {"input": "two"})
     assert second.status_code == 409 and second.json()["errors"]["run_id"] == first["id"]
-    _until(lambda: _run(api, first["id"])["status"] == "completed")
+    until(lambda: _run(api, first["id"])["status"] == "completed")
     assert api.post(f"/v1/agents/{agent.id}/messages/async", {"input": "three"}).status_code == 200
 
 
 def test_cancel_stops_a_background_run_at_a_step_boundary(api, agent, fake_llm):
     fake_llm.script(*[FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True, latency=0.4) for _ in range(10)])
     run = api.post(f"/v1/agents/{agent.id}/messages/async", {"input": "search forever"}).json()
-    _until(lambda: Step.objects.filter(run_id=run["id"]).exists())
+    until(lambda: Step.objects.filter(run_id=run["id"]).exists())
     r = api.post(f"/v1/agents/{agent.id}/messages/cancel", {})
     assert r.json() == {run["id"]: "cancellation requested"}
-    final = _until(lambda: (x := _run(api, run["id"]))["status"] == "cancelled" and x)
+    final = until(lambda: (x := _run(api, run["id"]))["status"] == "cancelled" and x)
     assert final["stop_reason"] == "cancelled"
     steps = Step.objects.filter(run_id=run["id"]).count()
     assert 1 <= steps < 10

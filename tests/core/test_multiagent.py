@@ -12,6 +12,7 @@ from core.models import Message, Run
 from core.runner import run_agent
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
+from tests.helpers import until
 
 WAIT = "send_message_to_agent_and_wait_for_reply"
 ASYNC = "send_message_to_agent_async"
@@ -31,15 +32,6 @@ def _send(agent, text="hi"):
 def _returns(result) -> list[dict]:
     return [m for m in result.messages if m["message_type"] == "tool_return_message"]
 
-
-def _until(predicate, timeout=90.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
 
 
 def _incoming(agent) -> list[Message]:
@@ -71,7 +63,7 @@ def test_async_returns_a_receipt_and_the_receiver_runs_in_the_background(account
     result = _send(a)
     receipt = json.loads(_returns(result)[0]["tool_return"])["message"]
     assert "delivered" in receipt and b.id in receipt
-    b_run = _until(lambda: Run.objects.filter(agent=b, status="completed").first())
+    b_run = until(lambda: Run.objects.filter(agent=b, status="completed").first())
     assert b_run.background and b_run.depth == 1 and b_run.parent_run_id == result.run_id
     assert b_run.worker == queue.WORKER_ID
     [incoming] = _incoming(b)
@@ -158,9 +150,9 @@ def test_async_to_a_busy_agent_is_delivered_when_it_is_free(account, fake_llm):
     fake_llm.script(FakeLLM.tool("send_message", {"message": "slow"}, latency=1.5),
                     FakeLLM.tool(ASYNC, {"message": "later", "other_agent_id": b.id}, heartbeat=False))
     first = run_async_start(owner=account.org, agent_id=b.id, input_messages=[{"role": "user", "content": "work"}])
-    _until(lambda: fake_llm.chat_requests)  # b is now mid-step
+    until(lambda: fake_llm.chat_requests)  # b is now mid-step
     receipt = json.loads(_returns(_send(a))[0]["tool_return"])["message"]
     assert "queued" in receipt
-    _until(lambda: Run.objects.filter(agent=b, status="completed").count() == 2)
+    until(lambda: Run.objects.filter(agent=b, status="completed").count() == 2)
     later = Run.objects.filter(agent=b).exclude(pk=first.pk).get()
     assert later.depth == 1 and [m.text for m in _incoming(b)] == [f"[Incoming message from agent with ID '{a.id}'] later"]

@@ -2,8 +2,6 @@
 
 import json
 
-import pytest
-
 from core.engine import tokens
 from core.models import Message, Step
 from core.runner import run_agent

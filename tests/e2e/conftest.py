@@ -2,7 +2,6 @@
 agents_ide.asgi against this test run's database, with the fake LLM as the `openai` provider."""
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import IN_CI
+from tests.helpers import database_url, free_port
 
 CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,28 +27,12 @@ def _require_chromium():
         pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _database_url() -> str:
-    from django.db import connection
-
-    d = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{d['NAME']}"
-    auth = d["USER"] + (f":{d['PASSWORD']}" if d.get("PASSWORD") else "")
-    return f"postgres://{auth}@{d.get('HOST') or '127.0.0.1'}:{d.get('PORT') or 5432}/{d['NAME']}"
-
-
 @pytest.fixture
 def live_server_url(transactional_db, fake_llm):
     """A daphne process on a free port serving the ASGI app against the test database."""
     _require_chromium()
-    port = _free_port()
-    env = {**os.environ, "DATABASE_URL": _database_url(), "DJANGO_SETTINGS_MODULE": "agents_ide.settings",
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "agents_ide.settings",
            "ALLOWED_HOSTS": "127.0.0.1,localhost", "CSRF_TRUSTED_ORIGINS": f"http://127.0.0.1:{port}",
            "REDIS_URL": "", "RUNS_IN_WORKER": "", "PYTHONUNBUFFERED": "1"}
     log = open(ROOT / "test-artifacts" / f"daphne-{port}.log", "w") if (ROOT / "test-artifacts").exists() else subprocess.DEVNULL

@@ -1,7 +1,6 @@
 """The IDE end to end in Chromium: create from a template, stream a run into two tabs, edit a block and see the
 simulator change, drag the window slider, write and run a tool. Screenshots go to test-artifacts/screenshots/."""
 
-import json
 import re
 
 from playwright.sync_api import expect

@@ -9,11 +9,9 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import pytest
 
 from tests.conftest import IN_CI, postgres_required
 from tests.fake_llm import FakeLLM
+from tests.helpers import database_url, free_port, until
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_DB = 11
@@ -42,25 +41,11 @@ def _require_redis() -> None:
         pytest.skip(f"Redis not reachable at {_redis_url()}")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _database_url() -> str:
-    from django.db import connection
-
-    d = connection.settings_dict
-    auth = d["USER"] + (f":{d['PASSWORD']}" if d.get("PASSWORD") else "")
-    return f"postgres://{auth}@{d.get('HOST') or '127.0.0.1'}:{d.get('PORT') or 5432}/{d['NAME']}"
-
-
 class Cluster:
     """The processes of one test: servers by port, workers by handle."""
 
     def __init__(self):
-        self.env = {**os.environ, "DATABASE_URL": _database_url(), "DJANGO_SETTINGS_MODULE": "agents_ide.settings",
+        self.env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "agents_ide.settings",
                     "REDIS_URL": _redis_url(), "RUNS_IN_WORKER": "true", "RUN_LEASE_S": str(LEASE_S),
                     "ALLOWED_HOSTS": "127.0.0.1,localhost", "PYTHONUNBUFFERED": "1", "RUN_POLL_S": "0.1", "LOG_LEVEL": "INFO"}
         self.procs: list[subprocess.Popen] = []
@@ -73,10 +58,10 @@ class Cluster:
         return proc
 
     def server(self) -> str:
-        port = _free_port()
+        port = free_port()
         self._spawn(["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"], f"web-{port}")
         url = f"http://127.0.0.1:{port}"
-        _until(lambda: _healthy(url), timeout=60, what=f"server {url} to start")
+        until(lambda: _healthy(url), timeout=60, what=f"server {url} to start")
         return url
 
     def worker(self, name: str) -> subprocess.Popen:
@@ -101,15 +86,6 @@ def _healthy(url: str) -> bool:
     except OSError:
         return False
 
-
-def _until(fn, *, timeout=60.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _post(url: str, token: str, body: dict) -> tuple[int, dict]:
@@ -209,7 +185,7 @@ def test_two_servers_one_worker(cluster, account, fake_llm):
     codes = sorted(code for code, _ in results.values())
     assert codes == [200, 409], results
     [winner] = [body for code, body in results.values() if code == 200]
-    _until(lambda: _run_row(winner["id"]).status == "completed", what="the winning run")
+    until(lambda: _run_row(winner["id"]).status == "completed", what="the winning run")
     seqs = list(Message.objects.filter(agent=agent).order_by("seq").values_list("seq", "run_id"))
     assert [s for s, _ in seqs] == list(range(len(seqs)))
     winner_seqs = [s for s, r in seqs if r == winner["id"]]
@@ -219,12 +195,12 @@ def test_two_servers_one_worker(cluster, account, fake_llm):
     fake_llm.script(*[FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True, latency=1.0) for _ in range(8)])
     status, doomed = _post(f"{one}/v1/agents/{agent.id}/messages/async", account.token, {"input": "long job"})
     assert status == 200
-    _until(lambda: Step.objects.filter(run_id=doomed["id"]).exists(), what="a committed step")
+    until(lambda: Step.objects.filter(run_id=doomed["id"]).exists(), what="a committed step")
     os.kill(worker.pid, signal.SIGKILL)
     worker.wait()
     assert _run_row(doomed["id"]).status == "running"
     cluster.worker("b")
-    final = _until(lambda: (r := _run_row(doomed["id"])).status == "failed" and r, timeout=60, what="the reaper")
+    final = until(lambda: (r := _run_row(doomed["id"])).status == "failed" and r, timeout=60, what="the reaper")
     assert "worker lost" in final.error
     steps = Step.objects.filter(run_id=doomed["id"]).count()
     assert steps >= 1
@@ -234,11 +210,11 @@ def test_two_servers_one_worker(cluster, account, fake_llm):
     assert set(agent.message_ids) <= set(Message.objects.filter(agent=agent).values_list("id", flat=True))
     def task_status():
         return [t.status for t in DBTaskResult.objects.all() if t.args_kwargs["kwargs"].get("run_id") == doomed["id"]]
-    _until(lambda: task_status() == ["FAILED"], timeout=20, what="the task row to be failed")
+    until(lambda: task_status() == ["FAILED"], timeout=20, what="the task row to be failed")
 
     # The agent is free again and the surviving worker runs its next message.
     fake_llm.clear()
     status, again = _post(f"{two}/v1/agents/{agent.id}/messages/async", account.token, {"input": "still there?"})
     assert status == 200
-    _until(lambda: _run_row(again["id"]).status == "completed", what="a run on the new worker")
+    until(lambda: _run_row(again["id"]).status == "completed", what="a run on the new worker")
     assert Run.objects.filter(agent=agent, status="running").count() == 0

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from core.errors import Invalid
-from tests.factories import ApiClient, make_agent
+from tests.factories import make_agent
 from tools.models import ToolRun
 
 ECHO = textwrap.dedent('''
