@@ -44,17 +44,21 @@ class LocalChannelLayer(InMemoryChannelLayer):
         self._put(channel, copy.deepcopy(message))
 
     async def group_send(self, group, message):
+        self._group_put(group, self._frozen(group, message))
+
+    def group_send_soon(self, loop: asyncio.AbstractEventLoop, group: str, message: dict) -> None:
+        """From another thread: copy the message now and deliver it on `loop` (the loop the consumers
+        receive on) without waiting; a thread's sends are delivered in the order it made them."""
+        loop.call_soon_threadsafe(self._group_put, group, self._frozen(group, message))
+
+    def _frozen(self, group: str, message: dict) -> dict:
         assert isinstance(message, dict), "message is not a dict"
         self.require_valid_group_name(group)
-        self.group_put(group, copy.deepcopy(message))
+        return copy.deepcopy(message)  # one copy shared by the group's receivers, which only read it
 
-    def group_put(self, group: str, message: dict) -> None:
-        """Deliver a message the caller will not change again to a group's members, synchronously.
-
-        Must run on the layer's event loop; sync code hands it over with `loop.call_soon_threadsafe`, which
-        keeps the order of a thread's sends without waiting for the loop (core.events)."""
+    def _group_put(self, group: str, message: dict) -> None:
         self._clean_expired()
-        for channel in list(self.groups.get(group) or ()):  # receivers share the message and only read it
+        for channel in list(self.groups.get(group) or ()):
             try:
                 self._put(channel, message)
             except ChannelFull:

@@ -5,7 +5,6 @@ Sends from sync code (run threads, workers) go through one long-lived event loop
 """
 
 import asyncio
-import copy
 import threading
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
@@ -52,10 +51,7 @@ def _group_send(layer, group: str, message: dict) -> None:
             return  # no tab is listening in this process: nothing to deliver, no loop to wake
         server = _server_loop if _server_loop is not None and _server_loop.is_running() else None
         if server is not None and isinstance(layer, LocalChannelLayer):
-            # Queue the delivery on the server loop without waiting for it: the run thread goes on at once,
-            # and callbacks run in the order they were queued, so a run's events keep their order.
-            layer.require_valid_group_name(group)
-            server.call_soon_threadsafe(layer.group_put, group, copy.deepcopy(message))
+            layer.group_send_soon(server, group, message)  # the run thread goes on at once, events in order
             return
         loop = server or _sender()
     else:

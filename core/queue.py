@@ -16,7 +16,7 @@ import os
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import timedelta
 
 from django.conf import settings
@@ -185,33 +185,32 @@ class Pool:
 
 
 _pool_connections: set = set()
+_pool_connections_lock = threading.Lock()
 
 
 def _connection_keep_or_drop() -> None:
-    """Keep a pool thread's connection for its next task (opening one costs more than most queries of a
-    step: SQLite re-reads the schema), unless it broke or was left inside a transaction."""
-    if connection.connection is None:
+    """After a task: keep the pool thread's connection for its next task (opening one costs more than most
+    queries of a step: SQLite re-reads the schema), unless Django's own rules retire it (broken, left in a
+    transaction, or older than DB_CONN_MAX_AGE). Kept connections are remembered for shutdown."""
+    raw = connection.connection
+    if raw is None:
         return
-    if connection.in_atomic_block or not connection.get_autocommit() or (connection.errors_occurred and not connection.is_usable()):
-        with _leased_lock:
-            _pool_connections.discard(connection.connection)
-        connection.close()
-        return
-    connection.errors_occurred = False
-    with _leased_lock:
-        _pool_connections.add(connection.connection)
+    connection.close_if_unusable_or_obsolete()
+    with _pool_connections_lock:
+        if connection.connection is raw:
+            _pool_connections.add(raw)
+        else:
+            _pool_connections.discard(raw)
 
 
 def _pool_connections_close() -> None:
     # The pool's threads have ended; close the database connections they kept (tests drop databases next).
-    with _leased_lock:
+    with _pool_connections_lock:
         kept = list(_pool_connections)
         _pool_connections.clear()
     for raw in kept:
-        try:
+        with suppress(Exception):  # already closed or broken
             raw.close()
-        except Exception:  # noqa: BLE001 - already closed or broken
-            pass
 
 
 def _claim():

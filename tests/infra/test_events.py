@@ -51,3 +51,33 @@ def test_sync_send_from_async_code_is_refused():
             asyncio.run(misuse())
     finally:
         async_to_sync(layer.group_discard)("agent.t2", channel)
+
+
+def test_sends_to_a_listening_server_loop_are_copied_at_once_and_delivered_in_order(monkeypatch):
+    layer = get_channel_layer()
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+    try:
+        asyncio.run_coroutine_threadsafe(_remember(), loop).result(10)
+        assert events._server_loop is loop
+        channel = asyncio.run_coroutine_threadsafe(layer.new_channel(), loop).result(10)
+        asyncio.run_coroutine_threadsafe(layer.group_add("agent.t3", channel), loop).result(10)
+        monkeypatch.setattr(events, "_sender", lambda: pytest.fail("a local tab's events must go to the server loop"))
+        batch = [{"n": 0}]
+        events.send_events("agent.t3", batch)
+        batch[0]["n"] = 99  # the sender may reuse its data at once: what was sent is a copy
+        events.send_event("agent.t3", {"n": 1})
+
+        async def drain():
+            first = await layer.receive(channel)
+            second = await layer.receive(channel)
+            return [first["events"][0]["n"], second["event"]["n"]]
+
+        assert asyncio.run_coroutine_threadsafe(drain(), loop).result(10) == [0, 1]
+    finally:
+        monkeypatch.setattr(events, "_server_loop", None)
+        loop.call_soon_threadsafe(loop.stop)
+
+
+async def _remember():
+    events.server_loop_remember()
