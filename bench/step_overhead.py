@@ -74,6 +74,24 @@ def _measure_runs(agent, fake, script, runs: int):
     return overhead, wall, model, queries, steps
 
 
+def _measure_executor(agent, runs: int):
+    """The synchronous POST's path: claim + enqueue, a pool thread executes under a lease, the caller waits."""
+    from core import executor
+    from core.models import Step
+
+    overhead, wall = [], []
+    for i in range(runs):
+        started = time.perf_counter()
+        run = executor.run_submit(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": f"hey {i}"}])
+        run = executor.run_wait(run=run)
+        elapsed = (time.perf_counter() - started) * 1000
+        assert run.stop_reason == "end_turn", run.error
+        model_ms = sum(Step.objects.filter(run_id=run.id).values_list("model_ms", flat=True))
+        wall.append(elapsed)
+        overhead.append(elapsed - model_ms)
+    return overhead, wall
+
+
 def bench_steps(runs: int) -> None:
     from core.engine import llm
     from tests.factories import make_account, make_agent
@@ -106,6 +124,14 @@ def bench_steps(runs: int) -> None:
         print(_summary("  server overhead per run (wall - model)", overhead))
         print(f"  {'DB queries per run':<42} p50 {statistics.median(queries):8.0f}       "
               f"per step {statistics.median(queries) / statistics.median(steps):.1f}")
+    _measure_executor(agent, 5)
+    overhead, wall = _measure_executor(agent, runs)
+    print(f"-- one-step reply through the run executor (claim + queue + pool thread + wait): {runs} runs")
+    print(_summary("  wall time per run", wall))
+    print(_summary("  server overhead per run (wall - model)", overhead))
+    from core import queue
+
+    queue.shutdown()
     fake.stop()
 
 

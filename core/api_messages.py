@@ -3,7 +3,7 @@
 from django.http import StreamingHttpResponse
 from ninja import Query, Router, Schema
 
-from core import history, presenters, runner
+from core import executor, history, presenters, runner
 from core.api import owner
 from core.context_service import context_overview
 from core.messages import messages_to_letta, stop_reason_message, usage_statistics
@@ -36,17 +36,17 @@ def _inputs(body: LettaRequest) -> list[dict]:
     return [{"role": "user", "content": body.input}] if body.input else []
 
 
-def _claim(request, agent_id: str, body: LettaRequest):
+def _submit(request, agent_id: str, body: LettaRequest):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     inputs = runner.input_normalize(_inputs(body))
     model_resolve(owner=agent.owner, handle=agent.model)  # 400 with a how-to when no provider serves it
-    return runner.run_start(owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps)
+    return executor.run_submit(owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps)
 
 
 def _stream(request, run, body: LettaRequest) -> StreamingHttpResponse:
     from core.streaming import sse_events
 
-    response = StreamingHttpResponse(sse_events(run=run, owner=owner(request), types=body.include_return_message_types,
+    response = StreamingHttpResponse(sse_events(run=run, types=body.include_return_message_types,
                                                 include_pings=body.include_pings), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
@@ -55,23 +55,22 @@ def _stream(request, run, body: LettaRequest) -> StreamingHttpResponse:
 
 @router.post("/agents/{agent_id}/messages", response=dict)
 def messages_send(request, agent_id: str, body: LettaRequest):
-    run = _claim(request, agent_id, body)
+    """Run the agent and answer when the run ends (or stream it as SSE with `streaming: true`)."""
+    run = _submit(request, agent_id, body)
     if body.streaming:
         return _stream(request, run, body)
-    result = runner.run_agent(agent_id=agent_id, owner=owner(request), input_messages=[], run=run)
-    messages = result.messages
-    if not body.use_assistant_message:
-        messages = [m for m in messages_to_letta(history.run_messages(run=run), use_assistant_message=False)
-                    if not (m["message_type"] == "user_message" and not m.get("kind"))]
+    run = executor.run_wait(run=run)
+    messages = executor.run_reply(run=run, use_assistant_message=body.use_assistant_message)
     if body.include_return_message_types:
         messages = [m for m in messages if m["message_type"] in body.include_return_message_types]
-    return {"messages": messages, "stop_reason": stop_reason_message(result.stop_reason),
-            "usage": usage_statistics(result.usage), "run_id": result.run_id, "error": result.error or None}
+    return {"messages": messages, "stop_reason": stop_reason_message(run.stop_reason),
+            "usage": usage_statistics({**(run.usage or {}), "run_ids": [run.id]}), "run_id": run.id,
+            "error": run.error or None}
 
 
 @router.post("/agents/{agent_id}/messages/stream", response=dict)
 def messages_stream(request, agent_id: str, body: LettaRequest):
-    return _stream(request, _claim(request, agent_id, body), body)
+    return _stream(request, _submit(request, agent_id, body), body)
 
 
 class MessageListQuery(Schema):

@@ -3,7 +3,7 @@
 from asgiref.sync import sync_to_async
 from ninja import Router
 
-from core import background, history, runner
+from core import executor, history, runner
 from core.api import owner
 from core.api_messages import LettaRequest, _inputs, run_out
 from core.providers import model_resolve
@@ -16,7 +16,8 @@ def _start(org, agent_id: str, body: LettaRequest) -> dict:
     agent = agent_get(owner=org, agent_id=agent_id)
     inputs = runner.input_normalize(_inputs(body))
     model_resolve(owner=agent.owner, handle=agent.model)
-    run = background.run_async_start(owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps)
+    run = executor.run_submit(owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps,
+                             background=True)
     return run_out(run)
 
 

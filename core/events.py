@@ -23,7 +23,7 @@ def server_loop_remember() -> None:
     _server_loop = asyncio.get_running_loop()
 
 
-def _sender() -> asyncio.AbstractEventLoop:
+def sender_loop() -> asyncio.AbstractEventLoop:
     """This process's event loop for channel-layer sends from sync code (started once, on a daemon thread)."""
     global _sender_loop
     with _sender_lock:
@@ -53,9 +53,9 @@ def _group_send(layer, group: str, message: dict) -> None:
         if server is not None and isinstance(layer, LocalChannelLayer):
             layer.group_send_soon(server, group, message)  # the run thread goes on at once, events in order
             return
-        loop = server or _sender()
+        loop = server or sender_loop()
     else:
-        loop = _sender()
+        loop = sender_loop()
     asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(timeout=SEND_TIMEOUT_S)
 
 
@@ -76,11 +76,12 @@ def send_event(group: str, event: dict) -> None:
         _group_send(layer, group, {"type": "agent.event", "event": event})
 
 
-def send_events(group: str, events: list[dict]) -> None:
-    """Send several events to a group in one channel-layer message (tabs receive them one by one, in order)."""
+def send_events(group: str, events: list[dict], **extra) -> None:
+    """Send several events to a group in one channel-layer message (tabs receive them one by one, in order);
+    `extra` keys ride along for listeners other than tabs (a run's caller flags, core.runtime.emit)."""
     layer = get_channel_layer()
     if layer is not None and events:
-        _group_send(layer, group, {"type": "agent.event", "events": events})
+        _group_send(layer, group, {"type": "agent.event", "events": events, **extra})
 
 
 async def asend_event(group: str, event: dict) -> None:

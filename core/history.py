@@ -1,7 +1,7 @@
 """Reads of an agent's messages, runs and steps (owner-filtered), and the reset of its context window."""
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Max, QuerySet
 
 from core.errors import Conflict, NotFound
 from core.models import Agent, Message, Organization, Run, Step
@@ -61,12 +61,17 @@ def step_get(*, owner: Organization, step_id: str) -> Step:
 
 @transaction.atomic
 def agent_messages_reset(*, agent: Agent) -> Agent:
-    """Empty the context window down to the system message (under the agent's lock); rows are kept."""
+    """Empty the context window down to a fresh system message compiled from the agent's current system prompt
+    (under the agent's lock; older messages stay in recall memory, and the new system row marks the reset).
+    Conflict while a run of the agent is active."""
     agent = Agent.objects.select_for_update().get(pk=agent.pk)
-    if Run.objects.filter(agent=agent, status__in=["created", "running"]).exists():
-        raise Conflict("The agent is running; cancel the run or wait for it before resetting its messages.")
-    system = Message.objects.filter(agent=agent, role="system").order_by("seq").values_list("id", flat=True)
-    keep = [i for i in agent.message_ids[:1] if i in set(system)] or list(system[:1])
-    Agent.objects.filter(pk=agent.pk).update(message_ids=keep)
-    agent.message_ids = keep
+    busy = Run.objects.filter(agent=agent, status__in=["created", "running"]).values_list("id", flat=True).first()
+    if busy is not None:
+        raise Conflict(f"The agent is busy with run '{busy}'; cancel it or wait for it before resetting its messages.",
+                       detail={"run_id": busy})
+    seq = (Message.objects.filter(agent=agent).aggregate(m=Max("seq"))["m"] or 0) + 1
+    system = Message.objects.create(owner=agent.owner, agent=agent, seq=seq, role="system",
+                                    content=[{"type": "text", "text": agent.system}], text=agent.system)
+    agent.message_ids = [system.id]
+    agent.save(update_fields=["message_ids", "updated_at"])
     return agent

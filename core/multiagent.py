@@ -1,7 +1,8 @@
 """Multi-agent tools: agents of one owner messaging each other (one-way, wait-for-reply, fan-out by tags).
 
-They run outside the caller's step transaction (like custom tools): waiting for another agent means that
-agent's run must be able to write while the caller waits, and SQLite has one writer. The receiver gets a
+They run outside the caller's step transaction (like every tool call): waiting for another agent means that
+agent's run must be able to write while the caller waits. The receiving run is claimed and queued like
+any run (core.executor); a caller waiting for it lends its pool slot meanwhile. The receiver gets a
 system-role "[Incoming message from agent with ID '…'] …" message (kind agent_message, sender_agent_id)
 as the input of a new run; the receiving run's depth is the caller's + 1, and a hop beyond
 MULTI_AGENT_MAX_DEPTH is refused with an error to the model and an error_message event to open tabs.
@@ -9,14 +10,14 @@ MULTI_AGENT_MAX_DEPTH is refused with an error to the model and an error_message
 
 import json
 import logging
-import threading
+import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from core import background, history, runner
+from core import executor, history, runner
 from core.engine import loop
 from core.errors import Conflict, DomainError, NotFound
 from core.events import agent_group, send_event
@@ -69,11 +70,10 @@ def _target(agent: Agent, other_agent_id: str) -> Agent:
     return target
 
 
-def _claim(agent: Agent, target_id: str, message: str, depth: int, parent: Run | None) -> Run:
-    with transaction.atomic():
-        return background.run_claim_background(owner=agent.owner, agent_id=target_id, input_messages=_inputs(agent.id, message),
-                                               depth=depth, parent_run_id=parent.id if parent else None,
-                                               kinds={0: "agent_message"})
+def _submit(agent: Agent, target_id: str, message: str, depth: int, parent: Run | None) -> Run:
+    return executor.run_submit(owner=agent.owner, agent_id=target_id, input_messages=_inputs(agent.id, message),
+                               depth=depth, parent_run_id=parent.id if parent else None, kinds={0: "agent_message"},
+                               background=True)
 
 
 # --------------------------------------------------------------------------- the three tools
@@ -83,17 +83,15 @@ def _send_async(agent: Agent, args: dict, caller: Run | None, depth: int) -> str
     target = _target(agent, str(args.get("other_agent_id", "")))
     message = str(args.get("message", ""))
     try:
-        run = _claim(agent, target.id, message, depth, caller)
+        run = _submit(agent, target.id, message, depth, caller)
     except Conflict:
         from core.tasks import agent_message_deliver_task
 
         with transaction.atomic():
             agent_message_deliver_task.enqueue(owner_id=agent.owner_id, target_id=target.id, sender_id=agent.id,
                                                message=message, depth=depth, parent_run_id=caller.id if caller else None)
-            background.queue.woken_after_commit()
+            executor.queue.woken_after_commit()
         return f"Message queued for agent '{target.id}': it is busy and will receive it when its current run ends."
-    with transaction.atomic():
-        background.run_enqueue(run=run)
     return f"Message delivered to agent '{target.id}' (run '{run.id}' started in the background)."
 
 
@@ -103,33 +101,18 @@ def _replies(run_id: str) -> list[str]:
             if m["message_type"] == "assistant_message"]
 
 
-def _execute(run_id: str) -> None:
-    close_old_connections()
-    try:
-        background.run_execute(run_id=run_id)
-    except Exception:  # noqa: BLE001 - the run records its own failure; this thread must just end
-        log.exception("agent-to-agent run %s failed", run_id)
-    finally:
-        connection.close()
-
-
 def _converse(agent: Agent, targets: list[Agent], message: str, caller: Run | None, depth: int) -> list[dict]:
-    """Deliver to each target, run them concurrently (own threads, never the queue pool) and collect replies."""
+    """Deliver to each target (their runs execute concurrently on the run pool) and collect their replies."""
     runs, out = {}, []
     for target in targets:
         try:
-            runs[target.id] = _claim(agent, target.id, message, depth, caller)
+            runs[target.id] = _submit(agent, target.id, message, depth, caller)
         except Conflict as exc:
             out.append({"agent_id": target.id, "error": exc.message})
-    threads = {tid: threading.Thread(target=_execute, args=(run.id,), name=f"a2a-{run.id}", daemon=True)
-               for tid, run in runs.items()}
-    for t in threads.values():
-        t.start()
-    deadline = timezone.now() + timedelta(seconds=settings.MULTI_AGENT_REPLY_TIMEOUT_S)
-    for tid, t in threads.items():
-        t.join(max(0.0, (deadline - timezone.now()).total_seconds()))
-        run = Run.objects.get(pk=runs[tid].id)
-        if t.is_alive():
+    deadline = time.monotonic() + settings.MULTI_AGENT_REPLY_TIMEOUT_S
+    for tid, run in runs.items():
+        run = executor.run_wait(run=run, timeout=max(0.0, deadline - time.monotonic()))
+        if run.status not in executor.TERMINAL:
             runner.run_cancel(owner=agent.owner, agent_id=tid, run_ids=[run.id])
             out.append({"agent_id": tid, "run_id": run.id, "error": f"no reply within "
                         f"{settings.MULTI_AGENT_REPLY_TIMEOUT_S:g} s (its run was asked to stop)"})
@@ -188,14 +171,14 @@ def tool_run(call, snap, step_id: str) -> ToolOutcome:
 
 def agent_message_deliver(*, owner_id: str, target_id: str, sender_id: str, message: str, depth: int,
                           parent_run_id: str | None, attempt: int = 0) -> str:
-    """Queue task body: claim the receiver (retrying later while it is busy), then run it here."""
+    """Queue task body: claim the receiver and queue its run (retrying later while it is busy)."""
     from core.tasks import agent_message_deliver_task
 
     sender = Agent.objects.filter(pk=sender_id, owner_id=owner_id).first()
     if sender is None or not Agent.objects.filter(pk=target_id, owner_id=owner_id).exists():
         return "gone"
     try:
-        run = _claim(sender, target_id, message, depth, Run.objects.filter(pk=parent_run_id).first())
+        run = _submit(sender, target_id, message, depth, Run.objects.filter(pk=parent_run_id).first())
     except Conflict:
         if attempt >= DELIVERY_ATTEMPTS:
             return "undelivered: receiver stayed busy"
@@ -203,4 +186,4 @@ def agent_message_deliver(*, owner_id: str, target_id: str, sender_id: str, mess
             owner_id=owner_id, target_id=target_id, sender_id=sender_id, message=message, depth=depth,
             parent_run_id=parent_run_id, attempt=attempt + 1)
         return "receiver busy: retry queued"
-    return background.run_execute(run_id=run.id)
+    return f"delivered: run {run.id}"

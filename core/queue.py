@@ -40,16 +40,21 @@ _lease_stop = threading.Event()
 
 @contextmanager
 def lease(run_id: str, **fields):
-    """Hold the lease of a run while this block executes it (renewed by this process's lease thread);
-    `fields` are written to the run in the same statement that takes the lease."""
+    """Hold the lease of a queued run while this block executes it (renewed by this process's lease thread);
+    `fields` are written in the same statement that takes the lease. Yields False (and holds nothing) if the
+    run is no longer waiting to start: cancelled, reaped or taken by another process."""
     from core.models import Run
 
     lease_thread_ensure()
-    Run.objects.filter(pk=run_id).update(worker=WORKER_ID, heartbeat_at=timezone.now(), **fields)
+    taken = Run.objects.filter(pk=run_id, status="created").update(worker=WORKER_ID, heartbeat_at=timezone.now(),
+                                                                   **fields)
+    if not taken:
+        yield False
+        return
     with _leased_lock:
         _leased.add(run_id)
     try:
-        yield
+        yield True
     finally:
         with _leased_lock:
             _leased.discard(run_id)
@@ -66,8 +71,15 @@ def leases_renew() -> int:
     return len(ids)
 
 
+def lease_lapsed(run) -> bool:
+    """Whether a leased run's process stopped renewing it (died or hung) for longer than RUN_LEASE_S."""
+    return bool(run.worker) and run.heartbeat_at is not None and \
+        (timezone.now() - run.heartbeat_at).total_seconds() > settings.RUN_LEASE_S
+
+
 def runs_reap(*, lease_s: float | None = None) -> list[str]:
-    """Mark runs whose lease lapsed as failed, fail their task rows, and tell open tabs; returns their ids."""
+    """Mark runs whose lease lapsed as failed (and queued runs whose task was lost: a process died between
+    claiming the task and leasing the run), fail their task rows, and tell open tabs; returns their ids."""
     from core.events import agent_group, send_event
     from core.models import Run
 
@@ -77,6 +89,10 @@ def runs_reap(*, lease_s: float | None = None) -> list[str]:
     reaped = [(run_id, agent_id) for run_id, agent_id in stale
               if Run.objects.filter(pk=run_id, status__in=("created", "running"), heartbeat_at__lt=limit).update(
                   status="failed", stop_reason="error", error=LOST, completed_at=timezone.now())]
+    orphans = _orphaned_queued_runs(limit)
+    reaped += [(run_id, agent_id) for run_id, agent_id in orphans
+               if Run.objects.filter(pk=run_id, status="created", worker="").update(
+                   status="failed", stop_reason="error", error=LOST, completed_at=timezone.now())]
     if not reaped:
         return []
     _tasks_fail([run_id for run_id, _ in reaped])
@@ -90,6 +106,23 @@ def runs_reap(*, lease_s: float | None = None) -> list[str]:
     return [run_id for run_id, _ in reaped]
 
 
+def _orphaned_queued_runs(limit) -> list[tuple[str, str]]:
+    """Queued runs older than `limit` whose task is no longer waiting to be claimed, yet nobody leased them."""
+    from django_tasks_db.compat import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    from core.models import Run
+
+    old = list(Run.objects.filter(status="created", worker="", created_at__lt=limit).values_list("id", "agent_id"))
+    if not old:
+        return []
+    ready = {(row or {}).get("kwargs", {}).get("run_id")
+             for row in DBTaskResult.objects.ready().values_list("args_kwargs", flat=True)}
+    claimed_now = {(row or {}).get("kwargs", {}).get("run_id") for row in DBTaskResult.objects.filter(
+        status=TaskResultStatus.RUNNING, started_at__gte=limit).values_list("args_kwargs", flat=True)}
+    return [(run_id, agent_id) for run_id, agent_id in old if run_id not in ready and run_id not in claimed_now]
+
+
 def _tasks_fail(run_ids: list[str]) -> None:
     from django_tasks_db.models import DBTaskResult
 
@@ -101,7 +134,7 @@ def _tasks_fail(run_ids: list[str]) -> None:
 
 
 def _lease_loop() -> None:
-    while not _lease_stop.wait(max(0.5, settings.RUN_LEASE_S / 3)):
+    while True:  # sweep at once on start: runs of a process that died before this one started heal now
         try:
             close_old_connections()
             leases_renew()
@@ -110,6 +143,8 @@ def _lease_loop() -> None:
             log.exception("lease renewal failed")
         finally:
             connection.close()
+        if _lease_stop.wait(max(0.5, settings.RUN_LEASE_S / 3)):
+            return
 
 
 def lease_thread_ensure() -> None:
@@ -125,14 +160,39 @@ def lease_thread_ensure() -> None:
 # --------------------------------------------------------------------------- the pool
 
 
+_slot = threading.local()
+
+
+@contextmanager
+def waiting():
+    """While a pool thread blocks on other runs (an agent waiting for another's reply), lend its slot to the
+    pool, so the runs it waits for can start even when every slot is taken by waiting parents."""
+    pool = getattr(_slot, "pool", None)
+    if pool is None:
+        yield
+        return
+    _slot.pool = None
+    pool.free.release()
+    try:
+        yield
+    finally:
+        pool.free.acquire()
+        _slot.pool = pool
+
+
 class Pool:
-    """Claims ready tasks while it has free threads and runs them; `wake()` skips the poll wait."""
+    """Claims ready tasks while it has free slots and runs them; `wake()` skips the poll wait.
+
+    Slots bound the runs executing at once; a thread waiting on other runs lends its slot (`waiting`), so
+    the pool has threads for the nested runs of agent-to-agent messages (at most MULTI_AGENT_MAX_DEPTH deep).
+    """
 
     def __init__(self, *, threads: int, poll_s: float):
         self.threads = threads
         self.poll_s = poll_s
         self.free = threading.Semaphore(threads)
-        self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="run")
+        self.executor = ThreadPoolExecutor(max_workers=threads * (1 + settings.MULTI_AGENT_MAX_DEPTH),
+                                           thread_name_prefix="run")
         self.woken = threading.Event()
         self.stopping = threading.Event()
         self.dispatcher: threading.Thread | None = None
@@ -172,6 +232,7 @@ class Pool:
             self.executor.submit(self._execute, task)
 
     def _execute(self, task=None, *, task_id: str | None = None) -> None:
+        _slot.pool = self
         try:
             if task is None:
                 task = _claim_by_id(task_id)
@@ -180,6 +241,7 @@ class Pool:
         except Exception:  # noqa: BLE001 - a failed claim leaves the task ready for the dispatcher
             log.exception("could not claim task %s", task_id)
         finally:
+            _slot.pool = None
             _connection_keep_or_drop()
             self.free.release()
 
@@ -253,10 +315,6 @@ def _task_run(db_task) -> None:
         db_task.set_failed(exc)
 
 
-def pool_get() -> Pool | None:
-    return _pool
-
-
 def pool_start_in_process() -> Pool:
     """Start this process's pool on a daemon thread (once); used by the embedded server on first enqueue."""
     global _pool
@@ -266,6 +324,14 @@ def pool_start_in_process() -> Pool:
             _pool.dispatcher = threading.Thread(target=_pool.serve, name="run-dispatcher", daemon=True)
             _pool.dispatcher.start()
     return _pool
+
+
+def start_with_server() -> None:
+    """At server start: sweep and watch leases now (runs a dead process left heal without waiting for this one's
+    first run), and on the embedded default start the pool, which also takes runs queued before a restart."""
+    lease_thread_ensure()
+    if not settings.RUNS_IN_WORKER:
+        pool_start_in_process()
 
 
 def shutdown(*, timeout: float = 30) -> None:

@@ -1,13 +1,15 @@
-"""The one orchestrator of agent runs: load → compile → call → decide → run tools → persist → emit.
+"""The one orchestrator of agent runs: load → compile → call → run tools → decide → persist → emit.
 
-`run_agent` is synchronous so a web request thread, a websocket task or a queue worker can all execute
-it; events reach the agent's channel group from wherever it runs. One run per agent at a time:
+`run_agent` executes a claimed run synchronously; the executor (core.executor) calls it on a run-pool
+thread under a lease, and its events reach the agent's channel group. One run per agent at a time:
 `run_start` claims the agent atomically and a second claim gets Conflict (HTTP 409).
 
-A step is atomic: its messages, block edits, archival inserts, step record and window change commit in
-one transaction, and events go out only after the commit. A failed model call writes only a step record
-carrying the error, so the agent's state stays exactly as before that step (the run's input included:
-it is stored with the first successful step, and the run record keeps it for a retry).
+A step has two phases. First everything slow, outside any transaction: the model call, the tool calls
+(sandboxes, embeddings, other agents' runs). Then the commit phase, one durable transaction: messages,
+block edits, archival inserts, the step record and the window change; events go out only after it
+commits. A slow call inside that transaction raises (agents_ide.transactions). A failed model call
+writes only a step record carrying the error, so the agent's state stays exactly as before that step
+(the run's input included: it is stored with the first successful step, and the run record keeps it).
 """
 
 import logging
@@ -19,14 +21,15 @@ from django.db import transaction
 from django.db.models import Exists
 from django.utils import timezone
 
-from core import ids, mapping
+from agents_ide.transactions import outside_transaction
+from core import ids, mapping, queue
 from core.context_service import AgentSnapshot, agent_snapshot, context_compile
 from core.engine import llm, loop
 from core.engine import rules as rule_solver
 from core.engine.types import StopReason
 from core.errors import Conflict, Invalid, NotFound
 from core.messages import messages_to_letta, stop_reason_message, usage_statistics
-from core.models import Agent, Organization, Run, Step
+from core.models import Agent, Organization, Run
 from core.runtime import overflow, persistence, tool_exec
 from core.runtime.emit import Emitter
 
@@ -81,20 +84,13 @@ def input_normalize(messages: list[dict]) -> list[dict]:
     return out
 
 
-def _stale(run: Run) -> bool:
-    # A run whose process died never finishes; after the longest a step can take, stop honouring its claim.
-    last = Step.objects.filter(run=run).order_by("-created_at").values_list("created_at", flat=True).first()
-    limit = settings.LLM_TIMEOUT_S + settings.SANDBOX_TIMEOUT_S + 120
-    return (timezone.now() - (last or run.started_at or run.created_at)).total_seconds() > limit
-
-
 @transaction.atomic
 def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None,
               background: bool = False, depth: int = 0, parent_run_id: str | None = None,
               kinds: dict[int, str] | None = None) -> Run:
-    """Claim the agent for a new run (row lock); Conflict if another run of the agent is in progress.
-
-    A background run is stored as `created` (a queue thread starts it); `kinds` marks input messages by index.
+    """Claim the agent for a new run, stored as `created` (row lock); Conflict if another run of the agent is in
+    progress. A run whose lease lapsed (its process died) is failed here rather than blocking the agent.
+    `background` marks runs whose caller does not wait (…/messages/async); `kinds` marks input messages by index.
     """
     agent = Agent.objects.select_for_update().filter(owner=owner, id=agent_id).first()
     if agent is None:
@@ -102,11 +98,11 @@ def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict],
     # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
     busy = Run.objects.filter(agent=agent, status__in=ACTIVE).order_by("created_at").first()
-    if busy is not None and not _stale(busy):
+    if busy is not None and not queue.lease_lapsed(busy):
         raise Conflict(f"Agent '{agent_id}' is busy with run '{busy.id}'; wait for it to finish or cancel it.",
                        detail={"run_id": busy.id})
     if busy is not None:
-        Run.objects.filter(pk=busy.pk).update(status="failed", stop_reason="error", error="abandoned (no progress)",
+        Run.objects.filter(pk=busy.pk).update(status="failed", stop_reason="error", error=queue.LOST,
                                               completed_at=timezone.now())
     steps = max_steps or agent.max_steps
     if not 1 <= steps <= 1000:
@@ -114,9 +110,8 @@ def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict],
     inputs = input_normalize(input_messages)
     for i, kind in (kinds or {}).items():
         inputs[i]["kind"] = kind
-    return Run.objects.create(owner=owner, agent=agent, status="created" if background else "running",
-                              input_messages=inputs, max_steps=steps, background=background, depth=depth,
-                              parent_run_id=parent_run_id, started_at=None if background else timezone.now())
+    return Run.objects.create(owner=owner, agent=agent, status="created", input_messages=inputs, max_steps=steps,
+                              background=background, depth=depth, parent_run_id=parent_run_id)
 
 
 def run_cancel(*, owner: Organization, agent_id: str, run_ids: list[str] | None = None) -> list[str]:
@@ -133,16 +128,18 @@ def run_cancel(*, owner: Organization, agent_id: str, run_ids: list[str] | None 
 
 
 def run_agent(*, agent_id: str, owner: Organization, input_messages: list[dict], max_steps: int | None = None,
-              on_event=None, run: Run | None = None) -> RunResult:
-    """Execute a run to its end (LLM calls, tool runs, one transaction per step, events after each commit).
-
-    Claims the agent unless a claimed `run` is given; raises NotConfigured if no provider serves the model.
+              run: Run | None = None) -> RunResult:
+    """Execute a run to its end on this thread (LLM calls, tool runs, one transaction per step, events after
+    each commit). The executor passes the claimed `run` it leased; without one (tests of the loop itself) the
+    agent is claimed here.
     """
     from core.providers import model_resolve
 
     if run is None:
         run = run_start(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps)
-    emitter = Emitter(agent_id, on_event)
+    if run.status == "created":
+        Run.objects.filter(pk=run.pk).update(status="running", started_at=timezone.now())
+    emitter = Emitter(agent_id, run.id)
     agent = run.agent
     try:
         resolved = model_resolve(owner=owner, handle=agent.model)
@@ -201,6 +198,7 @@ def _fit(rs: _RunState, snap: AgentSnapshot, *, force: bool = False):
 
 
 def _call(rs: _RunState, ctx):
+    outside_transaction("the model call")
     request = {**ctx.request, "model": rs.resolved.litellm_model}
     return request, llm.complete(request, api_base=rs.resolved.api_base, api_key=rs.resolved.api_key,
                                  timeout=settings.LLM_TIMEOUT_S)
@@ -240,7 +238,7 @@ def _step(rs: _RunState) -> StopReason | None:
 def _failed_step(rs: _RunState, snap, ctx, step_id: str, exc, started: float) -> StopReason:
     message = getattr(exc, "message", None) or str(exc)
     rs.error = message
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         persistence.step_record(run=rs.run, agent=snap.agent, step_id=step_id, index=rs.step_index, request=ctx.request,
                                 sections=ctx.sections, tokenizer=ctx.tokenizer,
                                 total_ms=(time.perf_counter() - started) * 1000, stop_reason="llm_api_error", error=message)
@@ -275,11 +273,11 @@ def _tool_rows(agent, snap, parsed, outcomes) -> tuple[list, list[bool]]:
 def _commit_step(rs: _RunState, snap, ctx, allowed, step_id, request, result, model_ms, started) -> StopReason | None:
     parsed = loop.parse_response(result, snap.tools, allowed=allowed)
     tools_started = time.perf_counter()
-    outcomes = tool_exec.calls_run(parsed, snap, step_id, builtin=False)
-    with transaction.atomic():
+    outcomes = tool_exec.calls_run(parsed, snap, step_id)
+    tools_ms = (time.perf_counter() - tools_started) * 1000
+    with transaction.atomic(durable=True):  # the commit phase: writes only
         agent = persistence.agent_lock(snap.agent.id)
-        outcomes.update(tool_exec.calls_run(parsed, snap, step_id, builtin=True))
-        tools_ms = (time.perf_counter() - tools_started) * 1000
+        tool_exec.effects_apply(outcomes)
         tool_rows, failed = _tool_rows(agent, snap, parsed, outcomes)
         history = rs.history + [c.name for c in parsed.calls if c.valid]
         rs.steps += 1

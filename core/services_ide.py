@@ -1,9 +1,8 @@
 """Agent writes the IDE offers beyond create/update/delete: templates, duplicate, reset the conversation."""
 
 from django.db import transaction
-from django.db.models import Max
 
-from core.models import Agent, Message, Organization
+from core.models import Agent, Organization
 from core.services import BlockInput, agent_create
 
 # Built-in starting points until the agent-file templates land (core/agentfile/); key -> (label, blocks).
@@ -57,15 +56,3 @@ def agent_duplicate(*, agent: Agent, name: str | None = None) -> Agent:
         embedding=agent.embedding, model_settings=dict(agent.model_settings or {}), max_steps=agent.max_steps,
         overflow_strategy=agent.overflow_strategy, agent_type=agent.agent_type,
     )
-
-
-@transaction.atomic
-def agent_messages_reset(*, agent: Agent) -> Agent:
-    """Empty the context window down to a fresh system message (older messages stay in recall memory)."""
-    agent = Agent.objects.select_for_update().get(pk=agent.pk)
-    seq = (Message.objects.filter(agent=agent).aggregate(m=Max("seq"))["m"] or 0) + 1
-    system = Message.objects.create(owner=agent.owner, agent=agent, seq=seq, role="system",
-                                    content=[{"type": "text", "text": agent.system}], text=agent.system)
-    agent.message_ids = [system.id]
-    agent.save(update_fields=["message_ids", "updated_at"])
-    return agent

@@ -1,37 +1,23 @@
-"""Running an agent in the background of an async server: SSE streams and websocket-started runs.
+"""Following a run from async code: the SSE body of `POST …/messages/stream` (and `streaming: true`).
 
-The run itself is the synchronous `run_agent`, executed in a worker thread; its events reach an
-asyncio queue (SSE) and the agent's channel group. A client that disconnects does not stop the run.
+The run executes on the run pool (core.executor), possibly in another process; the stream follows the
+agent's channel group, where the runner's events carry the run id and which of them are the caller's.
+It subscribes first, then replays what the run already committed (its events went out before we
+listened), then forwards live events it has not sent yet, so nothing is lost or doubled. While waiting it
+sends pings and re-reads the run, so a run whose process died (failed by the lease reaper) ends the stream.
 """
 
 import asyncio
 import json
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections, connection
+from channels.layers import get_channel_layer
+
+from core.events import agent_group, server_loop_remember
 
 PING_SECONDS = 15.0
-_DONE = object()
-_tasks: set[asyncio.Task] = set()
-
-
-def _run_in_thread(**kwargs):
-    from core.runner import run_agent
-
-    close_old_connections()
-    try:
-        return run_agent(**kwargs)
-    finally:
-        connection.close()
-
-
-def run_in_background(*, run, owner, on_event=None) -> asyncio.Task:
-    """Start a claimed run on a worker thread from async code; the task is kept alive until it ends."""
-    task = asyncio.ensure_future(sync_to_async(_run_in_thread, thread_sensitive=False)(
-        agent_id=run.agent_id, owner=owner, input_messages=run.input_messages, run=run, on_event=on_event))
-    _tasks.add(task)
-    task.add_done_callback(_tasks.discard)
-    return task
+TERMINAL = ("completed", "failed", "cancelled")
+ALWAYS = ("stop_reason", "usage_statistics", "error_message")
 
 
 def sse_frame(event: dict) -> str:
@@ -41,29 +27,91 @@ def sse_frame(event: dict) -> str:
     return f"data: {data}\n\n"
 
 
-async def sse_events(*, run, owner, types: list[str] | None = None, include_pings: bool = True):
-    """The SSE body of a run: one `data:` frame per event, pings while waiting, then `data: [DONE]`."""
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue = asyncio.Queue()
+def _key(event: dict):
+    return (event.get("id"), event.get("message_type")) if event.get("id") else None
 
-    def on_event(event: dict) -> None:
-        loop.call_soon_threadsafe(queue.put_nowait, event)
 
-    task = run_in_background(run=run, owner=owner, on_event=on_event)
-    task.add_done_callback(lambda _t: queue.put_nowait(_DONE))
+def _committed(run_id: str):
+    """The run's row and the caller's messages it committed so far (one read, outside the event loop)."""
+    from core.executor import run_reply
+    from core.models import Run
+
+    run = Run.objects.get(pk=run_id)
+    return run, run_reply(run=run)
+
+
+def _ending(run) -> list[dict]:
+    """The closing events of a run that ended without us seeing its own (it ended before we listened, or
+    its process died and the reaper failed it)."""
+    from core.messages import stop_reason_message, usage_statistics
+
+    out = []
+    if run.status == "failed" and run.error:
+        out.append({"message_type": "error_message", "run_id": run.id, "error_type": "run_failed",
+                    "message": run.error, "detail": None})
+    out.append(stop_reason_message(run.stop_reason or "error"))
+    out.append(usage_statistics({**(run.usage or {}), "run_ids": [run.id]}))
+    return out
+
+
+async def _follow(run_id: str, channel, layer):
+    """Yield the caller's events of the run: committed ones first, then live ones, until the run ends."""
+    seen: set = set()
+    run, replay = await sync_to_async(_committed, thread_sensitive=False)(run_id)
+    for event in replay:
+        seen.add(_key(event))
+        yield event
+    if run.status in TERMINAL:
+        for event in _ending(run):
+            yield event
+        return
     while True:
         try:
-            event = await asyncio.wait_for(queue.get(), timeout=PING_SECONDS)
+            message = await asyncio.wait_for(layer.receive(channel), timeout=PING_SECONDS)
         except TimeoutError:
-            if include_pings:
-                yield sse_frame({"message_type": "ping"})
+            yield {"message_type": "ping"}
+            run, replay = await sync_to_async(_committed, thread_sensitive=False)(run_id)
+            if run.status in TERMINAL:  # its closing events never reached us
+                for event in [e for e in replay if _key(e) not in seen] + _ending(run):
+                    yield event
+                return
             continue
-        if event is _DONE:
-            break
-        if types and event.get("message_type") not in (*types, "stop_reason", "usage_statistics", "error_message"):
-            continue
-        yield sse_frame(event)
-    if task.exception() is not None:
-        yield sse_frame({"message_type": "error_message", "message": "The run failed unexpectedly.",
-                         "detail": str(task.exception())})
+        events = message.get("events") or [message.get("event") or {}]
+        flags = message.get("caller") or [True] * len(events)
+        mine = message.get("run_id") == run_id
+        ended = None
+        for event, for_caller in zip(events, flags):
+            if event.get("message_type") == "run_status" and event.get("run_id") == run_id and event.get("status") in TERMINAL:
+                ended = event
+            elif mine and for_caller and (key := _key(event)) not in seen:
+                if key is not None:
+                    seen.add(key)
+                yield event
+        if ended is not None:
+            if not mine:  # announced by the reaper, not the run: close the stream from the stored row
+                run, _ = await sync_to_async(_committed, thread_sensitive=False)(run_id)
+                for event in _ending(run):
+                    yield event
+            return
+
+
+async def sse_events(*, run, types: list[str] | None = None, include_pings: bool = True):
+    """The SSE body of a claimed run: one `data:` frame per event, pings while waiting, then `data: [DONE]`."""
+    layer = get_channel_layer()
+    server_loop_remember()
+    channel = await layer.new_channel()
+    group = agent_group(run.agent_id)
+    await layer.group_add(group, channel)
+    try:
+        async for event in _follow(run.id, channel, layer):
+            kind = event.get("message_type")
+            if kind == "ping":
+                if include_pings:
+                    yield sse_frame(event)
+                continue
+            if types and kind not in (*types, *ALWAYS):
+                continue
+            yield sse_frame(event)
+    finally:
+        await layer.group_discard(group, channel)
     yield "data: [DONE]\n\n"

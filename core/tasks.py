@@ -5,8 +5,8 @@ from django_tasks import task
 
 @task()
 def run_execute_task(*, run_id: str) -> str:
-    """Execute a queued background run (see core.background.run_execute)."""
-    from core.background import run_execute
+    """Execute a claimed run (see core.executor.run_execute)."""
+    from core.executor import run_execute
 
     return run_execute(run_id=run_id)
 
@@ -14,7 +14,7 @@ def run_execute_task(*, run_id: str) -> str:
 @task()
 def agent_message_deliver_task(*, owner_id: str, target_id: str, sender_id: str, message: str, depth: int,
                                parent_run_id: str | None, attempt: int = 0) -> str:
-    """Deliver an agent-to-agent message once the receiving agent is free, then run it."""
+    """Deliver an agent-to-agent message once the receiving agent is free (claims and queues its run)."""
     from core.multiagent import agent_message_deliver
 
     return agent_message_deliver(owner_id=owner_id, target_id=target_id, sender_id=sender_id, message=message,

@@ -15,15 +15,15 @@ def _error(message: str, detail=None) -> dict:
     return {"message_type": "error_message", "message": message, "detail": detail}
 
 
-def _claim(principal: Principal, agent_id: str, text: str, max_steps):
-    from core import runner
+def _submit(principal: Principal, agent_id: str, text: str, max_steps):
+    from core import executor, runner
     from core.providers import model_resolve
     from core.selectors import agent_get
 
     agent = agent_get(owner=principal.org, agent_id=agent_id)
     inputs = runner.input_normalize([{"role": "user", "content": text}])
     model_resolve(owner=principal.org, handle=agent.model)
-    return runner.run_start(owner=principal.org, agent_id=agent_id, input_messages=inputs, max_steps=max_steps)
+    return executor.run_submit(owner=principal.org, agent_id=agent_id, input_messages=inputs, max_steps=max_steps)
 
 
 def _cancel(principal: Principal, agent_id: str) -> list[str]:
@@ -33,8 +33,6 @@ def _cancel(principal: Principal, agent_id: str) -> list[str]:
 
 
 async def _user_message(principal: Principal, agent_id: str, payload: dict) -> dict | None:
-    from core.streaming import run_in_background
-
     text = payload.get("text")
     max_steps = payload.get("max_steps")
     if not isinstance(text, str) or not text.strip():
@@ -42,10 +40,9 @@ async def _user_message(principal: Principal, agent_id: str, payload: dict) -> d
     if max_steps is not None and not isinstance(max_steps, int):
         return _error("max_steps must be a whole number.")
     try:
-        run = await database_sync_to_async(_claim)(principal, agent_id, text, max_steps)
+        run = await database_sync_to_async(_submit)(principal, agent_id, text, max_steps)
     except DomainError as exc:
         return _error(exc.message, exc.detail)
-    run_in_background(run=run, owner=principal.org)
     return {"message_type": "run_status", "run_id": run.id, "status": "created", "stop_reason": None}
 
 

@@ -134,8 +134,9 @@ def _clean_tags(tags) -> list[str]:
     return list(dict.fromkeys(cleaned))
 
 
-def _embed_all(agent: Agent, texts: list[str]):
-    """(handle, vectors or None, error text) for the texts with the agent's embedder; never raises."""
+def passages_embed(*, agent: Agent, texts: list[str]):
+    """(handle, vectors or None, error text) for the texts with the agent's embedder (provider calls, outside any
+    transaction); never raises: a failed embedding is stored as `metadata.embedding_error`."""
     from memory.embedders import EmbeddingError, embedder_for_agent
 
     embedder = embedder_for_agent(agent)
@@ -150,17 +151,19 @@ def _embed_all(agent: Agent, texts: list[str]):
 
 
 def passages_insert(*, agent: Agent, texts: list[str], tags: list[str] | None = None, source: str = "agent",
-                    metadata: dict | None = None, created_at=None, embeddings=None, embedding_model: str = "") -> list[Passage]:
+                    metadata: dict | None = None, created_at=None, embeddings=None, embedding_model: str = "",
+                    embedded: bool = False) -> list[Passage]:
     """Store archival memories for the agent. Embeds them first with the agent's embedder (provider calls, outside
-    any transaction) unless `embeddings` are given; if embedding fails they are stored without vectors (still
-    found by full text) and `metadata.embedding_error` says why. Invalidates cached vectors after commit."""
+    any transaction) unless `embeddings` are given or `embedded` says that was already tried; if embedding fails
+    they are stored without vectors (still found by full text) and `metadata.embedding_error` says why.
+    Invalidates cached vectors after commit."""
     if source not in dict(Passage.SOURCES):
         raise Invalid(f"source must be one of {', '.join(dict(Passage.SOURCES))}")
     if not texts or any(not isinstance(t, str) or not t.strip() for t in texts):
         raise Invalid("Archival memory text must not be empty")
     tags = _clean_tags(tags)
-    if embeddings is None:
-        embedding_model, embeddings, error = _embed_all(agent, texts)
+    if embeddings is None and not embedded:
+        embedding_model, embeddings, error = passages_embed(agent=agent, texts=texts)
     else:
         error = ""
     meta = {**(metadata or {}), **({"embedding_error": error} if error else {})}
@@ -180,10 +183,15 @@ def passages_insert(*, agent: Agent, texts: list[str], tags: list[str] | None = 
 
 
 def passage_insert(*, agent: Agent, text: str, tags: list[str] | None = None, source: str = "agent",
-                   metadata: dict | None = None, created_at=None) -> Passage:
-    """Store one archival memory (see passages_insert: one embedding call when an embedder is configured)."""
+                   metadata: dict | None = None, created_at=None, embedded=None) -> Passage:
+    """Store one archival memory (see passages_insert: one embedding call when an embedder is configured, unless
+    `embedded` holds passages_embed's result, computed earlier outside the caller's transaction)."""
+    if not isinstance(text, str) or not text.strip():
+        raise Invalid("Archival memory text must not be empty")
+    handle, vectors, error = embedded if embedded is not None else passages_embed(agent=agent, texts=[text])
+    metadata = {**(metadata or {}), **({"embedding_error": error} if error else {})}
     return passages_insert(agent=agent, texts=[text], tags=tags, source=source, metadata=metadata,
-                           created_at=created_at)[0]
+                           created_at=created_at, embeddings=vectors, embedding_model=handle, embedded=True)[0]
 
 
 def passage_delete(*, agent: Agent, passage_id: str) -> None:

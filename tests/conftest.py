@@ -35,6 +35,18 @@ socket.socket.connect = _loopback_only_connect
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+@pytest.fixture(autouse=True)
+def _run_pool_stopped_after():
+    """Runs execute on the run pool's threads: stop it after each test that started it, waiting for its runs,
+    so no run outlives its test's data."""
+    yield
+    import sys
+
+    queue = sys.modules.get("core.queue")
+    if queue is not None and (queue._pool is not None or queue._lease_thread is not None):
+        queue.shutdown()
+
+
 @pytest.fixture
 def fake_llm(monkeypatch):
     """A running fake OpenAI-compatible server, configured as the `openai` provider for this test."""

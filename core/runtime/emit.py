@@ -1,7 +1,7 @@
-"""Where a run's events go: the caller's callback (SSE, REST collector) and the agent's channel group."""
+"""Where a run's events go: the agent's channel group, which every open tab and the run's caller (an SSE
+stream, core.streaming) follow, with flags saying which events are the caller's."""
 
 import logging
-from collections.abc import Callable
 
 from core.events import agent_group, send_events
 
@@ -9,28 +9,29 @@ log = logging.getLogger(__name__)
 
 
 class Emitter:
-    """Sends events to every open tab on the agent and, unless group-only, to the run's caller.
+    """Sends a run's events to the agent's group; each batch carries the run id and, per event, whether the
+    run's caller sees it (the caller gets the reply, tabs also get inputs, statuses and context updates).
 
     Events are delivered in batches (one channel-layer message per step): each hop to the channel
     layer costs far more than the events themselves.
     """
 
-    def __init__(self, agent_id: str, on_event: Callable[[dict], None] | None = None):
+    def __init__(self, agent_id: str, run_id: str):
         self.group = agent_group(agent_id)
-        self.on_event = on_event
+        self.run_id = run_id
         self._batch: list[dict] = []
+        self._caller: list[bool] = []
 
     def emit(self, event: dict, *, to_caller: bool = True, flush: bool = True) -> None:
         """Queue one event (only once the data it shows has committed); flush sends the queue out now."""
         self._batch.append(event)
-        if to_caller and self.on_event is not None:
-            self.on_event(event)
+        self._caller.append(to_caller)
         if flush:
             self.flush()
 
     def flush(self) -> None:
-        batch, self._batch = self._batch, []
+        batch, caller, self._batch, self._caller = self._batch, self._caller, [], []
         try:
-            send_events(self.group, batch)
+            send_events(self.group, batch, run_id=self.run_id, caller=caller)
         except Exception:  # noqa: BLE001 - a broken channel layer must not break a run
             log.exception("could not send events to %s", self.group)

@@ -108,7 +108,7 @@ def evict(*, snap, ctx: CompiledContext, extra_tokens: int, resolved, run, step_
 
 
 def _commit(*, snap, run, evicted_ids: set[str], text: str, step, step_index: int):
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         agent = persistence.agent_lock(snap.agent.id)
         step_row = None
         if step is not None:

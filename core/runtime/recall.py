@@ -4,12 +4,18 @@ and services (hybrid/full-text archival search, FTS recall search), shaped as th
 from core.models import Agent, Message
 
 
-def archival_insert(*, agent: Agent, content: str, tags: list[str] | None = None) -> str:
-    """Store a passage written by the agent (may call the embedder); returns what the agent reads back."""
-    from memory.services import passage_insert
+def archival_insert_prepare(*, agent: Agent, content: str, tags: list[str] | None = None):
+    """Embed a passage the agent writes now (provider call, outside any transaction); returns the write that
+    stores it, for the step's commit phase."""
+    from memory.services import passage_insert, passages_embed
 
-    passage_insert(agent=agent, text=content, tags=list(tags or []), source="agent")
-    return "Inserted into archival memory."
+    if not content.strip():
+        raise ValueError("content must not be empty")
+    embedded = passages_embed(agent=agent, texts=[content])
+    return lambda: passage_insert(agent=agent, text=content, tags=list(tags or []), source="agent", embedded=embedded)
+
+
+INSERTED = "Inserted into archival memory."
 
 
 def archival_search(*, agent: Agent, query: str, tags: list[str] | None = None, tag_match_mode: str = "any",

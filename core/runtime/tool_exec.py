@@ -1,13 +1,15 @@
-"""Running an agent's tool calls: built-in tools in-process, custom tools in their sandbox.
-
-Custom and multi-agent tools run outside the step's transaction (they may take seconds, call our own API or
-wait for another agent's run, core.multiagent); the other built-in tools run inside it, so their memory writes commit or roll back with the step.
+"""Running an agent's tool calls in two phases: every call runs before the step's transaction, in the order
+the model made them (sandboxes, provider calls for embeddings, waits on other agents' runs); what a call
+writes (a block edit, an archival insert) is kept as an `effect` and applied in the commit phase, so the
+step's transaction holds its locks only for its own writes.
 """
 
 import json
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
+from agents_ide.transactions import outside_transaction
 from core.engine import loop, memory_ops
 from core.engine.base_tools import MEMORY_EDIT_TOOLS, MULTI_AGENT_TOOL_NAMES, is_builtin
 from core.errors import DomainError
@@ -27,6 +29,7 @@ class ToolOutcome:
     tool_run: object | None = None  # an unsaved tools.models.ToolRun for custom tools
     memory_edit: bool = False
     extra: dict = field(default_factory=dict)
+    effect: Callable[[], object] | None = None  # the write to apply in the commit phase
 
     def content(self, return_char_limit: int) -> str:
         """The tool message the model reads ({status, message, time}, truncated with a note)."""
@@ -42,18 +45,21 @@ def _json(value) -> str:
 
 
 def _memory_edit(call, snap, step_id: str) -> ToolOutcome:
+    """Compute the edit now (later calls of the same reply see it); write the block in the commit phase."""
     from memory.services import block_update
 
     edit = memory_ops.apply_memory_tool(call.name, call.args, snap.blocks)
     index = next(i for i, b in enumerate(snap.block_rows) if b.label == edit.label)
-    row = block_update(block=snap.block_rows[index], changes={"value": edit.new_value}, agent_id=snap.agent.id,
-                       step_id=step_id, tool_call_id=call.call.id, enforce_read_only=True)
-    from core import mapping
+    if snap.blocks[index].read_only:
+        raise memory_ops.MemoryEditError(f"Block '{edit.label}' is read-only; it cannot be edited by the agent.")
+    snap.blocks[index] = replace(snap.blocks[index], value=edit.new_value)
 
-    # Later calls of the same reply must see this edit.
-    snap.block_rows[index] = row
-    snap.blocks[index] = mapping.block_spec(row)
-    return ToolOutcome(True, memory_ops.edit_result_text(edit), memory_edit=True)
+    def write():
+        snap.block_rows[index] = block_update(block=snap.block_rows[index], changes={"value": edit.new_value},
+                                              agent_id=snap.agent.id, step_id=step_id, tool_call_id=call.call.id,
+                                              enforce_read_only=True)
+
+    return ToolOutcome(True, memory_ops.edit_result_text(edit), memory_edit=True, effect=write)
 
 
 def _builtin(call, snap, step_id: str) -> ToolOutcome:
@@ -63,7 +69,8 @@ def _builtin(call, snap, step_id: str) -> ToolOutcome:
     if call.name in MEMORY_EDIT_TOOLS:
         return _memory_edit(call, snap, step_id)
     if call.name == "archival_memory_insert":
-        return ToolOutcome(True, recall.archival_insert(agent=agent, content=str(a.get("content", "")), tags=a.get("tags")))
+        write = recall.archival_insert_prepare(agent=agent, content=str(a.get("content", "")), tags=a.get("tags"))
+        return ToolOutcome(True, recall.INSERTED, effect=write)
     if call.name == "archival_memory_search":
         hits = recall.archival_search(agent=agent, query=str(a.get("query", "")), tags=a.get("tags"),
                                       tag_match_mode=a.get("tag_match_mode") or "any", top_k=a.get("top_k"),
@@ -78,7 +85,7 @@ def _builtin(call, snap, step_id: str) -> ToolOutcome:
 
 
 def builtin_run(call, snap, step_id: str) -> ToolOutcome:
-    """Run one built-in tool call in-process (inside the step's transaction; may edit blocks, insert passages)."""
+    """Run one built-in tool call in-process (reads, embeddings; its write becomes the outcome's effect)."""
     started = time.perf_counter()
     try:
         out = _builtin(call, snap, step_id)
@@ -116,22 +123,31 @@ def multi_agent_run(call, snap, step_id: str) -> ToolOutcome:
     return out
 
 
-def _in_step(name: str) -> bool:
-    return is_builtin(name) and name not in MULTI_AGENT_TOOL_NAMES
-
-
-def calls_run(parsed, snap, step_id: str, *, builtin: bool) -> dict[int, ToolOutcome]:
-    """Run the reply's valid calls of one phase (built-in: inside the step transaction; custom and multi-agent:
-    before it), keyed by their position in the reply."""
+def calls_run(parsed, snap, step_id: str) -> dict[int, ToolOutcome]:
+    """Run the reply's valid calls in order, outside any transaction, keyed by their position in the reply."""
+    outside_transaction("running tool calls")
     tools = {t.name: t for t in snap.tool_rows}
     out: dict[int, ToolOutcome] = {}
     for i, call in enumerate(parsed.calls):
-        if not call.valid or _in_step(call.name) != builtin:
+        if not call.valid:
             continue
-        if builtin:
-            out[i] = builtin_run(call, snap, step_id)
-        elif call.name in MULTI_AGENT_TOOL_NAMES:
+        if call.name in MULTI_AGENT_TOOL_NAMES:
             out[i] = multi_agent_run(call, snap, step_id)
+        elif is_builtin(call.name):
+            out[i] = builtin_run(call, snap, step_id)
         else:
             out[i] = custom_run(call, tools[call.name], snap, step_id)
     return out
+
+
+def effects_apply(outcomes: dict[int, ToolOutcome]) -> None:
+    """Commit phase (caller holds the agent's lock in the step's transaction): apply each call's write; a write
+    refused now (a block made read-only or too small meanwhile) turns its call into an error for the model."""
+    for i, out in outcomes.items():
+        if out.effect is None:
+            continue
+        try:
+            out.effect()
+        except (memory_ops.MemoryEditError, DomainError, ValueError) as exc:
+            outcomes[i] = ToolOutcome(False, getattr(exc, "message", None) or str(exc), duration_ms=out.duration_ms,
+                                      sandbox=out.sandbox)

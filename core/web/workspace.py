@@ -132,7 +132,14 @@ def history_older(request, agent_id: str):
 @login_required
 @require_POST
 def messages_reset(request, agent_id: str):
-    agent = services_ide.agent_messages_reset(agent=agent_or_404(request, agent_id))
+    from django.http import HttpResponse
+
+    from core.history import agent_messages_reset
+
+    try:
+        agent = agent_messages_reset(agent=agent_or_404(request, agent_id))
+    except DomainError as exc:
+        return HttpResponse(exc.message, status=409, content_type="text/plain")
     response = TemplateResponse(request, "core/_history.html", {"agent": agent, "items": history_page(agent=agent)[0], "older": None})
     return trigger_client_event(response, "context-changed")
 

@@ -4,6 +4,8 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from agents_ide.transactions import outside_transaction
+
 # Longer inputs are cut before embedding: providers reject inputs past their token limit (8k for OpenAI's),
 # and small local models only read the first few hundred tokens anyway. The stored text is never cut.
 MAX_EMBED_CHARS = 8000
@@ -26,6 +28,7 @@ class Embedder(ABC):
         """Embed texts (one network or model call); returns an (n, dim) float32 array; raises EmbeddingError."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
+        outside_transaction(f"embedding with {self.handle}")
         vectors = np.asarray(self._embed([t[:MAX_EMBED_CHARS] or " " for t in texts]), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts) or vectors.shape[1] == 0:
             raise EmbeddingError(f"Embedding model '{self.handle}' returned {vectors.shape} for {len(texts)} texts")

@@ -9,6 +9,8 @@ from core.models import Message
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
 
+# Runs execute on the run pool's own threads and connections: the data they read must be committed.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def agent(account, fake_llm):
@@ -90,11 +92,23 @@ def test_list_messages_paginates_by_seq(api, agent, fake_llm):
 def test_reset_keeps_rows_and_empties_window(api, agent, fake_llm):
     _send(api, agent)
     n = Message.objects.filter(agent=agent).count()
+    api.patch(f"/v1/agents/{agent.id}", {"system": "You are terse now."})
     r = api.patch(f"/v1/agents/{agent.id}/reset-messages", {})
     assert r.status_code == 200 and len(r.json()["message_ids"]) == 1
-    assert Message.objects.filter(agent=agent).count() == n
+    # Old rows stay (recall memory); a fresh system message from the current prompt marks the reset.
+    assert Message.objects.filter(agent=agent).count() == n + 1
+    fresh = Message.objects.get(pk=r.json()["message_ids"][0])
+    assert fresh.role == "system" and fresh.text == "You are terse now."
     ctx = api.get(f"/v1/agents/{agent.id}/context").json()
-    assert ctx["num_messages"] == 1 and ctx["num_recall_memory"] == n - 1
+    assert ctx["num_messages"] == 1 and ctx["num_recall_memory"] == n
+
+
+def test_reset_refuses_while_a_run_is_active(api, agent, fake_llm):
+    from core import runner
+
+    run = runner.run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+    r = api.patch(f"/v1/agents/{agent.id}/reset-messages", {})
+    assert r.status_code == 409 and run.id in r.json()["detail"]
 
 
 def test_context_overview_matches_next_request(api, agent, fake_llm):

@@ -124,11 +124,9 @@ def test_native_reasoning_is_shown(agent, fake_llm):
 
 
 def test_tool_output_truncated_with_note(agent, fake_llm):
-    for i in range(3):
-        Message.objects.filter(pk="none").exists()
-    from core.runtime import recall
+    from memory.services import passage_insert
 
-    recall.archival_insert(agent=agent, content="cats " * 20000)
+    passage_insert(agent=agent, text="cats " * 20000)
     fake_llm.script(FakeLLM.tool("archival_memory_search", {"query": "cats"}, heartbeat=False),
                     FakeLLM.tool("send_message", {"message": "ok"}))
     result = _run(agent)
@@ -183,8 +181,16 @@ def test_second_claim_conflicts(agent):
         run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "b"}])
 
 
-def test_events_reach_the_callback_in_order(agent, fake_llm):
-    seen = []
-    _run(agent, on_event=seen.append)
-    assert [e["message_type"] for e in seen] == ["reasoning_message", "assistant_message", "tool_return_message",
-                                                 "stop_reason", "usage_statistics"]
+def test_events_reach_the_agent_group_in_order_with_the_callers_marked(agent, fake_llm, monkeypatch):
+    from core.events import agent_group
+    from core.runtime import emit
+
+    sent = []
+    monkeypatch.setattr(emit, "send_events", lambda group, events, **extra: sent.append((group, events, extra)))
+    result = _run(agent)
+    assert {group for group, _, _ in sent} == {agent_group(agent.id)}
+    assert all(extra["run_id"] == result.run_id for _, _, extra in sent)
+    flat = [(e["message_type"], caller) for _, events, extra in sent for e, caller in zip(events, extra["caller"])]
+    assert [t for t, caller in flat if caller] == ["reasoning_message", "assistant_message", "tool_return_message",
+                                                   "stop_reason", "usage_statistics"]
+    assert [t for t, caller in flat if not caller] == ["run_status", "user_message", "context_update", "run_status"]

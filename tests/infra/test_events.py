@@ -62,7 +62,7 @@ def test_sends_to_a_listening_server_loop_are_copied_at_once_and_delivered_in_or
         assert events._server_loop is loop
         channel = asyncio.run_coroutine_threadsafe(layer.new_channel(), loop).result(10)
         asyncio.run_coroutine_threadsafe(layer.group_add("agent.t3", channel), loop).result(10)
-        monkeypatch.setattr(events, "_sender", lambda: pytest.fail("a local tab's events must go to the server loop"))
+        monkeypatch.setattr(events, "sender_loop", lambda: pytest.fail("a local tab's events must go to the server loop"))
         batch = [{"n": 0}]
         events.send_events("agent.t3", batch)
         batch[0]["n"] = 99  # the sender may reuse its data at once: what was sent is a copy

@@ -1,0 +1,195 @@
+"""Crash recovery on the embedded default: the server is killed with SIGKILL in the middle of a run of each
+kind (synchronous, SSE, websocket, async, agent-to-agent), then started again. With no other action the
+agent answers again as soon as the run's lease lapses (RUN_LEASE_S), the run reads `failed` with a stop
+reason and an error saying why, and no step is half-written: the step that committed has all its
+messages, the interrupted one left nothing. (The same with a run worker killed under RUNS_IN_WORKER is in
+test_multiprocess.py.)"""
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from core.models import Agent, Message, Run, Step
+from tests.factories import make_agent
+from tests.fake_llm import FakeLLM
+from tests.helpers import database_url, free_port, until
+
+ROOT = Path(__file__).resolve().parents[2]
+LEASE_S = 2
+WAIT = "send_message_to_agent_and_wait_for_reply"
+KINDS = ["sync", "sse", "websocket", "async", "agent_to_agent"]
+
+
+class Server:
+    """One daphne process on the embedded default (in-process channel layer and run pool); restartable."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+        self.env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "agents_ide.settings",
+                    "ALLOWED_HOSTS": "127.0.0.1,localhost", "CSRF_TRUSTED_ORIGINS": self.url, "REDIS_URL": "",
+                    "RUNS_IN_WORKER": "", "RUN_LEASE_S": str(LEASE_S), "PYTHONUNBUFFERED": "1"}
+
+    def start(self) -> None:
+        logs = ROOT / "test-artifacts"
+        out = open(logs / f"crash-{self.port}.log", "a") if logs.exists() else subprocess.DEVNULL
+        self.proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
+                                      "agents_ide.asgi:application"], cwd=ROOT, env=self.env, stdout=out,
+                                     stderr=subprocess.STDOUT)
+        until(self._healthy, timeout=60, what="the server to start")
+
+    def _healthy(self) -> bool:
+        if self.proc.poll() is not None:
+            raise AssertionError("the server exited at start")
+        try:
+            with urllib.request.urlopen(self.url + "/healthz", timeout=1) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def kill(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+@pytest.fixture
+def server(transactional_db, fake_llm):
+    s = Server()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def _post(url: str, token: str, body: dict, timeout: float = 30) -> tuple[int, bytes]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def _in_background(fn) -> None:
+    """Call fn on a thread and ignore how it ends (the server it talks to is about to die)."""
+    def call():
+        try:
+            fn()
+        except Exception:  # noqa: BLE001 - a dropped connection is the expected end
+            pass
+
+    threading.Thread(target=call, daemon=True).start()
+
+
+def _session_cookie(user) -> str:
+    from django.conf import settings
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+
+
+async def _ws_send(url: str, cookie: str, origin: str, agent_id: str) -> None:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session:
+        async with session.ws_connect(url.replace("http", "ws") + f"/ws/agents/{agent_id}/",
+                                      headers={"Cookie": cookie, "Origin": origin}) as ws:
+            await ws.send_json({"type": "user_message", "text": "long job"})
+            async for _ in ws:  # keep listening until the server dies
+                pass
+
+
+def _start(kind: str, server: Server, account, agent: Agent) -> None:
+    base = f"{server.url}/v1/agents/{agent.id}"
+    body = {"messages": [{"role": "user", "content": "long job"}]}
+    if kind == "sync":
+        _in_background(lambda: _post(f"{base}/messages", account.token, body, timeout=120))
+    elif kind == "sse":
+        _in_background(lambda: _post(f"{base}/messages/stream", account.token, body, timeout=120))
+    elif kind == "async":
+        status, _ = _post(f"{base}/messages/async", account.token, body)
+        assert status == 200
+    elif kind == "websocket":
+        cookie = _session_cookie(account.user)
+        _in_background(lambda: asyncio.run(_ws_send(server.url, cookie, server.url, agent.id)))
+    else:
+        _in_background(lambda: _post(f"{base}/messages", account.token, body, timeout=120))
+
+
+def _assert_whole_steps(run: Run, committed: int) -> None:
+    steps = list(Step.objects.filter(run=run).order_by("index"))
+    assert len(steps) == committed, [s.index for s in steps]
+    for step in steps:  # each committed step has its reply and its tool results, nothing of a later step
+        assert Message.objects.filter(step=step, role="assistant").count() == 1
+        assert Message.objects.filter(step=step, role="tool").count() == 1
+    assert Message.objects.filter(run=run, step__isnull=True).count() == 0
+    agent = Agent.objects.get(pk=run.agent_id)
+    assert set(agent.message_ids) <= set(Message.objects.filter(agent=agent).values_list("id", flat=True))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_killed_mid_run_the_agent_heals_within_the_lease(kind, server, account, fake_llm):
+    agent = make_agent(account.org, name="worker-agent")
+    if kind == "agent_to_agent":
+        caller = make_agent(account.org, name="caller", include_multi_agent_tools=True)
+        # The caller waits for the other agent's reply; the other agent's model call hangs until the kill.
+        fake_llm.script(FakeLLM.tool(WAIT, {"message": "ping", "other_agent_id": agent.id}),
+                        FakeLLM.tool("send_message", {"message": "never"}, latency=30))
+        watched, committed = [caller, agent], {caller.id: 0, agent.id: 0}
+    else:
+        # Step 1 commits (a search asking for another step); step 2's model call hangs until the kill.
+        fake_llm.script(FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True),
+                        FakeLLM.tool("send_message", {"message": "never"}, latency=30))
+        caller, watched, committed = agent, [agent], {agent.id: 1}
+    server.start()
+    _start(kind, server, account, caller)
+    until(lambda: len(fake_llm.chat_requests) == 2, what="the hanging model call")
+    runs = {a.id: until(lambda a=a: Run.objects.filter(agent=a).first(), what="the run") for a in watched}
+    assert all(r.status == "running" for r in Run.objects.filter(pk__in=[r.id for r in runs.values()]))
+
+    server.kill()
+    server.start()
+    restarted_at = time.monotonic()
+    fake_llm.clear()
+    fake_llm.script(*[FakeLLM.tool("send_message", {"message": "back"}) for _ in watched])
+
+    # Every agent the run held takes a message again once the lease lapsed (no 409 beyond it), and answers.
+    for a in watched:
+        status, raw = until(lambda a=a: (r := _post(f"{server.url}/v1/agents/{a.id}/messages/async", account.token,
+                                                     {"input": "still there?"}))[0] != 409 and r,
+                            timeout=LEASE_S * 5 + 30, interval=0.1, what="the agent to take a message again")
+        assert status == 200, raw
+        print(f"{kind}: agent {a.name} took a message {time.monotonic() - restarted_at:.2f} s after the restart "
+              f"(RUN_LEASE_S={LEASE_S})")
+        again = until(lambda: (r := Run.objects.get(pk=json.loads(raw)["id"])).status == "completed" and r,
+                      what="the new run")
+        replies = [m for m in Message.objects.filter(run=again, role="assistant")]
+        assert len(replies) == 1 and "back" in json.dumps(replies[0].tool_calls)
+
+    for a in watched:
+        run = Run.objects.get(pk=runs[a.id].id)
+        assert run.status == "failed" and run.stop_reason == "error", (run.status, run.stop_reason)
+        assert "worker lost" in run.error and run.completed_at is not None
+        _assert_whole_steps(run, committed[a.id])
