@@ -218,3 +218,54 @@ def test_two_servers_one_worker(cluster, account, fake_llm):
     assert status == 200
     until(lambda: _run_row(again["id"]).status == "completed", what="a run on the new worker")
     assert Run.objects.filter(agent=agent, status="running").count() == 0
+
+
+def test_web_tier_runs_nothing_and_a_killed_worker_heals_without_another(cluster, account, fake_llm):
+    """RUNS_IN_WORKER: synchronous and SSE sends through a web process execute on the worker; SIGKILL of the
+    only worker mid-run ends the waiting synchronous call with the run failed (the web process's own reaper
+    finds the lapsed lease), and a new worker takes the agent's next message."""
+    from core.models import Message, Step
+    from tests.factories import make_agent
+
+    agent = make_agent(account.org, name="solo")
+    web = cluster.server()
+    worker = cluster.worker("only")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "sync via worker"}))
+    status, body = _post(f"{web}/v1/agents/{agent.id}/messages", account.token, {"input": "hi"})
+    assert status == 200 and body["stop_reason"]["stop_reason"] == "end_turn", body
+    assert [m["content"] for m in body["messages"] if m["message_type"] == "assistant_message"] == ["sync via worker"]
+    assert _run_row(body["run_id"]).worker.endswith(f":{worker.pid}")
+
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "streamed via worker"}))
+    req = urllib.request.Request(f"{web}/v1/agents/{agent.id}/messages/stream", data=json.dumps({"input": "s"}).encode(),
+                                 method="POST", headers={"Authorization": f"Bearer {account.token}",
+                                                         "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        frames = [json.loads(line[6:]) for line in r.read().decode().splitlines()
+                  if line.startswith("data: ") and line != "data: [DONE]"]
+    [reply] = [f for f in frames if f["message_type"] == "assistant_message"]
+    assert reply["content"] == "streamed via worker" and frames[-1]["message_type"] == "usage_statistics"
+    assert _run_row(reply["run_id"]).worker.endswith(f":{worker.pid}")
+
+    fake_llm.script(FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True),
+                    FakeLLM.tool("send_message", {"message": "never"}, latency=30))
+    box = {}
+    waiting = threading.Thread(target=lambda: box.update(r=_post(f"{web}/v1/agents/{agent.id}/messages", account.token,
+                                                                 {"input": "long job"})))
+    waiting.start()
+    until(lambda: len(fake_llm.chat_requests) == 4, what="the hanging model call")
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.wait()
+    waiting.join(LEASE_S * 10 + 30)
+    assert not waiting.is_alive(), "the synchronous caller still waits for a run whose worker died"
+    status, body = box["r"]
+    assert status == 200 and body["stop_reason"]["stop_reason"] == "error" and "worker lost" in body["error"]
+    doomed = _run_row(body["run_id"])
+    assert doomed.status == "failed" and Step.objects.filter(run=doomed).count() == 1
+    assert Message.objects.filter(run=doomed, role="tool").count() == 1
+
+    cluster.worker("replacement")
+    fake_llm.clear()
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "back"}))
+    status, body = _post(f"{web}/v1/agents/{agent.id}/messages", account.token, {"input": "still there?"})
+    assert status == 200 and body["stop_reason"]["stop_reason"] == "end_turn", body

@@ -1,0 +1,92 @@
+"""Token streaming, pure: a model call's deltas as Letta chunks of the message the step will store.
+
+Every chunk of one call carries the id the assistant message will be stored under and holds only the
+newly arrived text (Letta's `stream_tokens` semantics), with `"delta": true` so a reader tells chunks from
+the complete messages that follow the commit. Native reasoning → reasoning_message; reply text →
+assistant_message; a `send_message` call's `message` argument → assistant_message; any call's `thinking`
+argument → reasoning_message; other calls' argument fragments → tool_call_message. Arguments arrive as
+fragments of a JSON object, so the values of `message` and `thinking` are read by partial parsing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_core import from_json
+
+from core.engine.llm import Delta
+
+ASSISTANT_TOOL = "send_message"
+ASSISTANT_KWARG = "message"
+THINKING_KWARG = "thinking"
+
+
+def partial_string_values(arguments: str) -> dict[str, str]:
+    """The string values readable so far in a JSON object that is still arriving (incomplete escapes held back)."""
+    try:
+        parsed = from_json(arguments or "{}", allow_partial="trailing-strings")
+    except ValueError:
+        return {}
+    return {k: v for k, v in parsed.items() if isinstance(v, str)} if isinstance(parsed, dict) else {}
+
+
+@dataclass
+class _Call:
+    name: str = ""
+    id: str | None = None
+    arguments: str = ""
+    sent: dict[str, int] = field(default_factory=dict)  # characters of each streamed value already sent
+
+
+class ChunkBuilder:
+    """Turns one model call's deltas into chunk events; `feed` returns the chunks a delta produced."""
+
+    def __init__(self, *, message_id: str, run_id: str, step_id: str, date: str, use_assistant_message: bool = True):
+        self.base = {"id": message_id, "date": date, "run_id": run_id, "step_id": step_id, "otid": None, "delta": True}
+        self.use_assistant_message = use_assistant_message
+        self.calls: dict[int, _Call] = {}
+        self.count = 0
+
+    def _chunk(self, message_type: str, **fields: Any) -> dict[str, Any]:
+        self.count += 1
+        return {**self.base, "message_type": message_type, **fields}
+
+    def feed(self, delta: Delta) -> list[dict[str, Any]]:
+        if not delta.text and delta.kind != "tool_call":
+            return []
+        if delta.kind == "reasoning":
+            return [self._chunk("reasoning_message", reasoning=delta.text, source="reasoner_model", signature=None)]
+        if delta.kind == "text":
+            return [self._chunk("assistant_message", content=delta.text)]
+        return self._tool_call(delta)
+
+    def _tool_call(self, delta: Delta) -> list[dict[str, Any]]:
+        call = self.calls.setdefault(delta.tool_index, _Call())
+        call.name = call.name or delta.tool_name or ""
+        call.id = call.id or delta.tool_call_id
+        call.arguments += delta.text
+        values = partial_string_values(call.arguments)
+        out = []
+        thinking = self._new_text(call, values, THINKING_KWARG)
+        if thinking:
+            out.append(self._chunk("reasoning_message", reasoning=thinking, source="non_reasoner_model", signature=None))
+        if self.use_assistant_message and call.name == ASSISTANT_TOOL:
+            message = self._new_text(call, values, ASSISTANT_KWARG)
+            if message:
+                out.append(self._chunk("assistant_message", content=message))
+            return out
+        if delta.text or not call.sent.get("_announced"):
+            call.sent["_announced"] = 1
+            tool_call = {"name": call.name or None, "arguments": delta.text or None, "tool_call_id": call.id}
+            out.append(self._chunk("tool_call_message", tool_call=tool_call, tool_calls=[tool_call]))
+        return out
+
+    @staticmethod
+    def _new_text(call: _Call, values: dict[str, str], key: str) -> str:
+        value = values.get(key, "")
+        sent = call.sent.get(key, 0)
+        if len(value) <= sent:
+            return ""
+        call.sent[key] = len(value)
+        return value[sent:]
