@@ -150,6 +150,10 @@ SANDBOX_DEFAULT = os.environ.get("SANDBOX_DEFAULT", "local")
 SANDBOX_TIMEOUT_S = float(os.environ.get("SANDBOX_TIMEOUT_S", "60"))
 SANDBOX_LOCAL_ALLOW_PIP = env_bool("SANDBOX_LOCAL_ALLOW_PIP")
 SANDBOX_CACHE_DIR = Path(os.environ.get("SANDBOX_CACHE_DIR", DATA_DIR.parent / ".sandbox-cache"))
+# Network for tools that don't choose (a tool's own `allow_network` wins); off = only the run's own loopback.
+SANDBOX_ALLOW_NETWORK = env_bool("SANDBOX_ALLOW_NETWORK")
+# Without user namespaces local runs are refused; this runs them anyway, with no file or network isolation.
+SANDBOX_LOCAL_WEAK_ISOLATION = env_bool("SANDBOX_LOCAL_WEAK_ISOLATION")
 E2B_API_KEY = os.environ.get("E2B_API_KEY", "")
 E2B_TEMPLATE = os.environ.get("E2B_TEMPLATE", "")
 # Public base URL tools use to call back into our REST API.

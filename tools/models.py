@@ -20,6 +20,7 @@ class Tool(models.Model):
     return_char_limit = models.PositiveIntegerField(default=50000)
     pip_requirements = models.JSONField(default=list, blank=True)  # [{name, version?}]
     sandbox = models.CharField(max_length=16, choices=SANDBOXES, blank=True, default="")
+    allow_network = models.BooleanField(null=True, blank=True, default=None)  # None: the deployment default
     env_vars = models.JSONField(default=dict, blank=True)  # workbench defaults for test runs
     agents = models.ManyToManyField("core.Agent", related_name="tools", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -48,6 +49,7 @@ class ToolRun(models.Model):
     stdout = models.TextField(blank=True, default="")
     stderr = models.TextField(blank=True, default="")
     sandbox = models.CharField(max_length=16, blank=True, default="")
+    network = models.BooleanField(default=False)  # whether the run could use the network
     duration_ms = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -17,6 +17,7 @@ class ToolCreateIn(Schema):
     source_type: str | None = None
     sandbox: str | None = None
     env_vars: dict[str, Any] | None = None
+    allow_network: bool | None = Field(None, description="Network for the tool's runs; null = the deployment default.")
 
 
 class ToolUpdateIn(Schema):
@@ -29,6 +30,7 @@ class ToolUpdateIn(Schema):
     source_type: str | None = None
     sandbox: str | None = None
     env_vars: dict[str, Any] | None = None
+    allow_network: bool | None = Field(None, description="Network for the tool's runs; null = the deployment default.")
 
 
 class GenerateSchemaIn(Schema):
@@ -46,6 +48,7 @@ class ToolRunIn(Schema):
     sandbox: str | None = None
     pip_requirements: list[dict[str, Any]] | None = None
     source_type: str | None = None
+    allow_network: bool | None = Field(None, description="Network for this run; null = the tool's or deployment's.")
 
 
 class AgentToolRunIn(Schema):
