@@ -328,3 +328,13 @@ def test_per_tool_e2b_override_runs_in_e2b_stub_with_owner_credentials(api, acco
     assert ToolRun.objects.get(id=out["tool_run_id"]).sandbox == "e2b"
     # The same owner's tools without an override still run locally.
     assert run(api, ECHO, {"text": "x"}).json()["sandbox"] == "local"
+
+
+def test_workbench_page_shows_whether_the_run_had_network(account):
+    from django.test import Client
+
+    web = Client()
+    web.force_login(account.user)
+    out = web.post("/tools/run/", {"source_code": ECHO, "arg_text": "hi", "env_vars": "{}"}).content.decode()
+    assert 'id="run-return">hi<' in out
+    assert 'network: <strong id="run-network">off</strong>' in out

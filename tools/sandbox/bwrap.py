@@ -3,12 +3,12 @@
 Each run is `bwrap … python -I -S runner.py` in fresh user, mount, PID, IPC, UTS and cgroup namespaces,
 and a fresh network namespace (only its own loopback) unless the run allows the network. Its root is an
 empty read-only tmpfs holding: /usr (and the /bin, /lib… links into it) and the interpreter's prefix
-(or the tool's venv) read-only, a few /etc files for name resolution and TLS, a new /proc (this run's
-processes only), a minimal /dev, and two size-capped tmpfs mounts, the private directory `SANDBOX_HOME`
-and /tmp. Nothing else of the host — the data directory, /run and its sockets, /var, /home, other runs'
-files — exists inside, and everything written is gone when the run ends. No setuid helper is needed:
-bwrap runs as the server's user (or a throwaway uid when the server is root), which is how the Docker
-image runs.
+(or the tool's venv) read-only, /etc/hosts and /etc/localtime (plus name resolution and TLS roots when
+the network is allowed), a new /proc (this run's processes only), a minimal /dev, and two size-capped
+tmpfs mounts, the private directory `SANDBOX_HOME` and /tmp. Nothing else of the host — the data
+directory, /run and its sockets, /var, users' homes, other runs' files — exists inside, and everything
+written is gone when the run ends. No setuid helper is needed: bwrap runs as the server's user (or a
+throwaway uid when the server is root), which is how the Docker image runs.
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ RUNNER_IN_SANDBOX = "/opt/agents-ide/runner.py"
 BWRAP_SEARCH_PATH = "/usr/bin:/bin:/usr/local/bin:/usr/sbin"
 _MB = 1024 * 1024
 _ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-# Read-only, for what a tool with network needs (DNS, TLS roots, service names) and `localhost`.
-_ETC = ("hosts", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf", "services", "protocols",
-        "localtime", "mime.types", "ssl", "ca-certificates", "ca-certificates.conf", "pki")
+# Read-only /etc files: `localhost` and the time zone for every run; name resolution, TLS roots and service
+# names only for a run with network (each is a mount, a few hundred microseconds).
+_ETC = ("hosts", "localtime")
+_ETC_NETWORK = _ETC + ("resolv.conf", "nsswitch.conf", "host.conf", "gai.conf", "services", "protocols", "ssl",
+                       "ca-certificates", "pki")
 
 
 def find_bwrap() -> str | None:
@@ -62,7 +64,7 @@ def bwrap_argv(*, bwrap: str, mounts: list[str], runner: str, allow_network: boo
             argv += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             argv += ["--ro-bind", path, path]
-    for name in _ETC:
+    for name in _ETC_NETWORK if allow_network else _ETC:
         path = "/etc/" + name
         if os.path.exists(path):
             argv += ["--ro-bind", path, path]
