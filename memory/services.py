@@ -17,10 +17,12 @@ MAX_BLOCK_LIMIT = 1_000_000
 
 
 def _validate(*, label: str | None, value: str | None, limit: int | None) -> None:
-    if label is not None and (not label.strip() or len(label) > 100 or not label.replace("_", "").replace("-", "").isalnum()):
+    if label is not None and (not isinstance(label, str) or not label.strip() or len(label) > 100 or not label.replace("_", "").replace("-", "").isalnum()):
         raise Invalid("Block label must be 1-100 letters, digits, '_' or '-'")
-    if limit is not None and not 1 <= limit <= MAX_BLOCK_LIMIT:
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_BLOCK_LIMIT):
         raise Invalid(f"Block limit must be between 1 and {MAX_BLOCK_LIMIT} characters")
+    if value is not None and not isinstance(value, str):
+        raise Invalid("Block value must be a string")
     if value is not None and limit is not None and len(value) > limit:
         raise Invalid(f"Block value is {len(value)} characters, over the block's limit of {limit}. "
                       "Shorten it, raise the limit, or move the content to archival memory.")
@@ -41,12 +43,17 @@ def block_create(*, owner: Organization, label: str, value: str = "", limit: int
 def block_update(*, block: Block, changes: dict, actor_user: User | None = None, agent_id: str = "", step_id: str = "",
                  tool_call_id: str = "", enforce_read_only: bool = False) -> Block:
     """Edit a block under its row lock and record who changed what; live pushes go out after commit."""
+    nulls = [key for key in ("value", "label", "limit") if key in changes and changes[key] is None]
+    if nulls:
+        raise Invalid(f"Block {', '.join(nulls)} cannot be null; leave a field out to keep it.")
     block = Block.objects.select_for_update().get(pk=block.pk)
     if enforce_read_only and block.read_only:
         raise Invalid(f"Block '{block.label}' is read-only; it cannot be edited by the agent.")
     new_value = changes.get("value", block.value)
-    new_limit = changes.get("limit") or block.limit
+    new_limit = changes.get("limit", block.limit)
     _validate(label=changes.get("label"), value=new_value, limit=new_limit)
+    if changes.get("label") is not None and changes["label"] != block.label:
+        _label_free_for_agents(block=block, label=changes["label"])
     other = {}
     for key in ("label", "limit", "description", "read_only", "metadata"):
         if key in changes and changes[key] is not None and changes[key] != getattr(block, key):
@@ -65,6 +72,14 @@ def block_update(*, block: Block, changes: dict, actor_user: User | None = None,
     return block
 
 
+def _label_free_for_agents(*, block: Block, label: str) -> None:
+    """Conflict if an agent this block is attached to already has another block with `label`."""
+    clash = (AgentBlock.objects.filter(agent__agentblock__block=block, block__label=label).exclude(block=block)
+             .select_related("agent").first())
+    if clash is not None:
+        raise Conflict(f"Agent '{clash.agent.name}' already has a block labelled '{label}'; labels are unique per agent.")
+
+
 def _broadcast_block(block: Block) -> None:
     from core.events import broadcast_block_update
 
@@ -73,7 +88,7 @@ def _broadcast_block(block: Block) -> None:
 
 def block_restore(*, block: Block, version: int, actor_user: User | None) -> Block:
     """Restore a block's value to what it was at `version` (recorded as a new change)."""
-    entry = BlockHistory.objects.filter(block=block, version=version).first()
+    entry = BlockHistory.objects.filter(block=block, version=version).first() if 1 <= version < 2**31 else None
     if entry is None:
         raise NotFound(f"Block '{block.id}' has no version {version}")
     return block_update(block=block, changes={"value": entry.new_value, "limit": max(block.limit, len(entry.new_value))},
@@ -134,8 +149,9 @@ def _clean_tags(tags) -> list[str]:
     return list(dict.fromkeys(cleaned))
 
 
-def _embed_all(agent: Agent, texts: list[str]):
-    """(handle, vectors or None, error text) for the texts with the agent's embedder; never raises."""
+def passages_embed(*, agent: Agent, texts: list[str]):
+    """(handle, vectors or None, error text) for the texts with the agent's embedder (provider calls, outside any
+    transaction); never raises: a failed embedding is stored as `metadata.embedding_error`."""
     from memory.embedders import EmbeddingError, embedder_for_agent
 
     embedder = embedder_for_agent(agent)
@@ -150,17 +166,19 @@ def _embed_all(agent: Agent, texts: list[str]):
 
 
 def passages_insert(*, agent: Agent, texts: list[str], tags: list[str] | None = None, source: str = "agent",
-                    metadata: dict | None = None, created_at=None, embeddings=None, embedding_model: str = "") -> list[Passage]:
+                    metadata: dict | None = None, created_at=None, embeddings=None, embedding_model: str = "",
+                    embedded: bool = False) -> list[Passage]:
     """Store archival memories for the agent. Embeds them first with the agent's embedder (provider calls, outside
-    any transaction) unless `embeddings` are given; if embedding fails they are stored without vectors (still
-    found by full text) and `metadata.embedding_error` says why. Invalidates cached vectors after commit."""
+    any transaction) unless `embeddings` are given or `embedded` says that was already tried; if embedding fails
+    they are stored without vectors (still found by full text) and `metadata.embedding_error` says why.
+    Invalidates cached vectors after commit."""
     if source not in dict(Passage.SOURCES):
         raise Invalid(f"source must be one of {', '.join(dict(Passage.SOURCES))}")
     if not texts or any(not isinstance(t, str) or not t.strip() for t in texts):
         raise Invalid("Archival memory text must not be empty")
     tags = _clean_tags(tags)
-    if embeddings is None:
-        embedding_model, embeddings, error = _embed_all(agent, texts)
+    if embeddings is None and not embedded:
+        embedding_model, embeddings, error = passages_embed(agent=agent, texts=texts)
     else:
         error = ""
     meta = {**(metadata or {}), **({"embedding_error": error} if error else {})}
@@ -180,10 +198,15 @@ def passages_insert(*, agent: Agent, texts: list[str], tags: list[str] | None = 
 
 
 def passage_insert(*, agent: Agent, text: str, tags: list[str] | None = None, source: str = "agent",
-                   metadata: dict | None = None, created_at=None) -> Passage:
-    """Store one archival memory (see passages_insert: one embedding call when an embedder is configured)."""
+                   metadata: dict | None = None, created_at=None, embedded=None) -> Passage:
+    """Store one archival memory (see passages_insert: one embedding call when an embedder is configured, unless
+    `embedded` holds passages_embed's result, computed earlier outside the caller's transaction)."""
+    if not isinstance(text, str) or not text.strip():
+        raise Invalid("Archival memory text must not be empty")
+    handle, vectors, error = embedded if embedded is not None else passages_embed(agent=agent, texts=[text])
+    metadata = {**(metadata or {}), **({"embedding_error": error} if error else {})}
     return passages_insert(agent=agent, texts=[text], tags=tags, source=source, metadata=metadata,
-                           created_at=created_at)[0]
+                           created_at=created_at, embeddings=vectors, embedding_model=handle, embedded=True)[0]
 
 
 def passage_delete(*, agent: Agent, passage_id: str) -> None:

@@ -3,6 +3,7 @@
 from django.db import models
 
 from core import ids
+from core.fields import StorableJSONField, StorableTextField
 
 
 class Tool(models.Model):
@@ -43,11 +44,11 @@ class ToolRun(models.Model):
     agent_id = models.CharField(max_length=64, blank=True, default="")
     step_id = models.CharField(max_length=64, blank=True, default="")
     origin = models.CharField(max_length=16, default="workbench")  # workbench | agent
-    args = models.JSONField(default=dict, blank=True)
+    args = StorableJSONField(default=dict, blank=True)
     status = models.CharField(max_length=16)  # success | error
-    tool_return = models.TextField(blank=True, default="")
-    stdout = models.TextField(blank=True, default="")
-    stderr = models.TextField(blank=True, default="")
+    tool_return = StorableTextField(blank=True, default="")
+    stdout = StorableTextField(blank=True, default="")
+    stderr = StorableTextField(blank=True, default="")
     sandbox = models.CharField(max_length=16, blank=True, default="")
     network = models.BooleanField(default=False)  # whether the run could use the network
     duration_ms = models.FloatField(default=0)
