@@ -130,7 +130,7 @@ def test_only_the_private_dir_and_tmp_are_writable(server):
         import os
         def f():
             out = {}
-            for path in ["/home/user/a", "/tmp/b", "/usr/c", "/etc/d", "/e", "/opt/f"]:
+            for path in ["/home/user/a", "/tmp/b", "/dev/shm/g", "/usr/c", "/etc/d", "/e", "/opt/f", "/dev/h"]:
                 try:
                     open(path, "w").write("x")
                     out[path] = "written"
@@ -140,8 +140,8 @@ def test_only_the_private_dir_and_tmp_are_writable(server):
     ''')
     cwd, home, tmpdir, out = json.loads(r.tool_return)
     assert cwd == home == "/home/user" and tmpdir == "/tmp"
-    assert out == {"/home/user/a": "written", "/tmp/b": "written", "/usr/c": "OSError", "/etc/d": "OSError",
-                   "/e": "OSError", "/opt/f": "OSError"}
+    assert out == {"/home/user/a": "written", "/tmp/b": "written", "/dev/shm/g": "written", "/usr/c": "OSError",
+                   "/etc/d": "OSError", "/e": "OSError", "/opt/f": "OSError", "/dev/h": "OSError"}
 
 
 def test_nothing_written_survives_to_the_next_run(server):
@@ -164,13 +164,14 @@ def test_nothing_written_survives_to_the_next_run(server):
         assert not os.path.exists(os.path.join(d, marker))
 
 
-def test_scratch_space_is_capped(server):
-    r = run(server, '''
+@pytest.mark.parametrize("directory", ["/tmp", "/home/user", "/dev/shm"])
+def test_scratch_space_is_capped(server, directory):
+    r = run(server, f'''
         def f():
             written = 0
             try:
                 for i in range(64):
-                    with open(f"/tmp/chunk{i}", "wb") as fh:
+                    with open(f"{directory}/chunk{{i}}", "wb") as fh:
                         fh.write(b"x" * (1024 * 1024))
                     written += 1
             except OSError as exc:

@@ -48,7 +48,8 @@ def python_mounts(python: str) -> list[str]:
 
 
 def _under_usr(path: str) -> bool:
-    return os.path.realpath(path).startswith("/usr/")
+    real = os.path.realpath(path)
+    return real == "/usr" or real.startswith("/usr/")
 
 
 def bwrap_argv(*, bwrap: str, mounts: list[str], runner: str, allow_network: bool, scratch_mb: int) -> list[str]:
@@ -69,7 +70,9 @@ def bwrap_argv(*, bwrap: str, mounts: list[str], runner: str, allow_network: boo
         if os.path.exists(path):
             argv += ["--ro-bind", path, path]
     size = str(max(1, scratch_mb) * _MB)
-    argv += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", SANDBOX_HOME]
+    # bwrap's /dev is an uncapped tmpfs: cap /dev/shm like the others and make the rest read-only.
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+             "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", SANDBOX_HOME]
     for path in mounts:  # after /tmp's tmpfs, which would hide a venv cached under /tmp
         argv += ["--ro-bind", path, path]
     argv += ["--ro-bind", runner, RUNNER_IN_SANDBOX, "--chdir", SANDBOX_HOME, "--remount-ro", "/"]
