@@ -201,9 +201,20 @@ def test_server_environment_and_processes_are_out_of_reach(server, monkeypatch):
                     "signal": signalled}
     ''', env_vars={"SERVER_PID": str(os.getpid())})
     got = json.loads(r.tool_return)
-    assert got["env"] == ["HOME", "LANG", "PATH", "PWD", "SERVER_PID", "TMPDIR"]
+    assert got["env"] == ["HOME", "LANG", "PATH", "SERVER_PID", "TMPDIR"]
     assert got["secret"] is False and got["procs"] <= 2  # bwrap's init and the tool
     assert got["signal"] == "ProcessLookupError"
+
+
+def test_tool_environment_reaches_the_tool_but_not_the_launcher(server):
+    """bwrap runs outside the namespaces: a tool's LD_PRELOAD must not load anything into it (or into python)."""
+    r = run(server, '''
+        import os
+        def f():
+            return [os.environ["LD_PRELOAD"], os.environ["GIVEN"]]
+    ''', env_vars={"LD_PRELOAD": "/nonexistent/preload.so", "GIVEN": "1"})
+    assert r.status == "success" and r.tool_return == '["/nonexistent/preload.so", "1"]'
+    assert "preload" not in r.stderr  # the loader would complain if it had tried to load it
 
 
 def test_processes_the_tool_leaves_behind_die_with_the_run(server):

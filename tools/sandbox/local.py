@@ -177,11 +177,12 @@ class LocalSandbox(SandboxBackend):
         argv = bwrap_argv(bwrap=self.bwrap, mounts=python_mounts(python), runner=_shared_runner_path(self.work_root),
                           allow_network=request.allow_network, scratch_mb=request.limits.scratch_mb)
         argv += ["--", *_runner_argv(python, RUNNER_IN_SANDBOX, site=bool(request.pip_requirements))]
-        env = {"PATH": BASE_PATH, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8", **request.env_vars}
+        # bwrap runs outside the namespaces, so it gets a fixed environment; the runner sets the tool's own.
+        env = {"PATH": BASE_PATH, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
         # The run's user namespace counts only its own processes, bwrap's init among them.
         nproc = request.limits.max_processes + 1
         return self._spawn_and_collect(request, argv, "/", env, lease, nproc, started, network=request.allow_network,
-                                       namespaced=True)
+                                       namespaced=True, tool_env={**env, **request.env_vars})
 
     def _run_weak(self, request, python, lease, started) -> SandboxResult:
         workdir = tempfile.mkdtemp(prefix="tool-run-", dir=self.work_root)
@@ -198,11 +199,14 @@ class LocalSandbox(SandboxBackend):
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    def _spawn_and_collect(self, request, argv, cwd, env, lease, nproc, started, *, network, namespaced) -> SandboxResult:
+    def _spawn_and_collect(self, request, argv, cwd, env, lease, nproc, started, *, network, namespaced,
+                           tool_env=None) -> SandboxResult:
         limits = request.limits
         payload = request.payload()
         payload["limits"] = {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb,
                              "file_size_mb": limits.file_size_mb, "nproc": nproc}
+        if tool_env is not None:
+            payload["env"] = tool_env
         result_r, result_w = os.pipe()
         try:
             proc = subprocess.Popen(
