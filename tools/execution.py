@@ -43,6 +43,26 @@ def sandbox_config_for(*, owner: Organization) -> dict[str, Any]:
     }
 
 
+def local_sandbox_notice() -> str:
+    """What the IDE says about the local sandbox on this machine: "" when runs get namespaces, else why not.
+
+    The first call per process starts one trial sandbox (cached).
+    """
+    from tools.sandbox.local import LocalSandbox, refusal_message
+
+    try:
+        mode, reason = LocalSandbox(allow_weak_isolation=bool(settings.SANDBOX_LOCAL_WEAK_ISOLATION)).isolation_status()
+    except (SandboxError, OSError) as exc:
+        return f"The local tool sandbox is unusable here: {exc}"
+    if mode == "refused":
+        message = refusal_message(reason)
+        return message[0].upper() + message[1:] + "."
+    if mode == "weak" and reason:
+        return (f"Local tools run without isolation: {reason}; SANDBOX_LOCAL_WEAK_ISOLATION is set, so they can "
+                "read what the server's user can and reach the network.")
+    return ""
+
+
 def tool_backend_name(*, owner: Organization, tool: Tool | None = None, override: str | None = None,
                       config: dict | None = None) -> str:
     """Which backend runs this tool: `override`, else the tool's setting, else the owner/deployment default."""

@@ -338,3 +338,20 @@ def test_workbench_page_shows_whether_the_run_had_network(account):
     out = web.post("/tools/run/", {"source_code": ECHO, "arg_text": "hi", "env_vars": "{}"}).content.decode()
     assert 'id="run-return">hi<' in out
     assert 'network: <strong id="run-network">off</strong>' in out
+
+
+def test_tools_page_says_when_local_runs_are_refused(account, monkeypatch):
+    """Where bubblewrap cannot run (here: not installed), the IDE says so and why, and local runs are refused."""
+    from django.test import Client
+
+    from tools.execution import tool_execute
+
+    web = Client()
+    web.force_login(account.user)
+    assert 'id="sandbox-notice"' not in web.get("/tools/").content.decode()  # namespaces work here
+    monkeypatch.setattr("tools.sandbox.local.find_bwrap", lambda: "/nonexistent/bwrap")
+    page = web.get("/tools/").content.decode()
+    assert 'id="sandbox-notice">Local tool runs are refused: bubblewrap could not start' in page
+    assert "SANDBOX_LOCAL_WEAK_ISOLATION=1" in page
+    refused = tool_execute(owner=account.org, source_code=ECHO, args={"text": "x"})
+    assert refused.status == "error" and refused.result.error_type == "SandboxError"
