@@ -326,3 +326,14 @@ def test_missing_bubblewrap_refuses_runs_unless_weak_is_allowed():
     allowed = LocalSandbox(bwrap="/nonexistent/bwrap", allow_weak_isolation=True)
     assert allowed.isolation_status()[0] == "weak" and allowed.run(src).tool_return == "1"
     assert LocalSandbox().isolation_status() == ("namespaces", None)
+
+
+def test_a_failed_check_is_retried_so_installing_bubblewrap_needs_no_restart(monkeypatch, root_owned_dir):
+    from tools.sandbox.bwrap import find_bwrap
+
+    monkeypatch.setattr("tools.sandbox.local.PROBE_RETRY_S", 0.0)
+    path = os.path.join(root_owned_dir, "bwrap")
+    backend = LocalSandbox(bwrap=path)
+    assert backend.isolation_status()[0] == "refused"
+    os.symlink(find_bwrap(), path)  # the operator installs it
+    assert backend.isolation_status() == ("namespaces", None)

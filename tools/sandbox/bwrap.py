@@ -91,7 +91,7 @@ def probe(*, bwrap: str | None, python: str, runner: str, user: int | None) -> s
     ids = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"},
-                              stdin=subprocess.DEVNULL, **ids)
+                              stdin=subprocess.DEVNULL, cwd="/", **ids)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"bubblewrap could not start: {exc}"
     if proc.returncode != 0:

@@ -115,7 +115,8 @@ class LocalSandbox(SandboxBackend):
     def isolation_status(self) -> tuple[str, str | None]:
         """How runs are isolated here — "namespaces", "weak" or "refused" — and why namespaces are unavailable.
 
-        The first call per (bwrap, interpreter, identity) starts one trial sandbox; the answer is kept.
+        The first call per (bwrap, interpreter, identity) starts one trial sandbox; success is kept, a failure
+        is retried after `PROBE_RETRY_S`.
         """
         if self.isolation == "weak":
             return "weak", None
@@ -127,17 +128,19 @@ class LocalSandbox(SandboxBackend):
     def _namespaces_unavailable(self) -> str | None:
         key = (self.bwrap, self.python_executable, self.drop_privileges)
         with _status_lock:
-            if key not in _namespace_status:
+            known = _namespace_status.get(key)
+            if known is None or (known[0] is not None and time.monotonic() - known[1] > PROBE_RETRY_S):
                 runner = _shared_runner_path(self.work_root)
                 lease = UidLease.acquire(self.uid_range, self.work_root) if self.drop_privileges else None
                 try:
-                    _namespace_status[key] = probe(bwrap=self.bwrap, python=self.python_executable, runner=runner,
-                                                   user=lease.uid if lease else None)
+                    reason = probe(bwrap=self.bwrap, python=self.python_executable, runner=runner,
+                                   user=lease.uid if lease else None)
                 finally:
                     if lease:
                         kill_uid_processes(lease.uid)
                         lease.release()
-            return _namespace_status[key]
+                known = _namespace_status[key] = (reason, time.monotonic())
+            return known[0]
 
     def run(self, request: SandboxRequest) -> SandboxResult:
         """Run the tool in a fresh sandboxed subprocess (may build a venv; weak mode: a temp dir)."""
@@ -278,8 +281,11 @@ def log_isolation_status(backend: LocalSandbox) -> str:
     return mode
 
 
+# A working sandbox stays known for the process's lifetime; a failure is tried again after a while (the
+# operator may install bubblewrap or enable user namespaces without restarting the server).
+PROBE_RETRY_S = 60.0
 _status_lock = threading.Lock()
-_namespace_status: dict[tuple, str | None] = {}
+_namespace_status: dict[tuple, tuple[str | None, float]] = {}
 
 
 def _runner_argv(python: str, runner: str, *, site: bool) -> list[str]:
