@@ -2,11 +2,12 @@
 
 Isolation, in layers:
 - namespaces (the default): the run gets its own user, mount, PID, IPC, UTS and network namespaces, so
-  it sees only /usr, its interpreter (or venv), a private directory and /tmp (tmpfs, gone after the run)
+  it sees only /usr, its interpreter (or venv), a private directory, /tmp and /dev/shm (capped tmpfs, gone)
   — no data directory, no /run sockets, no other process — and no network unless the request allows
   it. This needs unprivileged user namespaces, not root; where they are unavailable runs are refused
   unless the operator allowed the weak mode (`allow_weak_isolation`), which keeps only the layers below;
-- environment: the child gets only the tool's env vars plus PATH/HOME/TMPDIR/LANG, never ours;
+- environment: the child gets only the tool's env vars plus PATH/HOME/TMPDIR/LANG, never ours (namespaced,
+  the runner sets them from the payload: bwrap, which runs outside the namespaces, gets a fixed set);
 - identity: when the server runs as root, bwrap (or, in the weak mode, the tool) runs as a throwaway
   uid/gid from `uid_range` (one per concurrent run, held by a lock file), so RLIMIT_NPROC binds (it is
   ignored for root) and a stray process can be found and killed by uid;
@@ -47,6 +48,7 @@ from tools.sandbox.base import (
     truncate_output,
     validate_request,
 )
+from tools.sandbox.bwrap import RUNNER_IN_SANDBOX, SANDBOX_HOME, bwrap_argv, find_bwrap, probe, python_mounts
 from tools.sandbox.process import (
     Pump,
     UidLease,
@@ -56,7 +58,6 @@ from tools.sandbox.process import (
     owned_dir,
     remove_uid_files,
 )
-from tools.sandbox.bwrap import RUNNER_IN_SANDBOX, SANDBOX_HOME, bwrap_argv, find_bwrap, probe, python_mounts
 from tools.sandbox.venvs import Installer, ensure_venv
 
 logger = logging.getLogger(__name__)
