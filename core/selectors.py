@@ -137,6 +137,12 @@ def step_previous(*, step: Step) -> Step | None:
             .order_by("-created_at").first())
 
 
+def step_next(*, step: Step) -> Step | None:
+    """The agent's step of the same kind just after this one (whose context shows what this step changed)."""
+    return (Step.objects.filter(agent_id=step.agent_id, kind=step.kind, created_at__gt=step.created_at)
+            .order_by("created_at").first())
+
+
 def agent_steps_recent(*, agent: Agent, limit: int = 30) -> list[dict]:
     """The agent's latest steps, newest first: id, run, index (as the API numbers them), kind, time, error."""
     return list(Step.objects.filter(agent=agent).order_by("-created_at", "-index")

@@ -47,7 +47,7 @@ def step_detail(request, agent_id: str, step_id: str):
         step = selectors.agent_step_get(agent=agent, step_id=step_id)
     except NotFound as exc:
         raise Http404(str(exc)) from exc
-    prev = selectors.step_previous(step=step)
+    prev, after = selectors.step_previous(step=step), selectors.step_next(step=step)
     parts = _step_parts(step)
     before = {s["name"]: s.get("tokens", 0) for s in (prev.context_sections if prev else [])}
     rows = [{"name": s["name"], "label": SECTION_LABELS.get(s["name"], s["name"]), "tokens": s.get("tokens", 0),
@@ -55,6 +55,7 @@ def step_detail(request, agent_id: str, step_id: str):
     return TemplateResponse(request, "core/_step.html", {
         "agent": agent, "step": step, "prev": prev, "rows": rows, "parts": parts,
         "diff": payload_diff(_step_parts(prev), parts) if prev else None,
+        "next": after, "next_diff": payload_diff(parts, _step_parts(after)) if after else None,
         "total_tokens": sum(p.tokens for p in parts),
         "request_json": json.dumps(step.request, indent=2, ensure_ascii=False),
         "response_json": json.dumps(step.response, indent=2, ensure_ascii=False),

@@ -16,6 +16,7 @@
   const streaming = new Map();  // "type:id" -> element being filled by token chunks
   const awaiting = [];  // what this socket asked for, oldest first: {kind: "send", bubble} | {kind: "cancel"}
   const NON_USER_PREFIX = "[This is an automated system message hidden from the user] ";
+  const SUMMARY_SPLIT = "The following is a summary of the previous messages: ";
   let ws = null, retry = 0, running = false, cancelling = false, activeRunId = A.activeRunId || null, outbox = [];
   let queued = null;  // {text, bubble}: sent when the active run ends
   const ended = new Set();  // runs whose end we saw (it can overtake the reply that names the run)
@@ -60,7 +61,11 @@
     if (ev && ev.by === "summary") {
       s.title = "Evicted from the context window by overflow; still searchable in recall memory";
       s.appendChild(document.createTextNode("out · evicted at "));
-      if (ev.step_id) s.appendChild(chip(ev.step_id, ev.step_index, "The summarizer step that evicted it"));
+      if (ev.step_id) {
+        const c = chip(ev.step_id, ev.step_index, "The summarizer step that evicted it");
+        c.textContent += " · summarizer";
+        s.appendChild(c);
+      }
       else s.appendChild(document.createTextNode("overflow"));
     } else if (ev && ev.by === "reset") {
       s.textContent = "out · reset"; s.title = "Removed from the context window by a reset; still searchable in recall memory";
@@ -136,8 +141,8 @@
     const det = el("details"); det.open = true;
     det.appendChild(el("summary", "small muted", "summary the model sees"));
     const text = String(ev.content || "");
-    const cut = text.indexOf("The following is a summary of the previous messages: ");
-    det.appendChild(el("div", "body", cut >= 0 ? text.slice(cut + 54) : text));
+    const at = text.indexOf(SUMMARY_SPLIT);
+    det.appendChild(el("div", "body", at >= 0 ? text.slice(at + SUMMARY_SPLIT.length) : text));
     box.appendChild(det);
     return box;
   }
@@ -314,8 +319,7 @@
   }
 
   function showBusy(runId, text) {
-    $("#busy-text").textContent = "The agent is busy with run " + (runId ? short(runId) : "(starting)") +
-      ". Cancel that run, or have your message sent when it ends.";
+    $("#busy-text").textContent = "The agent is busy with run " + (runId ? short(runId) : "(starting)") + ".";
     busyBar.dataset.run = runId || "";
     busyBar.hidden = false;
     if (text && !input.value.trim()) input.value = text;  // never lose what was typed
@@ -385,14 +389,21 @@
         const box = el("div");
         box.innerHTML = html;  // server-rendered (autoescaped) template
         const node = box.firstElementChild;
+        const anchor = Array.from(mine).find((m) => m.isConnected) || trailingStatus();
+        if (anchor) anchor.before(node); else place(node);
         mine.forEach((m) => m.remove());
-        place(node);
       })
       .catch(() => {  // the page must still end usable: mark our own message and say what we know
         mine.forEach((m) => failBubble(m, ev.error || ("The run " + ev.status + ".")));
         place(renderers.error_message({message_type: "error_message", message: "Run " + short(ev.run_id) + " " + ev.status + (ev.error ? ": " + ev.error : ".")}));
       })
       .finally(() => scrollDown(true));
+  }
+
+  function trailingStatus() {  // the run's closing lines (stop reason, usage), which its notice goes before
+    let first = null;
+    for (let n = live.lastElementChild; n && n.matches(".msg.stop_reason, .msg.usage_statistics"); n = n.previousElementSibling) first = n;
+    return first;
   }
 
   function render(ev) {
@@ -405,12 +416,19 @@
     if (t === "user_message" && !ev.kind) {  // our own message arriving: it takes the pending bubble's place
       const pending = Array.from(live.querySelectorAll(".msg.user_message.pending")).find((p) =>
         p.querySelector(".body").textContent === ev.content && (!p.dataset.run || !ev.run_id || p.dataset.run === ev.run_id));
+      // a copy left undelivered by an earlier failed run (here or in another tab) has now arrived
+      live.querySelectorAll(".msg.user_message.failed").forEach((f) => {
+        if (f.querySelector(".body").textContent === ev.content) f.remove();
+      });
       if (pending) { pending.replaceWith(r(ev)); scrollDown(true); return; }
     }
     const node = r(ev);
     if (!node) return;
     dropEmpty();
-    place(node, ev.id ? t + ":" + ev.id : null);
+    const waiting = t === "user_message" && ev.kind === "summary" &&
+      Array.from(live.querySelectorAll(".msg.user_message.pending")).find((p) => !p.dataset.run || p.dataset.run === ev.run_id);
+    if (waiting) live.insertBefore(node, waiting);  // the eviction happened before this input was stored
+    else place(node, ev.id ? t + ":" + ev.id : null);
     if (t === "stop_reason") refreshContext();
     if (t === "user_message" && ev.kind === "summary") refreshMarks();
     scrollDown(true);
@@ -504,7 +522,7 @@
     const index = {};
     e.target.querySelectorAll(".step-chip[data-step]").forEach((c) => { index[c.dataset.step] = c.dataset.index; });
     conv.querySelectorAll(".step-chip[data-step]").forEach((c) => {
-      if (index[c.dataset.step] !== undefined) c.textContent = "step " + index[c.dataset.step];
+      if (c.textContent === "step" && index[c.dataset.step] !== undefined) c.textContent = "step " + index[c.dataset.step];
     });
   });
 
