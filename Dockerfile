@@ -4,6 +4,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
     LITELLM_LOCAL_MODEL_COST_MAP=True HF_HUB_OFFLINE=1 \
     AGENTS_IDE_DATA_DIR=/data STATIC_ROOT=/app/staticfiles
 
+# bubblewrap: the local tool sandbox (user namespaces; no setuid, works as the unprivileged `app` user).
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap && rm -rf /var/lib/apt/lists/*
 RUN useradd --create-home --uid 1000 app && mkdir -p /data /app && chown app:app /data /app
 WORKDIR /app
 COPY pyproject.toml README.md ./

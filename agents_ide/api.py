@@ -1,12 +1,21 @@
 """The one NinjaAPI: adds each app's router under /v1 and maps domain errors to HTTP in one place."""
 
+import json
+import logging
+
+from django.core.exceptions import RequestDataTooBig
+from django.db import DataError, IntegrityError
 from django.http import HttpRequest
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import APIKeyHeader, HttpBearer, django_auth
 
+from agents_ide.openapi import add_error_responses
+from agents_ide.validation import StrictParser, TooLarge, too_large_message
 from core.accounts import principal_from_token, principal_from_user
 from core.errors import DomainError
+
+log = logging.getLogger(__name__)
 
 
 class BearerToken(HttpBearer):
@@ -38,8 +47,15 @@ def session_auth(request: HttpRequest):
     return request.principal
 
 
-api = NinjaAPI(
+class AgentsAPI(NinjaAPI):
+    def get_openapi_schema(self, **kwargs):
+        """Ninja's schema plus the error responses and the Error body every operation may answer with."""
+        return add_error_responses(super().get_openapi_schema(**kwargs))
+
+
+api = AgentsAPI(
     title="Agents IDE API",
+    parser=StrictParser(),
     version="1",
     description="Letta v1-compatible REST API for stateful agents. Authenticate with `Authorization: Bearer <token>`.",
     auth=[BearerToken(), LettaKeyHeader(), session_auth],
@@ -67,7 +83,39 @@ def _validation_error(request, exc: ValidationError):
 
 @api.exception_handler(HttpError)
 def _http_error(request, exc: HttpError):
+    cause = exc.__cause__  # ninja wraps whatever the body parser raised in a 400
+    if isinstance(cause, DomainError):
+        return _domain_error(request, cause)
+    if isinstance(cause, TooLarge):
+        return _too_large(request, cause)
+    if isinstance(cause, json.JSONDecodeError):
+        return api.create_response(request, {"detail": f"The request body is not valid JSON: {cause.msg} "
+                                                       f"(line {cause.lineno}, column {cause.colno})."}, status=400)
     return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+
+
+@api.exception_handler(TooLarge)
+@api.exception_handler(RequestDataTooBig)
+def _too_large(request, exc):
+    return api.create_response(request, {"detail": too_large_message(request)}, status=413)
+
+
+@api.exception_handler(IntegrityError)
+def _integrity_error(request, exc: IntegrityError):
+    """A constraint the services did not check first (e.g. a concurrent duplicate): the client's conflict."""
+    log.warning("integrity error answered 409 on %s: %s", request.path, exc)
+    return api.create_response(request, {"detail": "The change conflicts with existing data (a name or label that "
+                                                   "must be unique is already taken, or a referenced item is gone)."},
+                               status=409)
+
+
+@api.exception_handler(DataError)
+@api.exception_handler(OverflowError)
+def _data_error(request, exc):
+    """A value the database cannot hold (too long, out of range) that slipped past the schemas."""
+    log.warning("data error answered 422 on %s: %s", request.path, exc)
+    return api.create_response(request, {"detail": "A value is too long or out of range for what the server stores."},
+                               status=422)
 
 
 @api.get("/health/", auth=None, tags=["health"])

@@ -10,16 +10,16 @@ django_http = http_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from agents_ide.routing import websocket_urlpatterns  # noqa: E402
+from agents_ide.security import FullOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         # Static assets are vendored and small; serving them here keeps the IDE a single process.
         "http": ASGIStaticFilesHandler(django_http),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": FullOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
 

@@ -61,6 +61,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "agents_ide.security.ContentSecurityPolicyMiddleware",
+    "agents_ide.validation.RequestGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -82,6 +84,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "agents_ide.security.csp_nonce",
             ],
         },
     },
@@ -125,6 +128,18 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = ["core.throttle.ThrottledModelBackend"]
+# Login throttling (core/throttle.py): after this many failed logins an account, or an address, must wait.
+LOGIN_FAILURES_PER_ACCOUNT = int(os.environ.get("LOGIN_FAILURES_PER_ACCOUNT", "5"))
+LOGIN_FAILURES_PER_ADDRESS = int(os.environ.get("LOGIN_FAILURES_PER_ADDRESS", "20"))
+LOGIN_LOCKOUT_S = int(os.environ.get("LOGIN_LOCKOUT_S", "900"))
+# Throttling counters (and other short-lived state) live in the cache: Redis when configured, so every process
+# counts the same failures.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "agents"
 LOGOUT_REDIRECT_URL = "login"
@@ -150,6 +165,10 @@ SANDBOX_DEFAULT = os.environ.get("SANDBOX_DEFAULT", "local")
 SANDBOX_TIMEOUT_S = float(os.environ.get("SANDBOX_TIMEOUT_S", "60"))
 SANDBOX_LOCAL_ALLOW_PIP = env_bool("SANDBOX_LOCAL_ALLOW_PIP")
 SANDBOX_CACHE_DIR = Path(os.environ.get("SANDBOX_CACHE_DIR", DATA_DIR.parent / ".sandbox-cache"))
+# Network for tools that don't choose (a tool's own `allow_network` wins); off = only the run's own loopback.
+SANDBOX_ALLOW_NETWORK = env_bool("SANDBOX_ALLOW_NETWORK")
+# Without user namespaces local runs are refused; this runs them anyway, with no file or network isolation.
+SANDBOX_LOCAL_WEAK_ISOLATION = env_bool("SANDBOX_LOCAL_WEAK_ISOLATION")
 E2B_API_KEY = os.environ.get("E2B_API_KEY", "")
 E2B_TEMPLATE = os.environ.get("E2B_TEMPLATE", "")
 # Public base URL tools use to call back into our REST API.
@@ -167,6 +186,22 @@ RUN_WORKER_THREADS = int(os.environ.get("RUN_WORKER_THREADS", "32"))
 # A worker renews the lease of its runs every RUN_LEASE_S/3 s; a run whose lease lapsed is marked failed.
 RUN_LEASE_S = float(os.environ.get("RUN_LEASE_S", "30"))
 RUN_POLL_S = float(os.environ.get("RUN_POLL_S", "0.2"))
+
+# --- Request limits and transport security ---
+# Largest request body (JSON or form fields) accepted; bigger ones get 413. Multipart uploads (agent files)
+# may add up to the agent file limit (16 MiB) on top.
+MAX_REQUEST_BYTES = int(os.environ.get("MAX_REQUEST_BYTES", str(8 * 1024 * 1024)))
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
+# Behind HTTPS: mark cookies Secure and send HSTS (seconds; 0 = off). SECURE_PROXY_SSL_HEADER trusts a
+# proxy's X-Forwarded-Proto only when asked to.
+SECURE_COOKIES = env_bool("SECURE_COOKIES")
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_COOKIES
+SECURE_HSTS_SECONDS = int(os.environ.get("HSTS_SECONDS", "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HSTS_INCLUDE_SUBDOMAINS")
+if env_bool("TRUST_X_FORWARDED_PROTO"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
 
 LOGGING = {
     "version": 1,

@@ -1,6 +1,6 @@
 """Local sandbox latency: p50/p90 wall time per run for a trivial tool and a stdlib-importing tool.
 
-Usage: .venv/bin/python bench/sandbox.py [--n 50]
+Usage: .venv/bin/python bench/sandbox.py [--n 50] [--isolation namespaces|weak] [--network]
 """
 
 from __future__ import annotations
@@ -54,11 +54,16 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=50, help="runs per case (after 3 warm-up runs)")
+    parser.add_argument("--isolation", choices=["namespaces", "weak"], default=None,
+                        help="force one mode (default: namespaces where user namespaces work)")
+    parser.add_argument("--network", action="store_true", help="runs allowed the network (no network namespace)")
     opts = parser.parse_args()
-    backend = get_backend("local")
-    print(f"local sandbox: python={backend.python_executable} drop_privileges={backend.drop_privileges} n={opts.n}")
+    backend = get_backend("local", isolation=opts.isolation)
+    mode, reason = backend.isolation_status()
+    print(f"local sandbox: isolation={mode}{f' ({reason})' if reason else ''} network={opts.network} "
+          f"python={backend.python_executable} drop_privileges={backend.drop_privileges} n={opts.n}")
     for label, source, fn, args in CASES:
-        request = SandboxRequest(source_code=source, function_name=fn, args=args)
+        request = SandboxRequest(source_code=source, function_name=fn, args=args, allow_network=opts.network)
         for _ in range(3):
             backend.run(request)
         wall = []

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from core import ids
+from core.fields import StorableJSONField, StorableTextField
 
 
 class Organization(models.Model):
@@ -129,7 +130,7 @@ class Run(models.Model):
     input_messages = models.JSONField(default=list, blank=True)
     max_steps = models.PositiveIntegerField(default=50)
     usage = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True, default="")
+    error = StorableTextField(blank=True, default="")
     cancel_requested = models.BooleanField(default=False)
     # Multi-agent loop guard: how many agent-to-agent hops led to this run.
     depth = models.PositiveSmallIntegerField(default=0)
@@ -155,8 +156,8 @@ class Step(models.Model):
     index = models.PositiveIntegerField(default=0)
     kind = models.CharField(max_length=16, default="agent")  # agent | summarizer
     model = models.CharField(max_length=200, blank=True, default="")
-    request = models.JSONField(default=dict, blank=True)
-    response = models.JSONField(default=dict, blank=True)
+    request = StorableJSONField(default=dict, blank=True)
+    response = StorableJSONField(default=dict, blank=True)
     context_sections = models.JSONField(default=list, blank=True)
     tokenizer = models.CharField(max_length=100, blank=True, default="")
     usage = models.JSONField(default=dict, blank=True)
@@ -164,7 +165,7 @@ class Step(models.Model):
     tools_ms = models.FloatField(default=0)
     total_ms = models.FloatField(default=0)
     stop_reason = models.CharField(max_length=32, blank=True, default="")
-    error = models.TextField(blank=True, default="")
+    error = StorableTextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -182,14 +183,14 @@ class Message(models.Model):
     # Monotonic per agent, assigned under the agent's lock: a stable total order for history and paging.
     seq = models.BigIntegerField(default=0)
     role = models.CharField(max_length=16, choices=ROLES)
-    content = models.JSONField(default=list, blank=True)  # [{type: "text", text}] parts
-    text = models.TextField(blank=True, default="")  # plain text of the content, for search
-    reasoning = models.TextField(blank=True, default="")
+    content = StorableJSONField(default=list, blank=True)  # [{type: "text", text}] parts
+    text = StorableTextField(blank=True, default="")  # plain text of the content, for search
+    reasoning = StorableTextField(blank=True, default="")
     reasoning_source = models.CharField(max_length=32, blank=True, default="")  # native | thinking_arg
-    tool_calls = models.JSONField(default=list, blank=True)  # [{id, name, arguments}]
+    tool_calls = StorableJSONField(default=list, blank=True)  # [{id, name, arguments}]
     tool_call_id = models.CharField(max_length=200, blank=True, default="")
     name = models.CharField(max_length=200, blank=True, default="")
-    tool_return = models.JSONField(default=dict, blank=True)  # {status, stdout, stderr, duration_ms, sandbox}
+    tool_return = StorableJSONField(default=dict, blank=True)  # {status, stdout, stderr, duration_ms, sandbox}
     kind = models.CharField(max_length=32, blank=True, default="")  # heartbeat | summary | agent_message | ...
     sender_agent_id = models.CharField(max_length=64, blank=True, default="")
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")

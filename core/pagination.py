@@ -4,6 +4,17 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
+MAX_OFFSET = 2**31 - 1
+
+
+def clamp_limit(limit, maximum: int) -> int:
+    """A page size within 1..maximum whatever the client sent (negative, zero or huge)."""
+    return max(1, min(int(limit), maximum))
+
+
+def clamp_offset(offset) -> int:
+    """An offset within 0..MAX_OFFSET (SQLite cannot bind integers past 2^63; nothing is that far anyway)."""
+    return max(0, min(int(offset or 0), MAX_OFFSET))
 
 
 def page(items: Sequence[T], *, after: str | None = None, before: str | None = None, limit: int | None = None,
@@ -17,4 +28,4 @@ def page(items: Sequence[T], *, after: str | None = None, before: str | None = N
         ids = ids[len(ids) - len(seq):]
     if before:
         seq = seq[: ids.index(before)] if before in ids else []
-    return seq[: max(1, min(limit, 1000))] if limit else seq
+    return seq[: clamp_limit(limit, 1000)] if limit else seq

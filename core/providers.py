@@ -68,12 +68,21 @@ def providers_list(*, owner: Organization | None) -> list[Provider]:
     return list(providers.values())
 
 
-_listing_cache: dict[str, tuple[float, list[str]]] = {}
+# Keyed by who configured the provider, its URL and (a hash of) its key: a listing got with one owner's
+# credentials is never shown to another owner, nor to the same URL with another key.
+_listing_cache: dict[tuple[str, str, str], tuple[float, list[str]]] = {}
 
 
-def _listed_models(base_url: str, api_key: str) -> list[str]:
-    """Ask an OpenAI-compatible server which models it serves (cached for a minute; 1.5 s timeout)."""
-    cached = _listing_cache.get(base_url)
+def _listing_key(owner_id: str, base_url: str, api_key: str) -> tuple[str, str, str]:
+    import hashlib
+
+    return owner_id, base_url, hashlib.sha256(api_key.encode()).hexdigest()
+
+
+def _listed_models(base_url: str, api_key: str, *, owner_id: str = "") -> list[str]:
+    """Ask an OpenAI-compatible server which models it serves (cached a minute per owner and key; 1.5 s timeout)."""
+    key = _listing_key(owner_id, base_url, api_key)
+    cached = _listing_cache.get(key)
     if cached and time.monotonic() - cached[0] < 60:
         return cached[1]
     names: list[str] = []
@@ -83,7 +92,7 @@ def _listed_models(base_url: str, api_key: str) -> list[str]:
             names = [m["id"] for m in json.load(resp).get("data", []) if isinstance(m, dict) and "id" in m]
     except (OSError, ValueError, KeyError):
         names = []
-    _listing_cache[base_url] = (time.monotonic(), names)
+    _listing_cache[key] = (time.monotonic(), names)
     return names
 
 
@@ -95,7 +104,8 @@ def models_list(*, owner: Organization | None) -> list[dict]:
     for p in providers_list(owner=owner):
         names = list(p.models)
         if p.base_url and p.kind in ("openai", "openai_compatible", "ollama") and not names:
-            names = _listed_models(p.base_url if p.kind != "ollama" else p.base_url.rstrip("/") + "/v1", p.api_key)
+            names = _listed_models(p.base_url if p.kind != "ollama" else p.base_url.rstrip("/") + "/v1", p.api_key,
+                                   owner_id=owner.id if owner is not None and p.source == "settings" else "")
         if not names:
             names = _KNOWN.get(p.kind, [])
         prefix = "openai" if p.kind == "openai_compatible" and p.name == "openai" else p.name

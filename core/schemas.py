@@ -1,22 +1,34 @@
 """API schemas of the core app (agents, messages, runs, models) — Letta v1 field names."""
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 
+from core.services import AGENT_TYPES, MAX_CONTEXT_WINDOW, MAX_STEPS, MIN_CONTEXT_WINDOW, OVERFLOW_STRATEGIES
 from memory.schemas import BlockIn as BlockCreateIn  # one schema for a new block, inline or standalone
+
+AgentName = Annotated[str, Field(min_length=1, max_length=200)]
+ModelHandle = Annotated[str, Field(min_length=1, max_length=200, description="A model handle, `provider/model`.")]
+Tag = Annotated[str, Field(min_length=1, max_length=100)]
+ContextWindow = Annotated[int, Field(ge=MIN_CONTEXT_WINDOW, le=MAX_CONTEXT_WINDOW)]
+Temperature = Annotated[float, Field(ge=0, le=2)]
+MaxTokens = Annotated[int, Field(ge=1, le=MAX_CONTEXT_WINDOW)]
+MaxSteps = Annotated[int, Field(ge=1, le=MAX_STEPS)]
+AgentType = Literal[AGENT_TYPES]
+OverflowStrategy = Literal[OVERFLOW_STRATEGIES]
+Embedding = Annotated[str, Field(max_length=200)]
 
 
 class AgentCreateIn(Schema):
-    name: str | None = None
+    name: AgentName | None = None
     description: str | None = ""
     system: str | None = None
-    agent_type: str | None = "memgpt_v2_agent"
-    model: str | None = None
+    agent_type: AgentType | None = "memgpt_v2_agent"
+    model: ModelHandle | None = None
     llm_config: dict | None = None
-    embedding: str | None = None
-    context_window_limit: int | None = None
+    embedding: Embedding | None = None
+    context_window_limit: ContextWindow | None = None
     memory_blocks: list[BlockCreateIn] = []
     block_ids: list[str] = []
     tools: list[str] = []
@@ -24,33 +36,33 @@ class AgentCreateIn(Schema):
     tool_rules: list[dict] = []
     include_base_tools: bool = True
     include_multi_agent_tools: bool = False
-    tags: list[str] = []
+    tags: list[Tag] = []
     metadata: dict | None = None
     secrets: dict[str, str | None] | None = None
     tool_exec_environment_variables: dict[str, str | None] | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    max_steps: int | None = None
-    overflow_strategy: str | None = None
+    temperature: Temperature | None = None
+    max_tokens: MaxTokens | None = None
+    max_steps: MaxSteps | None = None
+    overflow_strategy: OverflowStrategy | None = None
 
 
 class AgentUpdateIn(Schema):
-    name: str | None = None
+    name: AgentName | None = None
     description: str | None = None
     system: str | None = None
-    model: str | None = None
+    model: ModelHandle | None = None
     llm_config: dict | None = None
-    embedding: str | None = None
-    context_window_limit: int | None = None
+    embedding: Embedding | None = None
+    context_window_limit: ContextWindow | None = None
     tool_rules: list[dict] | None = None
-    tags: list[str] | None = None
+    tags: list[Tag] | None = None
     metadata: dict | None = None
     secrets: dict[str, str | None] | None = None
     tool_exec_environment_variables: dict[str, str | None] | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    max_steps: int | None = None
-    overflow_strategy: str | None = None
+    temperature: Temperature | None = None
+    max_tokens: MaxTokens | None = None
+    max_steps: MaxSteps | None = None
+    overflow_strategy: OverflowStrategy | None = None
     message_ids: list[str] | None = None
 
 

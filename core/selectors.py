@@ -1,9 +1,12 @@
 """Reads, always filtered by owner: another owner's id is simply not found (404, never 403)."""
 
+import re
+from dataclasses import dataclass
+
 from django.db.models import Count, Q, QuerySet
 
 from core.errors import NotFound
-from core.models import Agent, Message, Organization, Run
+from core.models import Agent, Message, Organization, Run, Step
 
 
 def agent_get(*, owner: Organization, agent_id: str) -> Agent:
@@ -52,3 +55,130 @@ def message_get(*, owner: Organization, message_id: str) -> Message:
     if msg is None:
         raise NotFound(f"Message '{message_id}' not found")
     return msg
+
+
+# --------------------------------------------------------------------------- the IDE's conversation, runs and steps
+
+# Summary messages open with how many messages are hidden in all (core.engine.loop.summary_message_text).
+_HIDDEN_COUNT = re.compile(r"^Note: (\d+) messages from the beginning")
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """Why a message left the context window: a summary (with the step that made it) or a reset."""
+
+    by: str  # "summary" | "reset"
+    message_id: str
+    step_id: str | None = None
+    step_index: int | None = None
+    run_id: str | None = None
+
+
+def _is_prompt(row: dict) -> bool:
+    return row["role"] == "system" and not row["kind"] and not row["sender_agent_id"]
+
+
+def agent_window_marks(*, agent: Agent, since_seq: int | None = None) -> tuple[set[str], dict[str, Eviction]]:
+    """The ids in the context window now, and for messages out of it (seq >= since_seq) what evicted them.
+
+    Eviction is replayed from the stored summaries (each says how many messages are hidden in all; they were
+    the oldest still in the window) and resets (a later system prompt); a message out of the window that no
+    summary or reset explains has no entry.
+    """
+    in_window = set(agent.message_ids or ())
+    rows = list(Message.objects.filter(agent=agent).order_by("seq")
+                .values("id", "seq", "role", "kind", "sender_agent_id", "run_id", "step_id", "step__index"))
+    summary_text = dict(Message.objects.filter(agent=agent, kind="summary").values_list("id", "text"))
+    first_prompt = next((r["seq"] for r in rows if _is_prompt(r)), None)
+    alive: list[str] = []
+    hidden = 0
+    marks: dict[str, Eviction] = {}
+    for row in rows:
+        if _is_prompt(row) and row["seq"] != first_prompt:  # a reset writes a fresh system prompt
+            marks.update({i: Eviction(by="reset", message_id=row["id"]) for i in alive})
+            alive, hidden = [], 0
+        elif row["kind"] == "summary":
+            m = _HIDDEN_COUNT.match(summary_text.get(row["id"], ""))
+            total = int(m.group(1)) if m else hidden
+            n = total - hidden if total >= hidden else total
+            evictor = Eviction(by="summary", message_id=row["id"], step_id=row["step_id"], step_index=row["step__index"],
+                               run_id=row["run_id"])
+            marks.update({i: evictor for i in alive[:n]})
+            alive, hidden = alive[n:], total
+        elif not _is_prompt(row):
+            alive.append(row["id"])
+    floor = since_seq if since_seq is not None else -1
+    keep = {r["id"] for r in rows if r["seq"] >= floor and r["id"] not in in_window}
+    return in_window, {i: e for i, e in marks.items() if i in keep}
+
+
+def agent_first_prompt_seq(*, agent: Agent) -> int | None:
+    """The seq of the agent's first system prompt (later ones mark resets)."""
+    return (Message.objects.filter(agent=agent, role="system", kind="", sender_agent_id="")
+            .order_by("seq").values_list("seq", flat=True).first())
+
+
+def steps_index(*, step_ids: set[str]) -> dict[str, int]:
+    """Step id → its index in its run (how the API numbers steps)."""
+    return dict(Step.objects.filter(id__in=step_ids).values_list("id", "index")) if step_ids else {}
+
+
+def agent_step_get(*, agent: Agent, step_id: str) -> Step:
+    """One of the agent's steps, or NotFound."""
+    step = Step.objects.filter(agent=agent, id=step_id).first()
+    if step is None:
+        raise NotFound(f"Step '{step_id}' not found")
+    return step
+
+
+def step_previous(*, step: Step) -> Step | None:
+    """The agent's step of the same kind just before this one (what the context looked like the time before)."""
+    return (Step.objects.filter(agent_id=step.agent_id, kind=step.kind, created_at__lt=step.created_at)
+            .order_by("-created_at").first())
+
+
+def step_next(*, step: Step) -> Step | None:
+    """The agent's step of the same kind just after this one (whose context shows what this step changed)."""
+    return (Step.objects.filter(agent_id=step.agent_id, kind=step.kind, created_at__gt=step.created_at)
+            .order_by("created_at").first())
+
+
+def agent_steps_recent(*, agent: Agent, limit: int = 30) -> list[dict]:
+    """The agent's latest steps, newest first: id, run, index (as the API numbers them), kind, time, error."""
+    return list(Step.objects.filter(agent=agent).order_by("-created_at", "-index")
+                .values("id", "run_id", "index", "kind", "created_at", "stop_reason", "error")[:limit])
+
+
+def agent_runs_recent(*, agent: Agent, limit: int = 30) -> list[Run]:
+    """The agent's latest runs, newest first, each with `step_count` (model calls of the agent, not summaries)."""
+    return list(Run.objects.filter(agent=agent).order_by("-created_at")
+                .annotate(step_count=Count("steps", filter=Q(steps__kind="agent")))[:limit])
+
+
+def agent_run_get(*, agent: Agent, run_id: str) -> Run:
+    """One of the agent's runs, or NotFound."""
+    run = Run.objects.filter(agent=agent, id=run_id).first()
+    if run is None:
+        raise NotFound(f"Run '{run_id}' not found")
+    return run
+
+
+def run_steps_list(*, run: Run) -> list[Step]:
+    """A run's steps in order."""
+    return list(Step.objects.filter(run=run).order_by("index", "created_at"))
+
+
+def run_inputs_delivered(*, run: Run) -> bool:
+    """Whether the run's input messages were stored (they are, with the first step that commits)."""
+    return Message.objects.filter(run=run, role__in=("user", "system"), kind__in=("", "agent_message")).exists()
+
+
+def agent_active_run_id(*, agent: Agent) -> str | None:
+    """The id of the agent's run in progress, if any."""
+    return (Run.objects.filter(agent=agent, status__in=("created", "running")).order_by("-created_at")
+            .values_list("id", flat=True).first())
+
+
+def agent_names(*, owner: Organization, limit: int = 500) -> dict[str, str]:
+    """Id → name of the owner's newest agents (for "from agent …" links)."""
+    return dict(Agent.objects.filter(owner=owner).order_by("-created_at").values_list("id", "name")[:limit])

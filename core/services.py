@@ -15,6 +15,13 @@ DEFAULT_SYSTEM = (
     "reply to the user with send_message."
 )
 MIN_CONTEXT_WINDOW = 1024
+# No model has a window near this; a bound well inside the column's 2^31 keeps token arithmetic sane.
+MAX_CONTEXT_WINDOW = 10_000_000
+MAX_STEPS = 1000
+# Letta's agent types (the API and agent files speak them); every one runs on this server's one loop.
+AGENT_TYPES = ("memgpt_agent", "memgpt_v2_agent", "letta_v1_agent", "react_agent", "workflow_agent",
+               "split_thread_agent", "sleeptime_agent", "voice_convo_agent", "voice_sleeptime_agent")
+OVERFLOW_STRATEGIES = tuple(dict(Agent.OVERFLOW))
 
 
 @dataclass
@@ -28,19 +35,28 @@ class BlockInput:
 
 
 def _validate_agent_fields(*, name: str | None = None, model: str | None = None, context_window_limit: int | None = None,
-                           tags: list[str] | None = None, max_steps: int | None = None) -> None:
+                           tags: list[str] | None = None, max_steps: int | None = None, agent_type: str | None = None,
+                           overflow_strategy: str | None = None, embedding: str | None = None) -> None:
+    """Raise Invalid for a field the columns cannot hold or the engine cannot use (create and update alike)."""
     if name is not None and not name.strip():
         raise Invalid("Agent name must not be empty")
     if name is not None and len(name) > 200:
         raise Invalid("Agent name is longer than 200 characters")
-    if model is not None and (not model.strip() or len(model) > 200):
+    if model is not None and (not isinstance(model, str) or not model.strip() or len(model) > 200):
         raise Invalid("model must be a model handle such as 'openai/gpt-4o-mini'")
-    if context_window_limit is not None and context_window_limit < MIN_CONTEXT_WINDOW:
-        raise Invalid(f"context_window_limit must be at least {MIN_CONTEXT_WINDOW} tokens")
+    if context_window_limit is not None and (not isinstance(context_window_limit, int) or isinstance(context_window_limit, bool)
+                                             or not MIN_CONTEXT_WINDOW <= context_window_limit <= MAX_CONTEXT_WINDOW):
+        raise Invalid(f"context_window_limit must be between {MIN_CONTEXT_WINDOW} and {MAX_CONTEXT_WINDOW} tokens")
     if tags is not None and any((not isinstance(t, str)) or not t.strip() or len(t) > 100 for t in tags):
         raise Invalid("tags must be non-empty strings of at most 100 characters")
-    if max_steps is not None and not 1 <= max_steps <= 1000:
-        raise Invalid("max_steps must be between 1 and 1000")
+    if max_steps is not None and not 1 <= max_steps <= MAX_STEPS:
+        raise Invalid(f"max_steps must be between 1 and {MAX_STEPS}")
+    if agent_type is not None and agent_type not in AGENT_TYPES:
+        raise Invalid(f"agent_type must be one of {', '.join(AGENT_TYPES)}")
+    if overflow_strategy is not None and overflow_strategy not in OVERFLOW_STRATEGIES:
+        raise Invalid(f"overflow_strategy must be one of {', '.join(OVERFLOW_STRATEGIES)}")
+    if embedding is not None and len(embedding) > 200:
+        raise Invalid("embedding must be a model handle of at most 200 characters")
 
 
 def _set_tags(agent: Agent, tags: list[str]) -> None:
@@ -61,7 +77,9 @@ def agent_create(*, owner: Organization, name: str, model: str | None = None, sy
     from tools import services as tool_services
 
     model = model or settings.DEFAULT_MODEL
-    _validate_agent_fields(name=name, model=model, context_window_limit=context_window_limit, tags=list(tags), max_steps=max_steps)
+    _validate_agent_fields(name=name, model=model, context_window_limit=context_window_limit, tags=list(tags),
+                           max_steps=max_steps, agent_type=agent_type, overflow_strategy=overflow_strategy,
+                           embedding=embedding)
     rules = _parse_rules(tool_rules)
     agent = Agent.objects.create(
         owner=owner, name=name.strip(), model=model, system=system if system is not None else DEFAULT_SYSTEM,
@@ -120,9 +138,8 @@ def agent_update(*, agent: Agent, changes: dict) -> Agent:
     """Modify an agent's settings; only the fields given change (the IDE never writes on read)."""
     _validate_agent_fields(name=changes.get("name"), model=changes.get("model"),
                            context_window_limit=changes.get("context_window_limit"), tags=changes.get("tags"),
-                           max_steps=changes.get("max_steps"))
-    if "overflow_strategy" in changes and changes["overflow_strategy"] not in dict(Agent.OVERFLOW):
-        raise Invalid("overflow_strategy must be 'summarize' or 'truncate'")
+                           max_steps=changes.get("max_steps"), agent_type=changes.get("agent_type"),
+                           overflow_strategy=changes.get("overflow_strategy"), embedding=changes.get("embedding"))
     fields = []
     for key in _SIMPLE_FIELDS:
         if key in changes and changes[key] is not None:

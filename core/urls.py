@@ -2,11 +2,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from core import views
-from core.web import agentfiles, agents, settings_pages, workspace
+from core.web import agentfiles, agents, inspector, runs, settings_pages, workspace
 
 urlpatterns = [
     path("setup/", views.setup, name="setup"),
-    path("login/", auth_views.LoginView.as_view(template_name="core/login.html"), name="login"),
+    path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),
     path("", agents.agents_page, name="agents"),
@@ -20,9 +20,14 @@ urlpatterns = [
     path("agents/<str:agent_id>/settings/", workspace.settings_save, name="agent_settings"),
     path("agents/<str:agent_id>/tokens/", workspace.token_count, name="agent_token_count"),
     path("agents/<str:agent_id>/history/", workspace.history_older, name="agent_history"),
+    path("agents/<str:agent_id>/window/", runs.window_marks, name="agent_window"),
     path("agents/<str:agent_id>/reset/", workspace.messages_reset, name="agent_reset"),
-    path("agents/<str:agent_id>/context/", workspace.context_panel, name="agent_context"),
-    path("agents/<str:agent_id>/steps/<str:step_id>/", workspace.step_detail, name="agent_step"),
+    path("agents/<str:agent_id>/context/", inspector.context_panel, name="agent_context"),
+    path("agents/<str:agent_id>/steps/", runs.steps_list, name="agent_steps"),
+    path("agents/<str:agent_id>/steps/<str:step_id>/", inspector.step_detail, name="agent_step"),
+    path("agents/<str:agent_id>/runs/", runs.runs_panel, name="agent_runs"),
+    path("agents/<str:agent_id>/runs/<str:run_id>/", runs.run_detail, name="agent_run"),
+    path("agents/<str:agent_id>/runs/<str:run_id>/notice/", runs.run_notice, name="agent_run_notice"),
     path("agents/<str:agent_id>/tools/<str:tool_id>/<str:action>/", workspace.tool_attach_toggle, name="agent_tool_toggle"),
     path("agents/<str:agent_id>/rules/", workspace.rules_save, name="agent_rules"),
     path("", include("memory.urls")),

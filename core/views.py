@@ -1,6 +1,7 @@
 """Pages of the core app: first account, API tokens (the IDE pages live in core/web/). Thin: read, render."""
 
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
@@ -8,7 +9,20 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
 from core import accounts
-from core.forms import FirstAccountForm, TokenForm
+from core.forms import FirstAccountForm, LoginForm, TokenForm
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login view with throttling (core/throttle.py): a throttled attempt answers 429."""
+
+    template_name = "core/login.html"
+    authentication_form = LoginForm
+
+    def form_invalid(self, form):
+        response = super().form_invalid(form)
+        if form.throttled:
+            response.status_code = 429
+        return response
 
 
 def healthz(request):

@@ -3,6 +3,7 @@
 from django.db import models
 
 from core import ids
+from core.fields import StorableTextField
 from memory.fields import EmbeddingField
 
 
@@ -12,7 +13,7 @@ class Block(models.Model):
     id = models.CharField(primary_key=True, max_length=64, default=ids.new_block_id, editable=False)
     owner = models.ForeignKey("core.Organization", on_delete=models.CASCADE, related_name="blocks")
     label = models.CharField(max_length=100)
-    value = models.TextField(blank=True, default="")
+    value = StorableTextField(blank=True, default="")
     limit = models.PositiveIntegerField(default=5000)
     description = models.TextField(blank=True, default="")
     read_only = models.BooleanField(default=False)
@@ -44,8 +45,8 @@ class BlockHistory(models.Model):
     id = models.CharField(primary_key=True, max_length=64, default=ids.new_history_id, editable=False)
     block = models.ForeignKey(Block, on_delete=models.CASCADE, related_name="history")
     version = models.PositiveIntegerField()
-    old_value = models.TextField(blank=True, default="")
-    new_value = models.TextField(blank=True, default="")
+    old_value = StorableTextField(blank=True, default="")
+    new_value = StorableTextField(blank=True, default="")
     changes = models.JSONField(default=dict, blank=True)  # other fields changed: {field: [old, new]}
     actor_type = models.CharField(max_length=16, choices=ACTORS)
     actor_user = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL)
@@ -67,7 +68,7 @@ class Passage(models.Model):
     id = models.CharField(primary_key=True, max_length=64, default=ids.new_passage_id, editable=False)
     owner = models.ForeignKey("core.Organization", on_delete=models.CASCADE, related_name="passages")
     agent = models.ForeignKey("core.Agent", on_delete=models.CASCADE, related_name="passages")
-    text = models.TextField()
+    text = StorableTextField()
     tags = models.JSONField(default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     source = models.CharField(max_length=16, choices=SOURCES, default="agent")

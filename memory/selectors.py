@@ -9,6 +9,7 @@ from django.db.models import Count, Q, QuerySet
 from django.utils.dateparse import parse_date, parse_datetime
 
 from core.errors import Invalid, NotFound
+from core.pagination import clamp_limit, clamp_offset
 from core.models import Agent, Message, Organization
 from memory.models import Block, BlockHistory, Passage, PassageTag
 
@@ -26,7 +27,7 @@ def blocks_list(*, owner: Organization, label: str | None = None, limit: int = 2
     qs = Block.objects.filter(owner=owner).order_by("label", "created_at")
     if label:
         qs = qs.filter(label=label)
-    return qs[:limit]
+    return qs[:clamp_limit(limit, 1000)]
 
 
 def agent_blocks(*, agent: Agent) -> list[Block]:
@@ -46,7 +47,7 @@ def block_agents(*, block: Block) -> list[Agent]:
 
 
 def block_history(*, block: Block, limit: int = 100) -> list[BlockHistory]:
-    return list(BlockHistory.objects.filter(block=block).select_related("actor_user")[:limit])
+    return list(BlockHistory.objects.filter(block=block).select_related("actor_user")[:clamp_limit(limit, 1000)])
 
 
 def block_history_diff(entry: BlockHistory) -> list[str]:
@@ -214,7 +215,7 @@ def messages_search(*, agent: Agent, query: str, roles: list[str] | None = None,
     else:
         qs = qs.exclude(role="system")
     qs = qs.exclude(kind="heartbeat")
-    limit, offset = max(1, min(int(limit or 10), 500)), max(0, int(offset or 0))
+    limit, offset = clamp_limit(limit or 10, 500), clamp_offset(offset)
     if not query_terms(query):
         return list(qs.order_by("-seq")[offset:offset + limit])
     return _ordered(Message, ranked_ids(queryset=qs, query=query, limit=limit, offset=offset, newest_first_by="seq"))

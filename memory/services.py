@@ -17,10 +17,12 @@ MAX_BLOCK_LIMIT = 1_000_000
 
 
 def _validate(*, label: str | None, value: str | None, limit: int | None) -> None:
-    if label is not None and (not label.strip() or len(label) > 100 or not label.replace("_", "").replace("-", "").isalnum()):
+    if label is not None and (not isinstance(label, str) or not label.strip() or len(label) > 100 or not label.replace("_", "").replace("-", "").isalnum()):
         raise Invalid("Block label must be 1-100 letters, digits, '_' or '-'")
-    if limit is not None and not 1 <= limit <= MAX_BLOCK_LIMIT:
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_BLOCK_LIMIT):
         raise Invalid(f"Block limit must be between 1 and {MAX_BLOCK_LIMIT} characters")
+    if value is not None and not isinstance(value, str):
+        raise Invalid("Block value must be a string")
     if value is not None and limit is not None and len(value) > limit:
         raise Invalid(f"Block value is {len(value)} characters, over the block's limit of {limit}. "
                       "Shorten it, raise the limit, or move the content to archival memory.")
@@ -41,12 +43,17 @@ def block_create(*, owner: Organization, label: str, value: str = "", limit: int
 def block_update(*, block: Block, changes: dict, actor_user: User | None = None, agent_id: str = "", step_id: str = "",
                  tool_call_id: str = "", enforce_read_only: bool = False) -> Block:
     """Edit a block under its row lock and record who changed what; live pushes go out after commit."""
+    nulls = [key for key in ("value", "label", "limit") if key in changes and changes[key] is None]
+    if nulls:
+        raise Invalid(f"Block {', '.join(nulls)} cannot be null; leave a field out to keep it.")
     block = Block.objects.select_for_update().get(pk=block.pk)
     if enforce_read_only and block.read_only:
         raise Invalid(f"Block '{block.label}' is read-only; it cannot be edited by the agent.")
     new_value = changes.get("value", block.value)
-    new_limit = changes.get("limit") or block.limit
+    new_limit = changes.get("limit", block.limit)
     _validate(label=changes.get("label"), value=new_value, limit=new_limit)
+    if changes.get("label") is not None and changes["label"] != block.label:
+        _label_free_for_agents(block=block, label=changes["label"])
     other = {}
     for key in ("label", "limit", "description", "read_only", "metadata"):
         if key in changes and changes[key] is not None and changes[key] != getattr(block, key):
@@ -65,6 +72,14 @@ def block_update(*, block: Block, changes: dict, actor_user: User | None = None,
     return block
 
 
+def _label_free_for_agents(*, block: Block, label: str) -> None:
+    """Conflict if an agent this block is attached to already has another block with `label`."""
+    clash = (AgentBlock.objects.filter(agent__agentblock__block=block, block__label=label).exclude(block=block)
+             .select_related("agent").first())
+    if clash is not None:
+        raise Conflict(f"Agent '{clash.agent.name}' already has a block labelled '{label}'; labels are unique per agent.")
+
+
 def _broadcast_block(block: Block) -> None:
     from core.events import broadcast_block_update
 
@@ -73,7 +88,7 @@ def _broadcast_block(block: Block) -> None:
 
 def block_restore(*, block: Block, version: int, actor_user: User | None) -> Block:
     """Restore a block's value to what it was at `version` (recorded as a new change)."""
-    entry = BlockHistory.objects.filter(block=block, version=version).first()
+    entry = BlockHistory.objects.filter(block=block, version=version).first() if 1 <= version < 2**31 else None
     if entry is None:
         raise NotFound(f"Block '{block.id}' has no version {version}")
     return block_update(block=block, changes={"value": entry.new_value, "limit": max(block.limit, len(entry.new_value))},

@@ -91,3 +91,11 @@ def postgres_required() -> None:
 
     if not settings.IS_POSTGRES:
         pytest.skip("needs PostgreSQL (this pass runs on SQLite; the CI PostgreSQL pass runs it)")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Each test starts with an empty cache (login throttling counts failures there)."""
+    from django.core.cache import cache
+
+    cache.clear()

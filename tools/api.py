@@ -10,7 +10,7 @@ from tools import execution, presenters, selectors, services
 from tools.schemas import AgentToolRunIn, GenerateSchemaIn, ToolCreateIn, ToolListQuery, ToolRunIn, ToolUpdateIn
 
 router = Router(tags=["tools"])
-_FIELDS = ("description", "tags", "return_char_limit", "pip_requirements", "sandbox", "env_vars")
+_FIELDS = ("description", "tags", "return_char_limit", "pip_requirements", "sandbox", "env_vars", "allow_network")
 
 
 def _set_fields(body, names=_FIELDS) -> dict:
@@ -53,7 +53,7 @@ def tool_run(request, body: ToolRunIn):
     agent = agent_get(owner=org, agent_id=body.agent_id) if body.agent_id else None
     run = execution.tool_execute(owner=org, source_code=body.source_code, args=body.args, env_vars=body.env_vars,
                                  agent=agent, name=body.name, json_schema=body.schema_, sandbox=body.sandbox,
-                                 pip_requirements=body.pip_requirements)
+                                 pip_requirements=body.pip_requirements, allow_network=body.allow_network)
     return presenters.tool_return_message(run)
 
 

@@ -2,7 +2,9 @@
 
 Backend choice is explicit and shown: a per-run override, else the tool's own setting, else the owner's
 default (IDE settings), else the deployment's `SANDBOX_DEFAULT`. An E2B key being configured never
-switches backends by itself; it is only the credential used once `e2b` has been chosen.
+switches backends by itself; it is only the credential used once `e2b` has been chosen. Network is chosen
+the same way (per-run override, else the tool's `allow_network`, else `SANDBOX_ALLOW_NETWORK`, off by
+default) and every run records whether it had it.
 """
 
 from __future__ import annotations
@@ -32,11 +34,33 @@ def sandbox_config_for(*, owner: Organization) -> dict[str, Any]:
     return {
         "default": ((prefs.sandbox_default if prefs else "") or settings.SANDBOX_DEFAULT or "local").strip().lower(),
         "timeout_s": float(settings.SANDBOX_TIMEOUT_S),
+        "allow_network": bool(settings.SANDBOX_ALLOW_NETWORK),
         "local": {"allow_pip_install": bool(settings.SANDBOX_LOCAL_ALLOW_PIP),
-                  "venv_cache_dir": str(settings.SANDBOX_CACHE_DIR)},
+                  "venv_cache_dir": str(settings.SANDBOX_CACHE_DIR),
+                  "allow_weak_isolation": bool(settings.SANDBOX_LOCAL_WEAK_ISOLATION)},
         "e2b": {"api_key": (prefs.e2b_api_key if prefs else "") or settings.E2B_API_KEY or None,
                 "template": (prefs.e2b_template if prefs else "") or settings.E2B_TEMPLATE or None},
     }
+
+
+def local_sandbox_notice() -> str:
+    """What the IDE says about the local sandbox on this machine: "" when runs get namespaces, else why not.
+
+    The first call per process starts one trial sandbox (cached).
+    """
+    from tools.sandbox.local import LocalSandbox, refusal_message
+
+    try:
+        mode, reason = LocalSandbox(allow_weak_isolation=bool(settings.SANDBOX_LOCAL_WEAK_ISOLATION)).isolation_status()
+    except (SandboxError, OSError) as exc:
+        return f"The local tool sandbox is unusable here: {exc}"
+    if mode == "refused":
+        message = refusal_message(reason)
+        return message[0].upper() + message[1:] + "."
+    if mode == "weak" and reason:
+        return (f"Local tools run without isolation: {reason}; SANDBOX_LOCAL_WEAK_ISOLATION is set, so they can "
+                "read what the server's user can and reach the network.")
+    return ""
 
 
 def tool_backend_name(*, owner: Organization, tool: Tool | None = None, override: str | None = None,
@@ -48,6 +72,15 @@ def tool_backend_name(*, owner: Organization, tool: Tool | None = None, override
         return resolve_backend_name(explicit, config["default"])
     except SandboxError as exc:
         raise Invalid(str(exc), detail={"sandbox": str(exc)}) from exc
+
+
+def tool_network_allowed(*, tool: Tool | None = None, override: bool | None = None, config: dict) -> bool:
+    """Whether a run gets the network: `override`, else the tool's `allow_network`, else the deployment default."""
+    if override is not None:
+        return bool(override)
+    if tool is not None and tool.allow_network is not None:
+        return tool.allow_network
+    return config["allow_network"]
 
 
 def declares_agent_state(source_code: str, function_name: str) -> bool:
@@ -118,12 +151,12 @@ def tool_execute(*, owner: Organization, source_code: str, args: dict, env_vars:
                  tool: Tool | None = None, agent: Agent | None = None, origin: str = "workbench", step_id: str = "",
                  name: str | None = None, json_schema: dict | None = None, sandbox: str | None = None,
                  pip_requirements: list | None = None, agent_state: dict | None = None,
-                 record: bool = True) -> ToolRun:
+                 allow_network: bool | None = None, record: bool = True) -> ToolRun:
     """Validate args, run the tool in its sandbox (subprocess or E2B; seconds) and record a ToolRun.
 
     Raises Invalid (422) for a bad schema, bad arguments (`detail` maps each argument to its problem),
     bad env vars or an unknown backend; a failing tool is a run with status "error". The AIDE_API_TOKEN
-    given to the tool is revoked when the run ends. `record=False` returns the ToolRun unsaved (for a
+    given to the tool is revoked when the run ends; without network the tool cannot call the API with it. `record=False` returns the ToolRun unsaved (for a
     caller that saves it inside its own transaction). The sandbox's full result is on `run.result`.
     """
     if json_schema is None and tool is not None and source_code == tool.source_code:
@@ -145,7 +178,8 @@ def tool_execute(*, owner: Organization, source_code: str, args: dict, env_vars:
     try:
         result = _backend(backend_name, config).run(SandboxRequest(
             source_code=source_code, function_name=schema["name"], args=args, env_vars=env, agent_state=agent_state,
-            timeout_s=config["timeout_s"], pip_requirements=pip_requirement_strings(pip)))
+            timeout_s=config["timeout_s"], pip_requirements=pip_requirement_strings(pip),
+            allow_network=tool_network_allowed(tool=tool, override=allow_network, config=config)))
     finally:
         _revoke(token)
     return _tool_run(owner=owner, tool=tool, name=schema["name"], agent=agent, step_id=step_id, origin=origin,
@@ -157,7 +191,7 @@ def _tool_run(*, owner, tool, name, agent, step_id, origin, args, result: Sandbo
     run = ToolRun(owner=owner, tool=tool, tool_name=name, agent_id=agent.id if agent else "", step_id=step_id,
                   origin=origin, args=args, status=result.status, tool_return=result.tool_return,
                   stdout=result.stdout, stderr=result.stderr, sandbox=result.backend or backend_name,
-                  duration_ms=result.duration_ms)
+                  network=result.network, duration_ms=result.duration_ms)
     if record:
         run.save()
     run.result = result  # transient: error type/message, traceback and the agent_state the tool left

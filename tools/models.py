@@ -3,6 +3,7 @@
 from django.db import models
 
 from core import ids
+from core.fields import StorableJSONField, StorableTextField
 
 
 class Tool(models.Model):
@@ -20,6 +21,7 @@ class Tool(models.Model):
     return_char_limit = models.PositiveIntegerField(default=50000)
     pip_requirements = models.JSONField(default=list, blank=True)  # [{name, version?}]
     sandbox = models.CharField(max_length=16, choices=SANDBOXES, blank=True, default="")
+    allow_network = models.BooleanField(null=True, blank=True, default=None)  # None: the deployment default
     env_vars = models.JSONField(default=dict, blank=True)  # workbench defaults for test runs
     agents = models.ManyToManyField("core.Agent", related_name="tools", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -42,12 +44,13 @@ class ToolRun(models.Model):
     agent_id = models.CharField(max_length=64, blank=True, default="")
     step_id = models.CharField(max_length=64, blank=True, default="")
     origin = models.CharField(max_length=16, default="workbench")  # workbench | agent
-    args = models.JSONField(default=dict, blank=True)
+    args = StorableJSONField(default=dict, blank=True)
     status = models.CharField(max_length=16)  # success | error
-    tool_return = models.TextField(blank=True, default="")
-    stdout = models.TextField(blank=True, default="")
-    stderr = models.TextField(blank=True, default="")
+    tool_return = StorableTextField(blank=True, default="")
+    stdout = StorableTextField(blank=True, default="")
+    stderr = StorableTextField(blank=True, default="")
     sandbox = models.CharField(max_length=16, blank=True, default="")
+    network = models.BooleanField(default=False)  # whether the run could use the network
     duration_ms = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -9,12 +9,13 @@ def _lines(text: str) -> list[str]:
 
 def _extras(run: ToolRun) -> dict:
     result = getattr(run, "result", None)
-    return {"duration_ms": run.duration_ms, "sandbox": run.sandbox, "tool_run_id": run.id,
+    return {"duration_ms": run.duration_ms, "sandbox": run.sandbox, "network": run.network, "tool_run_id": run.id,
             "error_type": getattr(result, "error_type", None), "error_message": getattr(result, "error_message", None)}
 
 
 def tool_return_message(run: ToolRun) -> dict:
-    """A workbench run as Letta's tool_return_message, plus duration, which sandbox ran it and the run id."""
+    """A workbench run as Letta's tool_return_message, plus duration, which sandbox ran it (with or without
+    network) and the run id."""
     return {"id": f"message-{run.id}", "date": run.created_at, "message_type": "tool_return_message",
             "name": run.tool_name, "status": run.status, "tool_return": run.tool_return,
             "stdout": _lines(run.stdout), "stderr": _lines(run.stderr), "tool_call_id": f"call-{run.id}",
@@ -33,4 +34,4 @@ def tool_run_out(run: ToolRun) -> dict:
     return {"id": run.id, "tool_id": run.tool_id, "tool_name": run.tool_name, "agent_id": run.agent_id or None,
             "step_id": run.step_id or None, "origin": run.origin, "args": run.args, "status": run.status,
             "tool_return": run.tool_return, "stdout": run.stdout, "stderr": run.stderr, "sandbox": run.sandbox,
-            "duration_ms": run.duration_ms, "created_at": run.created_at}
+            "network": run.network, "duration_ms": run.duration_ms, "created_at": run.created_at}

@@ -1,9 +1,15 @@
 """Request bodies of the tools API (Letta's field names; unknown fields such as npm_requirements are ignored)."""
 
-from typing import Any
+from typing import Annotated, Any
 
 from ninja import Schema
 from pydantic import Field
+
+from tools.services import MAX_RETURN_CHAR_LIMIT
+
+ReturnCharLimit = Annotated[int, Field(ge=1, le=MAX_RETURN_CHAR_LIMIT)]
+Sandbox = Annotated[str, Field(max_length=16, description="'' (the owner's or deployment's default), 'local' or 'e2b'.")]
+ToolName = Annotated[str, Field(max_length=48)]
 
 
 class ToolCreateIn(Schema):
@@ -12,11 +18,12 @@ class ToolCreateIn(Schema):
     schema_: dict[str, Any] | None = Field(None, alias="json_schema")
     description: str | None = None
     tags: list[str] | None = None
-    return_char_limit: int | None = None
+    return_char_limit: ReturnCharLimit | None = None
     pip_requirements: list[dict[str, Any]] | None = None
     source_type: str | None = None
-    sandbox: str | None = None
+    sandbox: Sandbox | None = None
     env_vars: dict[str, Any] | None = None
+    allow_network: bool | None = Field(None, description="Network for the tool's runs; null = the deployment default.")
 
 
 class ToolUpdateIn(Schema):
@@ -24,28 +31,30 @@ class ToolUpdateIn(Schema):
     schema_: dict[str, Any] | None = Field(None, alias="json_schema")
     description: str | None = None
     tags: list[str] | None = None
-    return_char_limit: int | None = None
+    return_char_limit: ReturnCharLimit | None = None
     pip_requirements: list[dict[str, Any]] | None = None
     source_type: str | None = None
-    sandbox: str | None = None
+    sandbox: Sandbox | None = None
     env_vars: dict[str, Any] | None = None
+    allow_network: bool | None = Field(None, description="Network for the tool's runs; null = the deployment default.")
 
 
 class GenerateSchemaIn(Schema):
     source_code: str
-    name: str | None = None
+    name: ToolName | None = None
 
 
 class ToolRunIn(Schema):
     source_code: str
     args: dict[str, Any] = {}
     env_vars: dict[str, Any] | None = None
-    name: str | None = None
+    name: ToolName | None = None
     schema_: dict[str, Any] | None = Field(None, alias="json_schema")
     agent_id: str | None = None
-    sandbox: str | None = None
+    sandbox: Sandbox | None = None
     pip_requirements: list[dict[str, Any]] | None = None
     source_type: str | None = None
+    allow_network: bool | None = Field(None, description="Network for this run; null = the tool's or deployment's.")
 
 
 class AgentToolRunIn(Schema):

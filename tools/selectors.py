@@ -3,6 +3,7 @@
 from django.db.models import Q, QuerySet
 
 from core.errors import NotFound
+from core.pagination import clamp_limit
 from core.models import Agent, Organization
 from tools.models import Tool, ToolRun
 
@@ -67,4 +68,4 @@ def agent_tools(*, agent: Agent) -> list[Tool]:
 
 
 def tool_runs(*, owner: Organization, tool_name: str, limit: int = 50) -> list[ToolRun]:
-    return list(ToolRun.objects.filter(owner=owner, tool_name=tool_name).order_by("-created_at")[:limit])
+    return list(ToolRun.objects.filter(owner=owner, tool_name=tool_name).order_by("-created_at")[:clamp_limit(limit, 500)])

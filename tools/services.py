@@ -73,7 +73,7 @@ _PIP_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?$"
 _PIP_VERSION_RE = re.compile(r"^(==|>=|<=|~=|!=|>|<)?\s*[A-Za-z0-9.*+!_-]+$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _EDITABLE = ("source_code", "json_schema", "description", "tags", "return_char_limit", "pip_requirements",
-             "sandbox", "env_vars")
+             "sandbox", "env_vars", "allow_network")
 
 
 class ToolLocked(DomainError):
@@ -186,6 +186,10 @@ def _clean_fields(changes: dict) -> dict:
         out["sandbox"] = sandbox
     if "env_vars" in changes:
         out["env_vars"] = env_vars_clean(changes["env_vars"])
+    if "allow_network" in changes:
+        if changes["allow_network"] not in (None, True, False):
+            raise Invalid("allow_network must be true, false or null (the deployment default)")
+        out["allow_network"] = changes["allow_network"]
     return out
 
 
@@ -213,11 +217,13 @@ def _name_free(*, owner: Organization, name: str, exclude_pk: str | None = None)
 @transaction.atomic
 def tool_create(*, owner: Organization, source_code: str, json_schema: dict | None = None,
                 description: str | None = None, tags: list[str] | None = None, return_char_limit: int | None = None,
-                pip_requirements: list | None = None, sandbox: str = "", env_vars: dict | None = None) -> Tool:
+                pip_requirements: list | None = None, sandbox: str = "", env_vars: dict | None = None,
+                allow_network: bool | None = None) -> Tool:
     """Create a custom tool from source (schema derived unless given); Conflict (409) if the name is taken."""
     schema = tool_schema_resolve(source_code=source_code, json_schema=json_schema)
     fields = _clean_fields({"tags": tags or [], "return_char_limit": return_char_limit,
-                            "pip_requirements": pip_requirements, "sandbox": sandbox, "env_vars": env_vars})
+                            "pip_requirements": pip_requirements, "sandbox": sandbox, "env_vars": env_vars,
+                            "allow_network": allow_network})
     _name_free(owner=owner, name=schema["name"])
     tool = _apply(Tool(owner=owner, tool_type="custom"), schema=schema, source_code=source_code,
                   description=description, fields=fields)

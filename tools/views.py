@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 from core.errors import DomainError
 from core.web.common import org
 from tools import schema as tool_schema, selectors
+from tools.execution import local_sandbox_notice
 
 NEW_TOOL_SOURCE = '''def roll_dice(sides: int = 6, times: int = 1) -> str:
     """Roll a die and report the results.
@@ -90,6 +91,7 @@ def tools_page(request):
         "builtin": bool(tool and not tool.source_code), "recorded": recorded, "runs": selectors.tool_runs(owner=owner, tool_name=tool.name) if tool else [],
         "env_json": json.dumps(tool.env_vars if tool else {}, indent=2), "agents": list(agents_list(owner=owner, limit=200)),
         "attached_ids": set(tool.agents.values_list("id", flat=True)) if tool else set(),
+        "sandbox_notice": local_sandbox_notice(),
     })
 
 

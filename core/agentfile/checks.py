@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from core.agentfile.model import MAX_DEPTH, MAX_FILE_BYTES, MAX_STRING, AgentFileError
+from core.text import text_problem
 
 # Fields Letta writes (union over the versions that wrote the published files); anything else is refused,
 # as Letta's own schema (extra="forbid") would.
@@ -82,10 +83,14 @@ def check_bounds(data: Any) -> None:
         if isinstance(value, str):
             if len(value) > MAX_STRING:
                 raise AgentFileError(path, f"a string of {len(value)} characters; the limit is {MAX_STRING}")
+            if problem := text_problem(value):
+                raise AgentFileError(path, f"contains {problem}, which cannot be stored")
         elif isinstance(value, dict):
             for k, v in value.items():
                 if len(k) > 200:
                     raise AgentFileError(path, "a field name longer than 200 characters")
+                if problem := text_problem(k):
+                    raise AgentFileError(path, f"a field name contains {problem}")
                 stack.append((v, f"{path}.{k}" if path else k, depth + 1))
         elif isinstance(value, list):
             stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value))

@@ -127,7 +127,7 @@ def _blocks_create(*, owner: Organization, parsed: ParsedFile) -> dict[str, str]
 def _agent_create(*, owner: Organization, pa: ParsedAgent, options: ImportOptions, block_ids: dict[str, str],
                   tool_ids: dict[str, str], result: ImportResult) -> Agent:
     from core.providers import model_is_configured
-    from core.services import agent_create
+    from core.services import AGENT_TYPES, agent_create
 
     model = options.model or pa.model or settings.DEFAULT_MODEL
     if not pa.model and not options.model:
@@ -136,6 +136,10 @@ def _agent_create(*, owner: Organization, pa: ParsedAgent, options: ImportOption
         result.warnings.append(f"Agent '{pa.name}': model '{model}' is not served by a configured provider; it was kept. "
                                "Configure the provider or pick another model before running the agent.")
     name = (options.name or pa.name) + ("__copy" if options.append_copy_suffix else "")
+    agent_type = pa.agent_type
+    if agent_type not in AGENT_TYPES:
+        result.warnings.append(f"Agent '{pa.name}': agent type '{agent_type}' is unknown; memgpt_v2_agent was used.")
+        agent_type = "memgpt_v2_agent"
     secrets = dict(pa.secrets)
     secrets.update({k: v or "" for k, v in (options.secrets or {}).items()})
     agent = agent_create(
@@ -143,7 +147,7 @@ def _agent_create(*, owner: Organization, pa: ParsedAgent, options: ImportOption
         block_ids=[block_ids[k] for k in pa.block_keys], tool_ids=list(dict.fromkeys(tool_ids[k] for k in pa.tool_keys)),
         include_base_tools=False, tool_rules=list(pa.tool_rules), context_window_limit=pa.context_window,
         tags=list(pa.tags), metadata=pa.metadata, secrets=secrets, embedding=options.embedding or pa.embedding,
-        model_settings=pa.model_settings, agent_type=pa.agent_type,
+        model_settings=pa.model_settings, agent_type=agent_type,
     )
     if pa.embedding_config:
         agent.embedding_config = pa.embedding_config

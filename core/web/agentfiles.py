@@ -1,18 +1,21 @@
-"""Agent files in the IDE: upload with a preview of what will be created, confirm; download (export)."""
+"""Agent files in the IDE: upload with a preview of what will be created, confirm; download (export).
 
-import base64
+The file is posted (multipart) both times: the preview is swapped in beside the form that still holds the chosen
+file, and "Import" submits that form again with `confirm`. Nothing is kept on the server between the two.
+"""
+
 import json
 
 from django.contrib.auth.decorators import login_required
+from django.db import DatabaseError
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
-from core.errors import DomainError
+from core.agentfile.model import MAX_FILE_BYTES
+from core.errors import DomainError, Invalid
 from core.web.common import agent_or_404, org
-
-MAX_UPLOAD = 20 * 1024 * 1024
 
 
 def _options(post):
@@ -23,31 +26,38 @@ def _options(post):
                          tool_policy="override" if post.get("tool_policy") == "override" else "reuse")
 
 
+def _parsed(upload):
+    from core.agentfile.model import AgentFileError
+    from core.agentfile.parse import parse_agent_file
+
+    if upload is None:
+        raise Invalid("Choose an agent file (.af) to import.")
+    if upload.size is not None and upload.size > MAX_FILE_BYTES:
+        raise AgentFileError("", f"the file is {upload.size} bytes; the limit is {MAX_FILE_BYTES} bytes")
+    return parse_agent_file(upload.read(MAX_FILE_BYTES + 1))
+
+
 @login_required
 @require_POST
 def agent_import(request):
-    """First POST (a file): parse and preview, nothing stored. Second POST (confirm): import atomically."""
+    """POST the file with the options: without `confirm`, preview (nothing stored); with it, import atomically."""
     from core.agentfile.importer import agentfile_import, agentfile_preview
-    from core.agentfile.parse import parse_agent_file
 
-    if request.FILES.get("file"):
-        upload = request.FILES["file"]
-        raw = upload.read(MAX_UPLOAD + 1)
-        filename = upload.name
-    else:
-        raw = base64.b64decode(request.POST.get("payload", "").encode() or b"")
-        filename = request.POST.get("filename", "")
-    ctx = {"filename": filename, "nav": "agents"}
+    upload = request.FILES.get("file")
+    options = _options(request.POST)
+    ctx = {"filename": getattr(upload, "name", ""), "nav": "agents", "options": options, "max_bytes": MAX_FILE_BYTES}
     try:
-        parsed = parse_agent_file(raw)
-        options = _options(request.POST)
+        parsed = _parsed(upload)
         if request.POST.get("confirm") == "1":
             result = agentfile_import(owner=org(request), parsed=parsed, options=options)
             return redirect("workspace", agent_id=result.agent_ids[0])
-        ctx.update(preview=agentfile_preview(owner=org(request), parsed=parsed, options=options),
-                   payload=base64.b64encode(raw).decode(), options=options)
+        ctx["preview"] = agentfile_preview(owner=org(request), parsed=parsed, options=options)
     except DomainError as exc:
         ctx["error"] = str(exc)
+    except DatabaseError:
+        ctx["error"] = "The file's contents could not be stored (a value is too long or out of range)."
+    if request.htmx:  # swapped in beside the form; htmx swaps only 2xx answers
+        return TemplateResponse(request, "core/_import_preview.html", ctx)
     return TemplateResponse(request, "core/agent_import.html", ctx, status=400 if "error" in ctx else 200)
 
 

@@ -1,12 +1,19 @@
 """Server-rendered conversation history: the same Letta message dicts the websocket streams
-(core.messages), plus what the page shows (pretty arguments, the sender, which rows are the prompt)."""
+(core.messages), plus what the page shows (pretty arguments, the sender, which rows are in the context
+window and what evicted the others, and how system-injected messages are told apart from the person)."""
 
 import json
 
+from core.engine.loop import NON_USER_PREFIX
+from core.selectors import Eviction, agent_first_prompt_seq, agent_window_marks, steps_index
 from core.messages import message_to_letta
 from core.models import Agent, Message
 
 PAGE_SIZE = 40
+SUMMARY_SPLIT = "The following is a summary of the previous messages: "
+# Letta v1 wrapped what the agent was told in JSON; an imported conversation keeps that shape.
+_V1_NOTICES = {"heartbeat": "heartbeat", "system_alert": "system alert", "login": "login"}
+_KIND_LABELS = {"memory_warning": "memory pressure warning", "heartbeat": "heartbeat"}
 
 
 def _args(raw) -> dict:
@@ -17,12 +24,40 @@ def _args(raw) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def message_items(row: Message, *, names: dict[str, str] | None = None) -> list[dict]:
+def _v1_wrapped(text: str) -> dict | None:
+    if not text.startswith("{"):
+        return None
+    value = _args(text)
+    return value if isinstance(value.get("type"), str) else None
+
+
+def _user_shape(d: dict, row: Message) -> dict:
+    """How a user-role row shows: the person's words, or a notice the system injected."""
+    if row.kind == "summary":
+        text = d["content"] or ""
+        return {"shape": "summary", "summary": text.split(SUMMARY_SPLIT, 1)[-1]}
+    wrapped = None if row.kind else _v1_wrapped(d["content"] or "")
+    kind = row.kind or (wrapped or {}).get("type", "")
+    if kind == "heartbeat":
+        return {"shape": "heartbeat", "notice": (wrapped or _args(d["content"])).get("reason") or d["content"]}
+    if wrapped and kind == "user_message":
+        return {"content": str(wrapped.get("message", ""))}
+    if wrapped and kind in _V1_NOTICES:
+        return {"shape": "notice", "notice_label": _V1_NOTICES[kind], "notice": str(wrapped.get("message") or d["content"])}
+    if row.kind:
+        return {"shape": "notice", "notice_label": _KIND_LABELS.get(row.kind, row.kind.replace("_", " ")),
+                "notice": d["content"].removeprefix(NON_USER_PREFIX)}
+    if (d["content"] or "").startswith(NON_USER_PREFIX):
+        return {"shape": "notice", "notice_label": "system", "notice": d["content"].removeprefix(NON_USER_PREFIX)}
+    return {}
+
+
+def message_items(row: Message, *, names: dict[str, str] | None = None, first_prompt_seq: int | None = None) -> list[dict]:
     """One stored message as display items, in the order they happened."""
     items = []
     for d in message_to_letta(row):
         d = {**d, "date": row.created_at, "sender_agent_id": row.sender_agent_id, "name": row.name,
-             "sender_name": (names or {}).get(row.sender_agent_id, "")}
+             "sender_name": (names or {}).get(row.sender_agent_id, ""), "seq": row.seq, "kind": row.kind}
         if d["message_type"] == "tool_call_message":
             args = _args(d["tool_call"].get("arguments"))
             if args.get("thinking") and not any(i["message_type"] == "reasoning_message" for i in items):
@@ -31,8 +66,22 @@ def message_items(row: Message, *, names: dict[str, str] | None = None) -> list[
             d["tool_call"] = {**d["tool_call"], "arguments": json.dumps(shown, indent=2, ensure_ascii=False)}
         if d["message_type"] == "system_message":
             d["is_prompt"] = not row.kind and not row.sender_agent_id
+            if d["is_prompt"] and first_prompt_seq is not None and row.seq > first_prompt_seq:
+                d["shape"] = "reset"
+            elif d["is_prompt"]:
+                d["shape"] = "prompt"
+        if d["message_type"] == "user_message":
+            d.update(_user_shape(d, row))
         items.append(d)
     return items
+
+
+def _mark(items: list[dict], in_window: set[str], evicted: dict[str, Eviction]) -> None:
+    index = steps_index(step_ids={i["step_id"] for i in items if i.get("step_id")})
+    for item in items:
+        item["in_context"] = item["id"] in in_window
+        item["evicted"] = evicted.get(item["id"])
+        item["step_index"] = index.get(item.get("step_id"))
 
 
 def history_page(*, agent, before_seq: int | None = None, size: int = PAGE_SIZE) -> tuple[list[dict], int | None]:
@@ -45,5 +94,16 @@ def history_page(*, agent, before_seq: int | None = None, size: int = PAGE_SIZE)
     rows = list(reversed(rows[:size]))
     senders = {r.sender_agent_id for r in rows if r.sender_agent_id}
     names = dict(Agent.objects.filter(owner_id=agent.owner_id, id__in=senders).values_list("id", "name")) if senders else {}
-    items = [item for row in rows for item in message_items(row, names=names)]
+    first_prompt = agent_first_prompt_seq(agent=agent)
+    items = [item for row in rows for item in message_items(row, names=names, first_prompt_seq=first_prompt)]
+    in_window, evicted = agent_window_marks(agent=agent, since_seq=rows[0].seq if rows else None)
+    _mark(items, in_window, evicted)
     return items, (rows[0].seq if more and rows else None)
+
+
+def window_marks_json(*, agent, since_seq: int | None) -> dict:
+    """What the page needs to re-mark messages already shown after the window changed (a summary, a reset)."""
+    in_window, evicted = agent_window_marks(agent=agent, since_seq=since_seq)
+    return {"in_context": sorted(in_window),
+            "evicted": {i: {"by": e.by, "step_id": e.step_id, "step_index": e.step_index, "run_id": e.run_id,
+                            "message_id": e.message_id} for i, e in evicted.items()}}

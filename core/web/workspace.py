@@ -6,23 +6,17 @@ from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponseNotAllowed
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
-from core import providers, services, services_ide
+from core import providers, selectors, services, services_ide
 from core.engine import tokens
 from core.errors import DomainError
-from core.models import Agent, Run, Step
 from core.context_service import agent_context
 from core.web.common import agent_or_404, org
 from core.web.history import history_page
-
-SECTION_LABELS = {"system": "System prompt", "tool_rules": "Tool rules", "core_memory": "Core memory",
-                  "memory_metadata": "External memory summary", "summary": "Summary", "messages": "Messages",
-                  "tools": "Tool definitions"}
-SECTION_COLORS = {"system": "system", "tool_rules": "rules", "core_memory": "core", "memory_metadata": "external",
-                  "summary": "summary", "messages": "messages", "tools": "tools"}
-
+from core.web.inspector import context_view_model
 
 class AgentSettingsForm(forms.Form):
     name = forms.CharField(max_length=200)
@@ -30,7 +24,7 @@ class AgentSettingsForm(forms.Form):
     system = forms.CharField(widget=forms.Textarea, required=False)
     temperature = forms.FloatField(min_value=0, max_value=2)
     max_steps = forms.IntegerField(min_value=1, max_value=1000)
-    context_window_limit = forms.IntegerField(min_value=services.MIN_CONTEXT_WINDOW)
+    context_window_limit = forms.IntegerField(min_value=services.MIN_CONTEXT_WINDOW, max_value=services.MAX_CONTEXT_WINDOW)
     tags = forms.CharField(required=False, help_text="comma-separated")
 
 
@@ -42,20 +36,8 @@ def _settings_initial(agent) -> dict:
             "context_window_limit": agent.context_window_limit, "tags": ", ".join(agent_tags(agent))}
 
 
-def context_view_model(ctx, *, limit: int | None = None) -> dict:
-    """The stacked bar's rows: tokens per section and their share of the window."""
-    limit = limit or ctx.context_window
-    rows = [{"name": s.name, "label": SECTION_LABELS.get(s.name, s.name), "color": SECTION_COLORS.get(s.name, "system"),
-             "tokens": s.tokens, "pct": round(100 * s.tokens / max(limit, 1), 2)} for s in ctx.sections]
-    return {"rows": rows, "total": ctx.total_tokens, "limit": limit, "tokenizer": ctx.tokenizer,
-            "free": limit - ctx.total_tokens, "over": ctx.total_tokens > limit,
-            "pct": round(100 * ctx.total_tokens / max(limit, 1), 1),
-            "request_json": json.dumps(ctx.request, indent=2, ensure_ascii=False)}
-
-
 def _workspace_ctx(request, agent, settings_form=None) -> dict:
     from memory.selectors import agent_blocks
-    from core.runner import ACTIVE
     from tools.selectors import agent_tools, tools_list
 
     owner = org(request)
@@ -73,11 +55,20 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
         "window_max": max(model_max, agent.context_window_limit), "tools": attached,
         "library": [t for t in tools_list(owner=owner) if t.id not in attached_ids],
         "rules_json": json.dumps(agent.tool_rules or [], indent=2), "blocks": agent_blocks(agent=agent),
-        "steps": list(Step.objects.filter(agent=agent).order_by("-created_at").values("id", "index", "created_at", "kind")[:30]),
-        "active_run_id": Run.objects.filter(agent=agent, status__in=ACTIVE).order_by("-created_at").values_list("id", flat=True).first(),
+        "steps": selectors.agent_steps_recent(agent=agent),
+        "ide_config": _ide_config(agent),
         # names for "from agent …" links on messages arriving live from other agents
-        "agent_names": dict(Agent.objects.filter(owner=owner).order_by("-created_at").values_list("id", "name")[:500]),
+        "agent_names": selectors.agent_names(owner=owner),
     }
+
+
+def _ide_config(agent) -> dict:
+    """What the workspace's scripts need: ids and URLs (a JSON island: pages run no inline script)."""
+    url = lambda name, *args: reverse(name, args=[agent.id, *args])  # noqa: E731
+    return {"agentId": agent.id, "activeRunId": selectors.agent_active_run_id(agent=agent) or "",
+            "contextUrl": url("agent_context"), "stepUrl": url("agent_step", "STEP"), "toolsUrl": reverse("tools"),
+            "workspaceUrl": reverse("workspace", args=["AGENT"]), "windowUrl": url("agent_window"),
+            "runUrl": url("agent_run", "RUN"), "noticeUrl": url("agent_run_notice", "RUN")}
 
 
 @login_required
@@ -98,10 +89,10 @@ def settings_save(request, agent_id: str):
         changes["model_settings"] = {**(agent.model_settings or {}), "temperature": data["temperature"]}
         changes["tags"] = [t.strip() for t in data["tags"].split(",") if t.strip()]
         try:
-            agent = services.agent_update(agent=agent, changes=changes)
+            agent = services_ide.agent_settings_update(agent=agent, changes=changes)
             saved = True
         except DomainError as exc:
-            form.add_error(None, str(exc))
+            form.add_error("model" if isinstance(exc.detail, dict) and "available" in exc.detail else None, exc.message)
     ctx = {"agent": agent, "settings_form": form, "saved": saved, "models": providers.models_list(owner=org(request)),
            "system_tokens": tokens.count_text(agent.model, form.data.get("system", "")),
            "window_max": max(tokens.model_info(agent.model).context_window, agent.context_window_limit)}
@@ -123,6 +114,8 @@ def history_older(request, agent_id: str):
     agent = agent_or_404(request, agent_id)
     try:
         before = int(request.GET.get("before", ""))
+        if not 0 <= before < 2**63:
+            raise ValueError
     except ValueError:
         raise Http404("bad cursor") from None
     items, older = history_page(agent=agent, before_seq=before)
@@ -142,31 +135,6 @@ def messages_reset(request, agent_id: str):
         return HttpResponse(exc.message, status=409, content_type="text/plain")
     response = TemplateResponse(request, "core/_history.html", {"agent": agent, "items": history_page(agent=agent)[0], "older": None})
     return trigger_client_event(response, "context-changed")
-
-
-@login_required
-def context_panel(request, agent_id: str):
-    """The context window breakdown and the next call's exact payload (read-only)."""
-    agent = agent_or_404(request, agent_id)
-    return TemplateResponse(request, "core/_context.html", {"agent": agent, "context": context_view_model(agent_context(agent=agent))})
-
-
-@login_required
-def step_detail(request, agent_id: str, step_id: str):
-    """The payload actually sent at a past step, its response and usage, and what changed since the step before."""
-    agent = agent_or_404(request, agent_id)
-    step = Step.objects.filter(agent=agent, id=step_id).first()
-    if step is None:
-        raise Http404("step not found")
-    prev = Step.objects.filter(agent=agent, created_at__lt=step.created_at, kind=step.kind).order_by("-created_at").first()
-    before = {s["name"]: s.get("tokens", 0) for s in (prev.context_sections if prev else [])}
-    diff = [{"name": s["name"], "label": SECTION_LABELS.get(s["name"], s["name"]), "tokens": s.get("tokens", 0),
-             "delta": s.get("tokens", 0) - before.get(s["name"], 0) if prev else None} for s in step.context_sections or []]
-    return TemplateResponse(request, "core/_step.html", {
-        "agent": agent, "step": step, "prev": prev, "diff": diff,
-        "request_json": json.dumps(step.request, indent=2, ensure_ascii=False),
-        "response_json": json.dumps(step.response, indent=2, ensure_ascii=False),
-        "usage": step.usage or {}})
 
 
 @login_required
@@ -198,7 +166,7 @@ def rules_save(request, agent_id: str):
         rules = json.loads(text or "[]")
         if not isinstance(rules, list):
             raise ValueError("tool rules must be a JSON list of rule objects")
-        agent = services.agent_update(agent=agent, changes={"tool_rules": rules})
+        agent = services_ide.agent_rules_update(agent=agent, rules=rules)
         text, saved = json.dumps(agent.tool_rules, indent=2), True
     except json.JSONDecodeError as exc:
         error = f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"

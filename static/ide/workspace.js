@@ -1,17 +1,25 @@
-// Agent workspace: the websocket stream, the composer, the window slider and small conveniences.
-// Everything a model or tool produced is inserted with textContent, never as HTML.
+// Agent workspace, conversation side: the websocket stream (token chunks included), the composer and the run
+// state. Everything a model or tool produced is inserted with textContent, never as HTML.
 (function () {
   "use strict";
-  const A = window.AIDE;
+  const A = JSON.parse(document.getElementById("ide-config").textContent);
   const $ = (sel, root) => (root || document).querySelector(sel);
   const live = $("#live");
   const conv = $("#conversation");
   const input = $("#composer-input");
   const statusEl = $("#run-status");
   const cancelBtn = $("#cancel-run");
+  const sendBtn = $("#send-btn");
+  const busyBar = $("#busy-bar");
   const shownCalls = new Set();
   const seen = new Set();
-  let ws = null, retry = 0, running = false, cancelling = false, queue = [];
+  const streaming = new Map();  // "type:id" -> element being filled by token chunks
+  const awaiting = [];  // what this socket asked for, oldest first: {kind: "send", bubble} | {kind: "cancel"}
+  const NON_USER_PREFIX = "[This is an automated system message hidden from the user] ";
+  const SUMMARY_SPLIT = "The following is a summary of the previous messages: ";
+  let ws = null, retry = 0, running = false, cancelling = false, activeRunId = A.activeRunId || null, outbox = [];
+  let queued = null;  // {text, bubble}: sent when the active run ends
+  const ended = new Set();  // runs whose end we saw (it can overtake the reply that names the run)
   const namesEl = document.getElementById("agent-names");
   const agentNames = namesEl ? JSON.parse(namesEl.textContent) : {};
 
@@ -25,21 +33,71 @@
     const t = d ? new Date(d) : new Date();
     return isNaN(t) ? "" : t.toTimeString().slice(0, 8);
   }
+  function short(id) { return id ? "…" + String(id).slice(-8) : ""; }
   function pretty(args) {
     // `thinking` is already shown as the reasoning above the call
     try {
       const v = JSON.parse(args);
       if (v && typeof v === "object" && !Array.isArray(v)) delete v.thinking;
       return JSON.stringify(v, null, 2);
-    } catch (e) { return String(args); }
+    } catch (e) { return String(args == null ? "" : args); }
+  }
+  function detailText(detail) {
+    if (detail == null || detail === "") return "";
+    if (typeof detail === "string") return detail;
+    if (typeof detail === "object" && detail.available) return "Available models: " + detail.available.join(", ");
+    return "";  // structured details (a busy run id, …) are shown by the UI itself
   }
   function nearBottom() { return conv.scrollHeight - conv.scrollTop - conv.clientHeight < 120; }
   function scrollDown(force) { if (force || nearBottom()) conv.scrollTop = conv.scrollHeight; }
+  function dropEmpty() { const e = $("#empty-history"); if (e) e.remove(); }
+  function bump(name) { if (window.htmx) htmx.trigger(document.body, name); }
+
+  // ---- the context-window mark every message carries (same markup as templates/core/_ctx_mark.html)
+  function ctxMark(mark) {
+    if (!mark || mark.in) { const s = el("span", "ctx-mark in", "in context"); s.title = "In the model's context window now"; return s; }
+    const s = el("span", "ctx-mark out");
+    const ev = mark.evicted;
+    if (ev && ev.by === "summary") {
+      s.title = "Evicted from the context window by overflow; still searchable in recall memory";
+      s.appendChild(document.createTextNode("out · evicted at "));
+      if (ev.step_id) {
+        const c = chip(ev.step_id, ev.step_index, "The summarizer step that evicted it");
+        c.textContent += " · summarizer";
+        s.appendChild(c);
+      }
+      else s.appendChild(document.createTextNode("overflow"));
+    } else if (ev && ev.by === "reset") {
+      s.textContent = "out · reset"; s.title = "Removed from the context window by a reset; still searchable in recall memory";
+    } else { s.textContent = "out of context"; s.title = "Not in the model's context window; still searchable in recall memory"; }
+    return s;
+  }
+  function chip(stepId, index, title) {
+    const c = el("button", "step-chip", index == null ? "step" : "step " + index);
+    c.type = "button"; c.dataset.step = stepId; c.title = title || "Show the payload sent at this step";
+    return c;
+  }
+  function applyMark(node, mark) {
+    node.dataset.ctx = mark.in ? "in" : "out";
+    const old = node.querySelector(":scope > .meta > .ctx-mark, :scope > summary > .ctx-mark, :scope .divider-label > .ctx-mark");
+    if (old) old.replaceWith(ctxMark(mark));
+  }
+  function refreshMarks() {
+    const nodes = conv.querySelectorAll("[data-id][data-ctx]");
+    if (!nodes.length) return;
+    const first = conv.querySelector("[data-seq]");
+    const url = A.windowUrl + (first ? "?since=" + encodeURIComponent(first.dataset.seq) : "");
+    fetch(url, {credentials: "same-origin"}).then((r) => r.ok ? r.json() : null).then((data) => {
+      if (!data) return;
+      const inCtx = new Set(data.in_context);
+      nodes.forEach((n) => applyMark(n, {in: inCtx.has(n.dataset.id), evicted: data.evicted[n.dataset.id]}));
+    }).catch(() => {});
+  }
 
   function shell(ev, label) {
     const box = el("div", "msg " + ev.message_type);
     box.dataset.type = ev.message_type;
-    if (ev.id) box.dataset.id = ev.id;
+    if (ev.id) { box.dataset.id = ev.id; box.dataset.ctx = "in"; }
     const meta = el("div", "meta");
     meta.appendChild(el("span", "", label));
     const sender = ev.sender_agent_id || ev.sender_id;
@@ -53,13 +111,39 @@
       meta.appendChild(from);
     }
     meta.appendChild(el("span", "spacer"));
-    if (ev.step_id) {
-      const chip = el("button", "step-chip", "step");
-      chip.type = "button"; chip.dataset.step = ev.step_id; chip.title = "Show the payload sent at this step";
-      meta.appendChild(chip);
-    }
+    if (ev.id) meta.appendChild(ctxMark({in: true}));
+    if (ev.step_id) meta.appendChild(chip(ev.step_id, ev.step_index));
     meta.appendChild(el("span", "", time(ev.date)));
     box.appendChild(meta);
+    return box;
+  }
+
+  function notice(ev, label, text) {
+    const b = shell(ev, label);
+    b.className = "msg notice";
+    b.dataset.type = "notice";
+    if (ev.kind) b.dataset.kind = ev.kind;
+    b.appendChild(el("div", "body", text));
+    return b;
+  }
+  function divider(ev) {
+    const box = el("div", "divider summary");
+    box.dataset.type = "summary"; box.dataset.id = ev.id; box.dataset.ctx = "in";
+    const line = el("div", "divider-line");
+    const label = el("span", "divider-label", "Context summarized");
+    if (ev.step_id) { label.appendChild(document.createTextNode(" at ")); label.appendChild(chip(ev.step_id, ev.step_index, "The summarizer step")); }
+    label.appendChild(document.createTextNode(" · older messages evicted "));
+    label.appendChild(el("span", "muted", time(ev.date)));
+    label.appendChild(document.createTextNode(" "));
+    label.appendChild(ctxMark({in: true}));
+    line.appendChild(label);
+    box.appendChild(line);
+    const det = el("details"); det.open = true;
+    det.appendChild(el("summary", "small muted", "summary the model sees"));
+    const text = String(ev.content || "");
+    const at = text.indexOf(SUMMARY_SPLIT);
+    det.appendChild(el("div", "body", at >= 0 ? text.slice(at + SUMMARY_SPLIT.length) : text));
+    box.appendChild(det);
     return box;
   }
 
@@ -67,10 +151,13 @@
     user_message(ev) {
       if (ev.kind === "heartbeat") {
         const h = el("div", "msg heartbeat", "heartbeat — the agent asked to continue");
-        h.dataset.type = "heartbeat"; h.title = ev.content || ""; return h;
+        h.dataset.type = "heartbeat"; h.title = ev.content || "";
+        if (ev.id) { h.dataset.id = ev.id; h.dataset.ctx = "in"; }
+        return h;
       }
-      const pending = live.querySelector(".msg.user_message.pending");
-      if (pending && pending.querySelector(".body").textContent === ev.content) pending.remove();
+      if (ev.kind === "summary") return divider(ev);
+      if (ev.kind === "memory_warning") return notice(ev, "memory pressure warning", String(ev.content || "").replace(NON_USER_PREFIX, ""));
+      if (ev.kind) return notice(ev, ev.kind.replace(/_/g, " "), String(ev.content || "").replace(NON_USER_PREFIX, ""));
       const b = shell(ev, "you"); b.appendChild(el("div", "body", ev.content)); return b;
     },
     system_message(ev) {
@@ -85,13 +172,13 @@
       const row = el("div", "row");
       row.appendChild(el("code", "", tc.name));
       row.appendChild(el("span", "spacer"));
-      if (ev.id) {
+      if (ev.id && !ev.delta) {
         const a = el("a", "small open-workbench", "Open in workbench");
         a.href = A.toolsUrl + "?message=" + encodeURIComponent(ev.id) + "&call=" + encodeURIComponent(tc.tool_call_id || "");
         row.appendChild(a);
       }
       b.appendChild(row);
-      b.appendChild(el("pre", "", pretty(tc.arguments)));
+      b.appendChild(el("pre", "", ev.delta ? (tc.arguments || "") : pretty(tc.arguments)));
       return b;
     },
     tool_return_message(ev) {
@@ -102,6 +189,7 @@
       if (ev.status === "error") det.open = true;
       const sum = el("summary");
       sum.appendChild(el("span", "badge " + (ev.status === "error" ? "err" : "ok"), ev.status || "success"));
+      if (ev.name) sum.appendChild(document.createTextNode(" " + ev.name));
       det.appendChild(sum);
       det.appendChild(el("pre", "", ev.tool_return));
       for (const k of ["stdout", "stderr"]) {
@@ -113,7 +201,8 @@
     },
     error_message(ev) {
       const b = shell(ev, "error");
-      b.appendChild(el("div", "body", ev.message + (ev.detail ? "\n" + ev.detail : "")));
+      const d = detailText(ev.detail);
+      b.appendChild(el("div", "body", String(ev.message || "Something went wrong.") + (d ? "\n" + d : "")));
       return b;
     },
     stop_reason(ev) { return el("div", "msg stop_reason", "stop reason: " + ev.stop_reason); },
@@ -123,6 +212,39 @@
     },
   };
 
+  // ---- placing items: a final message replaces its streamed chunks; others go before what is still streaming
+  function place(node, key) {
+    const partial = key && streaming.get(key);
+    if (partial) { partial.replaceWith(node); streaming.delete(key); return; }
+    const first = live.querySelector(".msg.streaming");
+    if (first) live.insertBefore(node, first); else live.appendChild(node);
+  }
+  const DELTA_FIELD = {assistant_message: "content", reasoning_message: "reasoning"};
+  function onDelta(ev) {
+    const t = ev.message_type, key = t + ":" + ev.id;
+    let node = streaming.get(key);
+    if (!node) {
+      if (!renderers[t] || t === "tool_return_message") return;
+      const start = Object.assign({}, ev, {content: "", reasoning: "", tool_call: Object.assign({}, ev.tool_call || {}, {arguments: ""})});
+      node = renderers[t](start);
+      if (!node) return;
+      node.classList.add("streaming");
+      streaming.set(key, node);
+      dropEmpty();
+      live.appendChild(node);
+    }
+    if (t === "tool_call_message") {
+      const tc = ev.tool_call || {};
+      const code = node.querySelector("code");
+      if (tc.name && code && !code.textContent) code.textContent = tc.name;
+      node.querySelector("pre").textContent += tc.arguments || "";
+    } else if (DELTA_FIELD[t]) {
+      node.querySelector(".body").textContent += ev[DELTA_FIELD[t]] || "";
+    }
+    scrollDown();
+  }
+
+  // ---- run state
   function showCancelling() {
     statusEl.textContent = "";
     statusEl.appendChild(el("span", "spinner"));
@@ -131,53 +253,211 @@
     statusEl.dataset.state = "cancelling";
     cancelBtn.disabled = true;
   }
-
   function setRunning(on, label) {
     running = on;
-    if (!on) cancelling = false;
+    if (!on) { cancelling = false; activeRunId = null; }
+    document.body.dataset.run = on ? "busy" : "idle";
+    sendBtn.textContent = on ? "Send…" : "Send";
+    sendBtn.title = on ? "A run is in progress: you can cancel it or have this message sent when it ends" : "";
+    input.placeholder = on ? "The agent is busy with a run; you can type the next message now." : input.dataset.idlePlaceholder;
     if (on && cancelling) { cancelBtn.hidden = false; showCancelling(); return; }  // a late "running" event
     statusEl.textContent = "";
     statusEl.title = "";
-    if (on) { statusEl.appendChild(el("span", "spinner")); statusEl.appendChild(el("span", "", " running…")); }
-    else statusEl.appendChild(el("span", "muted", label || "idle"));
+    if (on) {
+      statusEl.appendChild(el("span", "spinner"));
+      statusEl.appendChild(el("span", "", " running" + (activeRunId ? " " + short(activeRunId) : "") + "…"));
+    } else statusEl.appendChild(el("span", "muted", label || "idle"));
     statusEl.dataset.state = on ? "running" : (label || "idle");
     cancelBtn.hidden = !on;
     cancelBtn.disabled = false;
+    if (!on) hideBusy();
+  }
+  function refreshContext() { bump("context-changed"); }
+
+  let runsTimer = null;
+  function runsChanged() {  // one refresh for a burst of events
+    clearTimeout(runsTimer);
+    runsTimer = setTimeout(() => bump("runs-changed"), 150);
   }
 
-  function refreshContext() { htmx.trigger(document.body, "context-changed"); }
+  function bubble(text, state, note) {
+    const p = shell({message_type: "user_message"}, "you");
+    p.classList.add("pending");
+    p.dataset.state = state;
+    const n = el("span", "pending-label", note || "");
+    p.querySelector(".meta .spacer").after(n);
+    p.appendChild(el("div", "body", text));
+    dropEmpty();
+    place(p);
+    scrollDown(true);
+    return p;
+  }
+  function setBubble(p, state, note) {
+    p.dataset.state = state;
+    const n = p.querySelector(".pending-label"); if (n) n.textContent = note || "";
+  }
+  function failBubble(p, message) {
+    p.classList.remove("pending");
+    p.classList.add("failed");
+    setBubble(p, "failed", "not delivered");
+    if (!p.querySelector(".retry-row")) {
+      const row = el("div", "row retry-row");
+      const r = el("button", "small primary", "Retry"); r.type = "button"; r.dataset.retry = "";
+      const e = el("button", "small ghost", "Edit"); e.type = "button"; e.dataset.edit = "";
+      row.appendChild(r); row.appendChild(e);
+      p.appendChild(row);
+    }
+    if (message) { const err = el("div", "error small fail-reason", message); p.appendChild(err); }
+  }
 
-  function handle(ev) {
-    const t = ev.message_type;
-    if (t === "pong") return;
-    if (t === "cancel_requested") { if (running) showCancelling(); return; }
-    if (t === "run_status") {
-      const active = ev.status === "running" || ev.status === "created";
-      const why = ev.stop_reason && ev.stop_reason !== ev.status ? " · " + ev.stop_reason : "";
-      setRunning(active, active ? "" : ev.status + why);
-      if (!active) refreshContext();
+  function sendText(text, existing) {
+    const p = existing || bubble(text, "sending", "sending…");
+    if (existing) setBubble(p, "sending", "sending…");
+    awaiting.push({kind: "send", bubble: p});
+    send({type: "user_message", text: text});
+    setRunning(true);
+  }
+
+  function showBusy(runId, text) {
+    $("#busy-text").textContent = "The agent is busy with run " + (runId ? short(runId) : "(starting)") + ".";
+    busyBar.dataset.run = runId || "";
+    busyBar.hidden = false;
+    if (text && !input.value.trim()) input.value = text;  // never lose what was typed
+  }
+  function hideBusy() { busyBar.hidden = true; }
+
+  // ---- replies to this socket (sent in the order we asked) and events of every run of the agent
+  function onReply(ev) {
+    const head = awaiting[0];
+    if (ev.message_type === "run_status" && ev.status === "created" && head && head.kind === "send") {
+      awaiting.shift();
+      runsChanged();
+      if (ended.has(ev.run_id)) {  // it already ended: its notice (or the stored message) replaced this bubble
+        if (head.bubble.classList.contains("pending")) head.bubble.remove();
+        return true;
+      }
+      head.bubble.dataset.run = ev.run_id;
+      setBubble(head.bubble, "sent", "");
+      activeRunId = ev.run_id;
+      setRunning(true);
+      return true;
+    }
+    if (ev.message_type === "error_message" && !ev.run_id && head) {
+      awaiting.shift();
+      if (head.kind === "cancel") { setRunning(false); render(ev); return true; }
+      const busy = ev.detail && typeof ev.detail === "object" && ev.detail.run_id;
+      if (busy) {  // another run holds the agent: the text goes back to the composer, nothing is lost
+        const text = head.bubble.querySelector(".body").textContent;
+        head.bubble.remove();
+        activeRunId = busy;
+        setRunning(true);
+        showBusy(busy, text);
+      } else {
+        failBubble(head.bubble, String(ev.message || "") + (detailText(ev.detail) ? " " + detailText(ev.detail) : ""));
+        if (!awaiting.some((a) => a.kind === "send")) setRunning(false, "not sent");
+      }
+      return true;
+    }
+    if (ev.message_type === "cancel_requested" && head && head.kind === "cancel") { awaiting.shift(); if (running) showCancelling(); return true; }
+    return false;
+  }
+
+  function onRunStatus(ev) {
+    const active = ev.status === "running" || ev.status === "created";
+    runsChanged();
+    if (active) {
+      activeRunId = ev.run_id;
+      setRunning(true);
       return;
     }
-    if (t === "block_update") { onBlockUpdate(ev.block); refreshContext(); return; }
-    if (t === "context_update") { refreshContext(); return; }
+    ended.add(ev.run_id);
+    const why = ev.stop_reason && ev.stop_reason !== ev.status ? " · " + ev.stop_reason : "";
+    setRunning(false, ev.status + why);
+    refreshContext();
+    refreshMarks();
+    streaming.forEach((n) => n.classList.remove("streaming"));
+    streaming.clear();
+    if (ev.status !== "completed") showNotice(ev);
+    if (queued) { const q = queued; queued = null; sendText(q.text, q.bubble); }
+  }
+
+  function showNotice(ev) {
+    const mine = live.querySelectorAll(`.msg.pending[data-run="${CSS.escape(ev.run_id)}"]`);
+    fetch(A.noticeUrl.replace("RUN", encodeURIComponent(ev.run_id)), {credentials: "same-origin"})
+      .then((r) => r.ok ? r.text() : Promise.reject(r.status))
+      .then((html) => {
+        const box = el("div");
+        box.innerHTML = html;  // server-rendered (autoescaped) template
+        const node = box.firstElementChild;
+        const anchor = Array.from(mine).find((m) => m.isConnected) || trailingStatus();
+        if (anchor) anchor.before(node); else place(node);
+        mine.forEach((m) => m.remove());
+      })
+      .catch(() => {  // the page must still end usable: mark our own message and say what we know
+        mine.forEach((m) => failBubble(m, ev.error || ("The run " + ev.status + ".")));
+        place(renderers.error_message({message_type: "error_message", message: "Run " + short(ev.run_id) + " " + ev.status + (ev.error ? ": " + ev.error : ".")}));
+      })
+      .finally(() => scrollDown(true));
+  }
+
+  function trailingStatus() {  // the run's closing lines (stop reason, usage), which its notice goes before
+    let first = null;
+    for (let n = live.lastElementChild; n && n.matches(".msg.stop_reason, .msg.usage_statistics"); n = n.previousElementSibling) first = n;
+    return first;
+  }
+
+  function render(ev) {
+    const t = ev.message_type;
     const key = ev.id ? t + ":" + ev.id + ":" + (t === "tool_call_message" ? (ev.tool_call || {}).tool_call_id : "") : null;
     if (key && seen.has(key)) return;
     if (key) seen.add(key);
     const r = renderers[t];
     if (!r) return;
+    if (t === "user_message" && !ev.kind) {  // our own message arriving: it takes the pending bubble's place
+      const pending = Array.from(live.querySelectorAll(".msg.user_message.pending")).find((p) =>
+        p.querySelector(".body").textContent === ev.content && (!p.dataset.run || !ev.run_id || p.dataset.run === ev.run_id));
+      // a copy left undelivered by an earlier failed run (here or in another tab) has now arrived
+      live.querySelectorAll(".msg.user_message.failed").forEach((f) => {
+        if (f.querySelector(".body").textContent === ev.content) f.remove();
+      });
+      if (pending) { pending.replaceWith(r(ev)); scrollDown(true); return; }
+    }
     const node = r(ev);
     if (!node) return;
-    const empty = $("#empty-history"); if (empty) empty.remove();
-    live.appendChild(node);
+    dropEmpty();
+    const waiting = t === "user_message" && ev.kind === "summary" &&
+      Array.from(live.querySelectorAll(".msg.user_message.pending")).find((p) => !p.dataset.run || p.dataset.run === ev.run_id);
+    if (waiting) live.insertBefore(node, waiting);  // the eviction happened before this input was stored
+    else place(node, ev.id ? t + ":" + ev.id : null);
     if (t === "stop_reason") refreshContext();
+    if (t === "user_message" && ev.kind === "summary") refreshMarks();
     scrollDown(true);
+  }
+
+  function handle(ev, direct) {
+    const t = ev.message_type;
+    if (t === "pong") return;
+    if (direct && onReply(ev)) return;
+    if (t === "cancel_requested") { if (running) showCancelling(); return; }
+    if (t === "run_status") { onRunStatus(ev); return; }
+    if (t === "block_update") { window.AIDE_BLOCKS && window.AIDE_BLOCKS.update(ev.block); refreshContext(); return; }
+    if (t === "context_update") { refreshContext(); runsChanged(); return; }
+    if (t === "error_message" && ev.run_id) return;  // the run's notice shows it when the run ends
+    if (ev.delta) { onDelta(ev); return; }
+    render(ev);
   }
 
   function connect() {
     const proto = location.protocol === "https:" ? "wss://" : "ws://";
     ws = new WebSocket(proto + location.host + "/ws/agents/" + encodeURIComponent(A.agentId) + "/");
-    ws.onopen = () => { retry = 0; document.body.dataset.ws = "open"; while (queue.length) ws.send(queue.shift()); };
-    ws.onmessage = (m) => { let ev; try { ev = JSON.parse(m.data); } catch (e) { return; } handle(ev); };
+    ws.onopen = () => { retry = 0; document.body.dataset.ws = "open"; while (outbox.length) ws.send(outbox.shift()); };
+    ws.onmessage = (m) => {
+      let ev; try { ev = JSON.parse(m.data); } catch (e) { return; }
+      // replies to this socket carry no run id, or are the "created" status of the run we asked for
+      const direct = (ev.message_type === "run_status" && ev.status === "created") ||
+        (ev.message_type === "error_message" && !ev.run_id) || ev.message_type === "cancel_requested";
+      handle(ev, direct);
+    };
     ws.onclose = () => {
       document.body.dataset.ws = "closed";
       setTimeout(connect, Math.min(10000, 500 * 2 ** retry++));
@@ -185,10 +465,11 @@
   }
   function send(obj) {
     const data = JSON.stringify(obj);
-    if (ws && ws.readyState === WebSocket.OPEN) ws.send(data); else queue.push(data);
+    if (ws && ws.readyState === WebSocket.OPEN) ws.send(data); else outbox.push(data);
   }
 
-  // composer: Enter sends, Shift+Enter is a new line
+  // ---- composer: Enter sends, Shift+Enter is a new line; while a run is going, ask before doing anything
+  input.dataset.idlePlaceholder = input.placeholder;
   $("#composer").addEventListener("submit", (e) => { e.preventDefault(); submit(); });
   input.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
@@ -196,113 +477,57 @@
   function submit() {
     const text = input.value;
     if (!text.trim()) return;
-    const p = shell({message_type: "user_message"}, "you");
-    p.classList.add("pending");
-    p.appendChild(el("div", "body", text));
-    live.appendChild(p);
-    const empty = $("#empty-history"); if (empty) empty.remove();
-    scrollDown(true);
-    send({type: "user_message", text: text});
+    if (running) { showBusy(activeRunId, null); return; }
     input.value = "";
-    setRunning(true);
+    sendText(text);
   }
-  cancelBtn.addEventListener("click", () => { cancelling = true; showCancelling(); send({type: "cancel"}); });
+  cancelBtn.addEventListener("click", () => { cancelling = true; showCancelling(); awaiting.push({kind: "cancel"}); send({type: "cancel"}); });
+  $("#busy-cancel").addEventListener("click", () => { hideBusy(); cancelBtn.click(); });
+  $("#busy-dismiss").addEventListener("click", () => { hideBusy(); input.focus(); });
+  $("#busy-queue").addEventListener("click", () => {
+    const text = input.value;
+    hideBusy();
+    if (!text.trim()) return;
+    input.value = "";
+    if (queued) { queued.bubble.remove(); queued.text += "\n" + text; } else queued = {text: text};
+    queued.bubble = bubble(queued.text, "queued", "queued: sent when run " + short(activeRunId) + " ends");
+    if (!running) { const q = queued; queued = null; sendText(q.text, q.bubble); }
+  });
+  // Retry / Edit on a message that was not delivered
+  conv.addEventListener("click", (e) => {
+    const failed = e.target.closest(".msg.user_message.failed");
+    if (!failed) return;
+    const text = failed.querySelector(".body").textContent;
+    if (e.target.closest("[data-retry]")) {
+      if (running) { showBusy(activeRunId, text); return; }
+      const holder = failed.closest(".run-notice") || failed;
+      const p = bubble(text, "sending", "sending…");
+      holder.after(p);
+      failed.remove();
+      sendText(text, p);
+    } else if (e.target.closest("[data-edit]")) {
+      input.value = text; input.focus();
+    }
+  });
 
-  // tabs
-  document.querySelectorAll(".pill-nav [data-tab]").forEach((btn) => btn.addEventListener("click", () => {
-    document.querySelectorAll(".pill-nav [data-tab]").forEach((b) => {
-      b.setAttribute("aria-selected", b === btn ? "true" : "false");
-      document.getElementById(b.dataset.tab).hidden = b !== btn;
-    });
-    if (btn.dataset.tab === "tab-archival") htmx.trigger("#tab-archival", "intersect");
-  }));
-
-  // context window slider: re-scale the breakdown from the section token counts while dragging (no write)
-  function applyWindow() {
-    const slider = $("#window-slider"), ctx = $("#ctx");
-    if (!slider || !ctx) return;
-    const limit = parseInt(slider.value, 10), total = parseInt(ctx.dataset.total, 10);
-    $("#window-value").textContent = limit;
-    $("#ctx-limit").textContent = limit;
-    $("#ctx-pct").textContent = (100 * total / limit).toFixed(1);
-    $("#ctx-free").textContent = limit - total;
-    ctx.querySelectorAll("#ctx-bar span[data-tokens]").forEach((s) => { s.style.width = (100 * s.dataset.tokens / limit) + "%"; });
-    ctx.querySelectorAll("#ctx-table td.pct").forEach((td) => { td.textContent = (100 * td.dataset.tokens / limit).toFixed(2) + "%"; });
-    $("#ctx-bar").classList.toggle("over", total > limit);
-    $("#ctx-over-live").hidden = !(total > limit);
-    const saved = parseInt(ctx.dataset.limit, 10);
-    const note = $("#unsaved-note"); if (note) note.hidden = limit === saved;
-  }
-  document.addEventListener("input", (e) => { if (e.target.id === "window-slider") applyWindow(); });
+  // an htmx reset re-renders the whole history, which then holds what was shown live
   document.body.addEventListener("htmx:afterSwap", (e) => {
-    if (e.target.id === "context-panel" || e.target.id === "settings-form") applyWindow();
-    if (e.target.id === "blocks-panel" || (e.target.closest && e.target.closest("#blocks-panel"))) initCounters();
-  });
-
-  // copy buttons, step chips, attach
-  document.addEventListener("click", (e) => {
-    const copy = e.target.closest("[data-copy]");
-    if (copy) {
-      const src = document.querySelector(copy.dataset.copy);
-      const text = src ? src.textContent : "";
-      const done = () => { copy.textContent = "Copied"; setTimeout(() => { copy.textContent = "Copy"; }, 1200); };
-      if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(done, done);
-      else { const ta = el("textarea"); ta.value = text; document.body.appendChild(ta); ta.select(); document.execCommand("copy"); ta.remove(); done(); }
-      return;
-    }
-    const chip = e.target.closest(".step-chip[data-step]");
-    if (chip) {
-      $(".pill-nav [data-tab=tab-context]").click();
-      htmx.ajax("GET", A.stepUrl.replace("STEP", encodeURIComponent(chip.dataset.step)), {target: "#step-detail"})
-        .then(() => { const d = $("#step-detail"); if (d) d.scrollIntoView({block: "start"}); });
-      return;
-    }
-    if (e.target.id === "attach-btn") htmx.ajax("POST", $("#attach-select").value, {target: "#tools-attached"});
-  });
-
-  // memory blocks: live chars / limit counter
-  function initCounters() {
-    document.querySelectorAll(".block-card textarea[name=value]").forEach(updateCounter);
-  }
-  function updateCounter(ta) {
-    const card = ta.closest(".block-card");
-    const limitInput = card.querySelector("input[name=limit]");
-    const limit = parseInt(limitInput ? limitInput.value : card.dataset.limit, 10);
-    const n = ta.value.length;
-    const c = card.querySelector(".counter");
-    c.textContent = n + " / " + limit + " chars";
-    const over = n > limit;
-    c.classList.toggle("over", over);
-    card.classList.toggle("over", over);
-    const err = card.querySelector(".limit-error");
-    if (err) { err.hidden = !over; err.textContent = over ? `${n - limit} characters over the limit of ${limit}. Shorten it or raise the limit.` : ""; }
-    const save = card.querySelector("button[type=submit]"); if (save) save.disabled = over;
-  }
-  document.addEventListener("input", (e) => {
-    if (e.target.closest && e.target.closest(".block-card") && (e.target.name === "value" || e.target.name === "limit")) {
-      const card = e.target.closest(".block-card");
-      card.dataset.dirty = "1";
-      updateCounter(card.querySelector("textarea[name=value]"));
+    if (e.target.id === "history" && e.detail.requestConfig && e.detail.requestConfig.verb === "post") {
+      live.textContent = ""; streaming.clear(); seen.clear(); scrollDown(true);
     }
   });
-  function onBlockUpdate(b) {
-    const card = document.querySelector(`.block-card[data-block-id="${CSS.escape(b.id)}"]`);
-    if (!card) { htmx.trigger(document.body, "blocks-changed"); return; }
-    const ta = card.querySelector("textarea[name=value]");
-    if (card.dataset.dirty === "1" && document.activeElement === ta) {
-      const n = card.querySelector(".remote-note"); if (n) { n.hidden = false; n.textContent = "Changed elsewhere (v" + b.version + "); saving will overwrite it."; }
-      return;
-    }
-    ta.value = b.value;
-    const lim = card.querySelector("input[name=limit]"); if (lim) lim.value = b.limit;
-    const v = card.querySelector(".version"); if (v) v.textContent = "v" + b.version;
-    card.dataset.dirty = "";
-    updateCounter(ta);
-  }
+  // step chips the server rendered before a step's number was known get it from the steps list
+  document.body.addEventListener("htmx:afterSwap", (e) => {
+    if (e.target.id !== "steps-list") return;
+    const index = {};
+    e.target.querySelectorAll(".step-chip[data-step]").forEach((c) => { index[c.dataset.step] = c.dataset.index; });
+    conv.querySelectorAll(".step-chip[data-step]").forEach((c) => {
+      if (c.textContent === "step" && index[c.dataset.step] !== undefined) c.textContent = "step " + index[c.dataset.step];
+    });
+  });
 
-  initCounters();
-  applyWindow();
   setRunning(!!A.activeRunId);
+  if (A.activeRunId) activeRunId = A.activeRunId;
   scrollDown(true);
   connect();
 })();

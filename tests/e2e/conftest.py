@@ -27,14 +27,41 @@ def _require_chromium():
         pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium)")
 
 
+REDIS_TEST_URL = os.environ.get("AIDE_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+
+
 @pytest.fixture
-def live_server_url(transactional_db, fake_llm):
-    """A daphne process on a free port serving the ASGI app against the test database."""
+def redis_layer(settings):
+    """Share a Redis channel layer between this test and the server, so the test can send events to the page's
+    agent group itself (core.events.send_events). Request it before `live_server_url`."""
+    import redis
+    from channels.layers import channel_layers
+
+    try:
+        redis.Redis.from_url(REDIS_TEST_URL, socket_timeout=2).ping()
+    except redis.RedisError:
+        if IN_CI:
+            pytest.fail(f"Redis is not reachable at {REDIS_TEST_URL}")
+        pytest.skip(f"Redis is not reachable at {REDIS_TEST_URL}")
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                           "CONFIG": {"hosts": [{"address": REDIS_TEST_URL}]}}}
+    channel_layers.backends.clear()
+    try:
+        yield REDIS_TEST_URL
+    finally:
+        channel_layers.backends.clear()
+
+
+@pytest.fixture
+def live_server_url(request, transactional_db, fake_llm):
+    """A daphne process on a free port serving the ASGI app against the test database (with the `redis_layer`
+    fixture, on that channel layer; otherwise its own in-process one)."""
     _require_chromium()
     port = free_port()
+    redis_url = request.getfixturevalue("redis_layer") if "redis_layer" in request.fixturenames else ""
     env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "agents_ide.settings",
            "ALLOWED_HOSTS": "127.0.0.1,localhost", "CSRF_TRUSTED_ORIGINS": f"http://127.0.0.1:{port}",
-           "REDIS_URL": "", "RUNS_IN_WORKER": "", "PYTHONUNBUFFERED": "1"}
+           "REDIS_URL": redis_url, "RUNS_IN_WORKER": "", "PYTHONUNBUFFERED": "1"}
     log = open(ROOT / "test-artifacts" / f"daphne-{port}.log", "w") if (ROOT / "test-artifacts").exists() else subprocess.DEVNULL
     proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"],
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -95,5 +122,8 @@ def signed_in(chromium, live_server_url, account):
 
 
 def shot(page, name: str) -> None:
+    """A screenshot in test-artifacts/screenshots/ (and /tmp/shots/ when it exists, for a quick look)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
+    if Path("/tmp/shots").is_dir():
+        page.screenshot(path=f"/tmp/shots/{name}.png", full_page=False)

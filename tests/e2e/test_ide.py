@@ -25,6 +25,15 @@ TOOL_SOURCE = '''def greet(name: str, times: int = 1) -> str:
 '''
 
 
+def _until(page, condition, attempts: int = 100) -> None:
+    """Poll a condition read from the page (wait_for_function evaluates a string, which the CSP forbids)."""
+    for _ in range(attempts):
+        if condition():
+            return
+        page.wait_for_timeout(100)
+    assert condition()
+
+
 def _create_from_template(page) -> str:
     page.goto("/")
     shot(page, "01-agents-empty")
@@ -109,13 +118,13 @@ def test_edit_block_updates_context_simulator_and_slider_rescales_without_writin
     # The context panel re-renders after the save (and its bar widths animate): measure once it has settled.
     width_js = "sel => { const e = document.querySelector(sel); return e ? e.getBoundingClientRect().width : 0; }"
     bar = "#ctx-bar span[data-section=core_memory]"
-    page.wait_for_function(f"({width_js})({bar!r}) > 0")
+    _until(page, lambda: page.evaluate(width_js, bar) > 0)
     page.wait_for_timeout(500)
     width_before = page.evaluate(width_js, bar)
     page.locator("#window-slider").fill("4096")
     expect(page.locator("#ctx-limit")).to_have_text("4096")
     expect(page.locator("#window-value")).to_have_text("4096")
-    page.wait_for_function(f"({width_js})({bar!r}) > {width_before * 3}", timeout=10_000)
+    _until(page, lambda: page.evaluate(width_js, bar) > width_before * 3)
     expect(page.locator("#unsaved-note")).to_be_visible()
     shot(page, "05-context-slider")
     assert Agent.objects.filter(id=agent.id).values().get() == before  # dragging never writes

@@ -69,7 +69,7 @@ def test_success_reports_letta_shape_with_separate_streams_and_sandbox(api, acco
     assert out["message_type"] == "tool_return_message" and out["status"] == "success"
     assert out["tool_return"] == "hihi"
     assert out["stdout"] == ["out: hi\n"] and out["stderr"] == ["err: hi\n"]
-    assert out["sandbox"] == "local" and out["duration_ms"] > 0
+    assert out["sandbox"] == "local" and out["duration_ms"] > 0 and out["network"] is False
     assert out["id"] and out["date"] and out["tool_call_id"]
     rec = ToolRun.objects.get(id=out["tool_run_id"])
     assert (rec.owner_id, rec.tool_name, rec.origin, rec.args, rec.status, rec.sandbox) == (
@@ -175,16 +175,58 @@ CALLBACK = textwrap.dedent('''
 
 
 def test_tool_calls_our_api_with_its_token_and_sees_only_its_owners_agents(live_server, account, other_account, settings):
-    """A real callback: the sandboxed tool makes an HTTP request to a live server of this test database."""
+    """A real callback: the sandboxed tool, allowed the network, makes an HTTP request to a live server of this
+    test database."""
     from tools.execution import tool_execute
+    from tools.services import tool_create
 
     settings.PUBLIC_BASE_URL = live_server.url.replace("localhost", "127.0.0.1")
     settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
     mine = [make_agent(account.org, name="one"), make_agent(account.org, name="two")]
     make_agent(other_account.org, name="theirs")
-    out = tool_execute(owner=account.org, source_code=CALLBACK, args={}, agent=mine[0])
+    tool = tool_create(owner=account.org, source_code=CALLBACK, allow_network=True)
+    out = tool_execute(owner=account.org, source_code=CALLBACK, args={}, agent=mine[0], tool=tool)
     assert out.status == "success", out.stderr
     assert out.tool_return == repr_list(sorted(a.id for a in mine))
+    assert out.network is True and ToolRun.objects.get(pk=out.pk).network is True
+
+
+def test_without_network_a_tool_cannot_reach_the_server(live_server, account, settings):
+    """The server's own port is out of reach by default, like every other local service."""
+    from tools.execution import tool_execute
+
+    settings.PUBLIC_BASE_URL = live_server.url.replace("localhost", "127.0.0.1")
+    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+    out = tool_execute(owner=account.org, source_code=CALLBACK, args={}, agent=make_agent(account.org))
+    assert out.status == "error" and out.network is False
+    assert out.result.error_type == "URLError" and "Connection refused" in out.result.error_message
+
+
+def test_network_is_chosen_explicitly_and_shown_with_each_run(api, account, settings):
+    from tools.execution import tool_network_allowed
+
+    settings.SANDBOX_ALLOW_NETWORK = False
+    out = run(api, ECHO, {"text": "x"}).json()
+    assert out["network"] is False
+    assert run(api, ECHO, {"text": "x"}, allow_network=True).json()["network"] is True  # a per-run override
+    tool = api.post("/v1/tools/", {"source_code": ENV, "allow_network": True}).json()
+    agent = make_agent(account.org)
+    api.patch(f"/v1/agents/{agent.id}/tools/attach/{tool['id']}")
+    assert api.post(f"/v1/agents/{agent.id}/tools/env/run", {"args": {"names": []}}).json()["network"] is True
+    runs = api.get(f"/v1/tools/{tool['id']}/runs").json()
+    assert [r["network"] for r in runs] == [True]
+    assert api.patch(f"/v1/tools/{tool['id']}", {"allow_network": "maybe"}).status_code == 422
+    assert api.patch(f"/v1/tools/{tool['id']}", {"allow_network": None}).status_code == 200
+    from tools.models import Tool
+
+    stored = Tool.objects.get(id=tool["id"])
+    assert stored.allow_network is None  # back to the deployment default
+    config = {"allow_network": False}
+    assert tool_network_allowed(tool=stored, config=config) is False
+    assert tool_network_allowed(tool=stored, config={"allow_network": True}) is True
+    stored.allow_network = False  # a tool's own "no" beats a deployment that allows the network
+    assert tool_network_allowed(tool=stored, config={"allow_network": True}) is False
+    assert tool_network_allowed(tool=stored, override=True, config=config) is True
 
 
 def repr_list(ids):
@@ -286,3 +328,30 @@ def test_per_tool_e2b_override_runs_in_e2b_stub_with_owner_credentials(api, acco
     assert ToolRun.objects.get(id=out["tool_run_id"]).sandbox == "e2b"
     # The same owner's tools without an override still run locally.
     assert run(api, ECHO, {"text": "x"}).json()["sandbox"] == "local"
+
+
+def test_workbench_page_shows_whether_the_run_had_network(account):
+    from django.test import Client
+
+    web = Client()
+    web.force_login(account.user)
+    out = web.post("/tools/run/", {"source_code": ECHO, "arg_text": "hi", "env_vars": "{}"}).content.decode()
+    assert 'id="run-return">hi<' in out
+    assert 'network: <strong id="run-network">off</strong>' in out
+
+
+def test_tools_page_says_when_local_runs_are_refused(account, monkeypatch):
+    """Where bubblewrap cannot run (here: not installed), the IDE says so and why, and local runs are refused."""
+    from django.test import Client
+
+    from tools.execution import tool_execute
+
+    web = Client()
+    web.force_login(account.user)
+    assert 'id="sandbox-notice"' not in web.get("/tools/").content.decode()  # namespaces work here
+    monkeypatch.setattr("tools.sandbox.local.find_bwrap", lambda: "/nonexistent/bwrap")
+    page = web.get("/tools/").content.decode()
+    assert 'id="sandbox-notice">Local tool runs are refused: bubblewrap could not start' in page
+    assert "SANDBOX_LOCAL_WEAK_ISOLATION=1" in page
+    refused = tool_execute(owner=account.org, source_code=ECHO, args={"text": "x"})
+    assert refused.status == "error" and refused.result.error_type == "SandboxError"

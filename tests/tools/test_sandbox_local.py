@@ -88,15 +88,27 @@ def test_syntax_error_in_source_is_reported(local):
     assert r.status == "error" and r.error_type == "SyntaxError"
 
 
-def test_env_vars_and_throwaway_working_directory(local):
-    r = run(local, '''
-        import json, os
-        def f():
-            open("scratch.txt", "w").write("x")
-            return json.dumps({"cwd": os.getcwd(), "home": os.environ["HOME"], "token": os.environ.get("API_TOKEN")})
-    ''', env_vars={"API_TOKEN": "t-123"})
+CWD = '''
+    import json, os
+    def f():
+        open("scratch.txt", "w").write("x")
+        return json.dumps({"cwd": os.getcwd(), "home": os.environ["HOME"], "token": os.environ.get("API_TOKEN")})
+'''
+
+
+def test_env_vars_and_private_working_directory(local):
     import json
+
+    r = run(local, CWD, env_vars={"API_TOKEN": "t-123"})
     data = json.loads(r.tool_return)
+    assert data == {"cwd": "/home/user", "home": "/home/user", "token": "t-123"}  # a tmpfs of the run's own
+    assert r.network is False
+
+
+def test_weak_mode_uses_a_throwaway_host_directory():
+    import json
+
+    data = json.loads(run(LocalSandbox(isolation="weak"), CWD, env_vars={"API_TOKEN": "t-123"}).tool_return)
     assert data["token"] == "t-123"
     assert data["home"] == data["cwd"] and os.path.basename(data["cwd"]).startswith("tool-run-")
     assert not os.path.exists(data["cwd"])  # removed after the run
@@ -176,7 +188,7 @@ def test_pip_requirements_use_a_cached_venv(reachable_dir):
 
 
 def test_runs_without_privilege_drop_too():
-    backend = LocalSandbox(drop_privileges=False)
+    backend = LocalSandbox(drop_privileges=False)  # bwrap as the server's own uid
     r = run(backend, "import os\ndef f():\n    return os.getuid()\n")
     assert r.status == "success" and r.tool_return == str(os.getuid())
 

@@ -1,7 +1,9 @@
-"""Security properties of the local sandbox. Each test fails if its protection is removed.
+"""Limits and fallbacks of the local sandbox. Each test fails if its protection is removed.
 
-Cases marked `needs_root` rely on the privilege drop (the child runs as a throwaway uid), which only
-a root server can do; CI runs as root.
+Limits are tested on the namespaced sandbox with the server as root and as an ordinary user (the
+`sandbox_server` fixture); what a namespaced run can reach is in test_sandbox_isolation.py. Where user
+namespaces are unavailable, runs are refused unless the operator opts in to the weak mode, which keeps the
+environment, the limits and — with a root server — a throwaway uid (`needs_root` cases rely on that drop).
 """
 
 import os
@@ -12,6 +14,7 @@ import threading
 
 import pytest
 
+from tests.tools.sandbox_servers import AsOrdinaryUser
 from tools.sandbox import SandboxLimits, SandboxRequest
 from tools.sandbox.local import LocalSandbox
 
@@ -20,9 +23,14 @@ needs_root = pytest.mark.skipif(
 )
 
 
+@pytest.fixture
+def sandbox(sandbox_server):
+    return sandbox_server
+
+
 @pytest.fixture(scope="module")
-def sandbox():
-    return LocalSandbox()
+def weak():
+    return LocalSandbox(isolation="weak")
 
 
 def run(backend, src, timeout_s=10.0, **kw):
@@ -38,22 +46,22 @@ def root_owned_dir():
     shutil.rmtree(path, ignore_errors=True)
 
 
-def test_tool_cannot_see_server_environment(sandbox, monkeypatch):
+def test_tool_cannot_see_server_environment_in_weak_mode(weak, monkeypatch):
     monkeypatch.setenv("AGENTS_IDE_TEST_SECRET", "s3cr3t-value")
     monkeypatch.setenv("DATABASE_URL", "postgres://user:pw@db/prod")
-    r = run(sandbox, '''
+    r = run(weak, '''
         import os
         def f():
             return sorted(os.environ)
     ''', env_vars={"GIVEN": "1"})
-    assert r.status == "success"
+    assert r.status == "success" and r.network is True  # the weak mode cannot cut the network off
     assert r.tool_return == '["GIVEN", "HOME", "LANG", "PATH", "TMPDIR"]'
 
 
 @needs_root
-def test_tool_cannot_read_server_environment_through_proc(sandbox, monkeypatch):
+def test_tool_cannot_read_server_environment_through_proc_in_weak_mode(weak, monkeypatch):
     monkeypatch.setenv("AGENTS_IDE_TEST_SECRET", "s3cr3t-value")
-    r = run(sandbox, '''
+    r = run(weak, '''
         import os
         def f():
             with open(f"/proc/{os.getppid()}/environ", "rb") as fh:
@@ -64,14 +72,14 @@ def test_tool_cannot_read_server_environment_through_proc(sandbox, monkeypatch):
 
 
 @needs_root
-def test_tool_cannot_read_database_file_in_private_dir(sandbox, root_owned_dir):
+def test_tool_cannot_read_database_file_in_private_dir_in_weak_mode(weak, root_owned_dir):
     data_dir = os.path.join(root_owned_dir, "data")
     os.mkdir(data_dir, 0o700)
     db = os.path.join(data_dir, "db.sqlite3")
     with open(db, "w") as fh:
         fh.write("SQLite format 3 secret-rows")
     os.chmod(db, 0o644)  # even a world-readable file is protected by its 0700 directory
-    r = run(sandbox, f'''
+    r = run(weak, f'''
         def f():
             return open({db!r}).read()
     ''')
@@ -80,10 +88,10 @@ def test_tool_cannot_read_database_file_in_private_dir(sandbox, root_owned_dir):
 
 
 @needs_root
-def test_tool_cannot_write_outside_its_directory(sandbox, root_owned_dir):
+def test_tool_cannot_write_outside_its_directory_in_weak_mode(weak, root_owned_dir):
     repo_target = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "sandbox-escape.txt")
     targets = [os.path.join(root_owned_dir, "escape.txt"), repo_target]
-    r = run(sandbox, f'''
+    r = run(weak, f'''
         def f():
             results = []
             for path in {targets!r}:
@@ -105,9 +113,9 @@ def test_tool_cannot_write_outside_its_directory(sandbox, root_owned_dir):
 
 
 @needs_root
-def test_files_left_in_shared_tmp_dirs_are_removed(sandbox):
+def test_files_left_in_shared_tmp_dirs_are_removed_in_weak_mode(weak):
     name = f"sandbox-leftover-{os.getpid()}"
-    r = run(sandbox, f'''
+    r = run(weak, f'''
         import os
         def f():
             os.mkdir("/tmp/{name}-dir")
@@ -120,13 +128,13 @@ def test_files_left_in_shared_tmp_dirs_are_removed(sandbox):
 
 
 @needs_root
-def test_tool_cannot_signal_the_server(sandbox):
-    r = run(sandbox, "import os, signal\ndef f():\n    os.kill(os.getppid(), signal.SIGTERM)\n")
+def test_tool_cannot_signal_the_server_in_weak_mode(weak):
+    r = run(weak, "import os, signal\ndef f():\n    os.kill(os.getppid(), signal.SIGTERM)\n")
     assert r.status == "error" and r.error_type == "PermissionError"
 
 
-def test_infinite_loop_is_killed_at_timeout(sandbox):
-    r = run(sandbox, '''
+def test_infinite_loop_is_killed_at_timeout_in_weak_mode(weak):
+    r = run(weak, '''
         import os, sys
         def f():
             print(os.getpid(), flush=True)
@@ -169,8 +177,8 @@ def test_file_size_limit(sandbox):
 
 
 @needs_root
-def test_fork_bomb_is_bounded_and_cleaned_up(sandbox):
-    r = run(sandbox, '''
+def test_fork_bomb_is_bounded_and_cleaned_up_in_weak_mode(weak):
+    r = run(weak, '''
         import os, time
         def f():
             made = 0
@@ -266,3 +274,66 @@ def _owned_live(pid: str, uid: int) -> bool:
             return fh.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
     except FileNotFoundError:
         return False
+
+
+# --- where user namespaces are unavailable ---------------------------------------------------------
+
+NO_USERNS = ["unshare", "--user", "--map-root-user", "sh", "-c",
+             'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "sh"]
+
+
+@pytest.fixture
+def server_without_user_namespaces():
+    """An ordinary-user server in a user namespace that may create no more (user.max_user_namespaces=0)."""
+    if os.geteuid() != 0:
+        pytest.skip("becoming an ordinary user needs root")
+    servers = []
+
+    def make(**config):
+        srv = AsOrdinaryUser(wrap=NO_USERNS, drop_privileges=False, **config)
+        servers.append(srv)
+        return srv
+
+    yield make
+    for srv in servers:
+        srv.close()
+
+
+def test_runs_are_refused_and_the_server_says_why(server_without_user_namespaces):
+    srv = server_without_user_namespaces()
+    r = srv.run(SandboxRequest(source_code="def f():\n    return 1\n", function_name="f"), log_status=True)
+    assert r.status == "error" and r.error_type == "SandboxError"
+    assert r.error_message.startswith("local tool runs are refused: bubblewrap could not create the sandbox's "
+                                      "namespaces (bwrap: ")
+    assert "SANDBOX_LOCAL_WEAK_ISOLATION=1" in r.error_message
+    assert "ERROR local tool sandbox: local tool runs are refused" in srv.last_stderr
+
+
+def test_the_operator_may_opt_in_to_the_weak_mode(server_without_user_namespaces):
+    srv = server_without_user_namespaces(allow_weak_isolation=True)
+    r = srv.run(SandboxRequest(source_code="import os\ndef f():\n    return os.getcwd()\n", function_name="f"),
+                log_status=True)
+    assert r.status == "success" and r.network is True
+    assert "/tool-run-" in r.tool_return
+    assert "WARNING local tool sandbox: bubblewrap could not create the sandbox's namespaces" in srv.last_stderr
+    assert "run WITHOUT namespaces" in srv.last_stderr
+
+
+def test_missing_bubblewrap_refuses_runs_unless_weak_is_allowed():
+    src = SandboxRequest(source_code="def f():\n    return 1\n", function_name="f")
+    refused = LocalSandbox(bwrap="/nonexistent/bwrap").run(src)
+    assert refused.error_type == "SandboxError" and "could not start" in refused.error_message
+    allowed = LocalSandbox(bwrap="/nonexistent/bwrap", allow_weak_isolation=True)
+    assert allowed.isolation_status()[0] == "weak" and allowed.run(src).tool_return == "1"
+    assert LocalSandbox().isolation_status() == ("namespaces", None)
+
+
+def test_a_failed_check_is_retried_so_installing_bubblewrap_needs_no_restart(monkeypatch, root_owned_dir):
+    from tools.sandbox.bwrap import find_bwrap
+
+    monkeypatch.setattr("tools.sandbox.local.PROBE_RETRY_S", 0.0)
+    path = os.path.join(root_owned_dir, "bwrap")
+    backend = LocalSandbox(bwrap=path)
+    assert backend.isolation_status()[0] == "refused"
+    os.symlink(find_bwrap(), path)  # the operator installs it
+    assert backend.isolation_status() == ("namespaces", None)

@@ -171,8 +171,8 @@ def test_import_previews_before_creating_then_confirms(web, account, agent):
     preview = web.post("/agents/import/", {"file": upload})
     assert preview.status_code == 200 and b"This will create" in preview.content and b"persona" in preview.content
     assert Agent.objects.count() == n  # the preview stores nothing
-    payload = preview.context_data["payload"]
-    done = web.post("/agents/import/", {"payload": payload, "filename": "ada.af", "confirm": "1", "name": "Ada imported"})
+    again = SimpleUploadedFile("ada.af", exported.content, content_type="application/json")
+    done = web.post("/agents/import/", {"file": again, "confirm": "1", "name": "Ada imported"})
     assert done.status_code == 302 and Agent.objects.filter(name="Ada imported").exists()
     bad = web.post("/agents/import/", {"file": SimpleUploadedFile("x.af", b"{not json", content_type="application/json")})
     assert bad.status_code == 400 and b"not valid JSON" in bad.content

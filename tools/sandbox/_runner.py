@@ -2,7 +2,7 @@
 
 Usage: python -I -S _runner.py PAYLOAD RESULT [json|marshal], PAYLOAD/RESULT a file path or `fd:N`.
 
-The payload (source_code, function_name, args, agent_state, limits) arrives as data, so arguments
+The payload (source_code, function_name, args, agent_state, limits, optionally env) arrives as data, so arguments
 are never spliced into code. It is JSON, or marshal when the server and runner share a machine
 (marshal is built in, and importing `json` would double this script's start-up time; the payload
 comes from the server, so it is trusted input). The result goes to RESULT as JSON — the server
@@ -232,6 +232,10 @@ def main(argv):
 
         payload = json.loads(raw)
     sink = _open(argv[2], "w")
+    if payload.get("env") is not None:
+        # The tool's environment arrives as data, so nothing it sets (LD_PRELOAD…) reaches the sandbox's launcher.
+        os.environ.clear()
+        os.environ.update(payload["env"])
     _apply_limits(payload.get("limits"))
     try:
         doc = _run_tool(payload)

@@ -35,6 +35,7 @@ class SandboxLimits:
     file_size_mb: int = 16
     max_processes: int = 16
     max_output_bytes: int = 64 * 1024
+    scratch_mb: int = 64  # size of the private directory and of /tmp, each (namespaced local runs)
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ class SandboxRequest:
     timeout_s: float = 30.0
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     pip_requirements: list[str] = field(default_factory=list)
+    # Whether the tool may use the network. Off, a namespaced run has only its own loopback.
+    allow_network: bool = False
 
     def payload(self) -> dict[str, Any]:
         """The JSON document the runner script reads (arguments travel as data, never as code)."""
@@ -73,6 +76,8 @@ class SandboxResult:
     traceback: str | None = None
     duration_ms: float = 0.0
     backend: str = ""
+    # Whether the run could use the network (a backend that cannot cut it off says True).
+    network: bool = False
     # The agent snapshot as the tool left it (only when the tool declared `agent_state`), so the
     # caller can decide whether to persist block edits.
     agent_state: dict[str, Any] | None = None
@@ -109,7 +114,7 @@ def validate_request(request: SandboxRequest) -> None:
 
 def error_result(
     *, backend: str, started: float, error_type: str, message: str, stdout: str = "", stderr: str = "",
-    traceback: str | None = None,
+    traceback: str | None = None, network: bool = False,
 ) -> SandboxResult:
     """Build an error result whose `tool_return` is the short error text, as Letta reports it."""
     return SandboxResult(
@@ -122,11 +127,12 @@ def error_result(
         traceback=traceback,
         duration_ms=elapsed_ms(started),
         backend=backend,
+        network=network,
     )
 
 
 def result_from_runner(
-    doc: dict[str, Any], *, backend: str, started: float, stdout: str, stderr: str
+    doc: dict[str, Any], *, backend: str, started: float, stdout: str, stderr: str, network: bool = False
 ) -> SandboxResult:
     """Turn the runner's result document into a SandboxResult (the traceback is appended to stderr)."""
     if doc.get("status") == "success":
@@ -137,6 +143,7 @@ def result_from_runner(
             stderr=stderr,
             duration_ms=elapsed_ms(started),
             backend=backend,
+            network=network,
             agent_state=doc.get("agent_state"),
         )
     tb = doc.get("traceback") or None
@@ -148,6 +155,7 @@ def result_from_runner(
         stdout=stdout,
         stderr=(stderr + tb) if tb else stderr,
         traceback=tb,
+        network=network,
     )
 
 

@@ -69,7 +69,9 @@ class E2BSandbox(SandboxBackend):
         except SandboxError as exc:
             return error_result(backend=self.name, started=started, error_type="SandboxError", message=str(exc))
         try:
-            return self._run_in(sandbox, request, started)
+            result = self._run_in(sandbox, request, started)
+            result.network = True  # an E2B VM always has the internet (it cannot reach our local services)
+            return result
         finally:
             try:
                 sandbox.kill()

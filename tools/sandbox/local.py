@@ -1,27 +1,31 @@
-"""Local sandbox: each run is a fresh `python -I -S` subprocess in a throwaway directory.
+"""Local sandbox: each run is a fresh `python -I -S` process, inside bubblewrap namespaces (`bwrap.py`).
 
 Isolation, in layers:
-- environment: the child gets only the tool's env vars plus PATH/HOME/TMPDIR/LANG, never ours;
-- identity: when the server runs as root, the child runs as a throwaway uid/gid taken from
-  `uid_range` (one per concurrent run, held by a lock file), so it cannot read root's 0700 data
-  directory, write outside its own directory or world-writable places, signal the server or other
-  runs, and RLIMIT_NPROC (ignored for root) counts only this run's processes;
+- namespaces (the default): the run gets its own user, mount, PID, IPC, UTS and network namespaces, so
+  it sees only /usr, its interpreter (or venv), a private directory, /tmp and /dev/shm (capped tmpfs, gone)
+  — no data directory, no /run sockets, no other process — and no network unless the request allows
+  it. This needs unprivileged user namespaces, not root; where they are unavailable runs are refused
+  unless the operator allowed the weak mode (`allow_weak_isolation`), which keeps only the layers below;
+- environment: the child gets only the tool's env vars plus PATH/HOME/TMPDIR/LANG, never ours (namespaced,
+  the runner sets them from the payload: bwrap, which runs outside the namespaces, gets a fixed set);
+- identity: when the server runs as root, bwrap (or, in the weak mode, the tool) runs as a throwaway
+  uid/gid from `uid_range` (one per concurrent run, held by a lock file), so RLIMIT_NPROC binds (it is
+  ignored for root) and a stray process can be found and killed by uid;
 - resources: RLIMIT_CPU/AS/FSIZE/NPROC/CORE are set by the runner before the tool's source is even
   compiled (not in a `preexec_fn`, which is unsafe in a threaded server); wall time is enforced here;
-- lifetime: the child leads its own session; when it exits or times out we kill its process group
-  and, when it has its own uid, every process still owned by that uid (daemons that called setsid)
-  and every file it left in /tmp, /var/tmp or /dev/shm (the only places outside its directory it
-  can write to).
+- lifetime: the child leads its own session; when it exits or times out we kill its process group.
+  Namespaced, the PID namespace dies with it, taking every process the tool started; weak, we kill
+  what its throwaway uid still owns and delete what it left in /tmp, /var/tmp and /dev/shm.
 
-Without root the child runs as the server's user: env, cwd, limits and timeouts still apply, but
-file permissions and /proc/<server>/environ do not protect the server. Run the server as root in a
-container or use the e2b backend for untrusted tools.
+The weak mode without root runs the tool as the server's user: env, cwd, limits and timeouts still
+apply, but file permissions, /proc/<server>/environ and the network do not protect the server.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import marshal
 import os
 import shutil
@@ -44,22 +48,39 @@ from tools.sandbox.base import (
     truncate_output,
     validate_request,
 )
-from tools.sandbox.process import Pump, UidLease, count_uid_tasks, kill_run, kill_uid_processes, owned_dir, remove_uid_files
+from tools.sandbox.bwrap import RUNNER_IN_SANDBOX, SANDBOX_HOME, bwrap_argv, find_bwrap, probe, python_mounts
+from tools.sandbox.process import (
+    Pump,
+    UidLease,
+    count_uid_tasks,
+    kill_run,
+    kill_uid_processes,
+    owned_dir,
+    remove_uid_files,
+)
 from tools.sandbox.venvs import Installer, ensure_venv
 
+logger = logging.getLogger(__name__)
+
 BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+WEAK_ISOLATION_SETTING = "SANDBOX_LOCAL_WEAK_ISOLATION"
 _SIGNAL_MEANING = {
     signal.SIGXCPU: "CPU time limit exceeded",
     signal.SIGXFSZ: "file size limit exceeded",
     signal.SIGKILL: "killed (CPU hard limit or out of memory)",
     signal.SIGSEGV: "segmentation fault",
 }
+_SIGNAL_NUMBERS = {int(s) for s in signal.Signals}
 _PAYLOAD_FORMAT = "marshal"  # see _runner.py: the runner then needn't import json
 _RESULT_FD = "fd:RESULT"  # placeholder in argv until the pipe exists
 
 
 class LocalSandbox(SandboxBackend):
-    """Runs tools in local subprocesses (see the module docstring for the isolation it gives)."""
+    """Runs tools in local subprocesses (see the module docstring for the isolation it gives).
+
+    `isolation`: None picks namespaces when they work here, else the weak mode if
+    `allow_weak_isolation`, else refuses every run; "namespaces" or "weak" forces one.
+    """
 
     name = "local"
 
@@ -74,7 +95,12 @@ class LocalSandbox(SandboxBackend):
         work_root: str | None = None,
         max_result_bytes: int = 8 * 1024 * 1024,
         installer: Installer | None = None,
+        isolation: str | None = None,
+        allow_weak_isolation: bool = False,
+        bwrap: str | None = None,
     ):
+        if isolation not in (None, "namespaces", "weak"):
+            raise ValueError(f"isolation must be None, 'namespaces' or 'weak', not {isolation!r}")
         self.drop_privileges = (os.geteuid() == 0) if drop_privileges is None else drop_privileges
         self.work_root = work_root or tempfile.gettempdir()
         self.python_executable = python_executable or find_interpreter(world_accessible=self.drop_privileges)
@@ -83,53 +109,108 @@ class LocalSandbox(SandboxBackend):
         self.venv_cache_dir = venv_cache_dir or os.path.join(self.work_root, "agents-ide-tool-venvs")
         self.max_result_bytes = max_result_bytes
         self.installer = installer
+        self.isolation = isolation
+        self.allow_weak_isolation = allow_weak_isolation
+        self.bwrap = bwrap or find_bwrap()
+
+    def isolation_status(self) -> tuple[str, str | None]:
+        """How runs are isolated here — "namespaces", "weak" or "refused" — and why namespaces are unavailable.
+
+        The first call per (bwrap, interpreter, identity) starts one trial sandbox; success is kept, a failure
+        is retried after `PROBE_RETRY_S`.
+        """
+        if self.isolation == "weak":
+            return "weak", None
+        reason = self._namespaces_unavailable()
+        if reason is None:
+            return "namespaces", None
+        return ("weak" if self.isolation is None and self.allow_weak_isolation else "refused"), reason
+
+    def _namespaces_unavailable(self) -> str | None:
+        key = (self.bwrap, self.python_executable, self.drop_privileges)
+        with _status_lock:
+            known = _namespace_status.get(key)
+            if known is None or (known[0] is not None and time.monotonic() - known[1] > PROBE_RETRY_S):
+                runner = _shared_runner_path(self.work_root)
+                lease = UidLease.acquire(self.uid_range, self.work_root) if self.drop_privileges else None
+                try:
+                    reason = probe(bwrap=self.bwrap, python=self.python_executable, runner=runner,
+                                   user=lease.uid if lease else None)
+                finally:
+                    if lease:
+                        kill_uid_processes(lease.uid)
+                        lease.release()
+                known = _namespace_status[key] = (reason, time.monotonic())
+            return known[0]
 
     def run(self, request: SandboxRequest) -> SandboxResult:
-        """Run the tool in a fresh subprocess (creates and deletes a temp dir; may build a venv)."""
+        """Run the tool in a fresh sandboxed subprocess (may build a venv; weak mode: a temp dir)."""
         started = time.monotonic()
         try:
             validate_request(request)
-            argv = self._argv(request)
+            mode, reason = self.isolation_status()
+            if mode == "refused":
+                raise SandboxError(refusal_message(reason))
+            python = self._python(request)
             lease = UidLease.acquire(self.uid_range, self.work_root) if self.drop_privileges else None
         except (SandboxError, OSError) as exc:
             return error_result(backend=self.name, started=started, error_type="SandboxError", message=str(exc))
-        workdir = tempfile.mkdtemp(prefix="tool-run-", dir=self.work_root)
         try:
-            if lease:
-                os.chown(workdir, lease.uid, lease.uid)
-            os.chmod(workdir, 0o700)
-            return self._spawn_and_collect(request, argv, workdir, lease, started)
+            if mode == "namespaces":
+                return self._run_namespaced(request, python, lease, started)
+            return self._run_weak(request, python, lease, started)
         finally:
             if lease:
                 kill_uid_processes(lease.uid)
-                remove_uid_files(lease.uid)
+                if mode == "weak":
+                    remove_uid_files(lease.uid)
                 lease.release()
-            shutil.rmtree(workdir, ignore_errors=True)
 
-    def _argv(self, request: SandboxRequest) -> list[str]:
-        runner = _shared_runner_path(self.work_root)
+    def _python(self, request: SandboxRequest) -> str:
         if not request.pip_requirements:
-            return [self.python_executable, "-I", "-S", runner, "fd:0", _RESULT_FD, _PAYLOAD_FORMAT]
-        python = ensure_venv(
+            return self.python_executable
+        return ensure_venv(
             interpreter=self.python_executable,
             requirements=request.pip_requirements,
             cache_dir=self.venv_cache_dir,
             allow_install=self.allow_pip_install,
             installer=self.installer,
         )
-        return [python, "-I", runner, "fd:0", _RESULT_FD, _PAYLOAD_FORMAT]  # site stays on: the venv's packages
 
-    def _spawn_and_collect(self, request, argv, workdir, lease, started) -> SandboxResult:
-        env = {"PATH": BASE_PATH, "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8", **request.env_vars}
+    def _run_namespaced(self, request, python, lease, started) -> SandboxResult:
+        argv = bwrap_argv(bwrap=self.bwrap, mounts=python_mounts(python), runner=_shared_runner_path(self.work_root),
+                          allow_network=request.allow_network, scratch_mb=request.limits.scratch_mb)
+        argv += ["--", *_runner_argv(python, RUNNER_IN_SANDBOX, site=bool(request.pip_requirements))]
+        # bwrap runs outside the namespaces, so it gets a fixed environment; the runner sets the tool's own.
+        env = {"PATH": BASE_PATH, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+        # The run's user namespace counts only its own processes, bwrap's init among them.
+        nproc = request.limits.max_processes + 1
+        return self._spawn_and_collect(request, argv, "/", env, lease, nproc, started, network=request.allow_network,
+                                       namespaced=True, tool_env={**env, **request.env_vars})
+
+    def _run_weak(self, request, python, lease, started) -> SandboxResult:
+        workdir = tempfile.mkdtemp(prefix="tool-run-", dir=self.work_root)
+        try:
+            if lease:
+                os.chown(workdir, lease.uid, lease.uid)
+            os.chmod(workdir, 0o700)
+            argv = _runner_argv(python, _shared_runner_path(self.work_root), site=bool(request.pip_requirements))
+            env = {"PATH": BASE_PATH, "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8", **request.env_vars}
+            # Without our own uid, NPROC counts all of the server user's processes too.
+            nproc = request.limits.max_processes + (0 if lease else count_uid_tasks(os.getuid()))
+            return self._spawn_and_collect(request, argv, workdir, env, lease, nproc, started, network=True,
+                                           namespaced=False)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _spawn_and_collect(self, request, argv, cwd, env, lease, nproc, started, *, network, namespaced,
+                           tool_env=None) -> SandboxResult:
         limits = request.limits
         payload = request.payload()
-        payload["limits"] = {
-            "cpu_s": limits.cpu_s,
-            "memory_mb": limits.memory_mb,
-            "file_size_mb": limits.file_size_mb,
-            # Without our own uid, NPROC counts all of the server user's processes too.
-            "nproc": limits.max_processes + (0 if lease else count_uid_tasks(os.getuid())),
-        }
+        payload["limits"] = {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb,
+                             "file_size_mb": limits.file_size_mb, "nproc": nproc}
+        if tool_env is not None:
+            payload["env"] = tool_env
         result_r, result_w = os.pipe()
         try:
             proc = subprocess.Popen(
@@ -138,26 +219,26 @@ class LocalSandbox(SandboxBackend):
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 pass_fds=(result_w,),
-                cwd=workdir,
+                cwd=cwd,
                 env=env,
                 start_new_session=True,
                 **({"user": lease.uid, "group": lease.uid, "extra_groups": []} if lease else {}),
             )
         except OSError as exc:
             os.close(result_r)
-            return error_result(backend=self.name, started=started, error_type="SandboxError",
+            return error_result(backend=self.name, started=started, error_type="SandboxError", network=network,
                                 message=f"could not start the sandbox process: {exc}")
         finally:
             os.close(result_w)
         io = Pump(proc, result_r, _encode_payload(payload), limits.max_output_bytes, self.max_result_bytes)
         # The wall clock starts at spawn: building a venv first must not eat the tool's time.
         io.run(deadline=time.monotonic() + request.timeout_s, on_finish=lambda: kill_run(proc, lease))
-        return self._result(request, proc, io, started)
+        return self._result(request, proc, io, started, network, namespaced)
 
-    def _result(self, request, proc, io: Pump, started) -> SandboxResult:
+    def _result(self, request, proc, io: Pump, started, network: bool, namespaced: bool) -> SandboxResult:
         stdout = truncate_output(io.data["stdout"], io.total["stdout"], request.limits.max_output_bytes)
         stderr = truncate_output(io.data["stderr"], io.total["stderr"], request.limits.max_output_bytes)
-        common = {"backend": self.name, "started": started, "stdout": stdout, "stderr": stderr}
+        common = {"backend": self.name, "started": started, "stdout": stdout, "stderr": stderr, "network": network}
         if io.timed_out:
             return error_result(**common, error_type="TimeoutError",
                                 message=f"tool exceeded the wall-time limit of {request.timeout_s:g} s and was killed")
@@ -171,12 +252,46 @@ class LocalSandbox(SandboxBackend):
             except ValueError:
                 pass
         code = proc.returncode
+        if namespaced and code is not None and code > 128 and (code - 128) in _SIGNAL_NUMBERS:
+            code = 128 - code  # bwrap exits 128+N when the tool was killed by signal N
         if code is not None and code < 0:
             sig = signal.Signals(-code)
             meaning = _SIGNAL_MEANING.get(sig, "killed by a signal")
             return error_result(**common, error_type="SandboxKilled", message=f"{meaning} ({sig.name})")
         return error_result(**common, error_type="NoResult",
                             message=f"the tool process exited (code {code}) without reporting a result")
+
+
+def refusal_message(reason: str | None) -> str:
+    """Why local runs are refused, and the operator's ways out."""
+    return (f"local tool runs are refused: {reason}. Install bubblewrap and allow unprivileged user namespaces, "
+            f"use the e2b backend, or set {WEAK_ISOLATION_SETTING}=1 to run tools without namespaces (no file "
+            f"or network isolation)")
+
+
+def log_isolation_status(backend: LocalSandbox) -> str:
+    """Log how local tool runs are isolated on this machine (starts one trial sandbox); returns the mode."""
+    mode, reason = backend.isolation_status()
+    if mode == "namespaces":
+        logger.info("local tool sandbox: bubblewrap namespaces (%s)", backend.bwrap)
+    elif mode == "weak" and reason:
+        logger.warning("local tool sandbox: %s; %s is set, so local tools run WITHOUT namespaces: no file or network "
+                       "isolation", reason, WEAK_ISOLATION_SETTING)
+    elif mode == "refused":
+        logger.error("local tool sandbox: %s", refusal_message(reason))
+    return mode
+
+
+# A working sandbox stays known for the process's lifetime; a failure is tried again after a while (the
+# operator may install bubblewrap or enable user namespaces without restarting the server).
+PROBE_RETRY_S = 60.0
+_status_lock = threading.Lock()
+_namespace_status: dict[tuple, tuple[str | None, float]] = {}
+
+
+def _runner_argv(python: str, runner: str, *, site: bool) -> list[str]:
+    # -S drops site-packages; a venv's python keeps site on, for the venv's packages.
+    return [python, "-I", *([] if site else ["-S"]), runner, "fd:0", _RESULT_FD, _PAYLOAD_FORMAT]
 
 
 def _encode_payload(payload: dict) -> bytes:

@@ -1,0 +1,55 @@
+"""The error half of the OpenAPI spec: which 4xx each operation may answer, all with one `Error` body.
+
+Errors are mapped in one place (agents_ide/api.py); this declares the same statuses, so a client (or
+schemathesis) can tell a refusal from a contradiction of the spec.
+"""
+
+ERROR_SCHEMA = {
+    "title": "Error",
+    "type": "object",
+    "properties": {
+        "detail": {"type": "string", "description": "What was wrong, in a sentence meant for people."},
+        "errors": {"description": "Per-field problems when there are several (validation errors: loc, msg, type)."},
+    },
+    "required": ["detail"],
+}
+_REF = {"$ref": "#/components/schemas/Error"}
+_WRITES = {"post", "put", "patch", "delete"}
+_WHY = {
+    400: "Malformed request (the body is not JSON), or the deployment lacks what it needs (e.g. no model provider).",
+    401: "Authentication required: send `Authorization: Bearer <API token>`.",
+    403: "Built-in tools cannot be modified or deleted.",
+    404: "Not found (another owner's ids answer 404 too).",
+    409: "Conflict with the current state (a name or label already taken, the agent is busy).",
+    413: "The request body is over the limit (MAX_REQUEST_BYTES; agent files 16 MiB).",
+    422: "A field is invalid: wrong type, out of range, too long, not one of the allowed values, or text with "
+         "NUL characters or lone surrogates.",
+}
+
+
+def _statuses(path: str, method: str, operation: dict) -> list[int]:
+    codes = [400, 422]
+    if operation.get("security"):
+        codes.append(401)
+    if "{" in path or method in _WRITES:
+        codes.append(404)
+    if method in _WRITES:
+        codes.append(409)
+    if "requestBody" in operation:
+        codes.append(413)
+    if path.startswith("/v1/tools/") and method in _WRITES:
+        codes.append(403)
+    return sorted(codes)
+
+
+def add_error_responses(schema: dict) -> dict:
+    """Declare each operation's error responses (in place) and return the schema."""
+    schema.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    for path, item in schema.get("paths", {}).items():
+        for method, operation in item.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            for code in _statuses(path, method, operation):
+                operation["responses"].setdefault(
+                    code, {"description": _WHY[code], "content": {"application/json": {"schema": _REF}}})
+    return schema

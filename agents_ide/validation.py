@@ -1,0 +1,125 @@
+"""Input checks at the edge, before any view runs: body size (413), and text neither database can store (NUL
+characters, lone surrogates) in the path, the query string, form fields and JSON bodies (422, naming the field).
+
+`RequestGuardMiddleware` covers every request; `StrictParser` is the API's JSON parser (it checks the body
+it parses, so the API parses each body once). Field lengths, ranges and enums are declared on the API schemas.
+"""
+
+import json
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from ninja.parser import Parser
+
+from core.errors import Invalid
+from core.text import first_bad_string, text_problem
+
+API_PREFIX = "/v1/"
+
+
+class TooLarge(Exception):
+    """The request body is over the documented limit (MAX_REQUEST_BYTES)."""
+
+
+def body_limit(request: HttpRequest) -> int:
+    """Bytes a request body may have: MAX_REQUEST_BYTES, plus the agent-file limit for multipart uploads."""
+    from core.agentfile.model import MAX_FILE_BYTES
+
+    limit = settings.MAX_REQUEST_BYTES
+    if request.content_type == "multipart/form-data":
+        limit += MAX_FILE_BYTES
+    return limit
+
+
+def too_large_message(request: HttpRequest) -> str:
+    return (f"The request body is larger than this server accepts ({body_limit(request)} bytes; "
+            "MAX_REQUEST_BYTES sets the limit for JSON and form bodies, agent files may be 16 MiB).")
+
+
+def _query_problem(request: HttpRequest) -> tuple[str, str] | None:
+    if problem := text_problem(request.path):
+        return "path", problem
+    for key, values in request.GET.lists():
+        if found := first_bad_string({key: values}):
+            return f"query parameter {found[0]}", found[1]
+    return None
+
+
+def _form_problem(request: HttpRequest) -> tuple[str, str] | None:
+    if request.method not in ("POST", "PUT", "PATCH") or request.content_type not in (
+            "application/x-www-form-urlencoded", "multipart/form-data"):
+        return None
+    for key, values in request.POST.lists():
+        if found := first_bad_string({key: values}):
+            return f"form field {found[0]}", found[1]
+    for key, upload in request.FILES.items():
+        if problem := text_problem(upload.name or ""):
+            return f"file name of {key}", problem
+    return None
+
+
+def _refuse(request: HttpRequest, status: int, message: str, where: str | None = None) -> HttpResponse:
+    if request.path.startswith(API_PREFIX):
+        body = {"detail": message}
+        if where:
+            body["errors"] = [{"loc": where.split("."), "msg": message}]
+        return JsonResponse(body, status=status)
+    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+
+
+def request_problem(request: HttpRequest) -> HttpResponse | None:
+    """The response refusing this request (413 or 422), or None if its size and text are acceptable."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > body_limit(request):
+        return _refuse(request, 413, too_large_message(request))
+    try:
+        found = _query_problem(request) or _form_problem(request)
+    except (RequestDataTooBig, TooManyFieldsSent):
+        return _refuse(request, 413, too_large_message(request))
+    if found:
+        where, problem = found
+        return _refuse(request, 422, f"The {where} contains {problem}, which cannot be stored.", where)
+    return None
+
+
+class RequestGuardMiddleware:
+    """Refuse oversized bodies (413) and unstorable text (422) before a view sees them; sync and async capable."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.async_mode = iscoroutinefunction(get_response)
+        if self.async_mode:
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        if self.async_mode:
+            return self.__acall__(request)
+        return request_problem(request) or self.get_response(request)
+
+    async def __acall__(self, request):
+        # The body is already spooled by the ASGI handler: these checks do no I/O worth a thread hop.
+        return request_problem(request) or await self.get_response(request)
+
+
+class StrictParser(Parser):
+    """The API's JSON parser: a body with NUL characters or lone surrogates in any string is refused (422)."""
+
+    def parse_body(self, request: HttpRequest):
+        try:
+            raw = request.body
+        except RequestDataTooBig:
+            raise TooLarge(too_large_message(request)) from None
+        data = json.loads(raw)
+        if found := first_bad_string(data, "body"):
+            where, problem = found
+            raise Invalid(f"{where} contains {problem}, which cannot be stored.",
+                          detail=[{"loc": where.replace("[", ".").replace("]", "").split("."), "msg": problem}])
+        return data

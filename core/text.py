@@ -1,0 +1,74 @@
+"""Text that both databases can store: finding NUL bytes and lone surrogates in input, and replacing them in output.
+
+Input from clients is checked at the edge (`text_problem`, `first_bad_string`) and refused with a 4xx; text the
+server did not choose (a tool's stdout, a model's reply) is made storable (`storable`) at the persistence boundary,
+because PostgreSQL refuses NUL in text and JSON, and neither database can encode a lone surrogate.
+"""
+
+from __future__ import annotations
+
+import re
+
+REPLACEMENT = "\ufffd"
+# A str holds a valid pair as one code point, so any code point in this range is a lone surrogate.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def text_problem(text: str) -> str | None:
+    """Why `text` cannot be stored as given ("a NUL character", "a lone surrogate"), or None."""
+    if "\x00" in text:
+        return "a NUL character (\\u0000)"
+    if _has_lone_surrogate(text):
+        return "a lone surrogate (an unpaired \\ud800-\\udfff escape)"
+    return None
+
+
+def first_bad_string(value, path: str = "") -> tuple[str, str] | None:
+    """(where, problem) of the first string in a JSON-like value (keys included) that cannot be stored, or None."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        return (path or "value", problem) if problem else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and (problem := text_problem(key)):
+                return (f"{path or 'object'} key", problem)
+            if found := first_bad_string(item, where):
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            if found := first_bad_string(item, f"{path}[{i}]"):
+                return found
+    return None
+
+
+def storable_text(text: str) -> str:
+    """`text` with NUL characters and lone surrogates replaced by U+FFFD (unchanged, and not copied, if clean)."""
+    if "\x00" in text:
+        text = text.replace("\x00", REPLACEMENT)
+    if _has_lone_surrogate(text):
+        text = _SURROGATE.sub(REPLACEMENT, text)
+    return text
+
+
+def storable(value):
+    """A JSON-like value with every string (keys included) made storable; returns `value` itself if already clean."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        if first_bad_string(value) is None:
+            return value
+        return {storable_text(k) if isinstance(k, str) else k: storable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if first_bad_string(value) is None:
+            return value
+        return type(value)(storable(v) for v in value)
+    return value

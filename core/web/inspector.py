@@ -1,0 +1,62 @@
+"""The inspector: the next request and any past step as readable parts with token counts, and what changed
+in the context since the step before. Thin: read through selectors, shape with core.web.payload, render."""
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.template.response import TemplateResponse
+
+from core import selectors
+from core.context_service import agent_context
+from core.errors import NotFound
+from core.web.common import agent_or_404
+from core.web.payload import SECTION_COLORS, SECTION_LABELS, payload_diff, payload_parts
+
+
+def context_view_model(ctx, *, limit: int | None = None) -> dict:
+    """The stacked bar's rows (tokens per section and their share of the window) and the next request's parts."""
+    limit = limit or ctx.context_window
+    rows = [{"name": s.name, "label": SECTION_LABELS.get(s.name, s.name), "color": SECTION_COLORS.get(s.name, "system"),
+             "tokens": s.tokens, "pct": round(100 * s.tokens / max(limit, 1), 2)} for s in ctx.sections]
+    sections = [{"name": s.name, "tokens": s.tokens, "text": s.text} for s in ctx.sections]
+    model = ctx.request.get("model", "")
+    return {"rows": rows, "total": ctx.total_tokens, "limit": limit, "tokenizer": ctx.tokenizer,
+            "free": limit - ctx.total_tokens, "over": ctx.total_tokens > limit,
+            "pct": round(100 * ctx.total_tokens / max(limit, 1), 1),
+            "parts": payload_parts(model=model, request=ctx.request, sections=sections),
+            "request_json": json.dumps(ctx.request, indent=2, ensure_ascii=False)}
+
+
+@login_required
+def context_panel(request, agent_id: str):
+    """The context window breakdown and the next call's exact payload (read-only)."""
+    agent = agent_or_404(request, agent_id)
+    return TemplateResponse(request, "core/_context.html", {"agent": agent, "context": context_view_model(agent_context(agent=agent))})
+
+
+def _step_parts(step):
+    return payload_parts(model=step.model, request=step.request or {}, sections=step.context_sections or [])
+
+
+@login_required
+def step_detail(request, agent_id: str, step_id: str):
+    """The payload actually sent at a past step, its response and usage, and what changed since the step before."""
+    agent = agent_or_404(request, agent_id)
+    try:
+        step = selectors.agent_step_get(agent=agent, step_id=step_id)
+    except NotFound as exc:
+        raise Http404(str(exc)) from exc
+    prev, after = selectors.step_previous(step=step), selectors.step_next(step=step)
+    parts = _step_parts(step)
+    before = {s["name"]: s.get("tokens", 0) for s in (prev.context_sections if prev else [])}
+    rows = [{"name": s["name"], "label": SECTION_LABELS.get(s["name"], s["name"]), "tokens": s.get("tokens", 0),
+             "delta": s.get("tokens", 0) - before.get(s["name"], 0) if prev else None} for s in step.context_sections or []]
+    return TemplateResponse(request, "core/_step.html", {
+        "agent": agent, "step": step, "prev": prev, "rows": rows, "parts": parts,
+        "diff": payload_diff(_step_parts(prev), parts) if prev else None,
+        "next": after, "next_diff": payload_diff(parts, _step_parts(after)) if after else None,
+        "total_tokens": sum(p.tokens for p in parts),
+        "request_json": json.dumps(step.request, indent=2, ensure_ascii=False),
+        "response_json": json.dumps(step.response, indent=2, ensure_ascii=False),
+        "usage": step.usage or {}})

@@ -1,0 +1,72 @@
+"""The runs view of an agent (every run with its outcome, live), a run's steps, the notice a failed run leaves in
+the conversation, and the context-window marks the conversation re-reads after the window changed."""
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, JsonResponse
+from django.template.response import TemplateResponse
+
+from core import selectors
+from core.errors import NotFound
+from core.web.common import agent_or_404
+from core.web.history import window_marks_json
+
+
+def _run_row(run) -> dict:
+    usage = run.usage or {}
+    end = run.completed_at
+    start = run.started_at or run.created_at
+    return {"run": run, "tokens": usage.get("total_tokens"), "steps": run.step_count,
+            "duration_s": (end - start).total_seconds() if end and start else None,
+            "active": run.status in ("created", "running"),
+            "input": " / ".join(m.get("text", "") for m in run.input_messages or [] if isinstance(m, dict))}
+
+
+@login_required
+def runs_panel(request, agent_id: str):
+    """Every recent run of the agent with status, stop reason, steps, duration, tokens and error."""
+    agent = agent_or_404(request, agent_id)
+    rows = [_run_row(r) for r in selectors.agent_runs_recent(agent=agent)]
+    return TemplateResponse(request, "core/_runs.html", {"agent": agent, "rows": rows})
+
+
+@login_required
+def steps_list(request, agent_id: str):
+    """The past-steps chips of the inspector, numbered as the API numbers them (index within the run)."""
+    agent = agent_or_404(request, agent_id)
+    return TemplateResponse(request, "core/_steps.html", {"agent": agent, "steps": selectors.agent_steps_recent(agent=agent)})
+
+
+def _run_or_404(agent, run_id: str):
+    try:
+        return selectors.agent_run_get(agent=agent, run_id=run_id)
+    except NotFound as exc:
+        raise Http404(str(exc)) from exc
+
+
+@login_required
+def run_detail(request, agent_id: str, run_id: str):
+    """A run's steps (click one to open it), its input and its error."""
+    agent = agent_or_404(request, agent_id)
+    run = _run_or_404(agent, run_id)
+    return TemplateResponse(request, "core/_run.html", {"agent": agent, "run": run, "steps": selectors.run_steps_list(run=run)})
+
+
+@login_required
+def run_notice(request, agent_id: str, run_id: str):
+    """What a run that did not complete leaves in the conversation: the error, and the undelivered message to retry."""
+    agent = agent_or_404(request, agent_id)
+    run = _run_or_404(agent, run_id)
+    delivered = selectors.run_inputs_delivered(run=run)
+    return TemplateResponse(request, "core/_run_notice.html", {"agent": agent, "run": run, "delivered": delivered,
+                                                               "inputs": [m for m in run.input_messages or [] if isinstance(m, dict)]})
+
+
+@login_required
+def window_marks(request, agent_id: str):
+    """Which messages are in the context window now, and what evicted the others (JSON for the conversation)."""
+    agent = agent_or_404(request, agent_id)
+    try:
+        since = int(request.GET["since"]) if request.GET.get("since") else None
+    except ValueError:
+        raise Http404("bad cursor") from None
+    return JsonResponse(window_marks_json(agent=agent, since_seq=since))

@@ -1,0 +1,210 @@
+// Agent workspace, inspector side: tabs, resizable panes (remembered), the window slider, payload views (parts or
+// raw JSON, remembered), copy, step chips, the runs table and the memory-block counters.
+(function () {
+  "use strict";
+  const A = JSON.parse(document.getElementById("ide-config").textContent);
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const store = {
+    get(k, d) { try { const v = localStorage.getItem(k); return v === null ? d : JSON.parse(v); } catch (e) { return d; } },
+    set(k, v) { try { localStorage.setItem(k, JSON.stringify(v)); } catch (e) { /* private mode: not remembered */ } },
+  };
+
+  // ---- tabs
+  function openTab(id) {
+    document.querySelectorAll(".pill-nav [data-tab]").forEach((b) => {
+      b.setAttribute("aria-selected", b.dataset.tab === id ? "true" : "false");
+      document.getElementById(b.dataset.tab).hidden = b.dataset.tab !== id;
+    });
+    if (id === "tab-archival") htmx.trigger("#tab-archival", "intersect");
+    store.set("aide-tab", id);
+  }
+  document.querySelectorAll(".pill-nav [data-tab]").forEach((btn) => btn.addEventListener("click", () => openTab(btn.dataset.tab)));
+  const savedTab = store.get("aide-tab", "tab-context");
+  if (savedTab !== "tab-context" && document.getElementById(savedTab)) openTab(savedTab);
+
+  // ---- resizable panes: drag (or arrow keys on) a splitter; the widths are remembered
+  const main = $("main.workspace");
+  const MIN = {left: 200, right: 300}, CENTER_MIN = 360;
+  function applyLayout(layout) {
+    if (layout.left) main.style.setProperty("--left-w", layout.left + "px");
+    if (layout.right) main.style.setProperty("--right-w", layout.right + "px");
+  }
+  function clampWidth(side, w) {
+    const other = side === "left" ? ($("#inspector").offsetWidth || 430) : ($("#settings-pane").offsetWidth || 300);
+    return Math.max(MIN[side], Math.min(w, window.innerWidth - other - CENTER_MIN - 12));
+  }
+  let layout = store.get("aide-layout", {});
+  applyLayout(layout);
+  document.querySelectorAll(".splitter").forEach((sp) => {
+    const side = sp.dataset.split;
+    const pane = side === "left" ? $("#settings-pane") : $("#inspector");
+    function setWidth(w) {
+      layout = Object.assign({}, layout, {[side]: Math.round(clampWidth(side, w))});
+      applyLayout(layout);
+    }
+    sp.addEventListener("pointerdown", (e) => {
+      e.preventDefault();
+      sp.setPointerCapture(e.pointerId);
+      const startX = e.clientX, startW = pane.getBoundingClientRect().width;
+      document.body.classList.add("resizing");
+      const move = (m) => setWidth(side === "left" ? startW + (m.clientX - startX) : startW - (m.clientX - startX));
+      const up = () => {
+        sp.removeEventListener("pointermove", move);
+        document.body.classList.remove("resizing");
+        store.set("aide-layout", layout);
+      };
+      sp.addEventListener("pointermove", move);
+      sp.addEventListener("pointerup", up, {once: true});
+    });
+    sp.addEventListener("keydown", (e) => {
+      if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
+      const dir = (e.key === "ArrowRight" ? 1 : -1) * (side === "left" ? 1 : -1);
+      setWidth(pane.getBoundingClientRect().width + 24 * dir);
+      store.set("aide-layout", layout);
+    });
+    sp.addEventListener("dblclick", () => { layout = Object.assign({}, layout, {[side]: null}); main.style.removeProperty(side === "left" ? "--left-w" : "--right-w"); store.set("aide-layout", layout); });
+  });
+
+  // ---- payload views: readable parts or the raw JSON (the choice is remembered)
+  function applyPayloadView(root) {
+    const raw = store.get("aide-payload-raw", false);
+    (root || document).querySelectorAll(".payload-view").forEach((v) => {
+      v.dataset.view = raw ? "raw" : "parts";
+      v.querySelector(".parts").hidden = raw;
+      v.querySelector("pre.raw").hidden = !raw;
+      const t = v.querySelector("[data-toggle-raw]");
+      t.setAttribute("aria-pressed", raw ? "true" : "false");
+      t.textContent = raw ? "Readable" : "Raw JSON";
+    });
+  }
+
+  // ---- context window slider: re-scale the breakdown from the section token counts while dragging (no write)
+  function applyWindow() {
+    const slider = $("#window-slider"), ctx = $("#ctx");
+    if (!slider || !ctx) return;
+    const limit = parseInt(slider.value, 10), total = parseInt(ctx.dataset.total, 10);
+    $("#window-value").textContent = limit;
+    $("#ctx-limit").textContent = limit;
+    $("#ctx-pct").textContent = (100 * total / limit).toFixed(1);
+    $("#ctx-free").textContent = limit - total;
+    ctx.querySelectorAll("#ctx-bar span[data-tokens]").forEach((s) => { s.style.width = (100 * s.dataset.tokens / limit) + "%"; });
+    ctx.querySelectorAll("#ctx-table td.pct").forEach((td) => { td.textContent = (100 * td.dataset.tokens / limit).toFixed(2) + "%"; });
+    $("#ctx-bar").classList.toggle("over", total > limit);
+    $("#ctx-over-live").hidden = !(total > limit);
+    const saved = parseInt(ctx.dataset.limit, 10);
+    const note = $("#unsaved-note"); if (note) note.hidden = limit === saved;
+  }
+  document.addEventListener("input", (e) => { if (e.target.id === "window-slider") applyWindow(); });
+
+  // ---- runs table: a click shows the run's steps; open rows stay open when the table refreshes
+  const openRuns = new Set();
+  function loadRunSteps(tbody) {
+    const body = tbody.querySelector(".run-steps-body");
+    tbody.querySelector(".run-steps").hidden = false;
+    tbody.querySelector(".run-main").setAttribute("aria-expanded", "true");
+    htmx.ajax("GET", body.dataset.url, {target: body, swap: "innerHTML"});
+  }
+  function toggleRun(tbody) {
+    const id = tbody.dataset.run;
+    if (openRuns.has(id)) {
+      openRuns.delete(id);
+      tbody.querySelector(".run-steps").hidden = true;
+      tbody.querySelector(".run-main").setAttribute("aria-expanded", "false");
+    } else { openRuns.add(id); loadRunSteps(tbody); }
+  }
+
+  document.body.addEventListener("htmx:afterSwap", (e) => {
+    const t = e.target;
+    if (t.id === "context-panel" || t.id === "settings-form") applyWindow();
+    if (t.id === "context-panel" || t.id === "step-detail") applyPayloadView(t);
+    if (t.id === "blocks-panel" || (t.closest && t.closest("#blocks-panel"))) initCounters();
+    if (t.id === "runs-panel") t.querySelectorAll(".run-row").forEach((tb) => { if (openRuns.has(tb.dataset.run)) loadRunSteps(tb); });
+  });
+
+  function openStep(stepId) {
+    openTab("tab-context");
+    htmx.ajax("GET", A.stepUrl.replace("STEP", encodeURIComponent(stepId)), {target: "#step-detail", swap: "innerHTML"})
+      .then(() => { const d = $("#step-detail"); if (d) d.scrollIntoView({block: "start"}); });
+    document.querySelectorAll(".step-chip.active").forEach((c) => c.classList.remove("active"));
+    document.querySelectorAll(`.step-chip[data-step="${CSS.escape(stepId)}"]`).forEach((c) => c.classList.add("active"));
+  }
+
+  // ---- clicks: copy, step chips, payload toggles, runs, attach
+  document.addEventListener("click", (e) => {
+    const copy = e.target.closest("[data-copy]");
+    if (copy) {
+      const src = document.querySelector(copy.dataset.copy);
+      const text = src ? src.textContent : "";
+      const label = copy.textContent;
+      const done = () => { copy.textContent = "Copied"; setTimeout(() => { copy.textContent = label; }, 1200); };
+      if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(done, done);
+      else { const ta = document.createElement("textarea"); ta.value = text; document.body.appendChild(ta); ta.select(); document.execCommand("copy"); ta.remove(); done(); }
+      return;
+    }
+    const chip = e.target.closest(".step-chip[data-step]");
+    if (chip) { e.preventDefault(); openStep(chip.dataset.step); return; }
+    if (e.target.closest("[data-toggle-raw]")) { store.set("aide-payload-raw", !store.get("aide-payload-raw", false)); applyPayloadView(); return; }
+    const expand = e.target.closest("[data-expand-parts]");
+    if (expand) {
+      const parts = expand.closest(".payload-view").querySelectorAll("details.part");
+      const open = !Array.from(parts).every((d) => d.open);
+      parts.forEach((d) => { d.open = open; });
+      expand.textContent = open ? "Collapse all" : "Expand all";
+      return;
+    }
+    if (e.target.closest("[data-close-step]")) { $("#step-detail").textContent = ""; return; }
+    const runRow = e.target.closest(".run-main");
+    if (runRow && !e.target.closest("a, button")) { toggleRun(runRow.closest(".run-row")); return; }
+    if (e.target.id === "attach-btn") htmx.ajax("POST", $("#attach-select").value, {target: "#tools-attached"});
+  });
+  document.addEventListener("keydown", (e) => {
+    const runRow = e.target.closest && e.target.closest(".run-main");
+    if (runRow && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); toggleRun(runRow.closest(".run-row")); }
+  });
+
+  // ---- memory blocks: live chars / limit counter, and values pushed by other tabs and runs
+  function initCounters() {
+    document.querySelectorAll(".block-card textarea[name=value]").forEach(updateCounter);
+  }
+  function updateCounter(ta) {
+    const card = ta.closest(".block-card");
+    const limitInput = card.querySelector("input[name=limit]");
+    const limit = parseInt(limitInput ? limitInput.value : card.dataset.limit, 10);
+    const n = ta.value.length;
+    const c = card.querySelector(".counter");
+    c.textContent = n + " / " + limit + " chars";
+    const over = n > limit;
+    c.classList.toggle("over", over);
+    card.classList.toggle("over", over);
+    const err = card.querySelector(".limit-error");
+    if (err) { err.hidden = !over; err.textContent = over ? `${n - limit} characters over the limit of ${limit}. Shorten it or raise the limit.` : ""; }
+    const save = card.querySelector("button[type=submit]"); if (save) save.disabled = over;
+  }
+  document.addEventListener("input", (e) => {
+    if (e.target.closest && e.target.closest(".block-card") && (e.target.name === "value" || e.target.name === "limit")) {
+      const card = e.target.closest(".block-card");
+      card.dataset.dirty = "1";
+      updateCounter(card.querySelector("textarea[name=value]"));
+    }
+  });
+  window.AIDE_BLOCKS = {
+    update(b) {
+      const card = document.querySelector(`.block-card[data-block-id="${CSS.escape(b.id)}"]`);
+      if (!card) { htmx.trigger(document.body, "blocks-changed"); return; }
+      const ta = card.querySelector("textarea[name=value]");
+      if (card.dataset.dirty === "1" && document.activeElement === ta) {
+        const n = card.querySelector(".remote-note"); if (n) { n.hidden = false; n.textContent = "Changed elsewhere (v" + b.version + "); saving will overwrite it."; }
+        return;
+      }
+      ta.value = b.value;
+      const lim = card.querySelector("input[name=limit]"); if (lim) lim.value = b.limit;
+      const v = card.querySelector(".version"); if (v) v.textContent = "v" + b.version;
+      card.dataset.dirty = "";
+      updateCounter(ta);
+    },
+  };
+
+  initCounters();
+  applyWindow();
+  applyPayloadView();
+})();
