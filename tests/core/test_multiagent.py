@@ -143,13 +143,14 @@ def test_detached_tool_can_no_longer_be_called(account, fake_llm):
 
 
 def test_async_to_a_busy_agent_is_delivered_when_it_is_free(account, fake_llm):
-    from core.background import run_async_start
+    from core.executor import run_submit
 
     a = make_agent(account.org, name="a", include_multi_agent_tools=True)
     b = make_agent(account.org, name="b")
     fake_llm.script(FakeLLM.tool("send_message", {"message": "slow"}, latency=1.5),
                     FakeLLM.tool(ASYNC, {"message": "later", "other_agent_id": b.id}, heartbeat=False))
-    first = run_async_start(owner=account.org, agent_id=b.id, input_messages=[{"role": "user", "content": "work"}])
+    first = run_submit(owner=account.org, agent_id=b.id, input_messages=[{"role": "user", "content": "work"}],
+                       background=True)
     until(lambda: fake_llm.chat_requests)  # b is now mid-step
     receipt = json.loads(_returns(_send(a))[0]["tool_return"])["message"]
     assert "queued" in receipt
