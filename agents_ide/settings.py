@@ -160,6 +160,8 @@ DEFAULT_MODEL = os.environ.get("DEFAULT_MODEL", "openai/gpt-4o-mini")
 # Embedding model handle for archival memory; empty = full-text search only.
 EMBEDDING_MODEL = os.environ.get("EMBEDDING_MODEL", "")
 LLM_TIMEOUT_S = float(os.environ.get("LLM_TIMEOUT_S", "120"))
+# Stream model replies token by token to open tabs and `stream_tokens` SSE callers (off: one event per step).
+LLM_STREAMING = env_bool("LLM_STREAMING", True)
 # Sandbox: the deployment default backend; a tool may override it explicitly.
 SANDBOX_DEFAULT = os.environ.get("SANDBOX_DEFAULT", "local")
 SANDBOX_TIMEOUT_S = float(os.environ.get("SANDBOX_TIMEOUT_S", "60"))

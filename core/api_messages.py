@@ -47,7 +47,8 @@ def _stream(request, run, body: LettaRequest) -> StreamingHttpResponse:
     from core.streaming import sse_events
 
     response = StreamingHttpResponse(sse_events(run=run, types=body.include_return_message_types,
-                                                include_pings=body.include_pings), content_type="text/event-stream")
+                                                include_pings=body.include_pings, stream_tokens=body.stream_tokens),
+                                     content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response

@@ -26,6 +26,7 @@ from core import ids, mapping, queue
 from core.context_service import AgentSnapshot, agent_snapshot, context_compile
 from core.engine import llm, loop
 from core.engine import rules as rule_solver
+from core.engine.stream import ChunkBuilder
 from core.engine.types import StopReason
 from core.errors import Conflict, Invalid, NotFound
 from core.messages import messages_to_letta, stop_reason_message, usage_statistics
@@ -61,6 +62,7 @@ class _RunState:
     usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "step_count": 0})
     out: list[dict] = field(default_factory=list)
     error: str = ""
+    streams: bool | None = None  # whether the provider streamed (None: not tried yet in this run)
 
 
 # --------------------------------------------------------------------------- claiming, cancelling
@@ -197,11 +199,34 @@ def _fit(rs: _RunState, snap: AgentSnapshot, *, force: bool = False):
     return snap, allowed, ctx
 
 
-def _call(rs: _RunState, ctx):
+def _call(rs: _RunState, ctx, step_id: str, message_id: str):
+    """The model call, streamed when LLM_STREAMING is on: token chunks of the message it will store go to the
+    agent's group as they arrive. A provider that refuses to stream is asked again without streaming; a
+    stream that breaks after chunks went out fails the step (LLMError), leaving the state as before it."""
     outside_transaction("the model call")
     request = {**ctx.request, "model": rs.resolved.litellm_model}
-    return request, llm.complete(request, api_base=rs.resolved.api_base, api_key=rs.resolved.api_key,
-                                 timeout=settings.LLM_TIMEOUT_S)
+    call = dict(api_base=rs.resolved.api_base, api_key=rs.resolved.api_key, timeout=settings.LLM_TIMEOUT_S)
+    if not (settings.LLM_STREAMING and rs.streams is not False):
+        return request, llm.complete(request, **call)
+    chunks = ChunkBuilder(message_id=message_id, run_id=rs.run.id, step_id=step_id,
+                          date=timezone.now().isoformat(timespec="seconds"))
+
+    def on_delta(delta) -> None:
+        for chunk in chunks.feed(delta):
+            rs.emitter.stream(chunk)
+
+    try:
+        result = llm.complete(request, stream=True, on_delta=on_delta, **call)
+    except llm.LLMError as exc:
+        if chunks.count or exc.kind not in ("bad_request", "api_error"):
+            raise
+        log.info("streaming failed before any token (%s); asking %s without streaming", exc.message, request["model"])
+        rs.streams = False  # this run's provider does not stream: don't try again on its next steps
+        return request, llm.complete(request, **call)
+    finally:
+        rs.emitter.flush()
+    rs.streams = True
+    return request, result
 
 
 def _step(rs: _RunState) -> StopReason | None:
@@ -219,20 +244,20 @@ def _step(rs: _RunState) -> StopReason | None:
     except overflow.ContextTooLarge as exc:
         rs.error = str(exc)
         return StopReason.ERROR
-    step_id = ids.new_id("step")
+    step_id, message_id = ids.new_id("step"), ids.new_id("message")
     model_started = time.perf_counter()
     try:
-        request, result = _call(rs, ctx)
+        request, result = _call(rs, ctx, step_id, message_id)
     except llm.LLMError as exc:
         if exc.kind != "context_length":
             return _failed_step(rs, snap, ctx, step_id, exc, started)
         try:  # our count was too low for this provider: evict harder once, then retry
             snap, allowed, ctx = _fit(rs, snap, force=True)
-            request, result = _call(rs, ctx)
+            request, result = _call(rs, ctx, step_id, message_id)
         except (llm.LLMError, overflow.ContextTooLarge) as again:
             return _failed_step(rs, snap, ctx, step_id, again, started)
     model_ms = (time.perf_counter() - model_started) * 1000
-    return _commit_step(rs, snap, ctx, allowed, step_id, request, result, model_ms, started)
+    return _commit_step(rs, snap, ctx, allowed, step_id, message_id, request, result, model_ms, started)
 
 
 def _failed_step(rs: _RunState, snap, ctx, step_id: str, exc, started: float) -> StopReason:
@@ -248,7 +273,7 @@ def _failed_step(rs: _RunState, snap, ctx, step_id: str, exc, started: float) ->
     return StopReason.ERROR if isinstance(exc, overflow.ContextTooLarge) else StopReason.LLM_API_ERROR
 
 
-def _assistant_row(agent, result, parsed):
+def _assistant_row(agent, result, parsed, message_id: str):
     reasoning, source = "", ""
     parts = parsed.reasoning_parts()
     if parts:
@@ -256,7 +281,7 @@ def _assistant_row(agent, result, parsed):
         source = "native" if parts[0][1] == "reasoner_model" else "thinking_arg"
     calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls]
     return persistence.message_build(agent=agent, role="assistant", text=result.content or "", reasoning=reasoning,
-                                     reasoning_source=source, tool_calls=calls)
+                                     reasoning_source=source, tool_calls=calls, message_id=message_id)
 
 
 def _tool_rows(agent, snap, parsed, outcomes) -> tuple[list, list[bool]]:
@@ -270,7 +295,8 @@ def _tool_rows(agent, snap, parsed, outcomes) -> tuple[list, list[bool]]:
     return rows, failed
 
 
-def _commit_step(rs: _RunState, snap, ctx, allowed, step_id, request, result, model_ms, started) -> StopReason | None:
+def _commit_step(rs: _RunState, snap, ctx, allowed, step_id, message_id, request, result, model_ms,
+                 started) -> StopReason | None:
     parsed = loop.parse_response(result, snap.tools, allowed=allowed)
     tools_started = time.perf_counter()
     outcomes = tool_exec.calls_run(parsed, snap, step_id)
@@ -289,7 +315,7 @@ def _commit_step(rs: _RunState, snap, ctx, allowed, step_id, request, result, mo
             sections=ctx.sections, tokenizer=ctx.tokenizer, usage=usage, model_ms=model_ms, tools_ms=tools_ms,
             total_ms=(time.perf_counter() - started) * 1000, stop_reason=str(decision.stop_reason or ""))
         inputs = rs.pending
-        rows = [*inputs, _assistant_row(agent, result, parsed), *tool_rows]
+        rows = [*inputs, _assistant_row(agent, result, parsed, message_id), *tool_rows]
         persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=step)
         persistence.window_set(agent_id=agent.id, message_ids=list(agent.message_ids) + [r.id for r in rows])
         tool_runs = [o.tool_run for o in outcomes.values() if o.tool_run is not None]

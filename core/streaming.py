@@ -3,7 +3,9 @@
 The run executes on the run pool (core.executor), possibly in another process; the stream follows the
 agent's channel group, where the runner's events carry the run id and which of them are the caller's.
 It subscribes first, then replays what the run already committed (its events went out before we
-listened), then forwards live events it has not sent yet, so nothing is lost or doubled. While waiting it
+listened), then forwards live events it has not sent yet, so nothing is lost or doubled. With
+`stream_tokens` the caller also gets the token chunks (`"delta": true`, core.engine.stream) and then not
+the complete messages they spelled out; without it, chunks are skipped. While waiting it
 sends pings and re-reads the run, so a run whose process died (failed by the lease reaper) ends the stream.
 """
 
@@ -83,6 +85,8 @@ async def _follow(run_id: str, channel, layer):
         for event, for_caller in zip(events, flags):
             if event.get("message_type") == "run_status" and event.get("run_id") == run_id and event.get("status") in TERMINAL:
                 ended = event
+            elif mine and for_caller and event.get("delta"):
+                yield event
             elif mine and for_caller and (key := _key(event)) not in seen:
                 if key is not None:
                     seen.add(key)
@@ -95,8 +99,9 @@ async def _follow(run_id: str, channel, layer):
             return
 
 
-async def sse_events(*, run, types: list[str] | None = None, include_pings: bool = True):
+async def sse_events(*, run, types: list[str] | None = None, include_pings: bool = True, stream_tokens: bool = False):
     """The SSE body of a claimed run: one `data:` frame per event, pings while waiting, then `data: [DONE]`."""
+    streamed: set = set()
     layer = get_channel_layer()
     server_loop_remember()
     channel = await layer.new_channel()
@@ -111,6 +116,12 @@ async def sse_events(*, run, types: list[str] | None = None, include_pings: bool
                 continue
             if types and kind not in (*types, *ALWAYS):
                 continue
+            if event.get("delta"):
+                if not stream_tokens:
+                    continue
+                streamed.add(_key(event))
+            elif _key(event) in streamed:
+                continue  # its chunks already spelled it out
             yield sse_frame(event)
     finally:
         await layer.group_discard(group, channel)

@@ -40,6 +40,8 @@ class Reply:
     error_body: dict[str, Any] | None = None
     latency: float | None = None
     fill: bool = True
+    chunk_s: float = 0.0  # pause between streamed chunks
+    break_after: int | None = None  # streamed: drop the connection after this many chunks
 
 
 @dataclass
@@ -95,7 +97,10 @@ class FakeLLM:
 
     model_id = "fake-model"
 
-    def __init__(self, *, latency: float = 0.0, embedding_dim: int = 384, stream_chunk_chars: int = 8):
+    def __init__(self, *, latency: float = 0.0, embedding_dim: int = 384, stream_chunk_chars: int = 8,
+                 streaming: bool = True):
+        self.streaming = streaming  # False: refuse `stream: true` with a 400, like a provider that cannot stream
+        self.chunk_times: list[float] = []  # time.time() of each streamed chunk written, for latency measurements
         self.latency = latency
         self.embedding_dim = embedding_dim
         self.stream_chunk_chars = stream_chunk_chars
@@ -304,6 +309,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chat(self, req: dict[str, Any]) -> None:
         fake = self.fake
+        if req.get("stream") and not fake.streaming:
+            self._send_json({"error": {"message": "streaming is not supported by this server", "type": "invalid_request_error"}}, 400)
+            return
         reply = fake._next_reply(req)
         delay = reply.latency if reply.latency is not None else fake.latency
         if delay:
@@ -330,6 +338,14 @@ class _Handler(BaseHTTPRequestHandler):
         })
 
     def _stream(self, req: dict[str, Any], reply: Reply, calls: list[dict[str, Any]], usage: dict[str, int]) -> None:
+        try:
+            self._stream_chunks(req, reply, calls, usage)
+        except ConnectionAbortedError:  # a scripted break: end the response mid-stream, as a dropped connection
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            self.close_connection = True
+
+    def _stream_chunks(self, req: dict[str, Any], reply: Reply, calls: list[dict[str, Any]], usage: dict[str, int]) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -339,9 +355,18 @@ class _Handler(BaseHTTPRequestHandler):
                 "model": req.get("model", FakeLLM.model_id)}
         n = max(1, self.fake.stream_chunk_chars)
 
+        sent = [0]
+
         def emit(payload: str) -> None:
+            if reply.break_after is not None and sent[0] >= reply.break_after:
+                raise ConnectionAbortedError("scripted break")
+            if reply.chunk_s and sent[0]:
+                time.sleep(reply.chunk_s)
             data = f"data: {payload}\n\n".encode()
             self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+            self.fake.chunk_times.append(time.time())
+            sent[0] += 1
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> None:
             emit(json.dumps({**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}))

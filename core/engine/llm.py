@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from core.engine.types import LLMResult, ToolCall, Usage
 
-ErrorKind = Literal["api_error", "rate_limit", "timeout", "context_length", "auth", "bad_request"]
+ErrorKind = Literal["api_error", "rate_limit", "timeout", "context_length", "auth", "bad_request", "stream_incomplete"]
 DeltaKind = Literal["reasoning", "text", "tool_call"]
 
 _CONTEXT_MARKERS = (
@@ -112,6 +112,8 @@ def map_error(error: BaseException, *, model: str = "") -> LLMError:
     status = status if isinstance(status, int) else None
     detail = _clean(getattr(error, "message", None) or str(error))
     who = f" ({model})" if model else ""
+    if "stream ended" in detail.lower() or "midstream" in name.lower():
+        return LLMError("stream_incomplete", f"The model's stream ended before the reply was complete{who}: {detail}", status)
     if is_context_length_error(error):
         return LLMError("context_length", f"The prompt is longer than the model's context window{who}: {detail}", status or 400)
     if name in ("RateLimitError", "CallerCredentialRateLimitError") or status == 429:
@@ -214,11 +216,16 @@ class _CallBuffer:
 
 
 def _assemble_stream(chunks: Any, on_delta: Callable[[Delta], None] | None, started: float) -> LLMResult:
+    """Read a streamed reply to its end, passing each fragment to `on_delta`; the result (and its `raw`, shaped
+    like a non-streamed response) is the same as the non-streamed call's. A stream that stops before the
+    model said why it finished raises LLMError("stream_incomplete")."""
     emit = on_delta or (lambda d: None)
     text, reasoning, calls = [], [], {}  # type: ignore[var-annotated]
-    usage, finish, model = None, None, ""
+    usage, finish, model, response_id, created = None, None, "", None, None
     for chunk in chunks:
         model = _get(chunk, "model") or model
+        response_id = response_id or _get(chunk, "id")
+        created = created or _get(chunk, "created")
         usage = _get(chunk, "usage") or usage
         for choice in _get(chunk, "choices") or []:
             finish = _get(choice, "finish_reason") or finish
@@ -240,11 +247,16 @@ def _assemble_stream(chunks: Any, on_delta: Callable[[Delta], None] | None, star
                 piece = _get(fn, "arguments") or ""
                 buf.arguments += piece
                 emit(Delta("tool_call", piece, idx, buf.id, buf.name))
+    if finish is None:
+        raise LLMError("stream_incomplete", "The model's stream ended before the reply was complete "
+                                            "(the connection dropped or the provider stopped sending).")
     tool_calls = tuple(
         ToolCall(id=b.id or f"call_{i}", name=b.name, arguments=b.arguments or "{}") for i, b in sorted(calls.items())
     )
     usage_dict = usage.model_dump() if hasattr(usage, "model_dump") else (dict(usage) if usage else {})
     raw = {
+        "id": response_id,
+        "created": created,
         "object": "chat.completion",
         "model": model,
         "choices": [{"index": 0, "finish_reason": finish, "message": {

@@ -95,3 +95,15 @@ def test_context_over_raw_http(client, agent):
     ctx = client.get(f"/v1/agents/{agent.id}/context", cast_to=httpx.Response).json()
     assert ctx["context_window_size_max"] == 16000 and ctx["num_messages"] == 1
     assert ctx["num_tokens_core_memory"] > 0 and "Name: Alice" in ctx["core_memory"]
+
+
+def test_messages_stream_with_stream_tokens_iterates_chunks(client, agent, fake_llm):
+    fake_llm.stream_chunk_chars = 3
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "token by token"}, thinking="plan"))
+    chunks = list(client.agents.messages.stream(agent.id, messages=[{"role": "user", "content": "hi"}],
+                                                stream_tokens=True))
+    answer = [c for c in chunks if c.message_type == "assistant_message"]
+    assert len(answer) > 1 and "".join(c.content for c in answer) == "token by token"
+    assert len({c.id for c in answer}) == 1
+    assert "".join(c.reasoning for c in chunks if c.message_type == "reasoning_message") == "plan"
+    assert [c.message_type for c in chunks][-2:] == ["stop_reason", "usage_statistics"]

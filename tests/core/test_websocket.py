@@ -49,7 +49,7 @@ async def test_two_tabs_both_receive_a_run_started_in_one(account, fake_llm):
                   "stop_reason", "usage_statistics"):
             assert t in types, (t, types)
         assert seen[-1]["status"] == "completed" and seen[-1]["stop_reason"] == "end_turn"
-        assistant = [e for e in seen if e["message_type"] == "assistant_message"][0]
+        assistant = [e for e in seen if e["message_type"] == "assistant_message" and not e.get("delta")][0]
         assert assistant["content"] == "hello tabs" and assistant["run_id"] and assistant["step_id"]
     await a.disconnect()
     await b.disconnect()

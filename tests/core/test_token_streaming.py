@@ -1,0 +1,141 @@
+"""Token streaming end to end through the real runner, litellm and the fake LLM: chunks reach open tabs and
+`stream_tokens` SSE callers as they arrive; the stored step is the same as without streaming; providers that
+cannot stream fall back; a stream that breaks midway fails the step and leaves the state as before it."""
+
+import dataclasses
+import json
+import re
+
+import pytest
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+
+from agents_ide.routing import websocket_urlpatterns
+from core.models import Message, Run, Step
+from tests.factories import ApiClient, make_agent
+from tests.fake_llm import FakeLLM
+
+pytestmark = pytest.mark.django_db(transaction=True)
+REPLY = "Streaming, one small piece at a time."
+
+
+def _paced(reply, chunk_s=0.02):
+    return dataclasses.replace(reply, chunk_s=chunk_s)
+
+
+def _frames(response) -> list[dict]:
+    raw = b"".join(response).decode()
+    assert raw.endswith("data: [DONE]\n\n")
+    return [json.loads(line[6:]) for line in raw.splitlines() if line.startswith("data: {")]
+
+
+@pytest.fixture
+def agent(account, fake_llm):
+    fake_llm.stream_chunk_chars = 4
+    return make_agent(account.org)
+
+
+async def test_an_open_tab_sees_chunks_arrive_before_the_step_commits(account, agent, fake_llm):
+    from asgiref.sync import sync_to_async
+
+    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/agents/{agent.id}/")
+    comm.scope["user"] = account.user
+    assert (await comm.connect())[0]
+    fake_llm.script(_paced(FakeLLM.tool("send_message", {"message": REPLY}, thinking="pick words")))
+    await sync_to_async(ApiClient(account.token).post)(f"/v1/agents/{agent.id}/messages/async", {"input": "hi"})
+    seen = []
+    while not (seen and seen[-1].get("message_type") == "run_status" and seen[-1]["status"] == "completed"):
+        seen.append(await comm.receive_json_from(timeout=30))
+    await comm.disconnect()
+    final = next(e for e in seen if e["message_type"] == "assistant_message" and not e.get("delta"))
+    chunks = [e for e in seen[:seen.index(final)] if e.get("delta")]
+    answer = [c["content"] for c in chunks if c["message_type"] == "assistant_message"]
+    assert len(answer) >= 3 and "".join(answer) == REPLY == final["content"]
+    assert "".join(c["reasoning"] for c in chunks if c["message_type"] == "reasoning_message") == "pick words"
+    assert {c["id"] for c in chunks} == {final["id"]} and all(c["step_id"] == final["step_id"] for c in chunks)
+
+
+def test_sse_with_stream_tokens_sends_chunks_then_whole_tool_returns(api, agent, fake_llm):
+    fake_llm.script(FakeLLM.tool("archival_memory_search", {"query": "cats"}, heartbeat=True),
+                    FakeLLM.tool("send_message", {"message": REPLY}))
+    frames = _frames(api.post(f"/v1/agents/{agent.id}/messages/stream", {"input": "hi", "stream_tokens": True}))
+    kinds = [f["message_type"] for f in frames]
+    assert kinds[-2:] == ["stop_reason", "usage_statistics"]
+    calls = [f for f in frames if f["message_type"] == "tool_call_message"]
+    assert len(calls) > 1 and all(f.get("delta") for f in calls)  # fragments, not one whole call
+    assert json.loads("".join(f["tool_call"]["arguments"] or "" for f in calls))["query"] == "cats"
+    returns = [f for f in frames if f["message_type"] == "tool_return_message"]
+    assert len(returns) == 2 and not any(r.get("delta") for r in returns)  # whole, as in step mode
+    answer = [f for f in frames if f["message_type"] == "assistant_message"]
+    assert len(answer) > 1 and all(f.get("delta") for f in answer) and "".join(f["content"] for f in answer) == REPLY
+    stored = Message.objects.get(role="assistant", tool_calls__0__name="send_message")
+    assert {f["id"] for f in answer} == {stored.id}
+
+
+def test_sse_without_stream_tokens_sends_whole_messages(api, agent, fake_llm):
+    fake_llm.script(FakeLLM.tool("send_message", {"message": REPLY}))
+    frames = _frames(api.post(f"/v1/agents/{agent.id}/messages/stream", {"input": "hi"}))
+    assert not any(f.get("delta") for f in frames)
+    assert [f["content"] for f in frames if f["message_type"] == "assistant_message"] == [REPLY]
+
+
+def _exchange(api, agent, fake_llm, settings, streaming: bool):
+    settings.LLM_STREAMING = streaming
+    fake_llm.script(FakeLLM.tool("core_memory_append", {"label": "human", "content": "Likes tea."}, thinking="note it",
+                                 heartbeat=True),
+                    FakeLLM.tool("send_message", {"message": REPLY}))
+    body = api.post(f"/v1/agents/{agent.id}/messages", {"input": "I like tea"}).json()
+    return body, list(Step.objects.filter(run_id=body["run_id"]).order_by("index"))
+
+
+def _scrub(value):
+    """The record without what differs between any two runs: tool-call ids the fake invents, clock times."""
+    text = re.sub(r"call_[0-9a-f]+", "call_X", json.dumps(value, sort_keys=True))
+    return json.loads(re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [AP]M", "TIME", text))
+
+
+def _record(step) -> dict:
+    message = step.response["choices"][0]["message"]
+    return _scrub({"request": step.request, "sections": [s["name"] for s in step.context_sections],
+                   "tokenizer": step.tokenizer, "message": {k: message.get(k) for k in ("role", "content", "tool_calls")},
+                   "finish": step.response["choices"][0]["finish_reason"], "model": step.response["model"],
+                   "usage": {k: step.usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}})
+
+
+def test_a_streamed_step_stores_the_same_record_as_a_plain_one(account, fake_llm, settings):
+    api = ApiClient(account.token)
+    records, replies = [], []
+    for streaming in (False, True):
+        agent = make_agent(account.org, name=f"s{streaming}")
+        body, steps = _exchange(api, agent, fake_llm, settings, streaming)
+        replies.append([(m["message_type"], m.get("content")) for m in body["messages"]])
+        records.append([_record(s) for s in steps])
+    assert records[0] == records[1] and len(records[0]) == 2
+    assert _scrub(replies[0]) == _scrub(replies[1])
+    assert [r.model_ms > 0 and r.total_ms > 0 for r in Step.objects.all()] == [True] * 4
+
+
+def test_a_provider_that_cannot_stream_is_asked_again_without(api, agent, fake_llm):
+    fake_llm.streaming = False
+    fake_llm.script(FakeLLM.tool("send_message", {"message": REPLY}))
+    body = api.post(f"/v1/agents/{agent.id}/messages", {"input": "hi"}).json()
+    assert body["stop_reason"]["stop_reason"] == "end_turn", body
+    assert [m["content"] for m in body["messages"] if m["message_type"] == "assistant_message"] == [REPLY]
+    assert [bool(r.get("stream")) for r in fake_llm.chat_requests] == [True, False]
+
+
+def test_a_stream_that_breaks_midway_fails_the_step_and_changes_nothing(api, agent, fake_llm):
+    before = list(Message.objects.filter(agent=agent).values_list("id", flat=True))
+    fake_llm.script(dataclasses.replace(FakeLLM.tool("send_message", {"message": REPLY}), break_after=6))
+    frames = _frames(api.post(f"/v1/agents/{agent.id}/messages/stream", {"input": "hi", "stream_tokens": True}))
+    assert any(f.get("delta") for f in frames)  # chunks went out before the break
+    [error] = [f for f in frames if f["message_type"] == "error_message"]
+    assert "stream ended before the reply was complete" in error["message"]
+    assert frames[-2] == {"message_type": "stop_reason", "stop_reason": "llm_api_error"}
+    run = Run.objects.get(agent=agent)
+    assert run.status == "failed" and "stream ended" in run.error
+    assert list(Message.objects.filter(agent=agent).values_list("id", flat=True)) == before
+    agent.refresh_from_db()
+    assert agent.message_ids == before
+    [step] = Step.objects.filter(run=run)
+    assert step.stop_reason == "llm_api_error" and step.error and not step.response
