@@ -12,7 +12,6 @@ import threading
 import time
 from contextlib import contextmanager
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -48,7 +47,9 @@ def run_execute(*, run_id: str) -> str:
     if run is None or run.status not in runner.ACTIVE:
         return run.status if run else "missing"
     try:
-        with queue.lease(run.id, status="running", started_at=timezone.now()):
+        with queue.lease(run.id, status="running", started_at=timezone.now()) as taken:
+            if not taken:  # cancelled, reaped or started elsewhere meanwhile
+                return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or "missing"
             run.status = "running"
             result = runner.run_agent(agent_id=run.agent_id, owner=run.owner, input_messages=[], run=run)
         return result.status
@@ -83,17 +84,18 @@ def _watch_local(run_id: str, event: threading.Event):
 
 @contextmanager
 def _watch_remote(run: Run, event: threading.Event):
-    """Wake `event` when another process announces the run's end on the agent's channel group (Redis layer)."""
-    if not settings.RUNS_IN_WORKER:
-        yield  # runs execute in this process: the local notification is enough
-        return
+    """Wake `event` when another process announces the run's end on the agent's channel group (a shared layer:
+    a worker, or another web process's pool, may execute it)."""
     import asyncio
 
-    from channels.layers import get_channel_layer
+    from channels.layers import InMemoryChannelLayer, get_channel_layer
 
     from core.events import agent_group, sender_loop
 
     layer = get_channel_layer()
+    if layer is None or isinstance(layer, InMemoryChannelLayer):
+        yield  # one process: runs execute here, and the local notification is enough
+        return
     group = agent_group(run.agent_id)
 
     async def watch():
