@@ -103,3 +103,43 @@ def test_a_task_handed_to_the_pool_is_claimed_once(agent):
     assert first is not None and first.status == TaskResultStatus.RUNNING and first.worker_ids == [queue.WORKER_ID]
     assert queue._claim_by_id(task_id) is None  # a second claimant (another thread, the dispatcher) gets nothing
     assert queue._claim() is None
+
+
+def test_reaper_fails_a_queued_run_whose_task_was_lost(agent):
+    from core.tasks import run_execute_task
+
+    old = timezone.now() - timedelta(seconds=120)
+    lost = Run.objects.create(owner=agent.owner, agent=agent, status="created")  # its task never existed
+    waiting = Run.objects.create(owner=agent.owner, agent=agent, status="created")
+    run_execute_task.enqueue(run_id=waiting.id)  # still queued: a busy pool takes it later
+    Run.objects.filter(pk__in=[lost.pk, waiting.pk]).update(created_at=old)
+    assert queue.runs_reap(lease_s=30) == [lost.id]
+    assert Run.objects.get(pk=waiting.pk).status == "created"
+
+
+def test_a_claim_frees_an_agent_whose_run_lost_its_lease_without_the_reaper(agent):
+    from core import runner
+
+    dead = Run.objects.create(owner=agent.owner, agent=agent, status="running", worker="gone:1",
+                              heartbeat_at=timezone.now() - timedelta(seconds=120))
+    run = runner.run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+    dead.refresh_from_db()
+    assert run.status == "created" and dead.status == "failed" and "worker lost" in dead.error
+
+
+def test_a_run_no_longer_queued_is_not_executed(agent, fake_llm):
+    from core import executor, runner
+
+    run = runner.run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+    Run.objects.filter(pk=run.pk).update(status="cancelled")
+    assert executor.run_execute(run_id=run.id) == "cancelled"
+    assert fake_llm.chat_requests == [] and not Step.objects.filter(run=run).exists()
+
+
+def test_waiting_for_a_run_returns_when_it_ends_or_at_the_timeout(agent, fake_llm):
+    from core import executor
+
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "slow"}, latency=0.5))
+    run = executor.run_submit(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+    assert executor.run_wait(run=run, timeout=0.05).status in ("created", "running")
+    assert executor.run_wait(run=run).status == "completed"
