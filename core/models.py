@@ -166,10 +166,25 @@ class Step(models.Model):
     total_ms = models.FloatField(default=0)
     stop_reason = models.CharField(max_length=32, blank=True, default="")
     error = StorableTextField(blank=True, default="")
+    # What the compiler got (core.timetravel.step_state): replays and forks start from exactly this.
+    state = StorableJSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         indexes = [models.Index(fields=["agent", "created_at"])]
+
+
+class Replay(models.Model):
+    """A recorded step sent again to one or more models, with overrides; the agent itself is untouched."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_replay_id, editable=False)
+    owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="replays")
+    step = models.ForeignKey(Step, on_delete=models.CASCADE, related_name="replays")
+    overrides = models.JSONField(default=dict, blank=True)
+    sections = models.JSONField(default=list, blank=True)  # the replayed request's token breakdown
+    results = StorableJSONField(default=list, blank=True)  # per model: request, response, calls, usage, cost, error
+    actual = StorableJSONField(default=dict, blank=True)  # what the agent did at that step, for the comparison
+    created_at = models.DateTimeField(auto_now_add=True)
 
 
 class Message(models.Model):

@@ -27,12 +27,14 @@ from core.context_service import AgentSnapshot, agent_snapshot, context_compile
 from core.engine import llm, loop
 from core.engine import rules as rule_solver
 from core.engine.stream import ChunkBuilder
+from core.engine.tokens import step_cost
 from core.engine.types import StopReason
 from core.errors import Conflict, Invalid, NotFound
 from core.messages import messages_to_letta, stop_reason_message, usage_statistics
 from core.models import Agent, Organization, Run
 from core.runtime import overflow, persistence, tool_exec
 from core.runtime.emit import Emitter
+from core.timetravel import step_state
 
 log = logging.getLogger(__name__)
 ACTIVE = ("created", "running")
@@ -244,29 +246,32 @@ def _step(rs: _RunState) -> StopReason | None:
     except overflow.ContextTooLarge as exc:
         rs.error = str(exc)
         return StopReason.ERROR
+    state = step_state(snap, allowed, rs.pending)
     step_id, message_id = ids.new_id("step"), ids.new_id("message")
     model_started = time.perf_counter()
     try:
         request, result = _call(rs, ctx, step_id, message_id)
     except llm.LLMError as exc:
         if exc.kind != "context_length":
-            return _failed_step(rs, snap, ctx, step_id, exc, started)
+            return _failed_step(rs, snap, ctx, step_id, exc, started, state)
         try:  # our count was too low for this provider: evict harder once, then retry
             snap, allowed, ctx = _fit(rs, snap, force=True)
+            state = step_state(snap, allowed, rs.pending)
             request, result = _call(rs, ctx, step_id, message_id)
         except (llm.LLMError, overflow.ContextTooLarge) as again:
-            return _failed_step(rs, snap, ctx, step_id, again, started)
+            return _failed_step(rs, snap, ctx, step_id, again, started, state)
     model_ms = (time.perf_counter() - model_started) * 1000
-    return _commit_step(rs, snap, ctx, allowed, step_id, message_id, request, result, model_ms, started)
+    return _commit_step(rs, snap, ctx, allowed, step_id, message_id, request, result, model_ms, started, state)
 
 
-def _failed_step(rs: _RunState, snap, ctx, step_id: str, exc, started: float) -> StopReason:
+def _failed_step(rs: _RunState, snap, ctx, step_id: str, exc, started: float, state: dict) -> StopReason:
     message = getattr(exc, "message", None) or str(exc)
     rs.error = message
     with transaction.atomic(durable=True):
         persistence.step_record(run=rs.run, agent=snap.agent, step_id=step_id, index=rs.step_index, request=ctx.request,
                                 sections=ctx.sections, tokenizer=ctx.tokenizer,
-                                total_ms=(time.perf_counter() - started) * 1000, stop_reason="llm_api_error", error=message)
+                                total_ms=(time.perf_counter() - started) * 1000, stop_reason="llm_api_error", error=message,
+                                state=state)
     rs.step_index += 1
     rs.emitter.emit({"message_type": "error_message", "run_id": rs.run.id, "step_id": step_id,
                      "error_type": "llm_error", "message": message, "detail": getattr(exc, "kind", None)})
@@ -296,7 +301,7 @@ def _tool_rows(agent, snap, parsed, outcomes) -> tuple[list, list[bool]]:
 
 
 def _commit_step(rs: _RunState, snap, ctx, allowed, step_id, message_id, request, result, model_ms,
-                 started) -> StopReason | None:
+                 started, state) -> StopReason | None:
     parsed = loop.parse_response(result, snap.tools, allowed=allowed)
     tools_started = time.perf_counter()
     outcomes = tool_exec.calls_run(parsed, snap, step_id)
@@ -310,10 +315,12 @@ def _commit_step(rs: _RunState, snap, ctx, allowed, step_id, message_id, request
         decision = loop.decide_next(parsed=parsed, failed=failed, tool_rules=snap.rules, history=history,
                                     steps_taken=rs.steps, max_steps=rs.max_steps)
         usage = persistence.usage_dict(result.usage)
+        # Our own pre-call count beside the provider's, and the price (None: the model has no known price).
+        usage.update(estimated_prompt_tokens=ctx.total_tokens, cost_usd=step_cost(snap.spec.model, usage))
         step = persistence.step_record(
             run=rs.run, agent=agent, step_id=step_id, index=rs.step_index, request=request, response=result.raw,
             sections=ctx.sections, tokenizer=ctx.tokenizer, usage=usage, model_ms=model_ms, tools_ms=tools_ms,
-            total_ms=(time.perf_counter() - started) * 1000, stop_reason=str(decision.stop_reason or ""))
+            total_ms=(time.perf_counter() - started) * 1000, stop_reason=str(decision.stop_reason or ""), state=state)
         inputs = rs.pending
         rows = [*inputs, _assistant_row(agent, result, parsed, message_id), *tool_rows]
         persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=step)
@@ -338,6 +345,10 @@ def _account(rs: _RunState, usage: dict) -> None:
     for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
         rs.usage[key] += usage.get(key, 0)
     rs.usage["step_count"] += 1
+    if usage.get("cost_usd") is None:
+        rs.usage["unpriced_steps"] = rs.usage.get("unpriced_steps", 0) + 1
+    else:
+        rs.usage["cost_usd"] = round(rs.usage.get("cost_usd", 0.0) + usage["cost_usd"], 10)
 
 
 def _emit_step(rs: _RunState, rows, inputs) -> None:

@@ -203,6 +203,21 @@ def model_info(handle: str) -> ModelInfo:
     )
 
 
+def step_cost(handle: str, usage: dict) -> float | None:
+    """A call's price in USD from litellm's bundled cost map, or None when the model has no known price."""
+    table = _cost_map()
+    name = _bare_name(handle)
+    entry = table.get(handle) or table.get(name) or table.get(name.split(":", 1)[0])
+    if not isinstance(entry, dict) or entry.get("input_cost_per_token") is None:
+        return None
+    cached = usage.get("cached_tokens") or 0
+    prompt = (usage.get("prompt_tokens") or 0) - cached
+    cached_price = entry.get("cache_read_input_token_cost", entry["input_cost_per_token"])
+    cost = prompt * entry["input_cost_per_token"] + cached * cached_price + \
+        (usage.get("completion_tokens") or 0) * (entry.get("output_cost_per_token") or 0)
+    return round(cost, 10)
+
+
 def context_window(handle: str, limit: int | None = None) -> int:
     """The effective window: the agent's `context_window_limit` if set, capped at the model's maximum."""
     info = model_info(handle)

@@ -76,14 +76,15 @@ def window_set(*, agent_id: str, message_ids: list[str]) -> None:
 def step_record(*, run: Run | None, agent: Agent, step_id: str, index: int, kind: str = "agent", request: dict,
                 response: dict | None = None, sections=(), tokenizer: str = "", usage: dict | None = None,
                 model_ms: float = 0, tools_ms: float = 0, total_ms: float = 0, stop_reason: str = "",
-                error: str = "") -> Step:
-    """Insert one step record: the exact request, the raw response, usage and timings."""
+                error: str = "", state: dict | None = None) -> Step:
+    """Insert one step record: the exact request, the raw response, usage and timings, and the state it was
+    compiled from (core.timetravel)."""
     return Step.objects.create(
         id=step_id, owner_id=agent.owner_id, agent_id=agent.id, run=run, index=index, kind=kind,
         model=request.get("model", agent.model), request=request, response=response or {},
         context_sections=[{"name": s.name, "tokens": s.tokens} for s in sections], tokenizer=tokenizer,
         usage=usage or {}, model_ms=round(model_ms, 3), tools_ms=round(tools_ms, 3), total_ms=round(total_ms, 3),
-        stop_reason=stop_reason, error=error,
+        stop_reason=stop_reason, error=error, state=state or {},
     )
 
 
