@@ -220,7 +220,7 @@ def _call(rs: _RunState, ctx, step_id: str, message_id: str):
     try:
         result = llm.complete(request, stream=True, on_delta=on_delta, **call)
     except llm.LLMError as exc:
-        if chunks.count or exc.kind not in ("bad_request", "api_error"):
+        if chunks.count or exc.kind != "bad_request":  # only a refusal to stream is worth asking again
             raise
         log.info("streaming failed before any token (%s); asking %s without streaming", exc.message, request["model"])
         rs.streams = False  # this run's provider does not stream: don't try again on its next steps
