@@ -190,7 +190,10 @@ def test_events_reach_the_agent_group_in_order_with_the_callers_marked(agent, fa
     result = _run(agent)
     assert {group for group, _, _ in sent} == {agent_group(agent.id)}
     assert all(extra["run_id"] == result.run_id for _, _, extra in sent)
-    flat = [(e["message_type"], caller) for _, events, extra in sent for e, caller in zip(events, extra["caller"])]
+    every = [(e, caller) for _, events, extra in sent for e, caller in zip(events, extra["caller"])]
+    chunks = [(e, caller) for e, caller in every if e.get("delta")]
+    assert chunks and all(caller for _, caller in chunks)  # token chunks, streamed before the step commits
+    flat = [(e["message_type"], caller) for e, caller in every if not e.get("delta")]
     assert [t for t, caller in flat if caller] == ["reasoning_message", "assistant_message", "tool_return_message",
                                                    "stop_reason", "usage_statistics"]
     assert [t for t, caller in flat if not caller] == ["run_status", "user_message", "context_update", "run_status"]
