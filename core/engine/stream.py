@@ -22,13 +22,18 @@ ASSISTANT_KWARG = "message"
 THINKING_KWARG = "thinking"
 
 
-def partial_string_values(arguments: str) -> dict[str, str]:
-    """The string values readable so far in a JSON object that is still arriving (incomplete escapes held back)."""
+def partial_object(arguments: str) -> dict[str, Any]:
+    """What is readable so far of a JSON object that is still arriving (incomplete escapes held back)."""
     try:
         parsed = from_json(arguments or "{}", allow_partial="trailing-strings")
     except ValueError:
         return {}
-    return {k: v for k, v in parsed.items() if isinstance(v, str)} if isinstance(parsed, dict) else {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def partial_string_values(arguments: str) -> dict[str, str]:
+    """The string values readable so far in a JSON object that is still arriving."""
+    return {k: v for k, v in partial_object(arguments).items() if isinstance(v, str)}
 
 
 @dataclass
@@ -37,6 +42,7 @@ class _Call:
     id: str | None = None
     arguments: str = ""
     sent: dict[str, int] = field(default_factory=dict)  # characters of each streamed value already sent
+    held: str = ""  # argument text not sent yet: held while the `thinking` argument streams, so reasoning comes first
 
 
 class ChunkBuilder:
@@ -76,9 +82,13 @@ class ChunkBuilder:
             if message:
                 out.append(self._chunk("assistant_message", content=message))
             return out
-        if delta.text or not call.sent.get("_announced"):
+        call.held += delta.text
+        if set(partial_object(call.arguments)) <= {THINKING_KWARG} and not _closed(call.arguments):
+            return out  # the call shows after its reasoning, as the stored message does
+        if call.held or not call.sent.get("_announced"):
             call.sent["_announced"] = 1
-            tool_call = {"name": call.name or None, "arguments": delta.text or None, "tool_call_id": call.id}
+            tool_call = {"name": call.name or None, "arguments": call.held or None, "tool_call_id": call.id}
+            call.held = ""
             out.append(self._chunk("tool_call_message", tool_call=tool_call, tool_calls=[tool_call]))
         return out
 
@@ -90,3 +100,11 @@ class ChunkBuilder:
             return ""
         call.sent[key] = len(value)
         return value[sent:]
+
+
+def _closed(arguments: str) -> bool:
+    try:
+        from_json(arguments)
+    except ValueError:
+        return False
+    return True

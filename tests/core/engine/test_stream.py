@@ -35,8 +35,11 @@ def test_other_tools_stream_their_argument_fragments_and_their_thinking():
     arguments = json.dumps({"thinking": "look it up", "query": "cats", "request_heartbeat": True})
     chunks = _feed_arguments(_builder(), "archival_memory_search", arguments, 5)
     calls = [c for c in chunks if c["message_type"] == "tool_call_message"]
-    assert calls[0]["tool_call"] == {"name": "archival_memory_search", "arguments": None, "tool_call_id": "call_1"}
+    assert calls[0]["tool_call"]["name"] == "archival_memory_search" and calls[0]["tool_call"]["tool_call_id"] == "call_1"
     assert "".join(c["tool_call"]["arguments"] or "" for c in calls) == arguments
+    # The reasoning streams first and the call follows, in the order the stored message shows them.
+    kinds = [c["message_type"] for c in chunks]
+    assert kinds.index("tool_call_message") > max(i for i, k in enumerate(kinds) if k == "reasoning_message")
     assert all(c["tool_calls"] == [c["tool_call"]] for c in calls)
     assert "".join(c["reasoning"] for c in chunks if c["message_type"] == "reasoning_message") == "look it up"
 
