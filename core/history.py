@@ -63,7 +63,7 @@ def step_get(*, owner: Organization, step_id: str) -> Step:
 def agent_messages_reset(*, agent: Agent) -> Agent:
     """Empty the context window down to a fresh system message compiled from the agent's current system prompt
     (under the agent's lock; older messages stay in recall memory, and the new system row marks the reset).
-    Conflict while a run of the agent is active."""
+    Conflict while a run of the agent is active. Open tabs get a context_update after commit."""
     agent = Agent.objects.select_for_update().get(pk=agent.pk)
     busy = Run.objects.filter(agent=agent, status__in=["created", "running"]).values_list("id", flat=True).first()
     if busy is not None:
@@ -74,4 +74,11 @@ def agent_messages_reset(*, agent: Agent) -> Agent:
                                     content=[{"type": "text", "text": agent.system}], text=agent.system)
     agent.message_ids = [system.id]
     agent.save(update_fields=["message_ids", "updated_at"])
+    transaction.on_commit(lambda: _announce_reset(agent.id))
     return agent
+
+
+def _announce_reset(agent_id: str) -> None:
+    from core.events import agent_group, send_event
+
+    send_event(agent_group(agent_id), {"message_type": "context_update", "reason": "reset"})

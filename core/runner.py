@@ -333,7 +333,7 @@ def _commit_step(rs: _RunState, snap, ctx, allowed, step_id, message_id, request
     rs.history = history
     valid = [i for i, c in enumerate(parsed.calls) if c.valid and i in outcomes]
     rs.last_output = outcomes[valid[-1]].value if valid else rs.last_output
-    _emit_step(rs, rows, inputs)
+    _emit_step(rs, rows, inputs, step.index)
     if not decision.continue_loop:
         return decision.stop_reason
     rs.pending = [persistence.message_build(agent=agent, role="user", kind="heartbeat",
@@ -351,10 +351,11 @@ def _account(rs: _RunState, usage: dict) -> None:
         rs.usage["cost_usd"] = round(rs.usage.get("cost_usd", 0.0) + usage["cost_usd"], 10)
 
 
-def _emit_step(rs: _RunState, rows, inputs) -> None:
+def _emit_step(rs: _RunState, rows, inputs, step_index: int) -> None:
     input_ids = {r.id for r in inputs if r.kind == ""}
     for row in rows:
         for event in messages_to_letta([row]):
+            event["step_index"] = step_index
             is_input = row.id in input_ids
             if not is_input:
                 rs.out.append(event)

@@ -43,7 +43,10 @@ async def _user_message(principal: Principal, agent_id: str, payload: dict) -> d
         run = await database_sync_to_async(_submit)(principal, agent_id, text, max_steps)
     except DomainError as exc:
         return _error(exc.message, exc.detail)
-    return {"message_type": "run_status", "run_id": run.id, "status": "created", "stop_reason": None}
+    reply = {"message_type": "run_status", "run_id": run.id, "status": "created", "stop_reason": None}
+    if isinstance(payload.get("otid"), str):
+        reply["otid"] = payload["otid"][:100]  # lets the tab match this reply to the message it sent
+    return reply
 
 
 async def handle_client_message(*, principal: Principal, agent_id: str, payload: dict) -> dict | None:

@@ -19,7 +19,6 @@ from core.engine.types import (
     CompiledContext,
     MemoryStats,
     Message,
-    Role,
     Section,
     ToolRule,
     ToolSpec,
@@ -109,14 +108,12 @@ def compile_context(
 ) -> CompiledContext:
     """Compile the agent's context window into named sections and the exact request (pure, no I/O).
 
-    `messages` are the in-context messages after the system message (a leading system message is
-    ignored: the system message is always rebuilt from `agent`, `blocks` and `stats`). `summary` is the
+    `messages` are the in-context messages after the system message, which is always rebuilt from `agent`,
+    `blocks` and `stats` (a system-role message among them, such as another agent's, is kept). `summary` is the
     conversation-summary message, placed right after the system message. `allowed_tools` narrows the
     tools offered (from rules.allowed_tools); `tool_choice` defaults to "required" when tools are offered.
     """
     model = agent.model
-    if messages and messages[0].role == Role.SYSTEM:
-        messages = messages[1:]
     texts = {
         "system": agent.system,
         "tool_rules": render_rules(tool_rules),

@@ -82,7 +82,7 @@ def step_record(*, run: Run | None, agent: Agent, step_id: str, index: int, kind
     return Step.objects.create(
         id=step_id, owner_id=agent.owner_id, agent_id=agent.id, run=run, index=index, kind=kind,
         model=request.get("model", agent.model), request=request, response=response or {},
-        context_sections=[{"name": s.name, "tokens": s.tokens} for s in sections], tokenizer=tokenizer,
+        context_sections=[{"name": s.name, "tokens": s.tokens, "text": s.text} for s in sections], tokenizer=tokenizer,
         usage=usage or {}, model_ms=round(model_ms, 3), tools_ms=round(tools_ms, 3), total_ms=round(total_ms, 3),
         stop_reason=stop_reason, error=error, state=state or {},
     )

@@ -35,7 +35,7 @@ def _window(agent: Agent) -> list[Message]:
 def _compiled(agent: Agent):
     return compile_context(
         mapping.agent_spec(agent), [mapping.block_spec(b) for b in agent_blocks(agent=agent)],
-        [mapping.message(m) for m in _window(agent)],
+        [mapping.message(m) for m in _window(agent)[1:]],
         [mapping.tool_spec(t) for t in agent.tools.order_by("name")], mapping.tool_rules(agent), MemoryStats(),
         now=datetime(2025, 1, 1, tzinfo=UTC),
     )

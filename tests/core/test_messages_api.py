@@ -222,3 +222,11 @@ def test_concurrent_sends_one_gets_409_and_nothing_interleaves(account, fake_llm
     assert [r.role for r in rows] == ["system", "user", "assistant", "tool"]
     assert rows[1].text == "first"
     assert _send(ApiClient(account.token), agent, "third").status_code == 200
+
+
+def test_a_step_keeps_the_text_of_each_context_section(api, agent, fake_llm):
+    body = _send(api, agent).json()
+    [step] = api.get(f"/v1/runs/{body['run_id']}/steps").json()
+    sections = {s["name"]: s for s in step["context_sections"]}
+    assert sections["system"]["text"] == agent.system and sections["system"]["tokens"] > 0
+    assert "The user's name is Alice." in sections["core_memory"]["text"]

@@ -124,3 +124,32 @@ async def test_other_users_agent_is_refused(account, other_account):
     comm.scope["user"] = other_account.user
     connected, _ = await comm.connect()
     assert not connected
+
+
+async def test_the_reply_names_the_message_it_answers_and_events_carry_their_step(account, fake_llm):
+    from asgiref.sync import sync_to_async
+    from channels.db import database_sync_to_async
+
+    agent = await database_sync_to_async(_agent)(account)
+    fake_llm.script(FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True),
+                    FakeLLM.tool("send_message", {"message": "done"}))
+    tab = await _open(account.user, agent.id)
+    await tab.send_json_to({"type": "user_message", "text": "hi", "otid": "otid-123"})
+    seen = await _until(tab, "run_status")
+    [reply] = [e for e in seen if e.get("otid") == "otid-123"]
+    assert reply["message_type"] == "run_status" and reply["status"] == "created"
+    stored = [e for e in seen if e["message_type"] in ("tool_return_message", "assistant_message") and not e.get("delta")]
+    assert [e["step_index"] for e in stored] == [0, 1, 1]  # search's return; send_message's call and return
+
+    def reset():
+        from django.db import connection
+
+        try:
+            return ApiClient(account.token).patch(f"/v1/agents/{agent.id}/reset-messages", {}).status_code
+        finally:
+            connection.close()
+
+    assert await sync_to_async(reset, thread_sensitive=False)() == 200
+    update = await tab.receive_json_from(timeout=10)
+    assert update == {"message_type": "context_update", "reason": "reset"}
+    await tab.disconnect()

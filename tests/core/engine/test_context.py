@@ -51,11 +51,13 @@ def test_request_is_exact(agent, blocks, tools):
     assert json.dumps(req)  # serialisable as sent
 
 
-def test_leading_system_message_is_rebuilt_not_duplicated(agent, blocks, tools):
-    stale = Message(id="m0", role=Role.SYSTEM, content="old system text", token_count=5)
-    ctx = compile_(agent, blocks, [stale, msg(1)], tools)
-    assert [m["role"] for m in ctx.request["messages"]] == ["system", "user"]
-    assert "old system text" not in ctx.request["messages"][0]["content"]
+def test_a_system_role_message_first_after_the_system_prompt_is_kept(agent, blocks, tools):
+    # Another agent's message arrives as a system-role message; first in the window, it must still be sent.
+    incoming = Message(id="m0", role=Role.SYSTEM, content="[Incoming message from agent with ID 'a'] hi", token_count=9)
+    ctx = compile_(agent, blocks, [incoming, msg(1)], tools)
+    assert [m["role"] for m in ctx.request["messages"]] == ["system", "system", "user"]
+    assert ctx.request["messages"][1]["content"] == incoming.content
+    assert incoming.content not in ctx.request["messages"][0]["content"]
 
 
 def test_thinking_and_heartbeat_are_added_per_tool(agent, blocks, tools):
