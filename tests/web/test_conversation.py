@@ -155,3 +155,24 @@ def test_rules_naming_tools_the_agent_lacks_are_refused(web, account):
     assert Agent.objects.get(id=agent.id).tool_rules == []
     ok = [{"type": "exit_loop", "tool_name": "send_message"}]
     assert "Saved." in web.post(f"/agents/{agent.id}/rules/", {"tool_rules": json.dumps(ok)}).content.decode()
+
+
+def test_history_and_runs_cost_the_same_queries_however_long_the_history(web, account, fake_llm):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    agent = make_agent(account.org)
+
+    def count(url: str) -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert web.get(url).status_code == 200
+        return len(ctx.captured_queries)
+
+    _say(agent, "one")
+    urls = [f"/agents/{agent.id}/history/?before=100000", f"/agents/{agent.id}/runs/", f"/agents/{agent.id}/steps/",
+            f"/agents/{agent.id}/window/"]
+    before = [count(u) for u in urls]
+    assert before == [10, 6, 6, 7]  # session and user included
+    for i in range(5):
+        _say(agent, f"more {i}")
+    assert [count(u) for u in urls] == before
