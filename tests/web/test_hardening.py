@@ -389,3 +389,21 @@ def test_openapi_declares_error_responses_and_constraints(api):
     assert agent_in["overflow_strategy"]["anyOf"][0]["enum"] == ["summarize", "truncate"]
     block = spec["components"]["schemas"]["BlockUpdateIn"]["properties"]
     assert block["limit"]["minimum"] == 1 and block["label"]["maxLength"] == 100 and "anyOf" not in block["value"]
+
+
+# --- sending messages (a provider configured, so the request reaches the run) ---
+
+@pytest.mark.parametrize("body", [
+    {"messages": [{"role": "user", "content": "hi"}], "max_steps": 10**30},
+    {"messages": [{"role": "user", "content": "hi"}], "max_steps": 2**31},
+    {"messages": [{"role": "user", "content": "hi\x00"}]},
+    {"input": "\x00"},
+])
+def test_bad_sends_are_4xx_and_start_no_run(api, agent, fake_llm, body):
+    from core.models import Run
+
+    for path in (f"/v1/agents/{agent.id}/messages", f"/v1/agents/{agent.id}/messages/async"):
+        r = api.post(path, body)
+        assert 400 <= r.status_code < 500, (path, r.status_code, r.content[:300])
+        assert r.json()["detail"]
+    assert not Run.objects.filter(status__in=["created", "running"]).exists()
