@@ -214,8 +214,10 @@
 
   // ---- placing items: a final message replaces its streamed chunks; others go before what is still streaming
   function place(node, key) {
-    const partial = key && streaming.get(key);
-    if (partial) { partial.replaceWith(node); streaming.delete(key); return; }
+    // send_message may stream as a tool call and end as the assistant_message it stands for
+    const alt = key && key.startsWith("assistant_message:") ? "tool_call_message:" + key.slice(18) : null;
+    const hit = key && streaming.has(key) ? key : (alt && streaming.has(alt) ? alt : null);
+    if (hit) { streaming.get(hit).replaceWith(node); streaming.delete(hit); return; }
     const first = live.querySelector(".msg.streaming");
     if (first) live.insertBefore(node, first); else live.appendChild(node);
   }
@@ -375,7 +377,7 @@
     setRunning(false, ev.status + why);
     refreshContext();
     refreshMarks();
-    streaming.forEach((n) => n.classList.remove("streaming"));
+    streaming.forEach((n) => n.remove());  // chunks whose message never came: the step did not happen
     streaming.clear();
     if (ev.status !== "completed") showNotice(ev);
     if (queued) { const q = queued; queued = null; sendText(q.text, q.bubble); }

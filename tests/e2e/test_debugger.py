@@ -267,3 +267,18 @@ def test_token_chunks_render_before_the_final_message(redis_layer, signed_in, ac
     expect(page.locator("#live .msg.reasoning_message.streaming, #live .msg.assistant_message.streaming")).to_have_count(0)
     kinds = page.eval_on_selector_all("#live .msg", "els => els.map(e => e.dataset.type)")
     assert kinds == ["reasoning_message", "tool_call_message", "assistant_message"], kinds
+
+    # send_message streamed as a tool call ends as the assistant message it stands for
+    other = "message-streamed-2"
+    send_events(group, [{"message_type": "tool_call_message", "id": other, "delta": True, "run_id": "run-x",
+                         "tool_call": {"name": "send_message", "arguments": '{"message": "Bye', "tool_call_id": "call-2"}}])
+    expect(page.locator(f'#live .msg.tool_call_message.streaming[data-id="{other}"]')).to_have_count(1)
+    send_events(group, [{**final, "id": other, "message_type": "assistant_message", "content": "Bye now."}])
+    expect(page.locator(f'#live .msg.assistant_message[data-id="{other}"]')).to_have_text(re.compile("Bye now."))
+    expect(page.locator(f'#live .msg.tool_call_message[data-id="{other}"]')).to_have_count(0)
+    # chunks of a step that never completed go when the run ends
+    send_events(group, [{"message_type": "assistant_message", "id": "message-never", "delta": True, "content": "half a"}])
+    expect(page.locator('#live .msg.streaming[data-id="message-never"]')).to_have_count(1)
+    send_events(group, [{"message_type": "run_status", "run_id": "run-x", "status": "completed", "stop_reason": "end_turn"}])
+    expect(page.locator('#live [data-id="message-never"]')).to_have_count(0)
+    expect(page.locator("#run-status")).to_contain_text("completed")
