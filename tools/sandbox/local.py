@@ -59,6 +59,7 @@ from tools.sandbox.process import (
     remove_uid_files,
 )
 from tools.sandbox.venvs import Installer, ensure_venv
+from tools.sandbox.warm import WARM, Spawned
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +80,8 @@ class LocalSandbox(SandboxBackend):
     """Runs tools in local subprocesses (see the module docstring for the isolation it gives).
 
     `isolation`: None picks namespaces when they work here, else the weak mode if
-    `allow_weak_isolation`, else refuses every run; "namespaces" or "weak" forces one.
+    `allow_weak_isolation`, else refuses every run; "namespaces" or "weak" forces one. `warm`: keep the next
+    namespaced sandbox started ahead (`warm.py`).
     """
 
     name = "local"
@@ -98,6 +100,7 @@ class LocalSandbox(SandboxBackend):
         isolation: str | None = None,
         allow_weak_isolation: bool = False,
         bwrap: str | None = None,
+        warm: bool = True,
     ):
         if isolation not in (None, "namespaces", "weak"):
             raise ValueError(f"isolation must be None, 'namespaces' or 'weak', not {isolation!r}")
@@ -112,6 +115,7 @@ class LocalSandbox(SandboxBackend):
         self.isolation = isolation
         self.allow_weak_isolation = allow_weak_isolation
         self.bwrap = bwrap or find_bwrap()
+        self.warm = warm
 
     def isolation_status(self) -> tuple[str, str | None]:
         """How runs are isolated here — "namespaces", "weak" or "refused" — and why namespaces are unavailable.
@@ -144,7 +148,7 @@ class LocalSandbox(SandboxBackend):
             return known[0]
 
     def run(self, request: SandboxRequest) -> SandboxResult:
-        """Run the tool in a fresh sandboxed subprocess (may build a venv; weak mode: a temp dir)."""
+        """Run the tool in a fresh sandboxed subprocess (may build a venv; starts the next warm sandbox)."""
         started = time.monotonic()
         try:
             validate_request(request)
@@ -152,18 +156,17 @@ class LocalSandbox(SandboxBackend):
             if mode == "refused":
                 raise SandboxError(refusal_message(reason))
             python = self._python(request)
+            if mode == "namespaces":
+                return self._run_namespaced(request, python, started)
             lease = UidLease.acquire(self.uid_range, self.work_root) if self.drop_privileges else None
         except (SandboxError, OSError) as exc:
             return error_result(backend=self.name, started=started, error_type="SandboxError", message=str(exc))
         try:
-            if mode == "namespaces":
-                return self._run_namespaced(request, python, lease, started)
             return self._run_weak(request, python, lease, started)
         finally:
             if lease:
                 kill_uid_processes(lease.uid)
-                if mode == "weak":
-                    remove_uid_files(lease.uid)
+                remove_uid_files(lease.uid)
                 lease.release()
 
     def _python(self, request: SandboxRequest) -> str:
@@ -177,16 +180,36 @@ class LocalSandbox(SandboxBackend):
             installer=self.installer,
         )
 
-    def _run_namespaced(self, request, python, lease, started) -> SandboxResult:
+    def _run_namespaced(self, request, python, started) -> SandboxResult:
         argv = bwrap_argv(bwrap=self.bwrap, mounts=python_mounts(python), runner=_shared_runner_path(self.work_root),
                           allow_network=request.allow_network, scratch_mb=request.limits.scratch_mb)
         argv += ["--", *_runner_argv(python, RUNNER_IN_SANDBOX, site=bool(request.pip_requirements))]
         # bwrap runs outside the namespaces, so it gets a fixed environment; the runner sets the tool's own.
         env = {"PATH": BASE_PATH, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
-        # The run's user namespace counts only its own processes, bwrap's init among them.
-        nproc = request.limits.max_processes + 1
-        return self._spawn_and_collect(request, argv, "/", env, lease, nproc, started, network=request.allow_network,
-                                       namespaced=True, tool_env={**env, **request.env_vars})
+
+        def spawn() -> Spawned:
+            lease = UidLease.acquire(self.uid_range, self.work_root) if self.drop_privileges else None
+            try:
+                return self._spawn(argv, "/", env, lease)
+            except BaseException:
+                if lease:
+                    lease.release()
+                raise
+
+        # Nothing but this command line decides what a sandbox is, so one started ahead is as fresh as a new one.
+        key = (tuple(argv), self.drop_privileges, self.uid_range, self.work_root)
+        spawned = (WARM.take(key) if self.warm else None) or spawn()
+        if self.warm:
+            WARM.refill(key, spawn)
+        try:
+            # The run's user namespace counts only its own processes, bwrap's init among them.
+            return self._collect(request, spawned, started, nproc=request.limits.max_processes + 1,
+                                 network=request.allow_network, namespaced=True,
+                                 tool_env={**env, **request.env_vars})
+        finally:
+            if spawned.lease:
+                kill_uid_processes(spawned.lease.uid)
+                spawned.lease.release()
 
     def _run_weak(self, request, python, lease, started) -> SandboxResult:
         workdir = tempfile.mkdtemp(prefix="tool-run-", dir=self.work_root)
@@ -196,21 +219,19 @@ class LocalSandbox(SandboxBackend):
             os.chmod(workdir, 0o700)
             argv = _runner_argv(python, _shared_runner_path(self.work_root), site=bool(request.pip_requirements))
             env = {"PATH": BASE_PATH, "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8", **request.env_vars}
+            try:
+                spawned = self._spawn(argv, workdir, env, lease)
+            except OSError as exc:
+                return error_result(backend=self.name, started=started, error_type="SandboxError", network=True,
+                                    message=f"could not start the sandbox process: {exc}")
             # Without our own uid, NPROC counts all of the server user's processes too.
             nproc = request.limits.max_processes + (0 if lease else count_uid_tasks(os.getuid()))
-            return self._spawn_and_collect(request, argv, workdir, env, lease, nproc, started, network=True,
-                                           namespaced=False)
+            return self._collect(request, spawned, started, nproc=nproc, network=True, namespaced=False)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    def _spawn_and_collect(self, request, argv, cwd, env, lease, nproc, started, *, network, namespaced,
-                           tool_env=None) -> SandboxResult:
-        limits = request.limits
-        payload = request.payload()
-        payload["limits"] = {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb,
-                             "file_size_mb": limits.file_size_mb, "nproc": nproc}
-        if tool_env is not None:
-            payload["env"] = tool_env
+    def _spawn(self, argv, cwd, env, lease) -> Spawned:
+        """Start the sandbox process as `lease`'s uid if given; it waits for its payload on stdin."""
         result_r, result_w = os.pipe()
         try:
             proc = subprocess.Popen(
@@ -224,14 +245,25 @@ class LocalSandbox(SandboxBackend):
                 start_new_session=True,
                 **({"user": lease.uid, "group": lease.uid, "extra_groups": []} if lease else {}),
             )
-        except OSError as exc:
+        except BaseException:
             os.close(result_r)
-            return error_result(backend=self.name, started=started, error_type="SandboxError", network=network,
-                                message=f"could not start the sandbox process: {exc}")
+            raise
         finally:
             os.close(result_w)
-        io = Pump(proc, result_r, _encode_payload(payload), limits.max_output_bytes, self.max_result_bytes)
-        # The wall clock starts at spawn: building a venv first must not eat the tool's time.
+        return Spawned(proc, result_r, lease)
+
+    def _collect(self, request, spawned: Spawned, started, *, nproc, network, namespaced,
+                 tool_env=None) -> SandboxResult:
+        """Give the sandbox its payload, enforce wall time and output caps, and read its result."""
+        limits = request.limits
+        payload = request.payload()
+        payload["limits"] = {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb,
+                             "file_size_mb": limits.file_size_mb, "nproc": nproc}
+        if tool_env is not None:
+            payload["env"] = tool_env
+        proc, lease = spawned.proc, spawned.lease
+        io = Pump(proc, spawned.result_r, _encode_payload(payload), limits.max_output_bytes, self.max_result_bytes)
+        # The wall clock starts with the payload: building a venv first must not eat the tool's time.
         io.run(deadline=time.monotonic() + request.timeout_s, on_finish=lambda: kill_run(proc, lease))
         return self._result(request, proc, io, started, network, namespaced)
 
