@@ -282,3 +282,20 @@ def test_token_chunks_render_before_the_final_message(redis_layer, signed_in, ac
     send_events(group, [{"message_type": "run_status", "run_id": "run-x", "status": "completed", "stop_reason": "end_turn"}])
     expect(page.locator('#live [data-id="message-never"]')).to_have_count(0)
     expect(page.locator("#run-status")).to_contain_text("completed")
+
+
+def test_an_imported_letta_v1_conversation_renders_like_a_native_one(signed_in, account):
+    from core.agentfile import agentfile_import, parse_agent_file
+    from tests.core.agentfile_fixtures import fixture_path
+
+    result = agentfile_import(owner=account.org, parsed=parse_agent_file(fixture_path("memgpt_agent_with_convo.af").read_bytes()))
+    page = _open(signed_in, result.agent_ids[0])
+    history = page.locator("#history")
+    expect(history.locator(".msg.user_message[data-ctx=in]").filter(has_text="Can you start calling me")).to_have_count(1)
+    expect(history.locator(".divider.summary")).to_contain_text("Context summarized")  # Letta's own summary alert
+    expect(history).not_to_contain_text('"type": "user_message"')
+    expect(history.locator(".divider.reset")).to_have_count(0)
+    returns = history.locator(".msg.tool_return_message summary")
+    expect(returns.first).to_contain_text("core_memory")
+    page.locator("#conversation").evaluate("c => c.scrollTop = c.scrollHeight - c.clientHeight - 700")
+    shot(page, "51-imported-letta-v1")
