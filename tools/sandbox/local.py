@@ -50,12 +50,14 @@ from tools.sandbox.base import (
 )
 from tools.sandbox.bwrap import RUNNER_IN_SANDBOX, SANDBOX_HOME, bwrap_argv, find_bwrap, probe, python_mounts
 from tools.sandbox.process import (
+    REAPER,
     Pump,
     UidLease,
     count_uid_tasks,
     kill_run,
     kill_uid_processes,
     owned_dir,
+    reap,
     remove_uid_files,
 )
 from tools.sandbox.venvs import Installer, ensure_venv
@@ -201,15 +203,9 @@ class LocalSandbox(SandboxBackend):
         spawned = (WARM.take(key) if self.warm else None) or spawn()
         if self.warm:
             WARM.refill(key, spawn)
-        try:
-            # The run's user namespace counts only its own processes, bwrap's init among them.
-            return self._collect(request, spawned, started, nproc=request.limits.max_processes + 1,
-                                 network=request.allow_network, namespaced=True,
-                                 tool_env={**env, **request.env_vars})
-        finally:
-            if spawned.lease:
-                kill_uid_processes(spawned.lease.uid)
-                spawned.lease.release()
+        # The run's user namespace counts only its own processes, bwrap's init among them.
+        return self._collect(request, spawned, started, nproc=request.limits.max_processes + 1,
+                             network=request.allow_network, namespaced=True, tool_env={**env, **request.env_vars})
 
     def _run_weak(self, request, python, lease, started) -> SandboxResult:
         workdir = tempfile.mkdtemp(prefix="tool-run-", dir=self.work_root)
@@ -262,9 +258,17 @@ class LocalSandbox(SandboxBackend):
         if tool_env is not None:
             payload["env"] = tool_env
         proc, lease = spawned.proc, spawned.lease
-        io = Pump(proc, spawned.result_r, _encode_payload(payload), limits.max_output_bytes, self.max_result_bytes)
-        # The wall clock starts with the payload: building a venv first must not eat the tool's time.
-        io.run(deadline=time.monotonic() + request.timeout_s, on_finish=lambda: kill_run(proc, lease))
+        io = Pump(proc, spawned.result_r, _encode_payload(payload), limits.max_output_bytes, self.max_result_bytes,
+                  early=namespaced)
+        try:
+            # The wall clock starts with the payload: building a venv first must not eat the tool's time.
+            # Namespaced, killing bwrap ends the whole PID namespace; its uid is swept when it is reaped.
+            io.run(deadline=time.monotonic() + request.timeout_s,
+                   on_finish=lambda: kill_run(proc, None if namespaced else lease))
+        finally:
+            if namespaced:
+                # Killed already; waiting for the namespaces to be torn down needn't delay the result.
+                (REAPER.reap if io.result_complete else reap)(proc, lease)
         return self._result(request, proc, io, started, network, namespaced)
 
     def _result(self, request, proc, io: Pump, started, network: bool, namespaced: bool) -> SandboxResult:
