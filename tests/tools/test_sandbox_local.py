@@ -299,3 +299,25 @@ def test_a_forked_server_process_starts_without_the_parents_waiting_sandboxes():
     if pid == 0:
         os._exit(0 if (not WARM._ready and WARM._worker is None and not WARM._filling) else 1)
     assert os.waitpid(pid, 0)[1] == 0
+
+
+def test_only_a_python_installation_or_venv_is_mounted_beyond_usr(tmp_path):
+    from tools.sandbox.bwrap import python_mounts
+
+    assert python_mounts("/usr/bin/python3") == []
+    base = tmp_path / "python"
+    (base / "bin").mkdir(parents=True)
+    (base / "lib" / "python3.11").mkdir(parents=True)
+    (base / "lib" / "python3.11" / "os.py").write_text("")
+    (base / "bin" / "python3").write_text("")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\n")
+    (venv / "bin" / "python").symlink_to(base / "bin" / "python3")
+    assert python_mounts(str(base / "bin" / "python3")) == [str(base)]
+    assert python_mounts(str(venv / "bin" / "python")) == [str(base), str(venv)]
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "python3").write_text("")
+    with pytest.raises(SandboxError, match="not inside a Python installation"):
+        python_mounts(str(home / "bin" / "python3"))  # would otherwise mount the whole home directory

@@ -14,8 +14,10 @@ Isolation, in layers:
 - resources: RLIMIT_CPU/AS/FSIZE/NPROC/CORE are set by the runner before the tool's source is even
   compiled (not in a `preexec_fn`, which is unsafe in a threaded server); wall time is enforced here;
 - lifetime: the child leads its own session; when it exits or times out we kill its process group.
-  Namespaced, the PID namespace dies with it, taking every process the tool started; weak, we kill
-  what its throwaway uid still owns and delete what it left in /tmp, /var/tmp and /dev/shm.
+  Namespaced, killing bwrap ends the PID namespace, taking every process the tool started; the result
+  is returned as soon as it is complete and a reaper thread waits for the teardown. Weak, we kill what
+  its throwaway uid still owns and delete what it left in /tmp, /var/tmp and /dev/shm;
+- start-up: the next namespaced sandbox is started ahead (`warm.py`), so a run rarely waits for it.
 
 The weak mode without root runs the tool as the server's user: env, cwd, limits and timeouts still
 apply, but file permissions, /proc/<server>/environ and the network do not protect the server.
