@@ -21,7 +21,9 @@ def context_view_model(ctx, *, limit: int | None = None) -> dict:
              "tokens": s.tokens, "pct": round(100 * s.tokens / max(limit, 1), 2)} for s in ctx.sections]
     sections = [{"name": s.name, "tokens": s.tokens, "text": s.text} for s in ctx.sections]
     model = ctx.request.get("model", "")
+    evictable = sum(s.tokens for s in ctx.sections if s.name in ("messages", "summary"))
     return {"rows": rows, "total": ctx.total_tokens, "limit": limit, "tokenizer": ctx.tokenizer,
+            "fixed": ctx.total_tokens - evictable, "fixed_over": ctx.total_tokens - evictable >= limit,
             "free": limit - ctx.total_tokens, "over": ctx.total_tokens > limit,
             "pct": round(100 * ctx.total_tokens / max(limit, 1), 1),
             "parts": payload_parts(model=model, request=ctx.request, sections=sections),
