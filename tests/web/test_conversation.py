@@ -114,6 +114,8 @@ def test_step_shows_readable_parts_and_the_memory_change_as_a_diff(web, account,
     # the next request is readable too: the core memory section with its own token count
     ctx = web.get(f"/agents/{agent.id}/context/").content.decode()
     assert re.search(r'data-key="core_memory" data-tokens="\d+"', ctx) and "Loves oolong tea." in ctx
+    block = re.search(r'data-key="block:human" data-tokens="(\d+)".*?</details>', ctx, re.S)  # each block apart
+    assert block and int(block.group(1)) > 0 and "Loves oolong tea." in block.group(0)
 
 
 def test_runs_view_lists_runs_with_outcome_and_steps(web, account, fake_llm):
