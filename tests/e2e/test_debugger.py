@@ -10,7 +10,7 @@ import urllib.request
 
 from playwright.sync_api import expect
 
-from core.models import Agent, Message, Run, Step
+from core.models import Message, Step
 from core.runner import run_agent
 from core.services import BlockInput
 from tests.e2e.conftest import shot
