@@ -57,8 +57,11 @@
   function sendText(text, existing) {
     const p = existing || bubble(text, "sending", "sending…");
     if (existing) setBubble(p, "sending", "sending…");
-    awaiting.push({kind: "send", bubble: p});
-    send({type: "user_message", text: text});
+    // the otid names this send, so a server that echoes it ties its reply to this bubble whatever else arrives
+    const otid = "otid-" + Date.now().toString(36) + Math.random().toString(36).slice(2, 8);
+    p.dataset.otid = otid;
+    awaiting.push({kind: "send", bubble: p, otid: otid});
+    send({type: "user_message", text: text, otid: otid});
     setRunning(true);
   }
 
@@ -72,9 +75,11 @@
 
   // ---- replies to this socket (sent in the order we asked) and events of every run of the agent
   function onReply(ev) {
-    const head = awaiting[0];
+    const at = ev.otid ? awaiting.findIndex((a) => a.otid === ev.otid) : 0;  // else replies come in order
+    const head = at >= 0 ? awaiting[at] : null;
+    const take = () => awaiting.splice(at, 1);
     if (ev.message_type === "run_status" && ev.status === "created" && head && head.kind === "send") {
-      awaiting.shift();
+      take();
       runsChanged();
       if (ended.has(ev.run_id)) {  // it already ended: its notice (or the stored message) replaced this bubble
         if (head.bubble.classList.contains("pending")) head.bubble.remove();
@@ -87,7 +92,7 @@
       return true;
     }
     if (ev.message_type === "error_message" && !ev.run_id && head) {
-      awaiting.shift();
+      take();
       if (head.kind === "cancel") { setRunning(false); render(ev); return true; }
       const busy = ev.detail && typeof ev.detail === "object" && ev.detail.run_id;
       if (busy) {  // another run holds the agent: the text goes back to the composer, nothing is lost
@@ -102,7 +107,7 @@
       }
       return true;
     }
-    if (ev.message_type === "cancel_requested" && head && head.kind === "cancel") { awaiting.shift(); if (running) showCancelling(); return true; }
+    if (ev.message_type === "cancel_requested" && head && head.kind === "cancel") { take(); if (running) showCancelling(); return true; }
     return false;
   }
 
@@ -163,7 +168,8 @@
     ws.onmessage = (m) => {
       let ev; try { ev = JSON.parse(m.data); } catch (e) { return; }
       // replies to this socket carry no run id, or are the "created" status of the run we asked for
-      const direct = (ev.message_type === "run_status" && ev.status === "created") ||
+      const direct = ev.otid ? awaiting.some((a) => a.otid === ev.otid) :
+        (ev.message_type === "run_status" && ev.status === "created") ||
         (ev.message_type === "error_message" && !ev.run_id) || ev.message_type === "cancel_requested";
       handle(ev, direct);
     };
