@@ -198,6 +198,13 @@
   }
   cancelBtn.addEventListener("click", () => { cancelling = true; showCancelling(); awaiting.push({kind: "cancel"}); send({type: "cancel"}); });
   $("#busy-cancel").addEventListener("click", () => { hideBusy(); cancelBtn.click(); });
+  document.addEventListener("click", (e) => {  // the runs view's Cancel on a run in progress (one at a time per agent)
+    const b = e.target.closest("[data-cancel-run]");
+    if (!b) return;
+    b.disabled = true; b.textContent = "cancelling…";
+    if (!running) { activeRunId = b.dataset.cancelRun; setRunning(true); }
+    cancelBtn.click();
+  });
   $("#busy-dismiss").addEventListener("click", () => { hideBusy(); input.focus(); });
   $("#busy-queue").addEventListener("click", () => {
     const text = input.value;

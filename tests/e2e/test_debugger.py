@@ -115,10 +115,12 @@ def test_runs_view_follows_a_run_started_over_the_api(signed_in, account, fake_l
     expect(row).to_have_attribute("data-status", re.compile("created|running"), timeout=FIRST_CALL_S)
     expect(page.locator("#run-status")).to_contain_text("running")
     expect(row).to_contain_text("from a script")
+    expect(row.locator("[data-cancel-run]")).to_be_visible()
     shot(page, "33-runs-live-running")
     expect(row).to_have_attribute("data-status", "completed", timeout=FIRST_CALL_S)
     expect(row.locator(".run-main td.num").first).to_have_text("2")  # two model calls
     expect(row.locator(".run-main")).to_contain_text("end_turn")
+    expect(row.locator("[data-cancel-run]")).to_have_count(0)
     expect(page.locator("#live .msg.assistant_message")).to_contain_text("Answered over the API.")
     expect(page.locator("#run-status")).to_contain_text("completed")
 

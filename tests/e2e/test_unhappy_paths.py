@@ -141,8 +141,11 @@ def test_cancelling_leaves_a_usable_page(signed_in, account, fake_llm):
         if fake_llm.chat_requests:
             break
         page.wait_for_timeout(100)
-    page.click("#cancel-run")
+    page.click("[data-tab=tab-runs]")  # cancelled from the runs view
+    page.locator("#runs-table [data-cancel-run]").click()
+    expect(page.locator("#run-status")).to_contain_text("cancelling")
     expect(page.locator("#live .run-failed")).to_contain_text("cancelled", timeout=FIRST_CALL_S)
+    expect(page.locator("#runs-table .run-row").first).to_have_attribute("data-status", "cancelled")
     expect(page.locator("#run-status")).to_contain_text("cancelled")
     _usable(page)
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Still here."}))
