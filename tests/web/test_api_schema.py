@@ -2,7 +2,7 @@
 process through Django's WSGI handler on this run's database. No answer may be a server error, and none may
 contradict the spec (an undeclared status, a body or content type other than declared).
 
-Bounded: a fixed number of examples per operation (SCHEMATHESIS_EXAMPLES, default 25), no shrinking, no deadline;
+Bounded: a fixed number of examples per operation (SCHEMATHESIS_EXAMPLES, default 20), no shrinking, no deadline;
 one and a half minutes on the development machine. Every operation is exercised: sending messages answers 400
 before any model call (no provider is configured here), and tool runs use the real sandbox.
 """
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, settings
 
 from tests.factories import make_account, make_agent
 
-EXAMPLES = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "20"))
 # What "contradicts the spec" means here; the data-acceptance checks are left out because a well-formed request
 # may still be refused for what it refers to (an unknown id is 404, a taken name 409), as the spec declares.
 CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conformance", "response_schema_conformance",
