@@ -7,7 +7,7 @@ it parses, so the API parses each body once). Field lengths, ranges and enums ar
 
 import json
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -47,9 +47,11 @@ def _query_problem(request: HttpRequest) -> tuple[str, str] | None:
     return None
 
 
+_FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
 def _form_problem(request: HttpRequest) -> tuple[str, str] | None:
-    if request.method not in ("POST", "PUT", "PATCH") or request.content_type not in (
-            "application/x-www-form-urlencoded", "multipart/form-data"):
+    if request.method != "POST" or request.content_type not in _FORMS:
         return None
     for key, values in request.POST.lists():
         if found := first_bad_string({key: values}):
@@ -105,8 +107,12 @@ class RequestGuardMiddleware:
         return request_problem(request) or self.get_response(request)
 
     async def __acall__(self, request):
-        # The body is already spooled by the ASGI handler: these checks do no I/O worth a thread hop.
-        return request_problem(request) or await self.get_response(request)
+        if request.method == "POST" and request.content_type in _FORMS:
+            # Parsing a form (an agent-file upload may be 16 MiB) is work for a thread, not the event loop.
+            problem = await sync_to_async(request_problem, thread_sensitive=False)(request)
+        else:
+            problem = request_problem(request)
+        return problem or await self.get_response(request)
 
 
 class StrictParser(Parser):

@@ -1,6 +1,9 @@
 """Local sandbox latency: p50/p90 wall time per run for a trivial tool and a stdlib-importing tool.
 
-Usage: .venv/bin/python bench/sandbox.py [--n 50] [--isolation namespaces|weak] [--network]
+Usage: .venv/bin/python bench/sandbox.py [--n 50] [--isolation namespaces|weak] [--network] [--cold] [--gap-ms 0]
+
+Runs go back to back unless --gap-ms spaces them (as an agent's LLM calls do), which gives the next warm
+sandbox (tools/sandbox/warm.py) time to start; --cold starts every sandbox on demand.
 """
 
 from __future__ import annotations
@@ -57,17 +60,22 @@ def main() -> None:
     parser.add_argument("--isolation", choices=["namespaces", "weak"], default=None,
                         help="force one mode (default: namespaces where user namespaces work)")
     parser.add_argument("--network", action="store_true", help="runs allowed the network (no network namespace)")
+    parser.add_argument("--cold", action="store_true", help="no warm sandboxes: start each one on demand")
+    parser.add_argument("--gap-ms", type=float, default=0.0, help="pause between runs (not measured)")
     opts = parser.parse_args()
-    backend = get_backend("local", isolation=opts.isolation)
+    backend = get_backend("local", isolation=opts.isolation, warm=not opts.cold)
     mode, reason = backend.isolation_status()
     print(f"local sandbox: isolation={mode}{f' ({reason})' if reason else ''} network={opts.network} "
-          f"python={backend.python_executable} drop_privileges={backend.drop_privileges} n={opts.n}")
+          f"warm={not opts.cold} gap={opts.gap_ms:g} ms python={backend.python_executable} "
+          f"drop_privileges={backend.drop_privileges} n={opts.n}")
     for label, source, fn, args in CASES:
         request = SandboxRequest(source_code=source, function_name=fn, args=args, allow_network=opts.network)
         for _ in range(3):
             backend.run(request)
+            time.sleep(opts.gap_ms / 1000)
         wall = []
         for _ in range(opts.n):
+            time.sleep(opts.gap_ms / 1000)
             t0 = time.perf_counter()
             result = backend.run(request)
             wall.append((time.perf_counter() - t0) * 1000)

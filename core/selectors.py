@@ -78,23 +78,35 @@ def _is_prompt(row: dict) -> bool:
     return row["role"] == "system" and not row["kind"] and not row["sender_agent_id"]
 
 
-def agent_window_marks(*, agent: Agent, since_seq: int | None = None) -> tuple[set[str], dict[str, Eviction]]:
-    """The ids in the context window now, and for messages out of it (seq >= since_seq) what evicted them.
+@dataclass(frozen=True)
+class WindowMarks:
+    in_window: set[str]
+    evicted: dict[str, "Eviction"]
+    resets: set[str]  # later system prompts that emptied the window (not a prompt rebuilt mid-conversation)
+
+
+def agent_window_marks(*, agent: Agent, since_seq: int | None = None) -> WindowMarks:
+    """The ids in the context window now, for messages out of it (seq >= since_seq) what evicted them, and which
+    later system prompts were resets.
 
     Eviction is replayed from the stored summaries (each says how many messages are hidden in all; they were
-    the oldest still in the window) and resets (a later system prompt); a message out of the window that no
-    summary or reset explains has no entry.
+    the oldest still in the window) and resets; a message out of the window that nothing explains has no entry.
+    A later system prompt is a reset when nothing older than it is in the window and no tool return follows it:
+    Letta v1 files also hold prompts rebuilt mid-step, between a memory tool's call and its return.
     """
     in_window = set(agent.message_ids or ())
     rows = list(Message.objects.filter(agent=agent).order_by("seq")
                 .values("id", "seq", "role", "kind", "sender_agent_id", "run_id", "step_id", "step__index"))
     summary_text = dict(Message.objects.filter(agent=agent, kind="summary").values_list("id", "text"))
     first_prompt = next((r["seq"] for r in rows if _is_prompt(r)), None)
+    oldest_in = min((r["seq"] for r in rows if r["id"] in in_window and not _is_prompt(r)), default=None)
+    resets = {r["id"] for r, after in zip(rows, [*rows[1:], None]) if _is_prompt(r) and r["seq"] != first_prompt
+              and (oldest_in is None or oldest_in > r["seq"]) and (after is None or after["role"] != "tool")}
     alive: list[str] = []
     hidden = 0
     marks: dict[str, Eviction] = {}
     for row in rows:
-        if _is_prompt(row) and row["seq"] != first_prompt:  # a reset writes a fresh system prompt
+        if row["id"] in resets:
             marks.update({i: Eviction(by="reset", message_id=row["id"]) for i in alive})
             alive, hidden = [], 0
         elif row["kind"] == "summary":
@@ -109,13 +121,7 @@ def agent_window_marks(*, agent: Agent, since_seq: int | None = None) -> tuple[s
             alive.append(row["id"])
     floor = since_seq if since_seq is not None else -1
     keep = {r["id"] for r in rows if r["seq"] >= floor and r["id"] not in in_window}
-    return in_window, {i: e for i, e in marks.items() if i in keep}
-
-
-def agent_first_prompt_seq(*, agent: Agent) -> int | None:
-    """The seq of the agent's first system prompt (later ones mark resets)."""
-    return (Message.objects.filter(agent=agent, role="system", kind="", sender_agent_id="")
-            .order_by("seq").values_list("seq", flat=True).first())
+    return WindowMarks(in_window=in_window, evicted={i: e for i, e in marks.items() if i in keep}, resets=resets)
 
 
 def steps_index(*, step_ids: set[str]) -> dict[str, int]:

@@ -15,6 +15,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _has_lone_surrogate(text: str) -> bool:
+    if text.isascii():  # O(1) in CPython: most text takes this path
+        return False
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -31,8 +33,46 @@ def text_problem(text: str) -> str | None:
     return None
 
 
+def _str_clean(text: str) -> bool:
+    return "\x00" not in text and (text.isascii() or not _has_lone_surrogate(text))
+
+
+_SCALARS = (int, float, bool, type(None))
+
+
+def _all_clean(value) -> bool:
+    """Whether every string in a JSON-like value is storable: run on every save of a step's whole request, so it
+    is written for speed (exact-type dispatch, plain loops, the ASCII fast path)."""
+    kind = type(value)
+    if kind is str:
+        return _str_clean(value)
+    if kind is dict:
+        for key, item in value.items():
+            if (type(key) is str and not _str_clean(key)) or (type(item) not in _SCALARS and not _all_clean(item)):
+                return False
+        return True
+    if kind is list or kind is tuple:
+        for item in value:
+            if type(item) not in _SCALARS and not _all_clean(item):
+                return False
+        return True
+    if isinstance(value, str):  # subclasses (SafeString, ...): the slow, general path
+        return _str_clean(value)
+    if isinstance(value, dict):
+        return all((not isinstance(k, str) or _str_clean(k)) and _all_clean(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(_all_clean(v) for v in value)
+    return True
+
+
 def first_bad_string(value, path: str = "") -> tuple[str, str] | None:
     """(where, problem) of the first string in a JSON-like value (keys included) that cannot be stored, or None."""
+    if _all_clean(value):
+        return None
+    return _first_bad(value, path)
+
+
+def _first_bad(value, path: str) -> tuple[str, str] | None:
     if isinstance(value, str):
         problem = text_problem(value)
         return (path or "value", problem) if problem else None
@@ -41,11 +81,11 @@ def first_bad_string(value, path: str = "") -> tuple[str, str] | None:
             where = f"{path}.{key}" if path else str(key)
             if isinstance(key, str) and (problem := text_problem(key)):
                 return (f"{path or 'object'} key", problem)
-            if found := first_bad_string(item, where):
+            if found := _first_bad(item, where):
                 return found
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
-            if found := first_bad_string(item, f"{path}[{i}]"):
+            if found := _first_bad(item, f"{path}[{i}]"):
                 return found
     return None
 
@@ -64,11 +104,11 @@ def storable(value):
     if isinstance(value, str):
         return storable_text(value)
     if isinstance(value, dict):
-        if first_bad_string(value) is None:
+        if _all_clean(value):
             return value
         return {storable_text(k) if isinstance(k, str) else k: storable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        if first_bad_string(value) is None:
+        if _all_clean(value):
             return value
         return type(value)(storable(v) for v in value)
     return value

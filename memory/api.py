@@ -12,6 +12,7 @@ from memory.presenters import passage_out, passage_search_result
 from memory.schemas import BlockIn, BlockUpdateIn, PassageIn
 
 router = Router(tags=["blocks"])
+_CLAMPED = "Page size; values outside 1..{} are clamped to it."
 
 
 @router.post("/blocks/", response={201: dict})
@@ -22,7 +23,7 @@ def block_create(request, body: BlockIn):
 
 
 @router.get("/blocks/", response=list[dict])
-def blocks_list(request, label: str | None = None, limit: int = 200):
+def blocks_list(request, label: str | None = None, limit: int = Query(200, description=_CLAMPED.format(1000))):
     return [block_out(b) for b in selectors.blocks_list(owner=owner(request), label=label, limit=limit)]
 
 
@@ -50,7 +51,7 @@ def block_agents(request, block_id: str):
 
 
 @router.get("/blocks/{block_id}/history", response=list[dict])
-def block_history(request, block_id: str, limit: int = 100):
+def block_history(request, block_id: str, limit: int = Query(100, description=_CLAMPED.format(1000))):
     block = selectors.block_get(owner=owner(request), block_id=block_id)
     return [{"id": h.id, "version": h.version, "old_value": h.old_value, "new_value": h.new_value, "changes": h.changes,
              "actor_type": h.actor_type, "actor": h.actor_user.username if h.actor_user else None, "agent_id": h.agent_id or None,
@@ -122,7 +123,8 @@ def passage_create(request, agent_id: str, body: PassageIn):
 
 
 @router.get("/agents/{agent_id}/archival-memory", response=list[dict], tags=["archival-memory"])
-def passages_list(request, agent_id: str, after: str | None = None, before: str | None = None, limit: int = 100,
+def passages_list(request, agent_id: str, after: str | None = None, before: str | None = None,
+                  limit: int = Query(100, description=_CLAMPED.format(1000)),
                   search: str | None = None, ascending: bool = True, source: str | None = None):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     rows = selectors.passages_list(agent=agent, search=search, after=after, before=before, limit=limit,
@@ -162,7 +164,9 @@ def passage_delete(request, agent_id: str, memory_id: str):
 
 @router.get("/agents/{agent_id}/recall-memory/search", response=list[dict], tags=["agents"])
 def messages_search(request, agent_id: str, query: str = "", roles: list[str] | None = Query(None),
-                    start_date: str | None = None, end_date: str | None = None, limit: int = 10, offset: int = 0):
+                    start_date: str | None = None, end_date: str | None = None,
+                    limit: int = Query(10, description=_CLAMPED.format(500)),
+                    offset: int = Query(0, description="Rows to skip; negative counts as 0.")):
     from core.messages import messages_to_letta
 
     agent = agent_get(owner=owner(request), agent_id=agent_id)

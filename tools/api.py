@@ -78,7 +78,7 @@ def tool_delete(request, tool_id: str):
 
 
 @router.get("/tools/{tool_id}/runs", response=list[dict])
-def tool_runs(request, tool_id: str, limit: int = 50):
+def tool_runs(request, tool_id: str, limit: int = Query(50, description="Page size; values outside 1..500 are clamped to it.")):
     tool = selectors.tool_get(owner=owner(request), tool_id=tool_id)
     return [presenters.tool_run_out(r) for r in selectors.tool_runs(owner=tool.owner, tool_name=tool.name, limit=limit)]
 

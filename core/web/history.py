@@ -5,7 +5,7 @@ window and what evicted the others, and how system-injected messages are told ap
 import json
 
 from core.engine.loop import NON_USER_PREFIX
-from core.selectors import Eviction, agent_first_prompt_seq, agent_window_marks, steps_index
+from core.selectors import WindowMarks, agent_window_marks, steps_index
 from core.messages import message_to_letta
 from core.models import Agent, Message
 
@@ -40,6 +40,8 @@ def _user_shape(d: dict, row: Message) -> dict:
     kind = row.kind or (wrapped or {}).get("type", "")
     if kind == "heartbeat":
         return {"shape": "heartbeat", "notice": (wrapped or _args(d["content"])).get("reason") or d["content"]}
+    if wrapped and kind == "system_alert" and str(wrapped.get("message", "")).startswith("Note: prior messages"):
+        return {"shape": "summary", "summary": str(wrapped["message"]).split(SUMMARY_SPLIT, 1)[-1]}  # a Letta v1 summary
     if wrapped and kind == "user_message":
         return {"content": str(wrapped.get("message", ""))}
     if wrapped and kind in _V1_NOTICES:
@@ -52,11 +54,18 @@ def _user_shape(d: dict, row: Message) -> dict:
     return {}
 
 
-def message_items(row: Message, *, names: dict[str, str] | None = None, first_prompt_seq: int | None = None) -> list[dict]:
+def message_items(row: Message, *, names: dict[str, str] | None = None, resets: set[str] = frozenset(),
+                  call_names: dict[str, str] | None = None) -> list[dict]:
     """One stored message as display items, in the order they happened."""
     items = []
+    if row.role == "assistant" and row.tool_calls and row.body and not row.reasoning:
+        # Letta v1 kept the inner monologue as the content of a tool-calling message: it is the reasoning
+        items.append({**message_to_letta(row)[0], "message_type": "reasoning_message", "reasoning": row.body,
+                      "date": row.created_at, "sender_agent_id": "", "name": row.name, "seq": row.seq, "kind": row.kind})
+    # a tool return is named after its call (imported Letta v1 returns carry the agent's name instead)
+    name = (call_names or {}).get(row.tool_call_id) or row.name if row.role == "tool" else row.name
     for d in message_to_letta(row):
-        d = {**d, "date": row.created_at, "sender_agent_id": row.sender_agent_id, "name": row.name,
+        d = {**d, "date": row.created_at, "sender_agent_id": row.sender_agent_id, "name": name,
              "sender_name": (names or {}).get(row.sender_agent_id, ""), "seq": row.seq, "kind": row.kind}
         if d["message_type"] == "tool_call_message":
             args = _args(d["tool_call"].get("arguments"))
@@ -66,21 +75,19 @@ def message_items(row: Message, *, names: dict[str, str] | None = None, first_pr
             d["tool_call"] = {**d["tool_call"], "arguments": json.dumps(shown, indent=2, ensure_ascii=False)}
         if d["message_type"] == "system_message":
             d["is_prompt"] = not row.kind and not row.sender_agent_id
-            if d["is_prompt"] and first_prompt_seq is not None and row.seq > first_prompt_seq:
-                d["shape"] = "reset"
-            elif d["is_prompt"]:
-                d["shape"] = "prompt"
+            if d["is_prompt"]:
+                d["shape"] = "reset" if row.id in resets else "prompt"
         if d["message_type"] == "user_message":
             d.update(_user_shape(d, row))
         items.append(d)
     return items
 
 
-def _mark(items: list[dict], in_window: set[str], evicted: dict[str, Eviction]) -> None:
+def _mark(items: list[dict], marks: WindowMarks) -> None:
     index = steps_index(step_ids={i["step_id"] for i in items if i.get("step_id")})
     for item in items:
-        item["in_context"] = item["id"] in in_window
-        item["evicted"] = evicted.get(item["id"])
+        item["in_context"] = item["id"] in marks.in_window
+        item["evicted"] = marks.evicted.get(item["id"])
         item["step_index"] = index.get(item.get("step_id"))
 
 
@@ -94,16 +101,16 @@ def history_page(*, agent, before_seq: int | None = None, size: int = PAGE_SIZE)
     rows = list(reversed(rows[:size]))
     senders = {r.sender_agent_id for r in rows if r.sender_agent_id}
     names = dict(Agent.objects.filter(owner_id=agent.owner_id, id__in=senders).values_list("id", "name")) if senders else {}
-    first_prompt = agent_first_prompt_seq(agent=agent)
-    items = [item for row in rows for item in message_items(row, names=names, first_prompt_seq=first_prompt)]
-    in_window, evicted = agent_window_marks(agent=agent, since_seq=rows[0].seq if rows else None)
-    _mark(items, in_window, evicted)
+    marks = agent_window_marks(agent=agent, since_seq=rows[0].seq if rows else None)
+    call_names = {c.get("id"): c.get("name") for r in rows for c in r.tool_calls or () if isinstance(c, dict)}
+    items = [item for row in rows for item in message_items(row, names=names, resets=marks.resets, call_names=call_names)]
+    _mark(items, marks)
     return items, (rows[0].seq if more and rows else None)
 
 
 def window_marks_json(*, agent, since_seq: int | None) -> dict:
     """What the page needs to re-mark messages already shown after the window changed (a summary, a reset)."""
-    in_window, evicted = agent_window_marks(agent=agent, since_seq=since_seq)
-    return {"in_context": sorted(in_window),
+    marks = agent_window_marks(agent=agent, since_seq=since_seq)
+    return {"in_context": sorted(marks.in_window),
             "evicted": {i: {"by": e.by, "step_id": e.step_id, "step_index": e.step_index, "run_id": e.run_id,
-                            "message_id": e.message_id} for i, e in evicted.items()}}
+                            "message_id": e.message_id} for i, e in marks.evicted.items()}}

@@ -14,25 +14,30 @@ from core.web.common import agent_or_404
 from core.web.payload import SECTION_COLORS, SECTION_LABELS, payload_diff, payload_parts
 
 
-def context_view_model(ctx, *, limit: int | None = None) -> dict:
+def context_view_model(ctx, *, limit: int | None = None, blocks=()) -> dict:
     """The stacked bar's rows (tokens per section and their share of the window) and the next request's parts."""
     limit = limit or ctx.context_window
     rows = [{"name": s.name, "label": SECTION_LABELS.get(s.name, s.name), "color": SECTION_COLORS.get(s.name, "system"),
              "tokens": s.tokens, "pct": round(100 * s.tokens / max(limit, 1), 2)} for s in ctx.sections]
     sections = [{"name": s.name, "tokens": s.tokens, "text": s.text} for s in ctx.sections]
     model = ctx.request.get("model", "")
+    evictable = sum(s.tokens for s in ctx.sections if s.name in ("messages", "summary"))
     return {"rows": rows, "total": ctx.total_tokens, "limit": limit, "tokenizer": ctx.tokenizer,
+            "fixed": ctx.total_tokens - evictable, "fixed_over": ctx.total_tokens - evictable >= limit,
             "free": limit - ctx.total_tokens, "over": ctx.total_tokens > limit,
             "pct": round(100 * ctx.total_tokens / max(limit, 1), 1),
-            "parts": payload_parts(model=model, request=ctx.request, sections=sections),
+            "parts": payload_parts(model=model, request=ctx.request, sections=sections, blocks=blocks),
             "request_json": json.dumps(ctx.request, indent=2, ensure_ascii=False)}
 
 
 @login_required
 def context_panel(request, agent_id: str):
     """The context window breakdown and the next call's exact payload (read-only)."""
+    from memory.selectors import agent_blocks
+
     agent = agent_or_404(request, agent_id)
-    return TemplateResponse(request, "core/_context.html", {"agent": agent, "context": context_view_model(agent_context(agent=agent))})
+    view = context_view_model(agent_context(agent=agent), blocks=agent_blocks(agent=agent))
+    return TemplateResponse(request, "core/_context.html", {"agent": agent, "context": view})
 
 
 def _step_parts(step):

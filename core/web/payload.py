@@ -25,8 +25,9 @@ class Part:
     color: str
     tokens: int
     text: str
-    group: str  # "section" | "message" | "tool"
+    group: str  # "section" | "message" | "tool" | "block"
     note: str = ""
+    children: list["Part"] = field(default_factory=list)
 
 
 @dataclass
@@ -84,8 +85,16 @@ def _message_parts(model: str, messages: list[dict], start: int) -> list[Part]:
             for i, m in enumerate(messages)]
 
 
-def payload_parts(*, model: str, request: dict, sections: list[dict]) -> list[Part]:
-    """The parts of a request, given its sections ({name, tokens, text?}: text when the compiler's is at hand).
+def _block_parts(model: str, blocks) -> list[Part]:
+    """One part per memory block: its value and the value's own tokens (the section adds the block's framing)."""
+    return [Part(key=f"block:{b.label}", label=f"block · {b.label}", color="core", tokens=tokens.count_text(model, b.value),
+                 text=b.value, group="block", note=f"{len(b.value)} / {b.limit} chars{' · read-only' if b.read_only else ''}")
+            for b in blocks]
+
+
+def payload_parts(*, model: str, request: dict, sections: list[dict], blocks=()) -> list[Part]:
+    """The parts of a request, given its sections ({name, tokens, text?}: text when the compiler's is at hand) and,
+    for the core memory part, the blocks it holds (objects with label, value, limit, read_only).
 
     Without section texts (a stored step keeps only token counts) the system message is one part, with the
     token counts of the sections it is made of.
@@ -95,7 +104,9 @@ def payload_parts(*, model: str, request: dict, sections: list[dict]) -> list[Pa
     parts: list[Part] = []
     if all("text" in by_name.get(n, {}) for n in SYSTEM_PARTS):
         parts += [Part(key=n, label=SECTION_LABELS[n], color=SECTION_COLORS[n], tokens=by_name[n]["tokens"],
-                       text=by_name[n]["text"], group="section") for n in SYSTEM_PARTS if by_name[n]["text"]]
+                       text=by_name[n]["text"], group="section",
+                       children=_block_parts(model, blocks) if n == "core_memory" else [])
+                  for n in SYSTEM_PARTS if by_name[n]["text"]]
     elif messages:
         counts = ", ".join(f"{SECTION_LABELS[n].lower()} {by_name[n]['tokens']}" for n in SYSTEM_PARTS if n in by_name)
         parts.append(Part(key="system_message", label="System message", color="system",

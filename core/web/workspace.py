@@ -44,17 +44,18 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
     ctx = agent_context(agent=agent)
     items, older = history_page(agent=agent)
     attached = agent_tools(agent=agent)
+    blocks = agent_blocks(agent=agent)
     attached_ids = {t.id for t in attached}
     models = providers.models_list(owner=owner)
     model_max = tokens.model_info(agent.model).context_window
     return {
-        "agent": agent, "nav": "agents", "items": items, "older": older, "context": context_view_model(ctx),
+        "agent": agent, "nav": "agents", "items": items, "older": older, "context": context_view_model(ctx, blocks=blocks),
         "settings_form": settings_form or AgentSettingsForm(initial=_settings_initial(agent)),
         "system_tokens": tokens.count_text(agent.model, agent.system), "models": models,
         "model_configured": providers.model_is_configured(owner=owner, handle=agent.model),
         "window_max": max(model_max, agent.context_window_limit), "tools": attached,
         "library": [t for t in tools_list(owner=owner) if t.id not in attached_ids],
-        "rules_json": json.dumps(agent.tool_rules or [], indent=2), "blocks": agent_blocks(agent=agent),
+        "rules_json": json.dumps(agent.tool_rules or [], indent=2), "blocks": blocks,
         "steps": selectors.agent_steps_recent(agent=agent),
         "ide_config": _ide_config(agent),
         # names for "from agent …" links on messages arriving live from other agents

@@ -90,8 +90,8 @@
     ctx.querySelectorAll("#ctx-bar span[data-tokens]").forEach((s) => { s.style.width = (100 * s.dataset.tokens / limit) + "%"; });
     ctx.querySelectorAll("#ctx-table td.pct").forEach((td) => { td.textContent = (100 * td.dataset.tokens / limit).toFixed(2) + "%"; });
     $("#ctx-bar").classList.toggle("over", total > limit);
-    $("#ctx-over-live").hidden = !(total > limit);
     const saved = parseInt(ctx.dataset.limit, 10);
+    $("#ctx-over-live").hidden = !(total > limit) || limit === saved;  // the saved limit has its own note
     const note = $("#unsaved-note"); if (note) note.hidden = limit === saved;
   }
   document.addEventListener("input", (e) => { if (e.target.id === "window-slider") applyWindow(); });

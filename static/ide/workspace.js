@@ -1,248 +1,22 @@
-// Agent workspace, conversation side: the websocket stream (token chunks included), the composer and the run
-// state. Everything a model or tool produced is inserted with textContent, never as HTML.
+// Agent workspace, the run side: the websocket (events of every run of the agent, token chunks included), the
+// run state, the composer (busy, queue, retry) and what a run that did not complete leaves behind.
 (function () {
   "use strict";
   const A = JSON.parse(document.getElementById("ide-config").textContent);
+  const C = window.AIDE_CONV;
+  const {el, short, detailText, scrollDown, bump, bubble, setBubble, failBubble, place, onDelta, render, renderers,
+         refreshMarks, trailingStatus, live} = C;
   const $ = (sel, root) => (root || document).querySelector(sel);
-  const live = $("#live");
   const conv = $("#conversation");
   const input = $("#composer-input");
   const statusEl = $("#run-status");
   const cancelBtn = $("#cancel-run");
   const sendBtn = $("#send-btn");
   const busyBar = $("#busy-bar");
-  const shownCalls = new Set();
-  const seen = new Set();
-  const streaming = new Map();  // "type:id" -> element being filled by token chunks
   const awaiting = [];  // what this socket asked for, oldest first: {kind: "send", bubble} | {kind: "cancel"}
-  const NON_USER_PREFIX = "[This is an automated system message hidden from the user] ";
-  const SUMMARY_SPLIT = "The following is a summary of the previous messages: ";
   let ws = null, retry = 0, running = false, cancelling = false, activeRunId = A.activeRunId || null, outbox = [];
   let queued = null;  // {text, bubble}: sent when the active run ends
   const ended = new Set();  // runs whose end we saw (it can overtake the reply that names the run)
-  const namesEl = document.getElementById("agent-names");
-  const agentNames = namesEl ? JSON.parse(namesEl.textContent) : {};
-
-  function el(tag, cls, text) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    return e;
-  }
-  function time(d) {
-    const t = d ? new Date(d) : new Date();
-    return isNaN(t) ? "" : t.toTimeString().slice(0, 8);
-  }
-  function short(id) { return id ? "…" + String(id).slice(-8) : ""; }
-  function pretty(args) {
-    // `thinking` is already shown as the reasoning above the call
-    try {
-      const v = JSON.parse(args);
-      if (v && typeof v === "object" && !Array.isArray(v)) delete v.thinking;
-      return JSON.stringify(v, null, 2);
-    } catch (e) { return String(args == null ? "" : args); }
-  }
-  function detailText(detail) {
-    if (detail == null || detail === "") return "";
-    if (typeof detail === "string") return detail;
-    if (typeof detail === "object" && detail.available) return "Available models: " + detail.available.join(", ");
-    return "";  // structured details (a busy run id, …) are shown by the UI itself
-  }
-  function nearBottom() { return conv.scrollHeight - conv.scrollTop - conv.clientHeight < 120; }
-  function scrollDown(force) { if (force || nearBottom()) conv.scrollTop = conv.scrollHeight; }
-  function dropEmpty() { const e = $("#empty-history"); if (e) e.remove(); }
-  function bump(name) { if (window.htmx) htmx.trigger(document.body, name); }
-
-  // ---- the context-window mark every message carries (same markup as templates/core/_ctx_mark.html)
-  function ctxMark(mark) {
-    if (!mark || mark.in) { const s = el("span", "ctx-mark in", "in context"); s.title = "In the model's context window now"; return s; }
-    const s = el("span", "ctx-mark out");
-    const ev = mark.evicted;
-    if (ev && ev.by === "summary") {
-      s.title = "Evicted from the context window by overflow; still searchable in recall memory";
-      s.appendChild(document.createTextNode("out · evicted at "));
-      if (ev.step_id) {
-        const c = chip(ev.step_id, ev.step_index, "The summarizer step that evicted it");
-        c.textContent += " · summarizer";
-        s.appendChild(c);
-      }
-      else s.appendChild(document.createTextNode("overflow"));
-    } else if (ev && ev.by === "reset") {
-      s.textContent = "out · reset"; s.title = "Removed from the context window by a reset; still searchable in recall memory";
-    } else { s.textContent = "out of context"; s.title = "Not in the model's context window; still searchable in recall memory"; }
-    return s;
-  }
-  function chip(stepId, index, title) {
-    const c = el("button", "step-chip", index == null ? "step" : "step " + index);
-    c.type = "button"; c.dataset.step = stepId; c.title = title || "Show the payload sent at this step";
-    return c;
-  }
-  function applyMark(node, mark) {
-    node.dataset.ctx = mark.in ? "in" : "out";
-    const old = node.querySelector(":scope > .meta > .ctx-mark, :scope > summary > .ctx-mark, :scope .divider-label > .ctx-mark");
-    if (old) old.replaceWith(ctxMark(mark));
-  }
-  function refreshMarks() {
-    const nodes = conv.querySelectorAll("[data-id][data-ctx]");
-    if (!nodes.length) return;
-    const first = conv.querySelector("[data-seq]");
-    const url = A.windowUrl + (first ? "?since=" + encodeURIComponent(first.dataset.seq) : "");
-    fetch(url, {credentials: "same-origin"}).then((r) => r.ok ? r.json() : null).then((data) => {
-      if (!data) return;
-      const inCtx = new Set(data.in_context);
-      nodes.forEach((n) => applyMark(n, {in: inCtx.has(n.dataset.id), evicted: data.evicted[n.dataset.id]}));
-    }).catch(() => {});
-  }
-
-  function shell(ev, label) {
-    const box = el("div", "msg " + ev.message_type);
-    box.dataset.type = ev.message_type;
-    if (ev.id) { box.dataset.id = ev.id; box.dataset.ctx = "in"; }
-    const meta = el("div", "meta");
-    meta.appendChild(el("span", "", label));
-    const sender = ev.sender_agent_id || ev.sender_id;
-    if (sender) {
-      box.classList.add("from-agent");
-      const from = el("span", "sender", "· from agent ");
-      const a = el("a", "sender-link", agentNames[sender] || sender);
-      a.href = A.workspaceUrl.replace("AGENT", encodeURIComponent(sender));
-      a.title = sender;
-      from.appendChild(a);
-      meta.appendChild(from);
-    }
-    meta.appendChild(el("span", "spacer"));
-    if (ev.id) meta.appendChild(ctxMark({in: true}));
-    if (ev.step_id) meta.appendChild(chip(ev.step_id, ev.step_index));
-    meta.appendChild(el("span", "", time(ev.date)));
-    box.appendChild(meta);
-    return box;
-  }
-
-  function notice(ev, label, text) {
-    const b = shell(ev, label);
-    b.className = "msg notice";
-    b.dataset.type = "notice";
-    if (ev.kind) b.dataset.kind = ev.kind;
-    b.appendChild(el("div", "body", text));
-    return b;
-  }
-  function divider(ev) {
-    const box = el("div", "divider summary");
-    box.dataset.type = "summary"; box.dataset.id = ev.id; box.dataset.ctx = "in";
-    const line = el("div", "divider-line");
-    const label = el("span", "divider-label", "Context summarized");
-    if (ev.step_id) { label.appendChild(document.createTextNode(" at ")); label.appendChild(chip(ev.step_id, ev.step_index, "The summarizer step")); }
-    label.appendChild(document.createTextNode(" · older messages evicted "));
-    label.appendChild(el("span", "muted", time(ev.date)));
-    label.appendChild(document.createTextNode(" "));
-    label.appendChild(ctxMark({in: true}));
-    line.appendChild(label);
-    box.appendChild(line);
-    const det = el("details"); det.open = true;
-    det.appendChild(el("summary", "small muted", "summary the model sees"));
-    const text = String(ev.content || "");
-    const at = text.indexOf(SUMMARY_SPLIT);
-    det.appendChild(el("div", "body", at >= 0 ? text.slice(at + SUMMARY_SPLIT.length) : text));
-    box.appendChild(det);
-    return box;
-  }
-
-  const renderers = {
-    user_message(ev) {
-      if (ev.kind === "heartbeat") {
-        const h = el("div", "msg heartbeat", "heartbeat — the agent asked to continue");
-        h.dataset.type = "heartbeat"; h.title = ev.content || "";
-        if (ev.id) { h.dataset.id = ev.id; h.dataset.ctx = "in"; }
-        return h;
-      }
-      if (ev.kind === "summary") return divider(ev);
-      if (ev.kind === "memory_warning") return notice(ev, "memory pressure warning", String(ev.content || "").replace(NON_USER_PREFIX, ""));
-      if (ev.kind) return notice(ev, ev.kind.replace(/_/g, " "), String(ev.content || "").replace(NON_USER_PREFIX, ""));
-      const b = shell(ev, "you"); b.appendChild(el("div", "body", ev.content)); return b;
-    },
-    system_message(ev) {
-      const b = shell(ev, (ev.sender_agent_id || ev.sender_id) ? "message" : "system"); b.appendChild(el("div", "body", ev.content)); return b;
-    },
-    reasoning_message(ev) { const b = shell(ev, "reasoning"); b.appendChild(el("div", "body", ev.reasoning)); return b; },
-    assistant_message(ev) { const b = shell(ev, "agent"); b.appendChild(el("div", "body", ev.content)); return b; },
-    tool_call_message(ev) {
-      const tc = ev.tool_call || {};
-      shownCalls.add(tc.tool_call_id);
-      const b = shell(ev, "tool call");
-      const row = el("div", "row");
-      row.appendChild(el("code", "", tc.name));
-      row.appendChild(el("span", "spacer"));
-      if (ev.id && !ev.delta) {
-        const a = el("a", "small open-workbench", "Open in workbench");
-        a.href = A.toolsUrl + "?message=" + encodeURIComponent(ev.id) + "&call=" + encodeURIComponent(tc.tool_call_id || "");
-        row.appendChild(a);
-      }
-      b.appendChild(row);
-      b.appendChild(el("pre", "", ev.delta ? (tc.arguments || "") : pretty(tc.arguments)));
-      return b;
-    },
-    tool_return_message(ev) {
-      if (!shownCalls.has(ev.tool_call_id) && ev.status !== "error") return null;  // send_message's receipt
-      const b = shell(ev, "tool return");
-      if (ev.status === "error") b.classList.add("error");
-      const det = el("details");
-      if (ev.status === "error") det.open = true;
-      const sum = el("summary");
-      sum.appendChild(el("span", "badge " + (ev.status === "error" ? "err" : "ok"), ev.status || "success"));
-      if (ev.name) sum.appendChild(document.createTextNode(" " + ev.name));
-      det.appendChild(sum);
-      det.appendChild(el("pre", "", ev.tool_return));
-      for (const k of ["stdout", "stderr"]) {
-        const v = ev[k];
-        if (v && v.length) { det.appendChild(el("div", "muted small", k)); det.appendChild(el("pre", "", Array.isArray(v) ? v.join("") : v)); }
-      }
-      b.appendChild(det);
-      return b;
-    },
-    error_message(ev) {
-      const b = shell(ev, "error");
-      const d = detailText(ev.detail);
-      b.appendChild(el("div", "body", String(ev.message || "Something went wrong.") + (d ? "\n" + d : "")));
-      return b;
-    },
-    stop_reason(ev) { return el("div", "msg stop_reason", "stop reason: " + ev.stop_reason); },
-    usage_statistics(ev) {
-      return el("div", "msg usage_statistics",
-        `usage: ${ev.prompt_tokens} prompt + ${ev.completion_tokens} completion = ${ev.total_tokens} tokens · ${ev.step_count} step${ev.step_count === 1 ? "" : "s"}`);
-    },
-  };
-
-  // ---- placing items: a final message replaces its streamed chunks; others go before what is still streaming
-  function place(node, key) {
-    const partial = key && streaming.get(key);
-    if (partial) { partial.replaceWith(node); streaming.delete(key); return; }
-    const first = live.querySelector(".msg.streaming");
-    if (first) live.insertBefore(node, first); else live.appendChild(node);
-  }
-  const DELTA_FIELD = {assistant_message: "content", reasoning_message: "reasoning"};
-  function onDelta(ev) {
-    const t = ev.message_type, key = t + ":" + ev.id;
-    let node = streaming.get(key);
-    if (!node) {
-      if (!renderers[t] || t === "tool_return_message") return;
-      const start = Object.assign({}, ev, {content: "", reasoning: "", tool_call: Object.assign({}, ev.tool_call || {}, {arguments: ""})});
-      node = renderers[t](start);
-      if (!node) return;
-      node.classList.add("streaming");
-      streaming.set(key, node);
-      dropEmpty();
-      live.appendChild(node);
-    }
-    if (t === "tool_call_message") {
-      const tc = ev.tool_call || {};
-      const code = node.querySelector("code");
-      if (tc.name && code && !code.textContent) code.textContent = tc.name;
-      node.querySelector("pre").textContent += tc.arguments || "";
-    } else if (DELTA_FIELD[t]) {
-      node.querySelector(".body").textContent += ev[DELTA_FIELD[t]] || "";
-    }
-    scrollDown();
-  }
 
   // ---- run state
   function showCancelling() {
@@ -280,41 +54,14 @@
     runsTimer = setTimeout(() => bump("runs-changed"), 150);
   }
 
-  function bubble(text, state, note) {
-    const p = shell({message_type: "user_message"}, "you");
-    p.classList.add("pending");
-    p.dataset.state = state;
-    const n = el("span", "pending-label", note || "");
-    p.querySelector(".meta .spacer").after(n);
-    p.appendChild(el("div", "body", text));
-    dropEmpty();
-    place(p);
-    scrollDown(true);
-    return p;
-  }
-  function setBubble(p, state, note) {
-    p.dataset.state = state;
-    const n = p.querySelector(".pending-label"); if (n) n.textContent = note || "";
-  }
-  function failBubble(p, message) {
-    p.classList.remove("pending");
-    p.classList.add("failed");
-    setBubble(p, "failed", "not delivered");
-    if (!p.querySelector(".retry-row")) {
-      const row = el("div", "row retry-row");
-      const r = el("button", "small primary", "Retry"); r.type = "button"; r.dataset.retry = "";
-      const e = el("button", "small ghost", "Edit"); e.type = "button"; e.dataset.edit = "";
-      row.appendChild(r); row.appendChild(e);
-      p.appendChild(row);
-    }
-    if (message) { const err = el("div", "error small fail-reason", message); p.appendChild(err); }
-  }
-
   function sendText(text, existing) {
     const p = existing || bubble(text, "sending", "sending…");
     if (existing) setBubble(p, "sending", "sending…");
-    awaiting.push({kind: "send", bubble: p});
-    send({type: "user_message", text: text});
+    // the otid names this send, so a server that echoes it ties its reply to this bubble whatever else arrives
+    const otid = "otid-" + Date.now().toString(36) + Math.random().toString(36).slice(2, 8);
+    p.dataset.otid = otid;
+    awaiting.push({kind: "send", bubble: p, otid: otid});
+    send({type: "user_message", text: text, otid: otid});
     setRunning(true);
   }
 
@@ -328,9 +75,11 @@
 
   // ---- replies to this socket (sent in the order we asked) and events of every run of the agent
   function onReply(ev) {
-    const head = awaiting[0];
+    const at = ev.otid ? awaiting.findIndex((a) => a.otid === ev.otid) : 0;  // else replies come in order
+    const head = at >= 0 ? awaiting[at] : null;
+    const take = () => awaiting.splice(at, 1);
     if (ev.message_type === "run_status" && ev.status === "created" && head && head.kind === "send") {
-      awaiting.shift();
+      take();
       runsChanged();
       if (ended.has(ev.run_id)) {  // it already ended: its notice (or the stored message) replaced this bubble
         if (head.bubble.classList.contains("pending")) head.bubble.remove();
@@ -343,7 +92,7 @@
       return true;
     }
     if (ev.message_type === "error_message" && !ev.run_id && head) {
-      awaiting.shift();
+      take();
       if (head.kind === "cancel") { setRunning(false); render(ev); return true; }
       const busy = ev.detail && typeof ev.detail === "object" && ev.detail.run_id;
       if (busy) {  // another run holds the agent: the text goes back to the composer, nothing is lost
@@ -358,7 +107,7 @@
       }
       return true;
     }
-    if (ev.message_type === "cancel_requested" && head && head.kind === "cancel") { awaiting.shift(); if (running) showCancelling(); return true; }
+    if (ev.message_type === "cancel_requested" && head && head.kind === "cancel") { take(); if (running) showCancelling(); return true; }
     return false;
   }
 
@@ -375,8 +124,7 @@
     setRunning(false, ev.status + why);
     refreshContext();
     refreshMarks();
-    streaming.forEach((n) => n.classList.remove("streaming"));
-    streaming.clear();
+    C.dropStreams();
     if (ev.status !== "completed") showNotice(ev);
     if (queued) { const q = queued; queued = null; sendText(q.text, q.bubble); }
   }
@@ -400,40 +148,6 @@
       .finally(() => scrollDown(true));
   }
 
-  function trailingStatus() {  // the run's closing lines (stop reason, usage), which its notice goes before
-    let first = null;
-    for (let n = live.lastElementChild; n && n.matches(".msg.stop_reason, .msg.usage_statistics"); n = n.previousElementSibling) first = n;
-    return first;
-  }
-
-  function render(ev) {
-    const t = ev.message_type;
-    const key = ev.id ? t + ":" + ev.id + ":" + (t === "tool_call_message" ? (ev.tool_call || {}).tool_call_id : "") : null;
-    if (key && seen.has(key)) return;
-    if (key) seen.add(key);
-    const r = renderers[t];
-    if (!r) return;
-    if (t === "user_message" && !ev.kind) {  // our own message arriving: it takes the pending bubble's place
-      const pending = Array.from(live.querySelectorAll(".msg.user_message.pending")).find((p) =>
-        p.querySelector(".body").textContent === ev.content && (!p.dataset.run || !ev.run_id || p.dataset.run === ev.run_id));
-      // a copy left undelivered by an earlier failed run (here or in another tab) has now arrived
-      live.querySelectorAll(".msg.user_message.failed").forEach((f) => {
-        if (f.querySelector(".body").textContent === ev.content) f.remove();
-      });
-      if (pending) { pending.replaceWith(r(ev)); scrollDown(true); return; }
-    }
-    const node = r(ev);
-    if (!node) return;
-    dropEmpty();
-    const waiting = t === "user_message" && ev.kind === "summary" &&
-      Array.from(live.querySelectorAll(".msg.user_message.pending")).find((p) => !p.dataset.run || p.dataset.run === ev.run_id);
-    if (waiting) live.insertBefore(node, waiting);  // the eviction happened before this input was stored
-    else place(node, ev.id ? t + ":" + ev.id : null);
-    if (t === "stop_reason") refreshContext();
-    if (t === "user_message" && ev.kind === "summary") refreshMarks();
-    scrollDown(true);
-  }
-
   function handle(ev, direct) {
     const t = ev.message_type;
     if (t === "pong") return;
@@ -454,7 +168,8 @@
     ws.onmessage = (m) => {
       let ev; try { ev = JSON.parse(m.data); } catch (e) { return; }
       // replies to this socket carry no run id, or are the "created" status of the run we asked for
-      const direct = (ev.message_type === "run_status" && ev.status === "created") ||
+      const direct = ev.otid ? awaiting.some((a) => a.otid === ev.otid) :
+        (ev.message_type === "run_status" && ev.status === "created") ||
         (ev.message_type === "error_message" && !ev.run_id) || ev.message_type === "cancel_requested";
       handle(ev, direct);
     };
@@ -483,6 +198,13 @@
   }
   cancelBtn.addEventListener("click", () => { cancelling = true; showCancelling(); awaiting.push({kind: "cancel"}); send({type: "cancel"}); });
   $("#busy-cancel").addEventListener("click", () => { hideBusy(); cancelBtn.click(); });
+  document.addEventListener("click", (e) => {  // the runs view's Cancel on a run in progress (one at a time per agent)
+    const b = e.target.closest("[data-cancel-run]");
+    if (!b) return;
+    b.disabled = true; b.textContent = "cancelling…";
+    if (!running) { activeRunId = b.dataset.cancelRun; setRunning(true); }
+    cancelBtn.click();
+  });
   $("#busy-dismiss").addEventListener("click", () => { hideBusy(); input.focus(); });
   $("#busy-queue").addEventListener("click", () => {
     const text = input.value;
@@ -513,7 +235,7 @@
   // an htmx reset re-renders the whole history, which then holds what was shown live
   document.body.addEventListener("htmx:afterSwap", (e) => {
     if (e.target.id === "history" && e.detail.requestConfig && e.detail.requestConfig.verb === "post") {
-      live.textContent = ""; streaming.clear(); seen.clear(); scrollDown(true);
+      C.reset(); scrollDown(true);
     }
   });
   // step chips the server rendered before a step's number was known get it from the steps list

@@ -10,7 +10,7 @@ import urllib.request
 
 from playwright.sync_api import expect
 
-from core.models import Agent, Message, Run, Step
+from core.models import Message, Step
 from core.runner import run_agent
 from core.services import BlockInput
 from tests.e2e.conftest import shot
@@ -115,10 +115,12 @@ def test_runs_view_follows_a_run_started_over_the_api(signed_in, account, fake_l
     expect(row).to_have_attribute("data-status", re.compile("created|running"), timeout=FIRST_CALL_S)
     expect(page.locator("#run-status")).to_contain_text("running")
     expect(row).to_contain_text("from a script")
+    expect(row.locator("[data-cancel-run]")).to_be_visible()
     shot(page, "33-runs-live-running")
     expect(row).to_have_attribute("data-status", "completed", timeout=FIRST_CALL_S)
     expect(row.locator(".run-main td.num").first).to_have_text("2")  # two model calls
     expect(row.locator(".run-main")).to_contain_text("end_turn")
+    expect(row.locator("[data-cancel-run]")).to_have_count(0)
     expect(page.locator("#live .msg.assistant_message")).to_contain_text("Answered over the API.")
     expect(page.locator("#run-status")).to_contain_text("completed")
 
@@ -181,9 +183,14 @@ def test_step_inspector_reads_the_payload_and_diffs_a_memory_edit(signed_in, acc
     page.locator("#next-request [data-toggle-raw]").click()
     expect(page.locator("#next-request .parts")).to_be_visible()
     core = page.locator('#next-request details.part[data-key="core_memory"]')
-    expect(core.locator(".part-tokens")).to_have_text(re.compile(r"^\d+ tok$"))
-    core.locator("summary").click()
-    expect(core.locator("pre")).to_contain_text("Loves oolong tea.")
+    expect(core.locator("> summary .part-tokens")).to_have_text(re.compile(r"^\d+ tok$"))
+    core.locator("> summary").click()
+    human = core.locator('details[data-key="block:human"]')
+    expect(human.locator(".part-tokens")).to_have_text(re.compile(r"^\d+ tok$"))
+    human.locator("summary").click()
+    expect(human.locator("pre")).to_contain_text("Loves oolong tea.")
+    core.scroll_into_view_if_needed()
+    shot(page, "37b-next-request-memory-blocks")
     page.evaluate("document.documentElement.dataset.theme = 'dark'")
     page.locator("#history .msg.tool_call_message .step-chip").first.click()
     expect(page.locator("#step-next-diff")).to_be_visible()
@@ -267,3 +274,35 @@ def test_token_chunks_render_before_the_final_message(redis_layer, signed_in, ac
     expect(page.locator("#live .msg.reasoning_message.streaming, #live .msg.assistant_message.streaming")).to_have_count(0)
     kinds = page.eval_on_selector_all("#live .msg", "els => els.map(e => e.dataset.type)")
     assert kinds == ["reasoning_message", "tool_call_message", "assistant_message"], kinds
+
+    # send_message streamed as a tool call ends as the assistant message it stands for
+    other = "message-streamed-2"
+    send_events(group, [{"message_type": "tool_call_message", "id": other, "delta": True, "run_id": "run-x",
+                         "tool_call": {"name": "send_message", "arguments": '{"message": "Bye', "tool_call_id": "call-2"}}])
+    expect(page.locator(f'#live .msg.tool_call_message.streaming[data-id="{other}"]')).to_have_count(1)
+    send_events(group, [{**final, "id": other, "message_type": "assistant_message", "content": "Bye now."}])
+    expect(page.locator(f'#live .msg.assistant_message[data-id="{other}"]')).to_have_text(re.compile("Bye now."))
+    expect(page.locator(f'#live .msg.tool_call_message[data-id="{other}"]')).to_have_count(0)
+    # chunks of a step that never completed go when the run ends
+    send_events(group, [{"message_type": "assistant_message", "id": "message-never", "delta": True, "content": "half a"}])
+    expect(page.locator('#live .msg.streaming[data-id="message-never"]')).to_have_count(1)
+    send_events(group, [{"message_type": "run_status", "run_id": "run-x", "status": "completed", "stop_reason": "end_turn"}])
+    expect(page.locator('#live [data-id="message-never"]')).to_have_count(0)
+    expect(page.locator("#run-status")).to_contain_text("completed")
+
+
+def test_an_imported_letta_v1_conversation_renders_like_a_native_one(signed_in, account):
+    from core.agentfile import agentfile_import, parse_agent_file
+    from tests.core.agentfile_fixtures import fixture_path
+
+    result = agentfile_import(owner=account.org, parsed=parse_agent_file(fixture_path("memgpt_agent_with_convo.af").read_bytes()))
+    page = _open(signed_in, result.agent_ids[0])
+    history = page.locator("#history")
+    expect(history.locator(".msg.user_message[data-ctx=in]").filter(has_text="Can you start calling me")).to_have_count(1)
+    expect(history.locator(".divider.summary")).to_contain_text("Context summarized")  # Letta's own summary alert
+    expect(history).not_to_contain_text('"type": "user_message"')
+    expect(history.locator(".divider.reset")).to_have_count(0)
+    returns = history.locator(".msg.tool_return_message summary")
+    expect(returns.first).to_contain_text("core_memory")
+    page.locator("#conversation").evaluate("c => c.scrollTop = c.scrollHeight - c.clientHeight - 700")
+    shot(page, "51-imported-letta-v1")

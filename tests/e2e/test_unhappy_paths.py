@@ -141,8 +141,11 @@ def test_cancelling_leaves_a_usable_page(signed_in, account, fake_llm):
         if fake_llm.chat_requests:
             break
         page.wait_for_timeout(100)
-    page.click("#cancel-run")
+    page.click("[data-tab=tab-runs]")  # cancelled from the runs view
+    page.locator("#runs-table [data-cancel-run]").click()
+    expect(page.locator("#run-status")).to_contain_text("cancelling")
     expect(page.locator("#live .run-failed")).to_contain_text("cancelled", timeout=FIRST_CALL_S)
+    expect(page.locator("#runs-table .run-row").first).to_have_attribute("data-status", "cancelled")
     expect(page.locator("#run-status")).to_contain_text("cancelled")
     _usable(page)
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Still here."}))
@@ -176,3 +179,22 @@ def test_a_run_lost_to_a_server_restart_ends_usable(redis_layer, signed_in, acco
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Back again."}))
     failed.locator("[data-retry]").click()
     expect(page.locator("#live .msg.assistant_message")).to_contain_text("Back again.", timeout=FIRST_CALL_S)
+
+
+def test_a_run_the_page_did_not_hear_of_makes_the_send_say_which_run_is_busy(signed_in, account, fake_llm):
+    from core.runner import run_start
+
+    agent = make_agent(account.org, name="Claimed elsewhere")
+    page = _open(signed_in, agent.id)
+    expect(page.locator("#run-status")).to_contain_text("idle")
+    run = run_start(owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "elsewhere"}])
+    _send(page, "are you free?")  # the server answers that another run holds the agent
+    bar = page.locator("#busy-bar")
+    expect(bar).to_contain_text(f"busy with run …{run.id[-8:]}")
+    expect(page.locator("#composer-input")).to_have_value("are you free?")  # the text comes back, nothing is lost
+    expect(page.locator("#live .msg.user_message")).to_have_count(0)  # and no ghost message stays
+    expect(page.locator("#run-status")).to_contain_text("running")
+    assert "[object Object]" not in page.inner_text("body")
+    shot(page, "52-busy-elsewhere")
+    page.click("#busy-dismiss")
+    expect(bar).to_be_hidden()

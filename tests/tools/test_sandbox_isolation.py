@@ -278,7 +278,17 @@ def test_tool_cannot_make_namespaces_of_its_own(server):
 
 
 def _processes_in_pid_namespace(ns: str) -> list[int]:
-    """Live host processes in the run's PID namespace (a zombie is dead; host init reaps it when it gets to it)."""
+    """Live host processes in the run's PID namespace once it is torn down (the result may come back while the
+    kernel is still killing them; a zombie is dead, host init reaps it when it gets to it)."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while (found := _live_in(ns)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return found
+
+
+def _live_in(ns: str) -> list[int]:
     assert ns.startswith("pid:["), ns
     found = []
     for entry in os.listdir("/proc"):

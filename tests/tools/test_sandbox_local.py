@@ -1,6 +1,7 @@
 """The local sandbox backend: protocol, results, agent_state, pip venvs, and backend selection."""
 
 import glob
+import json
 import os
 import shutil
 import tempfile
@@ -242,3 +243,81 @@ def test_non_plain_agent_state_values_are_sent_as_json(local):
     state = {"id": "a", "name": "n", "tags": [], "blocks": [], "created_at": datetime.datetime(2024, 1, 2, 3, 4)}
     r = run(local, "def f(agent_state):\n    return agent_state['created_at']\n", agent_state=state)
     assert r.status == "success" and r.tool_return == "2024-01-02 03:04:00"
+
+
+def test_next_run_takes_a_sandbox_started_ahead_and_it_is_fresh(reachable_dir):
+    """After a run, the next sandbox is started in the background; the next run uses it (once)."""
+    import time
+
+    from tools.sandbox.warm import WARM
+
+    backend = LocalSandbox(work_root=reachable_dir)  # part of the key: no other test's sandbox matches
+    src = '''
+        import os
+        def f(note: str):
+            seen = os.listdir("/tmp") + os.listdir("/home/user")
+            open("/tmp/" + note, "w").write(note)
+            return [os.readlink("/proc/self/ns/pid"), seen]
+    '''
+    first = run(backend, src, args={"note": "first"})
+    assert first.status == "success", first.stderr
+    def ours():
+        return [s for key, s in list(WARM._ready.items()) if reachable_dir in key]
+
+    deadline = time.monotonic() + 30
+    while not ours() and time.monotonic() < deadline:  # wait for the background start, however slow
+        time.sleep(0.02)
+    (waiting,) = ours()
+    waiting_ns = _pid_namespace_below(waiting.proc.pid)
+    second = run(backend, src, args={"note": "second"})
+    ns, seen = json.loads(second.tool_return)
+    assert ns == waiting_ns and ns != json.loads(first.tool_return)[0]
+    assert seen == []  # nothing of the first run
+
+
+def _pid_namespace_below(pid: int) -> str:
+    """The PID namespace of the sandbox bwrap `pid` started (its first child is the namespace's init)."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # bwrap may not have made its namespaces yet
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            children = fh.read().split()
+        if children:
+            ns = os.readlink(f"/proc/{children[0]}/ns/pid")
+            if ns != os.readlink("/proc/self/ns/pid"):
+                return ns
+        time.sleep(0.01)
+    raise AssertionError("the waiting sandbox never made its PID namespace")
+
+
+def test_a_forked_server_process_starts_without_the_parents_waiting_sandboxes():
+    from tools.sandbox.warm import WARM
+
+    run(LocalSandbox(), "def f():\n    return 1\n")  # the parent now has a worker thread and (soon) a sandbox
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if (not WARM._ready and WARM._worker is None and not WARM._filling) else 1)
+    assert os.waitpid(pid, 0)[1] == 0
+
+
+def test_only_a_python_installation_or_venv_is_mounted_beyond_usr(tmp_path):
+    from tools.sandbox.bwrap import python_mounts
+
+    assert python_mounts("/usr/bin/python3") == []
+    base = tmp_path / "python"
+    (base / "bin").mkdir(parents=True)
+    (base / "lib" / "python3.11").mkdir(parents=True)
+    (base / "lib" / "python3.11" / "os.py").write_text("")
+    (base / "bin" / "python3").write_text("")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\n")
+    (venv / "bin" / "python").symlink_to(base / "bin" / "python3")
+    assert python_mounts(str(base / "bin" / "python3")) == [str(base)]
+    assert python_mounts(str(venv / "bin" / "python")) == [str(base), str(venv)]
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "python3").write_text("")
+    with pytest.raises(SandboxError, match="not inside a Python installation"):
+        python_mounts(str(home / "bin" / "python3"))  # would otherwise mount the whole home directory

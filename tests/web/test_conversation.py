@@ -114,6 +114,8 @@ def test_step_shows_readable_parts_and_the_memory_change_as_a_diff(web, account,
     # the next request is readable too: the core memory section with its own token count
     ctx = web.get(f"/agents/{agent.id}/context/").content.decode()
     assert re.search(r'data-key="core_memory" data-tokens="\d+"', ctx) and "Loves oolong tea." in ctx
+    block = re.search(r'data-key="block:human" data-tokens="(\d+)".*?</details>', ctx, re.S)  # each block apart
+    assert block and int(block.group(1)) > 0 and "Loves oolong tea." in block.group(0)
 
 
 def test_runs_view_lists_runs_with_outcome_and_steps(web, account, fake_llm):
@@ -155,3 +157,42 @@ def test_rules_naming_tools_the_agent_lacks_are_refused(web, account):
     assert Agent.objects.get(id=agent.id).tool_rules == []
     ok = [{"type": "exit_loop", "tool_name": "send_message"}]
     assert "Saved." in web.post(f"/agents/{agent.id}/rules/", {"tool_rules": json.dumps(ok)}).content.decode()
+
+
+def test_history_and_runs_cost_the_same_queries_however_long_the_history(web, account, fake_llm):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    agent = make_agent(account.org)
+
+    def count(url: str) -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert web.get(url).status_code == 200
+        return len(ctx.captured_queries)
+
+    _say(agent, "one")
+    urls = [f"/agents/{agent.id}/history/?before=100000", f"/agents/{agent.id}/runs/", f"/agents/{agent.id}/steps/",
+            f"/agents/{agent.id}/window/"]
+    before = [count(u) for u in urls]
+    assert before == [9, 6, 6, 7]  # session and user included
+    for i in range(5):
+        _say(agent, f"more {i}")
+    assert [count(u) for u in urls] == before
+
+
+def test_an_imported_letta_v1_conversation_reads_like_a_native_one(web, account):
+    from core.agentfile import agentfile_import, parse_agent_file
+    from tests.core.agentfile_fixtures import fixture_path
+
+    result = agentfile_import(owner=account.org, parsed=parse_agent_file(fixture_path("memgpt_agent_with_convo.af").read_bytes()))
+    agent = Agent.objects.get(id=result.agent_ids[0])
+    page = web.get(f"/agents/{agent.id}/history/?before=40").content.decode()  # the first 40 messages
+    assert "Conversation reset" not in page  # Letta v1 rebuilt its prompt mid-conversation: not resets
+    assert "hi my name is actually sarah not chad" in page and "&quot;type&quot;: &quot;user_message&quot;" not in page
+    assert 'data-type="heartbeat"' in page
+    # tool returns are named after their call (the file names them after the agent) and send_message's receipts hidden
+    assert re.search(r'data-type="tool_return_message".*?core_memory_replace', page, re.S)
+    labels = re.findall(r'data-type="tool_return_message".*?<summary>(.*?)</summary>', page, re.S)
+    assert labels and not any("memgpt_agent" in label for label in labels), labels
+    # the inner monologue of a tool-calling message shows as reasoning
+    assert re.search(r'data-type="reasoning_message".*?Updating core memory to reflect this change', page, re.S)

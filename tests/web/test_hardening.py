@@ -389,3 +389,58 @@ def test_openapi_declares_error_responses_and_constraints(api):
     assert agent_in["overflow_strategy"]["anyOf"][0]["enum"] == ["summarize", "truncate"]
     block = spec["components"]["schemas"]["BlockUpdateIn"]["properties"]
     assert block["limit"]["minimum"] == 1 and block["label"]["maxLength"] == 100 and "anyOf" not in block["value"]
+
+
+# --- sending messages (a provider configured, so the request reaches the run) ---
+
+@pytest.mark.parametrize("body", [
+    {"messages": [{"role": "user", "content": "hi"}], "max_steps": 10**30},
+    {"messages": [{"role": "user", "content": "hi"}], "max_steps": 2**31},
+    {"messages": [{"role": "user", "content": "hi\x00"}]},
+    {"input": "\x00"},
+])
+def test_bad_sends_are_4xx_and_start_no_run(api, agent, fake_llm, body):
+    from core.models import Run
+
+    for path in (f"/v1/agents/{agent.id}/messages", f"/v1/agents/{agent.id}/messages/async"):
+        r = api.post(path, body)
+        assert 400 <= r.status_code < 500, (path, r.status_code, r.content[:300])
+        assert r.json()["detail"]
+    assert not Run.objects.filter(status__in=["created", "running"]).exists()
+
+
+# --- every IDE form answers a person's mistakes without a server error ---
+
+NASTY = [
+    {"limit": "99999999999999999999999", "value": "x", "label": "l" * 300, "description": "d"},
+    {"limit": "-1", "value": "", "label": "", "text": "", "tags": "," * 50},
+    {"limit": "0", "value": "v", "label": "ok", "text": "t" * 200_000, "tags": "t" * 300},
+    {"name": "n" * 300, "model": "m" * 300, "system": "s", "temperature": "nan", "max_steps": str(2**40),
+     "context_window_limit": str(2**40), "tags": "a,b"},
+    {"name": "x", "model": "openai/fake-model", "system": "", "temperature": "inf", "max_steps": "-5",
+     "context_window_limit": "9223372036854775808", "tags": ""},
+    {"tool_rules": "[1, 2]"}, {"tool_rules": '[{"type": "exit_loop"}]'}, {"tool_rules": "{" * 5000},
+    {"source_code": "def f(:", "env_vars": "[]", "prefill": "[]", "sandbox": "x" * 100},
+    {"source_code": 'def f(a: int) -> int:\n    """F.\n\n    Args:\n        a: A.\n    """\n    return a\n',
+     "arg_a": "99999999999999999999999999999", "env_vars": '{"A": {"b": 1}}', "tool_id": "tool-nope", "agent_id": "x"},
+    {"block_id": "block-nope", "q": "%", "before": str(10**30), "template": "nope"},
+]
+
+
+def test_ide_forms_never_answer_500(account, agent):
+    block = agent.blocks.get(label="persona")
+    web = Client(raise_request_exception=False)
+    web.force_login(account.user)
+    urls = [f"/agents/{agent.id}/settings/", f"/agents/{agent.id}/rules/", f"/agents/{agent.id}/tokens/",
+            f"/agents/{agent.id}/blocks/new/", f"/agents/{agent.id}/blocks/attach/", f"/agents/{agent.id}/blocks/detach/",
+            f"/agents/{agent.id}/blocks/{block.id}/save/", f"/agents/{agent.id}/archival/insert/", f"/blocks/{block.id}/",
+            f"/blocks/{block.id}/restore/99999999999999999999/", "/agents/new/", "/tools/schema/", "/tools/save/",
+            "/settings/tokens/", "/settings/providers/", "/settings/owner/"]
+    for url in urls:
+        for data in NASTY:
+            r = web.post(url, data)
+            assert r.status_code < 500, (url, data, r.status_code)
+    for url in (f"/agents/{agent.id}/history/?before={10**30}", f"/agents/{agent.id}/recall/?q=%25&limit=-4",
+                f"/agents/{agent.id}/archival/?q=x&limit=99999999999999999999", "/?q=%25&tag=" + "t" * 500):
+        assert web.get(url).status_code < 500, url
+    assert Block.objects.get(pk=block.pk).limit >= 1

@@ -260,7 +260,9 @@ def main(argv):
             stream.flush()
         except Exception:  # noqa: BLE001 - the tool may have closed or replaced its streams
             pass
-    sink.write(text)
+    # JSON never holds a raw newline, so a final one tells the server the result is complete without
+    # waiting for the sandbox to be torn down.
+    sink.write(text + "\n")
     sink.close()
     # Don't wait for threads the tool may have left running: the call is over.
     os._exit(0)

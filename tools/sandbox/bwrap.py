@@ -13,9 +13,12 @@ throwaway uid when the server is root), which is how the Docker image runs.
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
+
+from tools.sandbox.base import SandboxError
 
 SANDBOX_HOME = "/home/user"  # the tool's cwd and HOME (the same path E2B uses)
 RUNNER_IN_SANDBOX = "/opt/agents-ide/runner.py"
@@ -40,6 +43,10 @@ def python_mounts(python: str) -> list[str]:
     exe = os.path.realpath(python)
     prefix = os.path.dirname(os.path.dirname(exe))
     if not _under_usr(prefix):
+        # Only a real installation (bin/ beside lib/python3.x): never, say, a home directory with a bin/.
+        if prefix == "/" or not glob.glob(os.path.join(prefix, "lib", "python3*", "os.py")):
+            raise SandboxError(f"{exe} is not inside a Python installation that can be mounted read-only "
+                               f"(no {prefix}/lib/python3.x)")
         mounts.append(prefix)
     venv = os.path.dirname(os.path.dirname(os.path.abspath(python)))
     if os.path.exists(os.path.join(venv, "pyvenv.cfg")) and not _under_usr(venv):

@@ -14,8 +14,10 @@ Isolation, in layers:
 - resources: RLIMIT_CPU/AS/FSIZE/NPROC/CORE are set by the runner before the tool's source is even
   compiled (not in a `preexec_fn`, which is unsafe in a threaded server); wall time is enforced here;
 - lifetime: the child leads its own session; when it exits or times out we kill its process group.
-  Namespaced, the PID namespace dies with it, taking every process the tool started; weak, we kill
-  what its throwaway uid still owns and delete what it left in /tmp, /var/tmp and /dev/shm.
+  Namespaced, killing bwrap ends the PID namespace, taking every process the tool started; the result
+  is returned as soon as it is complete and a reaper thread waits for the teardown. Weak, we kill what
+  its throwaway uid still owns and delete what it left in /tmp, /var/tmp and /dev/shm;
+- start-up: the next namespaced sandbox is started ahead (`warm.py`), so a run rarely waits for it.
 
 The weak mode without root runs the tool as the server's user: env, cwd, limits and timeouts still
 apply, but file permissions, /proc/<server>/environ and the network do not protect the server.
@@ -50,15 +52,18 @@ from tools.sandbox.base import (
 )
 from tools.sandbox.bwrap import RUNNER_IN_SANDBOX, SANDBOX_HOME, bwrap_argv, find_bwrap, probe, python_mounts
 from tools.sandbox.process import (
+    REAPER,
     Pump,
     UidLease,
     count_uid_tasks,
     kill_run,
     kill_uid_processes,
     owned_dir,
+    reap,
     remove_uid_files,
 )
 from tools.sandbox.venvs import Installer, ensure_venv
+from tools.sandbox.warm import WARM, Spawned
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +84,8 @@ class LocalSandbox(SandboxBackend):
     """Runs tools in local subprocesses (see the module docstring for the isolation it gives).
 
     `isolation`: None picks namespaces when they work here, else the weak mode if
-    `allow_weak_isolation`, else refuses every run; "namespaces" or "weak" forces one.
+    `allow_weak_isolation`, else refuses every run; "namespaces" or "weak" forces one. `warm`: keep the next
+    namespaced sandbox started ahead (`warm.py`).
     """
 
     name = "local"
@@ -98,6 +104,7 @@ class LocalSandbox(SandboxBackend):
         isolation: str | None = None,
         allow_weak_isolation: bool = False,
         bwrap: str | None = None,
+        warm: bool = True,
     ):
         if isolation not in (None, "namespaces", "weak"):
             raise ValueError(f"isolation must be None, 'namespaces' or 'weak', not {isolation!r}")
@@ -112,6 +119,7 @@ class LocalSandbox(SandboxBackend):
         self.isolation = isolation
         self.allow_weak_isolation = allow_weak_isolation
         self.bwrap = bwrap or find_bwrap()
+        self.warm = warm
 
     def isolation_status(self) -> tuple[str, str | None]:
         """How runs are isolated here — "namespaces", "weak" or "refused" — and why namespaces are unavailable.
@@ -144,7 +152,7 @@ class LocalSandbox(SandboxBackend):
             return known[0]
 
     def run(self, request: SandboxRequest) -> SandboxResult:
-        """Run the tool in a fresh sandboxed subprocess (may build a venv; weak mode: a temp dir)."""
+        """Run the tool in a fresh sandboxed subprocess (may build a venv; starts the next warm sandbox)."""
         started = time.monotonic()
         try:
             validate_request(request)
@@ -152,18 +160,17 @@ class LocalSandbox(SandboxBackend):
             if mode == "refused":
                 raise SandboxError(refusal_message(reason))
             python = self._python(request)
+            if mode == "namespaces":
+                return self._run_namespaced(request, python, started)
             lease = UidLease.acquire(self.uid_range, self.work_root) if self.drop_privileges else None
         except (SandboxError, OSError) as exc:
             return error_result(backend=self.name, started=started, error_type="SandboxError", message=str(exc))
         try:
-            if mode == "namespaces":
-                return self._run_namespaced(request, python, lease, started)
             return self._run_weak(request, python, lease, started)
         finally:
             if lease:
                 kill_uid_processes(lease.uid)
-                if mode == "weak":
-                    remove_uid_files(lease.uid)
+                remove_uid_files(lease.uid)
                 lease.release()
 
     def _python(self, request: SandboxRequest) -> str:
@@ -177,16 +184,30 @@ class LocalSandbox(SandboxBackend):
             installer=self.installer,
         )
 
-    def _run_namespaced(self, request, python, lease, started) -> SandboxResult:
+    def _run_namespaced(self, request, python, started) -> SandboxResult:
         argv = bwrap_argv(bwrap=self.bwrap, mounts=python_mounts(python), runner=_shared_runner_path(self.work_root),
                           allow_network=request.allow_network, scratch_mb=request.limits.scratch_mb)
         argv += ["--", *_runner_argv(python, RUNNER_IN_SANDBOX, site=bool(request.pip_requirements))]
         # bwrap runs outside the namespaces, so it gets a fixed environment; the runner sets the tool's own.
         env = {"PATH": BASE_PATH, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+
+        def spawn() -> Spawned:
+            lease = UidLease.acquire(self.uid_range, self.work_root) if self.drop_privileges else None
+            try:
+                return self._spawn(argv, "/", env, lease)
+            except BaseException:
+                if lease:
+                    lease.release()
+                raise
+
+        # Nothing but this command line decides what a sandbox is, so one started ahead is as fresh as a new one.
+        key = (tuple(argv), self.drop_privileges, self.uid_range, self.work_root)
+        spawned = (WARM.take(key) if self.warm else None) or spawn()
+        if self.warm:
+            WARM.refill(key, spawn)
         # The run's user namespace counts only its own processes, bwrap's init among them.
-        nproc = request.limits.max_processes + 1
-        return self._spawn_and_collect(request, argv, "/", env, lease, nproc, started, network=request.allow_network,
-                                       namespaced=True, tool_env={**env, **request.env_vars})
+        return self._collect(request, spawned, started, nproc=request.limits.max_processes + 1,
+                             network=request.allow_network, namespaced=True, tool_env={**env, **request.env_vars})
 
     def _run_weak(self, request, python, lease, started) -> SandboxResult:
         workdir = tempfile.mkdtemp(prefix="tool-run-", dir=self.work_root)
@@ -196,21 +217,19 @@ class LocalSandbox(SandboxBackend):
             os.chmod(workdir, 0o700)
             argv = _runner_argv(python, _shared_runner_path(self.work_root), site=bool(request.pip_requirements))
             env = {"PATH": BASE_PATH, "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8", **request.env_vars}
+            try:
+                spawned = self._spawn(argv, workdir, env, lease)
+            except OSError as exc:
+                return error_result(backend=self.name, started=started, error_type="SandboxError", network=True,
+                                    message=f"could not start the sandbox process: {exc}")
             # Without our own uid, NPROC counts all of the server user's processes too.
             nproc = request.limits.max_processes + (0 if lease else count_uid_tasks(os.getuid()))
-            return self._spawn_and_collect(request, argv, workdir, env, lease, nproc, started, network=True,
-                                           namespaced=False)
+            return self._collect(request, spawned, started, nproc=nproc, network=True, namespaced=False)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    def _spawn_and_collect(self, request, argv, cwd, env, lease, nproc, started, *, network, namespaced,
-                           tool_env=None) -> SandboxResult:
-        limits = request.limits
-        payload = request.payload()
-        payload["limits"] = {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb,
-                             "file_size_mb": limits.file_size_mb, "nproc": nproc}
-        if tool_env is not None:
-            payload["env"] = tool_env
+    def _spawn(self, argv, cwd, env, lease) -> Spawned:
+        """Start the sandbox process as `lease`'s uid if given; it waits for its payload on stdin."""
         result_r, result_w = os.pipe()
         try:
             proc = subprocess.Popen(
@@ -224,15 +243,34 @@ class LocalSandbox(SandboxBackend):
                 start_new_session=True,
                 **({"user": lease.uid, "group": lease.uid, "extra_groups": []} if lease else {}),
             )
-        except OSError as exc:
+        except BaseException:
             os.close(result_r)
-            return error_result(backend=self.name, started=started, error_type="SandboxError", network=network,
-                                message=f"could not start the sandbox process: {exc}")
+            raise
         finally:
             os.close(result_w)
-        io = Pump(proc, result_r, _encode_payload(payload), limits.max_output_bytes, self.max_result_bytes)
-        # The wall clock starts at spawn: building a venv first must not eat the tool's time.
-        io.run(deadline=time.monotonic() + request.timeout_s, on_finish=lambda: kill_run(proc, lease))
+        return Spawned(proc, result_r, lease)
+
+    def _collect(self, request, spawned: Spawned, started, *, nproc, network, namespaced,
+                 tool_env=None) -> SandboxResult:
+        """Give the sandbox its payload, enforce wall time and output caps, and read its result."""
+        limits = request.limits
+        payload = request.payload()
+        payload["limits"] = {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb,
+                             "file_size_mb": limits.file_size_mb, "nproc": nproc}
+        if tool_env is not None:
+            payload["env"] = tool_env
+        proc, lease = spawned.proc, spawned.lease
+        io = Pump(proc, spawned.result_r, _encode_payload(payload), limits.max_output_bytes, self.max_result_bytes,
+                  early=namespaced)
+        try:
+            # The wall clock starts with the payload: building a venv first must not eat the tool's time.
+            # Namespaced, killing bwrap ends the whole PID namespace; its uid is swept when it is reaped.
+            io.run(deadline=time.monotonic() + request.timeout_s,
+                   on_finish=lambda: kill_run(proc, None if namespaced else lease))
+        finally:
+            if namespaced:
+                # Killed already; waiting for the namespaces to be torn down needn't delay the result.
+                (REAPER.reap if io.result_complete else reap)(proc, lease)
         return self._result(request, proc, io, started, network, namespaced)
 
     def _result(self, request, proc, io: Pump, started, network: bool, namespaced: bool) -> SandboxResult:

@@ -1,15 +1,17 @@
-"""Process plumbing for the local sandbox: the I/O pump, throwaway-uid leases, and killing leftovers."""
+"""Process plumbing for the local sandbox: the I/O pump, throwaway-uid leases, killing leftovers and reaping."""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import queue
 import random
 import selectors
 import shutil
 import signal
 import stat
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +33,10 @@ class Pump:
     data: dict = field(default_factory=lambda: {"stdout": bytearray(), "stderr": bytearray(), "result": bytearray()})
     total: dict = field(default_factory=lambda: {"stdout": 0, "stderr": 0, "result": 0})
     timed_out: bool = False
+    # Stop as soon as the result's final newline arrives (killing the run) instead of waiting for the
+    # process to exit; `result_complete` then says the process may still be dying.
+    early: bool = False
+    result_complete: bool = False
 
     def run(self, *, deadline: float, on_finish: Callable[[], None]) -> None:
         sel = selectors.DefaultSelector()
@@ -66,6 +72,13 @@ class Pump:
                             deadline = min(deadline, time.monotonic() + GRACE_S)
                     else:
                         self._read(sel, key.fd, name)
+                        if name == "result" and self.early and self.data[name].endswith(b"\n"):
+                            # The runner flushed stdout/stderr before writing its result: take what they hold.
+                            self._drain(sel)
+                            if not finished:
+                                on_finish()
+                            self.result_complete = finished = True
+                            return
         finally:
             sel.close()
             os.close(pidfd)
@@ -74,7 +87,14 @@ class Pump:
             os.close(self.result_fd)
             if not finished:
                 on_finish()
-            self.proc.wait()
+            if not self.result_complete:
+                self.proc.wait()
+
+    def _drain(self, sel) -> None:
+        for key in list(sel.get_map().values()):
+            if key.data in ("stdout", "stderr"):
+                while key.fd in sel.get_map() and self._read(sel, key.fd, key.data):
+                    pass
 
     def _write(self, sel, fd, pending: memoryview) -> memoryview:
         try:
@@ -86,20 +106,22 @@ class Pump:
             self.proc.stdin.close()
         return pending
 
-    def _read(self, sel, fd, name) -> None:
+    def _read(self, sel, fd, name) -> bool:
+        """Read one chunk; False when there is nothing (more) to read now."""
         try:
             chunk = os.read(fd, 65536)
         except BlockingIOError:
-            return
+            return False
         except OSError:
             chunk = b""
         if not chunk:
             sel.unregister(fd)
-            return
+            return False
         cap = self.max_result + 1 if name == "result" else self.max_output
         self.total[name] += len(chunk)
         if len(self.data[name]) < cap:
             self.data[name] += chunk[: cap - len(self.data[name])]
+        return True
 
 
 def kill_run(proc: subprocess.Popen, lease: UidLease | None) -> None:
@@ -110,6 +132,41 @@ def kill_run(proc: subprocess.Popen, lease: UidLease | None) -> None:
         pass
     if lease:
         kill_uid_processes(lease.uid)
+
+
+def reap(proc: subprocess.Popen, lease: UidLease | None) -> None:
+    """Wait for a killed run's process to be gone, then free its uid (sweeping anything left of it)."""
+    proc.wait()
+    if lease:
+        kill_uid_processes(lease.uid)
+        lease.release()
+
+
+class Reaper:
+    """Reaps killed runs on one background thread, so a result needn't wait for its sandbox's teardown."""
+
+    def __init__(self):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+        os.register_at_fork(after_in_child=self._after_fork)
+
+    def reap(self, proc: subprocess.Popen, lease: UidLease | None) -> None:
+        with self._lock:
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="sandbox-reaper", daemon=True)
+                self._worker.start()
+        self._jobs.put((proc, lease))
+
+    def _work(self) -> None:
+        while True:
+            reap(*self._jobs.get())
+
+    def _after_fork(self) -> None:
+        self._jobs, self._lock, self._worker = queue.SimpleQueue(), threading.Lock(), None
+
+
+REAPER = Reaper()
 
 
 def _uid_pids(uid: int):

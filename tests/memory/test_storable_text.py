@@ -1,0 +1,33 @@
+"""What the model writes into memory is stored even when it holds text the databases refuse (NUL, lone
+surrogates): the agent's memory tools and archival inserts commit, with U+FFFD in place of the bad characters."""
+
+from core.models import Message
+from core.runner import run_agent
+from memory.models import BlockHistory, Passage
+from tests.factories import make_agent
+from tests.fake_llm import FakeLLM
+
+
+def test_memory_edits_and_archival_inserts_with_nul_commit(account, fake_llm):
+    agent = make_agent(account.org, name="Mem")
+    fake_llm.script(
+        FakeLLM.tool("core_memory_append", {"label": "human", "content": "likes\x00tea"}, heartbeat=True),
+        FakeLLM.tool("archival_memory_insert", {"content": "note\x00one"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "saved\x00"}),
+    )
+    result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "remember"}])
+    assert result.error in (None, ""), result.error
+    human = agent.blocks.get(label="human")
+    assert "likes\ufffdtea" in human.value and "\x00" not in human.value
+    assert "likes\ufffdtea" in BlockHistory.objects.filter(block=human).order_by("-version").first().new_value
+    assert Passage.objects.get(agent=agent).text == "note\ufffdone"
+    rows = Message.objects.filter(agent=agent)
+    assert rows.count() >= 7 and not any("\x00" in m.text + str(m.tool_calls) + str(m.content) for m in rows)
+
+
+def test_a_model_reply_with_a_lone_surrogate_commits(account, fake_llm):
+    agent = make_agent(account.org, name="Sur")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "half an emoji: \ud83d"}))
+    result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "hi"}])
+    assert result.error in (None, ""), result.error
+    assert Message.objects.filter(agent=agent, role="assistant").exists()
