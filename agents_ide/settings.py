@@ -115,13 +115,18 @@ DATABASES["default"]["TEST"] = {
 }
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# Messages a listener (a tab, an SSE stream) may fall behind by before the layer drops them: token chunks
+# come every ~20 ms per run, so the channels default of 100 would drop a slow reader's events within seconds.
+CHANNEL_CAPACITY = int(os.environ.get("CHANNEL_CAPACITY", "1000"))
 if REDIS_URL:
     # redis-py 8 reads with a 5 s socket timeout, the same as channels-redis's blocking pop: without a longer
     # one every idle websocket dies after 5 s with "Timeout reading from ...".
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                  "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]}}}
+                                  "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                                             "capacity": CHANNEL_CAPACITY}}}
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "core.channel_layer.LocalChannelLayer"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "core.channel_layer.LocalChannelLayer",
+                                  "CONFIG": {"capacity": CHANNEL_CAPACITY}}}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
