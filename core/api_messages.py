@@ -40,7 +40,8 @@ def _submit(request, agent_id: str, body: LettaRequest):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     inputs = runner.input_normalize(_inputs(body))
     model_resolve(owner=agent.owner, handle=agent.model)  # 400 with a how-to when no provider serves it
-    return executor.run_submit(owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps)
+    return executor.run_submit(owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps,
+                               stream_tokens=body.stream_tokens)
 
 
 def _stream(request, run, body: LettaRequest) -> StreamingHttpResponse:

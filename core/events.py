@@ -59,6 +59,17 @@ def _group_send(layer, group: str, message: dict) -> None:
     asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(timeout=SEND_TIMEOUT_S)
 
 
+def group_listened(group: str) -> bool | None:
+    """Whether anyone in this process listens to the group (the embedded layer knows); None when the layer is
+    shared between processes and the listeners may be elsewhere."""
+    layer = get_channel_layer()
+    if layer is None:
+        return False
+    if isinstance(layer, InMemoryChannelLayer):
+        return bool(layer.groups.get(group))
+    return None
+
+
 def agent_group(agent_id: str) -> str:
     """The channel group every tab showing this agent joins."""
     return f"agent.{agent_id}".replace("-", "_")

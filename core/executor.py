@@ -28,13 +28,14 @@ _waiters_lock = threading.Lock()
 @transaction.atomic
 def run_submit(*, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None,
                background: bool = False, depth: int = 0, parent_run_id: str | None = None,
-               kinds: dict[int, str] | None = None) -> Run:
+               kinds: dict[int, str] | None = None, stream_tokens: bool = False) -> Run:
     """Claim the agent and queue the run in one transaction; returns the run (status created).
 
     Raises Conflict if the agent is busy, Invalid for bad input. The task reaches a pool thread after commit.
     """
     run = runner.run_start(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps,
-                           background=background, depth=depth, parent_run_id=parent_run_id, kinds=kinds)
+                           background=background, depth=depth, parent_run_id=parent_run_id, kinds=kinds,
+                           stream_tokens=stream_tokens)
     from core.tasks import run_execute_task
 
     queue.woken_after_commit(run_execute_task.enqueue(run_id=run.id).id)

@@ -135,6 +135,7 @@ class Run(models.Model):
     # Multi-agent loop guard: how many agent-to-agent hops led to this run.
     depth = models.PositiveSmallIntegerField(default=0)
     parent_run = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_runs")
+    stream_tokens = models.BooleanField(default=False)  # the caller follows the reply token by token
     worker = models.CharField(max_length=200, blank=True, default="")
     # Renewed by the process executing the run; a lapsed lease means that process died (see core.queue).
     heartbeat_at = models.DateTimeField(null=True, blank=True)

@@ -28,6 +28,7 @@ from core.engine import llm, loop
 from core.engine import rules as rule_solver
 from core.engine.stream import ChunkBuilder
 from core.engine.tokens import step_cost
+from core.events import group_listened
 from core.engine.types import StopReason
 from core.errors import Conflict, Invalid, NotFound
 from core.messages import messages_to_letta, stop_reason_message, usage_statistics
@@ -91,10 +92,11 @@ def input_normalize(messages: list[dict]) -> list[dict]:
 @transaction.atomic
 def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None,
               background: bool = False, depth: int = 0, parent_run_id: str | None = None,
-              kinds: dict[int, str] | None = None) -> Run:
+              kinds: dict[int, str] | None = None, stream_tokens: bool = False) -> Run:
     """Claim the agent for a new run, stored as `created` (row lock); Conflict if another run of the agent is in
     progress. A run whose lease lapsed (its process died) is failed here rather than blocking the agent.
-    `background` marks runs whose caller does not wait (…/messages/async); `kinds` marks input messages by index.
+    `background` marks runs whose caller does not wait (…/messages/async); `kinds` marks input messages by index;
+    `stream_tokens` says the caller follows the reply token by token.
     """
     agent = Agent.objects.select_for_update().filter(owner=owner, id=agent_id).first()
     if agent is None:
@@ -115,7 +117,8 @@ def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict],
     for i, kind in (kinds or {}).items():
         inputs[i]["kind"] = kind
     return Run.objects.create(owner=owner, agent=agent, status="created", input_messages=inputs, max_steps=steps,
-                              background=background, depth=depth, parent_run_id=parent_run_id)
+                              background=background, depth=depth, parent_run_id=parent_run_id,
+                              stream_tokens=stream_tokens)
 
 
 def run_cancel(*, owner: Organization, agent_id: str, run_ids: list[str] | None = None) -> list[str]:
@@ -201,14 +204,21 @@ def _fit(rs: _RunState, snap: AgentSnapshot, *, force: bool = False):
     return snap, allowed, ctx
 
 
+def _watched(rs: _RunState) -> bool:
+    """Whether anyone follows this run's tokens: its caller asked for them, or a tab (or stream) listens to the
+    agent. Streaming costs CPU per chunk, so a reply nobody watches is fetched whole."""
+    return rs.run.stream_tokens or group_listened(rs.emitter.group) is not False
+
+
 def _call(rs: _RunState, ctx, step_id: str, message_id: str):
-    """The model call, streamed when LLM_STREAMING is on: token chunks of the message it will store go to the
-    agent's group as they arrive. A provider that refuses to stream is asked again without streaming; a
-    stream that breaks after chunks went out fails the step (LLMError), leaving the state as before it."""
+    """The model call, streamed when LLM_STREAMING is on and someone watches: token chunks of the message it
+    will store go to the agent's group as they arrive. A provider that refuses to stream is asked again
+    without streaming; a stream that breaks after chunks went out fails the step (LLMError), leaving the
+    state as before it."""
     outside_transaction("the model call")
     request = {**ctx.request, "model": rs.resolved.litellm_model}
     call = dict(api_base=rs.resolved.api_base, api_key=rs.resolved.api_key, timeout=settings.LLM_TIMEOUT_S)
-    if not (settings.LLM_STREAMING and rs.streams is not False):
+    if not (settings.LLM_STREAMING and rs.streams is not False and _watched(rs)):
         return request, llm.complete(request, **call)
     chunks = ChunkBuilder(message_id=message_id, run_id=rs.run.id, step_id=step_id,
                           date=timezone.now().isoformat(timespec="seconds"))

@@ -187,6 +187,7 @@ def test_events_reach_the_agent_group_in_order_with_the_callers_marked(agent, fa
 
     sent = []
     monkeypatch.setattr(emit, "send_events", lambda group, events, **extra: sent.append((group, events, extra)))
+    monkeypatch.setattr("core.runner.group_listened", lambda group: True)  # a tab follows the agent
     result = _run(agent)
     assert {group for group, _, _ in sent} == {agent_group(agent.id)}
     assert all(extra["run_id"] == result.run_id for _, _, extra in sent)

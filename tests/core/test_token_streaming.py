@@ -79,13 +79,18 @@ def test_sse_without_stream_tokens_sends_whole_messages(api, agent, fake_llm):
     assert [f["content"] for f in frames if f["message_type"] == "assistant_message"] == [REPLY]
 
 
-def _exchange(api, agent, fake_llm, settings, streaming: bool):
-    settings.LLM_STREAMING = streaming
+def _exchange(api, agent, fake_llm, streaming: bool):
+    """The same exchange as a plain request, or followed token by token (a stream_tokens SSE caller)."""
     fake_llm.script(FakeLLM.tool("core_memory_append", {"label": "human", "content": "Likes tea."}, thinking="note it",
                                  heartbeat=True),
                     FakeLLM.tool("send_message", {"message": REPLY}))
-    body = api.post(f"/v1/agents/{agent.id}/messages", {"input": "I like tea"}).json()
-    return body, list(Step.objects.filter(run_id=body["run_id"]).order_by("index"))
+    if streaming:
+        frames = _frames(api.post(f"/v1/agents/{agent.id}/messages/stream", {"input": "I like tea", "stream_tokens": True}))
+        assert any(f.get("delta") for f in frames)
+        run_id = frames[0]["run_id"]
+    else:
+        run_id = api.post(f"/v1/agents/{agent.id}/messages", {"input": "I like tea"}).json()["run_id"]
+    return run_id, list(Step.objects.filter(run_id=run_id).order_by("index"))
 
 
 def _scrub(value):
@@ -102,14 +107,17 @@ def _record(step) -> dict:
                    "usage": {k: step.usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}})
 
 
-def test_a_streamed_step_stores_the_same_record_as_a_plain_one(account, fake_llm, settings):
+def test_a_streamed_step_stores_the_same_record_as_a_plain_one(account, fake_llm):
+    from core.executor import run_reply
+
     api = ApiClient(account.token)
     records, replies = [], []
     for streaming in (False, True):
         agent = make_agent(account.org, name=f"s{streaming}")
-        body, steps = _exchange(api, agent, fake_llm, settings, streaming)
-        replies.append([(m["message_type"], m.get("content")) for m in body["messages"]])
+        run_id, steps = _exchange(api, agent, fake_llm, streaming)
+        replies.append([(m["message_type"], m.get("content")) for m in run_reply(run=Run.objects.get(pk=run_id))])
         records.append([_record(s) for s in steps])
+    assert [bool(r.get("stream")) for r in fake_llm.chat_requests] == [False, False, True, True]
     assert records[0] == records[1] and len(records[0]) == 2
     assert _scrub(replies[0]) == _scrub(replies[1])
     assert [r.model_ms > 0 and r.total_ms > 0 for r in Step.objects.all()] == [True] * 4
@@ -118,10 +126,16 @@ def test_a_streamed_step_stores_the_same_record_as_a_plain_one(account, fake_llm
 def test_a_provider_that_cannot_stream_is_asked_again_without(api, agent, fake_llm):
     fake_llm.streaming = False
     fake_llm.script(FakeLLM.tool("send_message", {"message": REPLY}))
-    body = api.post(f"/v1/agents/{agent.id}/messages", {"input": "hi"}).json()
-    assert body["stop_reason"]["stop_reason"] == "end_turn", body
-    assert [m["content"] for m in body["messages"] if m["message_type"] == "assistant_message"] == [REPLY]
+    frames = _frames(api.post(f"/v1/agents/{agent.id}/messages/stream", {"input": "hi", "stream_tokens": True}))
+    assert frames[-2] == {"message_type": "stop_reason", "stop_reason": "end_turn"}
+    assert [f["content"] for f in frames if f["message_type"] == "assistant_message"] == [REPLY]  # whole, no chunks
     assert [bool(r.get("stream")) for r in fake_llm.chat_requests] == [True, False]
+
+
+def test_a_reply_nobody_follows_is_not_streamed(api, agent, fake_llm):
+    fake_llm.script(FakeLLM.tool("send_message", {"message": REPLY}))
+    assert api.post(f"/v1/agents/{agent.id}/messages", {"input": "hi"}).status_code == 200
+    assert [bool(r.get("stream")) for r in fake_llm.chat_requests] == [False]
 
 
 def test_a_stream_that_breaks_midway_fails_the_step_and_changes_nothing(api, agent, fake_llm):
