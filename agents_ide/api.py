@@ -128,6 +128,7 @@ def _register_routers() -> None:
     from core.api_messages import router as messages_router
     from core.api_runs import router as runs_router
     from core.api_timetravel import router as timetravel_router
+    from core.api_agent_tests import router as agent_tests_router
     from core.api_agentfiles import router as agentfile_router
     from memory.api import router as memory_router
     from tools.api import router as tools_router
@@ -137,6 +138,7 @@ def _register_routers() -> None:
     api.add_router("", messages_router)
     api.add_router("", runs_router)
     api.add_router("", timetravel_router)
+    api.add_router("", agent_tests_router)
     api.add_router("", memory_router)
     api.add_router("", tools_router)
 

@@ -175,6 +175,23 @@ class Step(models.Model):
         indexes = [models.Index(fields=["agent", "created_at"])]
 
 
+class AgentTestRun(models.Model):
+    """One run of an agent's tests (core.agent_tests): which tests, on which model, and each one's result."""
+
+    STATUSES = [("created", "created"), ("running", "running"), ("passed", "passed"), ("failed", "failed")]
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_testrun_id, editable=False)
+    owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="agent_test_runs")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="test_runs")
+    status = models.CharField(max_length=16, choices=STATUSES, default="created")
+    test_ids = models.JSONField(default=list, blank=True)
+    model = models.CharField(max_length=200, blank=True, default="")  # empty: the agent's own
+    keep = models.BooleanField(default=False)  # keep each test's copy of the agent for inspection
+    results = StorableJSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+
 class Replay(models.Model):
     """A recorded step sent again to one or more models, with overrides; the agent itself is untouched."""
 

@@ -19,3 +19,11 @@ def agent_message_deliver_task(*, owner_id: str, target_id: str, sender_id: str,
 
     return agent_message_deliver(owner_id=owner_id, target_id=target_id, sender_id=sender_id, message=message,
                                  depth=depth, parent_run_id=parent_run_id, attempt=attempt)
+
+
+@task()
+def agent_tests_task(*, test_run_id: str) -> str:
+    """Run an agent's tests (see core.agent_tests.tests_execute)."""
+    from core.agent_tests import tests_execute
+
+    return tests_execute(test_run_id=test_run_id)

@@ -204,6 +204,63 @@ def _edit_time(state: dict) -> datetime | None:
     return datetime.strptime(text, "%Y-%m-%d %I:%M:%S %p UTC").replace(tzinfo=dt_timezone.utc)
 
 
+def _copy(*, agent: Agent, name: str, metadata: dict, system: str, window: list[str], summary_id: str | None,
+          blocks: list[dict], share_blocks: bool, blocks_edited_at: datetime | None, passages) -> Agent:
+    """A new agent with the original's settings, tools, rules and tags, the given blocks and window, its messages
+    up to the window's end (recall memory, same times) and the given passages. Caller holds a transaction."""
+    from memory.models import AgentBlock, Block, Passage, PassageTag
+
+    keep = [summary_id, *window] if summary_id else list(window)
+    rows = _messages(keep)
+    last_seq = max((rows[i].seq for i in keep if i in rows), default=None)
+    if last_seq is None:
+        last_seq = Message.objects.filter(agent=agent).order_by("-seq").values_list("seq", flat=True).first() or 0
+    first_seq = min((rows[i].seq for i in keep if i in rows), default=last_seq + 1)
+    copy = Agent.objects.get(pk=agent.pk)
+    copy.pk = None
+    copy.id = Agent._meta.get_field("id").get_default()
+    copy.name = name[:200]
+    copy.system = system
+    copy.metadata = metadata
+    copy.message_ids = []
+    copy.save()
+    AgentTag.objects.bulk_create([AgentTag(agent=copy, tag=tag) for tag in agent.tag_rows.values_list("tag", flat=True)])
+    copy.tools.set(agent.tools.all())
+    history = list(Message.objects.filter(agent=agent, seq__lte=last_seq).order_by("seq"))
+    # The system message in force then: the last one written before the window starts (resets add new ones).
+    system_row = next((m for m in reversed(history) if m.role == "system" and m.kind == "" and m.seq < first_seq), None)
+    system_id = system_row.id if system_row else None
+    ids, created = {}, {}
+    for m in history:
+        created[m.id] = m.created_at
+        new_id = Message._meta.get_field("id").get_default()
+        ids[m.id] = new_id
+        m.pk, m.id, m.agent, m.run, m.step = None, new_id, copy, None, None
+    Message.objects.bulk_create(history)
+    originals = {new: old for old, new in ids.items()}
+    for m in history:  # auto_now_add stamped the copies now; recall search and the transcript need their times
+        Message.objects.filter(pk=m.pk).update(created_at=created[originals[m.id]])
+    for position, b in enumerate(blocks):
+        original = Block.objects.filter(pk=b["id"]).first()
+        if share_blocks and original is not None:
+            block = original
+        else:
+            block = Block.objects.create(owner=agent.owner, label=b["label"], value=b["value"], limit=b["limit"],
+                                         description=b.get("description") or "", read_only=b.get("read_only", False))
+            if blocks_edited_at is not None:
+                Block.objects.filter(pk=block.pk).update(updated_at=blocks_edited_at)
+        AgentBlock.objects.create(agent=copy, block=block, position=position)
+    for p in passages:
+        stamp, tags = p.created_at, list(p.tags or [])
+        p.pk, p.id, p.agent = None, Passage._meta.get_field("id").get_default(), copy
+        p.save()
+        Passage.objects.filter(pk=p.pk).update(created_at=stamp)
+        PassageTag.objects.bulk_create([PassageTag(passage=p, agent=copy, tag=tag) for tag in tags])
+    copy.message_ids = ([ids[system_id]] if system_id else []) + [ids[i] for i in keep if i in ids]
+    copy.save(update_fields=["message_ids"])
+    return Agent.objects.get(pk=copy.pk)
+
+
 @transaction.atomic
 def agent_fork(*, agent: Agent, step: Step, before: bool = False, share_blocks: bool = False,
                name: str | None = None) -> Agent:
@@ -211,7 +268,7 @@ def agent_fork(*, agent: Agent, step: Step, before: bool = False, share_blocks: 
     compiled from (its input included); otherwise as right after it (its reply, tool results and block edits).
     Messages up to there are copied (recall memory), blocks copied unless `share_blocks`, passages written
     before the step copied; tools, rules and settings are the original's. The original is not touched."""
-    from memory.models import AgentBlock, Block, Passage, PassageTag
+    from memory.models import Passage
 
     if step.agent_id != agent.id or step.kind != "agent":
         raise Invalid("Fork at one of this agent's own steps.")
@@ -219,64 +276,34 @@ def agent_fork(*, agent: Agent, step: Step, before: bool = False, share_blocks: 
     window = list(state["message_ids"])
     if not before:
         window += [m.id for m in Message.objects.filter(step=step).order_by("seq") if m.id not in set(window)]
-    keep = [state["summary_id"], *window] if state["summary_id"] else window
-    rows = _messages(keep)
-    last_seq = max((rows[i].seq for i in keep if i in rows), default=0)
-    fork = Agent.objects.get(pk=agent.pk)
-    fork.pk = None
-    fork.id = Agent._meta.get_field("id").get_default()
-    fork.name = (name or f"{agent.name} · fork at step {step.index}")[:200]
-    fork.system = state["spec"]["system"]
-    fork.metadata = {**(agent.metadata or {}), "forked_from": {"agent_id": agent.id, "step_id": step.id,
-                                                                "step_index": step.index, "before": before}}
-    fork.message_ids = []
-    fork.save()
-    AgentTag.objects.bulk_create([AgentTag(agent=fork, tag=tag) for tag in agent.tag_rows.values_list("tag", flat=True)])
-    fork.tools.set(agent.tools.all())
-    ids = {}
-    history = list(Message.objects.filter(agent=agent, seq__lte=last_seq).order_by("seq"))
-    copies = []
-    for m in history:
-        new_id = Message._meta.get_field("id").get_default()
-        ids[m.id] = new_id
-        m.pk = None
-        m.id = new_id
-        m.agent = fork
-        m.run = None
-        m.step = None
-        copies.append(m)
-    created = {m.id: m.created_at for m in history}
-    Message.objects.bulk_create(copies)
-    for m in copies:  # auto_now_add stamped the copies now; recall search and the transcript need their times
-        Message.objects.filter(pk=m.pk).update(created_at=created[m.id])
-    system_row = next((m for m in copies if m.role == "system"), None)
-    window_ids = ([system_row.id] if system_row else []) + [ids[i] for i in keep if i in ids]
-    edited = _after_step_blocks(step, state) if not before else state["blocks"]
-    edit_time = _edit_time(state) if before else timezone.now()
-    for position, b in enumerate(edited):
-        original = Block.objects.filter(pk=b["id"]).first()
-        if share_blocks and original is not None:
-            block = original
-        else:
-            block = Block.objects.create(owner=agent.owner, label=b["label"], value=b["value"], limit=b["limit"],
-                                         description=b.get("description") or "", read_only=b.get("read_only", False))
-            if edit_time is not None:
-                Block.objects.filter(pk=block.pk).update(updated_at=edit_time)
-        AgentBlock.objects.create(agent=fork, block=block, position=position)
     at = step.created_at
-    passages = Passage.objects.filter(agent=agent, created_at__lt=at) if before else Passage.objects.filter(agent=agent, created_at__lte=at)
-    for p in passages:
-        tags = list(p.tags or [])
-        stamp = p.created_at
-        p.pk = None
-        p.id = Passage._meta.get_field("id").get_default()
-        p.agent = fork
-        p.save()
-        Passage.objects.filter(pk=p.pk).update(created_at=stamp)
-        PassageTag.objects.bulk_create([PassageTag(passage=p, agent=fork, tag=tag) for tag in tags])
-    fork.message_ids = window_ids
-    fork.save(update_fields=["message_ids"])
-    return Agent.objects.get(pk=fork.pk)
+    passages = Passage.objects.filter(agent=agent, created_at__lt=at) if before else \
+        Passage.objects.filter(agent=agent, created_at__lte=at)
+    metadata = {**(agent.metadata or {}), "forked_from": {"agent_id": agent.id, "step_id": step.id,
+                                                          "step_index": step.index, "before": before}}
+    return _copy(agent=agent, name=name or f"{agent.name} · fork at step {step.index}", metadata=metadata,
+                 system=state["spec"]["system"], window=window, summary_id=state["summary_id"],
+                 blocks=state["blocks"] if before else _after_step_blocks(step, state), share_blocks=share_blocks,
+                 blocks_edited_at=_edit_time(state) if before else timezone.now(), passages=list(passages))
+
+
+@transaction.atomic
+def agent_copy(*, agent: Agent, name: str, metadata: dict | None = None) -> Agent:
+    """A throwaway copy of the agent as it is now (messages, window, blocks as copies, passages, settings)."""
+    from memory.models import Passage
+    from memory.selectors import agent_blocks
+
+    window = list(agent.message_ids or [])[1:]
+    summary_id = None
+    kinds = dict(Message.objects.filter(id__in=window[:1]).values_list("id", "kind"))
+    if window and kinds.get(window[0]) == "summary":
+        summary_id, window = window[0], window[1:]
+    blocks = [{"id": b.id, "label": b.label, "value": b.value, "limit": b.limit, "description": b.description,
+               "read_only": b.read_only} for b in agent_blocks(agent=agent)]
+    edited = max((b.updated_at for b in agent_blocks(agent=agent)), default=None)
+    return _copy(agent=agent, name=name, metadata=metadata if metadata is not None else dict(agent.metadata or {}),
+                 system=agent.system, window=window, summary_id=summary_id, blocks=blocks, share_blocks=False,
+                 blocks_edited_at=edited, passages=list(Passage.objects.filter(agent=agent)))
 
 
 # --------------------------------------------------------------------------- what it cost

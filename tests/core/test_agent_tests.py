@@ -1,0 +1,134 @@
+"""Agent regression tests through every route: the API (background run, results), the CLI (exit code and JUnit
+XML) and agent files; tests run on throwaway copies and never touch their agent."""
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from django.core.management import call_command
+
+from core.agentfile import ImportOptions, agentfile_export, agentfile_import, parse_agent_file
+from core.models import Agent, AgentTestRun, Message, Run
+from memory.models import Block
+from tests.factories import make_agent
+from tests.fake_llm import FakeLLM
+from tests.helpers import until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TESTS = [
+    {"name": "searches and answers about tea", "turns": ["What do I like?"],
+     "expect": {"tools": {"calls": [{"name": "conversation_search", "args": {"query": {"regex": "^te"}}},
+                                    {"name": "send_message"}], "order": "sequence"},
+                "reply": {"contains": "tea"}, "stop_reason": "end_turn", "max_steps": 2}},
+    {"name": "stores the fact in archival memory", "turns": ["Remember that I like tea."],
+     "expect": {"tools": {"calls": [{"name": "archival_memory_insert"}], "order": "set"}}},
+    {"name": "remembers the coffee preference", "turns": ["I like coffee now."],
+     "expect": {"blocks": [{"label": "human", "contains": "coffee"}]}},
+]
+
+
+def _script(fake_llm):
+    """One answer per test, in the order they run: the first passes, the second never inserts, the third
+    writes tea where coffee is expected."""
+    fake_llm.script(FakeLLM.tool("conversation_search", {"query": "tea"}, heartbeat=True),
+                    FakeLLM.tool("send_message", {"message": "You like tea."}),
+                    FakeLLM.tool("send_message", {"message": "Sure."}),
+                    FakeLLM.tool("core_memory_append", {"label": "human", "content": "Likes tea."}, heartbeat=True),
+                    FakeLLM.tool("send_message", {"message": "Noted."}))
+
+
+@pytest.fixture
+def agent(api, account, fake_llm):
+    agent = make_agent(account.org, name="tested")
+    for test in TESTS:
+        r = api.post(f"/v1/agents/{agent.id}/tests", test)
+        assert r.status_code == 200, r.content
+    return Agent.objects.get(pk=agent.pk)
+
+
+def _state(agent: Agent):
+    agent.refresh_from_db()
+    return (list(agent.message_ids), list(Message.objects.filter(agent=agent).values_list("id", flat=True)),
+            list(Block.objects.filter(agentblock__agent=agent).values_list("id", "value", "version")),
+            Run.objects.filter(agent=agent).count(), agent.model)
+
+
+def _check(results: list[dict]) -> None:
+    passed, tools, block = results
+    assert passed["passed"] and passed["failures"] == [] and passed["error"] is None
+    assert not tools["passed"] and [f["expectation"] for f in tools["failures"]] == ["tools (set)"]
+    assert tools["failures"][0]["missing"] == {"name": "archival_memory_insert"}
+    assert [c["name"] for c in tools["failures"][0]["actual"]] == ["send_message"]
+    assert not block["passed"] and [f["expectation"] for f in block["failures"]] == ["block human contains"]
+    failure = block["failures"][0]
+    assert failure["expected"] == "coffee" and failure["actual"].endswith("Likes tea.") and failure["step_id"]
+
+
+def test_tests_run_over_the_api_on_copies_and_leave_the_agent_alone(api, agent, fake_llm):
+    assert [t["name"] for t in api.get(f"/v1/agents/{agent.id}/tests").json()] == [t["name"] for t in TESTS]
+    before, agents_before = _state(agent), Agent.objects.count()
+    _script(fake_llm)
+    started = api.post(f"/v1/agents/{agent.id}/tests/run", {})
+    assert started.status_code == 200, started.content
+    run_id = started.json()["id"]
+    done = until(lambda: (r := api.get(f"/v1/agents/{agent.id}/tests/results/{run_id}").json())["status"]
+                 in ("passed", "failed") and r, what="the test run")
+    assert done["status"] == "failed" and (done["passed"], done["failed"]) == (1, 2)
+    _check(done["results"])
+    assert _state(agent) == before  # nothing of the agent changed
+    assert Agent.objects.count() == agents_before  # the copies are gone
+    assert not Block.objects.filter(value__contains="Likes tea.").exists()
+    assert AgentTestRun.objects.get(pk=run_id).completed_at is not None
+
+
+def test_a_kept_copy_can_be_inspected_and_a_model_can_be_chosen(api, agent, fake_llm):
+    fake_llm.by_model = {"other-model": FakeLLM.tool("send_message", {"message": "tea from the other model"})}
+    only = api.get(f"/v1/agents/{agent.id}/tests").json()[1]["id"]
+    run = api.post(f"/v1/agents/{agent.id}/tests/run", {"test_ids": [only], "model": "openai/other-model", "keep": True}).json()
+    done = until(lambda: (r := api.get(f"/v1/agents/{agent.id}/tests/results/{run['id']}").json())["status"]
+                 in ("passed", "failed") and r)
+    [result] = done["results"]
+    kept = Agent.objects.get(pk=result["copy_agent_id"])
+    assert kept.model == "openai/other-model" and kept.metadata["agent_test_copy"]["agent_id"] == agent.id
+    assert Message.objects.filter(agent=kept, text__contains="tea from the other model").exists()
+
+
+def test_bad_tests_are_refused(api, agent, other_account):
+    base = {"name": "x", "turns": ["hi"]}
+    for body, says in (({**base, "expect": {}}, "at least one expectation"),
+                       ({**base, "expect": {"reply": {"matches": "("}}}, "bad regular expression"),
+                       ({**base, "expect": {"tools": {"calls": []}}}, "non-empty list of calls"),
+                       ({**base, "expect": {"vibes": 1}}, "unknown expectation"),
+                       ({**base, "turns": ["  "], "expect": {"stop_reason": "end_turn"}}, "non-empty string")):
+        r = api.post(f"/v1/agents/{agent.id}/tests", body)
+        assert r.status_code == 422 and says in r.content.decode(), (body, r.content)
+    assert len(api.get(f"/v1/agents/{agent.id}/tests").json()) == 3
+    from tests.factories import ApiClient
+
+    assert ApiClient(other_account.token).get(f"/v1/agents/{agent.id}/tests").status_code == 404
+
+
+def test_the_cli_exits_non_zero_and_writes_junit(agent, fake_llm, tmp_path, capsys):
+    _script(fake_llm)
+    before = _state(agent)
+    out = tmp_path / "agents.xml"
+    with pytest.raises(SystemExit) as exit_:
+        call_command("agent_test", agent.id, junit_xml=str(out))
+    assert exit_.value.code == 1
+    printed = capsys.readouterr().out
+    assert "PASS tested :: searches and answers about tea" in printed and "1 passed, 2 failed" in printed
+    suite = ET.parse(out).getroot().find("testsuite")
+    assert suite.get("tests") == "3" and suite.get("failures") == "2"
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert cases["searches and answers about tea"].find("failure") is None
+    assert "tools (set)" in cases["stores the fact in archival memory"].find("failure").get("message")
+    assert "coffee" in cases["remembers the coffee preference"].find("failure").get("message")
+    assert _state(agent) == before
+
+
+def test_tests_travel_in_agent_files(agent):
+    data = agentfile_export(agent=agent)
+    result = agentfile_import(owner=agent.owner, parsed=parse_agent_file(json.dumps(data).encode()), options=ImportOptions())
+    imported = Agent.objects.get(id=result.agent_ids[0])
+    assert imported.metadata["agent_tests"] == agent.metadata["agent_tests"]
