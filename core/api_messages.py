@@ -1,7 +1,9 @@
 """REST endpoints for messages, runs, steps and the context window (Letta v1 paths). Thin: parse, call, present."""
 
+from typing import Literal
+
 from django.http import StreamingHttpResponse
-from ninja import Query, Router, Schema
+from ninja import Field, Query, Router, Schema
 
 from core import executor, history, presenters, runner
 from core.api import owner
@@ -14,14 +16,14 @@ router = Router(tags=["messages"])
 
 
 class MessageIn(Schema):
-    role: str = "user"
+    role: Literal["user", "system"] = "user"
     content: str | list[dict] = ""
 
 
 class LettaRequest(Schema):
     messages: list[MessageIn] | None = None
     input: str | list[dict] | None = None
-    max_steps: int | None = None
+    max_steps: int | None = Field(None, ge=1, le=1000)
     use_assistant_message: bool = True
     streaming: bool = False
     stream_tokens: bool = False
