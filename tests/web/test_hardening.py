@@ -444,3 +444,12 @@ def test_ide_forms_never_answer_500(account, agent):
                 f"/agents/{agent.id}/archival/?q=x&limit=99999999999999999999", "/?q=%25&tag=" + "t" * 500):
         assert web.get(url).status_code < 500, url
     assert Block.objects.get(pk=block.pk).limit >= 1
+
+
+def test_an_oversized_form_on_a_page_is_413_not_a_bare_400(account, agent, settings):
+    settings.MAX_REQUEST_BYTES = settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
+    web = Client()
+    web.force_login(account.user)
+    r = web.post(f"/agents/{agent.id}/settings/", {"name": "x", "system": "s" * 20_000})
+    assert r.status_code == 413 and b"MAX_REQUEST_BYTES" in r.content
+    assert Agent.objects.get(pk=agent.pk).system == agent.system
