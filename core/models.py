@@ -69,6 +69,8 @@ class OwnerSettings(models.Model):
     owner = models.OneToOneField(Organization, on_delete=models.CASCADE, primary_key=True, related_name="settings")
     embedding_model = models.CharField(max_length=200, blank=True, default="")
     sandbox_default = models.CharField(max_length=16, blank=True, default="")
+    # Network for this owner's tools that don't choose themselves; None: the deployment's SANDBOX_ALLOW_NETWORK.
+    sandbox_allow_network = models.BooleanField(null=True, blank=True, default=None)
     e2b_api_key = models.TextField(blank=True, default="")
     e2b_template = models.CharField(max_length=200, blank=True, default="")
 

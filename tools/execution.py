@@ -34,7 +34,8 @@ def sandbox_config_for(*, owner: Organization) -> dict[str, Any]:
     return {
         "default": ((prefs.sandbox_default if prefs else "") or settings.SANDBOX_DEFAULT or "local").strip().lower(),
         "timeout_s": float(settings.SANDBOX_TIMEOUT_S),
-        "allow_network": bool(settings.SANDBOX_ALLOW_NETWORK),
+        "allow_network": bool(settings.SANDBOX_ALLOW_NETWORK if prefs is None or prefs.sandbox_allow_network is None
+                              else prefs.sandbox_allow_network),
         "local": {"allow_pip_install": bool(settings.SANDBOX_LOCAL_ALLOW_PIP),
                   "venv_cache_dir": str(settings.SANDBOX_CACHE_DIR),
                   "allow_weak_isolation": bool(settings.SANDBOX_LOCAL_WEAK_ISOLATION)},
@@ -75,7 +76,8 @@ def tool_backend_name(*, owner: Organization, tool: Tool | None = None, override
 
 
 def tool_network_allowed(*, tool: Tool | None = None, override: bool | None = None, config: dict) -> bool:
-    """Whether a run gets the network: `override`, else the tool's `allow_network`, else the deployment default."""
+    """Whether a run gets the network: `override`, else the tool's `allow_network`, else the owner's default
+    (Settings), else the deployment's."""
     if override is not None:
         return bool(override)
     if tool is not None and tool.allow_network is not None:

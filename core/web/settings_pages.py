@@ -23,6 +23,8 @@ class ProviderForm(forms.Form):
 class OwnerSettingsForm(forms.Form):
     embedding_model = forms.CharField(required=False, max_length=200)
     sandbox_default = forms.ChoiceField(choices=[("", "deployment default"), ("local", "local"), ("e2b", "E2B")], required=False)
+    sandbox_allow_network = forms.ChoiceField(choices=[("", "deployment default"), ("on", "allowed"), ("off", "not allowed")],
+                                              required=False)
     e2b_api_key = forms.CharField(required=False, widget=forms.PasswordInput(render_value=False))
     e2b_template = forms.CharField(required=False, max_length=200)
 
@@ -34,6 +36,7 @@ def settings_page(request, new_token: str | None = None, form: TokenForm | None 
     current = OwnerSettings.objects.filter(owner=owner).first()
     owner_form = owner_form or OwnerSettingsForm(initial={
         "embedding_model": current.embedding_model if current else "", "sandbox_default": current.sandbox_default if current else "",
+        "sandbox_allow_network": {None: "", True: "on", False: "off"}[current.sandbox_allow_network if current else None],
         "e2b_template": current.e2b_template if current else ""})
     return TemplateResponse(request, "core/settings.html", {
         "tokens": accounts.tokens_for_user(request.user), "new_token": new_token, "form": form or TokenForm(),
@@ -75,6 +78,7 @@ def owner_settings_save(request):
     row, _ = OwnerSettings.objects.get_or_create(owner=org(request))
     data = form.cleaned_data
     row.embedding_model, row.sandbox_default, row.e2b_template = data["embedding_model"], data["sandbox_default"], data["e2b_template"]
+    row.sandbox_allow_network = {"": None, "on": True, "off": False}[data["sandbox_allow_network"]]
     if data["e2b_api_key"]:
         row.e2b_api_key = data["e2b_api_key"]
     if request.POST.get("clear_e2b_key"):

@@ -355,3 +355,30 @@ def test_tools_page_says_when_local_runs_are_refused(account, monkeypatch):
     assert "SANDBOX_LOCAL_WEAK_ISOLATION=1" in page
     refused = tool_execute(owner=account.org, source_code=ECHO, args={"text": "x"})
     assert refused.status == "error" and refused.result.error_type == "SandboxError"
+
+
+def test_the_owners_network_default_sits_between_the_tool_and_the_deployment(api, account, settings):
+    from django.test import Client
+
+    from core.models import OwnerSettings
+    from tools.execution import sandbox_config_for, tool_network_allowed
+    from tools.services import tool_create
+
+    settings.SANDBOX_ALLOW_NETWORK = False
+    web = Client()
+    web.force_login(account.user)
+    refuses = tool_create(owner=account.org, source_code=ECHO.replace("def echo(", "def echo_offline("), allow_network=False)
+    form = {"sandbox_default": "", "embedding_model": "", "e2b_template": ""}
+
+    assert run(api, ECHO, {"text": "x"}).json()["network"] is False
+    assert web.post("/settings/owner/", {**form, "sandbox_allow_network": "on"}).status_code == 302
+    assert OwnerSettings.objects.get(owner=account.org).sandbox_allow_network is True
+    assert 'value="on" selected' in web.get("/settings/").content.decode()
+    assert run(api, ECHO, {"text": "x"}).json()["network"] is True  # the owner allows what the deployment doesn't
+    config = sandbox_config_for(owner=account.org)
+    assert tool_network_allowed(tool=refuses, override=None, config=config) is False  # a tool's own choice wins
+    assert tool_network_allowed(tool=refuses, override=True, config=config) is True  # and a run's override wins that
+    web.post("/settings/owner/", {**form, "sandbox_allow_network": ""})
+    settings.SANDBOX_ALLOW_NETWORK = True
+    assert OwnerSettings.objects.get(owner=account.org).sandbox_allow_network is None
+    assert run(api, ECHO, {"text": "x"}).json()["network"] is True  # back to the deployment's default
