@@ -208,7 +208,19 @@ def test_results(request, agent_id: str, run_id: str):
 
 
 def _shown(value) -> str:
-    return value if isinstance(value, str) else json.dumps(value, indent=1, ensure_ascii=False)
+    """A value as the results show it: text as is, a list one compact item per line (tool calls read as calls)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(_call(v) if isinstance(v, dict) and "name" in v else _shown(v) for v in value) or "(none)"
+    if isinstance(value, dict) and "name" in value:
+        return _call(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _call(call: dict) -> str:
+    args = call.get("arguments") if "arguments" in call else call.get("args")
+    return f"{call['name']}({json.dumps(args, ensure_ascii=False) if args else ''})"
 
 
 def _results(request, agent, run):
