@@ -151,7 +151,8 @@ def test_save(request, agent_id: str):
         draft = {"id": request.POST.get("id"), "name": request.POST.get("name", ""),
                  "turns": [t for t in request.POST.getlist("turn") if t.strip()], "expect": _lenient_expect(request.POST),
                  "start": {"step_id": request.POST.get("start_step"), "before": request.POST.get("start_before") == "on"}}
-        response = _editor(request, agent, draft, error=exc.message, editor=request.POST.get("editor", ""))
+        response = _editor(request, agent, draft, error=exc.message, editor=request.POST.get("editor", ""),
+                           source=request.POST.get("source", "")[:64])
         if request.POST.get("editor") == "json":
             response.context_data["expect_json"] = request.POST.get("expect_json", "")
         return retarget(response, "#test-editor")

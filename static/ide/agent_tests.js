@@ -9,7 +9,15 @@
 
   function refreshRun(runId) {
     const box = document.querySelector(`[data-test-run="${CSS.escape(runId)}"]`);
-    if (box) htmx.ajax("GET", box.dataset.url, {target: box, swap: "outerHTML"});
+    if (box) { htmx.ajax("GET", box.dataset.url, {target: box, swap: "outerHTML"}); return; }
+    const list = $("#test-results");  // a run started elsewhere (another tab, the API): shown too
+    htmx.ajax("GET", list.dataset.resultsUrl.replace("RUN", encodeURIComponent(runId)), {target: list, swap: "afterbegin"});
+  }
+  function dedupe(list) {  // a run's box can arrive twice (its start and its first event race): keep the newest
+    const seen = new Set();
+    list.querySelectorAll("[data-test-run]").forEach((b) => {
+      if (seen.has(b.dataset.testRun)) b.remove(); else seen.add(b.dataset.testRun);
+    });
   }
   // workspace.js forwards the agent's test events here (agent_test_result after each test, agent_test_run at the end)
   document.body.addEventListener("aide:agent-test", (e) => refreshRun(e.detail.test_run_id));
@@ -23,7 +31,7 @@
       const name = t.querySelector("#test-form input[name=name]"); if (name && !name.value) name.focus();
     }
     if (t.id === "test-results") {
-      openTests();
+      dedupe(t);
       const none = $("#no-results"); if (none) none.remove();
     }
   });

@@ -108,6 +108,8 @@ def test_save_as_test_prefills_the_turns_from_the_conversation(signed_in, accoun
     form.locator("input[name=reply_text]").fill("(coffee")
     page.click("#test-save")
     expect(page.locator("#test-error")).to_contain_text("bad regular expression")
+    expect(page.locator("#test-form h2")).to_have_text("Save as test")  # still the draft, as typed
+    expect(page.locator("#test-form textarea[name=turn]").nth(1)).to_have_value("I like coffee now.")
     _shot(page, "tests-07-inline-error")
     page.locator("#test-form input[name=reply_text]").fill("coffee")
     page.click("#test-save")
@@ -116,3 +118,18 @@ def test_save_as_test_prefills_the_turns_from_the_conversation(signed_in, accoun
     [saved] = agent_tests.tests_list(agent=Agent.objects.get(pk=agent.id))
     assert saved["turns"] == ["What do I like?", "I like coffee now."]
     assert saved["expect"]["reply"] == {"matches": "coffee"} and saved["expect"]["stop_reason"] == "end_turn"
+
+
+def test_a_run_started_elsewhere_streams_into_an_open_tab(redis_layer, signed_in, account, fake_llm):
+    from tests.fake_llm import FakeLLM
+
+    agent = make_agent(account.org, name="watched")
+    agent_tests.test_save(agent=agent, test=TESTS[1])
+    page = _open_tests(signed_in, agent.id)
+    fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": "Likes tea."}, heartbeat=True),
+                    FakeLLM.tool("send_message", {"message": "Stored."}))
+    run = agent_tests.tests_start(owner=account.org, agent=Agent.objects.get(pk=agent.id))  # as the API does
+    box = page.locator(f'[data-test-run="{run.id}"]')
+    expect(box).to_have_attribute("data-status", "passed", timeout=RUN_S)
+    expect(box.locator(".test-result.passed")).to_contain_text("stores the fact in archival memory")
+    expect(page.locator("[data-test-run]")).to_have_count(1)
