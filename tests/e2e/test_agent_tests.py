@@ -119,6 +119,30 @@ def test_save_as_test_prefills_the_turns_from_the_conversation(signed_in, accoun
     assert saved["turns"] == ["What do I like?", "I like coffee now."]
     assert saved["expect"]["reply"] == {"matches": "coffee"} and saved["expect"]["stop_reason"] == "end_turn"
 
+    # edited in the raw JSON editor, run on its own without keeping the copy, then deleted
+    page.click(f'[data-edit-test="{saved["id"]}"]')
+    expect(page.locator("#test-form h2")).to_have_text("Edit test")
+    page.check("#test-form input[name=editor][value=json]")
+    expect(page.locator("#test-form textarea[name=expect_json]")).to_be_visible()
+    expect(page.locator("#test-form .expect-form")).to_be_hidden()
+    page.fill("#test-form textarea[name=expect_json]", '{"reply": {"contains": "tea"}, "stop_reason": "end_turn"}')
+    page.click("#test-save")
+    expect(page.locator("#test-saved")).to_be_visible()
+    assert agent_tests.tests_list(agent=Agent.objects.get(pk=agent.id))[0]["expect"] == {"reply": {"contains": "tea"}, "stop_reason": "end_turn"}
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Hello."}), FakeLLM.tool("send_message", {"message": "Coffee, noted."}))
+    page.click(f'[data-run-test="{saved["id"]}"]')
+    box = page.locator(".test-run").first
+    expect(box).to_have_attribute("data-status", "failed", timeout=RUN_S)
+    expect(box.locator(".failure strong")).to_have_text("reply contains")
+    expect(box.locator("pre.actual")).to_have_text("Coffee, noted.")
+    expect(box.locator(".step-link.gone")).to_contain_text("copy deleted")  # nothing left to open
+    expect(box.locator("a.copy-link")).to_have_count(0)
+    _shot(page, "tests-08-one-test-not-kept")
+    page.once("dialog", lambda d: d.accept())
+    page.click(f'[data-delete-test="{saved["id"]}"]')
+    expect(page.locator("#no-tests")).to_be_visible()
+    assert agent_tests.tests_list(agent=Agent.objects.get(pk=agent.id)) == []
+
 
 def test_a_run_started_elsewhere_streams_into_an_open_tab(redis_layer, signed_in, account, fake_llm):
     from tests.fake_llm import FakeLLM
