@@ -143,6 +143,15 @@ def test_save_as_test_prefills_the_turns_from_the_conversation(signed_in, accoun
     expect(page.locator("#no-tests")).to_be_visible()
     assert agent_tests.tests_list(agent=Agent.objects.get(pk=agent.id)) == []
 
+    # or from one run: the runs view offers it on the run's steps
+    page.click('.pill-nav [data-tab="tab-runs"]')
+    page.locator("#runs-table .run-row .run-main").last.click()  # the oldest run: "What do I like?"
+    page.locator("#runs-table .save-run-as-test").first.click()
+    expect(page.locator("#test-form #draft-source")).to_contain_text("Drafted from run")
+    expect(page.locator("#test-form textarea[name=turn]")).to_have_count(2)
+    expect(page.locator("#test-form textarea[name=turn]").first).to_have_value("What do I like?")
+    expect(page.locator("#test-form input[name=reply_text]")).to_have_value("You like tea.")
+
 
 def test_a_run_started_elsewhere_streams_into_an_open_tab(redis_layer, signed_in, account, fake_llm):
     from tests.fake_llm import FakeLLM
