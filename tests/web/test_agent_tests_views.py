@@ -103,7 +103,15 @@ def test_save_as_test_drafts_turns_tools_reply_and_stop_reason(web, account, age
 def test_runs_start_from_the_tab_and_results_show_expected_against_actual(web, agent, fake_llm):
     agent_tests.test_save(agent=agent, test={"name": "stores <it>", "turns": ["Remember tea."],
                                              "expect": {"tools": {"calls": [{"name": "archival_memory_insert"}], "order": "set"}}})
-    assert "no tests" not in web.post(f"/agents/{agent.id}/tests/run/", {"model": "nobody/nothing"}).content.decode()
+    refused = web.post(f"/agents/{agent.id}/tests/run/", {"model": "nobody/nothing"}).content.decode()
+    assert 'role="alert"' in refused and "nobody" in refused and not agent_tests.AgentTestRun.objects.exists()
+    fake_llm.by_model = {"other-model": FakeLLM.tool("send_message", {"message": "from the other model"})}
+    other = web.post(f"/agents/{agent.id}/tests/run/", {"model": "openai/other-model"}).content.decode()
+    assert 'class="tag" title="run on this model">openai/other-model<' in other
+    first = agent_tests.AgentTestRun.objects.get()
+    until(lambda: agent_tests.test_run_get(agent=agent, run_id=first.id).status == "failed", what="the other model's run")
+    assert first.model == "openai/other-model"
+    fake_llm.by_model = {}
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Sure."}))
     r = web.post(f"/agents/{agent.id}/tests/run/", {"keep": "on"})
     assert r.status_code == 200
