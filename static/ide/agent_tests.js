@@ -21,6 +21,12 @@
   }
   // workspace.js forwards the agent's test events here (agent_test_result after each test, agent_test_run at the end)
   document.body.addEventListener("aide:agent-test", (e) => refreshRun(e.detail.test_run_id));
+  // events sent while the socket was down are lost: a reconnect re-reads the runs still going
+  new MutationObserver(() => {
+    if (document.body.dataset.ws !== "open") return;
+    document.querySelectorAll('[data-test-run][data-status="created"], [data-test-run][data-status="running"]')
+      .forEach((b) => refreshRun(b.dataset.testRun));
+  }).observe(document.body, {attributes: true, attributeFilter: ["data-ws"]});
 
   document.body.addEventListener("htmx:afterSwap", (e) => {
     const t = e.target;
