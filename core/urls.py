@@ -34,7 +34,7 @@ urlpatterns = [
     path("agents/<str:agent_id>/tests/save/", agent_tests.test_save, name="agent_test_save"),
     path("agents/<str:agent_id>/tests/run/", agent_tests.tests_run, name="agent_tests_run"),
     path("agents/<str:agent_id>/tests/results/<str:run_id>/", agent_tests.test_results, name="agent_test_results"),
-    path("agents/<str:agent_id>/tests/<str:test_id>/delete/", agent_tests.test_delete, name="agent_test_delete"),
+    path("agents/<str:agent_id>/tests/delete/", agent_tests.test_delete, name="agent_test_delete"),
     path("agents/<str:agent_id>/rules/", workspace.rules_save, name="agent_rules"),
     path("", include("memory.urls")),
     path("", include("tools.urls")),

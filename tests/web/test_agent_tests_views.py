@@ -59,7 +59,7 @@ def test_a_test_written_in_the_form_is_saved_listed_edited_and_deleted(web, agen
     assert web.post(f"/agents/{agent.id}/tests/save/", raw).status_code == 200
     [edited] = agent_tests.tests_list(agent=Agent.objects.get(pk=agent.pk))
     assert edited["id"] == test["id"] and edited["expect"] == {"archival": {"matches": "tea"}}
-    r = web.post(f"/agents/{agent.id}/tests/{test['id']}/delete/")
+    r = web.post(f"/agents/{agent.id}/tests/delete/", {"test_id": test["id"]})
     assert r.status_code == 200 and "No tests yet" in r.content.decode()
     assert agent_tests.tests_list(agent=Agent.objects.get(pk=agent.pk)) == []
 
@@ -135,7 +135,17 @@ def test_another_owners_agent_is_a_404_everywhere(agent, other_account):
     for url in (f"{base}/", f"{base}/form/", f"{base}/form/?test={test['id']}", f"{base}/form/?from=conversation",
                 f"{base}/results/{run.id}/"):
         assert mallory.get(url).status_code == 404, url
-    for url in (f"{base}/save/", f"{base}/run/", f"{base}/{test['id']}/delete/"):
+    for url in (f"{base}/save/", f"{base}/run/", f"{base}/delete/"):
         assert mallory.post(url, {**FORM, "test_id": test["id"]}).status_code == 404, url
     assert [t["id"] for t in agent_tests.tests_list(agent=Agent.objects.get(pk=agent.pk))] == [test["id"]]
     assert agent_tests.AgentTestRun.objects.count() == 1
+
+
+def test_a_test_id_from_an_imported_file_with_odd_characters_still_lists_runs_and_deletes(web, agent):
+    odd = "a/b'\"<x>"
+    agent_tests.test_save(agent=agent, test={"id": odd, "name": "odd", "turns": ["hi"], "expect": {"stop_reason": "end_turn"}})
+    page = web.get(f"/agents/{agent.id}/tests/").content.decode()
+    assert "<x>" not in page and "odd" in page
+    assert web.get(f"/agents/{agent.id}/tests/form/", {"test": odd}).status_code == 200
+    assert web.post(f"/agents/{agent.id}/tests/delete/", {"test_id": odd}).status_code == 200
+    assert agent_tests.tests_list(agent=Agent.objects.get(pk=agent.pk)) == []
