@@ -149,3 +149,13 @@ def test_a_test_id_from_an_imported_file_with_odd_characters_still_lists_runs_an
     assert web.get(f"/agents/{agent.id}/tests/form/", {"test": odd}).status_code == 200
     assert web.post(f"/agents/{agent.id}/tests/delete/", {"test_id": odd}).status_code == 200
     assert agent_tests.tests_list(agent=Agent.objects.get(pk=agent.pk)) == []
+
+
+def test_reading_the_tests_tab_never_writes(web, agent):
+    test = agent_tests.test_save(agent=agent, test={"name": "t", "turns": ["hi"], "expect": {"stop_reason": "end_turn"}})
+    before = Agent.objects.filter(pk=agent.pk).values().get()
+    for url in (f"/agents/{agent.id}/tests/", f"/agents/{agent.id}/tests/form/", f"/agents/{agent.id}/tests/form/?test={test['id']}",
+                f"/agents/{agent.id}/tests/form/?from=conversation", f"/agents/{agent.id}/"):
+        assert web.get(url).status_code == 200, url
+    assert Agent.objects.filter(pk=agent.pk).values().get() == before
+    assert not agent_tests.AgentTestRun.objects.exists()
