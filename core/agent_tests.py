@@ -229,3 +229,35 @@ def test_run_out(run: AgentTestRun) -> dict:
             "model": run.model or None, "results": results, "passed": sum(1 for r in results if r.get("passed")),
             "failed": sum(1 for r in results if not r.get("passed")), "created_at": run.created_at,
             "completed_at": run.completed_at}
+
+
+# --------------------------------------------------------------------------- proposals
+
+
+def test_propose(*, agent: Agent, run_id: str | None = None) -> dict:
+    """A test drafted from what happened (reads only): the user turns of the current conversation (or of one run),
+    the tools called in order, a reply-contains from the last reply and the stop reason."""
+    from core.messages import messages_to_letta
+
+    if run_id:
+        runs = list(Run.objects.filter(agent=agent, id=run_id))
+        if not runs:
+            raise NotFound(f"Run '{run_id}' not found")
+        rows = list(Message.objects.filter(agent=agent, run_id=run_id).order_by("seq"))
+    else:
+        rows = list(Message.objects.filter(agent=agent, id__in=agent.message_ids or []).order_by("seq"))
+        runs = list(Run.objects.filter(agent=agent, id__in={m.run_id for m in rows if m.run_id}).order_by("created_at"))
+    texts = [(m.body or m.text).strip() for m in rows if m.role == "user" and not m.kind]
+    turns = [t for t in texts if t][-MAX_TURNS:]
+    calls = [{"name": c.get("name")} for m in rows if m.role == "assistant" for c in m.tool_calls or [] if c.get("name")]
+    replies = [e.get("content") for e in messages_to_letta([m for m in rows if m.role == "assistant"])
+               if e["message_type"] == "assistant_message" and e.get("content")]
+    expect: dict = {}
+    if calls:
+        expect["tools"] = {"calls": calls, "order": "sequence"}
+    if replies:
+        expect["reply"] = {"contains": replies[-1].strip()[:80]}
+    if runs and runs[-1].stop_reason:
+        expect["stop_reason"] = runs[-1].stop_reason
+    name = (turns[0][:60] if turns else "new test")
+    return {"name": name, "turns": turns, "expect": expect}

@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from core import views
-from core.web import agentfiles, agents, inspector, runs, settings_pages, workspace
+from core.web import agent_tests, agentfiles, agents, inspector, runs, settings_pages, workspace
 
 urlpatterns = [
     path("setup/", views.setup, name="setup"),
@@ -29,6 +29,12 @@ urlpatterns = [
     path("agents/<str:agent_id>/runs/<str:run_id>/", runs.run_detail, name="agent_run"),
     path("agents/<str:agent_id>/runs/<str:run_id>/notice/", runs.run_notice, name="agent_run_notice"),
     path("agents/<str:agent_id>/tools/<str:tool_id>/<str:action>/", workspace.tool_attach_toggle, name="agent_tool_toggle"),
+    path("agents/<str:agent_id>/tests/", agent_tests.tests_panel, name="agent_tests"),
+    path("agents/<str:agent_id>/tests/form/", agent_tests.test_form, name="agent_test_form"),
+    path("agents/<str:agent_id>/tests/save/", agent_tests.test_save, name="agent_test_save"),
+    path("agents/<str:agent_id>/tests/run/", agent_tests.tests_run, name="agent_tests_run"),
+    path("agents/<str:agent_id>/tests/results/<str:run_id>/", agent_tests.test_results, name="agent_test_results"),
+    path("agents/<str:agent_id>/tests/delete/", agent_tests.test_delete, name="agent_test_delete"),
     path("agents/<str:agent_id>/rules/", workspace.rules_save, name="agent_rules"),
     path("", include("memory.urls")),
     path("", include("tools.urls")),

@@ -207,4 +207,7 @@
   initCounters();
   applyWindow();
   applyPayloadView();
+  // a link to a step of this agent (e.g. where an agent test went wrong, on its kept copy): ?step=ID opens it
+  const linkedStep = new URLSearchParams(location.search).get("step");
+  if (linkedStep) document.addEventListener("DOMContentLoaded", () => openStep(linkedStep));  // htmx is deferred
 })();

@@ -156,6 +156,10 @@
     if (t === "run_status") { onRunStatus(ev); return; }
     if (t === "block_update") { window.AIDE_BLOCKS && window.AIDE_BLOCKS.update(ev.block); refreshContext(); return; }
     if (t === "context_update") { refreshContext(); runsChanged(); return; }
+    if (t === "agent_test_result" || t === "agent_test_run") {  // the Tests tab (agent_tests.js) re-reads its run
+      document.body.dispatchEvent(new CustomEvent("aide:agent-test", {detail: ev}));
+      return;
+    }
     if (t === "error_message" && ev.run_id) return;  // the run's notice shows it when the run ends
     if (ev.delta) { onDelta(ev); return; }
     render(ev);

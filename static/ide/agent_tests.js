@@ -1,0 +1,74 @@
+// Agent workspace, the Tests tab: the editor's small behaviours (form or raw JSON, more rows), "Save as test"
+// opening the tab, and test runs refreshed from the server as the websocket reports each finished test.
+(function () {
+  "use strict";
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const tab = () => $('.pill-nav [data-tab="tab-tests"]');
+
+  function openTests() { const t = tab(); if (t && t.getAttribute("aria-selected") !== "true") t.click(); }
+
+  function refreshRun(runId) {
+    const box = document.querySelector(`[data-test-run="${CSS.escape(runId)}"]`);
+    if (box) { htmx.ajax("GET", box.dataset.url, {target: box, swap: "outerHTML"}); return; }
+    const list = $("#test-results");  // a run started elsewhere (another tab, the API): shown too
+    htmx.ajax("GET", list.dataset.resultsUrl.replace("RUN", encodeURIComponent(runId)), {target: list, swap: "afterbegin"});
+  }
+  function dedupe(list) {  // a run's box can arrive twice (its start and its first event race): keep the newest
+    const seen = new Set();
+    list.querySelectorAll("[data-test-run]").forEach((b) => {
+      if (seen.has(b.dataset.testRun)) b.remove(); else seen.add(b.dataset.testRun);
+    });
+  }
+  // workspace.js forwards the agent's test events here (agent_test_result after each test, agent_test_run at the end)
+  document.body.addEventListener("aide:agent-test", (e) => refreshRun(e.detail.test_run_id));
+  // events sent while the socket was down are lost: a reconnect re-reads the runs still going
+  new MutationObserver(() => {
+    if (document.body.dataset.ws !== "open") return;
+    document.querySelectorAll('[data-test-run][data-status="created"], [data-test-run][data-status="running"]')
+      .forEach((b) => refreshRun(b.dataset.testRun));
+  }).observe(document.body, {attributes: true, attributeFilter: ["data-ws"]});
+
+  document.body.addEventListener("htmx:afterSwap", (e) => {
+    const t = e.target;
+    if (t.id === "test-editor" && t.firstElementChild) {
+      openTests();
+      if (t.querySelector("#test-saved")) return;
+      t.scrollIntoView({block: "start"});
+      const name = t.querySelector("#test-form input[name=name]"); if (name && !name.value) name.focus();
+    }
+    if (t.id === "test-results") {
+      dedupe(t);
+      const none = $("#no-results"); if (none) none.remove();
+    }
+  });
+
+  document.addEventListener("change", (e) => {
+    if (e.target.name !== "editor" || !e.target.closest("#test-form")) return;
+    const form = e.target.closest("#test-form");
+    form.querySelectorAll("[data-editor]").forEach((d) => { d.hidden = d.dataset.editor !== e.target.value; });
+  });
+
+  document.addEventListener("click", (e) => {
+    const add = e.target.closest("[data-add-row]");
+    if (add) {
+      const rows = add.parentElement.querySelectorAll(add.dataset.addRow);
+      const copy = rows[rows.length - 1].cloneNode(true);
+      copy.querySelectorAll("input").forEach((i) => { i.value = ""; });
+      rows[rows.length - 1].after(copy);
+      return;
+    }
+    const turn = e.target.closest("[data-add-turn]");
+    if (turn) {
+      const areas = turn.parentElement.querySelectorAll("textarea[name=turn]");
+      const copy = areas[areas.length - 1].cloneNode(false);
+      copy.value = "";
+      copy.setAttribute("aria-label", "Turn " + (areas.length + 1));
+      areas[areas.length - 1].after(copy);
+      copy.focus();
+      return;
+    }
+    if (e.target.closest("[data-close-editor]")) { $("#test-editor").textContent = ""; return; }
+    const dismiss = e.target.closest("[data-dismiss-run]");
+    if (dismiss) dismiss.closest(".test-run").remove();
+  });
+})();
