@@ -104,7 +104,7 @@ def _page(request, agent, step, *, replay=None, error: str = "", status: int = 2
     extra = [m for m in form["models"] if m not in handles]
     ctx = {"agent": agent, "step": step, "nav": "agents", "form": form, "replays": replays, "replay": replay,
            "error": error, "models": [{"handle": h, "checked": h in form["models"]} for h in handles],
-           "extra_models": ", ".join(extra),
+           "extra_models": ", ".join(extra), "sent": step.request or {},
            "library": [{"name": t.name, "checked": t.name in form["added"]} for t in tools_list(owner=owner) if t.name not in offered]}
     if replay is not None:
         actual = replay.actual or {}

@@ -167,3 +167,18 @@ def test_another_owners_step_and_agent_answer_404(web, agent, step, other_accoun
     assert stranger.get(f"/agents/{theirs.id}/steps/{step.id}/replay/").status_code == 404
     assert stranger.post(f"/agents/{theirs.id}/steps/{step.id}/fork/", {}).status_code == 404
     assert not Replay.objects.exists() and Agent.objects.count() == 2
+
+
+def test_a_step_recorded_without_its_state_replays_only_as_sent_and_cannot_fork(web, agent, step):
+    Step.objects.filter(id=step.id).update(state={})
+    html = web.get(f"/agents/{agent.id}/steps/{step.id}/replay/").content.decode()
+    assert "can be replayed only as it was sent" in html
+    assert 'name="block:human"' not in html and 'id="replay-fork"' not in html
+    assert 'id="step-fork"' not in web.get(f"/agents/{agent.id}/steps/{step.id}/").content.decode()
+    response = web.post(f"/agents/{agent.id}/steps/{step.id}/fork/", {"before": "0"})
+    assert response.status_code == 422 and "before steps kept their state" in response.content.decode()
+    assert Agent.objects.count() == 1
+    # as sent, on another model, still works
+    assert web.post(f"/agents/{agent.id}/steps/{step.id}/replay/run/", {"models": ["openai/fake-model"],
+                                                                        "temperature": "0.2"}).status_code == 302
+    assert Replay.objects.get().results[0]["request"]["temperature"] == 0.2
