@@ -182,3 +182,12 @@ def test_a_step_recorded_without_its_state_replays_only_as_sent_and_cannot_fork(
     assert web.post(f"/agents/{agent.id}/steps/{step.id}/replay/run/", {"models": ["openai/fake-model"],
                                                                         "temperature": "0.2"}).status_code == 302
     assert Replay.objects.get().results[0]["request"]["temperature"] == 0.2
+
+
+def test_a_model_no_provider_serves_is_a_failed_column_beside_the_others(web, agent, step):
+    web.post(f"/agents/{agent.id}/steps/{step.id}/replay/run/", {"models": ["openai/fake-model"],
+                                                                 "extra_models": "nowhere/model-x"})
+    html = web.get(f"/agents/{agent.id}/steps/{step.id}/replay/").content.decode()
+    assert 'class="card replay-col failed" data-model="nowhere/model-x"' in html
+    assert "is not served by a configured provider" in html
+    assert 'class="card replay-col" data-model="openai/fake-model"' in html
