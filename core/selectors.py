@@ -188,3 +188,17 @@ def agent_active_run_id(*, agent: Agent) -> str | None:
 def agent_names(*, owner: Organization, limit: int = 500) -> dict[str, str]:
     """Id → name of the owner's newest agents (for "from agent …" links)."""
     return dict(Agent.objects.filter(owner=owner).order_by("-created_at").values_list("id", "name")[:limit])
+
+
+def agent_forks(*, agent: Agent) -> list[Agent]:
+    """The owner's agents forked from this one (their metadata.forked_from names it), newest first."""
+    return list(Agent.objects.filter(owner_id=agent.owner_id, metadata__forked_from__agent_id=agent.id).order_by("-created_at"))
+
+
+def agent_fork_origin(*, agent: Agent) -> dict | None:
+    """Where a fork came from: forked_from plus the original's name (None if it was deleted or is not a fork)."""
+    origin = (agent.metadata or {}).get("forked_from")
+    if not isinstance(origin, dict) or not origin.get("agent_id"):
+        return None
+    name = Agent.objects.filter(owner_id=agent.owner_id, id=origin["agent_id"]).values_list("name", flat=True).first()
+    return {**origin, "name": name}

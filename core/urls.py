@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from core import views
-from core.web import agent_tests, agentfiles, agents, inspector, runs, settings_pages, workspace
+from core.web import agent_tests, agentfiles, agents, inspector, runs, settings_pages, timetravel, workspace
 
 urlpatterns = [
     path("setup/", views.setup, name="setup"),
@@ -25,6 +25,9 @@ urlpatterns = [
     path("agents/<str:agent_id>/context/", inspector.context_panel, name="agent_context"),
     path("agents/<str:agent_id>/steps/", runs.steps_list, name="agent_steps"),
     path("agents/<str:agent_id>/steps/<str:step_id>/", inspector.step_detail, name="agent_step"),
+    path("agents/<str:agent_id>/steps/<str:step_id>/replay/", timetravel.replay_page, name="agent_replay"),
+    path("agents/<str:agent_id>/steps/<str:step_id>/replay/run/", timetravel.replay_run, name="agent_replay_run"),
+    path("agents/<str:agent_id>/steps/<str:step_id>/fork/", timetravel.fork_create, name="agent_fork"),
     path("agents/<str:agent_id>/runs/", runs.runs_panel, name="agent_runs"),
     path("agents/<str:agent_id>/runs/<str:run_id>/", runs.run_detail, name="agent_run"),
     path("agents/<str:agent_id>/runs/<str:run_id>/notice/", runs.run_notice, name="agent_run_notice"),

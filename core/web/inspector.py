@@ -10,22 +10,29 @@ from django.template.response import TemplateResponse
 from core import selectors
 from core.context_service import agent_context
 from core.errors import NotFound
+from core.timetravel import token_calibration
 from core.web.common import agent_or_404
 from core.web.payload import SECTION_COLORS, SECTION_LABELS, payload_diff, payload_parts
 
 
-def context_view_model(ctx, *, limit: int | None = None, blocks=()) -> dict:
-    """The stacked bar's rows (tokens per section and their share of the window) and the next request's parts."""
+def context_view_model(ctx, *, limit: int | None = None, blocks=(), calibration: dict | None = None) -> dict:
+    """The stacked bar's rows (tokens per section and their share of the window) and the next request's parts;
+    with a calibration (our counts against the provider's), the bar draws calibrated counts, the raw ones kept."""
     limit = limit or ctx.context_window
+    ratio = (calibration or {}).get("ratio") if (calibration or {}).get("steps") else None
+    scale = (lambda n: round(n * ratio)) if ratio else (lambda n: n)  # noqa: E731
     rows = [{"name": s.name, "label": SECTION_LABELS.get(s.name, s.name), "color": SECTION_COLORS.get(s.name, "system"),
-             "tokens": s.tokens, "pct": round(100 * s.tokens / max(limit, 1), 2)} for s in ctx.sections]
+             "tokens": scale(s.tokens), "raw": s.tokens, "pct": round(100 * scale(s.tokens) / max(limit, 1), 2)}
+            for s in ctx.sections]
+    total = sum(r["tokens"] for r in rows) if ratio else ctx.total_tokens
     sections = [{"name": s.name, "tokens": s.tokens, "text": s.text} for s in ctx.sections]
     model = ctx.request.get("model", "")
     evictable = sum(s.tokens for s in ctx.sections if s.name in ("messages", "summary"))
-    return {"rows": rows, "total": ctx.total_tokens, "limit": limit, "tokenizer": ctx.tokenizer,
+    return {"rows": rows, "total": total, "raw_total": ctx.total_tokens, "calibration": calibration if ratio else None,
+            "limit": limit, "tokenizer": ctx.tokenizer,
             "fixed": ctx.total_tokens - evictable, "fixed_over": ctx.total_tokens - evictable >= limit,
-            "free": limit - ctx.total_tokens, "over": ctx.total_tokens > limit,
-            "pct": round(100 * ctx.total_tokens / max(limit, 1), 1),
+            "free": limit - total, "over": ctx.total_tokens > limit,
+            "pct": round(100 * total / max(limit, 1), 1),
             "parts": payload_parts(model=model, request=ctx.request, sections=sections, blocks=blocks),
             "request_json": json.dumps(ctx.request, indent=2, ensure_ascii=False)}
 
@@ -36,7 +43,8 @@ def context_panel(request, agent_id: str):
     from memory.selectors import agent_blocks
 
     agent = agent_or_404(request, agent_id)
-    view = context_view_model(agent_context(agent=agent), blocks=agent_blocks(agent=agent))
+    view = context_view_model(agent_context(agent=agent), blocks=agent_blocks(agent=agent),
+                              calibration=token_calibration(owner=agent.owner, model=agent.model))
     return TemplateResponse(request, "core/_context.html", {"agent": agent, "context": view})
 
 
@@ -64,4 +72,10 @@ def step_detail(request, agent_id: str, step_id: str):
         "total_tokens": sum(p.tokens for p in parts),
         "request_json": json.dumps(step.request, indent=2, ensure_ascii=False),
         "response_json": json.dumps(step.response, indent=2, ensure_ascii=False),
-        "usage": step.usage or {}})
+        "usage": step.usage or {}, "estimate_diff": _estimate_diff(step.usage or {})})
+
+
+def _estimate_diff(usage: dict) -> int | None:
+    """How many prompt tokens the provider counted beyond our own estimate (negative: fewer)."""
+    ours, theirs = usage.get("estimated_prompt_tokens"), usage.get("prompt_tokens")
+    return theirs - ours if ours and theirs is not None else None

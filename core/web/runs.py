@@ -5,7 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
 from django.template.response import TemplateResponse
 
-from core import selectors
+from core import selectors, timetravel
 from core.errors import NotFound
 from core.web.common import agent_or_404
 from core.web.history import window_marks_json
@@ -15,10 +15,18 @@ def _run_row(run) -> dict:
     usage = run.usage or {}
     end = run.completed_at
     start = run.started_at or run.created_at
-    return {"run": run, "tokens": usage.get("total_tokens"), "steps": run.step_count,
+    return {"run": run, "tokens": usage.get("total_tokens"), "steps": run.step_count, **_cost(usage),
             "duration_s": (end - start).total_seconds() if end and start else None,
             "active": run.status in ("created", "running"),
             "input": " / ".join(m.get("text", "") for m in run.input_messages or [] if isinstance(m, dict))}
+
+
+def _cost(usage: dict) -> dict:
+    """Cost for display: None unless some step had a known price, and how many steps had none."""
+    steps = usage.get("steps", usage.get("step_count"))
+    unpriced = usage.get("unpriced_steps") or 0
+    priced = "cost_usd" in usage and (steps is None or steps > unpriced)
+    return {"cost": usage["cost_usd"] if priced else None, "unpriced": unpriced}
 
 
 @login_required
@@ -26,7 +34,8 @@ def runs_panel(request, agent_id: str):
     """Every recent run of the agent with status, stop reason, steps, duration, tokens and error."""
     agent = agent_or_404(request, agent_id)
     rows = [_run_row(r) for r in selectors.agent_runs_recent(agent=agent)]
-    return TemplateResponse(request, "core/_runs.html", {"agent": agent, "rows": rows})
+    totals = timetravel.usage_totals(steps=agent.steps.all())
+    return TemplateResponse(request, "core/_runs.html", {"agent": agent, "rows": rows, "totals": {**totals, **_cost(totals)}})
 
 
 @login_required

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
-from core import providers, selectors, services, services_ide
+from core import providers, selectors, services, services_ide, timetravel
 from core.engine import tokens
 from core.errors import DomainError
 from core.context_service import agent_context
@@ -49,7 +49,8 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
     models = providers.models_list(owner=owner)
     model_max = tokens.model_info(agent.model).context_window
     return {
-        "agent": agent, "nav": "agents", "items": items, "older": older, "context": context_view_model(ctx, blocks=blocks),
+        "agent": agent, "nav": "agents", "items": items, "older": older, "context": context_view_model(
+            ctx, blocks=blocks, calibration=timetravel.token_calibration(owner=agent.owner, model=agent.model)),
         "settings_form": settings_form or AgentSettingsForm(initial=_settings_initial(agent)),
         "system_tokens": tokens.count_text(agent.model, agent.system), "models": models,
         "model_configured": providers.model_is_configured(owner=owner, handle=agent.model),
@@ -57,6 +58,7 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
         "library": [t for t in tools_list(owner=owner) if t.id not in attached_ids],
         "rules_json": json.dumps(agent.tool_rules or [], indent=2), "blocks": blocks,
         "steps": selectors.agent_steps_recent(agent=agent),
+        "fork_origin": selectors.agent_fork_origin(agent=agent), "forks": selectors.agent_forks(agent=agent),
         "ide_config": _ide_config(agent),
         # names for "from agent …" links on messages arriving live from other agents
         "agent_names": selectors.agent_names(owner=owner),

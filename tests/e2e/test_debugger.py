@@ -154,7 +154,8 @@ def test_step_inspector_reads_the_payload_and_diffs_a_memory_edit(signed_in, acc
     edit_chip = page.locator("#live .msg.tool_call_message .step-chip").first
     expect(edit_chip).to_have_text("step 0")
     edit_chip.click()
-    system_label = page.locator(".part-label", has_text=re.compile("^System message$"))
+    # steps keep each section's text, so the edit shows in the core memory section itself
+    system_label = page.locator(".part-label", has_text=re.compile("^Core memory$"))
     system = page.locator("#step-next-diff details.diff-part", has=system_label)
     expect(system.locator(".add").filter(has_text="Loves oolong tea.")).to_have_count(1)
     expect(system.locator(".part-tokens.delta-pos")).to_contain_text("(+")
