@@ -207,4 +207,7 @@
   initCounters();
   applyWindow();
   applyPayloadView();
+  // A link from elsewhere (a block's history entry) opens the step that made the change: #step=<id>&call=<id>
+  const linkedStep = new URLSearchParams(location.hash.slice(1)).get("step");
+  if (linkedStep) document.addEventListener("DOMContentLoaded", () => openStep(linkedStep));
 })();
