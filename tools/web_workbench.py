@@ -3,7 +3,7 @@
 import re
 
 from core.models import Organization
-from tools.models import Tool
+from tools.models import Tool, ToolRun
 
 # What a run inside the agent loop is given that a workbench run without an agent lacks.
 _AGENT_ONLY_ENV = ("AIDE_API_TOKEN", "AIDE_BASE_URL", "AIDE_AGENT_ID")
@@ -21,7 +21,13 @@ def run(*, owner: Organization, source_code: str, args: dict, env_vars: dict, to
     with cancellable(_cancel_key(owner, run_key)) as state:
         result = tool_run_source(owner=owner, source_code=source_code, args=args, env_vars=env_vars, tool_id=tool_id,
                                  agent_id=agent_id, allow_network=allow_network)
-    return {**result, "cancelled": bool(run_key) and state.cancelled}
+    if not (run_key and state.cancelled):
+        return {**result, "cancelled": False}
+    # The sandbox saw a SIGKILL, which it reports as a limit; say what really happened, in the history too.
+    said = "Cancelled: stopped from the workbench"
+    ToolRun.objects.filter(pk=result["tool_run_id"]).update(tool_return=said)
+    return {**result, "cancelled": True, "tool_return": said, "error_type": "Cancelled",
+            "error_message": "stopped from the workbench", "traceback": None}
 
 
 def cancel(*, owner: Organization, run_key: str) -> bool:

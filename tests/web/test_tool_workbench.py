@@ -134,7 +134,8 @@ def test_cancel_stops_a_running_tool(web, account):
         worker.join(0.05)
     worker.join()
     assert results["run"]["cancelled"] is True and results["run"]["status"] == "error"
-    assert results["run"]["error_type"] != "TimeoutError" and "woke" not in results["run"]["tool_return"]
+    assert results["run"]["error_type"] == "Cancelled" and results["run"]["tool_return"].startswith("Cancelled")
+    assert ToolRun.objects.get(pk=results["run"]["tool_run_id"]).tool_return.startswith("Cancelled")
     assert web.post("/tools/run/cancel/", {"run_key": "k1"}).json() == {"cancelled": False}
 
 
