@@ -43,6 +43,7 @@ def test_the_new_agent_page_offers_more_than_two_templates(web):
     page = web.get("/").content.decode()
     for key in ("customer_support", "research", "supervisor_worker", "memgpt_chat"):
         assert f'value="af:{key}"' in page
+    assert "Supervisor + worker (two agents)" in page
 
 
 def test_customer_support_answers_from_its_archival_knowledge_base(web, fake_llm):
