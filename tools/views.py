@@ -120,8 +120,11 @@ def pip_parse(text: str) -> list[dict]:
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        m = re.match(r"^([^=<>!~ ]+)\s*(==)?\s*(.*)$", line)
-        name, exact, version = m.group(1), m.group(2), m.group(3).strip()
+        m = re.match(r"^([^=<>!~ ]+)\s*(?:==)?\s*(.*)$", line)  # `==x` is Letta's bare version; others stay
+        if m is None:
+            out.append({"name": line})  # refused, with its text, by the service's validation
+            continue
+        name, version = m.group(1), m.group(2).strip()
         out.append({"name": name, "version": version} if version else {"name": name})
     return out
 

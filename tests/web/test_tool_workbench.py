@@ -73,6 +73,9 @@ def test_tool_page_edits_pip_network_sandbox_and_write_only_secrets(web, account
     bad = web.post("/tools/save/", {"source_code": GREET, "tool_id": tool.id, "pip_requirements": "--index-url=http://x"},
                    HTTP_HX_REQUEST="true").content.decode()
     assert 'id="save-error"' in bad and "invalid package name" in bad
+    bad = web.post("/tools/save/", {"source_code": GREET, "tool_id": tool.id, "pip_requirements": "==1"},
+                   HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="save-error"' in bad and "invalid package name" in bad
 
 
 def test_delete_lists_the_agents_using_the_tool_first(web, account):
