@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "ninja",  # serves Swagger UI's assets for /v1/docs from here, so the docs work offline
     "django_tasks",
     "django_tasks_db",
     "core",
@@ -178,8 +179,12 @@ SANDBOX_ALLOW_NETWORK = env_bool("SANDBOX_ALLOW_NETWORK")
 SANDBOX_LOCAL_WEAK_ISOLATION = env_bool("SANDBOX_LOCAL_WEAK_ISOLATION")
 E2B_API_KEY = os.environ.get("E2B_API_KEY", "")
 E2B_TEMPLATE = os.environ.get("E2B_TEMPLATE", "")
-# Public base URL tools use to call back into our REST API.
-PUBLIC_BASE_URL = os.environ.get("PUBLIC_BASE_URL", "http://127.0.0.1:8000")
+# Public base URL tools use to call back into our REST API. Unset, it is the address scripts/serve listens on
+# (HOST/PORT); a wildcard bind is reached through loopback.
+_SERVE_HOST = os.environ.get("HOST", "") or "127.0.0.1"
+_SERVE_HOST = "127.0.0.1" if _SERVE_HOST in ("0.0.0.0", "::", "[::]") else _SERVE_HOST
+_SERVE_HOST = f"[{_SERVE_HOST}]" if ":" in _SERVE_HOST and not _SERVE_HOST.startswith("[") else _SERVE_HOST
+PUBLIC_BASE_URL = os.environ.get("PUBLIC_BASE_URL") or f"http://{_SERVE_HOST}:{os.environ.get('PORT') or '8000'}"
 # Run agent steps on the task queue worker instead of in the web process (see README: scale-out).
 RUNS_IN_WORKER = env_bool("RUNS_IN_WORKER")
 # Multi-agent loop guard: how many agent-to-agent hops one conversation may take.

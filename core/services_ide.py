@@ -36,9 +36,25 @@ def agent_create_from_template(*, owner: Organization, template: str, name: str,
         from core.agentfile.templates import template_load
 
         result = agentfile_import(owner=owner, parsed=template_load(template[3:]), options=ImportOptions(name=name, model=model))
-        return Agent.objects.get(id=result.agent_ids[0])
+        agents = {a.id: a for a in Agent.objects.filter(id__in=result.agent_ids)}
+        team_block_fill(agents=[agents[i] for i in result.agent_ids])
+        return agents[result.agent_ids[0]]
     _, blocks = BUILTIN_TEMPLATES.get(template, BUILTIN_TEMPLATES["blank"])
     return agent_create(owner=owner, name=name, model=model, memory_blocks=[BlockInput(**vars(b)) for b in blocks])
+
+
+def team_block_fill(*, agents: list[Agent]) -> None:
+    """A team template's agents share a `team` block: list each member's name and id in it (a block update)."""
+    from memory.models import Block
+    from memory.services import block_update
+
+    if len(agents) < 2:
+        return
+    block = Block.objects.filter(agentblock__agent=agents[0], label="team").first()
+    if block is None:
+        return
+    lines = "\n".join(f"- {a.name}: {a.id}" for a in agents)
+    block_update(block=block, changes={"value": f"{block.value.rstrip()}\n{lines}"})
 
 
 @transaction.atomic

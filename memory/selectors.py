@@ -30,6 +30,21 @@ def blocks_list(*, owner: Organization, label: str | None = None, limit: int = 2
     return qs[:clamp_limit(limit, 1000)]
 
 
+def blocks_attachable(*, owner: Organization, agent: Agent, limit: int = 200) -> list[Block]:
+    """The owner's blocks not attached to `agent`, each with `used_by`: the names of the agents it is attached to."""
+    from django.db.models import Prefetch
+
+    from memory.models import AgentBlock
+
+    rows = (Block.objects.filter(owner=owner).exclude(agentblock__agent=agent).order_by("label", "created_at")
+            .prefetch_related(Prefetch("agentblock_set", queryset=AgentBlock.objects.select_related("agent")
+                                       .order_by("agent__name"), to_attr="links"))[:clamp_limit(limit, 1000)])
+    out = list(rows)
+    for block in out:
+        block.used_by = [link.agent.name for link in block.links]
+    return out
+
+
 def agent_blocks(*, agent: Agent) -> list[Block]:
     """The agent's blocks in their display order."""
     return list(Block.objects.filter(agentblock__agent=agent).order_by("agentblock__position", "agentblock__id"))

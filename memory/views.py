@@ -20,10 +20,8 @@ def _block_or_404(request, block_id: str):
 
 
 def _agent_blocks_ctx(request, agent, **extra) -> dict:
-    attached = selectors.agent_blocks(agent=agent)
-    ids = {b.id for b in attached}
-    others = [b for b in selectors.blocks_list(owner=org(request)) if b.id not in ids]
-    return {"agent": agent, "blocks": attached, "other_blocks": others, **extra}
+    return {"agent": agent, "blocks": selectors.agent_blocks(agent=agent),
+            "other_blocks": selectors.blocks_attachable(owner=org(request), agent=agent), **extra}
 
 
 @login_required

@@ -10,6 +10,7 @@ last top-level function in the source (helpers conventionally come first, the to
 from __future__ import annotations
 
 import ast
+import json
 import keyword
 from typing import Any
 
@@ -68,7 +69,8 @@ def derive_schema(source_code: str, name: str | None = None) -> dict:
 
     properties: dict[str, dict] = {}
     required: list[str] = []
-    for arg, has_default in _parameters(func):
+    for arg, default in _parameters(func):
+        has_default = default is not None
         if arg.arg in RESERVED_PARAMETERS:
             continue
         if arg.annotation is None:
@@ -78,7 +80,7 @@ def derive_schema(source_code: str, name: str | None = None) -> dict:
                 f"parameter {arg.arg!r} (line {arg.lineno}) has no description in the docstring's Args: section"
             )
         prop, optional = _annotation_schema(arg.annotation, arg.arg)
-        properties[arg.arg] = {**prop, "description": arg_docs[arg.arg]}
+        properties[arg.arg] = {**prop, "description": arg_docs[arg.arg], **_default_entry(default)}
         if not (optional or has_default):
             required.append(arg.arg)
     return {
@@ -108,7 +110,7 @@ def _find_function(module: ast.Module, name: str | None) -> ast.FunctionDef | as
 
 
 def _parameters(func: ast.FunctionDef | ast.AsyncFunctionDef):
-    """Yield (arg node, has_default) for every named parameter; variadic ones are rejected."""
+    """Yield (arg node, default expression or None) for every named parameter; variadic ones are rejected."""
     a = func.args
     for var in (a.vararg, a.kwarg):
         if var is not None:
@@ -116,9 +118,27 @@ def _parameters(func: ast.FunctionDef | ast.AsyncFunctionDef):
     positional = a.posonlyargs + a.args
     first_default = len(positional) - len(a.defaults)
     for i, arg in enumerate(positional):
-        yield arg, i >= first_default
-    for arg, default in zip(a.kwonlyargs, a.kw_defaults):
-        yield arg, default is not None
+        yield arg, a.defaults[i - first_default] if i >= first_default else None
+    yield from zip(a.kwonlyargs, a.kw_defaults)
+
+
+def _default_entry(node: ast.expr | None) -> dict:
+    """`{"default": value}` for a literal JSON-representable default (shown to the model and the workbench)."""
+    if node is None:
+        return {}
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return {}
+    if value is None or isinstance(value, (bool, int, float, str)) and not (isinstance(value, float) and value != value):
+        return {"default": value} if value is not None else {}
+    if isinstance(value, (list, dict)):
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            return {}
+        return {"default": value}
+    return {}
 
 
 def _annotation_schema(node: ast.expr, param: str) -> tuple[dict, bool]:

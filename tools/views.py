@@ -85,14 +85,60 @@ def tools_page(request):
     schema, error = _derive(source, tool)
     from core.selectors import agents_list
 
+    runs = selectors.tool_runs(owner=owner, tool_name=tool.name) if tool else []
+    # Arguments: a recorded call's when opened from one, else the last run's (a workbench session resumes).
+    prefill = recorded["args"] if recorded else (runs[0].args if runs and isinstance(runs[0].args, dict) else {})
+    attached = list(tool.agents.order_by("name")) if tool else []
     return TemplateResponse(request, "tools/tools.html", {
         "nav": "tools", "library": library, "tool": tool, "source": source, "schema": schema, "schema_error": error,
-        "schema_json": json.dumps(schema, indent=2) if schema else "", "fields": _fields(schema, (recorded or {}).get("args")), "prefill_json": json.dumps((recorded or {}).get("args", {})),
-        "builtin": bool(tool and not tool.source_code), "recorded": recorded, "runs": selectors.tool_runs(owner=owner, tool_name=tool.name) if tool else [],
-        "env_json": json.dumps(tool.env_vars if tool else {}, indent=2), "agents": list(agents_list(owner=owner, limit=200)),
-        "attached_ids": set(tool.agents.values_list("id", flat=True)) if tool else set(),
+        "schema_json": json.dumps(schema, indent=2) if schema else "", "fields": _fields(schema, prefill),
+        "prefill_json": json.dumps(prefill), "prefilled_from_run": bool(prefill and not recorded),
+        "builtin": bool(tool and not tool.source_code), "recorded": recorded, "runs": runs,
+        "env_keys": sorted((tool.env_vars or {}).keys()) if tool else [], "agents": list(agents_list(owner=owner, limit=200)),
+        "attached_ids": {a.id for a in attached}, "attached_names": ", ".join(a.name for a in attached),
+        "pip_text": pip_text(tool.pip_requirements if tool else []),
+        "run_agent_id": (recorded or {}).get("agent_id", ""),
         "sandbox_notice": local_sandbox_notice(),
     })
+
+
+def pip_text(requirements: list) -> str:
+    """`[{name, version?}]` as one requirement a line (`name==1.2` or `name>=2`)."""
+    lines = []
+    for r in requirements or []:
+        version = r.get("version") or ""
+        lines.append(r["name"] + (("==" + version) if version and version[0].isdigit() else version))
+    return "\n".join(lines)
+
+
+def pip_parse(text: str) -> list[dict]:
+    """One requirement a line (`name`, `name==1.2`, `name>=2`) as `[{name, version?}]`; the service validates it."""
+    import re
+
+    out = []
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r"^([^=<>!~ ]+)\s*(?:==)?\s*(.*)$", line)  # `==x` is Letta's bare version; others stay
+        if m is None:
+            out.append({"name": line})  # refused, with its text, by the service's validation
+            continue
+        name, version = m.group(1), m.group(2).strip()
+        out.append({"name": name, "version": version} if version else {"name": name})
+    return out
+
+
+def _network_choice(value: str) -> bool | None:
+    return {"true": True, "false": False}.get(value or "")
+
+
+def _env_changes(post) -> dict:
+    """The env vars typed into the page (a JSON object); the stored ones are never sent to the browser."""
+    env = json.loads(post.get("env_vars") or "{}")
+    if not isinstance(env, dict):
+        raise ValueError("env vars must be a JSON object of strings")
+    return env
 
 
 def _derive(source: str, tool=None) -> tuple[dict, str]:
@@ -155,18 +201,19 @@ def tool_run(request):
     if not error:
         args, arg_errors = collect_args(request.POST, _fields(schema))
         try:
-            env = json.loads(request.POST.get("env_vars") or "{}")
-            if not isinstance(env, dict):
-                raise ValueError
+            env = {k: v for k, v in _env_changes(request.POST).items() if v is not None}
         except ValueError:
             env, arg_errors = {}, {**arg_errors, "env vars": "must be a JSON object of strings"}
         if arg_errors:
             ctx["error"] = "; ".join(f"{k}: {v}" for k, v in arg_errors.items())
         else:
+            agent_id = request.POST.get("agent_id") or None
             try:
                 ctx["result"] = web_workbench.run(owner=org(request), source_code=source, args=args, env_vars=env,
-                                                  tool_id=request.POST.get("tool_id") or None,
-                                                  agent_id=request.POST.get("agent_id") or None)
+                                                  tool_id=request.POST.get("tool_id") or None, agent_id=agent_id,
+                                                  allow_network=_network_choice(request.POST.get("allow_network", "")),
+                                                  run_key=request.POST.get("run_key", "")[:64])
+                ctx["lacks"] = web_workbench.missing_without_agent(source, schema) if not agent_id else []
             except (DomainError, ValueError) as exc:
                 ctx["error"] = str(exc)
     return TemplateResponse(request, "tools/_result.html", ctx)
@@ -175,21 +222,50 @@ def tool_run(request):
 @login_required
 @require_POST
 def tool_save(request):
+    """Save the editor's tool; the page stays as it is (arguments, result), a new tool gets its id and URL."""
+    from django.urls import reverse
+    from django_htmx.http import push_url
+
     from tools import web_workbench
 
     try:
-        env = json.loads(request.POST.get("env_vars") or "{}")
         tool = web_workbench.save(owner=org(request), source_code=request.POST.get("source_code", ""),
-                                  tool_id=request.POST.get("tool_id") or None, env_vars=env,
-                                  sandbox=request.POST.get("sandbox", ""))
+                                  tool_id=request.POST.get("tool_id") or None, env_vars=_env_changes(request.POST),
+                                  sandbox=request.POST.get("sandbox", ""),
+                                  pip_requirements=pip_parse(request.POST.get("pip_requirements", "")),
+                                  allow_network=_network_choice(request.POST.get("allow_network", "")))
     except (DomainError, ValueError, tool_schema.SchemaError) as exc:
         return TemplateResponse(request, "tools/_saved.html", {"error": str(exc)})
-    response = TemplateResponse(request, "tools/_saved.html", {"tool": tool})
+    response = TemplateResponse(request, "tools/_saved.html", {"tool": tool, "env_keys": sorted(tool.env_vars or {}),
+                                                               "created": not request.POST.get("tool_id")})
+    return push_url(response, reverse("tools") + f"?tool={tool.id}") if not request.POST.get("tool_id") else response
+
+
+@login_required
+@require_POST
+def tool_run_cancel(request):
+    """Stop the page's run in progress (its `run_key`); the run's own request then answers "cancelled"."""
+    from django.http import JsonResponse
+
+    from tools import web_workbench
+
+    return JsonResponse({"cancelled": web_workbench.cancel(owner=org(request), run_key=request.POST.get("run_key", "")[:64])})
+
+
+@login_required
+@require_POST
+def tool_delete(request, tool_id: str):
+    """Delete a custom tool (the page listed the agents using it in its confirmation) and go back to the library."""
+    from django.urls import reverse
     from django_htmx.http import HttpResponseClientRedirect
 
-    from django.urls import reverse
+    from tools import services
 
-    return HttpResponseClientRedirect(reverse("tools") + f"?tool={tool.id}") if not request.POST.get("tool_id") else response
+    try:
+        services.tool_delete(tool=selectors.tool_get(owner=org(request), tool_id=tool_id))
+    except DomainError as exc:
+        return TemplateResponse(request, "tools/_saved.html", {"error": str(exc)})
+    return HttpResponseClientRedirect(reverse("tools"))
 
 
 @login_required

@@ -8,7 +8,7 @@ Messages keep the file's order (`seq`) and in-context window; their timestamps a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 from django.db import transaction
@@ -65,8 +65,10 @@ def agentfile_import(*, owner: Organization, parsed: ParsedFile, options: Import
     tool_ids = {key: _tool_row(owner=owner, tool=t, builtins=builtins, policy=options.tool_policy, result=result).id
                 for key, t in parsed.tools.items()}
     block_ids = _blocks_create(owner=owner, parsed=parsed)
-    for pa in parsed.agents:
-        agent = _agent_create(owner=owner, pa=pa, options=options, block_ids=block_ids, tool_ids=tool_ids, result=result)
+    for i, pa in enumerate(parsed.agents):
+        # A name given for a file of several agents names the first; the others keep theirs after it.
+        named = options if i == 0 or not options.name else replace(options, name=f"{options.name} · {pa.name}")
+        agent = _agent_create(owner=owner, pa=pa, options=named, block_ids=block_ids, tool_ids=tool_ids, result=result)
         result.agent_ids.append(agent.id)
     result.warnings = list(dict.fromkeys(result.warnings))
     return result

@@ -15,8 +15,10 @@ def templates_list() -> list[dict[str, str]]:
     """Every shipped template: {name (file stem), title, description}, sorted by name."""
     out = []
     for path in sorted(TEMPLATES_DIR.glob("*.af")):
-        agent = (json.loads(path.read_text(encoding="utf-8")).get("agents") or [{}])[0]
-        out.append({"name": path.stem, "title": agent.get("name") or path.stem, "description": agent.get("description") or ""})
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        agent = (doc.get("agents") or [{}])[0]
+        title = (doc.get("metadata") or {}).get("title") or agent.get("name") or path.stem  # a team names itself
+        out.append({"name": path.stem, "title": title, "description": agent.get("description") or ""})
     return out
 
 

@@ -37,7 +37,7 @@ def _settings_initial(agent) -> dict:
 
 
 def _workspace_ctx(request, agent, settings_form=None) -> dict:
-    from memory.selectors import agent_blocks
+    from memory.selectors import agent_blocks, blocks_attachable
     from tools.selectors import agent_tools, tools_list
 
     owner = org(request)
@@ -57,6 +57,7 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
         "window_max": max(model_max, agent.context_window_limit), "tools": attached,
         "library": [t for t in tools_list(owner=owner) if t.id not in attached_ids],
         "rules_json": json.dumps(agent.tool_rules or [], indent=2), "blocks": blocks,
+        "other_blocks": blocks_attachable(owner=owner, agent=agent),  # "Attach existing" from the first load
         "steps": selectors.agent_steps_recent(agent=agent),
         "fork_origin": selectors.agent_fork_origin(agent=agent), "forks": selectors.agent_forks(agent=agent),
         "ide_config": _ide_config(agent),

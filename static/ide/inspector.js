@@ -207,7 +207,9 @@
   initCounters();
   applyWindow();
   applyPayloadView();
-  // a link to a step of this agent (e.g. where an agent test went wrong, on its kept copy): ?step=ID opens it
-  const linkedStep = new URLSearchParams(location.search).get("step");
-  if (linkedStep) document.addEventListener("DOMContentLoaded", () => openStep(linkedStep));  // htmx is deferred
+  // A link to a step of this agent opens it: ?step=ID (where an agent test went wrong, on its kept copy) or
+  // #step=ID&call=ID (a block history entry: the step that made the change). htmx is deferred.
+  const linkedStep = new URLSearchParams(location.search).get("step") ||
+    new URLSearchParams(location.hash.slice(1)).get("step");
+  if (linkedStep) document.addEventListener("DOMContentLoaded", () => openStep(linkedStep));
 })();

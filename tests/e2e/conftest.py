@@ -61,7 +61,9 @@ def live_server_url(request, transactional_db, fake_llm):
     redis_url = request.getfixturevalue("redis_layer") if "redis_layer" in request.fixturenames else ""
     env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "agents_ide.settings",
            "ALLOWED_HOSTS": "127.0.0.1,localhost", "CSRF_TRUSTED_ORIGINS": f"http://127.0.0.1:{port}",
-           "REDIS_URL": redis_url, "RUNS_IN_WORKER": "", "PYTHONUNBUFFERED": "1"}
+           "REDIS_URL": redis_url, "RUNS_IN_WORKER": "", "PYTHONUNBUFFERED": "1",
+           # as scripts/serve does: the server derives the tools' callback address (PUBLIC_BASE_URL) from these
+           "HOST": "127.0.0.1", "PORT": str(port), "PUBLIC_BASE_URL": ""}
     log = open(ROOT / "test-artifacts" / f"daphne-{port}.log", "w") if (ROOT / "test-artifacts").exists() else subprocess.DEVNULL
     proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"],
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -51,6 +51,7 @@ from tools.sandbox.base import (
     validate_request,
 )
 from tools.sandbox.bwrap import RUNNER_IN_SANDBOX, SANDBOX_HOME, bwrap_argv, find_bwrap, probe, python_mounts
+from tools.sandbox.cancel import register_stop
 from tools.sandbox.process import (
     REAPER,
     Pump,
@@ -262,6 +263,7 @@ class LocalSandbox(SandboxBackend):
         proc, lease = spawned.proc, spawned.lease
         io = Pump(proc, spawned.result_r, _encode_payload(payload), limits.max_output_bytes, self.max_result_bytes,
                   early=namespaced)
+        register_stop(lambda: kill_run(proc, None if namespaced else lease))
         try:
             # The wall clock starts with the payload: building a venv first must not eat the tool's time.
             # Namespaced, killing bwrap ends the whole PID namespace; its uid is swept when it is reaped.
