@@ -236,8 +236,10 @@ def tool_save(request):
                                   allow_network=_network_choice(request.POST.get("allow_network", "")))
     except (DomainError, ValueError, tool_schema.SchemaError) as exc:
         return TemplateResponse(request, "tools/_saved.html", {"error": str(exc)})
-    response = TemplateResponse(request, "tools/_saved.html", {"tool": tool, "env_keys": sorted(tool.env_vars or {}),
-                                                               "created": not request.POST.get("tool_id")})
+    created = not request.POST.get("tool_id")
+    response = TemplateResponse(request, "tools/_saved.html", {
+        "tool": tool, "env_keys": sorted(tool.env_vars or {}), "created": created,
+        "library": list(selectors.tools_list(owner=org(request))) if created else []})
     return push_url(response, reverse("tools") + f"?tool={tool.id}") if not request.POST.get("tool_id") else response
 
 

@@ -82,6 +82,8 @@ def test_saving_keeps_the_arguments_and_the_last_result(signed_in, account):
     expect(page.locator("#run-return")).to_have_text("hi Bob hi Bob")
     expect(page.locator("[name=arg_name]")).to_have_value("Bob")
     expect(page.locator("#tool-id")).to_have_value(tool.id)
+    expect(page.locator(".tool-settings > #tool-env")).to_have_count(1)  # swapped in place, no wrapper
+    expect(page.locator("#tool-library a.active")).to_have_text("greet")  # the library lists it, selected
     page.fill("[name=arg_times]", "1")
     page.click("#save-tool")  # the second save updates the same tool
     page.click("#run-tool")
