@@ -59,7 +59,7 @@ def live_server_url(request, transactional_db, fake_llm):
     _require_chromium()
     port = free_port()
     redis_url = request.getfixturevalue("redis_layer") if "redis_layer" in request.fixturenames else ""
-    env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "agents_ide.settings",
+    env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "tests.settings",
            "ALLOWED_HOSTS": "127.0.0.1,localhost", "CSRF_TRUSTED_ORIGINS": f"http://127.0.0.1:{port}",
            "REDIS_URL": redis_url, "RUNS_IN_WORKER": "", "PYTHONUNBUFFERED": "1",
            # as scripts/serve does: the server derives the tools' callback address (PUBLIC_BASE_URL) from these

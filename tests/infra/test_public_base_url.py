@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _setting(**env) -> str:
     base = {k: v for k, v in os.environ.items() if k not in ("HOST", "PORT", "PUBLIC_BASE_URL")}
     out = subprocess.run([sys.executable, "-c", "from django.conf import settings; print(settings.PUBLIC_BASE_URL)"],
-                         cwd=ROOT, env={**base, "DJANGO_SETTINGS_MODULE": "agents_ide.settings", **env},
+                         cwd=ROOT, env={**base, "DJANGO_SETTINGS_MODULE": "tests.settings", **env},
                          capture_output=True, text=True, check=True)
     return out.stdout.strip()
 

@@ -37,7 +37,7 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
-        self.env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "agents_ide.settings",
+        self.env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "tests.settings",
                     "ALLOWED_HOSTS": "127.0.0.1,localhost", "CSRF_TRUSTED_ORIGINS": self.url, "REDIS_URL": "",
                     "RUNS_IN_WORKER": "", "RUN_LEASE_S": str(LEASE_S), "PYTHONUNBUFFERED": "1"}
 

@@ -45,7 +45,7 @@ class Cluster:
     """The processes of one test: servers by port, workers by handle."""
 
     def __init__(self):
-        self.env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "agents_ide.settings",
+        self.env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "tests.settings",
                     "REDIS_URL": _redis_url(), "RUNS_IN_WORKER": "true", "RUN_LEASE_S": str(LEASE_S),
                     "ALLOWED_HOSTS": "127.0.0.1,localhost", "PYTHONUNBUFFERED": "1", "RUN_POLL_S": "0.1", "LOG_LEVEL": "INFO"}
         self.procs: list[subprocess.Popen] = []

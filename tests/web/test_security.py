@@ -171,7 +171,7 @@ def test_https_settings_come_from_the_environment():
     code = ("from django.conf import settings as s; import json; print(json.dumps([s.SESSION_COOKIE_SECURE, "
             "s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS, s.SECURE_PROXY_SSL_HEADER, s.MAX_REQUEST_BYTES, "
             "s.DATA_UPLOAD_MAX_MEMORY_SIZE, s.LOGIN_FAILURES_PER_ACCOUNT]))")
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agents_ide.settings", "SECURE_COOKIES": "true",
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "SECURE_COOKIES": "true",
            "HSTS_SECONDS": "600", "TRUST_X_FORWARDED_PROTO": "1", "MAX_REQUEST_BYTES": "12345",
            "LOGIN_FAILURES_PER_ACCOUNT": "3"}
     out = subprocess.run([sys.executable, "-c", "import django; django.setup(); " + code], env=env, check=True,
