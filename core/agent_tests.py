@@ -97,7 +97,7 @@ def tests_start(*, owner: Organization, agent: Agent, test_ids: list[str] | None
     with transaction.atomic():
         run = AgentTestRun.objects.create(owner=owner, agent=agent, test_ids=[t["id"] for t in tests],
                                           model=model or "", keep=keep)
-        executor.queue.woken_after_commit(agent_tests_task.enqueue(test_run_id=run.id).id)
+        executor.queue.woken_after_commit(agent_tests_task.enqueue(test_run_id=run.id))
     return run
 
 

@@ -38,7 +38,7 @@ def run_submit(*, owner: Organization, agent_id: str, input_messages: list[dict]
                            stream_tokens=stream_tokens)
     from core.tasks import run_execute_task
 
-    queue.woken_after_commit(run_execute_task.enqueue(run_id=run.id).id)
+    queue.woken_after_commit(run_execute_task.enqueue(run_id=run.id))
     return run
 
 
@@ -130,14 +130,14 @@ def run_wait(*, run: Run, timeout: float | None = None) -> Run:
     with _watch_local(run.id, done), _watch_remote(run, done):
         while True:
             done.clear()
-            current = Run.objects.get(pk=run.pk)
-            if current.status in TERMINAL:
-                return current
+            if Run.objects.filter(pk=run.pk, status__in=TERMINAL).exists():
+                break
             left = WAIT_POLL_S if deadline is None else min(WAIT_POLL_S, deadline - time.monotonic())
             if left <= 0:
-                return current
+                break
             with queue.waiting():
                 done.wait(left)
+    return Run.objects.get(pk=run.pk)
 
 
 def run_reply(*, run: Run, use_assistant_message: bool = True) -> list[dict]:

@@ -200,13 +200,14 @@ class Pool:
     def wake(self) -> None:
         self.woken.set()
 
-    def submit(self, task_id: str) -> None:
-        """Start a task this process just enqueued on a free thread, which claims it by id; without a free
-        thread, leave it to the dispatcher's next claim. Claims are conditional, so a task runs once."""
+    def submit(self, enqueued) -> None:
+        """Start a task this process just enqueued (its TaskResult) on a free thread, which claims it by id;
+        without a free thread, leave it to the dispatcher's next claim. Claims are conditional, so a task runs
+        once."""
         if self.stopping.is_set() or not self.free.acquire(blocking=False):
             self.wake()
             return
-        self.executor.submit(self._execute, task_id=task_id)
+        self.executor.submit(self._execute, enqueued=enqueued)
 
     def stop(self) -> None:
         self.stopping.set()
@@ -231,15 +232,15 @@ class Pool:
                 continue
             self.executor.submit(self._execute, task)
 
-    def _execute(self, task=None, *, task_id: str | None = None) -> None:
+    def _execute(self, task=None, *, enqueued=None) -> None:
         _slot.pool = self
         try:
             if task is None:
-                task = _claim_by_id(task_id)
+                task = _claim_enqueued(enqueued)
             if task is not None:
                 _task_run(task)
         except Exception:  # noqa: BLE001 - a failed claim leaves the task ready for the dispatcher
-            log.exception("could not claim task %s", task_id)
+            log.exception("could not claim task %s", getattr(enqueued, "id", None))
         finally:
             _slot.pool = None
             _connection_keep_or_drop()
@@ -292,20 +293,25 @@ def _claim():
         raise
 
 
-def _claim_by_id(task_id: str):
-    """Claim one ready task by id in a single conditional UPDATE; None if someone else claimed it first."""
+def _claim_enqueued(enqueued):
+    """Claim a task this process enqueued (its TaskResult, which holds the row) with one conditional UPDATE; the
+    row's fields are set in memory rather than read back. None if someone else claimed it first."""
     from django_tasks_db.compat import TaskResultStatus
     from django_tasks_db.models import DBTaskResult
 
-    claimed = DBTaskResult.objects.ready().filter(pk=task_id).update(
-        status=TaskResultStatus.RUNNING, started_at=timezone.now(), worker_ids=[WORKER_ID])
-    return DBTaskResult.objects.get(pk=task_id) if claimed else None
+    row, now = enqueued.db_result, timezone.now()
+    if not DBTaskResult.objects.ready().filter(pk=row.pk).update(status=TaskResultStatus.RUNNING, started_at=now,
+                                                                 worker_ids=[WORKER_ID]):
+        return None
+    row.status, row.started_at, row.worker_ids = TaskResultStatus.RUNNING, now, [WORKER_ID]
+    row.enqueued = enqueued  # the Task and its arguments, already resolved (saves import_string + Task.using)
+    return row
 
 
 def _task_run(db_task) -> None:
     try:
-        task = db_task.task
-        result = db_task.task_result
+        result = getattr(db_task, "enqueued", None) or db_task.task_result
+        task = result.task
         log.info("task %s %s started", db_task.task_path, result.kwargs)
         value = task.call(*result.args, **result.kwargs)
         db_task.set_successful(value)
@@ -358,15 +364,16 @@ def pool_serve_forever(*, threads: int, poll_s: float) -> None:
     _pool.serve()
 
 
-def woken_after_commit(task_id: str | None = None) -> None:
-    """After the current transaction commits, hand the enqueued task to the local pool (starting it if
-    embedded) or make it look for tasks now; a separate worker process finds it on its next poll."""
+def woken_after_commit(enqueued=None) -> None:
+    """After the current transaction commits, hand the enqueued task (its TaskResult) to the local pool
+    (starting it if embedded) or make it look for tasks now; a separate worker process finds it on its next
+    poll."""
     def wake():
         pool = pool_start_in_process() if not settings.RUNS_IN_WORKER else _pool
         if pool is None:
             return
-        if task_id is not None:
-            pool.submit(task_id)
+        if enqueued is not None:
+            pool.submit(enqueued)
         else:
             pool.wake()
 

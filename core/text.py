@@ -7,6 +7,7 @@ because PostgreSQL refuses NUL in text and JSON, and neither database can encode
 
 from __future__ import annotations
 
+import json
 import re
 
 REPLACEMENT = "\ufffd"
@@ -42,26 +43,39 @@ _SCALARS = (int, float, bool, type(None))
 
 def _all_clean(value) -> bool:
     """Whether every string in a JSON-like value is storable: run on every save of a step's whole request, so it
-    is written for speed (exact-type dispatch, plain loops, the ASCII fast path)."""
+    is written for speed. A container is first encoded by json's C encoder, which writes NUL as \\u0000 and every
+    non-ASCII character as \\uXXXX: without either escape in the encoding, no string in it can be bad. Otherwise
+    (or for values json cannot encode) the strings are checked one by one."""
+    kind = type(value)
+    if kind is dict or kind is list:
+        try:
+            encoded = json.dumps(value)
+        except (TypeError, ValueError):
+            return _walk_clean(value)
+        return ("\\u0000" not in encoded and "\\ud" not in encoded) or _walk_clean(value)
+    return _walk_clean(value)
+
+
+def _walk_clean(value) -> bool:
     kind = type(value)
     if kind is str:
         return _str_clean(value)
     if kind is dict:
         for key, item in value.items():
-            if (type(key) is str and not _str_clean(key)) or (type(item) not in _SCALARS and not _all_clean(item)):
+            if (type(key) is str and not _str_clean(key)) or (type(item) not in _SCALARS and not _walk_clean(item)):
                 return False
         return True
     if kind is list or kind is tuple:
         for item in value:
-            if type(item) not in _SCALARS and not _all_clean(item):
+            if type(item) not in _SCALARS and not _walk_clean(item):
                 return False
         return True
     if isinstance(value, str):  # subclasses (SafeString, ...): the slow, general path
         return _str_clean(value)
     if isinstance(value, dict):
-        return all((not isinstance(k, str) or _str_clean(k)) and _all_clean(v) for k, v in value.items())
+        return all((not isinstance(k, str) or _str_clean(k)) and _walk_clean(v) for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return all(_all_clean(v) for v in value)
+        return all(_walk_clean(v) for v in value)
     return True
 
 

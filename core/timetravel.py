@@ -31,14 +31,20 @@ MAX_REPLAY_MODELS = 8
 # --------------------------------------------------------------------------- the state a step was compiled from
 
 
+def _fields(obj) -> dict:
+    """A flat dataclass's fields as a dict, without `dataclasses.asdict`'s deep copy (every step records this, and
+    the values are only serialized)."""
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+
+
 def step_state(snap, allowed, pending) -> dict:
     """What the compiler got for this step (call before any tool runs: tools edit the snapshot's blocks)."""
     return {
-        "spec": dataclasses.asdict(snap.spec),
-        "blocks": [dataclasses.asdict(b) for b in snap.blocks],
-        "tools": [dataclasses.asdict(x) for x in snap.tools],
+        "spec": _fields(snap.spec),
+        "blocks": [_fields(b) for b in snap.blocks],
+        "tools": [_fields(x) for x in snap.tools],
         "rules": list(snap.agent.tool_rules or []),
-        "stats": dataclasses.asdict(snap.stats),
+        "stats": _fields(snap.stats),
         "summary_id": snap.summary.id if snap.summary is not None else None,
         "message_ids": [m.id for m in snap.body] + [r.id for r in pending],
         "allowed_tools": list(allowed.tools) if allowed.tools is not None else None,

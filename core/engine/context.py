@@ -32,6 +32,10 @@ HEARTBEAT_DESCRIPTION = (
 )
 _RESERVED_PARAMS = ("thinking", "request_heartbeat")
 
+# The sections the system message is made of (joined by blank lines); a stored step keeps their text, the other
+# sections' text is in its request already.
+SYSTEM_SECTIONS = ("system", "tool_rules", "core_memory", "memory_metadata")
+
 
 def render_memory_blocks(blocks: Sequence[BlockSpec]) -> str:
     """The `<memory_blocks>` section text."""
@@ -114,7 +118,7 @@ def compile_context(
     tools offered (from rules.allowed_tools); `tool_choice` defaults to "required" when tools are offered.
     """
     model = agent.model
-    texts = {
+    texts = {  # the system message's parts, in order (SYSTEM_SECTIONS)
         "system": agent.system,
         "tool_rules": render_rules(tool_rules),
         "core_memory": render_memory_blocks(blocks),

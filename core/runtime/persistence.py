@@ -11,6 +11,7 @@ from django.db.models import OuterRef, Subquery
 
 from core import ids, mapping
 from core.engine import tokens
+from core.engine.context import SYSTEM_SECTIONS
 from core.models import Agent, Message, Run, Step
 
 
@@ -78,11 +79,13 @@ def step_record(*, run: Run | None, agent: Agent, step_id: str, index: int, kind
                 model_ms: float = 0, tools_ms: float = 0, total_ms: float = 0, stop_reason: str = "",
                 error: str = "", state: dict | None = None) -> Step:
     """Insert one step record: the exact request, the raw response, usage and timings, and the state it was
-    compiled from (core.timetravel)."""
+    compiled from (core.timetravel). Sections keep their text only for the system message's parts: the
+    messages' and tools' text is the request's own."""
     return Step.objects.create(
         id=step_id, owner_id=agent.owner_id, agent_id=agent.id, run=run, index=index, kind=kind,
         model=request.get("model", agent.model), request=request, response=response or {},
-        context_sections=[{"name": s.name, "tokens": s.tokens, "text": s.text} for s in sections], tokenizer=tokenizer,
+        context_sections=[{"name": s.name, "tokens": s.tokens, **({"text": s.text} if s.name in SYSTEM_SECTIONS else {})}
+                          for s in sections], tokenizer=tokenizer,
         usage=usage or {}, model_ms=round(model_ms, 3), tools_ms=round(tools_ms, 3), total_ms=round(total_ms, 3),
         stop_reason=stop_reason, error=error, state=state or {},
     )

@@ -6,13 +6,13 @@ import json
 from dataclasses import dataclass, field
 
 from core.engine import tokens
+from core.engine.context import SYSTEM_SECTIONS
 
 SECTION_LABELS = {"system": "System prompt", "tool_rules": "Tool rules", "core_memory": "Core memory",
                   "memory_metadata": "External memory summary", "summary": "Summary", "messages": "Messages",
                   "tools": "Tool definitions"}
 SECTION_COLORS = {"system": "system", "tool_rules": "rules", "core_memory": "core", "memory_metadata": "external",
                   "summary": "summary", "messages": "messages", "tools": "tools"}
-SYSTEM_PARTS = ("system", "tool_rules", "core_memory", "memory_metadata")
 DIFF_LINES = 400  # a diff longer than this is cut, with a note: the raw payloads are one click away
 
 
@@ -102,15 +102,15 @@ def payload_parts(*, model: str, request: dict, sections: list[dict], blocks=())
     by_name = {s["name"]: s for s in sections}
     messages = list(request.get("messages") or [])
     parts: list[Part] = []
-    if all("text" in by_name.get(n, {}) for n in SYSTEM_PARTS):
+    if all("text" in by_name.get(n, {}) for n in SYSTEM_SECTIONS):
         parts += [Part(key=n, label=SECTION_LABELS[n], color=SECTION_COLORS[n], tokens=by_name[n]["tokens"],
                        text=by_name[n]["text"], group="section",
                        children=_block_parts(model, blocks) if n == "core_memory" else [])
-                  for n in SYSTEM_PARTS if by_name[n]["text"]]
+                  for n in SYSTEM_SECTIONS if by_name[n]["text"]]
     elif messages:
-        counts = ", ".join(f"{SECTION_LABELS[n].lower()} {by_name[n]['tokens']}" for n in SYSTEM_PARTS if n in by_name)
+        counts = ", ".join(f"{SECTION_LABELS[n].lower()} {by_name[n]['tokens']}" for n in SYSTEM_SECTIONS if n in by_name)
         parts.append(Part(key="system_message", label="System message", color="system",
-                          tokens=sum(by_name.get(n, {}).get("tokens", 0) for n in SYSTEM_PARTS) or tokens.count_message(model, messages[0]),
+                          tokens=sum(by_name.get(n, {}).get("tokens", 0) for n in SYSTEM_SECTIONS) or tokens.count_message(model, messages[0]),
                           text=message_text(messages[0]), group="section", note=counts))
     body = messages[1:]
     has_summary = by_name.get("summary", {}).get("tokens", 0) > 0 and body
@@ -160,6 +160,6 @@ def payload_diff(before: list[Part], after: list[Part]) -> list[PartDiff]:
 
 def _merge_system(grouped: dict) -> dict:
     """Both sides as one system message, when only one side has the system sections apart."""
-    names = [n for n in (*SYSTEM_PARTS, "system_message") if n in grouped]
+    names = [n for n in (*SYSTEM_SECTIONS, "system_message") if n in grouped]
     merged = ("System message", "system", sum(grouped[n][2] for n in names), "\n\n".join(grouped[n][3] for n in names))
     return {"system_message": merged, **{k: v for k, v in grouped.items() if k not in names}}

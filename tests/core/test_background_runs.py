@@ -95,13 +95,16 @@ def test_async_with_unknown_agent_or_model_fails_fast(api, account):
 
 def test_a_task_handed_to_the_pool_is_claimed_once(agent):
     from django_tasks_db.compat import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
 
     from core.tasks import run_execute_task
 
-    task_id = run_execute_task.enqueue(run_id="run-none").id  # enqueued only: no pool was told
-    first = queue._claim_by_id(task_id)
+    enqueued = run_execute_task.enqueue(run_id="run-none")  # enqueued only: no pool was told
+    first = queue._claim_enqueued(enqueued)
     assert first is not None and first.status == TaskResultStatus.RUNNING and first.worker_ids == [queue.WORKER_ID]
-    assert queue._claim_by_id(task_id) is None  # a second claimant (another thread, the dispatcher) gets nothing
+    stored = DBTaskResult.objects.get(pk=enqueued.id)
+    assert stored.status == TaskResultStatus.RUNNING and stored.worker_ids == [queue.WORKER_ID]
+    assert queue._claim_enqueued(enqueued) is None  # a second claimant (another thread, the dispatcher) gets nothing
     assert queue._claim() is None
 
 
