@@ -3,7 +3,7 @@
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -98,7 +98,3 @@ def first_run_pending() -> bool:
 
 def tokens_for_user(user: User) -> list[ApiToken]:
     return list(ApiToken.objects.filter(user=user, agent_id="").order_by("-created_at"))
-
-
-def token_is_expired(token: ApiToken, now: datetime | None = None) -> bool:
-    return bool(token.expires_at and token.expires_at <= (now or timezone.now()))

@@ -59,12 +59,6 @@ def messages_cached(ids: Sequence[str]) -> dict[str, tuple[t.Message, str, str]]
     return found
 
 
-def in_context_rows(*, agent: Agent) -> list[Message]:
-    """The agent's in-context message rows in window order (system message first)."""
-    ids = list(agent.message_ids or [])
-    rows = {m.id: m for m in Message.objects.filter(agent_id=agent.id, id__in=ids)}
-    return [rows[i] for i in ids if i in rows]
-
 
 def messages_cache_put(rows: Sequence[Message]) -> None:
     """Remember just-written rows, so the next step's load needs no query for them."""

@@ -75,10 +75,6 @@ def agent_group(agent_id: str) -> str:
     return f"agent.{agent_id}".replace("-", "_")
 
 
-def owner_group(owner_id: str) -> str:
-    """The group of every tab of an owner (agents list: running indicators)."""
-    return f"owner.{owner_id}".replace("-", "_")
-
 
 def send_event(group: str, event: dict) -> None:
     """Send one event dict to a channel group (the consumer forwards it to the browser as JSON)."""

@@ -50,12 +50,6 @@ def agents_running_ids(*, owner: Organization) -> set[str]:
     return set(Run.objects.filter(owner=owner, status__in=["created", "running"]).values_list("agent_id", flat=True))
 
 
-def message_get(*, owner: Organization, message_id: str) -> Message:
-    msg = Message.objects.filter(owner=owner, id=message_id).first()
-    if msg is None:
-        raise NotFound(f"Message '{message_id}' not found")
-    return msg
-
 
 # --------------------------------------------------------------------------- the IDE's conversation, runs and steps
 

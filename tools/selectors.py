@@ -15,12 +15,6 @@ def tool_get(*, owner: Organization, tool_id: str) -> Tool:
     return tool
 
 
-def tool_get_by_name(*, owner: Organization, name: str) -> Tool:
-    tool = Tool.objects.filter(owner=owner, name=name).first()
-    if tool is None:
-        raise NotFound(f"Tool '{name}' not found")
-    return tool
-
 
 def tools_list(*, owner: Organization, name: str | None = None, limit: int = 500) -> QuerySet[Tool]:
     qs = Tool.objects.filter(owner=owner).order_by("tool_type", "name")
