@@ -16,7 +16,7 @@ from core import executor, ids, timetravel
 from core.engine import expectations
 from core.errors import Invalid, NotFound
 from core.events import agent_group, send_event
-from core.models import Agent, AgentTestRun, Message, Organization, Run, Step
+from core.models import Agent, AgentTestRun, Message, Organization, Run, RunStatus, Step
 
 log = logging.getLogger(__name__)
 METADATA_KEY = "agent_tests"
@@ -174,12 +174,12 @@ def test_execute(*, agent: Agent, test: dict, model: str = "", keep: bool = Fals
         for turn in test["turns"]:
             run = executor.run_submit(owner=agent.owner, agent_id=copy.id, input_messages=[{"role": "user", "content": turn}])
             runs.append(executor.run_wait(run=run))
-            if runs[-1].status != "completed":
+            if runs[-1].status != RunStatus.COMPLETED:
                 break
         result["run_ids"] = [r.id for r in runs]
         observed = _observed(copy, runs)
         result["failures"] = expectations.evaluate(test["expect"], observed)
-        if runs and runs[-1].status != "completed" and not result["failures"]:
+        if runs and runs[-1].status != RunStatus.COMPLETED and not result["failures"]:
             result["failures"] = [{"expectation": "the run completes", "expected": "completed",
                                    "actual": f"{runs[-1].status}: {runs[-1].error or runs[-1].stop_reason}",
                                    "step_id": None}]

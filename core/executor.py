@@ -16,9 +16,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import queue, runner
-from core.models import Organization, Run
+from core.models import RUN_ACTIVE, RUN_TERMINAL, Organization, Run, RunStatus
 
-TERMINAL = ("completed", "failed", "cancelled")
 WAIT_POLL_S = 1.0
 
 _waiters: dict[str, set[threading.Event]] = {}
@@ -45,13 +44,13 @@ def run_submit(*, owner: Organization, agent_id: str, input_messages: list[dict]
 def run_execute(*, run_id: str) -> str:
     """Task body: execute a queued run to its end under this process's lease; returns its final status."""
     run = Run.objects.select_related("owner", "agent").filter(pk=run_id).first()
-    if run is None or run.status not in runner.ACTIVE:
+    if run is None or run.status not in RUN_ACTIVE:
         return run.status if run else "missing"
     try:
-        with queue.lease(run.id, status="running", started_at=timezone.now()) as taken:
+        with queue.lease(run.id, status=RunStatus.RUNNING, started_at=timezone.now()) as taken:
             if not taken:  # cancelled, reaped or started elsewhere meanwhile
                 return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or "missing"
-            run.status = "running"
+            run.status = RunStatus.RUNNING
             result = runner.run_agent(agent_id=run.agent_id, owner=run.owner, input_messages=[], run=run)
         return result.status
     finally:
@@ -106,7 +105,7 @@ def _watch_remote(run: Run, event: threading.Event):
             while True:
                 message = await layer.receive(channel)
                 if any(e.get("message_type") == "run_status" and e.get("run_id") == run.id
-                       and e.get("status") in TERMINAL for e in message.get("events") or [message.get("event") or {}]):
+                       and e.get("status") in RUN_TERMINAL for e in message.get("events") or [message.get("event") or {}]):
                     event.set()
                     return
         finally:
@@ -130,7 +129,7 @@ def run_wait(*, run: Run, timeout: float | None = None) -> Run:
     with _watch_local(run.id, done), _watch_remote(run, done):
         while True:
             done.clear()
-            if Run.objects.filter(pk=run.pk, status__in=TERMINAL).exists():
+            if Run.objects.filter(pk=run.pk, status__in=RUN_TERMINAL).exists():
                 break
             left = WAIT_POLL_S if deadline is None else min(WAIT_POLL_S, deadline - time.monotonic())
             if left <= 0:

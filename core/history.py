@@ -4,7 +4,7 @@ from django.db import transaction
 from django.db.models import Max, QuerySet
 
 from core.errors import Conflict, NotFound
-from core.models import Agent, Message, Organization, Run, Step
+from core.models import RUN_ACTIVE, Agent, Message, Organization, Run, Step
 
 
 def agent_messages_list(*, agent: Agent, before: str | None = None, after: str | None = None, limit: int = 100,
@@ -40,7 +40,7 @@ def runs_list(*, owner: Organization, agent_id: str | None = None, active: bool 
     if agent_id:
         qs = qs.filter(agent_id=agent_id)
     if active:
-        qs = qs.filter(status__in=["created", "running"])
+        qs = qs.filter(status__in=RUN_ACTIVE)
     return qs[: max(1, min(limit, 1000))]
 
 
@@ -65,7 +65,7 @@ def agent_messages_reset(*, agent: Agent) -> Agent:
     (under the agent's lock; older messages stay in recall memory, and the new system row marks the reset).
     Conflict while a run of the agent is active. Open tabs get a context_update after commit."""
     agent = Agent.objects.select_for_update().get(pk=agent.pk)
-    busy = Run.objects.filter(agent=agent, status__in=["created", "running"]).values_list("id", flat=True).first()
+    busy = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).values_list("id", flat=True).first()
     if busy is not None:
         raise Conflict(f"The agent is busy with run '{busy}'; cancel it or wait for it before resetting its messages.",
                        detail={"run_id": busy})

@@ -120,13 +120,26 @@ class AgentTag(models.Model):
         indexes = [models.Index(fields=["tag"])]
 
 
+class RunStatus(models.TextChoices):
+    """A run's life: created (claimed, queued) → running (leased) → one of the terminal three."""
+
+    CREATED = "created", "created"
+    RUNNING = "running", "running"
+    COMPLETED = "completed", "completed"
+    FAILED = "failed", "failed"
+    CANCELLED = "cancelled", "cancelled"
+
+
+RUN_ACTIVE = (RunStatus.CREATED, RunStatus.RUNNING)  # the agent is busy while one of its runs is in these
+RUN_TERMINAL = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+
+
 class Run(models.Model):
-    STATUSES = [("created", "created"), ("running", "running"), ("completed", "completed"), ("failed", "failed"), ("cancelled", "cancelled")]
 
     id = models.CharField(primary_key=True, max_length=64, default=ids.new_run_id, editable=False)
     owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="runs")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="runs")
-    status = models.CharField(max_length=16, choices=STATUSES, default="created")
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.CREATED)
     stop_reason = models.CharField(max_length=32, blank=True, default="")
     background = models.BooleanField(default=False)
     input_messages = models.JSONField(default=list, blank=True)

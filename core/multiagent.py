@@ -22,7 +22,7 @@ from core.engine import loop
 from core.errors import Conflict, DomainError, NotFound
 from core.events import agent_group, send_event
 from core.messages import messages_to_letta
-from core.models import Agent, AgentTag, Run
+from core.models import RUN_ACTIVE, RUN_TERMINAL, Agent, AgentTag, Run, RunStatus
 from core.runtime.tool_exec import ToolOutcome
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ def _inputs(sender_id: str, message: str) -> list[dict]:
 
 
 def _caller_run(agent: Agent) -> Run | None:
-    return Run.objects.filter(agent_id=agent.id, status__in=runner.ACTIVE).order_by("-created_at").first()
+    return Run.objects.filter(agent_id=agent.id, status__in=RUN_ACTIVE).order_by("-created_at").first()
 
 
 def _hop_check(agent: Agent, caller: Run | None, tool: str) -> int:
@@ -112,11 +112,11 @@ def _converse(agent: Agent, targets: list[Agent], message: str, caller: Run | No
     deadline = time.monotonic() + settings.MULTI_AGENT_REPLY_TIMEOUT_S
     for tid, run in runs.items():
         run = executor.run_wait(run=run, timeout=max(0.0, deadline - time.monotonic()))
-        if run.status not in executor.TERMINAL:
+        if run.status not in RUN_TERMINAL:
             runner.run_cancel(owner=agent.owner, agent_id=tid, run_ids=[run.id])
             out.append({"agent_id": tid, "run_id": run.id, "error": f"no reply within "
                         f"{settings.MULTI_AGENT_REPLY_TIMEOUT_S:g} s (its run was asked to stop)"})
-        elif run.status != "completed":
+        elif run.status != RunStatus.COMPLETED:
             out.append({"agent_id": tid, "run_id": run.id, "error": f"its run ended {run.status}: {run.error or run.stop_reason}"})
         else:
             out.append({"agent_id": tid, "run_id": run.id, "replies": _replies(run.id)})

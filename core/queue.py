@@ -43,10 +43,10 @@ def lease(run_id: str, **fields):
     """Hold the lease of a queued run while this block executes it (renewed by this process's lease thread);
     `fields` are written in the same statement that takes the lease. Yields False (and holds nothing) if the
     run is no longer waiting to start: cancelled, reaped or taken by another process."""
-    from core.models import Run
+    from core.models import Run, RunStatus
 
     lease_thread_ensure()
-    taken = Run.objects.filter(pk=run_id, status="created").update(worker=WORKER_ID, heartbeat_at=timezone.now(),
+    taken = Run.objects.filter(pk=run_id, status=RunStatus.CREATED).update(worker=WORKER_ID, heartbeat_at=timezone.now(),
                                                                    **fields)
     if not taken:
         yield False
@@ -62,12 +62,12 @@ def lease(run_id: str, **fields):
 
 def leases_renew() -> int:
     """Push the heartbeat of every run this process executes; returns how many."""
-    from core.models import Run
+    from core.models import RUN_ACTIVE, Run
 
     with _leased_lock:
         ids = list(_leased)
     if ids:
-        Run.objects.filter(pk__in=ids, status__in=("created", "running")).update(heartbeat_at=timezone.now())
+        Run.objects.filter(pk__in=ids, status__in=RUN_ACTIVE).update(heartbeat_at=timezone.now())
     return len(ids)
 
 
@@ -81,18 +81,18 @@ def runs_reap(*, lease_s: float | None = None) -> list[str]:
     """Mark runs whose lease lapsed as failed (and queued runs whose task was lost: a process died between
     claiming the task and leasing the run), fail their task rows, and tell open tabs; returns their ids."""
     from core.events import agent_group, send_event
-    from core.models import Run
+    from core.models import RUN_ACTIVE, Run, RunStatus
 
     limit = timezone.now() - timedelta(seconds=lease_s if lease_s is not None else settings.RUN_LEASE_S)
-    stale = list(Run.objects.filter(status__in=("created", "running"), heartbeat_at__lt=limit)
+    stale = list(Run.objects.filter(status__in=RUN_ACTIVE, heartbeat_at__lt=limit)
                  .exclude(worker="").values_list("id", "agent_id"))
     reaped = [(run_id, agent_id) for run_id, agent_id in stale
-              if Run.objects.filter(pk=run_id, status__in=("created", "running"), heartbeat_at__lt=limit).update(
-                  status="failed", stop_reason="error", error=LOST, completed_at=timezone.now())]
+              if Run.objects.filter(pk=run_id, status__in=RUN_ACTIVE, heartbeat_at__lt=limit).update(
+                  status=RunStatus.FAILED, stop_reason="error", error=LOST, completed_at=timezone.now())]
     orphans = _orphaned_queued_runs(limit)
     reaped += [(run_id, agent_id) for run_id, agent_id in orphans
-               if Run.objects.filter(pk=run_id, status="created", worker="").update(
-                   status="failed", stop_reason="error", error=LOST, completed_at=timezone.now())]
+               if Run.objects.filter(pk=run_id, status=RunStatus.CREATED, worker="").update(
+                   status=RunStatus.FAILED, stop_reason="error", error=LOST, completed_at=timezone.now())]
     if not reaped:
         return []
     _tasks_fail([run_id for run_id, _ in reaped])
@@ -111,9 +111,9 @@ def _orphaned_queued_runs(limit) -> list[tuple[str, str]]:
     from django_tasks_db.compat import TaskResultStatus
     from django_tasks_db.models import DBTaskResult
 
-    from core.models import Run
+    from core.models import Run, RunStatus
 
-    old = list(Run.objects.filter(status="created", worker="", created_at__lt=limit).values_list("id", "agent_id"))
+    old = list(Run.objects.filter(status=RunStatus.CREATED, worker="", created_at__lt=limit).values_list("id", "agent_id"))
     if not old:
         return []
     ready = {(row or {}).get("kwargs", {}).get("run_id")

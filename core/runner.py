@@ -32,13 +32,12 @@ from core.events import group_listened
 from core.engine.types import StopReason
 from core.errors import Conflict, Invalid, NotFound
 from core.messages import messages_to_letta, stop_reason_message, usage_statistics
-from core.models import Agent, Organization, Run
+from core.models import RUN_ACTIVE, Agent, Organization, Run, RunStatus
 from core.runtime import overflow, persistence, tool_exec
 from core.runtime.emit import Emitter
 from core.timetravel import step_state
 
 log = logging.getLogger(__name__)
-ACTIVE = ("created", "running")
 
 
 @dataclass
@@ -103,12 +102,12 @@ def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict],
         raise NotFound(f"Agent '{agent_id}' not found")
     # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
-    busy = Run.objects.filter(agent=agent, status__in=ACTIVE).order_by("created_at").first()
+    busy = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).order_by("created_at").first()
     if busy is not None and not queue.lease_lapsed(busy):
         raise Conflict(f"Agent '{agent_id}' is busy with run '{busy.id}'; wait for it to finish or cancel it.",
                        detail={"run_id": busy.id})
     if busy is not None:
-        Run.objects.filter(pk=busy.pk).update(status="failed", stop_reason="error", error=queue.LOST,
+        Run.objects.filter(pk=busy.pk).update(status=RunStatus.FAILED, stop_reason="error", error=queue.LOST,
                                               completed_at=timezone.now())
     steps = max_steps or agent.max_steps
     if not 1 <= steps <= 1000:
@@ -116,14 +115,14 @@ def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict],
     inputs = input_normalize(input_messages)
     for i, kind in (kinds or {}).items():
         inputs[i]["kind"] = kind
-    return Run.objects.create(owner=owner, agent=agent, status="created", input_messages=inputs, max_steps=steps,
+    return Run.objects.create(owner=owner, agent=agent, status=RunStatus.CREATED, input_messages=inputs, max_steps=steps,
                               background=background, depth=depth, parent_run_id=parent_run_id,
                               stream_tokens=stream_tokens)
 
 
 def run_cancel(*, owner: Organization, agent_id: str, run_ids: list[str] | None = None) -> list[str]:
     """Ask the agent's active runs (or the given ones) to stop at their next step boundary."""
-    qs = Run.objects.filter(owner=owner, agent_id=agent_id, status__in=ACTIVE)
+    qs = Run.objects.filter(owner=owner, agent_id=agent_id, status__in=RUN_ACTIVE)
     if run_ids:
         qs = qs.filter(id__in=run_ids)
     found = list(qs.values_list("id", flat=True))
@@ -144,8 +143,8 @@ def run_agent(*, agent_id: str, owner: Organization, input_messages: list[dict],
 
     if run is None:
         run = run_start(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps)
-    if run.status == "created":
-        Run.objects.filter(pk=run.pk).update(status="running", started_at=timezone.now())
+    if run.status == RunStatus.CREATED:
+        Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=timezone.now())
     emitter = Emitter(agent_id, run.id)
     agent = run.agent
     try:
@@ -375,7 +374,8 @@ def _emit_step(rs: _RunState, rows, inputs, step_index: int) -> None:
 
 def _finish(rs: _RunState, stop: StopReason) -> RunResult:
     """Record the run's outcome on the run and the agent, then emit stop_reason, usage and run_status."""
-    status = {StopReason.CANCELLED: "cancelled", StopReason.ERROR: "failed", StopReason.LLM_API_ERROR: "failed"}.get(stop, "completed")
+    status = {StopReason.CANCELLED: RunStatus.CANCELLED, StopReason.ERROR: RunStatus.FAILED,
+              StopReason.LLM_API_ERROR: RunStatus.FAILED}.get(stop, RunStatus.COMPLETED)
     now = timezone.now()
     usage = {**rs.usage, "run_ids": [rs.run.id]}
     Run.objects.filter(pk=rs.run.pk).update(status=status, stop_reason=str(stop), usage=usage, error=rs.error,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Q, QuerySet
 
 from core.errors import NotFound
-from core.models import Agent, Message, Organization, Run, Step
+from core.models import RUN_ACTIVE, Agent, Message, Organization, Run, Step
 
 
 def agent_get(*, owner: Organization, agent_id: str) -> Agent:
@@ -47,7 +47,7 @@ def agent_tags(agent: Agent) -> list[str]:
 
 def agents_running_ids(*, owner: Organization) -> set[str]:
     """Ids of the owner's agents with a run in progress."""
-    return set(Run.objects.filter(owner=owner, status__in=["created", "running"]).values_list("agent_id", flat=True))
+    return set(Run.objects.filter(owner=owner, status__in=RUN_ACTIVE).values_list("agent_id", flat=True))
 
 
 
@@ -175,7 +175,7 @@ def run_inputs_delivered(*, run: Run) -> bool:
 
 def agent_active_run_id(*, agent: Agent) -> str | None:
     """The id of the agent's run in progress, if any."""
-    return (Run.objects.filter(agent=agent, status__in=("created", "running")).order_by("-created_at")
+    return (Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).order_by("-created_at")
             .values_list("id", flat=True).first())
 
 

@@ -16,9 +16,9 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
 from core.events import agent_group, server_loop_remember
+from core.models import RUN_TERMINAL, RunStatus
 
 PING_SECONDS = 15.0
-TERMINAL = ("completed", "failed", "cancelled")
 ALWAYS = ("stop_reason", "usage_statistics", "error_message")
 
 
@@ -48,7 +48,7 @@ def _ending(run) -> list[dict]:
     from core.messages import stop_reason_message, usage_statistics
 
     out = []
-    if run.status == "failed" and run.error:
+    if run.status == RunStatus.FAILED and run.error:
         out.append({"message_type": "error_message", "run_id": run.id, "error_type": "run_failed",
                     "message": run.error, "detail": None})
     out.append(stop_reason_message(run.stop_reason or "error"))
@@ -63,7 +63,7 @@ async def _follow(run_id: str, channel, layer):
     for event in replay:
         seen.add(_key(event))
         yield event
-    if run.status in TERMINAL:
+    if run.status in RUN_TERMINAL:
         for event in _ending(run):
             yield event
         return
@@ -73,7 +73,7 @@ async def _follow(run_id: str, channel, layer):
         except TimeoutError:
             yield {"message_type": "ping"}
             run, replay = await sync_to_async(_committed, thread_sensitive=False)(run_id)
-            if run.status in TERMINAL:  # its closing events never reached us
+            if run.status in RUN_TERMINAL:  # its closing events never reached us
                 for event in [e for e in replay if _key(e) not in seen] + _ending(run):
                     yield event
                 return
@@ -83,7 +83,7 @@ async def _follow(run_id: str, channel, layer):
         mine = message.get("run_id") == run_id
         ended = None
         for event, for_caller in zip(events, flags):
-            if event.get("message_type") == "run_status" and event.get("run_id") == run_id and event.get("status") in TERMINAL:
+            if event.get("message_type") == "run_status" and event.get("run_id") == run_id and event.get("status") in RUN_TERMINAL:
                 ended = event
             elif mine and for_caller and event.get("delta"):
                 yield event

@@ -7,6 +7,7 @@ from django.template.response import TemplateResponse
 
 from core import selectors, timetravel
 from core.errors import NotFound
+from core.models import RUN_ACTIVE
 from core.web.common import agent_or_404
 from core.web.history import window_marks_json
 
@@ -17,7 +18,7 @@ def _run_row(run) -> dict:
     start = run.started_at or run.created_at
     return {"run": run, "tokens": usage.get("total_tokens"), "steps": run.step_count, **_cost(usage),
             "duration_s": (end - start).total_seconds() if end and start else None,
-            "active": run.status in ("created", "running"),
+            "active": run.status in RUN_ACTIVE,
             "input": " / ".join(m.get("text", "") for m in run.input_messages or [] if isinstance(m, dict))}
 
 
