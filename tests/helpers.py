@@ -1,5 +1,6 @@
 """Small helpers shared by tests that start servers or wait for background work."""
 
+import asyncio
 import socket
 import time
 
@@ -30,4 +31,15 @@ def until(predicate, timeout: float = 90.0, interval: float = 0.05, what: str = 
         if value:
             return value
         time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+async def until_async(predicate, timeout: float = 90.0, interval: float = 0.02, what: str = "condition"):
+    """`until` for async tests: poll without blocking the event loop."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        await asyncio.sleep(interval)
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")

@@ -8,6 +8,7 @@ import pytest
 from core.models import Message
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
+from tests.helpers import until
 
 # Runs execute on the run pool's own threads and connections: the data they read must be committed.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -207,12 +208,7 @@ def test_concurrent_sends_one_gets_409_and_nothing_interleaves(account, fake_llm
 
     first = threading.Thread(target=send, args=("first",))
     first.start()
-    import time
-
-    for _ in range(100):
-        if fake_llm.chat_requests:
-            break
-        time.sleep(0.02)
+    until(lambda: fake_llm.chat_requests, timeout=30, what="the first run's model call")
     second = _send(ApiClient(account.token), agent, "second")
     first.join()
     assert second.status_code == 409 and "busy" in second.json()["detail"]

@@ -1,6 +1,5 @@
 """The agent websocket: runs started from a tab or the API reach every open tab on the agent."""
 
-import asyncio
 
 import pytest
 from channels.routing import URLRouter
@@ -9,6 +8,7 @@ from channels.testing import WebsocketCommunicator
 from agents_ide.routing import websocket_urlpatterns
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
+from tests.helpers import until_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 APP = URLRouter(websocket_urlpatterns)
@@ -108,7 +108,7 @@ async def test_cancel_from_a_tab(account, fake_llm):
     fake_llm.script(*[FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True, latency=0.3) for _ in range(10)])
     tab = await _open(account.user, agent.id)
     await tab.send_json_to({"type": "user_message", "text": "loop", "max_steps": 10})
-    await asyncio.sleep(0.2)
+    await until_async(lambda: fake_llm.chat_requests, timeout=30, what="the run's first model call")
     await tab.send_json_to({"type": "cancel"})
     events = await _until(tab, "run_status")
     assert events[-1]["status"] == "cancelled" and events[-1]["stop_reason"] == "cancelled"

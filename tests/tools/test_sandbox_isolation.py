@@ -3,6 +3,7 @@ the server's files, sockets, processes or environment, and nothing left for the 
 with the server as root (bwrap as a throwaway uid) and as an ordinary user (a setpriv'd child process, as
 the Docker image runs), through real bubblewrap namespaces."""
 
+import contextlib
 import json
 import os
 import socket
@@ -280,12 +281,11 @@ def test_tool_cannot_make_namespaces_of_its_own(server):
 def _processes_in_pid_namespace(ns: str) -> list[int]:
     """Live host processes in the run's PID namespace once it is torn down (the result may come back while the
     kernel is still killing them; a zombie is dead, host init reaps it when it gets to it)."""
-    import time
+    from tests.helpers import until
 
-    deadline = time.monotonic() + 30
-    while (found := _live_in(ns)) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return found
+    with contextlib.suppress(AssertionError):  # the caller asserts on what is left
+        until(lambda: not _live_in(ns), timeout=30, interval=0.01, what="the namespace's processes to end")
+    return _live_in(ns)
 
 
 def _live_in(ns: str) -> list[int]:

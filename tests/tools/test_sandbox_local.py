@@ -12,6 +12,8 @@ import pytest
 from tools.sandbox import SandboxError, SandboxLimits, SandboxRequest, get_backend, resolve_backend_name
 from tools.sandbox.local import LocalSandbox
 
+from tests.helpers import until
+
 
 @pytest.fixture(scope="module")
 def local():
@@ -247,7 +249,6 @@ def test_non_plain_agent_state_values_are_sent_as_json(local):
 
 def test_next_run_takes_a_sandbox_started_ahead_and_it_is_fresh(reachable_dir):
     """After a run, the next sandbox is started in the background; the next run uses it (once)."""
-    import time
 
     from tools.sandbox.warm import WARM
 
@@ -264,10 +265,7 @@ def test_next_run_takes_a_sandbox_started_ahead_and_it_is_fresh(reachable_dir):
     def ours():
         return [s for key, s in list(WARM._ready.items()) if reachable_dir in key]
 
-    deadline = time.monotonic() + 30
-    while not ours() and time.monotonic() < deadline:  # wait for the background start, however slow
-        time.sleep(0.02)
-    (waiting,) = ours()
+    (waiting,) = until(ours, timeout=30, what="the waiting sandbox's background start")
     waiting_ns = _pid_namespace_below(waiting.proc.pid)
     second = run(backend, src, args={"note": "second"})
     ns, seen = json.loads(second.tool_return)
@@ -277,18 +275,13 @@ def test_next_run_takes_a_sandbox_started_ahead_and_it_is_fresh(reachable_dir):
 
 def _pid_namespace_below(pid: int) -> str:
     """The PID namespace of the sandbox bwrap `pid` started (its first child is the namespace's init)."""
-    import time
-
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # bwrap may not have made its namespaces yet
+    def namespace() -> str | None:  # bwrap may not have made its namespaces yet
         with open(f"/proc/{pid}/task/{pid}/children") as fh:
             children = fh.read().split()
-        if children:
-            ns = os.readlink(f"/proc/{children[0]}/ns/pid")
-            if ns != os.readlink("/proc/self/ns/pid"):
-                return ns
-        time.sleep(0.01)
-    raise AssertionError("the waiting sandbox never made its PID namespace")
+        ns = os.readlink(f"/proc/{children[0]}/ns/pid") if children else None
+        return ns if ns != os.readlink("/proc/self/ns/pid") else None
+
+    return until(namespace, timeout=30, interval=0.01, what="the waiting sandbox's PID namespace")
 
 
 def test_a_forked_server_process_starts_without_the_parents_waiting_sandboxes():
