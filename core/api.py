@@ -76,7 +76,7 @@ def agents_list(request, q: Query[AgentListQuery]):
     agents = selectors.agents_list(owner=owner(request), name=q.name, tags=q.tags, match_all_tags=q.match_all_tags,
                                    query_text=q.query_text, before=q.before, after=q.after, limit=q.limit,
                                    ascending=q.order == "asc")
-    return [presenters.agent_state(a) for a in agents]
+    return presenters.agents_state(agents)
 
 
 @router.get("/agents/{agent_id}", response=dict)

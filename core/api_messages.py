@@ -39,10 +39,11 @@ def _inputs(body: LettaRequest) -> list[dict]:
 
 
 def _submit(request, agent_id: str, body: LettaRequest):
-    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    org = owner(request)
+    agent = agent_get(owner=org, agent_id=agent_id)
     inputs = runner.input_normalize(_inputs(body))
-    model_resolve(owner=agent.owner, handle=agent.model)  # 400 with a how-to when no provider serves it
-    return executor.run_submit(owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps,
+    model_resolve(owner=org, handle=agent.model)  # 400 with a how-to when no provider serves it
+    return executor.run_submit(owner=org, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps,
                                stream_tokens=body.stream_tokens)
 
 

@@ -127,15 +127,17 @@ def run_wait(*, run: Run, timeout: float | None = None) -> Run:
     deadline = None if timeout is None else time.monotonic() + timeout
     done = threading.Event()
     with _watch_local(run.id, done), _watch_remote(run, done):
-        while True:
-            done.clear()
-            if Run.objects.filter(pk=run.pk, status__in=RUN_TERMINAL).exists():
-                break
-            left = WAIT_POLL_S if deadline is None else min(WAIT_POLL_S, deadline - time.monotonic())
-            if left <= 0:
-                break
-            with queue.waiting():
-                done.wait(left)
+        if not Run.objects.filter(pk=run.pk, status__in=RUN_TERMINAL).exists():
+            while True:
+                left = WAIT_POLL_S if deadline is None else min(WAIT_POLL_S, deadline - time.monotonic())
+                if left <= 0:
+                    break
+                with queue.waiting():
+                    done.wait(left)
+                done.clear()  # before the read: a notification after it is the next loop's
+                current = Run.objects.get(pk=run.pk)
+                if current.status in RUN_TERMINAL:
+                    return current
     return Run.objects.get(pk=run.pk)
 
 

@@ -38,6 +38,16 @@ def tool_out(tool) -> dict:
             "created_at": tool.created_at, "updated_at": tool.updated_at}
 
 
+def agents_state(agents: list[Agent]) -> list[dict]:
+    """agent_state of many agents, their blocks and tools read in one query each (not one per agent)."""
+    from memory.selectors import agents_blocks
+    from tools.selectors import agents_tools
+
+    ids = [a.id for a in agents]
+    blocks, tools = agents_blocks(agent_ids=ids), agents_tools(agent_ids=ids)
+    return [agent_state(a, blocks=blocks[a.id], tools=tools[a.id]) for a in agents]
+
+
 def agent_state(agent: Agent, *, blocks=None, tools=None, tags=None) -> dict:
     """The AgentState shape of Letta's API (blocks, tools and tags passed in when already loaded)."""
     from core.selectors import agent_tags

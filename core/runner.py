@@ -88,7 +88,7 @@ def input_normalize(messages: list[dict]) -> list[dict]:
     return out
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # inside run_submit's transaction: no savepoint (nothing catches in between)
 def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None,
               background: bool = False, depth: int = 0, parent_run_id: str | None = None,
               kinds: dict[int, str] | None = None, stream_tokens: bool = False) -> Run:
@@ -378,9 +378,10 @@ def _finish(rs: _RunState, stop: StopReason) -> RunResult:
               StopReason.LLM_API_ERROR: RunStatus.FAILED}.get(stop, RunStatus.COMPLETED)
     now = timezone.now()
     usage = {**rs.usage, "run_ids": [rs.run.id]}
-    Run.objects.filter(pk=rs.run.pk).update(status=status, stop_reason=str(stop), usage=usage, error=rs.error,
-                                            completed_at=now)
-    Agent.objects.filter(pk=rs.run.agent_id).update(last_stop_reason=str(stop), last_run_completion=now)
+    with transaction.atomic():  # one commit for both (the agent's row first, as everywhere)
+        Agent.objects.filter(pk=rs.run.agent_id).update(last_stop_reason=str(stop), last_run_completion=now)
+        Run.objects.filter(pk=rs.run.pk).update(status=status, stop_reason=str(stop), usage=usage, error=rs.error,
+                                                completed_at=now)
     rs.emitter.emit(stop_reason_message(str(stop)), flush=False)
     rs.emitter.emit(usage_statistics(usage), flush=False)
     rs.emitter.emit({"message_type": "run_status", "run_id": rs.run.id, "status": status, "stop_reason": str(stop),

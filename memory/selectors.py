@@ -11,7 +11,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from core.errors import Invalid, NotFound
 from core.pagination import clamp_limit, clamp_offset
 from core.models import Agent, Message, Organization
-from memory.models import Block, BlockHistory, Passage, PassageTag
+from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,14 @@ def blocks_attachable(*, owner: Organization, agent: Agent, limit: int = 200) ->
 def agent_blocks(*, agent: Agent) -> list[Block]:
     """The agent's blocks in their display order."""
     return list(Block.objects.filter(agentblock__agent=agent).order_by("agentblock__position", "agentblock__id"))
+
+
+def agents_blocks(*, agent_ids: list[str]) -> dict[str, list[Block]]:
+    """Each agent's blocks in display order, for many agents in one query (lists of agents)."""
+    out: dict[str, list[Block]] = {agent_id: [] for agent_id in agent_ids}
+    for link in AgentBlock.objects.filter(agent_id__in=agent_ids).select_related("block").order_by("position", "id"):
+        out[link.agent_id].append(link.block)
+    return out
 
 
 def agent_block_by_label(*, agent: Agent, label: str) -> Block:

@@ -61,5 +61,14 @@ def agent_tools(*, agent: Agent) -> list[Tool]:
     return list(agent.tools.all().order_by("name"))
 
 
+def agents_tools(*, agent_ids: list[str]) -> dict[str, list[Tool]]:
+    """Each agent's tools by name, for many agents in one query (lists of agents)."""
+    out: dict[str, list[Tool]] = {agent_id: [] for agent_id in agent_ids}
+    links = Tool.agents.through.objects.filter(agent_id__in=agent_ids).select_related("tool").order_by("tool__name")
+    for link in links:
+        out[link.agent_id].append(link.tool)
+    return out
+
+
 def tool_runs(*, owner: Organization, tool_name: str, limit: int = 50) -> list[ToolRun]:
     return list(ToolRun.objects.filter(owner=owner, tool_name=tool_name).order_by("-created_at")[:clamp_limit(limit, 500)])

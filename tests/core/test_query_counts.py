@@ -1,0 +1,65 @@
+"""Query counts on the hot paths, pinned: a change that adds a query per step, per send or per listed agent
+fails here and must say why (update the number with the reason in the commit). Counts are after a warm-up
+call, as in a running server (the model list and the message cache are filled)."""
+
+import pytest
+
+from core.runner import run_agent
+from tests.factories import ApiClient, make_agent
+from tests.fake_llm import FakeLLM
+
+STEP_QUERIES = 21  # one model call and its reply: load, compile, the step's transaction, the run's end
+CONTEXT_QUERIES = 6  # GET /v1/agents/{id}/context (auth included)
+AGENTS_LIST_QUERIES = 5  # GET /v1/agents/, whatever the number of agents (no query per agent)
+
+
+def _reply(fake_llm, text="hello"):
+    fake_llm.script(FakeLLM.tool("send_message", {"message": text}))
+
+
+@pytest.fixture
+def agent(account, fake_llm):
+    agent = make_agent(account.org)
+    _reply(fake_llm)
+    run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "warm up"}])
+    return agent
+
+
+def test_one_step(agent, fake_llm, django_assert_num_queries):
+    _reply(fake_llm)
+    with django_assert_num_queries(STEP_QUERIES):
+        result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "hi"}])
+    assert result.status == "completed" and result.usage["step_count"] == 1
+
+
+def test_context_read(agent, account, django_assert_num_queries):
+    api = ApiClient(account.token)
+    assert api.get(f"/v1/agents/{agent.id}/context").status_code == 200
+    with django_assert_num_queries(CONTEXT_QUERIES):
+        response = api.get(f"/v1/agents/{agent.id}/context")
+    assert response.status_code == 200 and response.json()["context_window_size_current"] > 0
+
+
+@pytest.mark.parametrize("agents", [2, 6])
+def test_agents_list_does_not_grow_with_the_agents(account, fake_llm, agents, django_assert_num_queries):
+    for i in range(agents):
+        make_agent(account.org, name=f"a{i}", tags=["t"])
+    api = ApiClient(account.token)
+    assert api.get("/v1/agents/").status_code == 200
+    with django_assert_num_queries(AGENTS_LIST_QUERIES):
+        response = api.get("/v1/agents/")
+    assert response.status_code == 200 and len(response.json()) == agents
+
+
+SEND_REQUEST_QUERIES = 12  # POST …/messages on the request's own thread: auth, claim + queue, wait, the reply
+
+
+@pytest.mark.django_db(transaction=True)  # the run executes on a pool thread, which sees only committed rows
+def test_message_send_on_the_request_thread(account, fake_llm, django_assert_max_num_queries):
+    agent = make_agent(account.org)
+    api = ApiClient(account.token)
+    for text in ("warm up", "hi"):
+        _reply(fake_llm, text)
+        with django_assert_max_num_queries(SEND_REQUEST_QUERIES if text == "hi" else 1000):
+            response = api.post(f"/v1/agents/{agent.id}/messages", {"messages": [{"role": "user", "content": text}]})
+        assert response.status_code == 200 and response.json()["messages"][-2]["content"] == text
