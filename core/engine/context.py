@@ -94,7 +94,8 @@ def _tools_section(agent: AgentSpec, tools: Sequence[ToolSpec], rules: Sequence[
     no_heartbeat = non_heartbeat_tools(rules)
     defs = [tool_definition(t, thinking=agent.uses_thinking_arg, heartbeat=t.name not in no_heartbeat) for t in offered]
     n = sum(tokens.count_tool(agent.model, d) for d in defs)
-    return defs, Section(name="tools", text=json.dumps(defs, indent=2), tokens=n)
+    # Compact: json's C encoder serves only indent=None, and every step compiles this (displays indent it).
+    return defs, Section(name="tools", text=json.dumps(defs, ensure_ascii=False), tokens=n)
 
 
 def compile_context(
