@@ -4,6 +4,7 @@ from typing import Literal
 
 from django.http import StreamingHttpResponse
 from ninja import Field, Query, Router, Schema
+from pydantic import model_validator
 
 from core import executor, history, presenters, runner
 from core.api import owner
@@ -30,6 +31,13 @@ class LettaRequest(Schema):
     include_pings: bool = True
     include_return_message_types: list[str] | None = None
     background: bool = False
+
+    @model_validator(mode="after")
+    def _one_input(self):
+        # Letta's LettaRequest refuses both at once (422) rather than silently dropping one.
+        if self.messages and self.input:
+            raise ValueError("Send either 'messages' or 'input', not both.")
+        return self
 
 
 def _inputs(body: LettaRequest) -> list[dict]:

@@ -160,7 +160,8 @@ def agent_update(*, agent: Agent, changes: dict) -> Agent:
 
 @transaction.atomic
 def agent_delete(*, agent: Agent) -> None:
-    """Delete an agent, its messages, runs and passages; blocks still attached to other agents survive."""
+    """Delete an agent, its messages, runs and passages, and the blocks made with it that no other agent uses
+    (blocks made on their own, as `POST /v1/blocks/` does, are only detached, as in Letta)."""
     from memory.services import blocks_orphaned_by_delete
 
     orphaned = blocks_orphaned_by_delete(agent=agent)

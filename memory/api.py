@@ -18,7 +18,8 @@ _CLAMPED = "Page size; values outside 1..{} are clamped to it."
 @router.post("/blocks/", response={201: dict})
 def block_create(request, body: BlockIn):
     block = services.block_create(owner=owner(request), label=body.label, value=body.value, limit=body.limit,
-                                  description=body.description or "", read_only=body.read_only, metadata=body.metadata)
+                                  description=body.description or "", read_only=body.read_only, metadata=body.metadata,
+                                  standalone=True)
     return 201, block_out(block)
 
 

@@ -31,14 +31,14 @@ def tool_create(request, body: ToolCreateIn):
     fields = _set_fields(body)
     fields["sandbox"] = fields.get("sandbox") or ""
     tool = services.tool_create(owner=owner(request), source_code=body.source_code, json_schema=body.schema_,
-                                **fields)
+                                args_json_schema=body.args_json_schema, **fields)
     return 201, tool_out(tool)
 
 
 @router.put("/tools/", response=dict)
 def tool_upsert(request, body: ToolCreateIn):
     tool = services.tool_upsert(owner=owner(request), source_code=body.source_code, json_schema=body.schema_,
-                                **_set_fields(body))
+                                args_json_schema=body.args_json_schema, **_set_fields(body))
     return tool_out(tool)
 
 
@@ -68,6 +68,8 @@ def tool_update(request, tool_id: str, body: ToolUpdateIn):
     changes = _set_fields(body, ("source_code",) + _FIELDS)
     if body.schema_:
         changes["json_schema"] = body.schema_
+    if body.args_json_schema:
+        changes["args_json_schema"] = body.args_json_schema
     return tool_out(services.tool_update(tool=tool, changes=changes))
 
 

@@ -99,7 +99,7 @@ MALFORMED = [
     ("window not opening with system", edited(v2_doc(), _set(["agents", 0, "in_context_message_ids"], ["message-1"])),
      "agents[0].in_context_message_ids[0]", "system message"),
     ("bad tool name", edited(v2_doc(), _set(["tools", 0, "name"], "rm -rf")), "tools[0].name", "identifier"),
-    ("tool name too long", edited(v2_doc(), _set(["tools", 0, "name"], "x" * 49)), "tools[0].name", "48"),
+    ("tool name too long", edited(v2_doc(), _set(["tools", 0, "name"], "x" * 65)), "tools[0].name", "64"),
     ("duplicate tool name", edited(v2_doc(), lambda d: d["tools"].append(dict(d["tools"][0], id="tool-9"))),
      "tools[2].name", "duplicate tool name"),
     ("schema names another tool", edited(v2_doc(), _set(["tools", 0, "json_schema", "name"], "other")),
