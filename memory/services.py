@@ -12,7 +12,7 @@ from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BLOCK_LIMIT = 5000
+DEFAULT_BLOCK_LIMIT = 20_000  # Letta's CORE_MEMORY_BLOCK_CHAR_LIMIT
 MAX_BLOCK_LIMIT = 1_000_000
 
 

@@ -18,6 +18,7 @@ from core.agentfile.model import (
     MAX_CONTEXT_WINDOW, MAX_NAME, MAX_SECRETS, MAX_SOURCE, MAX_STRING, MAX_TAGS, MAX_TOOL_RULES, AgentFileError,
     ParsedBlock, ParsedMessage, ParsedTool,
 )
+from memory.services import DEFAULT_BLOCK_LIMIT
 
 ROLES = ("system", "user", "assistant", "tool", "function", "approval", "summary")
 PART_TYPES = ("text", "image", "tool_call", "tool_return", "reasoning", "redacted_reasoning", "omitted_reasoning",
@@ -32,7 +33,7 @@ def block(raw: Any, path: str, key: str, warn: list[str]) -> ParsedBlock:
     if not _LABEL.match(label):
         raise AgentFileError(c.join(path, "label"), f"{label!r} is not a block label (1-100 letters, digits, '_' or '-')")
     value = c.string(d.get("value"), c.join(path, "value"))
-    limit = c.integer(d.get("limit"), c.join(path, "limit"), low=1, high=MAX_STRING) or max(5000, len(value))
+    limit = c.integer(d.get("limit"), c.join(path, "limit"), low=1, high=MAX_STRING) or max(DEFAULT_BLOCK_LIMIT, len(value))
     if len(value) > limit:
         warn.append(f"Block '{label}' holds {len(value)} characters, over its limit of {limit}; the limit was raised to fit.")
         limit = len(value)

@@ -128,6 +128,8 @@ def test_delete_agent_detaches_a_standalone_block_and_deletes_its_own(client):
 def test_create_defaults_names_rules_initial_messages(client):
     first, second = _agent(client), _agent(client)
     assert first.name != second.name and "agent" != first.name and first.name and second.name
+    assert first.memory.blocks[0].limit == 20000 and client.blocks.create(label="x", value="y").limit == 20000
+    assert first.llm_config.context_window == 16000 and client.agents.create(model="openai/fake-model").llm_config.context_window <= 32000
     rule = {"type": "exit_loop", "tool_name": "send_message"}
     agent = _agent(client, tool_rules=[rule, rule],
                    initial_message_sequence=[{"role": "user", "content": "Remember: my name is Ada."},
