@@ -102,7 +102,7 @@ def agent_tool_run(request, agent_id: str, tool_name: str, body: AgentToolRunIn)
     if tool is None:
         raise NotFound(f"Tool '{tool_name}' is not attached to agent '{agent_id}'")
     if tool.tool_type != "custom":
-        raise Invalid(f"'{tool_name}' is a built-in tool; it runs inside the agent's steps, not in a sandbox")
+        return execution.agent_builtin_tool_run(agent=agent, name=tool.name, args=body.args)
     run = execution.tool_execute(owner=agent.owner, source_code=tool.source_code, args=body.args, tool=tool,
                                  agent=agent, origin="agent")
     return presenters.tool_execution_result(run)

@@ -152,6 +152,21 @@ def test_embedding_config_names_the_embedding_model(client, fake_llm):
     assert status["search_mode"] != "full_text" and status["embedding"] == "openai/text-embedding-3-small"
 
 
+def test_agents_tools_run_runs_built_in_tools(client, fake_llm):
+    agent = _agent(client, tools=["send_message_to_agent_async"])
+    out = client.agents.tools.run("core_memory_append", agent_id=agent.id, args={"label": "human", "content": "Likes tea."})
+    assert out.status == "success"
+    assert client.agents.blocks.retrieve("human", agent_id=agent.id).value == "Name: Alice\nLikes tea."
+    out = client.agents.tools.run("core_memory_replace", agent_id=agent.id,
+                                  args={"label": "human", "old_content": "nothing like this", "new_content": "x"})
+    assert out.status == "error" and "Likes tea." in client.agents.blocks.retrieve("human", agent_id=agent.id).value
+    _say(client, agent.id, fake_llm, "the harbour at dawn")
+    found = client.agents.tools.run("conversation_search", agent_id=agent.id, args={"query": "harbour"})
+    assert found.status == "success" and "harbour at dawn" in found.func_return
+    with pytest.raises(letta_client.UnprocessableEntityError):
+        client.agents.tools.run("send_message_to_agent_async", agent_id=agent.id, args={"message": "x", "other_agent_id": agent.id})
+
+
 # --------------------------------------------------------------------------- errors
 
 
