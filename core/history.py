@@ -1,7 +1,7 @@
 """Reads of an agent's messages, runs and steps (owner-filtered), and the reset of its context window."""
 
 from django.db import transaction
-from django.db.models import Max, QuerySet
+from django.db.models import Max
 
 from core.errors import Conflict, NotFound
 from core.models import Agent, Message, Organization, Run, Step

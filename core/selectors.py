@@ -3,7 +3,7 @@
 import re
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q
 
 from core.errors import NotFound
 from core.models import Agent, Message, Organization, Run, Step

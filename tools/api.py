@@ -3,7 +3,7 @@
 from ninja import Query, Router
 
 from core.api import owner
-from core.errors import Invalid, NotFound
+from core.errors import NotFound
 from core.presenters import agent_state, tool_out
 from core.selectors import agent_get
 from tools import execution, presenters, selectors, services

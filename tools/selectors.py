@@ -1,6 +1,6 @@
 """Reads of tools and tool runs, filtered by owner."""
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from core.errors import NotFound
 from core.pagination import clamp_limit, queryset_page
