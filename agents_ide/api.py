@@ -39,7 +39,12 @@ class LettaKeyHeader(APIKeyHeader):
 
 
 def session_auth(request: HttpRequest):
-    """The browser IDE calls the API with its session (CSRF-checked by django_auth)."""
+    """The browser IDE calls the API with its session (CSRF-checked by django_auth). A request that sent a token
+    (valid or not) or has no logged-in session is not a session call: it gets a 401, not a CSRF failure."""
+    if "HTTP_AUTHORIZATION" in request.META or "HTTP_X_API_KEY" in request.META:
+        return None
+    if not getattr(request, "user", None) or not request.user.is_authenticated:
+        return None
     user = django_auth(request)
     if not user:
         return None

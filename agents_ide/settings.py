@@ -63,6 +63,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "agents_ide.security.ContentSecurityPolicyMiddleware",
+    "agents_ide.middleware.JsonApiErrorsMiddleware",
     "agents_ide.validation.RequestGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -40,6 +40,24 @@ def _model_handle(body) -> str | None:
     return None
 
 
+def _embedding_handle(body) -> str:
+    """The `embedding` handle, else the one Letta's `embedding_config` names (its handle, or type/model)."""
+    if body.embedding:
+        return body.embedding
+    cfg = body.embedding_config or {}
+    if isinstance(cfg.get("handle"), str) and cfg["handle"]:
+        return cfg["handle"][:200]
+    if isinstance(cfg.get("embedding_model"), str) and cfg["embedding_model"]:
+        return f"{cfg.get('embedding_endpoint_type') or 'openai'}/{cfg['embedding_model']}"[:200]
+    return ""
+
+
+def _text(content) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type", "text") == "text")
+
+
 @router.post("/agents/", response={201: dict})
 def agent_create(request, body: AgentCreateIn):
     from core.services import BlockInput
@@ -47,15 +65,18 @@ def agent_create(request, body: AgentCreateIn):
     blocks = [BlockInput(label=b.label, value=b.value, limit=b.limit, description=b.description or "",
                          read_only=b.read_only, metadata=b.metadata or {}) for b in body.memory_blocks]
     window = body.context_window_limit or (body.llm_config or {}).get("context_window")
+    org = owner(request)
+    initial = [{"role": m.role, "text": _text(m.content)} for m in body.initial_message_sequence or []]
     agent = services.agent_create(
-        owner=owner(request), name=body.name or "agent", model=_model_handle(body), system=body.system,
-        description=body.description or "", memory_blocks=blocks, block_ids=body.block_ids, tools=body.tools,
+        owner=org, name=body.name or services.agent_name_generate(owner=org), model=_model_handle(body),
+        system=body.system, description=body.description or "", memory_blocks=blocks, block_ids=body.block_ids, tools=body.tools,
         tool_ids=body.tool_ids, include_base_tools=body.include_base_tools,
         include_multi_agent_tools=body.include_multi_agent_tools, tool_rules=body.tool_rules,
         context_window_limit=window, tags=body.tags, metadata=body.metadata,
-        secrets=body.secrets or body.tool_exec_environment_variables, embedding=body.embedding or "",
+        secrets=body.secrets or body.tool_exec_environment_variables, embedding=_embedding_handle(body),
         model_settings=_model_settings(body), max_steps=body.max_steps or 50,
         overflow_strategy=body.overflow_strategy or "summarize", agent_type=body.agent_type or "memgpt_v2_agent",
+        initial_messages=initial, embedding_config=body.embedding_config,
     )
     return 201, presenters.agent_state(agent)
 

@@ -48,7 +48,8 @@ def _secrets(raw: str | None, field: str) -> dict | None:
 
 
 def _options(form: ImportForm) -> agentfile.ImportOptions:
-    policy = form.tool_policy or ("override" if form.override_existing_tools else "reuse")
+    # Letta's import overwrites a same-named tool unless told not to (override_existing_tools defaults to true).
+    policy = form.tool_policy or ("reuse" if form.override_existing_tools is False else "override")
     return agentfile.ImportOptions(
         name=form.name or form.override_name, model=form.model or form.override_model_handle,
         embedding=form.embedding or form.override_embedding_handle, strip_messages=form.strip_messages,
@@ -78,10 +79,10 @@ def agent_import_preview(request: HttpRequest, file: File[UploadedFile], form: F
 @router.get("/agents/{agent_id}/export")
 def agent_export(request: HttpRequest, agent_id: str, include_archival: bool = False, scrub_messages: bool = False,
                  use_legacy_format: bool = False):
-    if use_legacy_format:
-        raise Invalid("Exporting the legacy v1 format is not supported; v2 files are read by Letta and by this server.")
     agent = selectors.agent_get(owner=request.principal.org, agent_id=agent_id)
     data = agentfile.agentfile_export(agent=agent, include_archival=include_archival, scrub_messages=scrub_messages)
+    if use_legacy_format:
+        data = agentfile.legacy_from_v2(data)
     filename = re.sub(r"[^A-Za-z0-9_.-]+", "_", agent.name).strip("_") or "agent"
     response = HttpResponse(json.dumps(data, indent=2, ensure_ascii=False), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{filename}.af"'

@@ -4,6 +4,7 @@ from typing import Literal
 
 from django.http import StreamingHttpResponse
 from ninja import Field, Query, Router, Schema
+from pydantic import model_validator
 
 from core import executor, history, presenters, runner
 from core.api import owner
@@ -30,6 +31,13 @@ class LettaRequest(Schema):
     include_pings: bool = True
     include_return_message_types: list[str] | None = None
     background: bool = False
+
+    @model_validator(mode="after")
+    def _one_input(self):
+        # Letta's LettaRequest refuses both at once (422) rather than silently dropping one.
+        if self.messages and self.input:
+            raise ValueError("Send either 'messages' or 'input', not both.")
+        return self
 
 
 def _inputs(body: LettaRequest) -> list[dict]:
@@ -134,9 +142,35 @@ def step_out(step) -> dict:
             "created_at": step.created_at}
 
 
+class RunListQuery(Schema):
+    agent_id: str | None = None
+    agent_ids: list[str] | None = None
+    active: bool = False
+    statuses: list[str] | None = None
+    background: bool | None = None
+    stop_reason: str | None = None
+    after: str | None = None
+    before: str | None = None
+    limit: int = Field(50, description="Page size; values outside 1..1000 are clamped to it.")
+    order: Literal["asc", "desc"] = "desc"
+    ascending: bool | None = Field(None, description="Deprecated by Letta in favour of order.")
+
+
+class PageQuery(Schema):
+    after: str | None = None
+    before: str | None = None
+    limit: int | None = Field(None, description="Page size (all rows when absent); clamped to 1..10000.")
+    order: Literal["asc", "desc"] = "asc"
+
+
 @router.get("/runs/", response=list[dict], tags=["runs"])
-def runs_list(request, agent_id: str | None = None, active: bool = False, limit: int = 50):
-    return [run_out(r) for r in history.runs_list(owner=owner(request), agent_id=agent_id, active=active, limit=limit)]
+def runs_list(request, q: Query[RunListQuery]):
+    order = q.order if q.ascending is None else ("asc" if q.ascending else "desc")
+    agent_ids = [*(q.agent_ids or []), *([q.agent_id] if q.agent_id else [])]
+    runs = history.runs_list(owner=owner(request), agent_ids=agent_ids, active=q.active, statuses=q.statuses,
+                             background=q.background, stop_reason=q.stop_reason, after=q.after, before=q.before,
+                             limit=q.limit, order=order)
+    return [run_out(r) for r in runs]
 
 
 @router.get("/runs/{run_id}", response=dict, tags=["runs"])
@@ -145,13 +179,15 @@ def run_retrieve(request, run_id: str):
 
 
 @router.get("/runs/{run_id}/messages", response=list[dict], tags=["runs"])
-def run_messages(request, run_id: str):
-    return messages_to_letta(history.run_messages(run=history.run_get(owner=owner(request), run_id=run_id)))
+def run_messages(request, run_id: str, q: Query[PageQuery]):
+    run = history.run_get(owner=owner(request), run_id=run_id)
+    return messages_to_letta(history.run_messages(run=run, after=q.after, before=q.before, limit=q.limit, order=q.order))
 
 
 @router.get("/runs/{run_id}/steps", response=list[dict], tags=["runs"])
-def run_steps(request, run_id: str):
-    return [step_out(s) for s in history.run_steps(run=history.run_get(owner=owner(request), run_id=run_id))]
+def run_steps(request, run_id: str, q: Query[PageQuery]):
+    run = history.run_get(owner=owner(request), run_id=run_id)
+    return [step_out(s) for s in history.run_steps(run=run, after=q.after, before=q.before, limit=q.limit, order=q.order)]
 
 
 @router.get("/steps/{step_id}", response=dict, tags=["runs"])

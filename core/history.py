@@ -1,10 +1,11 @@
 """Reads of an agent's messages, runs and steps (owner-filtered), and the reset of its context window."""
 
 from django.db import transaction
-from django.db.models import Max, QuerySet
+from django.db.models import Max
 
 from core.errors import Conflict, NotFound
 from core.models import RUN_ACTIVE, Agent, Message, Organization, Run, Step
+from core.pagination import queryset_page
 
 
 def agent_messages_list(*, agent: Agent, before: str | None = None, after: str | None = None, limit: int = 100,
@@ -35,21 +36,36 @@ def run_get(*, owner: Organization, run_id: str) -> Run:
     return run
 
 
-def runs_list(*, owner: Organization, agent_id: str | None = None, active: bool = False, limit: int = 50) -> QuerySet[Run]:
-    qs = Run.objects.filter(owner=owner).order_by("-created_at")
-    if agent_id:
-        qs = qs.filter(agent_id=agent_id)
+def runs_list(*, owner: Organization, agent_ids: list[str] | None = None, active: bool = False,
+              statuses: list[str] | None = None, background: bool | None = None, stop_reason: str | None = None,
+              after: str | None = None, before: str | None = None, limit: int = 50, order: str = "desc") -> list[Run]:
+    """One page of the owner's runs by creation time, with Letta's `GET /v1/runs/` filters and id cursors."""
+    qs = Run.objects.filter(owner=owner)
+    if agent_ids:
+        qs = qs.filter(agent_id__in=agent_ids)
     if active:
         qs = qs.filter(status__in=RUN_ACTIVE)
-    return qs[: max(1, min(limit, 1000))]
+    if statuses:
+        qs = qs.filter(status__in=statuses)
+    if background is not None:
+        qs = qs.filter(background=background)
+    if stop_reason:
+        qs = qs.filter(stop_reason=stop_reason)
+    return queryset_page(qs, after=after, before=before, limit=limit, order=order)
 
 
-def run_messages(*, run: Run) -> list[Message]:
-    return list(Message.objects.filter(run=run).order_by("seq"))
+def run_messages(*, run: Run, after: str | None = None, before: str | None = None, limit: int | None = None,
+                 order: str = "asc") -> list[Message]:
+    """The run's messages by seq (all of them unless a limit or cursor is given)."""
+    return queryset_page(Message.objects.filter(run=run), after=after, before=before, limit=limit, order=order,
+                         field="seq", maximum=10_000)
 
 
-def run_steps(*, run: Run) -> list[Step]:
-    return list(Step.objects.filter(run=run).order_by("index", "created_at"))
+def run_steps(*, run: Run, after: str | None = None, before: str | None = None, limit: int | None = None,
+              order: str = "asc") -> list[Step]:
+    """The run's steps in the order they were taken (all of them unless a limit or cursor is given)."""
+    return queryset_page(Step.objects.filter(run=run), after=after, before=before, limit=limit, order=order,
+                         field="index", maximum=10_000)
 
 
 def step_get(*, owner: Organization, step_id: str) -> Step:

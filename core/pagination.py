@@ -1,7 +1,15 @@
-"""Letta-style cursor paging (`after`/`before` are item ids) over a short, already-ordered list."""
+"""Letta-style cursor paging, the one helper every list endpoint uses.
+
+`after`/`before` are item ids relative to the order asked for: `after` continues in that order, `before`
+goes back (the `limit` items nearest the cursor, still listed in the order asked for). An unknown cursor
+yields an empty page, so the SDK's auto-pagination (which sends the last item's id as the next `after`, or
+the first one's as the next `before`) always terminates.
+"""
 
 from collections.abc import Sequence
 from typing import TypeVar
+
+from django.db.models import Q, QuerySet
 
 T = TypeVar("T")
 MAX_OFFSET = 2**31 - 1
@@ -18,9 +26,8 @@ def clamp_offset(offset) -> int:
 
 
 def page(items: Sequence[T], *, after: str | None = None, before: str | None = None, limit: int | None = None,
-         order: str = "asc") -> list[T]:
-    """The items strictly after `after` and before `before` (in the given order), at most `limit` of them.
-    An unknown cursor yields an empty page, so SDK auto-pagination always terminates."""
+         order: str = "asc", maximum: int = 1000) -> list[T]:
+    """One page of an already-ordered (ascending) short list of objects with an `id`."""
     seq = list(items) if order != "desc" else list(reversed(items))
     ids = [getattr(x, "id") for x in seq]
     if after:
@@ -28,4 +35,25 @@ def page(items: Sequence[T], *, after: str | None = None, before: str | None = N
         ids = ids[len(ids) - len(seq):]
     if before:
         seq = seq[: ids.index(before)] if before in ids else []
-    return seq[: clamp_limit(limit, 1000)] if limit else seq
+    if not limit:
+        return seq
+    size = clamp_limit(limit, maximum)
+    return seq[-size:] if before and not after else seq[:size]
+
+
+def queryset_page(qs: QuerySet, *, after: str | None = None, before: str | None = None, limit: int | None = 50,
+                  order: str = "desc", field: str = "created_at", maximum: int = 1000) -> list:
+    """One page of `qs` ordered by (`field`, id); ties on `field` (rows made in one transaction) break on id."""
+    ascending = order == "asc"
+    for cursor, forward in ((after, True), (before, False)):
+        if not cursor:
+            continue
+        ref = qs.model._default_manager.filter(pk=cursor).values_list(field, flat=True).first()
+        if ref is None:
+            return []
+        op = "gt" if forward == ascending else "lt"
+        qs = qs.filter(Q(**{f"{field}__{op}": ref}) | Q(**{field: ref, f"pk__{op}": cursor}))
+    backwards = bool(before and not after)
+    desc = ascending == backwards
+    rows = list(qs.order_by(*((f"-{field}", "-pk") if desc else (field, "pk")))[: clamp_limit(limit or maximum, maximum)])
+    return rows[::-1] if backwards else rows

@@ -20,8 +20,13 @@ OverflowStrategy = Literal[OVERFLOW_STRATEGIES]
 Embedding = Annotated[str, Field(max_length=200)]
 
 
+class InitialMessageIn(Schema):
+    role: Literal["user", "system", "assistant"] = "user"
+    content: str | list[dict] = ""
+
+
 class AgentCreateIn(Schema):
-    name: AgentName | None = None
+    name: AgentName | None = Field(None, description="A readable unique name is generated when absent.")
     description: str | None = ""
     system: str | None = None
     agent_type: AgentType | None = "memgpt_v2_agent"
@@ -44,6 +49,10 @@ class AgentCreateIn(Schema):
     max_tokens: MaxTokens | None = None
     max_steps: MaxSteps | None = None
     overflow_strategy: OverflowStrategy | None = None
+    embedding_config: dict | None = Field(None, description="Letta's embedding config; its handle (or "
+                                          "endpoint type/model) names the agent's embedding model.")
+    initial_message_sequence: list[InitialMessageIn] | None = Field(
+        None, description="Messages placed after the system message in the new agent's context window.")
 
 
 class AgentUpdateIn(Schema):

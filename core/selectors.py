@@ -3,10 +3,11 @@
 import re
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q
 
 from core.errors import NotFound
 from core.models import RUN_ACTIVE, Agent, Message, Organization, Run, Step
+from core.pagination import queryset_page
 
 
 def agent_get(*, owner: Organization, agent_id: str) -> Agent:
@@ -19,7 +20,7 @@ def agent_get(*, owner: Organization, agent_id: str) -> Agent:
 
 def agents_list(*, owner: Organization, name: str | None = None, tags: list[str] | None = None, match_all_tags: bool = False,
                 query_text: str | None = None, before: str | None = None, after: str | None = None,
-                limit: int = 50, ascending: bool = False) -> QuerySet[Agent]:
+                limit: int = 50, ascending: bool = False) -> list[Agent]:
     """The owner's agents, filtered as Letta's `GET /v1/agents/` does (name, tags any/all, text, cursors)."""
     qs = Agent.objects.filter(owner=owner)
     if name:
@@ -31,14 +32,8 @@ def agents_list(*, owner: Organization, name: str | None = None, tags: list[str]
             qs = qs.filter(tag_rows__tag__in=tags).annotate(_n=Count("tag_rows", filter=Q(tag_rows__tag__in=tags), distinct=True)).filter(_n=len(set(tags)))
         else:
             qs = qs.filter(tag_rows__tag__in=tags).distinct()
-    order = ("created_at", "id") if ascending else ("-created_at", "-id")
-    qs = qs.order_by(*order)
-    for cursor, newer in ((after, ascending), (before, not ascending)):
-        if cursor:
-            ref = Agent.objects.filter(owner=owner, id=cursor).values_list("created_at", flat=True).first()
-            if ref is not None:
-                qs = qs.filter(created_at__gt=ref) if newer else qs.filter(created_at__lt=ref)
-    return qs.prefetch_related("tag_rows")[: max(1, min(limit, 1000))]
+    return queryset_page(qs.prefetch_related("tag_rows"), after=after, before=before, limit=limit,
+                         order="asc" if ascending else "desc")
 
 
 def agent_tags(agent: Agent) -> list[str]:

@@ -71,8 +71,10 @@ def agent_create(*, owner: Organization, name: str, model: str | None = None, sy
                  include_multi_agent_tools: bool = False, tool_rules: list[dict] = (),
                  context_window_limit: int | None = None, tags: list[str] = (), metadata: dict | None = None,
                  secrets: dict | None = None, embedding: str = "", model_settings: dict | None = None,
-                 max_steps: int = 50, overflow_strategy: str = "summarize", agent_type: str = "memgpt_v2_agent") -> Agent:
-    """Create an agent with its blocks, tools, tags and system message, all in one transaction."""
+                 max_steps: int = 50, overflow_strategy: str = "summarize", agent_type: str = "memgpt_v2_agent",
+                 initial_messages: list[dict] = (), embedding_config: dict | None = None) -> Agent:
+    """Create an agent with its blocks, tools, tags and system message, all in one transaction. `initial_messages`
+    ({role, text}, Letta's `initial_message_sequence`) follow the system message in the context window."""
     from memory import services as memory_services
     from tools import services as tool_services
 
@@ -86,7 +88,7 @@ def agent_create(*, owner: Organization, name: str, model: str | None = None, sy
         description=description, context_window_limit=context_window_limit or _default_window(model),
         tool_rules=rules, metadata=metadata or {}, secrets=_clean_secrets(secrets or {}), embedding=embedding,
         model_settings=model_settings or {}, max_steps=max_steps, overflow_strategy=overflow_strategy,
-        agent_type=agent_type,
+        agent_type=agent_type, **({"embedding_config": embedding_config} if embedding_config else {}),
     )
     _set_tags(agent, list(tags))
     for position, spec in enumerate(memory_blocks):
@@ -99,9 +101,42 @@ def agent_create(*, owner: Organization, name: str, model: str | None = None, sy
                                              include_base=include_base_tools, include_multi_agent=include_multi_agent_tools)
     system_message = Message.objects.create(owner=owner, agent=agent, seq=0, role="system",
                                             content=[{"type": "text", "text": agent.system}], text=agent.system)
-    agent.message_ids = [system_message.id]
+    agent.message_ids = [system_message.id, *_initial_messages(agent, initial_messages)]
     agent.save(update_fields=["message_ids"])
     return agent
+
+
+def _initial_messages(agent: Agent, messages) -> list[str]:
+    from core.engine import types as t
+    from core.engine.tokens import count_message
+
+    ids = []
+    for seq, m in enumerate(messages, start=1):
+        role, text = m["role"], m["text"]
+        if role not in ("user", "system", "assistant"):
+            raise Invalid(f"initial_message_sequence[{seq - 1}].role must be user, system or assistant, not {role!r}")
+        tokens = count_message(agent.model, t.Message(id="", role=t.Role(role), content=text))
+        row = Message.objects.create(owner=agent.owner, agent=agent, seq=seq, role=role, text=text, token_count=tokens,
+                                     content=[{"type": "text", "text": text}] if text else [])
+        ids.append(row.id)
+    return ids
+
+
+_ADJECTIVES = ("amber", "brisk", "calm", "deft", "eager", "fond", "keen", "lucid", "merry", "nimble", "quiet", "sly",
+               "swift", "tidy", "vivid", "wise")
+_NOUNS = ("badger", "comet", "falcon", "fern", "harbor", "heron", "lantern", "maple", "otter", "pebble", "quill",
+          "raven", "sparrow", "thistle", "willow", "zephyr")
+
+
+def agent_name_generate(*, owner: Organization) -> str:
+    """A readable name no agent of the owner has yet (Letta names an agent created without one); reads only."""
+    import secrets
+
+    taken = set(Agent.objects.filter(owner=owner).values_list("name", flat=True))
+    while True:
+        name = f"{secrets.choice(_ADJECTIVES)}-{secrets.choice(_NOUNS)}-{secrets.token_hex(2)}"
+        if name not in taken:
+            return name
 
 
 def _parse_rules(rules) -> list[dict]:
@@ -111,9 +146,11 @@ def _parse_rules(rules) -> list[dict]:
     out = []
     for i, raw in enumerate(rules or []):
         try:
-            out.append(tool_rule_to_dict(tool_rule_from_dict(dict(raw))))
+            rule = tool_rule_to_dict(tool_rule_from_dict(dict(raw)))
         except (ValueError, TypeError, KeyError) as exc:
             raise Invalid(f"tool_rules[{i}] is invalid: {exc}") from exc
+        if rule not in out:  # a repeated rule changes nothing; Letta keeps it once
+            out.append(rule)
     return out
 
 
@@ -160,7 +197,8 @@ def agent_update(*, agent: Agent, changes: dict) -> Agent:
 
 @transaction.atomic
 def agent_delete(*, agent: Agent) -> None:
-    """Delete an agent, its messages, runs and passages; blocks still attached to other agents survive."""
+    """Delete an agent, its messages, runs and passages, and the blocks made with it that no other agent uses
+    (blocks made on their own, as `POST /v1/blocks/` does, are only detached, as in Letta)."""
     from memory.services import blocks_orphaned_by_delete
 
     orphaned = blocks_orphaned_by_delete(agent=agent)

@@ -2,7 +2,7 @@
 
 from typing import Literal
 
-from ninja import Query, Router
+from ninja import Field, Query, Router, Schema
 
 from core.api import owner
 from core.presenters import block_out
@@ -18,13 +18,32 @@ _CLAMPED = "Page size; values outside 1..{} are clamped to it."
 @router.post("/blocks/", response={201: dict})
 def block_create(request, body: BlockIn):
     block = services.block_create(owner=owner(request), label=body.label, value=body.value, limit=body.limit,
-                                  description=body.description or "", read_only=body.read_only, metadata=body.metadata)
+                                  description=body.description or "", read_only=body.read_only, metadata=body.metadata,
+                                  standalone=True)
     return 201, block_out(block)
 
 
+class BlockListQuery(Schema):
+    label: str | None = None
+    label_search: str | None = None
+    value_search: str | None = None
+    description_search: str | None = None
+    connected_to_agents_count_eq: list[int] | None = None
+    connected_to_agents_count_gt: int | None = None
+    connected_to_agents_count_lt: int | None = None
+    after: str | None = None
+    before: str | None = None
+    limit: int = Field(50, description=_CLAMPED.format(1000))
+    order: Literal["asc", "desc"] = "asc"
+
+
 @router.get("/blocks/", response=list[dict])
-def blocks_list(request, label: str | None = None, limit: int = Query(200, description=_CLAMPED.format(1000))):
-    return [block_out(b) for b in selectors.blocks_list(owner=owner(request), label=label, limit=limit)]
+def blocks_list(request, q: Query[BlockListQuery]):
+    blocks = selectors.blocks_page(owner=owner(request), after=q.after, before=q.before, limit=q.limit, order=q.order,
+                                   label=q.label, label_search=q.label_search, value_search=q.value_search,
+                                   description_search=q.description_search, agents_eq=q.connected_to_agents_count_eq,
+                                   agents_gt=q.connected_to_agents_count_gt, agents_lt=q.connected_to_agents_count_lt)
+    return [block_out(b) for b in blocks]
 
 
 @router.get("/blocks/{block_id}", response=dict)

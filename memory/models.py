@@ -19,6 +19,8 @@ class Block(models.Model):
     read_only = models.BooleanField(default=False)
     metadata = models.JSONField(default=dict, blank=True)
     version = models.PositiveIntegerField(default=1)
+    # Made on its own (POST /v1/blocks/), not with an agent: deleting an agent only detaches it, as in Letta.
+    standalone = models.BooleanField(default=False)
     agents = models.ManyToManyField("core.Agent", through="AgentBlock", related_name="blocks", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

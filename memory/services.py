@@ -12,7 +12,7 @@ from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BLOCK_LIMIT = 5000
+DEFAULT_BLOCK_LIMIT = 20_000  # Letta's CORE_MEMORY_BLOCK_CHAR_LIMIT
 MAX_BLOCK_LIMIT = 1_000_000
 
 
@@ -29,12 +29,13 @@ def _validate(*, label: str | None, value: str | None, limit: int | None) -> Non
 
 
 def block_create(*, owner: Organization, label: str, value: str = "", limit: int | None = None, description: str = "",
-                 read_only: bool = False, metadata: dict | None = None) -> Block:
-    """Create a block (detached); its first history entry records the initial value."""
+                 read_only: bool = False, metadata: dict | None = None, standalone: bool = False) -> Block:
+    """Create a block (detached); its first history entry records the initial value. A `standalone` block (made on
+    its own rather than with an agent) outlives the agents it is attached to."""
     limit = limit or max(DEFAULT_BLOCK_LIMIT, len(value))
     _validate(label=label, value=value, limit=limit)
     block = Block.objects.create(owner=owner, label=label.strip(), value=value, limit=limit, description=description,
-                                 read_only=read_only, metadata=metadata or {})
+                                 read_only=read_only, metadata=metadata or {}, standalone=standalone)
     BlockHistory.objects.create(block=block, version=1, old_value="", new_value=value, actor_type="system")
     return block
 
@@ -129,8 +130,9 @@ def block_delete(*, block: Block) -> None:
 
 
 def blocks_orphaned_by_delete(*, agent: Agent) -> list[Block]:
-    """Blocks attached only to this agent (deleted with it); shared blocks are never in this list."""
-    return [b for b in Block.objects.filter(agentblock__agent=agent) if AgentBlock.objects.filter(block=b).count() == 1]
+    """Blocks made with this agent and attached only to it (deleted with it); shared and standalone blocks never are."""
+    return [b for b in Block.objects.filter(agentblock__agent=agent, standalone=False)
+            if AgentBlock.objects.filter(block=b).count() == 1]
 
 
 # --- archival memory (passages) ---

@@ -3,7 +3,7 @@
 from ninja import Query, Router
 
 from core.api import owner
-from core.errors import Invalid, NotFound
+from core.errors import NotFound
 from core.presenters import agent_state, tool_out
 from core.selectors import agent_get
 from tools import execution, presenters, selectors, services
@@ -31,14 +31,14 @@ def tool_create(request, body: ToolCreateIn):
     fields = _set_fields(body)
     fields["sandbox"] = fields.get("sandbox") or ""
     tool = services.tool_create(owner=owner(request), source_code=body.source_code, json_schema=body.schema_,
-                                **fields)
+                                args_json_schema=body.args_json_schema, **fields)
     return 201, tool_out(tool)
 
 
 @router.put("/tools/", response=dict)
 def tool_upsert(request, body: ToolCreateIn):
     tool = services.tool_upsert(owner=owner(request), source_code=body.source_code, json_schema=body.schema_,
-                                **_set_fields(body))
+                                args_json_schema=body.args_json_schema, **_set_fields(body))
     return tool_out(tool)
 
 
@@ -68,6 +68,8 @@ def tool_update(request, tool_id: str, body: ToolUpdateIn):
     changes = _set_fields(body, ("source_code",) + _FIELDS)
     if body.schema_:
         changes["json_schema"] = body.schema_
+    if body.args_json_schema:
+        changes["args_json_schema"] = body.args_json_schema
     return tool_out(services.tool_update(tool=tool, changes=changes))
 
 
@@ -100,7 +102,7 @@ def agent_tool_run(request, agent_id: str, tool_name: str, body: AgentToolRunIn)
     if tool is None:
         raise NotFound(f"Tool '{tool_name}' is not attached to agent '{agent_id}'")
     if tool.tool_type != "custom":
-        raise Invalid(f"'{tool_name}' is a built-in tool; it runs inside the agent's steps, not in a sandbox")
+        return execution.agent_builtin_tool_run(agent=agent, name=tool.name, args=body.args)
     run = execution.tool_execute(owner=agent.owner, source_code=tool.source_code, args=body.args, tool=tool,
                                  agent=agent, origin="agent")
     return presenters.tool_execution_result(run)

@@ -198,3 +198,43 @@ def _tool_run(*, owner, tool, name, agent, step_id, origin, args, result: Sandbo
         run.save()
     run.result = result  # transient: error type/message, traceback and the agent_state the tool left
     return run
+
+
+def agent_builtin_tool_run(*, agent: Agent, name: str, args: dict) -> dict:
+    """Run one of the agent's built-in tools outside a step, as Letta's `agents.tools.run` does: reads (searches)
+    answer at once; a write (a block edit, an archival insert) is applied under the agent's row lock in its own
+    transaction. Conflict while a run of the agent is active; multi-agent tools are refused (they wait on other
+    agents). Returns Letta's ToolExecutionResult shape."""
+    import json
+    import time
+
+    from django.db import transaction
+
+    from core.context_service import agent_snapshot
+    from core.engine import types as t
+    from core.engine.base_tools import MULTI_AGENT_TOOL_NAMES
+    from core.engine.loop import ParsedCall
+    from core.errors import Conflict
+    from core.ids import new_id
+    from core.models import RUN_ACTIVE, Run
+    from core.runtime.tool_exec import builtin_run
+
+    if name in MULTI_AGENT_TOOL_NAMES:
+        raise Invalid(f"'{name}' messages other agents; it runs only inside the agent's steps")
+    if not isinstance(args, dict):
+        raise Invalid("args must be an object of the tool's arguments")
+    call = ParsedCall(call=t.ToolCall(id=new_id("call"), name=name, arguments=json.dumps(args, default=str)),
+                      args=args, thinking=None, request_heartbeat=False)
+    started = time.perf_counter()
+    out = builtin_run(call, agent_snapshot(agent=agent), "")
+    if out.ok and out.effect is not None:
+        with transaction.atomic():
+            Agent.objects.select_for_update().filter(pk=agent.pk).first()
+            busy = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).values_list("id", flat=True).first()
+            if busy is not None:
+                raise Conflict(f"The agent is busy with run '{busy}'; wait for it before running '{name}'.",
+                               detail={"run_id": busy})
+            out.effect()
+    return {"status": "success" if out.ok else "error", "func_return": out.value, "tool_return": out.value,
+            "stdout": [], "stderr": [], "agent_state": None, "sandbox_config_fingerprint": None,
+            "sandbox": "in-process", "duration_ms": round((time.perf_counter() - started) * 1000, 3)}

@@ -12,7 +12,7 @@ class Tool(models.Model):
 
     id = models.CharField(primary_key=True, max_length=64, default=ids.new_tool_id, editable=False)
     owner = models.ForeignKey("core.Organization", on_delete=models.CASCADE, related_name="tools")
-    name = models.CharField(max_length=48)
+    name = models.CharField(max_length=64)
     tool_type = models.CharField(max_length=16, choices=TYPES, default="custom")
     description = models.TextField(blank=True, default="")
     source_code = models.TextField(blank=True, default="")
@@ -40,7 +40,7 @@ class ToolRun(models.Model):
     id = models.CharField(primary_key=True, max_length=64, default=ids.new_toolrun_id, editable=False)
     owner = models.ForeignKey("core.Organization", on_delete=models.CASCADE, related_name="tool_runs")
     tool = models.ForeignKey(Tool, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
-    tool_name = models.CharField(max_length=48)
+    tool_name = models.CharField(max_length=64)
     agent_id = models.CharField(max_length=64, blank=True, default="")
     step_id = models.CharField(max_length=64, blank=True, default="")
     origin = models.CharField(max_length=16, default="workbench")  # workbench | agent

@@ -16,7 +16,7 @@ from typing import Any
 
 import docstring_parser
 
-MAX_TOOL_NAME_LENGTH = 48
+MAX_TOOL_NAME_LENGTH = 64  # the providers' limit on a function name (OpenAI, Anthropic)
 # Parameters the runtime fills in itself; the model never sees them.
 RESERVED_PARAMETERS = frozenset({"agent_state"})
 
@@ -46,7 +46,7 @@ class ArgumentError(ValueError):
 
 
 def validate_tool_name(name: str) -> str:
-    """Return `name` if it is a usable tool name (identifier, ≤ 48 characters), else raise SchemaError."""
+    """Return `name` if it is a usable tool name (identifier, ≤ 64 characters), else raise SchemaError."""
     if not isinstance(name, str) or not name:
         raise SchemaError("tool name must be a non-empty string")
     if len(name) > MAX_TOOL_NAME_LENGTH:
@@ -88,6 +88,33 @@ def derive_schema(source_code: str, name: str | None = None) -> dict:
         "description": description,
         "parameters": {"type": "object", "properties": properties, "required": required},
     }
+
+
+def schema_from_args(source_code: str, args_schema: dict, name: str | None = None) -> dict:
+    """The `{name, description, parameters}` schema of the source's function whose arguments are described by
+    `args_schema` (a pydantic model's JSON schema, as Letta's `args_json_schema`): the source is only asked for
+    the function's name and docstring, so its annotations need not be ones we can derive a schema from."""
+    func = _find_function(_parse(source_code), name)
+    validate_tool_name(func.name)
+    if not isinstance(args_schema, dict) or args_schema.get("type", "object") != "object":
+        raise SchemaError("args_json_schema must be a JSON schema of type object")
+    properties = args_schema.get("properties") or {}
+    if not isinstance(properties, dict) or not all(isinstance(v, dict) for v in properties.values()):
+        raise SchemaError("args_json_schema.properties must map each argument name to a schema")
+    parsed = docstring_parser.parse(ast.get_docstring(func) or "", style=docstring_parser.DocstringStyle.GOOGLE)
+    arg_docs = {p.arg_name: (p.description or "").strip() for p in parsed.params}
+    props = {}
+    for arg, prop in properties.items():
+        prop = {k: v for k, v in prop.items() if k != "title"}
+        if not prop.get("description") and arg_docs.get(arg):
+            prop["description"] = arg_docs[arg]
+        props[arg] = prop
+    required = [r for r in args_schema.get("required") or [] if r in props]
+    parameters = {"type": "object", "properties": props, "required": required}
+    if isinstance(args_schema.get("$defs"), dict):
+        parameters["$defs"] = args_schema["$defs"]
+    description = "\n\n".join(p for p in (parsed.short_description, parsed.long_description) if p)
+    return {"name": func.name, "description": description or args_schema.get("description", ""), "parameters": parameters}
 
 
 def _parse(source_code: str) -> ast.Module:

@@ -1,9 +1,9 @@
 """Reads of tools and tool runs, filtered by owner."""
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from core.errors import NotFound
-from core.pagination import clamp_limit
+from core.pagination import clamp_limit, queryset_page
 from core.models import Agent, Organization
 from tools.models import Tool, ToolRun
 
@@ -48,13 +48,7 @@ def tools_page(*, owner: Organization, after: str | None = None, before: str | N
         qs = qs.filter(tool_type__in=_our_types(tool_types))
     if exclude_tool_types:
         qs = qs.exclude(tool_type__in=_our_types(exclude_tool_types))
-    for cursor, newer in ((after, ascending), (before, not ascending)):
-        ref = Tool.objects.filter(owner=owner, id=cursor).values_list("created_at", flat=True).first() if cursor else None
-        if ref is not None:  # ties on created_at (tools made in one transaction) are broken by id
-            op = "gt" if newer else "lt"
-            qs = qs.filter(Q(**{f"created_at__{op}": ref}) | Q(created_at=ref, **{f"id__{op}": cursor}))
-    order = ("created_at", "id") if ascending else ("-created_at", "-id")
-    return list(qs.order_by(*order)[: max(1, min(limit, 1000))])
+    return queryset_page(qs, after=after, before=before, limit=limit, order="asc" if ascending else "desc")
 
 
 def agent_tools(*, agent: Agent) -> list[Tool]:

@@ -72,7 +72,8 @@ MAX_RETURN_CHAR_LIMIT = 1_000_000
 _PIP_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?$")
 _PIP_VERSION_RE = re.compile(r"^(==|>=|<=|~=|!=|>|<)?\s*[A-Za-z0-9.*+!_-]+$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_EDITABLE = ("source_code", "json_schema", "description", "tags", "return_char_limit", "pip_requirements",
+_EDITABLE = ("source_code", "json_schema", "args_json_schema", "description", "tags", "return_char_limit",
+             "pip_requirements",
              "sandbox", "env_vars", "allow_network")
 
 
@@ -95,20 +96,33 @@ def source_function_names(source_code: str) -> list[str]:
     return [n.name for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
-def tool_schema_resolve(*, source_code: str, json_schema: dict | None = None, name: str | None = None) -> dict:
-    """The tool's schema: `json_schema` checked against the source if given, else derived (Invalid on error)."""
+class SchemaConflict(DomainError):
+    """A `json_schema`/`args_json_schema` the source cannot back (Letta answers 400, not 422)."""
+
+    status = 400
+
+
+def tool_schema_resolve(*, source_code: str, json_schema: dict | None = None, name: str | None = None,
+                        args_json_schema: dict | None = None) -> dict:
+    """The tool's schema: `json_schema` checked against the source if given, else built from `args_json_schema` and
+    the source's function, else derived from the source (Invalid, or SchemaConflict for a given schema)."""
+    if not json_schema and args_json_schema:
+        try:
+            return tool_schema.schema_from_args(source_code, args_json_schema, name)
+        except tool_schema.SchemaError as exc:
+            raise SchemaConflict(str(exc), detail={"args_json_schema": str(exc)}) from exc
     if json_schema:
         if not isinstance(json_schema, dict) or not isinstance(json_schema.get("name"), str):
-            raise Invalid("json_schema must be an object with a 'name'", detail={"json_schema": "missing name"})
+            raise SchemaConflict("json_schema must be an object with a 'name'", detail={"json_schema": "missing name"})
         fn = json_schema["name"]
         _check(lambda: tool_schema.validate_tool_name(fn), "json_schema")
         params = json_schema.get("parameters", {"type": "object", "properties": {}})
         if not isinstance(params, dict) or params.get("type", "object") != "object":
-            raise Invalid("json_schema.parameters must be a JSON schema of type object",
+            raise SchemaConflict("json_schema.parameters must be a JSON schema of type object",
                           detail={"json_schema": "parameters must be an object schema"})
         if fn not in source_function_names(source_code):
             msg = f"json_schema names function {fn!r} but the source defines no top-level function with that name"
-            raise Invalid(msg, detail={"json_schema": msg})
+            raise SchemaConflict(msg, detail={"json_schema": msg})
         return {"description": "", **json_schema, "parameters": params}
     return _check(lambda: tool_schema.derive_schema(source_code, name), "source_code")
 
@@ -216,11 +230,11 @@ def _name_free(*, owner: Organization, name: str, exclude_pk: str | None = None)
 
 @transaction.atomic
 def tool_create(*, owner: Organization, source_code: str, json_schema: dict | None = None,
-                description: str | None = None, tags: list[str] | None = None, return_char_limit: int | None = None,
+                args_json_schema: dict | None = None, description: str | None = None, tags: list[str] | None = None, return_char_limit: int | None = None,
                 pip_requirements: list | None = None, sandbox: str = "", env_vars: dict | None = None,
                 allow_network: bool | None = None) -> Tool:
     """Create a custom tool from source (schema derived unless given); Conflict (409) if the name is taken."""
-    schema = tool_schema_resolve(source_code=source_code, json_schema=json_schema)
+    schema = tool_schema_resolve(source_code=source_code, json_schema=json_schema, args_json_schema=args_json_schema)
     fields = _clean_fields({"tags": tags or [], "return_char_limit": return_char_limit,
                             "pip_requirements": pip_requirements, "sandbox": sandbox, "env_vars": env_vars,
                             "allow_network": allow_network})
@@ -232,13 +246,16 @@ def tool_create(*, owner: Organization, source_code: str, json_schema: dict | No
 
 
 @transaction.atomic
-def tool_upsert(*, owner: Organization, source_code: str, json_schema: dict | None = None, **fields: Any) -> Tool:
+def tool_upsert(*, owner: Organization, source_code: str, json_schema: dict | None = None,
+                args_json_schema: dict | None = None, **fields: Any) -> Tool:
     """Create the tool, or update the owner's custom tool with the same function name (locks that row)."""
-    schema = tool_schema_resolve(source_code=source_code, json_schema=json_schema)
+    schema = tool_schema_resolve(source_code=source_code, json_schema=json_schema, args_json_schema=args_json_schema)
     existing = Tool.objects.select_for_update().filter(owner=owner, name=schema["name"]).first()
     if existing is None:
-        return tool_create(owner=owner, source_code=source_code, json_schema=json_schema, **fields)
-    return tool_update(tool=existing, changes={"source_code": source_code, "json_schema": json_schema, **fields})
+        return tool_create(owner=owner, source_code=source_code, json_schema=json_schema,
+                           args_json_schema=args_json_schema, **fields)
+    return tool_update(tool=existing, changes={"source_code": source_code, "json_schema": json_schema,
+                                               "args_json_schema": args_json_schema, **fields})
 
 
 @transaction.atomic
@@ -250,9 +267,10 @@ def tool_update(*, tool: Tool, changes: dict) -> Tool:
     if unknown:
         raise Invalid(f"cannot change: {', '.join(sorted(unknown))}")
     schema = source = None
-    if changes.get("source_code") is not None or changes.get("json_schema"):
+    if changes.get("source_code") is not None or changes.get("json_schema") or changes.get("args_json_schema"):
         source = changes["source_code"] if changes.get("source_code") is not None else tool.source_code
         schema = tool_schema_resolve(source_code=source, json_schema=changes.get("json_schema"),
+                                     args_json_schema=changes.get("args_json_schema"),
                                      name=None if changes.get("source_code") is not None else tool.name)
         if schema["name"] != tool.name:
             _name_free(owner=tool.owner, name=schema["name"], exclude_pk=tool.pk)

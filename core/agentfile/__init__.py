@@ -6,10 +6,11 @@ Public entry points:
     agentfile_preview(owner=, parsed=, options=) -> dict     (preview with the owner's tools/models looked up)
     agentfile_import(owner=, parsed=, options=) -> ImportResult   (one transaction)
     agentfile_export(agent=, include_archival=, scrub_messages=) -> dict   (a Letta v2 file)
+    legacy_from_v2(data) -> dict                             (that file in Letta's legacy v1 shape)
     templates_list() / template_load(name)
 """
 
-from core.agentfile.exporter import agentfile_export
+from core.agentfile.exporter import agentfile_export, legacy_from_v2
 from core.agentfile.importer import ImportOptions, ImportResult, agentfile_import, agentfile_preview
 from core.agentfile.model import AgentFileError, ParsedFile
 from core.agentfile.parse import parse_agent_file
@@ -18,5 +19,5 @@ from core.agentfile.templates import template_load, templates_list
 
 __all__ = [
     "AgentFileError", "ImportOptions", "ImportResult", "ParsedFile", "agentfile_export", "agentfile_import",
-    "agentfile_preview", "parse_agent_file", "preview", "template_load", "templates_list",
+    "agentfile_preview", "legacy_from_v2", "parse_agent_file", "preview", "template_load", "templates_list",
 ]

@@ -101,6 +101,27 @@ def _embedding_config(agent: Agent) -> dict[str, Any] | None:
             "azure_deployment": None}
 
 
+def legacy_from_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Letta's legacy (v1) single-agent file from our v2 export of one agent: blocks and tools inline, the window as
+    message indices, tags and secrets in the v1 shapes. Reads only; our v1 reader round-trips it."""
+    agent = data["agents"][0]
+    blocks = {b["id"]: {k: v for k, v in b.items() if k != "id"} for b in data["blocks"]}
+    tools = {t["id"]: {k: v for k, v in t.items() if k != "id"} for t in data["tools"]}
+    index = {m["id"]: i for i, m in enumerate(agent["messages"])}
+    messages = [{k: v for k, v in m.items() if k not in ("id", "agent_id", "type")} for m in agent["messages"]]
+    return {
+        "agent_type": agent["agent_type"], "name": agent["name"], "description": agent["description"],
+        "system": agent["system"], "llm_config": agent["llm_config"], "embedding_config": agent["embedding_config"],
+        "core_memory": [blocks[k] for k in agent["block_ids"]], "tools": [tools[k] for k in agent["tool_ids"]],
+        "tool_rules": agent["tool_rules"], "tags": [{"tag": t} for t in agent["tags"]],
+        "tool_exec_environment_variables": [{"key": k, "value": v} for k, v in agent["tool_exec_environment_variables"].items()],
+        "messages": messages, "in_context_message_indices": [index[k] for k in agent["in_context_message_ids"]],
+        "metadata_": agent["metadata"], "message_buffer_autoclear": agent["message_buffer_autoclear"],
+        "multi_agent_group": None, "created_at": data["created_at"], "updated_at": data["created_at"],
+        "version": "0.1.0",
+    }
+
+
 def _agent(agent: Agent, metadata: dict[str, Any]) -> dict[str, Any]:
     from core.selectors import agent_tags
 

@@ -3,7 +3,7 @@
 Tools: built-ins map to the owner's built-in rows; a custom tool whose name the owner already uses is
 reused (default) or overridden in place (`tool_policy="override"`), never duplicated. Models: the file's
 model is kept even when no configured provider serves it; the result then carries a warning.
-Messages keep the file's order (`seq`) and in-context window; their timestamps are the import time.
+Messages keep the file's order (`seq`), in-context window and timestamps (the import time when a file has none).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def _agent_create(*, owner: Organization, pa: ParsedAgent, options: ImportOption
     if not model_is_configured(owner=owner, handle=model):
         result.warnings.append(f"Agent '{pa.name}': model '{model}' is not served by a configured provider; it was kept. "
                                "Configure the provider or pick another model before running the agent.")
-    name = (options.name or pa.name) + ("__copy" if options.append_copy_suffix else "")
+    name = (options.name or pa.name) + ("_copy" if options.append_copy_suffix else "")
     agent_type = pa.agent_type
     if agent_type not in AGENT_TYPES:
         result.warnings.append(f"Agent '{pa.name}': agent type '{agent_type}' is unknown; memgpt_v2_agent was used.")
@@ -168,9 +168,30 @@ def _messages_replace(*, agent: Agent, pa: ParsedAgent) -> None:
     Message.objects.filter(agent=agent).delete()
     rows = [_message_row(agent, m, seq) for seq, m in enumerate(pa.messages)]
     Message.objects.bulk_create(rows, batch_size=500)
+    # created_at is auto_now_add, which bulk_create overwrites; bulk_update writes the file's times back.
+    dated = [row for m, row in zip(pa.messages, rows, strict=True) if _set_time(row, m.created_at)]
+    if dated:
+        Message.objects.bulk_update(dated, ["created_at"], batch_size=500)
     by_key = {m.key: row.id for m, row in zip(pa.messages, rows, strict=True)}
     agent.message_ids = [by_key[k] for k in pa.in_context]
     agent.save(update_fields=["message_ids"])
+
+
+def _set_time(row: Message, stamp: str) -> bool:
+    """Give the row the file's timestamp; False when the file has none (or none that parses)."""
+    from datetime import UTC
+
+    from django.utils.dateparse import parse_datetime
+    from django.utils.timezone import is_naive, make_aware
+
+    try:
+        when = parse_datetime(stamp) if stamp else None
+    except ValueError:
+        when = None
+    if when is None:
+        return False
+    row.created_at = make_aware(when, UTC) if is_naive(when) else when
+    return True
 
 
 def _message_row(agent: Agent, m: ParsedMessage, seq: int) -> Message:

@@ -86,6 +86,7 @@ class ParsedMessage:
     name: str = ""
     tool_return: dict[str, Any] = field(default_factory=dict)
     kind: str = ""
+    created_at: str = ""  # the file's ISO timestamp, kept on import ("" = the import time)
 
     @property
     def content(self) -> list[dict[str, str]]:

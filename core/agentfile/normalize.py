@@ -18,6 +18,7 @@ from core.agentfile.model import (
     MAX_CONTEXT_WINDOW, MAX_NAME, MAX_SECRETS, MAX_SOURCE, MAX_STRING, MAX_TAGS, MAX_TOOL_RULES, AgentFileError,
     ParsedBlock, ParsedMessage, ParsedTool,
 )
+from memory.services import DEFAULT_BLOCK_LIMIT
 
 ROLES = ("system", "user", "assistant", "tool", "function", "approval", "summary")
 PART_TYPES = ("text", "image", "tool_call", "tool_return", "reasoning", "redacted_reasoning", "omitted_reasoning",
@@ -32,7 +33,7 @@ def block(raw: Any, path: str, key: str, warn: list[str]) -> ParsedBlock:
     if not _LABEL.match(label):
         raise AgentFileError(c.join(path, "label"), f"{label!r} is not a block label (1-100 letters, digits, '_' or '-')")
     value = c.string(d.get("value"), c.join(path, "value"))
-    limit = c.integer(d.get("limit"), c.join(path, "limit"), low=1, high=MAX_STRING) or max(5000, len(value))
+    limit = c.integer(d.get("limit"), c.join(path, "limit"), low=1, high=MAX_STRING) or max(DEFAULT_BLOCK_LIMIT, len(value))
     if len(value) > limit:
         warn.append(f"Block '{label}' holds {len(value)} characters, over its limit of {limit}; the limit was raised to fit.")
         limit = len(value)
@@ -53,7 +54,9 @@ def tool(raw: Any, path: str, key: str, warn: list[str]) -> ParsedTool | None:
     try:
         validate_tool_name(name)
     except SchemaError as exc:
-        raise AgentFileError(c.join(path, "name"), str(exc)) from None
+        # A name no provider accepts cannot be called; the rest of the file is still worth importing.
+        warn.append(f"Tool {name[:80]!r} was not imported: {exc}.")
+        return None
     letta_type = c.string(d.get("tool_type"), c.join(path, "tool_type"), limit=64, default="custom")
     source = c.string(d.get("source_code"), c.join(path, "source_code"), limit=MAX_SOURCE)
     if is_builtin(name):
@@ -66,7 +69,8 @@ def tool(raw: Any, path: str, key: str, warn: list[str]) -> ParsedTool | None:
     schema = c.obj(d.get("json_schema") or {}, c.join(path, "json_schema"))
     if schema:
         if schema.get("name") not in (None, name):
-            raise AgentFileError(c.join(path, "json_schema.name"), f"{schema.get('name')!r} differs from the tool name {name!r}")
+            warn.append(f"Tool '{name}': its json_schema named {str(schema.get('name'))[:80]!r}; the tool's name was used.")
+            schema = {**schema, "name": name}
         c.obj(schema.get("parameters") or {}, c.join(path, "json_schema.parameters"))
     if source:
         try:
@@ -104,14 +108,22 @@ def tool_rules(raw: Any, path: str, warn: list[str]) -> tuple[dict[str, Any], ..
         p = c.join(path, i)
         d = c.obj(r, p, c.TOOL_RULE)
         kind = c.string(d.get("type"), c.join(p, "type"), optional=False, limit=64)
-        name = c.string(d.get("tool_name"), c.join(p, "tool_name"), optional=False, limit=200)
+        name = c.string(d.get("tool_name"), c.join(p, "tool_name"), limit=200)
+        if not name.strip():
+            warn.append(f"Tool rule {p} ({kind[:64]}) names no tool and was dropped.")
+            continue
         if kind not in RULE_TYPES:
             dropped.setdefault(kind, []).append(name)
             continue
         try:
-            out.append(tool_rule_to_dict(tool_rule_from_dict(dict(d))))
+            rule = tool_rule_to_dict(tool_rule_from_dict(dict(d)))
         except (ValueError, TypeError, KeyError) as exc:
-            raise AgentFileError(p, str(exc)) from None
+            warn.append(f"Tool rule {p} ({kind} on '{name[:80]}') was dropped: {exc}")
+            continue
+        if rule in out:
+            warn.append(f"Tool rule {p} repeats an earlier rule ({kind} on '{name[:80]}') and was dropped.")
+            continue
+        out.append(rule)
     for kind, names in dropped.items():
         warn.append(f"Tool rules of type '{kind}' are not supported here and were dropped (tools: {', '.join(names)}).")
     return tuple(out)
@@ -223,22 +235,24 @@ def messages(raw: list, path: str, keys: list[str], warn: list[str]) -> tuple[li
         call_id = c.string(d.get("tool_call_id"), c.join(p, "tool_call_id"), limit=200)
         name = c.string(d.get("name"), c.join(p, "name"), limit=200)
         base = {"reasoning": reasoning, "reasoning_source": "native" if reasoning and native else ("thinking_arg" if reasoning else "")}
+        created = c.string(d.get("created_at"), c.join(p, "created_at"), limit=64)
         if role == "approval" and not calls:
             became[key] = []
             continue
         if role in ("tool", "function") and returns and not text:
             made = [ParsedMessage(key=key if j == 0 else f"{key}#{j}", role="tool", text=r["func_response"],
                                   tool_call_id=r["tool_call_id"], name=call_names.get(r["tool_call_id"], name),
-                                  tool_return=r["tool_return"]) for j, r in enumerate(returns)]
+                                  tool_return=r["tool_return"], created_at=created) for j, r in enumerate(returns)]
         elif role in ("tool", "function"):
             tr = returns[0]["tool_return"] if returns else {}
             made = [ParsedMessage(key=key, role="tool", text=text, tool_call_id=call_id,
-                                  name=name or call_names.get(call_id, ""), tool_return=tr, **base)]
+                                  name=name or call_names.get(call_id, ""), tool_return=tr, created_at=created, **base)]
         elif role in ("assistant", "approval"):
-            made = [ParsedMessage(key=key, role="assistant", text=text, tool_calls=tuple(calls), name=name, **base)]
+            made = [ParsedMessage(key=key, role="assistant", text=text, tool_calls=tuple(calls), name=name,
+                                  created_at=created, **base)]
         else:
             made = [ParsedMessage(key=key, role="user" if role == "summary" else role, text=text, name=name,
-                                  kind="summary" if role == "summary" else "", **base)]
+                                  kind="summary" if role == "summary" else "", created_at=created, **base)]
         out.extend(made)
         became[key] = [m.key for m in made]
     if dropped_images:

@@ -230,4 +230,5 @@ def _system_first(msgs: list[ParsedMessage], in_context: list[str], path: str, s
     first = next(m for m in msgs if m.key == in_context[0])
     if first.role != "system":
         raise AgentFileError(f"{path}[0]", f"the context window must start with the system message, not a {first.role} message")
-    return [ParsedMessage(key=m.key, role="system", text=system) if m.key == first.key else m for m in msgs], in_context
+    return [ParsedMessage(key=m.key, role="system", text=system, created_at=m.created_at) if m.key == first.key else m
+            for m in msgs], in_context

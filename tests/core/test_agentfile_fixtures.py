@@ -72,7 +72,9 @@ def test_fixture_tools_and_rules_are_restored(account, name):
         else:
             assert any(t["name"] in w for w in result.warnings)
     assert len(tools) <= len(exp["tools"])
-    wanted = [(r["type"], r["tool_name"]) for r in exp["agent"]["tool_rules"] if r["type"] not in UNSUPPORTED_RULES]
+    # Rules Letta's file repeats are kept once.
+    wanted = list(dict.fromkeys((r["type"], r["tool_name"]) for r in exp["agent"]["tool_rules"]
+                                if r["type"] not in UNSUPPORTED_RULES))
     assert [(r["type"], r["tool_name"]) for r in agent.tool_rules] == wanted
 
 

@@ -70,7 +70,7 @@ def test_a_failure_mid_import_leaves_nothing_behind(account):
 def test_options_override_name_model_and_strip_messages(account):
     agent, result = _import(account.org, dumps(v2_doc()), name="renamed", model="anthropic/claude-3-5-haiku-latest",
                             strip_messages=True, append_copy_suffix=True)
-    assert agent.name == "renamed__copy" and agent.model == "anthropic/claude-3-5-haiku-latest"
+    assert agent.name == "renamed_copy" and agent.model == "anthropic/claude-3-5-haiku-latest"
     msgs = list(Message.objects.filter(agent=agent))
     assert [(m.role, m.text) for m in msgs] == [("system", "You roll dice for people.")] and agent.message_ids == [msgs[0].id]
     assert any("anthropic/claude-3-5-haiku-latest" in w for w in result.warnings)

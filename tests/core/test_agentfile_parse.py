@@ -98,19 +98,13 @@ MALFORMED = [
      "agents[0].in_context_message_ids[2]", "twice"),
     ("window not opening with system", edited(v2_doc(), _set(["agents", 0, "in_context_message_ids"], ["message-1"])),
      "agents[0].in_context_message_ids[0]", "system message"),
-    ("bad tool name", edited(v2_doc(), _set(["tools", 0, "name"], "rm -rf")), "tools[0].name", "identifier"),
-    ("tool name too long", edited(v2_doc(), _set(["tools", 0, "name"], "x" * 49)), "tools[0].name", "48"),
     ("duplicate tool name", edited(v2_doc(), lambda d: d["tools"].append(dict(d["tools"][0], id="tool-9"))),
      "tools[2].name", "duplicate tool name"),
-    ("schema names another tool", edited(v2_doc(), _set(["tools", 0, "json_schema", "name"], "other")),
-     "tools[0].json_schema.name", "differs"),
     ("bad block label", edited(v2_doc(), _set(["blocks", 0, "label"], "my persona!")), "blocks[0].label", "block label"),
     ("duplicate label", edited(v2_doc(), _set(["blocks", 1, "label"], "persona")), "agents[0].block_ids[1]", "labelled 'persona'"),
     ("huge limit", edited(v2_doc(), _set(["blocks", 0, "limit"], 10**12)), "blocks[0].limit", "between"),
     ("negative window", edited(v2_doc(), _set(["agents", 0, "llm_config", "context_window"], -5)),
      "agents[0].llm_config.context_window", "between"),
-    ("invalid rule", edited(v2_doc(), _set(["agents", 0, "tool_rules"], [{"tool_name": "x", "type": "max_count_per_step", "max_count_limit": 0}])),
-     "agents[0].tool_rules[0]", "max_count_limit"),
     ("unknown role", edited(v2_doc(), _set(["agents", 0, "messages", 1, "role"], "root")), "agents[0].messages[1].role", "unknown role"),
     ("unknown content type", edited(v2_doc(), _set(["agents", 0, "messages", 1, "content"], [{"type": "script"}])),
      "agents[0].messages[1].content[0].type", "unknown content type"),
@@ -122,6 +116,35 @@ MALFORMED = [
     ("v1 unknown field", edited(v1_doc(), _set(["extra"], True)), "extra", "unknown field"),
     ("v1 duplicate tool", edited(v1_doc(), lambda d: d["tools"].append(d["tools"][0])), "tools[2].name", "duplicate"),
 ]
+
+
+# What cannot be kept is left out with a warning naming it; the rest of the file still imports (Letta's own files
+# carry such things: tool names over a provider's limit, rules with no tool).
+LENIENT = [
+    ("bad tool name", edited(v2_doc(), _set(["tools", 0, "name"], "rm -rf")), "'rm -rf' was not imported", 1),
+    ("tool name too long", edited(v2_doc(), _set(["tools", 0, "name"], "x" * 65)), "limit is 64", 1),
+    ("schema names another tool", edited(v2_doc(), _set(["tools", 0, "json_schema", "name"], "other")),
+     "json_schema named 'other'", 2),
+    ("invalid rule", edited(v2_doc(), _set(["agents", 0, "tool_rules"], [{"tool_name": "x", "type": "max_count_per_step",
+                                                                          "max_count_limit": 0}])),
+     "max_count_limit", 2),
+    ("rule without a tool", edited(v2_doc(), _set(["agents", 0, "tool_rules"], [{"tool_name": "", "type": "exit_loop"}])),
+     "names no tool", 2),
+    ("duplicate rule", edited(v2_doc(), _set(["agents", 0, "tool_rules"], [{"tool_name": "roll_dice", "type": "exit_loop"}] * 2)),
+     "repeats an earlier rule", 2),
+]
+
+
+@pytest.mark.parametrize(("case", "raw", "warning", "tools_kept"), LENIENT, ids=[m[0] for m in LENIENT])
+def test_what_cannot_be_kept_is_a_warning_not_a_refusal(case, raw, warning, tools_kept):
+    parsed = parse_agent_file(raw)
+    assert any(warning in w for w in parsed.warnings), parsed.warnings
+    assert len(parsed.tools) == tools_kept
+    (agent,) = parsed.agents
+    if "rule" in case:
+        assert len(agent.tool_rules) == (1 if case == "duplicate rule" else 0)
+    if case == "schema names another tool":
+        assert all(t.json_schema.get("name") in (None, t.name) for t in parsed.tools.values())
 
 
 @pytest.mark.parametrize(("case", "raw", "path", "problem"), MALFORMED, ids=[m[0] for m in MALFORMED])

@@ -51,8 +51,8 @@ def test_create_with_builtin_name_conflicts(api):
 
 
 def test_create_rejects_long_name_and_bad_source(api):
-    r = api.post("/v1/tools/", {"source_code": src(name="x" * 49)})
-    assert r.status_code == 422 and "limit is 48" in r.json()["detail"]
+    r = api.post("/v1/tools/", {"source_code": src(name="x" * 65)})
+    assert r.status_code == 422 and "limit is 64" in r.json()["detail"]
     bad = "def f(a):\n    \"\"\"Doc.\n\n    Args:\n        a: thing\n    \"\"\"\n"
     r = api.post("/v1/tools/", {"source_code": bad})
     assert r.status_code == 422
@@ -67,7 +67,7 @@ def test_explicit_json_schema_must_name_a_function_in_the_source(api):
     assert r.status_code == 201, r.content
     assert r.json()["json_schema"]["parameters"]["required"] == ["x"] and r.json()["description"] == "Echo."
     r = api.post("/v1/tools/", {"source_code": source, "json_schema": {**schema, "name": "other"}})
-    assert r.status_code == 422 and "'other'" in r.json()["detail"]
+    assert r.status_code == 400 and "'other'" in r.json()["detail"]
 
 
 def test_return_char_limit_and_pip_requirements_are_validated(api):

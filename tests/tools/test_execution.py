@@ -245,7 +245,9 @@ def test_run_attached_tool_with_the_agents_secrets(api, account):
     assert out["status"] == "success" and out["func_return"] == '{"WEATHER_KEY": "abc"}'
     assert out["stdout"] == [] and out["sandbox"] == "local"
     assert api.post(path, {"args": {"names": "WEATHER_KEY"}}).status_code == 422
-    assert api.post(f"/v1/agents/{agent.id}/tools/send_message/run", {"args": {"message": "x"}}).status_code == 422
+    # Built-in tools run too, as in Letta (in-process, not in a sandbox).
+    r = api.post(f"/v1/agents/{agent.id}/tools/send_message/run", {"args": {"message": "x"}})
+    assert r.status_code == 200 and r.json()["status"] == "success" and r.json()["sandbox"] == "in-process"
 
 
 def test_runs_are_listed_per_tool_newest_first(api, account):

@@ -161,12 +161,12 @@ def test_missing_docstring_and_unsupported_types_and_variadics():
 
 
 def test_tool_name_rules():
-    assert validate_tool_name("a" * 48) == "a" * 48
-    for bad in ["a" * 49, "has space", "1abc", "class", ""]:
+    assert validate_tool_name("a" * 64) == "a" * 64
+    for bad in ["a" * 65, "has space", "1abc", "class", ""]:
         with pytest.raises(SchemaError):
             validate_tool_name(bad)
-    with pytest.raises(SchemaError, match="49 characters"):
-        derive_schema(f'def {"x" * 49}():\n    """Doc."""\n')
+    with pytest.raises(SchemaError, match="65 characters"):
+        derive_schema(f'def {"x" * 65}():\n    """Doc."""\n')
 
 
 SCHEMA = derive_schema(textwrap.dedent('''
