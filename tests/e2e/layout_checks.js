@@ -1,4 +1,5 @@
 // Layout and contrast audit run in the page by tests/e2e/test_layout.py; returns a list of problems (strings).
+// Squeezed: a text field under 48 px or the code editor under 240 px wide.
 // Cut off: a visible element's box leaves the viewport (or the box of a non-scrolling ancestor that clips it).
 // Overlap: two visible text boxes that are not nested intersect, or another element paints over a text box.
 // Contrast: WCAG 2 ratio of each visible text's colour against the background painted behind it (ancestors'
@@ -74,6 +75,9 @@
     // cut off by the viewport: the element reaches past the left or right edge of the window
     const fixedScroller = (() => { for (let a = el.parentElement; a; a = a.parentElement) { const o = getComputedStyle(a).overflowX; if (o === "auto" || o === "scroll") return a; } return null; })();
     if (!fixedScroller && !el.parentElement.closest(".CodeMirror") && (r.left < -1 || r.right > W + 1)) { problems.push(`cut off by the window (${Math.round(r.left)}..${Math.round(r.right)} of ${W}): ${label(el)}`); continue; }
+    // squeezed: a text field or an editor too narrow to type in
+    if (el.matches("input:not([type=checkbox]):not([type=radio]):not([type=hidden]):not([type=file]):not([type=range]), textarea:not(.CodeMirror textarea), select") && r.width < 48) problems.push(`squeezed to ${Math.round(r.width)}px: ${label(el)}`);
+    if (el.matches(".CodeMirror") && r.width < 240) problems.push(`code editor squeezed to ${Math.round(r.width)}px`);
     const {box, cut} = visibleBox(el);
     if (!box) continue;
     // truncated on purpose: an ellipsis, with the full text in a tooltip (title) on it or around it
