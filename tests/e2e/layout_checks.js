@@ -10,6 +10,14 @@
   const doc = document.scrollingElement;
   if (doc.scrollWidth > doc.clientWidth + 1) problems.push(`horizontal scroll: document is ${doc.scrollWidth}px wide in ${doc.clientWidth}px`);
 
+  // a pane or card that scrolls sideways hides its right edge: only code, editors and strips of tabs or columns may
+  const SIDEWAYS = "pre, textarea, .CodeMirror, .CodeMirror *, .replay-columns, .pill-nav, .ws-tabs, .topbar nav";
+  for (const el of document.body.querySelectorAll("*")) {
+    const o = getComputedStyle(el).overflowX;
+    if ((o === "auto" || o === "scroll") && el.scrollWidth > el.clientWidth + 1 && !el.matches(SIDEWAYS) && el.checkVisibility())
+      problems.push(`scrolls sideways (${el.scrollWidth}px in ${el.clientWidth}px): ${label(el)}`);
+  }
+
   const canvas = document.createElement("canvas");
   canvas.width = canvas.height = 1;
   const ctx = canvas.getContext("2d", {willReadFrequently: true});

@@ -72,6 +72,62 @@ def _pages(data) -> list[tuple[str, str]]:
             ("settings", "/settings/"), ("replay", f"/agents/{a.id}/steps/{s.id}/replay/"), ("delete", f"/agents/{a.id}/delete/")]
 
 
+def _reveal_inspector(page, width: int) -> None:
+    """Bring the inspector into view the way a person would at this width."""
+    if width < 768:
+        page.click('.ws-tabs [data-pane="inspector"]')
+    elif width < 1280 and not page.locator("body.inspector-open").count():
+        page.click("#inspector-toggle")
+    expect(page.locator("#inspector .pill-nav")).to_be_visible()
+
+
+def _workspace_states(page, width: int, data):
+    """The workspace's other views, one after the other on the open page: yields each state's name once shown."""
+    if width < 768:
+        page.click('.ws-tabs [data-pane="settings"]')
+        expect(page.locator("#settings-form")).to_be_visible()
+        yield "workspace-agent"
+    _reveal_inspector(page, width)
+    page.locator(f'#steps-list .step-chip[data-step="{data["step"].id}"]').click()
+    expect(page.locator("#step-detail .step-card")).to_be_visible()
+    page.locator("#step-detail details.part").first.locator("summary").click()
+    yield "workspace-step"
+    page.click('.pill-nav [data-tab="tab-runs"]')
+    page.locator("#runs-panel .run-main").first.click()
+    expect(page.locator("#runs-panel .run-steps").first).to_be_visible()
+    yield "workspace-runs"
+    page.click('.pill-nav [data-tab="tab-memory"]')
+    expect(page.locator("#blocks-panel .block-card").first).to_be_visible()
+    yield "workspace-memory"
+    page.click('.pill-nav [data-tab="tab-archival"]')
+    expect(page.locator("#archival")).to_be_visible()
+    yield "workspace-archival"
+    page.click('.pill-nav [data-tab="tab-tests"]')
+    page.click("#new-test")
+    expect(page.locator("#test-editor form")).to_be_visible()
+    yield "workspace-tests"
+    page.click('.pill-nav [data-tab="tab-context"]')  # the next page load opens on the usual tab
+
+
+def _import_states(page, data):
+    page.goto("/")
+    page.set_input_files("#import-form input[type=file]", str(data["af"]))
+    page.click("#preview-import")
+    expect(page.locator("#import-preview")).to_be_visible()
+    yield "import-preview"
+    page.evaluate("document.getElementById('import-form').submit()")  # without htmx: the import page
+    expect(page.locator("h1")).to_contain_text("Import agent file")
+    yield "import"
+
+
+def _check(page, name: str, width: int, problems: list[str]) -> None:
+    for theme in ("light", "dark"):
+        page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+        found = _audit(page)
+        problems += [f"{name} {width} {theme}: {p}" for p in found]
+        _shot(page, f"layout-{name}-{width}-{theme}")
+
+
 def test_every_page_fits_and_reads_at_each_width_in_both_themes(signed_in, account, fake_llm, tmp_path):
     data = _seed(account, fake_llm, tmp_path)
     page = signed_in.new_page()
@@ -80,10 +136,27 @@ def test_every_page_fits_and_reads_at_each_width_in_both_themes(signed_in, accou
         page.set_viewport_size({"width": width, "height": HEIGHT[width]})
         for name, url in _pages(data):
             page.goto(url)
-            for theme in ("light", "dark"):
-                page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
-                found = _audit(page)
-                problems += [f"{name} {width} {theme}: {p}" for p in found]
-                _shot(page, f"layout-{name}-{width}-{theme}")
+            _check(page, name, width, problems)
+            if name == "workspace":
+                for state in _workspace_states(page, width, data):
+                    _check(page, state, width, problems)
+        for state in _import_states(page, data):
+            _check(page, state, width, problems)
     Path("/tmp/layout-problems.txt").write_text("\n".join(problems))
+    assert problems == [], "\n".join(problems)
+
+
+def test_login_page_fits_and_reads_at_each_width_in_both_themes(chromium, live_server_url, account):
+    context = chromium.new_context(base_url=live_server_url)
+    page = context.new_page()
+    problems: list[str] = []
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": HEIGHT[width]})
+        page.goto("/login/")
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", "wrong password")
+        page.click("button[type=submit]")
+        expect(page.locator("#login-error")).to_be_visible()
+        _check(page, "login", width, problems)
+    context.close()
     assert problems == [], "\n".join(problems)
