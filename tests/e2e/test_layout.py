@@ -160,3 +160,174 @@ def test_login_page_fits_and_reads_at_each_width_in_both_themes(chromium, live_s
         _check(page, "login", width, problems)
     context.close()
     assert problems == [], "\n".join(problems)
+
+
+def _one_turn(account, fake_llm) -> tuple[Agent, Step]:
+    agent = make_agent(account.org, name="Layout")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Hello."}))
+    run_agent(agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "Hi"}])
+    return agent, Step.objects.get(agent=agent)
+
+
+def _width(page, sel: str) -> float:
+    return page.locator(sel).bounding_box()["width"]
+
+
+def _drag(page, sel: str, dx: int) -> None:
+    box = page.locator(sel).bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + dx / 2, y)
+    page.mouse.move(x + dx, y)
+    page.mouse.up()
+
+
+def test_splitters_resize_the_panes_and_the_widths_are_remembered(signed_in, account, fake_llm):
+    agent, _ = _one_turn(account, fake_llm)
+    page = signed_in.new_page()
+    page.set_viewport_size({"width": 1600, "height": 900})
+    page.goto(f"/agents/{agent.id}/")
+    left, right = _width(page, "#settings-pane"), _width(page, "#inspector")
+    _drag(page, ".splitter[data-split=left]", 80)
+    _drag(page, ".splitter[data-split=right]", -120)
+    assert abs(_width(page, "#settings-pane") - (left + 80)) <= 2
+    assert abs(_width(page, "#inspector") - (right + 120)) <= 2
+    stored = page.evaluate("JSON.parse(localStorage.getItem('aide-layout'))")
+    assert abs(stored["left"] - (left + 80)) <= 2 and abs(stored["right"] - (right + 120)) <= 2
+
+    page.reload()
+    assert abs(_width(page, "#settings-pane") - (left + 80)) <= 2
+    assert abs(_width(page, "#inspector") - (right + 120)) <= 2
+    page.focus(".splitter[data-split=left]")
+    page.keyboard.press("ArrowRight")  # the keyboard resizes too, 24 px a press
+    assert abs(_width(page, "#settings-pane") - (left + 104)) <= 2
+    _drag(page, ".splitter[data-split=left]", 2000)  # never past 30 % of the window: the conversation keeps its room
+    assert _width(page, "#settings-pane") <= 1600 * 0.30 + 1
+    assert _width(page, "#conversation-pane") >= 360
+    page.dblclick(".splitter[data-split=right]")  # back to the default
+    assert abs(_width(page, "#inspector") - right) <= 2
+    page.reload()
+    assert abs(_width(page, "#inspector") - right) <= 2
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1600
+
+
+def test_inspector_is_a_drawer_between_768_and_1280(signed_in, account, fake_llm):
+    agent, step = _one_turn(account, fake_llm)
+    page = signed_in.new_page()
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.emulate_media(reduced_motion="reduce")  # no slide-in: the drawer's box is final when it shows
+    page.goto(f"/agents/{agent.id}/")
+    inspector, toggle = page.locator("#inspector"), page.locator("#inspector-toggle")
+    expect(page.locator("#settings-pane")).to_be_visible()
+    expect(page.locator("#conversation")).to_be_visible()
+    expect(page.locator(".ws-tabs")).to_be_hidden()
+    expect(inspector).to_be_hidden()
+    assert _width(page, "#settings-pane") + _width(page, "#conversation-pane") >= 1024 - 10  # the two panes fill the window
+
+    toggle.click()
+    expect(inspector).to_be_visible()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    box = inspector.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 1024 + 0.5 and box["width"] >= 400
+    page.click("#inspector-close")
+    expect(inspector).to_be_hidden()
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+
+    toggle.click()
+    expect(inspector).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(inspector).to_be_hidden()
+    toggle.click()
+    page.mouse.click(100, 400)  # outside the drawer, on the backdrop
+    expect(inspector).to_be_hidden()
+    expect(page.locator("#settings-pane")).to_be_visible()
+
+    # a step chip in the conversation opens the drawer on that step
+    page.locator(f'#conversation .step-chip[data-step="{step.id}"]').first.click()
+    expect(inspector).to_be_visible()
+    expect(page.locator("#step-detail .step-card strong").first).to_have_text(f"Step {step.index}")
+    assert _audit(page) == []
+
+    page.set_viewport_size({"width": 1400, "height": 800})  # wide again: three panes, no drawer left open
+    expect(page.locator("body.inspector-open")).to_have_count(0)
+    expect(toggle).to_be_hidden()
+    expect(inspector).to_be_visible()
+    assert inspector.bounding_box()["x"] > _width(page, "#settings-pane")
+
+
+def test_one_pane_at_a_time_with_tabs_below_768(signed_in, account, fake_llm):
+    agent, step = _one_turn(account, fake_llm)
+    page = signed_in.new_page()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/agents/{agent.id}/")
+    tabs = page.locator(".ws-tabs [role=tab]")
+    expect(tabs).to_have_text(["Conversation", "Agent", "Context"])
+    panes = {"conversation": page.locator("#conversation-pane"), "settings": page.locator("#settings-pane"),
+             "inspector": page.locator("#inspector")}
+
+    def only(name: str) -> None:
+        for key, pane in panes.items():
+            expect(pane).to_be_visible() if key == name else expect(pane).to_be_hidden()
+        expect(page.locator(f'.ws-tabs [data-pane="{name}"]')).to_have_attribute("aria-selected", "true")
+        box = panes[name].bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390 + 0.5
+
+    only("conversation")
+    expect(page.locator("#composer-input")).to_be_visible()
+    expect(page.locator(".splitter").first).to_be_hidden()
+    page.click('.ws-tabs [data-pane="settings"]')
+    only("settings")
+    expect(page.locator("#settings-form input[name=name]")).to_be_visible()
+    page.click('.ws-tabs [data-pane="inspector"]')
+    only("inspector")
+    expect(page.locator("#context-panel .ctx-bar")).to_be_visible()
+    page.click('.ws-tabs [data-pane="conversation"]')
+    only("conversation")
+    page.locator(f'#conversation .step-chip[data-step="{step.id}"]').first.click()  # opens the step in the Context tab
+    only("inspector")
+    expect(page.locator("#step-detail .step-card strong").first).to_have_text(f"Step {step.index}")
+    assert _audit(page) == []
+
+
+def _background(page) -> str:
+    return page.evaluate("getComputedStyle(document.body).backgroundColor")
+
+
+def test_theme_follows_the_system_until_picked_and_the_pick_is_remembered(chromium, live_server_url, account):
+    from django.conf import settings
+    from django.test import Client
+
+    client = Client()
+    client.force_login(account.user)
+    context = chromium.new_context(base_url=live_server_url, color_scheme="dark")
+    context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                          "url": live_server_url}])
+    page = context.new_page()
+    page.goto("/tools/")
+    root = page.locator("html")
+    expect(root).to_have_attribute("data-theme", "dark")
+    expect(root).to_have_attribute("data-theme-source", "system")
+    dark_bg = _background(page)
+    editor = page.evaluate("getComputedStyle(document.querySelector('.CodeMirror')).backgroundColor")
+    assert editor == "rgb(26, 29, 36)"  # the code editor is dark too
+    assert page.evaluate("getComputedStyle(document.documentElement).colorScheme") == "dark"  # native controls follow
+    page.emulate_media(color_scheme="light")  # the system changes: the page follows at once
+    expect(root).to_have_attribute("data-theme", "light")
+    assert _background(page) != dark_bg
+    assert page.evaluate("getComputedStyle(document.querySelector('.CodeMirror')).backgroundColor") == "rgb(255, 255, 255)"
+
+    page.click("#theme-toggle")  # the person picks dark: the system no longer decides
+    expect(root).to_have_attribute("data-theme", "dark")
+    expect(root).to_have_attribute("data-theme-source", "picked")
+    assert page.evaluate("localStorage.getItem('aide-theme')") == "dark"
+    page.emulate_media(color_scheme="light")
+    page.reload()
+    expect(root).to_have_attribute("data-theme", "dark")
+    assert _background(page) == dark_bg
+    page.click("#theme-toggle")
+    expect(root).to_have_attribute("data-theme", "light")
+    page.goto("/settings/")  # remembered on every page
+    expect(root).to_have_attribute("data-theme", "light")
+    expect(page.locator("#theme-toggle")).to_have_attribute("title", "Switch to the dark theme")
+    context.close()
