@@ -26,6 +26,7 @@ WIDTHS = (390, 1024, 1280, 1920)
 HEIGHT = {390: 844, 1024: 768, 1280: 800, 1920: 1080}
 LONG = "Customer-support-agent-for-the-northern-european-region-with-an-unbroken-name"
 LONG_ID = "x" * 120
+RUN_S = 90000  # ms: a test run copies the agent and runs it through the executor (litellm's first import is slow)
 
 
 def _seed(account, fake_llm, tmp_path) -> dict:
@@ -106,6 +107,10 @@ def _workspace_states(page, width: int, data):
     page.click("#new-test")
     expect(page.locator("#test-editor form")).to_be_visible()
     yield "workspace-tests"
+    page.click("#run-all-tests")  # the fake model never says "order": expected against actual, side by side
+    expect(page.locator(".test-run").first).to_have_attribute("data-status", "failed", timeout=RUN_S)
+    page.locator(".test-run .test-result").first.scroll_into_view_if_needed()
+    yield "workspace-test-results"
     page.click('.pill-nav [data-tab="tab-context"]')  # the next page load opens on the usual tab
 
 
