@@ -5,7 +5,6 @@ splitters remember their widths, the inspector is a drawer at tablet widths and 
 Screenshots of every page, size and theme go to test-artifacts/screenshots/layout/ (and /tmp/shots/ when it exists)."""
 
 import json
-import re
 from pathlib import Path
 
 from playwright.sync_api import expect
@@ -147,7 +146,6 @@ def test_every_page_fits_and_reads_at_each_width_in_both_themes(signed_in, accou
                     _check(page, state, width, problems)
         for state in _import_states(page, data):
             _check(page, state, width, problems)
-    Path("/tmp/layout-problems.txt").write_text("\n".join(problems))
     assert problems == [], "\n".join(problems)
 
 
@@ -163,6 +161,9 @@ def test_login_page_fits_and_reads_at_each_width_in_both_themes(chromium, live_s
         page.click("button[type=submit]")
         expect(page.locator("#login-error")).to_be_visible()
         _check(page, "login", width, problems)
+    before = page.get_attribute("html", "data-theme")
+    page.click("#theme-toggle")  # signed out too, the theme can be picked
+    expect(page.locator("html")).not_to_have_attribute("data-theme", before)
     context.close()
     assert problems == [], "\n".join(problems)
 
@@ -336,3 +337,35 @@ def test_theme_follows_the_system_until_picked_and_the_pick_is_remembered(chromi
     expect(root).to_have_attribute("data-theme", "light")
     expect(page.locator("#theme-toggle")).to_have_attribute("title", "Switch to the dark theme")
     context.close()
+
+
+def test_the_audit_reports_what_it_looks_for(chromium):
+    """layout_checks.js on a page made wrong on purpose: each kind of problem is named, a sound page passes."""
+    page = chromium.new_page(viewport={"width": 390, "height": 600})
+    page.set_content("""<body style="margin:0;font:14px sans-serif;background:#fff;color:#111">
+      <p id="fine">Readable text</p>
+      <div id="wide" style="width:600px">Too wide for a phone</div>
+      <p id="faint" style="color:#aaa">Faint grey text</p>
+      <div style="position:relative;height:40px"><span id="a" style="position:absolute;left:0">First label</span>
+        <span id="b" style="position:absolute;left:10px">Second label</span></div>
+      <div style="display:flex;width:200px"><span style="flex:none;width:190px">x</span><input id="narrow" value="v" style="min-width:0"></div>
+      <div style="overflow:hidden;width:80px"><span style="white-space:nowrap">clipped words that go on</span></div>
+      <div style="overflow:hidden;text-overflow:ellipsis;white-space:nowrap;width:80px" title="an ellipsis, then a tooltip">
+        <code>an ellipsis, then a tooltip</code></div>
+      <div id="pane" style="overflow:auto;width:100px;height:40px"><div style="width:300px">pane content</div></div></body>""")
+    found = "\n".join(page.evaluate(CHECKS))
+    assert "horizontal scroll: document is 600px wide in 390px" in found
+    assert 'cut off by the window (0..600 of 390): div#wide "Too wide for a phone"' in found
+    assert 'p#faint "Faint grey text"' in found and "contrast 2.32 < 4.5" in found
+    assert 'overlap' in found and 'span#a "First label" / span#b "Second label"' in found
+    assert "squeezed to" in found and "input#narrow" in found
+    assert 'cut off by div "clipped words that go on": span "clipped words that go on"' in found
+    assert "ellipsis" not in found  # truncated on purpose, with the full text in a tooltip
+    assert 'scrolls sideways (300px in 100px): div#pane' in found
+    assert "p#fine" not in found
+
+    # #e6e7eb at 40 % over #111318 is rgb(102, 104, 108): 3.32:1
+    page.set_content("<body style='margin:0;background:#111318;color:#e6e7eb'><p>Light on dark</p>"
+                     "<p style='opacity:.4'>Faded</p></body>")
+    assert page.evaluate(CHECKS) == ['contrast 3.32 < 4.5 (rgb(230, 231, 235) on rgb(17,19,24), opacity 0.4): p "Faded"']
+    page.close()
