@@ -1,4 +1,4 @@
-// Agent workspace, inspector side: tabs, resizable panes (remembered), the window slider, payload views (parts or
+// Agent workspace, inspector side: tabs, the window slider, payload views (parts or
 // raw JSON, remembered), copy, step chips, the runs table and the memory-block counters.
 (function () {
   "use strict";
@@ -21,49 +21,6 @@
   document.querySelectorAll(".pill-nav [data-tab]").forEach((btn) => btn.addEventListener("click", () => openTab(btn.dataset.tab)));
   const savedTab = store.get("aide-tab", "tab-context");
   if (savedTab !== "tab-context" && document.getElementById(savedTab)) openTab(savedTab);
-
-  // ---- resizable panes: drag (or arrow keys on) a splitter; the widths are remembered
-  const main = $("main.workspace");
-  const MIN = {left: 200, right: 300}, CENTER_MIN = 360;
-  function applyLayout(layout) {
-    if (layout.left) main.style.setProperty("--left-w", layout.left + "px");
-    if (layout.right) main.style.setProperty("--right-w", layout.right + "px");
-  }
-  function clampWidth(side, w) {
-    const other = side === "left" ? ($("#inspector").offsetWidth || 430) : ($("#settings-pane").offsetWidth || 300);
-    return Math.max(MIN[side], Math.min(w, window.innerWidth - other - CENTER_MIN - 12));
-  }
-  let layout = store.get("aide-layout", {});
-  applyLayout(layout);
-  document.querySelectorAll(".splitter").forEach((sp) => {
-    const side = sp.dataset.split;
-    const pane = side === "left" ? $("#settings-pane") : $("#inspector");
-    function setWidth(w) {
-      layout = Object.assign({}, layout, {[side]: Math.round(clampWidth(side, w))});
-      applyLayout(layout);
-    }
-    sp.addEventListener("pointerdown", (e) => {
-      e.preventDefault();
-      sp.setPointerCapture(e.pointerId);
-      const startX = e.clientX, startW = pane.getBoundingClientRect().width;
-      document.body.classList.add("resizing");
-      const move = (m) => setWidth(side === "left" ? startW + (m.clientX - startX) : startW - (m.clientX - startX));
-      const up = () => {
-        sp.removeEventListener("pointermove", move);
-        document.body.classList.remove("resizing");
-        store.set("aide-layout", layout);
-      };
-      sp.addEventListener("pointermove", move);
-      sp.addEventListener("pointerup", up, {once: true});
-    });
-    sp.addEventListener("keydown", (e) => {
-      if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
-      const dir = (e.key === "ArrowRight" ? 1 : -1) * (side === "left" ? 1 : -1);
-      setWidth(pane.getBoundingClientRect().width + 24 * dir);
-      store.set("aide-layout", layout);
-    });
-    sp.addEventListener("dblclick", () => { layout = Object.assign({}, layout, {[side]: null}); main.style.removeProperty(side === "left" ? "--left-w" : "--right-w"); store.set("aide-layout", layout); });
-  });
 
   // ---- payload views: readable parts or the raw JSON (the choice is remembered)
   function applyPayloadView(root) {
