@@ -55,7 +55,7 @@ def agent_create(request, body: AgentCreateIn):
         context_window_limit=window, tags=body.tags, metadata=body.metadata,
         secrets=body.secrets or body.tool_exec_environment_variables, embedding=body.embedding or "",
         model_settings=_model_settings(body), max_steps=body.max_steps or 50,
-        overflow_strategy=body.overflow_strategy or "summarize", agent_type=body.agent_type or "memgpt_v2_agent",
+        overflow_strategy=body.overflow_strategy or "summarize", agent_type=body.agent_type or "letta_v1_agent",
     )
     return 201, presenters.agent_state(agent)
 

@@ -91,7 +91,8 @@ def messages_list(request, agent_id: str, q: Query[MessageListQuery]):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     rows = history.agent_messages_list(agent=agent, before=q.before, after=q.after, limit=q.limit,
                                        ascending=q.order == "asc")
-    return messages_to_letta(rows, use_assistant_message=q.use_assistant_message, types=q.include_return_message_types)
+    return messages_to_letta(rows, use_assistant_message=q.use_assistant_message, types=q.include_return_message_types,
+                             agent_type=agent.agent_type, hide_assistant_returns=True)
 
 
 class CancelIn(Schema):
@@ -145,7 +146,8 @@ def run_retrieve(request, run_id: str):
 
 @router.get("/runs/{run_id}/messages", response=list[dict], tags=["runs"])
 def run_messages(request, run_id: str):
-    return messages_to_letta(history.run_messages(run=history.run_get(owner=owner(request), run_id=run_id)))
+    run = history.run_get(owner=owner(request), run_id=run_id)
+    return messages_to_letta(history.run_messages(run=run), agent_type=run.agent.agent_type)
 
 
 @router.get("/runs/{run_id}/steps", response=list[dict], tags=["runs"])

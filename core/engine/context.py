@@ -22,6 +22,7 @@ from core.engine.types import (
     Section,
     ToolRule,
     ToolSpec,
+    sends_thinking_blocks,
 )
 
 SECTION_NAMES = ("system", "tool_rules", "core_memory", "memory_metadata", "summary", "messages", "tools")
@@ -88,7 +89,8 @@ def _message_tokens(model: str, message: Message) -> int:
 def _tools_section(agent: AgentSpec, tools: Sequence[ToolSpec], rules: Sequence[ToolRule], allowed: Sequence[str] | None):
     offered = [t for t in tools if allowed is None or t.name in set(allowed)]
     no_heartbeat = non_heartbeat_tools(rules)
-    defs = [tool_definition(t, thinking=agent.uses_thinking_arg, heartbeat=t.name not in no_heartbeat) for t in offered]
+    defs = [tool_definition(t, thinking=agent.uses_thinking_arg, heartbeat=agent.heartbeats and t.name not in no_heartbeat)
+            for t in offered]
     n = sum(tokens.count_tool(agent.model, d) for d in defs)
     return defs, Section(name="tools", text=json.dumps(defs, indent=2), tokens=n)
 
@@ -111,7 +113,8 @@ def compile_context(
     `messages` are the in-context messages after the system message, which is always rebuilt from `agent`,
     `blocks` and `stats` (a system-role message among them, such as another agent's, is kept). `summary` is the
     conversation-summary message, placed right after the system message. `allowed_tools` narrows the
-    tools offered (from rules.allowed_tools); `tool_choice` defaults to "required" when tools are offered.
+    tools offered (from rules.allowed_tools); `tool_choice` defaults to "required" when tools are offered
+    ("auto" for letta_v1_agent, whose turn ends with a reply that calls no tool).
     """
     model = agent.model
     texts = {
@@ -130,7 +133,8 @@ def compile_context(
         sections.append(Section(name="summary", text=summary.content, tokens=_message_tokens(model, summary)))
     else:
         sections.append(Section(name="summary", text="", tokens=0))
-    history = [m.to_openai() for m in messages]
+    signed = sends_thinking_blocks(model)
+    history = [m.to_openai(thinking_blocks=signed) for m in messages]
     chat += history
     sections.append(
         Section(name="messages", text=json.dumps(history, ensure_ascii=False), tokens=sum(_message_tokens(model, m) for m in messages))
@@ -141,7 +145,7 @@ def compile_context(
     request: dict[str, Any] = {"model": model, "messages": chat}
     if defs:
         request["tools"] = defs
-        request["tool_choice"] = tool_choice or "required"
+        request["tool_choice"] = tool_choice or ("required" if agent.heartbeats else "auto")
     if agent.temperature is not None:
         request["temperature"] = agent.temperature
     if agent.max_tokens:
