@@ -26,6 +26,10 @@ def _model_settings(body, base: dict | None = None) -> dict:
             ms[key] = cfg[key]
     if "put_inner_thoughts_in_kwargs" in cfg:
         ms["put_inner_thoughts"] = bool(cfg["put_inner_thoughts_in_kwargs"])
+    if cfg.get("enable_reasoner") is not None:  # native reasoning (Anthropic: extended thinking)
+        ms["enable_reasoner"] = ms["native_reasoning"] = bool(cfg["enable_reasoner"])
+    if isinstance(cfg.get("max_reasoning_tokens"), int) and cfg["max_reasoning_tokens"] > 0:
+        ms["max_reasoning_tokens"] = min(cfg["max_reasoning_tokens"], 128_000)
     return ms
 
 

@@ -18,6 +18,7 @@ router = Router(tags=["messages"])
 class MessageIn(Schema):
     role: Literal["user", "system"] = "user"
     content: str | list[dict] = ""
+    otid: str | None = Field(None, max_length=100)  # the client's offline id, stored and listed back
 
 
 class LettaRequest(Schema):
@@ -34,7 +35,7 @@ class LettaRequest(Schema):
 
 def _inputs(body: LettaRequest) -> list[dict]:
     if body.messages:
-        return [m.dict() for m in body.messages]
+        return [m.dict(exclude_none=True) for m in body.messages]
     return [{"role": "user", "content": body.input}] if body.input else []
 
 

@@ -9,24 +9,15 @@ assistant_message unless asked otherwise, and then its tool return is what Letta
 """
 
 import json
-import uuid
 from typing import Any
 
+from core.engine.stream import segment_otid as derived_otid
 from core.engine.types import uses_heartbeats
 
 from core.models import Message
 
 ASSISTANT_TOOL = "send_message"
 ASSISTANT_KWARG = "message"
-
-
-def derived_otid(message_id: str, index: int) -> str | None:
-    """Letta's otid of part `index` of a stored message: the id's UUID with its low 7 bits set to the index."""
-    try:
-        value = uuid.UUID(message_id[-36:]).int
-    except ValueError:
-        return None
-    return str(uuid.UUID(int=(value & ~0x7F) | (index & 0x7F)))
 
 
 def _base(row: Message, message_type: str, part: int = 0) -> dict[str, Any]:

@@ -86,6 +86,7 @@ class ParsedMessage:
     name: str = ""
     tool_return: dict[str, Any] = field(default_factory=dict)
     kind: str = ""
+    otid: str = ""  # the client's offline id (Letta's `otid`), kept through export and import
 
     @property
     def content(self) -> list[dict[str, str]]:

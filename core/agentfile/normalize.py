@@ -222,7 +222,8 @@ def messages(raw: list, path: str, keys: list[str], warn: list[str]) -> tuple[li
         returns = _tool_returns(d.get("tool_returns"), c.join(p, "tool_returns"))
         call_id = c.string(d.get("tool_call_id"), c.join(p, "tool_call_id"), limit=200)
         name = c.string(d.get("name"), c.join(p, "name"), limit=200)
-        base = {"reasoning": reasoning, "reasoning_source": "native" if reasoning and native else ("thinking_arg" if reasoning else "")}
+        base = {"reasoning": reasoning, "reasoning_source": "native" if reasoning and native else ("thinking_arg" if reasoning else ""),
+                "otid": c.string(d.get("otid"), c.join(p, "otid"), limit=100)}
         if role == "approval" and not calls:
             became[key] = []
             continue

@@ -95,6 +95,17 @@ def _tools_section(agent: AgentSpec, tools: Sequence[ToolSpec], rules: Sequence[
     return defs, Section(name="tools", text=json.dumps(defs, indent=2), tokens=n)
 
 
+def _ask_for_thinking(request: dict[str, Any], budget: int) -> None:
+    """Anthropic's extended thinking: a budget below max_tokens, temperature 1, and no forced tool choice
+    (the API refuses the others with thinking on)."""
+    budget = max(1024, budget)
+    request["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    request["max_tokens"] = max(request.get("max_tokens") or 0, budget + 1024)
+    request.pop("temperature", None)
+    if request.get("tool_choice") not in (None, "auto", "none"):
+        request["tool_choice"] = "auto"
+
+
 def compile_context(
     agent: AgentSpec,
     blocks: Sequence[BlockSpec],
@@ -150,6 +161,8 @@ def compile_context(
         request["temperature"] = agent.temperature
     if agent.max_tokens:
         request["max_tokens"] = agent.max_tokens
+    if agent.extended_thinking:
+        _ask_for_thinking(request, agent.thinking_budget)
     total = sum(s.tokens for s in sections) + tokens.REPLY_PRIMING_TOKENS
     return CompiledContext(
         sections=tuple(sections),

@@ -63,6 +63,12 @@ class AgentSpec:
     native_reasoning: bool = False
     put_inner_thoughts: bool = True
     agent_type: str = MEMGPT_V2_AGENT
+    thinking_budget: int = 1024  # extended-thinking tokens asked of an Anthropic model with native reasoning
+
+    @property
+    def extended_thinking(self) -> bool:
+        """Whether requests ask the provider for signed thinking blocks (Anthropic models with native reasoning)."""
+        return self.native_reasoning and sends_thinking_blocks(self.model)
 
     @property
     def heartbeats(self) -> bool:
