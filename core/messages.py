@@ -80,9 +80,24 @@ def message_to_letta(row: Message, *, use_assistant_message: bool = True, agent_
     return [{**_base(row, "user_message"), "content": row.text}]
 
 
-def is_assistant_return(row: Message, call_names: dict[str, str]) -> bool:
-    """Whether a row is the tool return of a send_message call (which Letta's API does not list)."""
-    return row.role == "tool" and (call_names.get(row.tool_call_id) or row.name) == ASSISTANT_TOOL
+def shown_as_assistant(call: dict) -> bool:
+    """Whether a stored tool call lists as an assistant_message (a send_message call with its `message`)."""
+    args = _call_args(call.get("arguments", ""))
+    return call.get("name") == ASSISTANT_TOOL and args is not None and ASSISTANT_KWARG in args
+
+
+def is_assistant_return(row: Message, calls: dict[str, dict]) -> bool:
+    """Whether a row is the return of a send_message call shown as an assistant_message (Letta does not list
+    it); `calls` maps call ids to the stored calls at hand, else the row's own name and status decide."""
+    if row.role != "tool" or (row.tool_return or {}).get("status", "success") != "success":
+        return False  # a send_message that failed (a rule refused it, say) shows why
+    call = calls.get(row.tool_call_id)
+    return shown_as_assistant(call) if call is not None else row.name == ASSISTANT_TOOL
+
+
+def assistant_calls(rows) -> dict[str, dict]:
+    """Every tool call of the assistant rows given, by call id."""
+    return {c.get("id"): c for r in rows if r.role == "assistant" for c in r.tool_calls or ()}
 
 
 def messages_to_letta(rows, *, use_assistant_message: bool = True, types: list[str] | None = None,
@@ -91,8 +106,8 @@ def messages_to_letta(rows, *, use_assistant_message: bool = True, types: list[s
     `hide_assistant_returns` (and use_assistant_message) send_message's tool returns are left out, as Letta does."""
     rows = list(rows)
     if hide_assistant_returns and use_assistant_message:
-        names = {c.get("id"): c.get("name") for r in rows if r.role == "assistant" for c in r.tool_calls or ()}
-        rows = [r for r in rows if not is_assistant_return(r, names)]
+        calls = assistant_calls(rows)
+        rows = [r for r in rows if not is_assistant_return(r, calls)]
     out = [d for row in rows for d in message_to_letta(row, use_assistant_message=use_assistant_message, agent_type=agent_type)]
     return [d for d in out if d["message_type"] in types] if types else out
 

@@ -32,7 +32,7 @@ from core.engine.tokens import step_cost
 from core.events import group_listened
 from core.engine.types import StopReason
 from core.errors import Conflict, Invalid, NotFound
-from core.messages import is_assistant_return, messages_to_letta, stop_reason_message, usage_statistics
+from core.messages import assistant_calls, is_assistant_return, messages_to_letta, stop_reason_message, usage_statistics
 from core.models import Agent, Organization, Run
 from core.runtime import overflow, persistence, tool_exec
 from core.runtime.emit import Emitter
@@ -374,12 +374,12 @@ def _account(rs: _RunState, usage: dict) -> None:
 
 def _emit_step(rs: _RunState, rows, inputs, step_index: int, agent_type: str) -> None:
     input_ids = {r.id for r in inputs if r.kind == ""}
-    names = {c.get("id"): c.get("name") for r in rows if r.role == "assistant" for c in r.tool_calls or ()}
+    calls = assistant_calls(rows)
     for row in rows:
         for event in messages_to_letta([row], agent_type=agent_type):
             event["step_index"] = step_index
             # the caller's own input, and send_message's return (Letta hides it), go to the IDE's tabs only
-            is_input = row.id in input_ids or is_assistant_return(row, names)
+            is_input = row.id in input_ids or is_assistant_return(row, calls)
             if not is_input:
                 rs.out.append(event)
             rs.emitter.emit(event, to_caller=not is_input, flush=False)
