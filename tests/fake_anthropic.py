@@ -58,6 +58,7 @@ class FakeAnthropic:
     def __init__(self, *, chunk_chars: int = 6):
         self.chunk_chars = chunk_chars
         self.requests: list[Recorded] = []
+        self.trusted: dict[str, str] = {}  # signature -> thinking: blocks signed elsewhere (a real agent file's)
         self._script: deque[AnthropicReply] = deque()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -121,7 +122,7 @@ class FakeAnthropic:
         return blocks
 
 
-def history_problem(body: dict[str, Any]) -> str | None:
+def history_problem(body: dict[str, Any], trusted: dict[str, str] | None = None) -> str | None:
     """What the real API would refuse in a request's messages: a thinking block altered or unsigned, a tool_use
     without its tool_result, or a tool name the request does not define."""
     names = {t.get("name") for t in body.get("tools") or []}
@@ -137,9 +138,12 @@ def history_problem(body: dict[str, Any]) -> str | None:
         content = m.get("content") if isinstance(m.get("content"), list) else []
         for block in content:
             kind = block.get("type")
-            if kind == "thinking" and block.get("signature") != sign(block.get("thinking", "")):
+            signature, thought = block.get("signature"), block.get("thinking", "")
+            if kind == "thinking" and signature != sign(thought) and (trusted or {}).get(signature) != thought:
                 return f"messages.{i}: Invalid `signature` in `thinking` block"
-            if kind == "tool_use" and thinking_on and content[0].get("type") not in ("thinking", "redacted_thinking"):
+            # the API insists on it for the assistant turn whose tool results end the request (the open tool loop)
+            open_loop = i == len(messages) - 2 and m.get("role") == "assistant"
+            if kind == "tool_use" and thinking_on and open_loop and content[0].get("type") not in ("thinking", "redacted_thinking"):
                 return (f"messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
                         f"`{content[0].get('type')}`. When `thinking` is enabled, a final `assistant` message must start "
                         "with a thinking block.")
@@ -205,7 +209,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.headers.get("x-api-key") or not self.headers.get("anthropic-version"):
             self._json({"type": "error", "error": {"type": "authentication_error", "message": "x-api-key"}}, 401)
             return
-        problem = history_problem(body)
+        problem = history_problem(body, self.fake.trusted)
         if problem:
             self._json({"type": "error", "error": {"type": "invalid_request_error", "message": problem}}, 400)
             return

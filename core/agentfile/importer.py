@@ -193,7 +193,8 @@ def _message_row(agent: Agent, m: ParsedMessage, seq: int) -> Message:
     return Message(id=new_id("message"), owner_id=agent.owner_id, agent=agent, seq=seq, role=m.role, content=m.content,
                    text=search_text(m.text, m.tool_calls), reasoning=m.reasoning, reasoning_source=m.reasoning_source,
                    tool_calls=[dict(c) for c in m.tool_calls], tool_call_id=m.tool_call_id, name=m.name,
-                   tool_return=dict(m.tool_return), kind=m.kind, otid=m.otid, token_count=count_message(agent.model, engine_msg))
+                   tool_return=dict(m.tool_return), kind=m.kind, otid=m.otid,
+                   thinking_blocks=[dict(b) for b in m.thinking_blocks], token_count=count_message(agent.model, engine_msg))
 
 
 def _passages_create(*, agent: Agent, pa: ParsedAgent) -> None:

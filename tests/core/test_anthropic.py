@@ -155,3 +155,38 @@ def test_anthropic_errors_become_llm_api_errors_and_change_nothing(account, fake
     result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "hi"}])
     assert result.status == "failed" and result.stop_reason == "llm_api_error" and "Overloaded" in result.error
     assert list(MessageRow.objects.filter(agent=agent).values_list("role", flat=True)) == ["system"]
+
+
+def test_a_real_letta_v1_agent_file_keeps_its_signed_thinking_and_continues_on_anthropic(account, fake_anthropic):
+    from pathlib import Path
+
+    from core.agentfile import ImportOptions, agentfile_export, agentfile_import, parse_agent_file
+    from core.models import Agent
+
+    raw = Path("/work/shared/fixtures/agent-files/test_agent.af").read_bytes()
+    doc = json.loads(raw)
+    signed = {p["signature"]: p["reasoning"] for m in doc["agents"][0]["messages"] for p in m.get("content") or []
+              if p.get("type") == "reasoning" and p.get("signature")}
+    result = agentfile_import(owner=account.org, parsed=parse_agent_file(raw), options=ImportOptions(model=MODEL))
+    agent = Agent.objects.get(id=result.agent_ids[0])
+    assert agent.agent_type == "letta_v1_agent" and agent.model_settings.get("native_reasoning")
+    stored = [b for r in MessageRow.objects.filter(agent=agent, role="assistant") for b in r.thinking_blocks]
+    assert stored and {b["signature"]: b["thinking"] for b in stored}.items() <= signed.items()
+    fake_anthropic.trusted.update(signed)  # the provider signed these; any change to them is refused
+    # the file ends on a tool call still awaiting approval; leave it out of the window so the turn can go on
+    from core.runtime.persistence import window_set
+
+    window_set(agent_id=agent.id, message_ids=list(agent.message_ids)[:-1])
+    agent.refresh_from_db()
+    fake_anthropic.script(FakeAnthropic.reply(thinking="A greeting.", text="Hello again."))
+    out = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "hello"}])
+    assert out.stop_reason == "end_turn", out.error
+    assert [m["message_type"] for m in out.messages] == ["reasoning_message", "assistant_message"]
+    sent = fake_anthropic.message_requests[0]
+    sent_blocks = [b for m in sent["messages"] if m["role"] == "assistant" for b in m["content"] if b["type"] == "thinking"]
+    in_window = {b["signature"] for r in MessageRow.objects.filter(id__in=agent.message_ids, role="assistant")
+                 for b in r.thinking_blocks}
+    assert in_window and {b["signature"] for b in sent_blocks} >= in_window
+    again = agentfile_export(agent=Agent.objects.get(id=agent.id))
+    exported = {p["signature"] for m in again["agents"][0]["messages"] for p in m["content"] if p.get("signature")}
+    assert {b["signature"] for b in stored} <= exported
