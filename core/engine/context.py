@@ -22,7 +22,6 @@ from core.engine.types import (
     Section,
     ToolRule,
     ToolSpec,
-    sends_thinking_blocks,
 )
 
 SECTION_NAMES = ("system", "tool_rules", "core_memory", "memory_metadata", "summary", "messages", "tools")
@@ -144,8 +143,7 @@ def compile_context(
         sections.append(Section(name="summary", text=summary.content, tokens=_message_tokens(model, summary)))
     else:
         sections.append(Section(name="summary", text="", tokens=0))
-    signed = sends_thinking_blocks(model)
-    history = [m.to_openai(thinking_blocks=signed) for m in messages]
+    history = [m.to_openai(thinking_blocks=agent.extended_thinking) for m in messages]
     chat += history
     sections.append(
         Section(name="messages", text=json.dumps(history, ensure_ascii=False), tokens=sum(_message_tokens(model, m) for m in messages))

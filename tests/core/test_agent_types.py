@@ -50,6 +50,24 @@ def test_the_compiler_offers_tools_as_each_type_expects(agent_type, heartbeat, c
     assert ctx.request["tool_choice"] == choice
 
 
+def test_extended_thinking_is_asked_of_anthropic_models_with_native_reasoning_only():
+    from core.engine.types import Message as EngineMessage
+    from core.engine.types import Role
+
+    blocks = ({"type": "thinking", "thinking": "plan", "signature": "sig"},)
+    history = [EngineMessage(id="m", role=Role.ASSISTANT, content="hi", thinking_blocks=blocks)]
+    claude = AgentSpec(id="a", name="a", system="s", model="anthropic/claude-sonnet-4-5", native_reasoning=True,
+                       thinking_budget=2000, agent_type=V2)
+    req = compile_context(claude, [], history, [_TOOL], [], MemoryStats()).request
+    assert req["thinking"] == {"type": "enabled", "budget_tokens": 2000} and req["max_tokens"] > 2000
+    assert "temperature" not in req and req["tool_choice"] == "auto"  # the API refuses forced tools with thinking
+    assert req["messages"][-1]["thinking_blocks"] == list(blocks)
+    for spec in (AgentSpec(id="a", name="a", system="s", model="openai/gpt-4o", native_reasoning=True),
+                 AgentSpec(id="a", name="a", system="s", model="anthropic/claude-sonnet-4-5")):
+        plain = compile_context(spec, [], history, [_TOOL], [], MemoryStats()).request
+        assert "thinking" not in plain and "thinking_blocks" not in plain["messages"][-1]
+
+
 def test_v1_loop_ends_on_text_and_continues_on_any_call_without_a_heartbeat():
     def decide(result, **kw):
         parsed = loop.parse_response(result, [_TOOL])
