@@ -248,3 +248,37 @@ def test_a_template_made_letta_v1_loses_send_message(account):
     assert agent.agent_type == V1 and not agent.tools.filter(name="send_message").exists()
     kept = agent_create_from_template(owner=account.org, template="af:memgpt_chat", name="u", model="openai/fake-model")
     assert kept.agent_type == V2 and kept.tools.filter(name="send_message").exists()
+
+
+def test_the_ide_context_simulator_and_settings_show_the_type(account):
+    from django.test import Client
+
+    web = Client()
+    web.force_login(account.user)
+    v1 = make_agent(account.org, name="v1", agent_type=V1)
+    v2 = make_agent(account.org, name="v2", agent_type=V2)
+    assert "request_heartbeat" not in web.get(f"/agents/{v1.id}/context/").content.decode()
+    assert "request_heartbeat" in web.get(f"/agents/{v2.id}/context/").content.decode()
+    assert "<code>letta_v1_agent</code>" in web.get(f"/agents/{v1.id}/").content.decode()
+    assert "<code>memgpt_v2_agent</code>" in web.get(f"/agents/{v2.id}/").content.decode()
+
+
+def test_the_new_agent_form_creates_the_chosen_type(account):
+    from django.test import Client
+
+    from core.models import Agent
+
+    web = Client()
+    web.force_login(account.user)
+    page = web.get("/").content.decode()
+    assert 'name="agent_type"' in page and 'value="letta_v1_agent" selected' in page
+    for chosen in (V1, V2):
+        r = web.post("/agents/new/", {"name": f"made-{chosen}", "template": "af:memgpt_chat", "model": "openai/fake-model",
+                                      "agent_type": chosen})
+        assert r.status_code == 302, r.content.decode()[:500]
+        made = Agent.objects.get(name=f"made-{chosen}")
+        assert made.agent_type == chosen
+        assert made.tools.filter(name="send_message").exists() is (chosen == V2)
+    bad = web.post("/agents/new/", {"name": "x", "template": "af:memgpt_chat", "model": "openai/fake-model",
+                                    "agent_type": "nonsense"})
+    assert bad.status_code == 400 and not Agent.objects.filter(name="x").exists()
