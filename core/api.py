@@ -26,6 +26,10 @@ def _model_settings(body, base: dict | None = None) -> dict:
             ms[key] = cfg[key]
     if "put_inner_thoughts_in_kwargs" in cfg:
         ms["put_inner_thoughts"] = bool(cfg["put_inner_thoughts_in_kwargs"])
+    if cfg.get("enable_reasoner") is not None:  # native reasoning (Anthropic: extended thinking)
+        ms["enable_reasoner"] = ms["native_reasoning"] = bool(cfg["enable_reasoner"])
+    if isinstance(cfg.get("max_reasoning_tokens"), int) and cfg["max_reasoning_tokens"] > 0:
+        ms["max_reasoning_tokens"] = min(cfg["max_reasoning_tokens"], 128_000)
     return ms
 
 
@@ -75,7 +79,7 @@ def agent_create(request, body: AgentCreateIn):
         context_window_limit=window, tags=body.tags, metadata=body.metadata,
         secrets=body.secrets or body.tool_exec_environment_variables, embedding=_embedding_handle(body),
         model_settings=_model_settings(body), max_steps=body.max_steps or 50,
-        overflow_strategy=body.overflow_strategy or "summarize", agent_type=body.agent_type or "memgpt_v2_agent",
+        overflow_strategy=body.overflow_strategy or "summarize", agent_type=body.agent_type or "letta_v1_agent",
         initial_messages=initial, embedding_config=body.embedding_config,
     )
     return 201, presenters.agent_state(agent)

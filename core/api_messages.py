@@ -19,6 +19,7 @@ router = Router(tags=["messages"])
 class MessageIn(Schema):
     role: Literal["user", "system"] = "user"
     content: str | list[dict] = ""
+    otid: str | None = Field(None, max_length=100)  # the client's offline id, stored and listed back
 
 
 class LettaRequest(Schema):
@@ -42,7 +43,7 @@ class LettaRequest(Schema):
 
 def _inputs(body: LettaRequest) -> list[dict]:
     if body.messages:
-        return [m.dict() for m in body.messages]
+        return [m.dict(exclude_none=True) for m in body.messages]
     return [{"role": "user", "content": body.input}] if body.input else []
 
 
@@ -100,7 +101,8 @@ def messages_list(request, agent_id: str, q: Query[MessageListQuery]):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     rows = history.agent_messages_list(agent=agent, before=q.before, after=q.after, limit=q.limit,
                                        ascending=q.order == "asc")
-    return messages_to_letta(rows, use_assistant_message=q.use_assistant_message, types=q.include_return_message_types)
+    return messages_to_letta(rows, use_assistant_message=q.use_assistant_message, types=q.include_return_message_types,
+                             agent_type=agent.agent_type, hide_assistant_returns=True)
 
 
 class CancelIn(Schema):
@@ -181,7 +183,8 @@ def run_retrieve(request, run_id: str):
 @router.get("/runs/{run_id}/messages", response=list[dict], tags=["runs"])
 def run_messages(request, run_id: str, q: Query[PageQuery]):
     run = history.run_get(owner=owner(request), run_id=run_id)
-    return messages_to_letta(history.run_messages(run=run, after=q.after, before=q.before, limit=q.limit, order=q.order))
+    return messages_to_letta(history.run_messages(run=run, after=q.after, before=q.before, limit=q.limit, order=q.order),
+                             agent_type=run.agent.agent_type)
 
 
 @router.get("/runs/{run_id}/steps", response=list[dict], tags=["runs"])

@@ -39,7 +39,8 @@ class AgentSnapshot:
 _CACHE_SIZE = 50_000
 _cache: OrderedDict[str, tuple[t.Message, str, str]] = OrderedDict()
 _cache_lock = threading.Lock()
-_FIELDS = ("id", "role", "text", "content", "tool_calls", "tool_call_id", "name", "reasoning", "token_count", "kind")
+_FIELDS = ("id", "role", "text", "content", "tool_calls", "tool_call_id", "name", "reasoning", "token_count", "kind",
+           "thinking_blocks")
 
 
 def messages_cached(ids: Sequence[str]) -> dict[str, tuple[t.Message, str, str]]:

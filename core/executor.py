@@ -149,4 +149,5 @@ def run_reply(*, run: Run, use_assistant_message: bool = True) -> list[dict]:
 
     rows = [m for m in history.run_messages(run=run)
             if not (m.kind == "" and m.role in ("user", "system")) and m.kind != "summary"]
-    return messages_to_letta(rows, use_assistant_message=use_assistant_message)
+    return messages_to_letta(rows, use_assistant_message=use_assistant_message, agent_type=run.agent.agent_type,
+                             hide_assistant_returns=True)

@@ -10,7 +10,8 @@ def agent_spec(agent: Agent) -> t.AgentSpec:
         id=agent.id, name=agent.name, system=agent.system, model=agent.model,
         temperature=ms.get("temperature", 0.7), max_tokens=ms.get("max_tokens"),
         context_window_limit=agent.context_window_limit, native_reasoning=bool(ms.get("native_reasoning", False)),
-        put_inner_thoughts=bool(ms.get("put_inner_thoughts", True)),
+        put_inner_thoughts=bool(ms.get("put_inner_thoughts", True)), agent_type=agent.agent_type,
+        thinking_budget=int(ms.get("max_reasoning_tokens") or 1024),
     )
 
 
@@ -29,7 +30,7 @@ def message(row: Message) -> t.Message:
         id=row.id, role=t.Role(row.role), content=row.body if row.role == "assistant" else row.text,
         tool_calls=tuple(t.ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments", "{}")) for c in row.tool_calls or ()),
         tool_call_id=row.tool_call_id or None, name=row.name or None, reasoning=row.reasoning or None,
-        token_count=row.token_count,
+        token_count=row.token_count, thinking_blocks=tuple(row.thinking_blocks or ()),
     )
 
 

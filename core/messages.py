@@ -1,11 +1,18 @@
 """Letta message presenters: stored Message rows → Letta v1 message dicts (the SSE, REST and websocket shape).
 
 One row may become several dicts (an assistant row: reasoning, then one per tool call); they share the
-row's id, as in Letta. A `send_message` call is shown as an assistant_message unless asked otherwise.
+row's id, as in Letta, and each carries an `otid`: the client's own for an input message, else one derived
+from the id per part (Letta's Message.generate_otid_from_id). A `send_message` call is shown as an
+assistant_message unless asked otherwise, and then its tool return is what Letta's API hides
+(`hide_assistant_returns`); the IDE shows everything. A letta_v1_agent's text beside tool calls is its reply
+(assistant_message); for the MemGPT types it was never shown to the user.
 """
 
 import json
 from typing import Any
+
+from core.engine.stream import segment_otid as derived_otid
+from core.engine.types import uses_heartbeats
 
 from core.models import Message
 
@@ -13,10 +20,10 @@ ASSISTANT_TOOL = "send_message"
 ASSISTANT_KWARG = "message"
 
 
-def _base(row: Message, message_type: str) -> dict[str, Any]:
+def _base(row: Message, message_type: str, part: int = 0) -> dict[str, Any]:
     out = {"id": row.id, "date": row.created_at.isoformat() if row.created_at else None, "message_type": message_type,
            "run_id": row.run_id, "step_id": row.step_id, "seq_id": row.seq, "name": row.name or None,
-           "otid": None, "sender_id": row.sender_agent_id or None}
+           "otid": row.otid or derived_otid(row.id, part), "sender_id": row.sender_agent_id or None}
     if row.kind:
         out["kind"] = row.kind
     return out
@@ -30,20 +37,27 @@ def _call_args(arguments: str) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def _assistant(row: Message, use_assistant_message: bool) -> list[dict[str, Any]]:
+def _signature(row: Message) -> str | None:
+    signed = [b.get("signature") for b in row.thinking_blocks or () if isinstance(b, dict) and b.get("signature")]
+    return signed[-1] if signed else None
+
+
+def _assistant(row: Message, use_assistant_message: bool, agent_type: str | None) -> list[dict[str, Any]]:
     out = []
     if row.reasoning:
         source = "reasoner_model" if row.reasoning_source == "native" else "non_reasoner_model"
-        out.append({**_base(row, "reasoning_message"), "reasoning": row.reasoning, "source": source, "signature": None})
-    if row.body and not row.tool_calls:
-        out.append({**_base(row, "assistant_message"), "content": row.body})
+        out.append({**_base(row, "reasoning_message", len(out)), "reasoning": row.reasoning, "source": source,
+                    "signature": _signature(row)})
+    reply = not row.tool_calls or (agent_type is not None and not uses_heartbeats(agent_type))
+    if row.body and reply:
+        out.append({**_base(row, "assistant_message", len(out)), "content": row.body})
     for call in row.tool_calls or []:
         args = _call_args(call.get("arguments", ""))
         if use_assistant_message and call.get("name") == ASSISTANT_TOOL and args is not None and ASSISTANT_KWARG in args:
-            out.append({**_base(row, "assistant_message"), "content": str(args[ASSISTANT_KWARG])})
+            out.append({**_base(row, "assistant_message", len(out)), "content": str(args[ASSISTANT_KWARG])})
             continue
         tool_call = {"name": call.get("name"), "arguments": call.get("arguments", "{}"), "tool_call_id": call.get("id")}
-        out.append({**_base(row, "tool_call_message"), "tool_call": tool_call, "tool_calls": [tool_call]})
+        out.append({**_base(row, "tool_call_message", len(out)), "tool_call": tool_call, "tool_calls": [tool_call]})
     return out
 
 
@@ -55,10 +69,10 @@ def _tool_return(row: Message) -> dict[str, Any]:
             "duration_ms": ret.get("duration_ms"), "sandbox": ret.get("sandbox") or None}
 
 
-def message_to_letta(row: Message, *, use_assistant_message: bool = True) -> list[dict[str, Any]]:
-    """The Letta message dicts for one stored message."""
+def message_to_letta(row: Message, *, use_assistant_message: bool = True, agent_type: str | None = None) -> list[dict[str, Any]]:
+    """The Letta message dicts for one stored message (`agent_type` None: the MemGPT types' shapes)."""
     if row.role == "assistant":
-        return _assistant(row, use_assistant_message)
+        return _assistant(row, use_assistant_message, agent_type)
     if row.role == "tool":
         return [_tool_return(row)]
     if row.role == "system":
@@ -66,9 +80,35 @@ def message_to_letta(row: Message, *, use_assistant_message: bool = True) -> lis
     return [{**_base(row, "user_message"), "content": row.text}]
 
 
-def messages_to_letta(rows, *, use_assistant_message: bool = True, types: list[str] | None = None) -> list[dict[str, Any]]:
-    """Letta message dicts for rows in order, optionally only the given message types."""
-    out = [d for row in rows for d in message_to_letta(row, use_assistant_message=use_assistant_message)]
+def shown_as_assistant(call: dict) -> bool:
+    """Whether a stored tool call lists as an assistant_message (a send_message call with its `message`)."""
+    args = _call_args(call.get("arguments", ""))
+    return call.get("name") == ASSISTANT_TOOL and args is not None and ASSISTANT_KWARG in args
+
+
+def is_assistant_return(row: Message, calls: dict[str, dict]) -> bool:
+    """Whether a row is the return of a send_message call shown as an assistant_message (Letta does not list
+    it); `calls` maps call ids to the stored calls at hand, else the row's own name and status decide."""
+    if row.role != "tool" or (row.tool_return or {}).get("status", "success") != "success":
+        return False  # a send_message that failed (a rule refused it, say) shows why
+    call = calls.get(row.tool_call_id)
+    return shown_as_assistant(call) if call is not None else row.name == ASSISTANT_TOOL
+
+
+def assistant_calls(rows) -> dict[str, dict]:
+    """Every tool call of the assistant rows given, by call id."""
+    return {c.get("id"): c for r in rows if r.role == "assistant" for c in r.tool_calls or ()}
+
+
+def messages_to_letta(rows, *, use_assistant_message: bool = True, types: list[str] | None = None,
+                      agent_type: str | None = None, hide_assistant_returns: bool = False) -> list[dict[str, Any]]:
+    """Letta message dicts for rows in order, optionally only the given message types; with
+    `hide_assistant_returns` (and use_assistant_message) send_message's tool returns are left out, as Letta does."""
+    rows = list(rows)
+    if hide_assistant_returns and use_assistant_message:
+        calls = assistant_calls(rows)
+        rows = [r for r in rows if not is_assistant_return(r, calls)]
+    out = [d for row in rows for d in message_to_letta(row, use_assistant_message=use_assistant_message, agent_type=agent_type)]
     return [d for d in out if d["message_type"] in types] if types else out
 
 

@@ -241,6 +241,10 @@ class Message(models.Model):
     tool_return = StorableJSONField(default=dict, blank=True)  # {status, stdout, stderr, duration_ms, sandbox}
     kind = models.CharField(max_length=32, blank=True, default="")  # heartbeat | summary | agent_message | ...
     sender_agent_id = models.CharField(max_length=64, blank=True, default="")
+    # The client's offline id of an input message (Letta's `otid`), echoed back on every listing.
+    otid = models.CharField(max_length=100, blank=True, default="")
+    # An Anthropic reply's signed thinking blocks, sent back to the provider unchanged on later calls.
+    thinking_blocks = StorableJSONField(default=list, blank=True)
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
     step = models.ForeignKey(Step, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
     token_count = models.PositiveIntegerField(default=0)

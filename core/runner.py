@@ -14,6 +14,7 @@ writes only a step record carrying the error, so the agent's state stays exactly
 
 import logging
 import time
+import uuid
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -31,7 +32,7 @@ from core.engine.tokens import step_cost
 from core.events import group_listened
 from core.engine.types import StopReason
 from core.errors import Conflict, Invalid, NotFound
-from core.messages import messages_to_letta, stop_reason_message, usage_statistics
+from core.messages import assistant_calls, is_assistant_return, messages_to_letta, stop_reason_message, usage_statistics
 from core.models import RUN_ACTIVE, Agent, Organization, Run, RunStatus
 from core.runtime import overflow, persistence, tool_exec
 from core.runtime.emit import Emitter
@@ -82,7 +83,11 @@ def input_normalize(messages: list[dict]) -> list[dict]:
             raise Invalid(f"messages[{i}].role must be 'user' or 'system'")
         if not text.strip():
             raise Invalid(f"messages[{i}] has no text")
-        out.append({"role": role, "text": text, "sender_agent_id": m.get("sender_agent_id", "")})
+        otid = m.get("otid")
+        if otid is not None and (not isinstance(otid, str) or len(otid) > 100):
+            raise Invalid(f"messages[{i}].otid must be a string of at most 100 characters")
+        out.append({"role": role, "text": text, "sender_agent_id": m.get("sender_agent_id", ""),
+                    "otid": otid or str(uuid.uuid4())})
     if not out:
         raise Invalid("Send at least one message")
     return out
@@ -153,7 +158,8 @@ def run_agent(*, agent_id: str, owner: Organization, input_messages: list[dict],
         return _finish(_RunState(run, None, emitter, run.max_steps, error=str(exc)), StopReason.ERROR)
     rs = _RunState(run, resolved, emitter, run.max_steps)
     rs.pending = [persistence.message_build(agent=agent, role=m["role"], text=m["text"], kind=m.get("kind", ""),
-                                            sender_agent_id=m.get("sender_agent_id", "")) for m in run.input_messages]
+                                            sender_agent_id=m.get("sender_agent_id", ""), otid=m.get("otid", ""))
+                  for m in run.input_messages]
     emitter.emit({"message_type": "run_status", "run_id": run.id, "status": "running", "stop_reason": None},
                  to_caller=False)
     try:
@@ -175,7 +181,8 @@ def _agent_unless_cancelled(run: Run) -> Agent | None:
 
 
 def _compile(rs: _RunState, snap: AgentSnapshot):
-    allowed = rule_solver.allowed_tools(snap.rules, [t.name for t in snap.tools], rs.history, rs.last_output)
+    allowed = rule_solver.allowed_tools(snap.rules, [t.name for t in snap.tools], rs.history, rs.last_output,
+                                        default_choice="required" if snap.spec.heartbeats else "auto")
     extra = [mapping.message(r) for r in rs.pending]
     ctx = context_compile(snap, extra=extra, allowed_tools=allowed.tools, tool_choice=allowed.tool_choice)
     return allowed, ctx
@@ -295,7 +302,8 @@ def _assistant_row(agent, result, parsed, message_id: str):
         source = "native" if parts[0][1] == "reasoner_model" else "thinking_arg"
     calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls]
     return persistence.message_build(agent=agent, role="assistant", text=result.content or "", reasoning=reasoning,
-                                     reasoning_source=source, tool_calls=calls, message_id=message_id)
+                                     reasoning_source=source, tool_calls=calls, message_id=message_id,
+                                     thinking_blocks=result.thinking_blocks)
 
 
 def _tool_rows(agent, snap, parsed, outcomes) -> tuple[list, list[bool]]:
@@ -322,7 +330,8 @@ def _commit_step(rs: _RunState, snap, ctx, allowed, step_id, message_id, request
         history = rs.history + [c.name for c in parsed.calls if c.valid]
         rs.steps += 1
         decision = loop.decide_next(parsed=parsed, failed=failed, tool_rules=snap.rules, history=history,
-                                    steps_taken=rs.steps, max_steps=rs.max_steps)
+                                    steps_taken=rs.steps, max_steps=rs.max_steps, heartbeats=snap.spec.heartbeats,
+                                    finish_reason=result.finish_reason)
         usage = persistence.usage_dict(result.usage)
         # Our own pre-call count beside the provider's, and the price (None: the model has no known price).
         usage.update(estimated_prompt_tokens=ctx.total_tokens, cost_usd=step_cost(snap.spec.model, usage))
@@ -342,11 +351,13 @@ def _commit_step(rs: _RunState, snap, ctx, allowed, step_id, message_id, request
     rs.history = history
     valid = [i for i, c in enumerate(parsed.calls) if c.valid and i in outcomes]
     rs.last_output = outcomes[valid[-1]].value if valid else rs.last_output
-    _emit_step(rs, rows, inputs, step.index)
+    _emit_step(rs, rows, inputs, step.index, snap.spec.agent_type)
     if not decision.continue_loop:
         return decision.stop_reason
+    # letta_v1_agent continues on the tool results alone; a heartbeat goes only where the decision gives a reason.
     rs.pending = [persistence.message_build(agent=agent, role="user", kind="heartbeat",
-                                            text=loop.heartbeat_message(decision.heartbeat_reason))]
+                                            text=loop.heartbeat_message(decision.heartbeat_reason))
+                  ] if decision.heartbeat_reason else []
     return None
 
 
@@ -360,12 +371,14 @@ def _account(rs: _RunState, usage: dict) -> None:
         rs.usage["cost_usd"] = round(rs.usage.get("cost_usd", 0.0) + usage["cost_usd"], 10)
 
 
-def _emit_step(rs: _RunState, rows, inputs, step_index: int) -> None:
+def _emit_step(rs: _RunState, rows, inputs, step_index: int, agent_type: str) -> None:
     input_ids = {r.id for r in inputs if r.kind == ""}
+    calls = assistant_calls(rows)
     for row in rows:
-        for event in messages_to_letta([row]):
+        for event in messages_to_letta([row], agent_type=agent_type):
             event["step_index"] = step_index
-            is_input = row.id in input_ids
+            # the caller's own input, and send_message's return (Letta hides it), go to the IDE's tabs only
+            is_input = row.id in input_ids or is_assistant_return(row, calls)
             if not is_input:
                 rs.out.append(event)
             rs.emitter.emit(event, to_caller=not is_input, flush=False)

@@ -29,7 +29,7 @@ class AgentCreateIn(Schema):
     name: AgentName | None = Field(None, description="A readable unique name is generated when absent.")
     description: str | None = ""
     system: str | None = None
-    agent_type: AgentType | None = "memgpt_v2_agent"
+    agent_type: AgentType | None = "letta_v1_agent"  # Letta 1.x's default
     model: ModelHandle | None = None
     llm_config: dict | None = None
     embedding: Embedding | None = None

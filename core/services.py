@@ -14,6 +14,13 @@ DEFAULT_SYSTEM = (
     "insert into), and through recall memory (every past message, searchable). Think before you act; "
     "reply to the user with send_message."
 )
+# letta_v1_agent answers in plain text and has no send_message (Letta's letta_v1 prompt, in short).
+DEFAULT_SYSTEM_V1 = (
+    "You are a helpful, stateful agent. You remember across conversations through your memory blocks, "
+    "which you can edit with your memory tools, through archival memory (a searchable store you can "
+    "insert into), and through recall memory (every past message, searchable). Keep calling tools until "
+    "the task is done; to reply and yield control to the user, end your response without a tool call."
+)
 MIN_CONTEXT_WINDOW = 1024
 # No model has a window near this; a bound well inside the column's 2^31 keeps token arithmetic sane.
 MAX_CONTEXT_WINDOW = 10_000_000
@@ -78,7 +85,11 @@ def agent_create(*, owner: Organization, name: str, model: str | None = None, sy
     from memory import services as memory_services
     from tools import services as tool_services
 
+    from core.engine.types import uses_heartbeats
+
     model = model or settings.DEFAULT_MODEL
+    if system is None:
+        system = DEFAULT_SYSTEM if uses_heartbeats(agent_type) else DEFAULT_SYSTEM_V1
     _validate_agent_fields(name=name, model=model, context_window_limit=context_window_limit, tags=list(tags),
                            max_steps=max_steps, agent_type=agent_type, overflow_strategy=overflow_strategy,
                            embedding=embedding)
@@ -98,7 +109,8 @@ def agent_create(*, owner: Organization, name: str, model: str | None = None, sy
     for block_id in block_ids:
         memory_services.block_attach_by_id(agent=agent, block_id=block_id)
     tool_services.agent_tools_attach_initial(agent=agent, names=list(tools), ids=list(tool_ids),
-                                             include_base=include_base_tools, include_multi_agent=include_multi_agent_tools)
+                                             include_base=include_base_tools, include_multi_agent=include_multi_agent_tools,
+                                             without=() if uses_heartbeats(agent_type) else ("send_message",))
     system_message = Message.objects.create(owner=owner, agent=agent, seq=0, role="system",
                                             content=[{"type": "text", "text": agent.system}], text=agent.system)
     agent.message_ids = [system_message.id, *_initial_messages(agent, initial_messages)]

@@ -29,18 +29,22 @@ def agent_templates() -> list[tuple[str, str]]:
     return shipped or [(k, v[0]) for k, v in BUILTIN_TEMPLATES.items()]
 
 
-def agent_create_from_template(*, owner: Organization, template: str, name: str, model: str) -> Agent:
-    """Create an agent from a template key (a shipped agent file or a built-in); writes the agent and its blocks."""
+def agent_create_from_template(*, owner: Organization, template: str, name: str, model: str,
+                               agent_type: str | None = None) -> Agent:
+    """Create an agent from a template key (a shipped agent file or a built-in); writes the agent and its blocks.
+    `agent_type` overrides the template's (None: the template's own)."""
     if template.startswith("af:"):
         from core.agentfile.importer import ImportOptions, agentfile_import
         from core.agentfile.templates import template_load
 
-        result = agentfile_import(owner=owner, parsed=template_load(template[3:]), options=ImportOptions(name=name, model=model))
+        result = agentfile_import(owner=owner, parsed=template_load(template[3:]), options=ImportOptions(name=name, model=model,
+                                                                                       agent_type=agent_type or None))
         agents = {a.id: a for a in Agent.objects.filter(id__in=result.agent_ids)}
         team_block_fill(agents=[agents[i] for i in result.agent_ids])
         return agents[result.agent_ids[0]]
     _, blocks = BUILTIN_TEMPLATES.get(template, BUILTIN_TEMPLATES["blank"])
-    return agent_create(owner=owner, name=name, model=model, memory_blocks=[BlockInput(**vars(b)) for b in blocks])
+    return agent_create(owner=owner, name=name, model=model, memory_blocks=[BlockInput(**vars(b)) for b in blocks],
+                        agent_type=agent_type or "letta_v1_agent")
 
 
 def team_block_fill(*, agents: list[Agent]) -> None:

@@ -15,13 +15,13 @@ def _error(message: str, detail=None) -> dict:
     return {"message_type": "error_message", "message": message, "detail": detail}
 
 
-def _submit(principal: Principal, agent_id: str, text: str, max_steps):
+def _submit(principal: Principal, agent_id: str, text: str, max_steps, otid: str | None = None):
     from core import executor, runner
     from core.providers import model_resolve
     from core.selectors import agent_get
 
     agent = agent_get(owner=principal.org, agent_id=agent_id)
-    inputs = runner.input_normalize([{"role": "user", "content": text}])
+    inputs = runner.input_normalize([{"role": "user", "content": text, **({"otid": otid} if otid else {})}])
     model_resolve(owner=principal.org, handle=agent.model)
     return executor.run_submit(owner=principal.org, agent_id=agent_id, input_messages=inputs, max_steps=max_steps)
 
@@ -40,7 +40,8 @@ async def _user_message(principal: Principal, agent_id: str, payload: dict) -> d
     if max_steps is not None and not isinstance(max_steps, int):
         return _error("max_steps must be a whole number.")
     try:
-        run = await database_sync_to_async(_submit)(principal, agent_id, text, max_steps)
+        otid = payload["otid"][:100] if isinstance(payload.get("otid"), str) else None  # stored on the message
+        run = await database_sync_to_async(_submit)(principal, agent_id, text, max_steps, otid)
     except DomainError as exc:
         return _error(exc.message, exc.detail)
     reply = {"message_type": "run_status", "run_id": run.id, "status": "created", "stop_reason": None}

@@ -34,13 +34,14 @@ def builtin_tools_ensure(*, owner: Organization) -> dict[str, Tool]:
 
 
 def agent_tools_attach_initial(*, agent: Agent, names: list[str], ids: list[str], include_base: bool,
-                               include_multi_agent: bool) -> None:
-    """Attach the tools an agent is created with: built-ins as asked, then named and id'd tools."""
+                               include_multi_agent: bool, without: tuple[str, ...] = ()) -> None:
+    """Attach the tools an agent is created with: built-ins as asked (less the base tools in `without`, e.g.
+    send_message for a letta_v1_agent), then named and id'd tools."""
     wanted: list[Tool] = []
     if include_base or include_multi_agent or set(names) & set(BASE_TOOL_NAMES + MULTI_AGENT_TOOL_NAMES):
         builtins = builtin_tools_ensure(owner=agent.owner)
         if include_base:
-            wanted += [builtins[n] for n in BASE_TOOL_NAMES]
+            wanted += [builtins[n] for n in BASE_TOOL_NAMES if n not in without]
         if include_multi_agent:
             wanted += [builtins[n] for n in MULTI_AGENT_TOOL_NAMES]
     by_name = {t.name: t for t in Tool.objects.filter(owner=agent.owner, name__in=names)}

@@ -166,8 +166,9 @@ def _tool(tool, key: str) -> dict[str, Any]:
 def _message(m: Message, key: str, agent: Agent) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if m.reasoning:
+        signed = [b.get("signature") for b in m.thinking_blocks or () if isinstance(b, dict) and b.get("signature")]
         content.append({"type": "reasoning", "is_native": m.reasoning_source == "native", "reasoning": m.reasoning,
-                        "signature": None})
+                        "signature": signed[-1] if signed else None})
     if m.body:
         content.append({"type": "text", "text": m.body, "signature": None})
     calls = [{"id": c["id"], "function": {"arguments": c.get("arguments", "{}"), "name": c["name"]}, "type": "function"}
@@ -178,7 +179,7 @@ def _message(m: Message, key: str, agent: Agent) -> dict[str, Any]:
         returns = [{"tool_call_id": m.tool_call_id, "status": tr.get("status", "success"), "func_response": m.text,
                     "stdout": _lines(tr.get("stdout")), "stderr": _lines(tr.get("stderr"))}]
     return {
-        "type": "message", "role": m.role, "content": content, "name": m.name or None, "otid": None,
+        "type": "message", "role": m.role, "content": content, "name": m.name or None, "otid": m.otid or None,
         "sender_id": None, "batch_item_id": None, "group_id": None, "id": key,
         "model": agent.model.partition("/")[2] or agent.model, "agent_id": "agent-0", "tool_calls": calls or None,
         "tool_call_id": m.tool_call_id or None, "tool_returns": returns, "created_at": m.created_at.isoformat(),

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import transaction
 
 from core.agentfile.model import ParsedAgent, ParsedFile, ParsedMessage, ParsedTool
+from core.engine.types import uses_heartbeats
 from core.errors import Invalid
 from core.models import Agent, Message, Organization
 from tools.models import Tool
@@ -30,6 +31,7 @@ class ImportOptions:
     secrets: dict[str, str] | None = None
     tool_policy: str = "reuse"
     append_copy_suffix: bool = False
+    agent_type: str | None = None  # overrides the file's (the IDE's new-agent form)
 
 
 @dataclass(kw_only=True)
@@ -138,16 +140,22 @@ def _agent_create(*, owner: Organization, pa: ParsedAgent, options: ImportOption
         result.warnings.append(f"Agent '{pa.name}': model '{model}' is not served by a configured provider; it was kept. "
                                "Configure the provider or pick another model before running the agent.")
     name = (options.name or pa.name) + ("_copy" if options.append_copy_suffix else "")
-    agent_type = pa.agent_type
+    agent_type = options.agent_type or pa.agent_type
     if agent_type not in AGENT_TYPES:
         result.warnings.append(f"Agent '{pa.name}': agent type '{agent_type}' is unknown; memgpt_v2_agent was used.")
         agent_type = "memgpt_v2_agent"
     secrets = dict(pa.secrets)
     secrets.update({k: v or "" for k, v in (options.secrets or {}).items()})
+    tool_keys, rules = list(pa.tool_keys), list(pa.tool_rules)
+    if options.agent_type and not uses_heartbeats(agent_type) and uses_heartbeats(pa.agent_type):
+        # made a letta_v1_agent from a MemGPT file: it replies in plain text, so send_message and its rules go
+        names = dict(Tool.objects.filter(id__in=[tool_ids[k] for k in tool_keys]).values_list("id", "name"))
+        tool_keys = [k for k in tool_keys if names.get(tool_ids[k]) != "send_message"]
+        rules = [r for r in rules if r.get("tool_name") != "send_message"]
     agent = agent_create(
         owner=owner, name=name, model=model, system=pa.system, description=pa.description,
-        block_ids=[block_ids[k] for k in pa.block_keys], tool_ids=list(dict.fromkeys(tool_ids[k] for k in pa.tool_keys)),
-        include_base_tools=False, tool_rules=list(pa.tool_rules), context_window_limit=pa.context_window,
+        block_ids=[block_ids[k] for k in pa.block_keys], tool_ids=list(dict.fromkeys(tool_ids[k] for k in tool_keys)),
+        include_base_tools=False, tool_rules=rules, context_window_limit=pa.context_window,
         tags=list(pa.tags), metadata=pa.metadata, secrets=secrets, embedding=options.embedding or pa.embedding,
         model_settings=pa.model_settings, agent_type=agent_type,
     )
@@ -206,7 +214,8 @@ def _message_row(agent: Agent, m: ParsedMessage, seq: int) -> Message:
     return Message(id=new_id("message"), owner_id=agent.owner_id, agent=agent, seq=seq, role=m.role, content=m.content,
                    text=search_text(m.text, m.tool_calls), reasoning=m.reasoning, reasoning_source=m.reasoning_source,
                    tool_calls=[dict(c) for c in m.tool_calls], tool_call_id=m.tool_call_id, name=m.name,
-                   tool_return=dict(m.tool_return), kind=m.kind, token_count=count_message(agent.model, engine_msg))
+                   tool_return=dict(m.tool_return), kind=m.kind, otid=m.otid,
+                   thinking_blocks=[dict(b) for b in m.thinking_blocks], token_count=count_message(agent.model, engine_msg))
 
 
 def _passages_create(*, agent: Agent, pa: ParsedAgent) -> None:

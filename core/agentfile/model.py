@@ -87,6 +87,8 @@ class ParsedMessage:
     tool_return: dict[str, Any] = field(default_factory=dict)
     kind: str = ""
     created_at: str = ""  # the file's ISO timestamp, kept on import ("" = the import time)
+    otid: str = ""  # the client's offline id (Letta's `otid`), kept through export and import
+    thinking_blocks: tuple[dict[str, Any], ...] = ()  # signed thinking, sent back to the provider unchanged
 
     @property
     def content(self) -> list[dict[str, str]]:

@@ -227,14 +227,15 @@ def messages(raw: list, path: str, keys: list[str], warn: list[str]) -> tuple[li
         role = c.string(d.get("role"), c.join(p, "role"), optional=False, limit=32)
         if role not in ROLES:
             raise AgentFileError(c.join(p, "role"), f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
-        text, reasoning, native, images = _content(d.get("content"), c.join(p, "content"))
+        text, reasoning, native, images, signed = _content(d.get("content"), c.join(p, "content"))
         dropped_images += images
         calls = _tool_calls(d.get("tool_calls"), c.join(p, "tool_calls"))
         call_names.update({tc["id"]: tc["name"] for tc in calls})
         returns = _tool_returns(d.get("tool_returns"), c.join(p, "tool_returns"))
         call_id = c.string(d.get("tool_call_id"), c.join(p, "tool_call_id"), limit=200)
         name = c.string(d.get("name"), c.join(p, "name"), limit=200)
-        base = {"reasoning": reasoning, "reasoning_source": "native" if reasoning and native else ("thinking_arg" if reasoning else "")}
+        base = {"reasoning": reasoning, "reasoning_source": "native" if reasoning and native else ("thinking_arg" if reasoning else ""),
+                "otid": c.string(d.get("otid"), c.join(p, "otid"), limit=100)}
         created = c.string(d.get("created_at"), c.join(p, "created_at"), limit=64)
         if role == "approval" and not calls:
             became[key] = []
@@ -249,7 +250,7 @@ def messages(raw: list, path: str, keys: list[str], warn: list[str]) -> tuple[li
                                   name=name or call_names.get(call_id, ""), tool_return=tr, created_at=created, **base)]
         elif role in ("assistant", "approval"):
             made = [ParsedMessage(key=key, role="assistant", text=text, tool_calls=tuple(calls), name=name,
-                                  created_at=created, **base)]
+                                  created_at=created, thinking_blocks=tuple(signed), **base)]
         else:
             made = [ParsedMessage(key=key, role="user" if role == "summary" else role, text=text, name=name,
                                   kind="summary" if role == "summary" else "", created_at=created, **base)]
@@ -260,12 +261,14 @@ def messages(raw: list, path: str, keys: list[str], warn: list[str]) -> tuple[li
     return out, became
 
 
-def _content(raw: Any, path: str) -> tuple[str, str, bool, int]:
+def _content(raw: Any, path: str) -> tuple[str, str, bool, int, list[dict[str, Any]]]:
+    """Text, reasoning, whether it is native, images dropped, and the provider's signed thinking blocks (kept so
+    a conversation with extended thinking continues on the same provider)."""
     if raw is None:
-        return "", "", False, 0
+        return "", "", False, 0, []
     if isinstance(raw, str):
-        return raw, "", False, 0
-    texts, reasonings, native, images = [], [], False, 0
+        return raw, "", False, 0, []
+    texts, reasonings, native, images, signed = [], [], False, 0, []
     for i, part in enumerate(c.lst(raw, path, limit=1000)):
         pp = c.join(path, i)
         d = c.obj(part, pp)
@@ -277,9 +280,12 @@ def _content(raw: Any, path: str) -> tuple[str, str, bool, int]:
         elif kind == "reasoning":
             reasonings.append(c.string(d.get("reasoning"), c.join(pp, "reasoning")))
             native = native or bool(d.get("is_native"))
+            signature = c.string(d.get("signature"), c.join(pp, "signature"), limit=100_000)
+            if signature:
+                signed.append({"type": "thinking", "thinking": reasonings[-1], "signature": signature})
         elif kind == "image":
             images += 1
-    return "\n".join(t for t in texts if t), "\n".join(r for r in reasonings if r), native, images
+    return "\n".join(t for t in texts if t), "\n".join(r for r in reasonings if r), native, images, signed
 
 
 def _tool_calls(raw: Any, path: str) -> list[dict[str, str]]:

@@ -92,10 +92,22 @@ def _message_tokens(model: str, message: Message) -> int:
 def _tools_section(agent: AgentSpec, tools: Sequence[ToolSpec], rules: Sequence[ToolRule], allowed: Sequence[str] | None):
     offered = [t for t in tools if allowed is None or t.name in set(allowed)]
     no_heartbeat = non_heartbeat_tools(rules)
-    defs = [tool_definition(t, thinking=agent.uses_thinking_arg, heartbeat=t.name not in no_heartbeat) for t in offered]
+    defs = [tool_definition(t, thinking=agent.uses_thinking_arg, heartbeat=agent.heartbeats and t.name not in no_heartbeat)
+            for t in offered]
     n = sum(tokens.count_tool(agent.model, d) for d in defs)
     # Compact: json's C encoder serves only indent=None, and every step compiles this (displays indent it).
     return defs, Section(name="tools", text=json.dumps(defs, ensure_ascii=False), tokens=n)
+
+
+def _ask_for_thinking(request: dict[str, Any], budget: int) -> None:
+    """Anthropic's extended thinking: a budget below max_tokens, temperature 1, and no forced tool choice
+    (the API refuses the others with thinking on)."""
+    budget = max(1024, budget)
+    request["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    request["max_tokens"] = max(request.get("max_tokens") or 0, budget + 1024)
+    request.pop("temperature", None)
+    if request.get("tool_choice") not in (None, "auto", "none"):
+        request["tool_choice"] = "auto"
 
 
 def compile_context(
@@ -116,7 +128,8 @@ def compile_context(
     `messages` are the in-context messages after the system message, which is always rebuilt from `agent`,
     `blocks` and `stats` (a system-role message among them, such as another agent's, is kept). `summary` is the
     conversation-summary message, placed right after the system message. `allowed_tools` narrows the
-    tools offered (from rules.allowed_tools); `tool_choice` defaults to "required" when tools are offered.
+    tools offered (from rules.allowed_tools); `tool_choice` defaults to "required" when tools are offered
+    ("auto" for letta_v1_agent, whose turn ends with a reply that calls no tool).
     """
     model = agent.model
     texts = {  # the system message's parts, in order (SYSTEM_SECTIONS)
@@ -135,7 +148,7 @@ def compile_context(
         sections.append(Section(name="summary", text=summary.content, tokens=_message_tokens(model, summary)))
     else:
         sections.append(Section(name="summary", text="", tokens=0))
-    history = [m.to_openai() for m in messages]
+    history = [m.to_openai(thinking_blocks=agent.extended_thinking) for m in messages]
     chat += history
     sections.append(
         Section(name="messages", text=json.dumps(history, ensure_ascii=False), tokens=sum(_message_tokens(model, m) for m in messages))
@@ -146,11 +159,13 @@ def compile_context(
     request: dict[str, Any] = {"model": model, "messages": chat}
     if defs:
         request["tools"] = defs
-        request["tool_choice"] = tool_choice or "required"
+        request["tool_choice"] = tool_choice or ("required" if agent.heartbeats else "auto")
     if agent.temperature is not None:
         request["temperature"] = agent.temperature
     if agent.max_tokens:
         request["max_tokens"] = agent.max_tokens
+    if agent.extended_thinking:
+        _ask_for_thinking(request, agent.thinking_budget)
     total = sum(s.tokens for s in sections) + tokens.REPLY_PRIMING_TOKENS
     return CompiledContext(
         sections=tuple(sections),

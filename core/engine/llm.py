@@ -160,6 +160,18 @@ def _reasoning(message: Any) -> str | None:
     return "\n".join(p for p in parts if p) or None
 
 
+def _thinking_blocks(blocks: Any) -> tuple[dict[str, Any], ...]:
+    """Signed thinking and redacted-thinking blocks as plain dicts, exactly as the provider sent them."""
+    out = []
+    for b in blocks or []:
+        kind = _get(b, "type")
+        if kind == "thinking":
+            out.append({"type": "thinking", "thinking": str(_get(b, "thinking") or ""), "signature": _get(b, "signature")})
+        elif kind == "redacted_thinking":
+            out.append({"type": "redacted_thinking", "data": _get(b, "data")})
+    return tuple(out)
+
+
 def _result_from_response(response: Any, latency_ms: float) -> LLMResult:
     raw = response.model_dump() if hasattr(response, "model_dump") else dict(response)
     choice = raw["choices"][0] if raw.get("choices") else {}
@@ -173,6 +185,7 @@ def _result_from_response(response: Any, latency_ms: float) -> LLMResult:
         content=message.get("content") or None,
         reasoning=_reasoning(message),
         tool_calls=calls,
+        thinking_blocks=_thinking_blocks(message.get("thinking_blocks")),
         usage=_usage(raw.get("usage")),
         finish_reason=choice.get("finish_reason"),
         model=raw.get("model") or "",
@@ -220,7 +233,7 @@ def _assemble_stream(chunks: Any, on_delta: Callable[[Delta], None] | None, star
     like a non-streamed response) is the same as the non-streamed call's. A stream that stops before the
     model said why it finished raises LLMError("stream_incomplete")."""
     emit = on_delta or (lambda d: None)
-    text, reasoning, calls = [], [], {}  # type: ignore[var-annotated]
+    text, reasoning, calls, blocks = [], [], {}, []  # type: ignore[var-annotated]
     usage, finish, model, response_id, created = None, None, "", None, None
     for chunk in chunks:
         model = _get(chunk, "model") or model
@@ -235,6 +248,8 @@ def _assemble_stream(chunks: Any, on_delta: Callable[[Delta], None] | None, star
             if r := _get(delta, "reasoning_content"):
                 reasoning.append(r)
                 emit(Delta("reasoning", r))
+            for b in _get(delta, "thinking_blocks") or []:
+                _stream_thinking_block(blocks, b)
             if c := _get(delta, "content"):
                 text.append(c)
                 emit(Delta("text", c))
@@ -264,6 +279,7 @@ def _assemble_stream(chunks: Any, on_delta: Callable[[Delta], None] | None, star
             "content": "".join(text) or None,
             "reasoning_content": "".join(reasoning) or None,
             "tool_calls": [t.to_openai() for t in tool_calls] or None,
+            **({"thinking_blocks": blocks} if blocks else {}),
         }}],
         "usage": usage_dict,
     }
@@ -271,12 +287,29 @@ def _assemble_stream(chunks: Any, on_delta: Callable[[Delta], None] | None, star
         content="".join(text) or None,
         reasoning="".join(reasoning) or None,
         tool_calls=tool_calls,
+        thinking_blocks=tuple(blocks),
         usage=_usage(usage_dict),
         finish_reason=finish,
         model=model,
         raw=raw,
         latency_ms=(time.perf_counter() - started) * 1000,
     )
+
+
+def _stream_thinking_block(blocks: list[dict[str, Any]], piece: Any) -> None:
+    """Fold one streamed thinking-block fragment into `blocks`: thinking text extends the open block, a signature
+    closes it (Anthropic's thinking_delta then signature_delta), a redacted block stands alone."""
+    kind = _get(piece, "type") or "thinking"
+    if kind == "redacted_thinking":
+        blocks.append({"type": "redacted_thinking", "data": _get(piece, "data")})
+        return
+    open_block = blocks[-1] if blocks and blocks[-1]["type"] == "thinking" and not blocks[-1]["signature"] else None
+    if open_block is None:
+        open_block = {"type": "thinking", "thinking": "", "signature": None}
+        blocks.append(open_block)
+    open_block["thinking"] += str(_get(piece, "thinking") or "")
+    if _get(piece, "signature"):
+        open_block["signature"] = _get(piece, "signature")
 
 
 def embed(

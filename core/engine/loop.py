@@ -127,12 +127,18 @@ def decide_next(
     history: Sequence[str],
     steps_taken: int,
     max_steps: int,
+    heartbeats: bool = True,
+    finish_reason: str | None = None,
 ) -> Decision:
     """Decide whether the run continues after a step whose tool calls have run.
 
     `failed[i]` says whether call i produced a failed result (invalid or raised); `history` is the names
     of the valid tools called so far in this run, including this step's; `steps_taken` counts this step.
+    `heartbeats` False is letta_v1_agent's loop (decide_next_v1).
     """
+    if not heartbeats:
+        return decide_next_v1(parsed=parsed, tool_rules=tool_rules, history=history, steps_taken=steps_taken,
+                              max_steps=max_steps, finish_reason=finish_reason)
     if not parsed.calls:
         return Decision(False, StopReason.NO_TOOL_CALL)
     reason: str | None = None
@@ -158,6 +164,36 @@ def decide_next(
         all_invalid = all(not c.valid for c in parsed.calls)
         return Decision(False, StopReason.INVALID_TOOL_CALL if all_invalid else StopReason.MAX_STEPS)
     return Decision(True, None, reason)
+
+
+def decide_next_v1(
+    *,
+    parsed: ParsedResponse,
+    tool_rules: Sequence[ToolRule],
+    history: Sequence[str],
+    steps_taken: int,
+    max_steps: int,
+    finish_reason: str | None = None,
+) -> Decision:
+    """letta_v1_agent's loop: a reply without a tool call ends the turn; any call continues (its result is the
+    model's next input, no heartbeat) unless an exit_loop rule names it or the step budget is spent.
+
+    A heartbeat message is sent only when a rule forces another call: a required_before_exit tool not called yet.
+    """
+    if not parsed.calls:
+        missing = rule_solver.missing_before_exit(tool_rules, history)
+        if not missing:
+            cut = finish_reason == "length"
+            return Decision(False, StopReason.MAX_TOKENS_EXCEEDED if cut else StopReason.END_TURN)
+        if steps_taken >= max_steps:
+            return Decision(False, StopReason.MAX_STEPS)
+        return Decision(True, None, f"{NON_USER_PREFIX}You must call {', '.join(missing)} before ending your response.")
+    if any(c.valid and rule_solver.has_exit_rule(c.name, tool_rules) for c in parsed.calls):
+        return Decision(False, StopReason.END_TURN)
+    if steps_taken >= max_steps:
+        all_invalid = all(not c.valid for c in parsed.calls)
+        return Decision(False, StopReason.INVALID_TOOL_CALL if all_invalid else StopReason.MAX_STEPS)
+    return Decision(True, None, None)
 
 
 def heartbeat_message(reason: str = HEARTBEAT_REASON, now: datetime | None = None) -> str:

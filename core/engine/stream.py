@@ -10,6 +10,7 @@ fragments of a JSON object, so the values of `message` and `thinking` are read b
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,10 +54,13 @@ class ChunkBuilder:
         self.use_assistant_message = use_assistant_message
         self.calls: dict[int, _Call] = {}
         self.count = 0
+        self._segment, self._last_type = -1, None
 
     def _chunk(self, message_type: str, **fields: Any) -> dict[str, Any]:
         self.count += 1
-        return {**self.base, "message_type": message_type, **fields}
+        if message_type != self._last_type:  # Letta: one otid per run of same-typed chunks, to group fragments by
+            self._segment, self._last_type = self._segment + 1, message_type
+        return {**self.base, "message_type": message_type, "otid": segment_otid(self.base["id"], self._segment), **fields}
 
     def feed(self, delta: Delta) -> list[dict[str, Any]]:
         if not delta.text and delta.kind != "tool_call":
@@ -100,6 +104,15 @@ class ChunkBuilder:
             return ""
         call.sent[key] = len(value)
         return value[sent:]
+
+
+def segment_otid(message_id: str, index: int) -> str | None:
+    """Letta's otid for part `index` of a message: the id's UUID with its low 7 bits set to the index."""
+    try:
+        value = uuid.UUID(message_id[-36:]).int
+    except ValueError:
+        return None
+    return str(uuid.UUID(int=(value & ~0x7F) | (index & 0x7F)))
 
 
 def _closed(arguments: str) -> bool:

@@ -12,6 +12,17 @@ from typing import Any, Literal
 
 ToolKind = Literal["base", "custom", "multi_agent"]
 
+# Letta's agent types that run its V3 loop: no send_message, no request_heartbeat, tool_choice auto, and a
+# reply without a tool call ends the turn. Every other type runs the MemGPT loop (memgpt_v2_agent).
+LETTA_V1_AGENT = "letta_v1_agent"
+MEMGPT_V2_AGENT = "memgpt_v2_agent"
+V3_LOOP_TYPES: frozenset[str] = frozenset({LETTA_V1_AGENT, "sleeptime_agent"})
+
+
+def uses_heartbeats(agent_type: str) -> bool:
+    """Whether an agent type runs the MemGPT loop (send_message ends a turn, request_heartbeat chains steps)."""
+    return agent_type not in V3_LOOP_TYPES
+
 
 class Role(StrEnum):
     SYSTEM = "system"
@@ -22,6 +33,7 @@ class Role(StrEnum):
 
 class StopReason(StrEnum):
     END_TURN = "end_turn"
+    MAX_TOKENS_EXCEEDED = "max_tokens_exceeded"
     NO_TOOL_CALL = "no_tool_call"
     MAX_STEPS = "max_steps"
     INVALID_TOOL_CALL = "invalid_tool_call"
@@ -38,6 +50,7 @@ class AgentSpec:
     `model` is a litellm handle ("openai/gpt-4o-mini"). `native_reasoning` says the model reasons on its
     own (reasoning content / thinking blocks); otherwise, when `put_inner_thoughts` is on, every tool
     gets a first `thinking` argument. `context_window_limit` None means the model's own maximum.
+    `agent_type` picks the loop: letta_v1_agent never gets a `thinking` argument nor `request_heartbeat`.
     """
 
     id: str
@@ -49,10 +62,21 @@ class AgentSpec:
     context_window_limit: int | None = None
     native_reasoning: bool = False
     put_inner_thoughts: bool = True
+    agent_type: str = MEMGPT_V2_AGENT
+    thinking_budget: int = 1024  # extended-thinking tokens asked of an Anthropic model with native reasoning
+
+    @property
+    def extended_thinking(self) -> bool:
+        """Whether requests ask the provider for signed thinking blocks (Anthropic models with native reasoning)."""
+        return self.native_reasoning and sends_thinking_blocks(self.model)
+
+    @property
+    def heartbeats(self) -> bool:
+        return uses_heartbeats(self.agent_type)
 
     @property
     def uses_thinking_arg(self) -> bool:
-        return self.put_inner_thoughts and not self.native_reasoning
+        return self.heartbeats and self.put_inner_thoughts and not self.native_reasoning
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,11 +116,16 @@ class Message:
     name: str | None = None
     reasoning: str | None = None
     token_count: int = 0
+    thinking_blocks: tuple[dict[str, Any], ...] = ()
 
-    def to_openai(self) -> dict[str, Any]:
-        """The chat-completions form of this message (reasoning is not sent back; `thinking` lives in the args)."""
+    def to_openai(self, *, thinking_blocks: bool = False) -> dict[str, Any]:
+        """The chat-completions form of this message. Reasoning text is not sent back (`thinking` lives in the
+        args), but with `thinking_blocks` the provider's signed thinking blocks are, unchanged (Anthropic
+        requires them next to the tool calls they led to)."""
         if self.role == Role.ASSISTANT:
             out: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+            if thinking_blocks and self.thinking_blocks:
+                out["thinking_blocks"] = [dict(b) for b in self.thinking_blocks]
             if self.tool_calls:
                 out["tool_calls"] = [tc.to_openai() for tc in self.tool_calls]
             return out
@@ -178,11 +207,17 @@ class LLMResult:
     content: str | None = None
     reasoning: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    thinking_blocks: tuple[dict[str, Any], ...] = ()  # signed (or redacted) thinking, to send back unchanged
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
     model: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
     latency_ms: float = 0.0
+
+
+def sends_thinking_blocks(model: str) -> bool:
+    """Whether a model's provider wants its signed thinking blocks back in the history (Anthropic's Messages API)."""
+    return model.startswith("anthropic/") or "claude" in model.lower()
 
 
 def loads_args(arguments: str) -> dict[str, Any]:

@@ -17,14 +17,16 @@ from core.models import Agent, Message, Run, Step
 
 def message_build(*, agent: Agent, role: str, text: str = "", kind: str = "", reasoning: str = "",
                   reasoning_source: str = "", tool_calls: Sequence[dict] = (), tool_call_id: str = "", name: str = "",
-                  tool_return: dict | None = None, sender_agent_id: str = "", message_id: str | None = None) -> Message:
+                  tool_return: dict | None = None, sender_agent_id: str = "", message_id: str | None = None,
+                  otid: str = "", thinking_blocks: Sequence[dict] = ()) -> Message:
     """An unsaved message row with its token count computed once, for the agent's model (no queries); `message_id`
     is given when events already named the message (token chunks streamed before it was stored)."""
     row = Message(id=message_id or ids.new_id("message"), owner_id=agent.owner_id, agent_id=agent.id, role=role,
                   content=[{"type": "text", "text": text}] if text else [], text=search_text(text, tool_calls),
                   kind=kind, reasoning=reasoning,
                   reasoning_source=reasoning_source, tool_calls=list(tool_calls), tool_call_id=tool_call_id, name=name,
-                  tool_return=tool_return or {}, sender_agent_id=sender_agent_id)
+                  tool_return=tool_return or {}, sender_agent_id=sender_agent_id, otid=otid,
+                  thinking_blocks=list(thinking_blocks))
     row.token_count = tokens.count_message(agent.model, mapping.message(row))
     return row
 

@@ -11,10 +11,17 @@ from core.errors import DomainError
 from core.web.common import agent_or_404, org
 
 
+AGENT_TYPE_CHOICES = [("letta_v1_agent", "letta_v1_agent (Letta's default)"), ("memgpt_v2_agent", "memgpt_v2_agent"),
+                      ("", "as the template says")]
+
+
 class AgentCreateForm(forms.Form):
     name = forms.CharField(max_length=200)
     template = forms.ChoiceField(choices=())
     model = forms.CharField(max_length=200, help_text="Pick a configured model or type any litellm handle.")
+    agent_type = forms.ChoiceField(required=False, initial="letta_v1_agent", choices=AGENT_TYPE_CHOICES,
+                                   help_text="letta_v1_agent replies in plain text; memgpt_v2_agent replies through "
+                                             "send_message and chains steps with heartbeats.")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -39,7 +46,7 @@ def agents_page(request, form: AgentCreateForm | None = None):
     models = _models(owner)
     from django.conf import settings
 
-    form = form or AgentCreateForm(initial={"template": "af:memgpt_chat", "model": models[0]["handle"] if models else settings.DEFAULT_MODEL})
+    form = form or AgentCreateForm(initial={"template": "af:memgpt_chat", "agent_type": "letta_v1_agent", "model": models[0]["handle"] if models else settings.DEFAULT_MODEL})
     ctx = {"agents": agents, "running": selectors.agents_running_ids(owner=owner), "q": q, "tag": tag,
            "all_tags": all_tags, "form": form, "models": models, "nav": "agents"}
     template = "core/_agents_rows.html" if request.htmx and request.htmx.target == "agents-rows" else "core/agents.html"
@@ -62,7 +69,8 @@ def agent_create(request):
     if form.is_valid():
         try:
             agent = services_ide.agent_create_from_template(owner=org(request), template=form.cleaned_data["template"],
-                                                            name=form.cleaned_data["name"], model=form.cleaned_data["model"])
+                                                            name=form.cleaned_data["name"], model=form.cleaned_data["model"],
+                                                            agent_type=form.cleaned_data["agent_type"] or None)
         except DomainError as exc:
             form.add_error(None, str(exc))
         else:

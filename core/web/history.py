@@ -6,6 +6,7 @@ import json
 
 from core.engine.loop import NON_USER_PREFIX
 from core.selectors import WindowMarks, agent_window_marks, steps_index
+from core.engine.types import uses_heartbeats
 from core.messages import message_to_letta
 from core.models import Agent, Message
 
@@ -55,16 +56,17 @@ def _user_shape(d: dict, row: Message) -> dict:
 
 
 def message_items(row: Message, *, names: dict[str, str] | None = None, resets: set[str] = frozenset(),
-                  call_names: dict[str, str] | None = None) -> list[dict]:
+                  call_names: dict[str, str] | None = None, agent_type: str | None = None) -> list[dict]:
     """One stored message as display items, in the order they happened."""
     items = []
-    if row.role == "assistant" and row.tool_calls and row.body and not row.reasoning:
+    reply_beside_calls = agent_type is not None and not uses_heartbeats(agent_type)
+    if row.role == "assistant" and row.tool_calls and row.body and not row.reasoning and not reply_beside_calls:
         # Letta v1 kept the inner monologue as the content of a tool-calling message: it is the reasoning
         items.append({**message_to_letta(row)[0], "message_type": "reasoning_message", "reasoning": row.body,
                       "date": row.created_at, "sender_agent_id": "", "name": row.name, "seq": row.seq, "kind": row.kind})
     # a tool return is named after its call (imported Letta v1 returns carry the agent's name instead)
     name = (call_names or {}).get(row.tool_call_id) or row.name if row.role == "tool" else row.name
-    for d in message_to_letta(row):
+    for d in message_to_letta(row, agent_type=agent_type):
         d = {**d, "date": row.created_at, "sender_agent_id": row.sender_agent_id, "name": name,
              "sender_name": (names or {}).get(row.sender_agent_id, ""), "seq": row.seq, "kind": row.kind}
         if d["message_type"] == "tool_call_message":
@@ -103,7 +105,8 @@ def history_page(*, agent, before_seq: int | None = None, size: int = PAGE_SIZE)
     names = dict(Agent.objects.filter(owner_id=agent.owner_id, id__in=senders).values_list("id", "name")) if senders else {}
     marks = agent_window_marks(agent=agent, since_seq=rows[0].seq if rows else None)
     call_names = {c.get("id"): c.get("name") for r in rows for c in r.tool_calls or () if isinstance(c, dict)}
-    items = [item for row in rows for item in message_items(row, names=names, resets=marks.resets, call_names=call_names)]
+    items = [item for row in rows for item in message_items(row, names=names, resets=marks.resets, call_names=call_names,
+                                                             agent_type=agent.agent_type)]
     _mark(items, marks)
     return items, (rows[0].seq if more and rows else None)
 

@@ -176,7 +176,7 @@ def test_stream_endpoint_sends_sse_frames_then_done(account, fake_llm):
     assert frames[-1] == "data: [DONE]"
     events = [json.loads(f[len("data: "):]) for f in frames[:-1]]
     types = [e["message_type"] for e in events]
-    assert types == ["reasoning_message", "assistant_message", "tool_return_message", "stop_reason", "usage_statistics"]
+    assert types == ["reasoning_message", "assistant_message", "stop_reason", "usage_statistics"]  # send_message's return: hidden
     assert events[1]["content"] == "streamed"
 
 

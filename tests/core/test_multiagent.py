@@ -52,7 +52,7 @@ def test_wait_for_reply_returns_the_other_agents_reply(account, fake_llm):
     b_run = Run.objects.get(agent=b)
     assert b_run.status == "completed" and b_run.depth == 1 and b_run.parent_run_id == result.run_id
     assert incoming.run_id == b_run.id
-    assert result.status == "completed" and result.messages[-2]["content"] == "b said pong"
+    assert result.status == "completed" and result.messages[-1]["content"] == "b said pong"
 
 
 def test_async_returns_a_receipt_and_the_receiver_runs_in_the_background(account, fake_llm):

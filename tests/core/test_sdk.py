@@ -16,7 +16,7 @@ def client(live_server, account, fake_llm):
 @pytest.fixture
 def agent(client):
     return client.agents.create(
-        name="sdk-agent", model="openai/fake-model", context_window_limit=16000, tags=["sdk"],
+        name="sdk-agent", model="openai/fake-model", context_window_limit=16000, tags=["sdk"], agent_type="memgpt_v2_agent",
         memory_blocks=[{"label": "human", "value": "Name: Alice"}, {"label": "persona", "value": "Helpful."}],
     )
 

@@ -136,8 +136,9 @@ async def test_the_reply_names_the_message_it_answers_and_events_carry_their_ste
     tab = await _open(account.user, agent.id)
     await tab.send_json_to({"type": "user_message", "text": "hi", "otid": "otid-123"})
     seen = await _until(tab, "run_status")
-    [reply] = [e for e in seen if e.get("otid") == "otid-123"]
+    reply, user = [e for e in seen if e.get("otid") == "otid-123"]
     assert reply["message_type"] == "run_status" and reply["status"] == "created"
+    assert user["message_type"] == "user_message" and user["content"] == "hi"  # the tab's otid is kept on its message
     stored = [e for e in seen if e["message_type"] in ("tool_return_message", "assistant_message") and not e.get("delta")]
     assert [e["step_index"] for e in stored] == [0, 1, 1]  # search's return; send_message's call and return
 

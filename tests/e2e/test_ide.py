@@ -39,6 +39,7 @@ def _create_from_template(page) -> str:
     shot(page, "01-agents-empty")
     page.fill("#create-agent input[name=name]", "Ada")
     page.select_option("#create-agent select[name=template]", "af:memgpt_chat")
+    page.select_option("#create-agent select[name=agent_type]", "memgpt_v2_agent")  # the script below answers with send_message
     page.fill("#create-agent input[name=model]", "openai/fake-model")
     page.click("#create-agent button[type=submit]")
     page.wait_for_url(re.compile(r"/agents/agent-[^/]+/$"))

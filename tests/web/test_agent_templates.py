@@ -56,7 +56,7 @@ def test_customer_support_answers_from_its_archival_knowledge_base(web, fake_llm
     assert result.status == "completed"
     found = _returns(result)[0]
     assert found["status"] == "success" and "refunded within 30 days" in found["tool_return"]
-    assert result.messages[-2]["content"] == "Within 30 days of delivery, if unused."
+    assert result.messages[-1]["content"] == "Within 30 days of delivery, if unused."  # send_message's return: hidden
 
 
 def test_research_agent_follows_its_tool_rule_chain(web, fake_llm):
@@ -93,6 +93,6 @@ def test_supervisor_delegates_to_its_worker(web, fake_llm):
         reply = _returns(result)[0]
         assert reply["status"] == "success" and json.loads(reply["tool_return"])["message"] == "Tea is good."
         assert Run.objects.get(agent=worker).status == "completed"
-        assert result.messages[-2]["content"] == "My worker says: tea is good."
+        assert result.messages[-1]["content"] == "My worker says: tea is good."
     finally:
         queue.shutdown()

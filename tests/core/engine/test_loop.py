@@ -221,4 +221,5 @@ def test_summarizer_request_caps_input_length():
 
 @pytest.mark.parametrize("reason", list(StopReason))
 def test_stop_reasons_are_letta_strings(reason):
-    assert reason.value in {"end_turn", "no_tool_call", "max_steps", "invalid_tool_call", "llm_api_error", "tool_rule", "cancelled", "error"}
+    assert reason.value in {"end_turn", "no_tool_call", "max_steps", "invalid_tool_call", "llm_api_error", "tool_rule", "cancelled", "error",
+                            "max_tokens_exceeded"}
