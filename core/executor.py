@@ -119,7 +119,7 @@ def _watch_remote(run: Run, event: threading.Event):
 
 
 def run_wait(*, run: Run, timeout: float | None = None) -> Run:
-    """Block until the run ends (or `timeout` seconds pass); returns its current row.
+    """Block until the run ends (or `timeout` seconds pass); returns `run`, refreshed from the database.
 
     Woken at once when this process executed it, or by its announcement from another process; the database
     is read again every WAIT_POLL_S as a backstop (a reaped run, a lost event).
@@ -135,10 +135,16 @@ def run_wait(*, run: Run, timeout: float | None = None) -> Run:
                 with queue.waiting():
                     done.wait(left)
                 done.clear()  # before the read: a notification after it is the next loop's
-                current = Run.objects.get(pk=run.pk)
-                if current.status in RUN_TERMINAL:
-                    return current
-    return Run.objects.get(pk=run.pk)
+                _refresh(run)
+                if run.status in RUN_TERMINAL:
+                    return run
+    _refresh(run)
+    return run
+
+
+def _refresh(run: Run) -> None:
+    """Re-read the run's own columns; its agent and owner, already loaded, stay (a full refresh drops them)."""
+    run.refresh_from_db(fields=[f.attname for f in Run._meta.concrete_fields if not f.is_relation])
 
 
 def run_reply(*, run: Run, use_assistant_message: bool = True) -> list[dict]:
