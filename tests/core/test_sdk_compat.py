@@ -26,6 +26,7 @@ def client(live_server, account, fake_llm):
 
 def _agent(client, **kwargs):
     kwargs.setdefault("memory_blocks", [{"label": "human", "value": "Name: Alice"}])
+    kwargs.setdefault("agent_type", "memgpt_v2_agent")  # these scripts reply through send_message
     return client.agents.create(model="openai/fake-model", context_window_limit=16000, **kwargs)
 
 
