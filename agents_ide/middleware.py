@@ -1,10 +1,41 @@
-"""Keeps every `/v1` answer JSON: Django's own 404 page and ninja's bare 405 become Letta-style `{"detail": …}`.
-
-Sync and async capable, like the project's other middleware, so API requests are not serialized on one thread.
-"""
+"""The project's middleware base, and the middleware that keeps every `/v1` answer JSON."""
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import JsonResponse
+
+
+class SyncAsyncMiddleware:
+    """Base of the project's middleware: serves a sync or an async handler chain natively. (Django's
+    MiddlewareMixin runs sync hooks in an async stack through sync_to_async: a hop to another thread per
+    request and middleware, which also serializes requests on Django's one sync thread.)
+
+    Subclasses write the cheap, non-blocking hooks `before` (a response ends the request there) and `after`;
+    one whose check does I/O overrides `ahandle` to run it off the event loop.
+    """
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.async_mode = iscoroutinefunction(get_response)
+        if self.async_mode:
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        return self.ahandle(request) if self.async_mode else self.handle(request)
+
+    def handle(self, request):
+        return self.before(request) or self.after(request, self.get_response(request))
+
+    async def ahandle(self, request):
+        return self.before(request) or self.after(request, await self.get_response(request))
+
+    def before(self, request):
+        return None
+
+    def after(self, request, response):
+        return response
 
 API_PREFIX = "/v1/"
 _DOCS = ("/v1/docs", "/v1/openapi.json")
@@ -26,22 +57,9 @@ def _json_error(request, response):
     return out
 
 
-class JsonApiErrorsMiddleware:
-    """Replace the HTML (or empty) body of a 404/405 under `/v1/` with a JSON error."""
+class JsonApiErrorsMiddleware(SyncAsyncMiddleware):
+    """Replace the HTML (or empty) body of a 404/405 under `/v1/` with a JSON error (Django's own 404 page and
+    ninja's bare 405 become Letta-style `{"detail": …}`)."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        self.async_mode = iscoroutinefunction(get_response)
-        if self.async_mode:
-            markcoroutinefunction(self)
-
-    def __call__(self, request):
-        if self.async_mode:
-            return self.__acall__(request)
-        return _json_error(request, self.get_response(request))
-
-    async def __acall__(self, request):
-        return _json_error(request, await self.get_response(request))
+    def after(self, request, response):
+        return _json_error(request, response)

@@ -4,10 +4,11 @@ templates need) and the websocket's origin check (scheme, host and port, as Djan
 import secrets
 from urllib.parse import urlsplit
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
+
+from agents_ide.middleware import SyncAsyncMiddleware
 
 # The IDE's pages load scripts, styles and fonts from this origin only; inline scripts need the request's nonce.
 # Inline style attributes are allowed (templates and htmx use them; they cannot run code).
@@ -38,27 +39,10 @@ def _policy(request) -> str:
     return PAGE_POLICY.format(nonce=_nonce(request))
 
 
-class ContentSecurityPolicyMiddleware:
+class ContentSecurityPolicyMiddleware(SyncAsyncMiddleware):
     """Add the Content-Security-Policy header to every response that does not set its own."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        self.async_mode = iscoroutinefunction(get_response)
-        if self.async_mode:
-            markcoroutinefunction(self)
-
-    def __call__(self, request):
-        if self.async_mode:
-            return self.__acall__(request)
-        return self._add(request, self.get_response(request))
-
-    async def __acall__(self, request):
-        return self._add(request, await self.get_response(request))
-
-    def _add(self, request, response):
+    def after(self, request, response):
         response.headers.setdefault("Content-Security-Policy", _policy(request))
         return response
 

@@ -7,12 +7,13 @@ it parses, so the API parses each body once). Field lengths, ranges and enums ar
 
 import json
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja.parser import Parser
 
+from agents_ide.middleware import SyncAsyncMiddleware
 from core.errors import Invalid
 from core.text import first_bad_string, text_problem
 
@@ -89,26 +90,14 @@ def request_problem(request: HttpRequest) -> HttpResponse | None:
     return None
 
 
-class RequestGuardMiddleware:
-    """Refuse oversized bodies (413) and unstorable text (422) before a view sees them; sync and async capable."""
+class RequestGuardMiddleware(SyncAsyncMiddleware):
+    """Refuse oversized bodies (413) and unstorable text (422) before a view sees them."""
 
-    sync_capable = True
-    async_capable = True
+    def before(self, request):
+        return request_problem(request)
 
-    def __init__(self, get_response):
-        self.get_response = get_response
-        self.async_mode = iscoroutinefunction(get_response)
-        if self.async_mode:
-            markcoroutinefunction(self)
-
-    def __call__(self, request):
-        if self.async_mode:
-            return self.__acall__(request)
-        return request_problem(request) or self.get_response(request)
-
-    async def __acall__(self, request):
-        if request.method == "POST" and request.content_type in _FORMS:
-            # Parsing a form (an agent-file upload may be 16 MiB) is work for a thread, not the event loop.
+    async def ahandle(self, request):
+        if request.method == "POST" and request.content_type in _FORMS:  # parsing a form body reads it: a thread
             problem = await sync_to_async(request_problem, thread_sensitive=False)(request)
         else:
             problem = request_problem(request)

@@ -1,36 +1,22 @@
-"""Sends every page to the first-account form until an account exists.
+"""Sends every page to the first-account form until an account exists."""
 
-Sync and async capable: a sync-only middleware would make Django hop every request (API calls included)
-through its single sync thread and back, serializing concurrent requests there.
-"""
-
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from asgiref.sync import sync_to_async
 from django.shortcuts import redirect
 from django.urls import reverse
 
+from agents_ide.middleware import SyncAsyncMiddleware
 from core.accounts import first_run_pending
 
 _EXEMPT_PREFIXES = ("/static/", "/v1/", "/setup/", "/healthz")
 
 
-class FirstRunMiddleware:
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        self.async_mode = iscoroutinefunction(get_response)
-        if self.async_mode:
-            markcoroutinefunction(self)
-
-    def __call__(self, request):
-        if self.async_mode:
-            return self.__acall__(request)
+class FirstRunMiddleware(SyncAsyncMiddleware):
+    def before(self, request):
         if not request.path.startswith(_EXEMPT_PREFIXES) and first_run_pending():
             return redirect(reverse("setup"))
-        return self.get_response(request)
+        return None
 
-    async def __acall__(self, request):
+    async def ahandle(self, request):  # the check reads the database: off the event loop
         if not request.path.startswith(_EXEMPT_PREFIXES) and await sync_to_async(first_run_pending)():
             return redirect(reverse("setup"))
         return await self.get_response(request)
