@@ -6,10 +6,17 @@
   const root = document.documentElement;
   const system = matchMedia("(prefers-color-scheme: dark)");
   function saved() { try { return localStorage.getItem("aide-theme"); } catch (e) { return null; } }
+  function label() {
+    const btn = document.getElementById("theme-toggle");
+    if (!btn) return;
+    btn.title = "Switch to the " + (root.dataset.theme === "dark" ? "light" : "dark") + " theme";
+    btn.setAttribute("aria-label", btn.title);
+  }
   function apply() {
     const pick = saved();
     root.dataset.theme = pick === "dark" || pick === "light" ? pick : (system.matches ? "dark" : "light");
     root.dataset.themeSource = pick ? "picked" : "system";
+    label();
   }
   apply();
   system.addEventListener("change", apply);
@@ -17,11 +24,6 @@
   document.addEventListener("DOMContentLoaded", function () {
     const btn = document.getElementById("theme-toggle");
     if (!btn) return;
-    const label = () => {
-      const next = root.dataset.theme === "dark" ? "light" : "dark";
-      btn.title = "Switch to the " + next + " theme";
-      btn.setAttribute("aria-label", btn.title);
-    };
     label();
     btn.addEventListener("click", function () {
       const next = root.dataset.theme === "dark" ? "light" : "dark";

@@ -320,6 +320,7 @@ def test_theme_follows_the_system_until_picked_and_the_pick_is_remembered(chromi
     assert page.evaluate("getComputedStyle(document.documentElement).colorScheme") == "dark"  # native controls follow
     page.emulate_media(color_scheme="light")  # the system changes: the page follows at once
     expect(root).to_have_attribute("data-theme", "light")
+    expect(page.locator("#theme-toggle")).to_have_attribute("title", "Switch to the dark theme")
     assert _background(page) != dark_bg
     assert page.evaluate("getComputedStyle(document.querySelector('.CodeMirror')).backgroundColor") == "rgb(255, 255, 255)"
 
