@@ -37,6 +37,16 @@ def connect(port: int) -> str:
 
 
 @app.tool()
+def read_file(path: str) -> str:
+    """The first 200 characters of a file, or the error."""
+    try:
+        with open(path) as f:
+            return f.read(200)
+    except OSError as exc:
+        return f"unreadable: {exc}"
+
+
+@app.tool()
 def fail(message: str) -> str:
     """Raise an error with this message."""
     raise ValueError(message)

@@ -62,7 +62,7 @@ def test_stdio_server_registers_and_its_tools_join_the_library(api, account):
     assert server["mcp_server_type"] == "stdio" and server["last_error"] is None
     tools = api.get(f"/v1/mcp-servers/{server['id']}/tools").json()
     names = sorted(t["name"] for t in tools)
-    assert names == ["add", "connect", "die", "fail", "grow", "read_env"]
+    assert names == ["add", "connect", "die", "fail", "grow", "read_env", "read_file"]
     add = next(t for t in tools if t["name"] == "add")
     assert add["tool_type"] == "external_mcp"
     assert add["json_schema"]["parameters"]["required"] == ["a", "b"]
@@ -103,7 +103,7 @@ def test_a_server_that_dies_is_started_again(api, account):
     assert all(a["status"] == "success" and a["func_return"] == "2" for a in answers)
 
 
-def test_stdio_server_cannot_reach_the_network_or_read_the_servers_environment(api, account, monkeypatch):
+def test_stdio_server_cannot_reach_the_network_or_read_the_servers_environment_or_files(api, account, monkeypatch):
     monkeypatch.setenv("AIDE_TEST_SERVER_SECRET", "do-not-leak")
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -115,6 +115,10 @@ def test_stdio_server_cannot_reach_the_network_or_read_the_servers_environment(a
         assert run("read_env", {"name": "AIDE_TEST_SERVER_SECRET"})["func_return"] == "MISSING"
         assert run("read_env", {"name": "GIVEN"})["func_return"] == "yes"
         assert run("connect", {"port": port})["func_return"].startswith("refused")
+        settings_file = str(Path(__file__).parents[2] / "agents_ide" / "settings.py")
+        assert open(settings_file).read(10)  # the server itself can read it
+        assert run("read_file", {"path": settings_file})["func_return"].startswith("unreadable")
+        assert run("read_file", {"path": DEMO})["func_return"].startswith('"""A real MCP server')
     finally:
         listener.close()
 

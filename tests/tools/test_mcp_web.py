@@ -45,6 +45,8 @@ def test_add_a_server_from_the_form_and_run_its_tool(web, account):
     assert "not JSON" in bad
     missing = web.post(f"/mcp-servers/{server.id}/tools/{read_env.id}/run/", {"args": "{}"}).content.decode()
     assert "required" in missing
+    tools_page = web.get("/tools/")
+    assert tools_page.status_code == 200 and "read_env" in tools_page.content.decode()
     refreshed = web.post(f"/mcp-servers/{server.id}/refresh/").content.decode()
     assert "0 added" in refreshed
     assert web.post(f"/mcp-servers/{server.id}/delete/").status_code == 200
