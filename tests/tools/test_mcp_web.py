@@ -47,6 +47,7 @@ def test_add_a_server_from_the_form_and_run_its_tool(web, account):
     assert "required" in missing
     tools_page = web.get("/tools/")
     assert tools_page.status_code == 200 and "read_env" in tools_page.content.decode()
+    assert f'href="/mcp-servers/#mcp-{server.id}"' in tools_page.content.decode()  # MCP tools run on their page
     refreshed = web.post(f"/mcp-servers/{server.id}/refresh/").content.decode()
     assert "0 added" in refreshed
     assert web.post(f"/mcp-servers/{server.id}/delete/").status_code == 200
