@@ -22,6 +22,7 @@ Embedding = Annotated[str, Field(max_length=200)]
 
 class AgentCreateIn(Schema):
     name: AgentName | None = None
+    enable_sleeptime: bool | None = Field(None, description="Give the agent a sleep-time companion (or turn it off).")
     description: str | None = ""
     system: str | None = None
     agent_type: AgentType | None = "memgpt_v2_agent"
@@ -48,6 +49,7 @@ class AgentCreateIn(Schema):
 
 class AgentUpdateIn(Schema):
     name: AgentName | None = None
+    enable_sleeptime: bool | None = Field(None, description="Give the agent a sleep-time companion (or turn it off).")
     description: str | None = None
     system: str | None = None
     model: ModelHandle | None = None

@@ -140,3 +140,28 @@ def test_disabled_companion_does_not_run_and_bad_settings_are_refused(api, agent
     assert api.post(f"/v1/agents/{other.id}/sleeptime/run").status_code == 404
     assert api.get(f"/v1/agents/{other.id}/sleeptime").json()["enabled"] is False
     assert api.patch("/v1/agents/agent-nope/sleeptime", {"enabled": True}).status_code == 404
+
+
+def test_sdk_enable_sleeptime_on_create_and_update(account, fake_llm):
+    import httpx
+    import letta_client
+    from django.core.signals import request_finished, request_started
+    from django.core.wsgi import get_wsgi_application
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        http = httpx.Client(transport=httpx.WSGITransport(app=get_wsgi_application()), base_url="http://testserver")
+        client = letta_client.Letta(api_key=account.token, base_url="http://testserver", http_client=http)
+        created = client.agents.create(name="with-companion", model="openai/fake-model", enable_sleeptime=True)
+        link = SleeptimeCompanion.objects.get(agent_id=created.id)
+        assert link.enabled and Agent.objects.get(id=link.companion_id).agent_type == "sleeptime_agent"
+        client.agents.update(created.id, enable_sleeptime=False)
+        assert SleeptimeCompanion.objects.get(agent_id=created.id).enabled is False
+        plain = client.agents.create(name="plain", model="openai/fake-model")
+        client.agents.update(plain.id, enable_sleeptime=False)  # nothing to turn off: no companion is made
+        assert not SleeptimeCompanion.objects.filter(agent_id=plain.id).exists()
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
