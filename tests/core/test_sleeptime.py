@@ -107,6 +107,9 @@ def test_after_n_turns_the_companion_edits_memory_in_the_background(api, agent, 
     assert "Drinks green tea." in str(api.get(f"/v1/agents/{agent.id}/context").json())
     # Turns three and four make the next two: a second background run, given only what came after the first.
     until(lambda: Run.objects.filter(agent_id=link["companion_id"]).count() == 2, what="the second companion run")
+    # Its input is written when it starts executing.
+    until(lambda: Message.objects.filter(agent_id=link["companion_id"], role="user").count() == 2,
+          what="the second companion run's input")
     second = Message.objects.filter(agent_id=link["companion_id"], role="user").order_by("seq").last().text
     assert "turn four" in second and "turn one" not in second
 
