@@ -22,6 +22,9 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
+
 log = logging.getLogger(__name__)
 
 BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -29,6 +32,10 @@ BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 class McpUnavailable(Exception):
     """The server could not be started or reached, or it died during the call (after one restart)."""
+
+
+class McpRefused(Exception):
+    """The server answered the request with an MCP error (unknown tool, bad params…); it is alive and kept."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +193,13 @@ class McpManager:
             except asyncio.TimeoutError as exc:
                 await self._close(spec.key)  # a hung server is restarted on the next call
                 raise McpUnavailable(f"the MCP server did not answer within {timeout_s:g}s") from exc
+            except MCPError as exc:
+                if exc.code != CONNECTION_CLOSED:
+                    raise McpRefused(exc.message) from exc
+                tail = conn.stderr_tail()
+                await self._close(spec.key)
+                if attempt == 2:
+                    raise McpUnavailable(_describe(exc, tail)) from exc
             except Exception as exc:  # the transport failed: the process died or the connection dropped
                 tail = conn.stderr_tail()
                 await self._close(spec.key)

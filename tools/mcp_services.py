@@ -17,7 +17,7 @@ from django.utils import timezone
 from core.errors import Conflict, Invalid, NotFound
 from core.models import Agent, Organization
 from tools import schema as tool_schema
-from tools.mcp_client import McpUnavailable, ServerSpec, manager
+from tools.mcp_client import McpRefused, McpUnavailable, ServerSpec, manager
 from tools.models import McpServer, Tool, ToolRun
 
 SERVER_TYPES = ("stdio", "sse", "streamable_http")
@@ -149,7 +149,7 @@ def mcp_tools_refresh(*, server: McpServer) -> dict[str, list]:
     schemas updated, vanished ones deleted. A name taken by another tool is skipped and reported."""
     try:
         listed = manager().list_tools(server_spec(server))
-    except McpUnavailable as exc:
+    except (McpUnavailable, McpRefused) as exc:
         McpServer.objects.filter(pk=server.pk).update(last_error=str(exc)[:4000])
         server.last_error = str(exc)[:4000]
         raise Invalid(f"could not list the tools of '{server.server_name}': {exc}",
@@ -240,6 +240,8 @@ def mcp_tool_execute(*, tool: Tool, args: dict, agent: Agent | None = None, orig
         error_type = "" if ok else "ToolError"
     except McpUnavailable as exc:
         text, ok, error_type = str(exc), False, "McpServerUnavailable"
+    except McpRefused as exc:
+        text, ok, error_type = str(exc), False, "McpError"
     run = ToolRun(owner=tool.owner, tool=tool, tool_name=tool.name, agent_id=agent.id if agent else "",
                   step_id=step_id, origin=origin, args=args, status="success" if ok else "error",
                   tool_return=text, stderr="" if ok else text, sandbox="mcp", mcp_server=server.server_name,

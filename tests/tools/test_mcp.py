@@ -203,3 +203,14 @@ def test_update_and_delete(api, account):
     assert api.get(f"/v1/agents/{agent.id}/tools").status_code == 200
     assert "add" not in [t["name"] for t in api.get(f"/v1/agents/{agent.id}/tools").json()]
     assert api.get(f"/v1/mcp-servers/{server['id']}").status_code == 404
+
+
+def test_an_error_answer_is_a_failed_call_not_a_restart(api, account):
+    from tools.mcp_services import server_spec
+
+    server = McpServer.objects.get(id=_register(api)["id"])
+    spec = server_spec(server)
+    starts = manager().starts[server.id]
+    assert manager().call_tool(spec, "no_such_tool", {}).is_error
+    assert manager().call_tool(spec, "add", {"a": 1, "b": 2}).content[0].text == "3"
+    assert manager().starts[server.id] == starts
