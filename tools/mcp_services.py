@@ -51,7 +51,9 @@ def _clean_config(config: dict, *, current: McpServer | None = None) -> dict[str
         if "env" in config:
             fields["env"] = _string_map(config.get("env"), _ENV_NAME, "env", errors)
         if "allow_network" in config:
-            fields["allow_network"] = config["allow_network"]
+            if config["allow_network"] is not None and not isinstance(config["allow_network"], bool):
+                errors["allow_network"] = "true, false or null"
+            fields["allow_network"] = config["allow_network"] if isinstance(config["allow_network"], bool) else None
     else:
         url = config.get("server_url", current.server_url if current else None)
         parsed = urlparse(url or "") if isinstance(url, str) else None
@@ -199,14 +201,14 @@ def _refresh_quietly(server: McpServer) -> None:
 
 def mcp_tools_changed(server_id: str) -> None:
     """A server said its tools changed (runs in a worker thread of the connection loop): refresh them."""
-    from django.db import close_old_connections
+    from django.db import connections
 
     try:
         server = McpServer.objects.filter(pk=server_id).first()
         if server is not None:
             _refresh_quietly(server)
     finally:
-        close_old_connections()
+        connections.close_all()  # this worker thread's own connections
 
 
 def _result_text(result) -> str:

@@ -135,7 +135,9 @@ def test_secrets_are_write_only_and_bad_configs_are_refused(api, account):
     assert "zq-9-secret" not in text and "hdr-secret" not in text and http["auth_token_set"] is True
     assert http["last_error"]  # nothing listens there: kept, with the reason
     for config in ({"mcp_server_type": "stdio", "command": ""}, {"mcp_server_type": "sse", "server_url": "ftp://x"},
-                   {"mcp_server_type": "nope"}, {"mcp_server_type": "stdio", "command": "x", "env": {"1BAD": "v"}}):
+                   {"mcp_server_type": "nope"}, {"mcp_server_type": "stdio", "command": "x", "env": {"1BAD": "v"}},
+                   {"mcp_server_type": "stdio", "command": "x", "allow_network": "yes"},
+                   {"mcp_server_type": "stdio", "command": "x", "args": "not a list"}):
         before = McpServer.objects.count()
         resp = api.post("/v1/mcp-servers/", {"server_name": "bad", "config": config})
         assert resp.status_code == 422, config
