@@ -39,13 +39,13 @@ def _clean_config(config: dict, *, current: McpServer | None = None) -> dict[str
     errors: dict[str, str] = {}
     if kind == "stdio":
         command = config.get("command", current.command if current else None)
-        if not isinstance(command, str) or not command.strip() or "\n" in command:
-            errors["command"] = "a command is required"
+        if not isinstance(command, str) or not command.strip() or "\n" in command or len(command) > 500:
+            errors["command"] = "a command is required (one line, at most 500 characters)"
         args = config.get("args", current.args if current else [])
         if args is None:
             args = []
-        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            errors["args"] = "expected a list of strings"
+        if not isinstance(args, list) or len(args) > 200 or not all(isinstance(a, str) and len(a) < 4000 for a in args):
+            errors["args"] = "expected a list of at most 200 strings"
         fields.update(command=(command or "").strip(), args=args, server_url="", auth_header="", auth_token="",
                       custom_headers={})
         if "env" in config:
@@ -57,16 +57,19 @@ def _clean_config(config: dict, *, current: McpServer | None = None) -> dict[str
     else:
         url = config.get("server_url", current.server_url if current else None)
         parsed = urlparse(url or "") if isinstance(url, str) else None
-        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc or len(url) > 2000:
             errors["server_url"] = "an http(s) URL is required"
         fields.update(server_url=url or "", command="", args=[], env={})
         if "auth_header" in config:
             header = config.get("auth_header") or ""
-            if header and not _HEADER.match(header):
+            if not isinstance(header, str) or (header and not _HEADER.match(header)):
                 errors["auth_header"] = "not a valid header name"
             fields["auth_header"] = header
         if "auth_token" in config:
-            fields["auth_token"] = config.get("auth_token") or ""
+            token = config.get("auth_token") or ""
+            if not isinstance(token, str) or "\n" in token:
+                errors["auth_token"] = "expected a one-line string"
+            fields["auth_token"] = token if isinstance(token, str) else ""
         if "custom_headers" in config:
             fields["custom_headers"] = _string_map(config.get("custom_headers"), _HEADER, "custom_headers", errors)
     if errors:
