@@ -94,14 +94,15 @@ class _Connection:
     error: BaseException | None = None
     last_used: float = field(default_factory=time.monotonic)
     errlog: Any = None
+    stderr_last: str = ""  # what the server wrote to stderr, kept when its connection ends
 
     @property
     def alive(self) -> bool:
         return self.session is not None and self.task is not None and not self.task.done()
 
     def stderr_tail(self) -> str:
-        if self.errlog is None:
-            return ""
+        if self.errlog is None or self.errlog.closed:
+            return self.stderr_last
         try:
             self.errlog.seek(0)
             return self.errlog.read()[-2000:].strip()
@@ -249,9 +250,10 @@ class McpManager:
             conn.error = exc
         finally:
             conn.session = None
-            conn.ready.set()
             if conn.errlog is not None:
+                conn.stderr_last = conn.stderr_tail()
                 conn.errlog.close()
+            conn.ready.set()
 
     def _transport(self, conn: _Connection):
         spec = conn.spec

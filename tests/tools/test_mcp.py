@@ -216,3 +216,11 @@ def test_an_error_answer_is_a_failed_call_not_a_restart(api, account):
     assert manager().call_tool(spec, "no_such_tool", {}).is_error
     assert manager().call_tool(spec, "add", {"a": 1, "b": 2}).content[0].text == "3"
     assert manager().starts[server.id] == starts
+
+
+def test_a_server_that_cannot_start_is_kept_with_its_stderr_as_the_error(api, account):
+    server = _register(api, "broken", {"mcp_server_type": "stdio", "command": "definitely-not-a-command"})
+    assert "No such file" in server["last_error"]
+    assert api.get(f"/v1/mcp-servers/{server['id']}/tools").json() == []
+    refresh = api.patch(f"/v1/mcp-servers/{server['id']}/refresh")
+    assert refresh.status_code == 422 and "No such file" in refresh.json()["detail"]
