@@ -15,8 +15,16 @@ from tools import mcp_services
 from tools.models import McpServer
 
 
+def _with_tools(server: McpServer) -> McpServer:
+    """The server with `tool_list`, each tool carrying its parameters schema as indented JSON for the page."""
+    server.tool_list = sorted(server.tools.all(), key=lambda t: t.name)
+    for tool in server.tool_list:
+        tool.schema_text = json.dumps((tool.json_schema or {}).get("parameters") or {}, indent=2, ensure_ascii=False)
+    return server
+
+
 def _servers(owner):
-    return list(McpServer.objects.filter(owner=owner).prefetch_related("tools").order_by("server_name"))
+    return [_with_tools(s) for s in McpServer.objects.filter(owner=owner).prefetch_related("tools").order_by("server_name")]
 
 
 def _server_or_404(request, server_id: str) -> McpServer:
@@ -98,7 +106,7 @@ def mcp_server_refresh(request, server_id: str):
         notice = None
     except DomainError as exc:
         report, notice = None, exc.message
-    server = _server_or_404(request, server_id)
+    server = _with_tools(_server_or_404(request, server_id))
     return TemplateResponse(request, "tools/_mcp_server.html", {"s": server, "report": report, "notice": notice})
 
 
