@@ -137,6 +137,8 @@ def _register_routers() -> None:
     from core.api_agentfiles import router as agentfile_router
     from memory.api import router as memory_router
     from tools.api import router as tools_router
+    from tools.mcp_api import router as mcp_router
+    from core.api_sleeptime import router as sleeptime_router
 
     api.add_router("", agentfile_router)  # first: /agents/import must not be taken for /agents/{agent_id}
     api.add_router("", core_router)
@@ -146,6 +148,8 @@ def _register_routers() -> None:
     api.add_router("", agent_tests_router)
     api.add_router("", memory_router)
     api.add_router("", tools_router)
+    api.add_router("", mcp_router)
+    api.add_router("", sleeptime_router)
 
 
 _register_routers()

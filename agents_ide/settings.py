@@ -178,6 +178,7 @@ SANDBOX_CACHE_DIR = Path(os.environ.get("SANDBOX_CACHE_DIR", DATA_DIR.parent / "
 SANDBOX_ALLOW_NETWORK = env_bool("SANDBOX_ALLOW_NETWORK")
 # Without user namespaces local runs are refused; this runs them anyway, with no file or network isolation.
 SANDBOX_LOCAL_WEAK_ISOLATION = env_bool("SANDBOX_LOCAL_WEAK_ISOLATION")
+MCP_IDLE_TIMEOUT_S = float(os.environ.get("MCP_IDLE_TIMEOUT_S", "300"))  # a stdio MCP server idle this long stops
 E2B_API_KEY = os.environ.get("E2B_API_KEY", "")
 E2B_TEMPLATE = os.environ.get("E2B_TEMPLATE", "")
 # Public base URL tools use to call back into our REST API. Unset, it is the address scripts/serve listens on

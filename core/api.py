@@ -82,6 +82,10 @@ def agent_create(request, body: AgentCreateIn):
         overflow_strategy=body.overflow_strategy or "summarize", agent_type=body.agent_type or "letta_v1_agent",
         initial_messages=initial, embedding_config=body.embedding_config,
     )
+    if body.enable_sleeptime:
+        from core.sleeptime import sleeptime_configure
+
+        sleeptime_configure(agent=agent, enabled=True)
     return 201, presenters.agent_state(agent)
 
 
@@ -123,7 +127,13 @@ def agent_modify(request, agent_id: str, body: AgentUpdateIn):
         changes["model_settings"] = _model_settings(body, agent.model_settings)
     if changes.pop("message_ids", None) is not None:
         raise Invalid("message_ids cannot be set directly; use reset-messages")
-    return presenters.agent_state(services.agent_update(agent=agent, changes=changes))
+    sleeptime = changes.pop("enable_sleeptime", None)
+    agent = services.agent_update(agent=agent, changes=changes)
+    if sleeptime is not None and (sleeptime or hasattr(agent, "sleeptime")):
+        from core.sleeptime import sleeptime_configure
+
+        sleeptime_configure(agent=agent, enabled=sleeptime)
+    return presenters.agent_state(agent)
 
 
 @router.delete("/agents/{agent_id}", response={200: dict})

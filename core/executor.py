@@ -55,6 +55,9 @@ def run_execute(*, run_id: str) -> str:
         return result.status
     finally:
         _notify(run_id)
+        from core.sleeptime import sleeptime_after_run
+
+        sleeptime_after_run(run_id=run_id)  # after waking waiters: the primary's caller never waits for it
 
 
 # --------------------------------------------------------------------------- waiting for a run

@@ -259,3 +259,18 @@ class Message(models.Model):
         """What the model said or was told (the content parts); `text` may add searchable words, e.g. the
         message of an assistant's send_message call, so conversation_search finds the agent's own replies."""
         return "".join(p.get("text", "") for p in self.content or () if isinstance(p, dict) and p.get("type") == "text")
+
+
+class SleeptimeCompanion(models.Model):
+    """A primary agent's sleep-time companion: a second agent sharing its blocks, run in the background every
+    `frequency` turns on the transcript since its last run, to reorganize memory (Letta's `enable_sleeptime`)."""
+
+    agent = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="sleeptime")
+    companion = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="sleeptime_primary")
+    enabled = models.BooleanField(default=True)
+    frequency = models.PositiveIntegerField(default=5)  # primary turns between two background runs
+    turns_since = models.PositiveIntegerField(default=0)  # primary turns since the last run was submitted
+    last_seq = models.BigIntegerField(default=0)  # the primary's last message seq the companion was given
+    last_run_id = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)

@@ -31,7 +31,7 @@ def block_out(block) -> dict:
 
 
 def tool_out(tool) -> dict:
-    return {"id": tool.id, "name": tool.name, "tool_type": {"base": "letta_core", "multi_agent": "letta_multi_agent_core"}.get(tool.tool_type, "custom"),
+    return {"id": tool.id, "name": tool.name, "tool_type": {"base": "letta_core", "multi_agent": "letta_multi_agent_core", "external_mcp": "external_mcp"}.get(tool.tool_type, "custom"),
             "description": tool.description, "source_code": tool.source_code, "source_type": "python",
             "json_schema": tool.json_schema, "tags": tool.tags, "return_char_limit": tool.return_char_limit,
             "pip_requirements": tool.pip_requirements, "sandbox": tool.sandbox or None,

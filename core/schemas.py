@@ -27,6 +27,7 @@ class InitialMessageIn(Schema):
 
 class AgentCreateIn(Schema):
     name: AgentName | None = Field(None, description="A readable unique name is generated when absent.")
+    enable_sleeptime: bool | None = Field(None, description="Give the agent a sleep-time companion (or turn it off).")
     description: str | None = ""
     system: str | None = None
     agent_type: AgentType | None = "letta_v1_agent"  # Letta 1.x's default
@@ -57,6 +58,7 @@ class AgentCreateIn(Schema):
 
 class AgentUpdateIn(Schema):
     name: AgentName | None = None
+    enable_sleeptime: bool | None = Field(None, description="Give the agent a sleep-time companion (or turn it off).")
     description: str | None = None
     system: str | None = None
     model: ModelHandle | None = None

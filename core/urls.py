@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from core import views
-from core.web import agent_tests, agentfiles, agents, inspector, runs, settings_pages, timetravel, workspace
+from core.web import agent_tests, agentfiles, agents, inspector, runs, settings_pages, sleeptime, timetravel, workspace
 
 urlpatterns = [
     path("setup/", views.setup, name="setup"),
@@ -39,6 +39,9 @@ urlpatterns = [
     path("agents/<str:agent_id>/tests/results/<str:run_id>/", agent_tests.test_results, name="agent_test_results"),
     path("agents/<str:agent_id>/tests/delete/", agent_tests.test_delete, name="agent_test_delete"),
     path("agents/<str:agent_id>/rules/", workspace.rules_save, name="agent_rules"),
+    path("agents/<str:agent_id>/sleeptime/", sleeptime.sleeptime_panel, name="agent_sleeptime"),
+    path("agents/<str:agent_id>/sleeptime/save/", sleeptime.sleeptime_save, name="agent_sleeptime_save"),
+    path("agents/<str:agent_id>/sleeptime/run/", sleeptime.sleeptime_run, name="agent_sleeptime_run"),
     path("", include("memory.urls")),
     path("", include("tools.urls")),
     path("settings/", settings_pages.settings_page, name="settings"),

@@ -101,6 +101,10 @@ def agent_tool_run(request, agent_id: str, tool_name: str, body: AgentToolRunIn)
     tool = agent.tools.filter(name=tool_name).first()
     if tool is None:
         raise NotFound(f"Tool '{tool_name}' is not attached to agent '{agent_id}'")
+    if tool.tool_type == "external_mcp":
+        from tools.mcp_services import mcp_tool_execute
+
+        return presenters.tool_execution_result(mcp_tool_execute(tool=tool, args=body.args, agent=agent, origin="agent"))
     if tool.tool_type != "custom":
         return execution.agent_builtin_tool_run(agent=agent, name=tool.name, args=body.args)
     run = execution.tool_execute(owner=agent.owner, source_code=tool.source_code, args=body.args, tool=tool,

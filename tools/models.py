@@ -7,7 +7,7 @@ from core.fields import StorableJSONField, StorableTextField
 
 
 class Tool(models.Model):
-    TYPES = [("base", "base"), ("multi_agent", "multi-agent"), ("custom", "custom")]
+    TYPES = [("base", "base"), ("multi_agent", "multi-agent"), ("custom", "custom"), ("external_mcp", "MCP")]
     SANDBOXES = [("", "deployment default"), ("local", "local"), ("e2b", "E2B")]
 
     id = models.CharField(primary_key=True, max_length=64, default=ids.new_tool_id, editable=False)
@@ -24,6 +24,10 @@ class Tool(models.Model):
     allow_network = models.BooleanField(null=True, blank=True, default=None)  # None: the deployment default
     env_vars = models.JSONField(default=dict, blank=True)  # workbench defaults for test runs
     agents = models.ManyToManyField("core.Agent", related_name="tools", blank=True)
+    # external_mcp tools: the server that runs them, under the name the server gives the tool.
+    mcp_server = models.ForeignKey("tools.McpServer", null=True, blank=True, on_delete=models.CASCADE,
+                                   related_name="tools")
+    mcp_tool_name = models.CharField(max_length=128, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -51,8 +55,38 @@ class ToolRun(models.Model):
     stderr = StorableTextField(blank=True, default="")
     sandbox = models.CharField(max_length=16, blank=True, default="")
     network = models.BooleanField(default=False)  # whether the run could use the network
+    mcp_server = models.CharField(max_length=64, blank=True, default="")  # the MCP server that ran it, by name
     duration_ms = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         indexes = [models.Index(fields=["owner", "tool_name", "created_at"])]
+
+
+class McpServer(models.Model):
+    """An MCP server whose tools join the owner's library: a sandboxed stdio process, or a URL (SSE, HTTP)."""
+
+    TYPES = [("stdio", "stdio"), ("sse", "SSE"), ("streamable_http", "streamable HTTP")]
+
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_mcp_server_id, editable=False)
+    owner = models.ForeignKey("core.Organization", on_delete=models.CASCADE, related_name="mcp_servers")
+    server_name = models.CharField(max_length=64)
+    server_type = models.CharField(max_length=16, choices=TYPES)
+    command = models.CharField(max_length=500, blank=True, default="")
+    args = models.JSONField(default=list, blank=True)
+    env = models.JSONField(default=dict, blank=True)  # write-only: the API shows names, never values
+    server_url = models.CharField(max_length=2000, blank=True, default="")
+    auth_header = models.CharField(max_length=128, blank=True, default="")
+    auth_token = models.TextField(blank=True, default="")  # write-only
+    custom_headers = models.JSONField(default=dict, blank=True)  # write-only values
+    allow_network = models.BooleanField(null=True, blank=True, default=None)  # stdio only; None: the default
+    last_error = models.TextField(blank=True, default="")
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "server_name"], name="unique_mcp_server_name")]
+
+    def __str__(self) -> str:
+        return self.server_name

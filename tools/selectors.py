@@ -24,7 +24,8 @@ def tools_list(*, owner: Organization, name: str | None = None, limit: int = 500
 
 
 # Letta's tool_type names for ours (the API speaks Letta's).
-LETTA_TOOL_TYPES = {"base": "letta_core", "multi_agent": "letta_multi_agent_core", "custom": "custom"}
+LETTA_TOOL_TYPES = {"base": "letta_core", "multi_agent": "letta_multi_agent_core", "custom": "custom",
+                    "external_mcp": "external_mcp"}
 
 
 def _our_types(letta_types: list[str] | None) -> list[str]:

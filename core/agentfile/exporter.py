@@ -13,6 +13,7 @@ from typing import Any
 
 from core.agentfile.model import ARCHIVAL_METADATA_KEY, MAX_MESSAGES, MAX_PASSAGES
 from core.models import Agent, Message
+from tools.mcp_agentfile import mcp_servers_export
 
 FORMAT_REVISION = "agents-ide-1"
 _LETTA_ENDPOINT_TYPES = frozenset({
@@ -49,7 +50,7 @@ def agentfile_export(*, agent: Agent, include_archival: bool = False, scrub_mess
         "blocks": [_block(b, f"block-{i}") for i, b in enumerate(blocks)],
         "files": [], "sources": [],
         "tools": [_tool(t, f"tool-{i}") for i, t in enumerate(tools)],
-        "mcp_servers": [], "metadata": {"revision_id": FORMAT_REVISION},
+        "mcp_servers": mcp_servers_export(tools), "metadata": {"revision_id": FORMAT_REVISION},
         "created_at": datetime.now(UTC).isoformat(),
     }
 
@@ -155,12 +156,15 @@ def _tool(tool, key: str) -> dict[str, Any]:
     from core.engine.base_tools import MEMORY_EDIT_TOOLS
 
     kind = "letta_memory_core" if tool.name in MEMORY_EDIT_TOOLS else _TOOL_TYPES.get(tool.tool_type, "custom")
+    if tool.tool_type == "external_mcp":
+        kind = "external_mcp"
     return {"id": key, "tool_type": kind, "description": tool.description or None,
             "source_type": "python", "name": tool.name, "tags": list(tool.tags or []),
             "source_code": tool.source_code or None, "json_schema": tool.json_schema or None, "args_json_schema": None,
             "return_char_limit": tool.return_char_limit, "pip_requirements": list(tool.pip_requirements or []) or None,
             "npm_requirements": None, "default_requires_approval": None, "created_by_id": None,
-            "last_updated_by_id": None, "metadata_": {}}
+            "last_updated_by_id": None,
+            "metadata_": {"mcp": {"server_name": tool.mcp_server.server_name}} if tool.mcp_server_id else {}}
 
 
 def _message(m: Message, key: str, agent: Agent) -> dict[str, Any]:

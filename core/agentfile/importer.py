@@ -64,8 +64,12 @@ def agentfile_import(*, owner: Organization, parsed: ParsedFile, options: Import
     _check_options(options)
     result = ImportResult(agent_ids=[], warnings=list(parsed.warnings))
     builtins = builtin_tools_ensure(owner=owner)
-    tool_ids = {key: _tool_row(owner=owner, tool=t, builtins=builtins, policy=options.tool_policy, result=result).id
-                for key, t in parsed.tools.items()}
+    from tools.mcp_agentfile import mcp_servers_import
+
+    mcp_servers_import(owner=owner, servers=parsed.mcp_servers, warnings=result.warnings)
+    rows = {key: _tool_row(owner=owner, tool=t, builtins=builtins, policy=options.tool_policy, result=result)
+            for key, t in parsed.tools.items()}
+    tool_ids = {key: row.id for key, row in rows.items() if row is not None}
     block_ids = _blocks_create(owner=owner, parsed=parsed)
     for i, pa in enumerate(parsed.agents):
         # A name given for a file of several agents names the first; the others keep theirs after it.
@@ -79,6 +83,10 @@ def agentfile_import(*, owner: Organization, parsed: ParsedFile, options: Import
 def _tool_row(*, owner: Organization, tool: ParsedTool, builtins: dict[str, Tool], policy: str, result: ImportResult) -> Tool:
     if tool.builtin:
         return builtins[tool.name]
+    if tool.letta_type == "external_mcp":
+        from tools.mcp_agentfile import mcp_tool_import
+
+        return mcp_tool_import(owner=owner, tool=tool, warnings=result.warnings)
     existing = Tool.objects.filter(owner=owner, name=tool.name).first()
     fields = _tool_fields(tool, result)
     if existing is None:
@@ -149,12 +157,13 @@ def _agent_create(*, owner: Organization, pa: ParsedAgent, options: ImportOption
     tool_keys, rules = list(pa.tool_keys), list(pa.tool_rules)
     if options.agent_type and not uses_heartbeats(agent_type) and uses_heartbeats(pa.agent_type):
         # made a letta_v1_agent from a MemGPT file: it replies in plain text, so send_message and its rules go
-        names = dict(Tool.objects.filter(id__in=[tool_ids[k] for k in tool_keys]).values_list("id", "name"))
-        tool_keys = [k for k in tool_keys if names.get(tool_ids[k]) != "send_message"]
+        names = dict(Tool.objects.filter(id__in=[tool_ids[k] for k in tool_keys if k in tool_ids]).values_list("id", "name"))
+        tool_keys = [k for k in tool_keys if names.get(tool_ids.get(k)) != "send_message"]
         rules = [r for r in rules if r.get("tool_name") != "send_message"]
     agent = agent_create(
         owner=owner, name=name, model=model, system=pa.system, description=pa.description,
-        block_ids=[block_ids[k] for k in pa.block_keys], tool_ids=list(dict.fromkeys(tool_ids[k] for k in tool_keys)),
+        block_ids=[block_ids[k] for k in pa.block_keys],
+        tool_ids=list(dict.fromkeys(tool_ids[k] for k in tool_keys if k in tool_ids)),
         include_base_tools=False, tool_rules=rules, context_window_limit=pa.context_window,
         tags=list(pa.tags), metadata=pa.metadata, secrets=secrets, embedding=options.embedding or pa.embedding,
         model_settings=pa.model_settings, agent_type=agent_type,

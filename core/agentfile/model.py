@@ -70,6 +70,7 @@ class ParsedTool:
     tags: tuple[str, ...] = ()
     return_char_limit: int = 50000
     pip_requirements: tuple[dict[str, Any], ...] = ()
+    mcp_server: str = ""  # external_mcp tools: the server's name (tools.mcp_agentfile)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,3 +133,4 @@ class ParsedFile:
     blocks: dict[str, ParsedBlock]
     tools: dict[str, ParsedTool]
     warnings: tuple[str, ...] = ()
+    mcp_servers: tuple[dict[str, Any], ...] = ()  # tools.mcp_agentfile.mcp_servers_parse

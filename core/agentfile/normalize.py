@@ -63,6 +63,13 @@ def tool(raw: Any, path: str, key: str, warn: list[str]) -> ParsedTool | None:
         if letta_type == "custom" and source:
             warn.append(f"Tool '{name}' has the name of a built-in tool; the built-in is used, not the file's code.")
         return ParsedTool(key=key, name=name, builtin=True, letta_type=letta_type)
+    if letta_type == "external_mcp":
+        from tools.mcp_agentfile import mcp_tool_server
+
+        schema = c.obj(d.get("json_schema") or {}, c.join(path, "json_schema"))
+        return ParsedTool(key=key, name=name, builtin=False, letta_type=letta_type, json_schema=dict(schema),
+                          description=c.string(d.get("description"), c.join(path, "description"), limit=100_000),
+                          mcp_server=mcp_tool_server(d))
     if letta_type != "custom":
         warn.append(f"Letta built-in tool '{name}' ({letta_type}) has no equivalent here; it was not attached.")
         return None

@@ -40,7 +40,10 @@ def parse_agent_file(raw: bytes | str | dict) -> ParsedFile:
 
 def _v2(d: dict, warn: list[str]) -> ParsedFile:
     c.obj(d, "", c.V2_TOP)
-    for key in ("groups", "files", "sources", "mcp_servers"):
+    from tools.mcp_agentfile import mcp_servers_parse
+
+    mcp_servers = mcp_servers_parse(d.get("mcp_servers"), warn)
+    for key in ("groups", "files", "sources"):
         if c.lst(d.get(key), key, limit=1000):
             warn.append(f"The file's {key} are not supported here and were not imported.")
     c.obj(d.get("metadata") or {}, "metadata")
@@ -57,7 +60,8 @@ def _v2(d: dict, warn: list[str]) -> ParsedFile:
     message_keys: set[str] = set()
     agents = tuple(_agent_v2(a, f"agents[{i}]", blocks, tools, all_tool_keys, agent_keys, message_keys, warn)
                    for i, a in enumerate(agents_raw))
-    return ParsedFile(version="v2", agents=agents, blocks=blocks, tools=tools, warnings=tuple(dict.fromkeys(warn)))
+    return ParsedFile(version="v2", agents=agents, blocks=blocks, tools=tools, warnings=tuple(dict.fromkeys(warn)),
+                      mcp_servers=mcp_servers)
 
 
 def _tools(raw: list, path: str, warn: list[str], *, keyed: bool) -> tuple[dict[str, ParsedTool], set[str]]:

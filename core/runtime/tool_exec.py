@@ -112,6 +112,20 @@ def custom_run(call, tool, snap, step_id: str) -> ToolOutcome:
     return ToolOutcome(ok, value, result.stdout, result.stderr, result.duration_ms, run.sandbox, tool_run=run)
 
 
+def mcp_run(call, tool, snap, step_id: str) -> ToolOutcome:
+    """Run one MCP tool call on its server (starts or restarts it; seconds); its ToolRun is returned unsaved."""
+    from tools.mcp_services import mcp_tool_execute
+
+    try:
+        run = mcp_tool_execute(tool=tool, args=call.args, agent=snap.agent, origin="agent", step_id=step_id,
+                               record=False)
+    except DomainError as exc:
+        return ToolOutcome(False, loop.tool_error_text(call.name, exc.message, "InvalidArguments"))
+    ok = run.status == "success"
+    value = run.tool_return if ok else loop.tool_error_text(call.name, run.tool_return, run.error_type or "Error")
+    return ToolOutcome(ok, value, "", run.stderr, run.duration_ms, f"mcp:{run.mcp_server}", tool_run=run)
+
+
 def multi_agent_run(call, snap, step_id: str) -> ToolOutcome:
     """Run one multi-agent tool call (outside the step's transaction: it may wait for another agent's run)."""
     from core.multiagent import tool_run
@@ -135,6 +149,8 @@ def calls_run(parsed, snap, step_id: str) -> dict[int, ToolOutcome]:
             out[i] = multi_agent_run(call, snap, step_id)
         elif is_builtin(call.name):
             out[i] = builtin_run(call, snap, step_id)
+        elif tools[call.name].tool_type == "external_mcp":
+            out[i] = mcp_run(call, tools[call.name], snap, step_id)
         else:
             out[i] = custom_run(call, tools[call.name], snap, step_id)
     return out

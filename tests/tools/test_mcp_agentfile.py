@@ -1,0 +1,74 @@
+"""Agent files keep MCP tool references: export writes Letta's `mcp_servers` section (no secrets) and tools of type
+external_mcp naming their server; import creates the servers to configure and attaches the tools, which run once
+the server has its secrets."""
+
+import json
+import sys
+
+import pytest
+
+from core.agentfile import ImportOptions, agentfile_export, agentfile_import, parse_agent_file
+from core.agentfile.checks import AgentFileError
+from tests.factories import ApiClient, make_agent
+from tests.tools.test_mcp import DEMO
+from tools import mcp_services
+from tools.mcp_client import manager
+from tools.models import McpServer, Tool
+from tools.selectors import agent_tools
+
+
+@pytest.fixture(autouse=True)
+def _connections_closed():
+    yield
+    manager().close_all()
+
+
+def test_export_then_import_into_another_account_keeps_the_mcp_tool(api, account, other_account):
+    server = mcp_services.mcp_server_create(owner=account.org, server_name="demo", config={
+        "mcp_server_type": "stdio", "command": sys.executable, "args": [DEMO, "stdio"], "env": {"GREETING": "s3cret"}})
+    agent = make_agent(account.org)
+    add = Tool.objects.get(mcp_server=server, name="read_env")
+    api.patch(f"/v1/agents/{agent.id}/tools/attach/{add.id}")
+    data = agentfile_export(agent=agent)
+    assert "s3cret" not in json.dumps(data)
+    [entry] = data["mcp_servers"]
+    assert entry["server_name"] == "demo" and entry["stdio_config"]["env"] == {"GREETING": ""}
+    exported = next(t for t in data["tools"] if t["name"] == "read_env")
+    assert exported["tool_type"] == "external_mcp" and exported["metadata_"] == {"mcp": {"server_name": "demo"}}
+
+    result = agentfile_import(owner=other_account.org, parsed=parse_agent_file(json.dumps(data).encode()),
+                              options=ImportOptions())
+    imported = McpServer.objects.get(owner=other_account.org, server_name="demo")
+    assert imported.args == [DEMO, "stdio"] and imported.env == {"GREETING": ""}
+    assert any("set its secrets" in w for w in result.warnings)
+    tools = {t.name: t for t in agent_tools(agent=result_agent(result))}
+    assert tools["read_env"].tool_type == "external_mcp" and tools["read_env"].mcp_server_id == imported.id
+    # Configured with its secret, the server runs the imported tool.
+    other = ApiClient(other_account.token)
+    other.patch(f"/v1/mcp-servers/{imported.id}", {"config": {"env": {"GREETING": "theirs"}}})
+    body = other.post(f"/v1/mcp-servers/{imported.id}/tools/read_env/run", {"args": {"name": "GREETING"}}).json()
+    assert body["status"] == "success" and body["func_return"] == "theirs"
+
+
+def result_agent(result):
+    from core.models import Agent
+
+    return Agent.objects.get(id=result.agent_ids[0])
+
+
+def test_an_mcp_tool_whose_server_is_missing_is_left_out_with_a_warning(account):
+    from tests.core.agentfile_docs import v2_doc
+
+    doc = v2_doc()
+    doc["tools"].append({"id": "tool-mcp", "tool_type": "external_mcp", "name": "lookup",
+                         "json_schema": {"name": "lookup", "parameters": {"type": "object", "properties": {}}},
+                         "metadata_": {"mcp": {"server_name": "elsewhere"}}})
+    doc["agents"][0]["tool_ids"].append("tool-mcp")
+    result = agentfile_import(owner=account.org, parsed=parse_agent_file(json.dumps(doc).encode()),
+                              options=ImportOptions())
+    assert any("'elsewhere'" in w for w in result.warnings)
+    assert "lookup" not in {t.name for t in agent_tools(agent=result_agent(result))}
+    bad = {**doc, "mcp_servers": [{"server_name": "x", "server_type": "carrier-pigeon"}]}
+    with pytest.raises(AgentFileError):
+        parse_agent_file(json.dumps(bad).encode())
+    assert not McpServer.objects.exists()

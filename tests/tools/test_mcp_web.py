@@ -1,0 +1,79 @@
+"""The MCP servers page through Django's client: add a stdio server from the form (its tools listed), inline
+errors with nothing saved, run a tool (its output escaped), refresh, delete, and another owner's server is 404."""
+
+import sys
+
+import pytest
+from django.test import Client
+
+from tests.tools.test_mcp import DEMO
+from tools.mcp_client import manager
+from tools.models import McpServer, Tool
+
+
+@pytest.fixture(autouse=True)
+def _connections_closed():
+    yield
+    manager().close_all()
+
+
+@pytest.fixture
+def web(account):
+    client = Client()
+    client.force_login(account.user)
+    return client
+
+
+def _add(web, name="demo"):
+    return web.post("/mcp-servers/new/", {"server_name": name, "mcp_server_type": "stdio", "command": sys.executable,
+                                          "args": f"{DEMO}\nstdio", "env": "GREETING=<b>hi</b>"}, HTTP_HX_REQUEST="true")
+
+
+def test_add_a_server_from_the_form_and_run_its_tool(web, account):
+    resp = _add(web)
+    assert resp.status_code == 200
+    html = resp.content.decode()
+    server = McpServer.objects.get(owner=account.org, server_name="demo")
+    assert server.env == {"GREETING": "<b>hi</b>"} and server.args == [DEMO, "stdio"]
+    assert 'data-tool="add"' in html and 'data-tool="read_env"' in html and "<b>hi</b>" not in html
+    page = web.get("/mcp-servers/").content.decode()
+    assert "demo" in page and "GREETING" in page and "&lt;b&gt;hi" not in page  # secret values never shown
+    read_env = Tool.objects.get(mcp_server=server, name="read_env")
+    out = web.post(f"/mcp-servers/{server.id}/tools/{read_env.id}/run/", {"args": '{"name": "GREETING"}'}).content.decode()
+    assert "&lt;b&gt;hi&lt;/b&gt;" in out and "<b>hi</b>" not in out and "mcp-run-output" in out
+    bad = web.post(f"/mcp-servers/{server.id}/tools/{read_env.id}/run/", {"args": "{not json"}).content.decode()
+    assert "not JSON" in bad
+    missing = web.post(f"/mcp-servers/{server.id}/tools/{read_env.id}/run/", {"args": "{}"}).content.decode()
+    assert "required" in missing
+    tools_page = web.get("/tools/")
+    assert tools_page.status_code == 200 and "read_env" in tools_page.content.decode()
+    assert f'href="/mcp-servers/#mcp-{server.id}"' in tools_page.content.decode()  # MCP tools run on their page
+    refreshed = web.post(f"/mcp-servers/{server.id}/refresh/").content.decode()
+    assert "0 added" in refreshed
+    assert web.post(f"/mcp-servers/{server.id}/delete/").status_code == 200
+    assert not McpServer.objects.filter(pk=server.pk).exists()
+
+
+def test_form_errors_come_back_inline_and_nothing_is_saved(web, account):
+    resp = web.post("/mcp-servers/new/", {"server_name": "x", "mcp_server_type": "stdio", "command": ""},
+                    HTTP_HX_REQUEST="true")
+    assert resp.status_code == 200 and resp["HX-Retarget"] == "#mcp-form"
+    assert "a command is required" in resp.content.decode()
+    resp = web.post("/mcp-servers/new/", {"server_name": "y", "mcp_server_type": "streamable_http",
+                                          "server_url": "javascript:alert(1)"}, HTTP_HX_REQUEST="true")
+    assert "an http(s) URL is required" in resp.content.decode()
+    resp = web.post("/mcp-servers/new/", {"server_name": "z", "mcp_server_type": "stdio", "command": "x",
+                                          "env": "no equals sign"}, HTTP_HX_REQUEST="true")
+    assert "NAME=value" in resp.content.decode()
+    assert not McpServer.objects.exists()
+
+
+def test_another_owners_server_is_not_found(web, account, other_account):
+    _add(web)
+    server = McpServer.objects.get()
+    other = Client()
+    other.force_login(other_account.user)
+    assert other.post(f"/mcp-servers/{server.id}/refresh/").status_code == 404
+    assert other.post(f"/mcp-servers/{server.id}/delete/").status_code == 404
+    assert "demo" not in other.get("/mcp-servers/").content.decode()
+    assert McpServer.objects.filter(pk=server.pk).exists()
