@@ -34,3 +34,30 @@ class FirstRunMiddleware:
         if not request.path.startswith(_EXEMPT_PREFIXES) and await sync_to_async(first_run_pending)():
             return redirect(reverse("setup"))
         return await self.get_response(request)
+
+
+class VersionAuthorMiddleware:
+    """Lets core.versions name who changed an agent: the request's API token or signed-in user."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.async_mode = iscoroutinefunction(get_response)
+        if self.async_mode:
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        from core.versions import serving
+
+        if self.async_mode:
+            return self.__acall__(request)
+        with serving(request):
+            return self.get_response(request)
+
+    async def __acall__(self, request):
+        from core.versions import serving
+
+        with serving(request):
+            return await self.get_response(request)

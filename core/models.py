@@ -144,6 +144,7 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    agent_version = models.ForeignKey("AgentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
 
     class Meta:
         indexes = [models.Index(fields=["agent", "status"]), models.Index(fields=["owner", "created_at"])]
@@ -192,6 +193,8 @@ class AgentTestRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    agent_version = models.ForeignKey("AgentVersion", null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="test_runs")
 
 
 class Replay(models.Model):
@@ -242,3 +245,35 @@ class Message(models.Model):
         """What the model said or was told (the content parts); `text` may add searchable words, e.g. the
         message of an assistant's send_message call, so conversation_search finds the agent's own replies."""
         return "".join(p.get("text", "") for p in self.content or () if isinstance(p, dict) and p.get("type") == "text")
+
+
+class ToolVersion(models.Model):
+    """One state of a tool's code (source, schema, requirements): written whenever that state changes."""
+
+    tool = models.ForeignKey("tools.Tool", on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    snapshot = StorableJSONField(default=dict, blank=True)  # {name, source_code, json_schema, pip_requirements, ...}
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tool", "number"], name="unique_tool_version")]
+
+
+class AgentVersion(models.Model):
+    """An immutable snapshot of an agent's definition (core.versions); a new one only when the definition changed."""
+
+    AUTHORS = [("user", "person"), ("token", "API token"), ("agent", "agent step"), ("system", "system")]
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    definition = StorableJSONField(default=dict, blank=True)  # what the hash covers; tools name their ToolVersion
+    blocks = StorableJSONField(default=list, blank=True)  # block values at the time, outside the hash: restored only if asked
+    author_kind = models.CharField(max_length=16, choices=AUTHORS, default="system")
+    author = models.CharField(max_length=200, blank=True, default="")  # username, token name, step id
+    message = models.CharField(max_length=500, blank=True, default="")
+    restored_from = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["agent", "number"], name="unique_agent_version")]
