@@ -335,3 +335,17 @@ def history_import(*, agent: Agent, history: list[dict]) -> None:
 def latest_number(*, agent: Agent) -> int:
     """The number of the agent's newest version (0 if none)."""
     return AgentVersion.objects.filter(agent=agent).aggregate(n=Max("number"))["n"] or 0
+
+
+def versions_with_tests(*, agent: Agent) -> list[dict]:
+    """The timeline the IDE shows: each version (newest first) with the agent-test runs recorded against it."""
+    from core.models import AgentTestRun
+
+    runs: dict[int, list] = {}
+    for run in AgentTestRun.objects.filter(agent=agent, agent_version__isnull=False).order_by("-created_at"):
+        results = run.results or []
+        runs.setdefault(run.agent_version_id, []).append(
+            {"id": run.id, "status": run.status, "passed": sum(1 for r in results if r.get("passed")),
+             "failed": sum(1 for r in results if not r.get("passed")), "created_at": run.created_at,
+             "failures": [r.get("name") or r.get("test_id") for r in results if not r.get("passed")]})
+    return [{"version": v, "test_runs": runs.get(v.id, [])} for v in versions_list(agent=agent)]

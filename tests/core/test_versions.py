@@ -183,6 +183,10 @@ def test_a_run_is_recorded_against_the_version_it_ran_on(api, agent, fake_llm):
     api.post(f"/v1/agents/{agent.id}/messages", {"messages": [{"role": "user", "content": "again"}]})
     runs = list(Run.objects.filter(agent=agent).order_by("created_at").select_related("agent_version"))
     assert [run.agent_version.number for run in runs] == [1, 2]
+    web = Client()
+    web.force_login(Agent.objects.get(pk=agent.pk).owner.members.get())
+    html = web.get(f"/agents/{agent.id}/runs/").content.decode()
+    assert [html.split(f'data-run="{run.id}"')[1].split("</tbody>")[0].count(f">v{n}</span>") for run, n in zip(runs, (1, 2))] == [1, 1]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -227,3 +231,38 @@ def test_a_malformed_history_in_a_file_is_refused_whole(account, agent):
     with pytest.raises(Exception, match="definition"):
         agentfile_import(owner=account.org, parsed=parse_agent_file(json.dumps(data).encode()))
     assert Agent.objects.count() == before
+
+
+def test_history_tab_lists_diffs_and_restores_escaping_what_it_shows(api, account, agent):
+    web = Client()
+    web.force_login(account.user)
+    api.patch(f"/v1/agents/{agent.id}", {"system": "<script>alert(1)</script>", "version_message": "<b>bold</b>"})
+    panel = web.get(f"/agents/{agent.id}/versions/", HTTP_HX_REQUEST="true")
+    assert panel.status_code == 200
+    html = panel.content.decode()
+    assert 'data-version="2"' in html and 'data-version="1"' in html and "&lt;b&gt;bold&lt;/b&gt;" in html
+    diff = web.get(f"/agents/{agent.id}/versions/diff/?number=2&against=1", HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-field="system"' in diff and "+&lt;script&gt;alert(1)&lt;/script&gt;" in diff and "<script>alert" not in diff
+    bad = web.get(f"/agents/{agent.id}/versions/diff/?number=9", HTTP_HX_REQUEST="true")
+    assert bad.status_code == 400 and b"no version 9" in bad.content
+    r = web.post(f"/agents/{agent.id}/versions/1/restore/", {"message": "undo"}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200 and b"Restored as version 3" in r.content
+    v3 = _latest(agent)
+    assert (v3.author_kind, v3.author, v3.message, v3.restored_from) == ("user", "alice", "undo", 1)
+    assert web.post(f"/agents/{agent.id}/versions/8/restore/", {}, HTTP_HX_REQUEST="true").content.count(b"no version 8") == 1
+    assert _latest(agent).number == 3
+
+
+def test_history_tab_shows_the_test_results_recorded_against_each_version(api, account, agent):
+    from core.models import AgentTestRun as TR
+
+    web = Client()
+    web.force_login(account.user)
+    api.patch(f"/v1/agents/{agent.id}", {"system": "Broken."})
+    v2 = _latest(agent)
+    TR.objects.create(owner=account.org, agent=agent, status="failed", agent_version=v2,
+                      results=[{"test_id": "t1", "name": "greets politely", "passed": False}])
+    html = web.get(f"/agents/{agent.id}/versions/").content.decode()
+    row = html.split('data-version="2"')[1].split('data-version="1"')[0]
+    assert "tests failed" in row and "greets politely" in row
+    assert "tests" not in html.split('data-version="1"')[1].split("</li>")[0]
