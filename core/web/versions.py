@@ -10,15 +10,12 @@ from core.errors import DomainError
 from core.web.common import agent_or_404
 
 
-def _panel(request, agent, **extra):
-    timeline = versions.versions_with_tests(agent=agent)
-    return TemplateResponse(request, "core/_versions.html", {"agent": agent, "timeline": timeline, **extra})
-
-
 @login_required
 @require_GET
 def history_panel(request, agent_id: str):
-    return _panel(request, agent_or_404(request, agent_id))
+    agent = agent_or_404(request, agent_id)
+    timeline = versions.versions_with_tests(agent=agent)
+    return TemplateResponse(request, "core/_versions.html", {"agent": agent, "timeline": timeline})
 
 
 @login_required
@@ -34,7 +31,7 @@ def history_diff(request, agent_id: str):
         ctx["error"] = "Pick two versions to compare."
     except DomainError as exc:
         ctx["error"] = exc.message
-    return TemplateResponse(request, "core/_version_diff.html", ctx, status=200 if "diff" in ctx else 400)
+    return TemplateResponse(request, "core/_version_diff.html", ctx)  # an error is shown inline, in the diff's place
 
 
 @login_required
@@ -45,8 +42,9 @@ def history_restore(request, agent_id: str, number: int):
         version = versions.version_restore(agent=agent, number=number, restore_blocks=request.POST.get("restore_blocks") == "on",
                                            message=request.POST.get("message", "").strip()[:versions.MAX_MESSAGE])
     except DomainError as exc:
-        return _panel(request, agent, error=exc.message)
-    response = _panel(request, agent, restored=version)
+        return TemplateResponse(request, "core/_version_flash.html", {"error": exc.message})
+    # The timeline, settings and context panels reload on these events; the flash stays in the diff's place.
+    response = TemplateResponse(request, "core/_version_flash.html", {"restored": version})
     for event in ("context-changed", "blocks-changed", "versions-changed"):
         response = trigger_client_event(response, event)
     return response
