@@ -266,3 +266,13 @@ def test_history_tab_shows_the_test_results_recorded_against_each_version(api, a
     row = html.split('data-version="2"')[1].split('data-version="1"')[0]
     assert "tests failed" in row and "greets politely" in row
     assert "tests" not in html.split('data-version="1"')[1].split("</li>")[0]
+
+
+def test_ide_export_carries_the_history_when_asked(api, account, agent):
+    web = Client()
+    web.force_login(account.user)
+    api.patch(f"/v1/agents/{agent.id}", {"system": "Two."})
+    with_history = json.loads(web.get(f"/agents/{agent.id}/export/?history=1").content)
+    assert [v["number"] for v in with_history["agents"][0]["metadata"]["agents_ide_version_history"]] == [1, 2]
+    without = json.loads(web.get(f"/agents/{agent.id}/export/").content)
+    assert "agents_ide_version_history" not in (without["agents"][0]["metadata"] or {})
