@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, OuterRef, Subquery
 from django.utils import timezone
 
 from core.errors import Invalid, NotFound
@@ -93,12 +93,20 @@ def _hash(data) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
-def tool_version_current(*, tool) -> ToolVersion:
-    """The tool's latest version, first writing a new one if its code changed since (locks nothing)."""
+def _latest_tool_versions(tools) -> dict[str, ToolVersion]:
+    """Each tool's newest version, in one query."""
+    newest = ToolVersion.objects.filter(tool=OuterRef("tool")).order_by("-number").values("number")[:1]
+    return {tv.tool_id: tv for tv in ToolVersion.objects.filter(tool__in=list(tools), number=Subquery(newest))}
+
+
+def tool_version_current(*, tool, latest: ToolVersion | None = None, known: bool = False) -> ToolVersion:
+    """The tool's latest version, first writing a new one if its code changed since (locks nothing).
+    `known`: the caller passes `latest` as already read (None: the tool has no version yet)."""
     code = {"name": tool.name, "tool_type": tool.tool_type, "source_code": tool.source_code,
             "json_schema": tool.json_schema or {}, "pip_requirements": tool.pip_requirements or []}
     digest = _hash(code)
-    latest = ToolVersion.objects.filter(tool=tool).order_by("-number").first()
+    if not known:
+        latest = ToolVersion.objects.filter(tool=tool).order_by("-number").first()
     if latest is not None and latest.content_hash == digest:
         return latest
     return ToolVersion.objects.create(tool=tool, number=(latest.number + 1) if latest else 1, content_hash=digest,
@@ -116,8 +124,10 @@ def agent_definition(*, agent: Agent) -> dict:
     out["tags"] = sorted(agent_tags(agent))
     out["secret_names"] = sorted(agent.secrets or {})  # values are secrets: never snapshotted
     tools = []
-    for tool in sorted(agent_tools(agent=agent), key=lambda t: t.name):
-        tv = tool_version_current(tool=tool)
+    attached = sorted(agent_tools(agent=agent), key=lambda t: t.name)
+    latest = _latest_tool_versions(attached)
+    for tool in attached:
+        tv = tool_version_current(tool=tool, latest=latest.get(tool.id), known=True)
         tools.append({**tv.snapshot, "tool_id": tool.id, "tool_version": tv.number})
     out["tools"] = tools
     return out

@@ -276,3 +276,22 @@ def test_ide_export_carries_the_history_when_asked(api, account, agent):
     assert [v["number"] for v in with_history["agents"][0]["metadata"]["agents_ide_version_history"]] == [1, 2]
     without = json.loads(web.get(f"/agents/{agent.id}/export/").content)
     assert "agents_ide_version_history" not in (without["agents"][0]["metadata"] or {})
+
+
+def test_a_noop_save_costs_the_same_queries_however_many_tools_and_versions(api, account, agent):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def noop_queries() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert api.patch(f"/v1/agents/{agent.id}", {"name": "Ada"}).status_code == 200
+        return len(ctx.captured_queries)
+
+    noop_queries()  # the token's first use records last_used_at
+    before = noop_queries()
+    for i in range(3):
+        tool = tool_services.tool_create(owner=account.org, source_code=SOURCE_V1.replace("shout", f"shout{i}"))
+        tool_services.tool_attach(agent=agent, tool=tool)
+        tool_services.tool_update(tool=tool, changes={"source_code": SOURCE_V2.replace("shout", f"shout{i}")})
+    assert len(_versions(agent)) == 7
+    assert noop_queries() == before
