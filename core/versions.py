@@ -262,22 +262,26 @@ def version_restore(*, agent: Agent, number: int, restore_blocks: bool = False, 
         changes["metadata"] = {**(d.get("metadata") or {}), **kept}
         changes["tags"] = d.get("tags", [])
         agent_update(agent=agent, changes=changes)
+        changed_tools = _tools_restore(agent=agent, tools=d.get("tools", []))
         if d.get("agent_type") and agent.agent_type != d["agent_type"]:  # agent_update leaves the type as created
             agent.agent_type = d["agent_type"]
             agent.save(update_fields=["agent_type", "updated_at"])
-        _tools_restore(agent=agent, tools=d.get("tools", []))
         if restore_blocks:
             _blocks_restore(agent=agent, blocks=version.blocks)
-    return version_record(agent=agent, restored_from=number, message=message or f"Restored version {number}")
+    restored = version_record(agent=agent, restored_from=number, message=message or f"Restored version {number}")
+    for tool in changed_tools:  # the other agents using a tool whose code went back
+        tool_changed(tool=tool, message=f"tool {tool.name} restored with agent {agent.name} v{number}")
+    return restored
 
 
-def _tools_restore(*, agent: Agent, tools: list[dict]) -> None:
+def _tools_restore(*, agent: Agent, tools: list[dict]) -> list:
+    """Attach exactly the version's tools (their code as it was); returns the existing tools whose code changed."""
     from tools import services as tool_services
     from tools.models import Tool
 
     owned = {t.name: t for t in Tool.objects.filter(owner=agent.owner)}
     builtins = None
-    wanted = []
+    wanted, changed = [], []
     for spec in tools:
         tool = owned.get(spec["name"])
         if tool is None and spec.get("tool_type") != "custom":
@@ -291,9 +295,11 @@ def _tools_restore(*, agent: Agent, tools: list[dict]) -> None:
             tool = tool_services.tool_update(tool=tool, changes={"source_code": spec["source_code"],
                                                                  "json_schema": spec.get("json_schema") or None,
                                                                  "pip_requirements": spec.get("pip_requirements")})
+            changed.append(tool)
         if tool is not None:
             wanted.append(tool)
     agent.tools.set(wanted)
+    return changed
 
 
 def _blocks_restore(*, agent: Agent, blocks: list[dict]) -> None:
@@ -322,8 +328,11 @@ def history_import(*, agent: Agent, history: list[dict]) -> None:
     definition differs from the file's last version. Invalid if the history is malformed."""
     rows = []
     for i, item in enumerate(history):
-        if not isinstance(item, dict) or not isinstance(item.get("definition"), dict):
-            raise Invalid(f"agent history[{i}] must be an object with a definition")
+        definition = item.get("definition") if isinstance(item, dict) else None
+        tools = definition.get("tools", []) if isinstance(definition, dict) else None
+        if not isinstance(tools, list) or any(not isinstance(t, dict) or not isinstance(t.get("name"), str) for t in tools) or any(
+                not isinstance(definition.get(k, ""), str) for k in ("name", "system", "model", "description")):
+            raise Invalid(f"agent history[{i}] must be an object with a definition (name, system, model as text)")
         try:
             created = datetime.fromisoformat(str(item.get("created_at")))
         except ValueError:

@@ -138,6 +138,7 @@ def test_unknown_version_and_bad_against_are_clear_errors(api, other_account, ag
 def test_restore_makes_a_new_equal_version_and_leaves_block_values_alone(api, account, agent):
     tool = tool_services.tool_create(owner=account.org, source_code=SOURCE_V1)
     tool_services.tool_attach(agent=agent, tool=tool)  # v2: the version to go back to
+    other = make_agent(account.org, name="Bo", tool_ids=[tool.id])
     api.patch(f"/v1/agents/{agent.id}", {"system": "Changed.", "tags": ["new"]})  # v3
     tool_services.tool_update(tool=tool, changes={"source_code": SOURCE_V2})  # v4
     block = Block.objects.get(agentblock__agent=agent, label="human")
@@ -153,6 +154,8 @@ def test_restore_makes_a_new_equal_version_and_leaves_block_values_alone(api, ac
     assert agent.system == v2.definition["system"] and tool.source_code == SOURCE_V1
     assert Block.objects.get(pk=block.pk).value == "The user's name is Bob."
     assert api.get(f"/v1/agents/{agent.id}/versions/5/diff?against=2").json()["changes"] == []
+    assert [v.message for v in _versions(other)] == ["created", "tool shout changed", "tool shout restored with agent Ada v2"]
+    assert _latest(other).definition["tools"][-1]["tool_version"] == 3  # v1's code, as a new tool version
 
 
 def test_restore_sets_block_values_back_when_asked(api, agent):
