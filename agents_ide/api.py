@@ -135,6 +135,7 @@ def _register_routers() -> None:
     from core.api_timetravel import router as timetravel_router
     from core.api_agent_tests import router as agent_tests_router
     from core.api_agentfiles import router as agentfile_router
+    from core.api_versions import router as versions_router
     from memory.api import router as memory_router
     from tools.api import router as tools_router
     from tools.mcp_api import router as mcp_router
@@ -146,6 +147,7 @@ def _register_routers() -> None:
     api.add_router("", runs_router)
     api.add_router("", timetravel_router)
     api.add_router("", agent_tests_router)
+    api.add_router("", versions_router)
     api.add_router("", memory_router)
     api.add_router("", tools_router)
     api.add_router("", mcp_router)

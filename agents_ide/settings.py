@@ -73,6 +73,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "core.middleware.FirstRunMiddleware",
+    "core.middleware.VersionAuthorMiddleware",
 ]
 
 ROOT_URLCONF = "agents_ide.urls"

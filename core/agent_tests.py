@@ -12,7 +12,7 @@ import time
 from django.db import transaction
 from django.utils import timezone
 
-from core import executor, ids, timetravel
+from core import executor, ids, timetravel, versions
 from core.engine import expectations
 from core.errors import Invalid, NotFound
 from core.events import agent_group, send_event
@@ -96,7 +96,7 @@ def tests_start(*, owner: Organization, agent: Agent, test_ids: list[str] | None
     tests = _selected(agent, test_ids)
     with transaction.atomic():
         run = AgentTestRun.objects.create(owner=owner, agent=agent, test_ids=[t["id"] for t in tests],
-                                          model=model or "", keep=keep)
+                                          model=model or "", keep=keep, agent_version=versions.version_current(agent=agent))
         executor.queue.woken_after_commit(agent_tests_task.enqueue(test_run_id=run.id))
     return run
 

@@ -78,9 +78,10 @@ def agent_import_preview(request: HttpRequest, file: File[UploadedFile], form: F
 
 @router.get("/agents/{agent_id}/export")
 def agent_export(request: HttpRequest, agent_id: str, include_archival: bool = False, scrub_messages: bool = False,
-                 use_legacy_format: bool = False):
+                 use_legacy_format: bool = False, include_history: bool = False):
     agent = selectors.agent_get(owner=request.principal.org, agent_id=agent_id)
-    data = agentfile.agentfile_export(agent=agent, include_archival=include_archival, scrub_messages=scrub_messages)
+    data = agentfile.agentfile_export(agent=agent, include_archival=include_archival, scrub_messages=scrub_messages,
+                                      include_history=include_history)
     if use_legacy_format:
         data = agentfile.legacy_from_v2(data)
     filename = re.sub(r"[^A-Za-z0-9_.-]+", "_", agent.name).strip("_") or "agent"

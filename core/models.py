@@ -157,6 +157,7 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    agent_version = models.ForeignKey("AgentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
 
     class Meta:
         indexes = [models.Index(fields=["agent", "status"]), models.Index(fields=["owner", "created_at"])]
@@ -205,6 +206,8 @@ class AgentTestRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    agent_version = models.ForeignKey("AgentVersion", null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="test_runs")
 
 
 class Replay(models.Model):
@@ -274,3 +277,35 @@ class SleeptimeCompanion(models.Model):
     last_run_id = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+
+class ToolVersion(models.Model):
+    """One state of a tool's code (source, schema, requirements): written whenever that state changes."""
+
+    tool = models.ForeignKey("tools.Tool", on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    snapshot = StorableJSONField(default=dict, blank=True)  # {name, source_code, json_schema, pip_requirements, ...}
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tool", "number"], name="unique_tool_version")]
+
+
+class AgentVersion(models.Model):
+    """An immutable snapshot of an agent's definition (core.versions); a new one only when the definition changed."""
+
+    AUTHORS = [("user", "person"), ("token", "API token"), ("agent", "agent step"), ("system", "system")]
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    definition = StorableJSONField(default=dict, blank=True)  # what the hash covers; tools name their ToolVersion
+    blocks = StorableJSONField(default=list, blank=True)  # block values at the time, outside the hash: restored only if asked
+    author_kind = models.CharField(max_length=16, choices=AUTHORS, default="system")
+    author = models.CharField(max_length=200, blank=True, default="")  # username, token name, step id
+    message = models.CharField(max_length=500, blank=True, default="")
+    restored_from = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["agent", "number"], name="unique_agent_version")]

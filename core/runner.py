@@ -23,7 +23,7 @@ from django.db.models import Exists
 from django.utils import timezone
 
 from agents_ide.transactions import outside_transaction
-from core import ids, mapping, queue
+from core import ids, mapping, queue, versions
 from core.context_service import AgentSnapshot, agent_snapshot, context_compile
 from core.engine import llm, loop
 from core.engine import rules as rule_solver
@@ -122,7 +122,7 @@ def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict],
         inputs[i]["kind"] = kind
     return Run.objects.create(owner=owner, agent=agent, status=RunStatus.CREATED, input_messages=inputs, max_steps=steps,
                               background=background, depth=depth, parent_run_id=parent_run_id,
-                              stream_tokens=stream_tokens)
+                              stream_tokens=stream_tokens, agent_version=versions.version_current(agent=agent))
 
 
 def run_cancel(*, owner: Organization, agent_id: str, run_ids: list[str] | None = None) -> list[str]:

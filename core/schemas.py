@@ -75,6 +75,7 @@ class AgentUpdateIn(Schema):
     max_steps: MaxSteps | None = None
     overflow_strategy: OverflowStrategy | None = None
     message_ids: list[str] | None = None
+    version_message: str | None = Field(None, max_length=500, description="why: kept with the agent version this change makes")
 
 
 class ModelOut(Schema):

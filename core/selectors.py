@@ -146,7 +146,8 @@ def agent_steps_recent(*, agent: Agent, limit: int = 30) -> list[dict]:
 
 def agent_runs_recent(*, agent: Agent, limit: int = 30) -> list[Run]:
     """The agent's latest runs, newest first, each with `step_count` (model calls of the agent, not summaries)."""
-    return list(Run.objects.filter(agent=agent).order_by("-created_at")
+    return list(Run.objects.filter(agent=agent).order_by("-created_at").select_related("agent_version")
+                .defer("agent_version__definition", "agent_version__blocks")
                 .annotate(step_count=Count("steps", filter=Q(steps__kind="agent")))[:limit])
 
 

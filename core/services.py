@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import transaction
 
+from core import versions
 from core.errors import Invalid
 from core.models import Agent, AgentTag, Message, Organization
 
@@ -115,6 +116,7 @@ def agent_create(*, owner: Organization, name: str, model: str | None = None, sy
                                             content=[{"type": "text", "text": agent.system}], text=agent.system)
     agent.message_ids = [system_message.id, *_initial_messages(agent, initial_messages)]
     agent.save(update_fields=["message_ids"])
+    versions.version_record(agent=agent, message="created")
     return agent
 
 
@@ -204,6 +206,7 @@ def agent_update(*, agent: Agent, changes: dict) -> Agent:
         agent.save(update_fields=[*fields, "updated_at"])
     if changes.get("tags") is not None:
         _set_tags(agent, changes["tags"])
+    versions.version_record(agent=agent, message=changes.get("version_message") or "")
     return agent
 
 

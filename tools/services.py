@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import transaction
 
+from core import versions
 from core.errors import Conflict, DomainError, Invalid, NotFound
 from core.models import Agent, Organization
 from tools import schema as tool_schema
@@ -60,11 +61,13 @@ def tool_attach(*, agent: Agent, tool: Tool) -> None:
     if tool.owner_id != agent.owner_id:
         raise NotFound(f"Tool '{tool.id}' not found")
     agent.tools.add(tool)
+    versions.version_record(agent=agent, message=f"attached {tool.name}")
 
 
 def tool_detach(*, agent: Agent, tool: Tool) -> None:
     """Detach a tool; the agent can no longer call it (the next compiled context omits it)."""
     agent.tools.remove(tool)
+    versions.version_record(agent=agent, message=f"detached {tool.name}")
 
 
 # --- custom tool CRUD ------------------------------------------------------------------------------
@@ -278,11 +281,15 @@ def tool_update(*, tool: Tool, changes: dict) -> Tool:
     _apply(tool, schema=schema, source_code=source, description=changes.get("description"),
            fields=_clean_fields(changes))
     tool.save()
+    versions.tool_changed(tool=tool)
     return tool
 
 
+@transaction.atomic
 def tool_delete(*, tool: Tool) -> None:
-    """Delete a custom tool (detaches it from every agent; its run history keeps the name)."""
+    """Delete a custom tool (detaches it from every agent, each getting a new version; its run history keeps the name)."""
     if tool.tool_type != "custom":
         raise ToolLocked(f"'{tool.name}' is a built-in tool and cannot be deleted")
+    affected = list(Agent.objects.filter(tools=tool))
     tool.delete()
+    versions.agents_record(agents=affected, message=f"tool {tool.name} deleted")

@@ -5,7 +5,7 @@ Public entry points:
     preview(parsed, ...) -> dict                             (pure; what an import would create)
     agentfile_preview(owner=, parsed=, options=) -> dict     (preview with the owner's tools/models looked up)
     agentfile_import(owner=, parsed=, options=) -> ImportResult   (one transaction)
-    agentfile_export(agent=, include_archival=, scrub_messages=) -> dict   (a Letta v2 file)
+    agentfile_export(agent=, include_archival=, scrub_messages=, include_history=) -> dict   (a Letta v2 file)
     legacy_from_v2(data) -> dict                             (that file in Letta's legacy v1 shape)
     templates_list() / template_load(name)
 """

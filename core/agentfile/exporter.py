@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from core.agentfile.model import ARCHIVAL_METADATA_KEY, MAX_MESSAGES, MAX_PASSAGES
+from core.agentfile.model import ARCHIVAL_METADATA_KEY, HISTORY_METADATA_KEY, MAX_MESSAGES, MAX_PASSAGES
 from core.models import Agent, Message
 from tools.mcp_agentfile import mcp_servers_export
 
@@ -23,8 +23,9 @@ _LETTA_ENDPOINT_TYPES = frozenset({
 _TOOL_TYPES = {"base": "letta_core", "multi_agent": "letta_multi_agent_core"}
 
 
-def agentfile_export(*, agent: Agent, include_archival: bool = False, scrub_messages: bool = False) -> dict[str, Any]:
-    """The agent as a v2 agent file (a JSON-ready dict); reads only."""
+def agentfile_export(*, agent: Agent, include_archival: bool = False, scrub_messages: bool = False,
+                     include_history: bool = False) -> dict[str, Any]:
+    """The agent as a v2 agent file (a JSON-ready dict), its current definition and optionally its version history."""
     from memory.selectors import agent_blocks
     from tools.selectors import agent_tools
 
@@ -35,6 +36,10 @@ def agentfile_export(*, agent: Agent, include_archival: bool = False, scrub_mess
     metadata = dict(agent.metadata or {})
     if include_archival:
         metadata[ARCHIVAL_METADATA_KEY] = _passages(agent)
+    if include_history:
+        from core.versions import history_export
+
+        metadata[HISTORY_METADATA_KEY] = history_export(agent=agent)
     agent_out = _agent(agent, metadata)
     agent_out.update({
         "block_ids": [f"block-{i}" for i in range(len(blocks))],

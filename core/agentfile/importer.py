@@ -171,6 +171,10 @@ def _agent_create(*, owner: Organization, pa: ParsedAgent, options: ImportOption
     if pa.embedding_config:
         agent.embedding_config = pa.embedding_config
         agent.save(update_fields=["embedding_config"])
+    if pa.history:
+        from core.versions import history_import
+
+        history_import(agent=agent, history=list(pa.history))
     if not options.strip_messages:
         _messages_replace(agent=agent, pa=pa)
     if pa.passages:

@@ -33,6 +33,9 @@ MAX_CONTEXT_WINDOW = 10_000_000
 # Our own extension inside a v2 agent's free-form `metadata` (Letta's schema accepts any dict there):
 # archival passages, which Letta's format has no place for.
 ARCHIVAL_METADATA_KEY = "agents_ide_archival_passages"
+# ... and the agent's version history (core.versions.history_export), when exported with it.
+HISTORY_METADATA_KEY = "agents_ide_version_history"
+MAX_VERSIONS = 10_000
 
 
 class AgentFileError(Invalid):
@@ -124,6 +127,7 @@ class ParsedAgent:
     messages: tuple[ParsedMessage, ...] = ()
     in_context: tuple[str, ...] = ()
     passages: tuple[ParsedPassage, ...] = ()
+    history: tuple[dict[str, Any], ...] = ()  # versions, oldest first (core.versions.history_import checks each)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,7 +15,7 @@ from typing import Any
 from core.agentfile import checks as c
 from core.agentfile import normalize as n
 from core.agentfile.model import (
-    ARCHIVAL_METADATA_KEY, MAX_AGENTS, MAX_BLOCKS, MAX_MESSAGES, MAX_NAME, MAX_PASSAGES, MAX_SYSTEM, MAX_TOOLS,
+    ARCHIVAL_METADATA_KEY, HISTORY_METADATA_KEY, MAX_AGENTS, MAX_VERSIONS, MAX_BLOCKS, MAX_MESSAGES, MAX_NAME, MAX_PASSAGES, MAX_SYSTEM, MAX_TOOLS,
     AgentFileError, ParsedAgent, ParsedBlock, ParsedFile, ParsedMessage, ParsedPassage, ParsedTool,
 )
 
@@ -115,6 +115,8 @@ def _agent_v2(a: Any, path: str, blocks: dict[str, ParsedBlock], tools: dict[str
                **n.secrets(d.get("secrets"), c.join(path, "secrets"))}
     metadata = dict(c.obj(d.get("metadata") or {}, c.join(path, "metadata")))
     passages = _passages(metadata.pop(ARCHIVAL_METADATA_KEY, None), c.join(c.join(path, "metadata"), ARCHIVAL_METADATA_KEY))
+    history = c.lst(metadata.pop(HISTORY_METADATA_KEY, None), c.join(c.join(path, "metadata"), HISTORY_METADATA_KEY),
+                    limit=MAX_VERSIONS)
     handle, settings, window_size = n.model(d.get("llm_config"), d.get("model"), path)
     limit = c.integer(d.get("context_window_limit"), c.join(path, "context_window_limit"), low=1024, high=10_000_000)
     emb, emb_cfg = n.embedding(d.get("embedding_config"), c.join(path, "embedding_config"))
@@ -124,7 +126,7 @@ def _agent_v2(a: Any, path: str, blocks: dict[str, ParsedBlock], tools: dict[str
         embedding=c.string(d.get("embedding"), c.join(path, "embedding"), limit=MAX_NAME) or emb, embedding_config=emb_cfg,
         tool_rules=n.tool_rules(d.get("tool_rules"), c.join(path, "tool_rules"), warn),
         tags=n.tags(d.get("tags"), c.join(path, "tags")), secrets=secrets, metadata=metadata,
-        block_keys=tuple(block_keys), tool_keys=tuple(tool_keys), passages=passages,
+        block_keys=tuple(block_keys), tool_keys=tuple(tool_keys), passages=passages, history=tuple(history),
         messages_raw=msgs_raw, message_keys=keys, window=window, window_path=c.join(path, "in_context_message_ids"),
         tools=tools,
     )

@@ -66,7 +66,8 @@ def agent_export(request, agent_id: str):
     from core.agentfile.exporter import agentfile_export
 
     agent = agent_or_404(request, agent_id)
-    data = agentfile_export(agent=agent, include_archival=request.GET.get("archival") == "1")
+    data = agentfile_export(agent=agent, include_archival=request.GET.get("archival") == "1",
+                            include_history=request.GET.get("history") == "1")
     response = HttpResponse(json.dumps(data, indent=2, default=str), content_type="application/json")
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in agent.name)[:60] or "agent"
     response["Content-Disposition"] = f'attachment; filename="{safe}.af"'

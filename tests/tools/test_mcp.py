@@ -3,7 +3,6 @@ local sandbox — and over streamable HTTP: register, list, attach, call from th
 restart after death, sandbox rules, and the API's validation and write-only secrets."""
 
 import json
-import os
 import socket
 import subprocess
 import sys
