@@ -78,7 +78,9 @@ def _domain_error(request, exc: DomainError):
 
 @api.exception_handler(AuthenticationError)
 def _auth_error(request, exc):
-    return api.create_response(request, {"detail": "Authentication required: send `Authorization: Bearer <API token>`."}, status=401)
+    return api.create_response(
+        request, {"detail": "Authentication required: send `Authorization: Bearer <API token>`."}, status=401
+    )
 
 
 @api.exception_handler(ValidationError)
@@ -94,8 +96,11 @@ def _http_error(request, exc: HttpError):
     if isinstance(cause, TooLarge):
         return _too_large(request, cause)
     if isinstance(cause, json.JSONDecodeError):
-        return api.create_response(request, {"detail": f"The request body is not valid JSON: {cause.msg} "
-                                                       f"(line {cause.lineno}, column {cause.colno})."}, status=400)
+        return api.create_response(
+            request,
+            {"detail": f"The request body is not valid JSON: {cause.msg} (line {cause.lineno}, column {cause.colno})."},
+            status=400,
+        )
     return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
 
 
@@ -109,9 +114,14 @@ def _too_large(request, exc):
 def _integrity_error(request, exc: IntegrityError):
     """A constraint the services did not check first (e.g. a concurrent duplicate): the client's conflict."""
     log.warning("integrity error answered 409 on %s: %s", request.path, exc)
-    return api.create_response(request, {"detail": "The change conflicts with existing data (a name or label that "
-                                                   "must be unique is already taken, or a referenced item is gone)."},
-                               status=409)
+    return api.create_response(
+        request,
+        {
+            "detail": "The change conflicts with existing data (a name or label that "
+            "must be unique is already taken, or a referenced item is gone)."
+        },
+        status=409,
+    )
 
 
 @api.exception_handler(DataError)
@@ -119,8 +129,9 @@ def _integrity_error(request, exc: IntegrityError):
 def _data_error(request, exc):
     """A value the database cannot hold (too long, out of range) that slipped past the schemas."""
     log.warning("data error answered 422 on %s: %s", request.path, exc)
-    return api.create_response(request, {"detail": "A value is too long or out of range for what the server stores."},
-                               status=422)
+    return api.create_response(
+        request, {"detail": "A value is too long or out of range for what the server stores."}, status=422
+    )
 
 
 @api.get("/health/", auth=None, tags=["health"])
@@ -130,16 +141,16 @@ def health(request):
 
 def _register_routers() -> None:
     from core.api import router as core_router
-    from core.api_messages import router as messages_router
-    from core.api_runs import router as runs_router
-    from core.api_timetravel import router as timetravel_router
     from core.api_agent_tests import router as agent_tests_router
     from core.api_agentfiles import router as agentfile_router
+    from core.api_messages import router as messages_router
+    from core.api_runs import router as runs_router
+    from core.api_sleeptime import router as sleeptime_router
+    from core.api_timetravel import router as timetravel_router
     from core.api_versions import router as versions_router
     from memory.api import router as memory_router
     from tools.api import router as tools_router
     from tools.mcp_api import router as mcp_router
-    from core.api_sleeptime import router as sleeptime_router
 
     api.add_router("", agentfile_router)  # first: /agents/import must not be taken for /agents/{agent_id}
     api.add_router("", core_router)

@@ -37,6 +37,7 @@ class SyncAsyncMiddleware:
     def after(self, request, response):
         return response
 
+
 API_PREFIX = "/v1/"
 _DOCS = ("/v1/docs", "/v1/openapi.json")
 
@@ -50,8 +51,13 @@ def _json_error(request, response):
         body = {"detail": f"Not found: no API route {request.method} {request.path}"}
         return JsonResponse(body, status=404)
     allowed = response.get("Allow", "")
-    out = JsonResponse({"detail": f"Method {request.method} is not allowed on {request.path}",
-                        "allowed_methods": [m.strip() for m in allowed.split(",") if m.strip()]}, status=405)
+    out = JsonResponse(
+        {
+            "detail": f"Method {request.method} is not allowed on {request.path}",
+            "allowed_methods": [m.strip() for m in allowed.split(",") if m.strip()],
+        },
+        status=405,
+    )
     if allowed:
         out["Allow"] = allowed
     return out

@@ -23,12 +23,13 @@ _WHY = {
     409: "Conflict with the current state (a name or label already taken, the agent is busy).",
     413: "The request body is over the limit (MAX_REQUEST_BYTES; agent files 16 MiB).",
     422: "A field is invalid: wrong type, out of range, too long, not one of the allowed values, or text with "
-         "NUL characters or lone surrogates.",
+    "NUL characters or lone surrogates.",
 }
 # A path whose parameter takes a value that spells another route (a tool named "attach" in
 # /agents/{id}/tools/{name}/run) reaches that route, which may not take this method: Django answers 405, bare.
-_NOT_ALLOWED = {"description": "The path, with these parameter values, names another operation that does not take "
-                               "this method."}
+_NOT_ALLOWED = {
+    "description": "The path, with these parameter values, names another operation that does not take this method."
+}
 
 
 def _statuses(path: str, method: str, operation: dict) -> list[int]:
@@ -55,7 +56,8 @@ def add_error_responses(schema: dict) -> dict:
                 continue
             for code in _statuses(path, method, operation):
                 operation["responses"].setdefault(
-                    code, {"description": _WHY[code], "content": {"application/json": {"schema": _REF}}})
+                    code, {"description": _WHY[code], "content": {"application/json": {"schema": _REF}}}
+                )
             if "{" in path:
                 operation["responses"].setdefault(405, _NOT_ALLOWED)
     return schema

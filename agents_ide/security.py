@@ -12,13 +12,17 @@ from agents_ide.middleware import SyncAsyncMiddleware
 
 # The IDE's pages load scripts, styles and fonts from this origin only; inline scripts need the request's nonce.
 # Inline style attributes are allowed (templates and htmx use them; they cannot run code).
-PAGE_POLICY = ("default-src 'self'; script-src 'self' 'nonce-{nonce}'; style-src 'self' 'unsafe-inline'; "
-               "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; "
-               "base-uri 'self'; form-action 'self'; frame-ancestors 'none'")
+PAGE_POLICY = (
+    "default-src 'self'; script-src 'self' 'nonce-{nonce}'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; "
+    "base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+)
 # The API's interactive docs: django-ninja's Swagger UI, its assets served from this origin (works offline);
 # its settings travel in a JSON data block, which is never executed. Swagger UI sets inline styles.
-DOCS_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-               "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'")
+DOCS_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'"
+)
 DOCS_PATH = "/v1/docs"
 
 

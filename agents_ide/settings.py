@@ -98,8 +98,11 @@ ASGI_APPLICATION = "agents_ide.asgi.application"
 DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{DATA_DIR / 'agents_ide.sqlite3'}")
 # Connections outlive requests (request threads are pooled: agents_ide/http.py); a reused PostgreSQL
 # connection is checked before a request uses it.
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "300")),
-                                              conn_health_checks=True)}
+DATABASES = {
+    "default": dj_database_url.parse(
+        DATABASE_URL, conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "300")), conn_health_checks=True
+    )
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Django's SQLite backend plus a process-wide writer lock (agents_ide/sqlite/base.py); IMMEDIATE
     # transactions take SQLite's write lock up front, so concurrent writers queue instead of failing.
@@ -114,7 +117,9 @@ IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 # a file rather than memory, so server processes started by the tests can open the same database.
 _test_suffix = os.environ.get("TEST_DB_SUFFIX") or str(os.getpid())
 DATABASES["default"]["TEST"] = {
-    "NAME": f"test_{DATABASES['default']['NAME']}_{_test_suffix}" if IS_POSTGRES else str(DATA_DIR / f"test-{_test_suffix}.sqlite3")
+    "NAME": f"test_{DATABASES['default']['NAME']}_{_test_suffix}"
+    if IS_POSTGRES
+    else str(DATA_DIR / f"test-{_test_suffix}.sqlite3")
 }
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -124,12 +129,16 @@ CHANNEL_CAPACITY = int(os.environ.get("CHANNEL_CAPACITY", "1000"))
 if REDIS_URL:
     # redis-py 8 reads with a 5 s socket timeout, the same as channels-redis's blocking pop: without a longer
     # one every idle websocket dies after 5 s with "Timeout reading from ...".
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                  "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
-                                             "capacity": CHANNEL_CAPACITY}}}
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "capacity": CHANNEL_CAPACITY},
+        }
+    }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "core.channel_layer.LocalChannelLayer",
-                                  "CONFIG": {"capacity": CHANNEL_CAPACITY}}}
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "core.channel_layer.LocalChannelLayer", "CONFIG": {"capacity": CHANNEL_CAPACITY}}
+    }
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -35,8 +35,10 @@ def body_limit(request: HttpRequest) -> int:
 
 
 def too_large_message(request: HttpRequest) -> str:
-    return (f"The request body is larger than this server accepts ({body_limit(request)} bytes; "
-            "MAX_REQUEST_BYTES sets the limit for JSON and form bodies, agent files may be 16 MiB).")
+    return (
+        f"The request body is larger than this server accepts ({body_limit(request)} bytes; "
+        "MAX_REQUEST_BYTES sets the limit for JSON and form bodies, agent files may be 16 MiB)."
+    )
 
 
 def _query_problem(request: HttpRequest) -> tuple[str, str] | None:
@@ -115,6 +117,8 @@ class StrictParser(Parser):
         data = json.loads(raw)
         if found := first_bad_string(data, "body"):
             where, problem = found
-            raise Invalid(f"{where} contains {problem}, which cannot be stored.",
-                          detail=[{"loc": where.replace("[", ".").replace("]", "").split("."), "msg": problem}])
+            raise Invalid(
+                f"{where} contains {problem}, which cannot be stored.",
+                detail=[{"loc": where.replace("[", ".").replace("]", "").split("."), "msg": problem}],
+            )
         return data

@@ -70,8 +70,13 @@ def _make_agent():
     from core.services import agent_create
 
     user = user_create(username=f"bench-{time.time_ns()}", password=None)
-    return agent_create(owner=org_for_user(user), name="bench", model="openai/fake-model", include_base_tools=False,
-                        context_window_limit=8000)
+    return agent_create(
+        owner=org_for_user(user),
+        name="bench",
+        model="openai/fake-model",
+        include_base_tools=False,
+        context_window_limit=8000,
+    )
 
 
 def _insert(agent, vectors, rng, start: int) -> float:
@@ -81,8 +86,10 @@ def _insert(agent, vectors, rng, start: int) -> float:
     batch = 1000
     began = time.perf_counter()
     for i in range(0, len(vectors), batch):
-        chunk = vectors[i:i + batch]
-        texts = [" ".join(f"w{w}" for w in rng.integers(0, VOCABULARY, 8)) + f" #{start + i + j}" for j in range(len(chunk))]
+        chunk = vectors[i : i + batch]
+        texts = [
+            " ".join(f"w{w}" for w in rng.integers(0, VOCABULARY, 8)) + f" #{start + i + j}" for j in range(len(chunk))
+        ]
         passages_insert(agent=agent, texts=texts, embeddings=chunk, embedding_model=MODEL, source="import")
     return len(vectors) / (time.perf_counter() - began)
 
@@ -94,14 +101,16 @@ def _nearest(agent, vendor: str, query, k: int = 10) -> list[str]:
     if vendor == "postgresql":
         qs = Passage.objects.filter(agent=agent, embedding_model=MODEL)
         return [pid for pid, _ in vectors.pg_nearest(queryset=qs, vector=query, limit=k)]
-    return [pid for pid, _ in vectors.matrix_nearest(using="default", agent_id=agent.id, model=MODEL, vector=query, limit=k)]
+    return [
+        pid for pid, _ in vectors.matrix_nearest(using="default", agent_id=agent.id, model=MODEL, vector=query, limit=k)
+    ]
 
 
 def _measure(agent, vendor, ids, data, queries, random_queries) -> dict:
     import numpy as np
 
-    from memory.search.fulltext import ranked_ids
     from memory.models import Passage
+    from memory.search.fulltext import ranked_ids
 
     began = time.perf_counter()
     _nearest(agent, vendor, queries[0])  # warm: first SQLite call loads the matrix; first PG call warms the cache
@@ -125,10 +134,15 @@ def _measure(agent, vendor, ids, data, queries, random_queries) -> dict:
         t0 = time.perf_counter()
         ranked_ids(queryset=qs, query=query, limit=10)
         text_times.append((time.perf_counter() - t0) * 1000)
-    return {"first_search_ms": round(warm_ms, 1), "p50_ms": round(statistics.median(times), 2),
-            "p90_ms": round(_pct(times, 0.9), 2), "recall_at_10": round(float(np.mean(recalls)), 4),
-            "recall_at_10_random_queries": round(float(np.mean(hard)), 4),
-            "fulltext_p50_ms": round(statistics.median(text_times), 2), "fulltext_p90_ms": round(_pct(text_times, 0.9), 2)}
+    return {
+        "first_search_ms": round(warm_ms, 1),
+        "p50_ms": round(statistics.median(times), 2),
+        "p90_ms": round(_pct(times, 0.9), 2),
+        "recall_at_10": round(float(np.mean(recalls)), 4),
+        "recall_at_10_random_queries": round(float(np.mean(hard)), 4),
+        "fulltext_p50_ms": round(statistics.median(text_times), 2),
+        "fulltext_p90_ms": round(_pct(text_times, 0.9), 2),
+    }
 
 
 def _plan(agent, query) -> str:
@@ -136,15 +150,23 @@ def _plan(agent, query) -> str:
 
     if connection.vendor != "postgresql":
         return "numpy matrix"
-    from memory.models import Passage
-    from memory.search.vectors import vector_literal
     from django.db.models import FloatField
     from django.db.models.expressions import RawSQL
 
-    distance = RawSQL(f'"memory_passage"."embedding"::vector({DIM}) <=> %s::vector({DIM})', (vector_literal(query),),
-                      output_field=FloatField())
-    qs = (Passage.objects.filter(agent=agent, embedding_model=MODEL, embedding_dim=DIM).annotate(_d=distance)
-          .order_by("_d").values_list("id", "_d")[:10])
+    from memory.models import Passage
+    from memory.search.vectors import vector_literal
+
+    distance = RawSQL(
+        f'"memory_passage"."embedding"::vector({DIM}) <=> %s::vector({DIM})',
+        (vector_literal(query),),
+        output_field=FloatField(),
+    )
+    qs = (
+        Passage.objects.filter(agent=agent, embedding_model=MODEL, embedding_dim=DIM)
+        .annotate(_d=distance)
+        .order_by("_d")
+        .values_list("id", "_d")[:10]
+    )
     sql, params = qs.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN " + sql, params)
@@ -161,8 +183,10 @@ def _create_hnsw(connection) -> None:
     """The same index migration 0002 creates, built in one pass (far faster than row-by-row inserts)."""
     with connection.cursor() as cursor:
         cursor.execute("SET maintenance_work_mem = '1GB'")
-        cursor.execute(f"CREATE INDEX passage_embedding_hnsw_{DIM} ON memory_passage USING hnsw "
-                       f"((embedding::vector({DIM})) vector_cosine_ops) WHERE embedding_dim = {DIM}")
+        cursor.execute(
+            f"CREATE INDEX passage_embedding_hnsw_{DIM} ON memory_passage USING hnsw "
+            f"((embedding::vector({DIM})) vector_cosine_ops) WHERE embedding_dim = {DIM}"
+        )
         cursor.execute("ANALYZE memory_passage")
 
 
@@ -217,13 +241,20 @@ def run_backend(database_url: str, sizes: list[int], n_queries: int, bulk_above:
         if vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("ANALYZE memory_passage")
-        text_index = {int(t.rsplit("#", 1)[1]): pid for pid, t in Passage.objects.filter(agent=agent).values_list("id", "text")}
+        text_index = {
+            int(t.rsplit("#", 1)[1]): pid for pid, t in Passage.objects.filter(agent=agent).values_list("id", "text")
+        }
         ids = [text_index[i] for i in range(len(data))]  # row i of `data` is the passage tagged #i
         picks = rng.choice(len(data), n_queries, replace=False)
         queries = _unit(data[picks] + rng.standard_normal((n_queries, DIM)).astype(np.float32) * (0.5 / np.sqrt(DIM)))
         random_queries = _unit(rng.standard_normal((min(50, n_queries), DIM)))
-        row = {"passages": len(data), "insert_per_s": round(len(new) / build_s), "insert_s": round(build_s, 1),
-               "insert_mode": "bulk, index rebuilt" if bulk else "incremental", "plan": _plan(agent, queries[0])}
+        row = {
+            "passages": len(data),
+            "insert_per_s": round(len(new) / build_s),
+            "insert_s": round(build_s, 1),
+            "insert_mode": "bulk, index rebuilt" if bulk else "incremental",
+            "plan": _plan(agent, queries[0]),
+        }
         row.update(_measure(agent, vendor, ids, data, queries, random_queries))
         if vendor == "postgresql":
             row["ef_search_sweep"] = _sweep(agent, ids, data, queries)
@@ -250,8 +281,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--keep", action="store_true", help="keep the scratch databases")
-    parser.add_argument("--pg-bulk-above", type=int, default=10_000,
-                        help="on PostgreSQL, grow past this many passages with the HNSW index dropped and rebuilt")
+    parser.add_argument(
+        "--pg-bulk-above",
+        type=int,
+        default=10_000,
+        help="on PostgreSQL, grow past this many passages with the HNSW index dropped and rebuilt",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:  # one backend per process: Django reads DATABASE_URL once
@@ -265,18 +300,35 @@ def main() -> None:
         targets.append(("sqlite", f"sqlite:///{tmp}/bench.sqlite3"))
     try:
         for name, url in targets:
-            out = subprocess.run([sys.executable, __file__, "--child", url, "--sizes", *map(str, args.sizes),
-                                  "--queries", str(args.queries), "--pg-bulk-above", str(args.pg_bulk_above)], capture_output=True, text=True, check=False)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    url,
+                    "--sizes",
+                    *map(str, args.sizes),
+                    "--queries",
+                    str(args.queries),
+                    "--pg-bulk-above",
+                    str(args.pg_bulk_above),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if out.returncode != 0:
                 print(f"{name} failed:\n{out.stderr[-3000:]}")
                 continue
             report = json.loads(out.stdout.strip().splitlines()[-1])
             print(f"\n== {name} ({report['backend']}) ==")
             for row in report["sizes"]:
-                print(f"{row['passages']:>7} passages | insert {row['insert_per_s']:>6}/s ({row['insert_s']} s) | "
-                      f"vector p50 {row['p50_ms']} ms p90 {row['p90_ms']} ms (first {row['first_search_ms']} ms, "
-                      f"{row['plan']}) | recall@10 {row['recall_at_10']} (random queries {row['recall_at_10_random_queries']}) | "
-                      f"full text p50 {row['fulltext_p50_ms']} ms p90 {row['fulltext_p90_ms']} ms | {row['insert_mode']}")
+                print(
+                    f"{row['passages']:>7} passages | insert {row['insert_per_s']:>6}/s ({row['insert_s']} s) | "
+                    f"vector p50 {row['p50_ms']} ms p90 {row['p90_ms']} ms (first {row['first_search_ms']} ms, "
+                    f"{row['plan']}) | recall@10 {row['recall_at_10']} (random queries {row['recall_at_10_random_queries']}) | "
+                    f"full text p50 {row['fulltext_p50_ms']} ms p90 {row['fulltext_p90_ms']} ms | {row['insert_mode']}"
+                )
                 if "ef_search_sweep" in row:
                     print(f"          ef_search sweep: {row['ef_search_sweep']}")
     finally:

@@ -110,8 +110,9 @@ async def _agent_async(session, base, ws_base, token, cookie, agent_id, m, out):
     async with session.ws_connect(f"{ws_base}/ws/agents/{agent_id}/", headers={"Cookie": cookie, "Origin": base}) as ws:
         for i in range(m):
             started = time.perf_counter()
-            async with session.post(f"{base}/v1/agents/{agent_id}/messages/async", json={"input": f"msg {i}"},
-                                    headers=headers) as r:
+            async with session.post(
+                f"{base}/v1/agents/{agent_id}/messages/async", json={"input": f"msg {i}"}, headers=headers
+            ) as r:
                 if r.status != 200:
                     out.append(("error", r.status, await r.text()))
                     continue
@@ -121,7 +122,11 @@ async def _agent_async(session, base, ws_base, token, cookie, agent_id, m, out):
                 if msg.type != aiohttp.WSMsgType.TEXT:
                     raise RuntimeError(f"websocket closed: {msg}")
                 ev = json.loads(msg.data)
-                if ev.get("message_type") == "run_status" and ev.get("run_id") == run_id and ev["status"] not in ("created", "running"):
+                if (
+                    ev.get("message_type") == "run_status"
+                    and ev.get("run_id") == run_id
+                    and ev["status"] not in ("created", "running")
+                ):
                     out.append((ev["status"], time.perf_counter() - started))
                     break
 
@@ -130,10 +135,15 @@ async def _agent_sync(session, base, token, agent_id, m, out):
     headers = {"Authorization": f"Bearer {token}"}
     for i in range(m):
         started = time.perf_counter()
-        async with session.post(f"{base}/v1/agents/{agent_id}/messages", json={"input": f"msg {i}"}, headers=headers) as r:
+        async with session.post(
+            f"{base}/v1/agents/{agent_id}/messages", json={"input": f"msg {i}"}, headers=headers
+        ) as r:
             body = await r.text()
-            out.append(("completed" if r.status == 200 else "error", time.perf_counter() - started) if r.status == 200
-                       else ("error", r.status, body[:200]))
+            out.append(
+                ("completed" if r.status == 200 else "error", time.perf_counter() - started)
+                if r.status == 200
+                else ("error", r.status, body[:200])
+            )
 
 
 async def _drive(mode, base, token, cookie, agents, m):
@@ -174,8 +184,15 @@ def main() -> None:
     token, agents, cookie = _setup(args.agents)
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "OPENAI_API_KEY": "fake", "OPENAI_BASE_URL": llm.base_url, "RUN_WORKER_THREADS": str(args.threads),
-           "RUNS_IN_WORKER": "true" if args.workers else "", "ALLOWED_HOSTS": "127.0.0.1,localhost", "RUN_POLL_S": "0.05"}
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": "fake",
+        "OPENAI_BASE_URL": llm.base_url,
+        "RUN_WORKER_THREADS": str(args.threads),
+        "RUNS_IN_WORKER": "true" if args.workers else "",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "RUN_POLL_S": "0.05",
+    }
     procs: list[subprocess.Popen] = []
     try:
         _spawn(["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"], env, "web", procs)
@@ -187,7 +204,7 @@ def main() -> None:
         llm.clear()
         cpu_before = [_cpu_s(p.pid) for p in procs]
         wall, out = asyncio.run(_drive(args.mode, base, token, cookie, agents, args.messages))
-        cpu = [_cpu_s(p.pid) - b for p, b in zip(procs, cpu_before)]
+        cpu = [_cpu_s(p.pid) - b for p, b in zip(procs, cpu_before, strict=False)]
     finally:
         for proc in procs:
             proc.terminate()
@@ -201,16 +218,22 @@ def main() -> None:
     tput = len(ok) / wall
     db = "PostgreSQL + Redis" if args.postgres else "SQLite (embedded)"
     where = f"{args.workers} worker process(es)" if args.workers else "in the server process"
-    print(f"{args.agents} agents x {args.messages} messages, fake LLM {args.latency * 1000:.0f} ms, {db}, runs {where}, "
-          f"{args.threads} threads, mode {args.mode}")
+    print(
+        f"{args.agents} agents x {args.messages} messages, fake LLM {args.latency * 1000:.0f} ms, {db}, runs {where}, "
+        f"{args.threads} threads, mode {args.mode}"
+    )
     print(f"completed {len(ok)}/{total} in {wall:.2f} s; failures {len(bad)} {bad[:3] if bad else ''}")
     print(f"throughput {tput:.1f} msg/s   ideal {ideal_tput:.1f} msg/s   = {100 * tput / ideal_tput:.0f}% of ideal")
     if ok:
         per = " + ".join(f"{c * 1000 / len(ok):.1f}" for c in cpu)
-        print(f"server CPU per message {sum(cpu) * 1000 / len(ok):.1f} ms ({per}: web{', workers' if args.workers else ''}); "
-              f"a core's worth at ideal throughput is {1000 / ideal_tput:.1f} ms")
-        print(f"latency p50 {statistics.median(ok) * 1000:.0f} ms   p90 {pct(ok, 0.9) * 1000:.0f} ms   "
-              f"ideal {args.latency * 1000:.0f} ms")
+        print(
+            f"server CPU per message {sum(cpu) * 1000 / len(ok):.1f} ms ({per}: web{', workers' if args.workers else ''}); "
+            f"a core's worth at ideal throughput is {1000 / ideal_tput:.1f} ms"
+        )
+        print(
+            f"latency p50 {statistics.median(ok) * 1000:.0f} ms   p90 {pct(ok, 0.9) * 1000:.0f} ms   "
+            f"ideal {args.latency * 1000:.0f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -48,8 +48,8 @@ async def _one(ws, text: str, fake, chunks_expected: int):
         if event.get("message_type") == "run_status" and event.get("status") not in ("created", "running"):
             break
     # The fake's chunk 0 is the role header; reasoning chunks follow, one per fake chunk, in order.
-    written = fake.chunk_times[start_chunks + 1:start_chunks + 1 + chunks_expected]
-    added = [(got - wrote) * 1000 for (got, _), wrote in zip(arrivals, written)]
+    written = fake.chunk_times[start_chunks + 1 : start_chunks + 1 + chunks_expected]
+    added = [(got - wrote) * 1000 for (got, _), wrote in zip(arrivals, written, strict=False)]
     return (arrivals[0][0] - sent_at) * 1000, added
 
 
@@ -61,8 +61,9 @@ async def _drive(url, cookie, agent_id, fake, runs, reasoning):
     n_chunks = -(-len(reasoning) // fake.stream_chunk_chars)
     firsts, first_added, all_added = [], [], []
     async with aiohttp.ClientSession() as session:
-        async with session.ws_connect(url.replace("http", "ws") + f"/ws/agents/{agent_id}/",
-                                      headers={"Cookie": cookie, "Origin": url}) as ws:
+        async with session.ws_connect(
+            url.replace("http", "ws") + f"/ws/agents/{agent_id}/", headers={"Cookie": cookie, "Origin": url}
+        ) as ws:
             for i in range(runs + 2):
                 fake.script(FakeLLM.reasoning(reasoning, "send_message", {"message": "done"}))
                 first, added = await _one(ws, f"message {i}", fake, n_chunks)
@@ -79,8 +80,15 @@ def main() -> None:
     parser.add_argument("--chunk-ms", type=float, default=40.0)
     args = parser.parse_args()
     data = tempfile.mkdtemp(prefix="bench-ttft-")
-    env = {**os.environ, "AGENTS_IDE_DATA_DIR": data, "DJANGO_SETTINGS_MODULE": "agents_ide.settings",
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "REDIS_URL": "", "RUNS_IN_WORKER": ""}
+    env = {
+        **os.environ,
+        "AGENTS_IDE_DATA_DIR": data,
+        "DJANGO_SETTINGS_MODULE": "agents_ide.settings",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "HF_HUB_OFFLINE": "1",
+        "REDIS_URL": "",
+        "RUNS_IN_WORKER": "",
+    }
     env.pop("DATABASE_URL", None)
     os.environ.update({k: v for k, v in env.items() if k != "DATABASE_URL"})
     os.environ.pop("DATABASE_URL", None)
@@ -108,9 +116,13 @@ def main() -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env["CSRF_TRUSTED_ORIGINS"] = url
-    server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                               "agents_ide.asgi:application"], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         import urllib.request
 
@@ -127,7 +139,9 @@ def main() -> None:
         server.terminate()
         server.wait(10)
         fake.stop()
-    print(f"fake model: one chunk every {args.chunk_ms:g} ms; {args.runs} runs; embedded default (SQLite, in-process layer)")
+    print(
+        f"fake model: one chunk every {args.chunk_ms:g} ms; {args.runs} runs; embedded default (SQLite, in-process layer)"
+    )
     print(_line("first chunk: server time added (model wrote → tab got)", first_added))
     print(_line("every chunk: server time added (model wrote → tab got)", all_added))
     print(_line("message sent → first chunk at the tab", firsts))

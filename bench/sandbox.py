@@ -57,17 +57,23 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=50, help="runs per case (after 3 warm-up runs)")
-    parser.add_argument("--isolation", choices=["namespaces", "weak"], default=None,
-                        help="force one mode (default: namespaces where user namespaces work)")
+    parser.add_argument(
+        "--isolation",
+        choices=["namespaces", "weak"],
+        default=None,
+        help="force one mode (default: namespaces where user namespaces work)",
+    )
     parser.add_argument("--network", action="store_true", help="runs allowed the network (no network namespace)")
     parser.add_argument("--cold", action="store_true", help="no warm sandboxes: start each one on demand")
     parser.add_argument("--gap-ms", type=float, default=0.0, help="pause between runs (not measured)")
     opts = parser.parse_args()
     backend = get_backend("local", isolation=opts.isolation, warm=not opts.cold)
     mode, reason = backend.isolation_status()
-    print(f"local sandbox: isolation={mode}{f' ({reason})' if reason else ''} network={opts.network} "
-          f"warm={not opts.cold} gap={opts.gap_ms:g} ms python={backend.python_executable} "
-          f"drop_privileges={backend.drop_privileges} n={opts.n}")
+    print(
+        f"local sandbox: isolation={mode}{f' ({reason})' if reason else ''} network={opts.network} "
+        f"warm={not opts.cold} gap={opts.gap_ms:g} ms python={backend.python_executable} "
+        f"drop_privileges={backend.drop_privileges} n={opts.n}"
+    )
     for label, source, fn, args in CASES:
         request = SandboxRequest(source_code=source, function_name=fn, args=args, allow_network=opts.network)
         for _ in range(3):

@@ -61,7 +61,9 @@ def _measure_runs(agent, fake, script, runs: int):
             fake.script(*script())
         with CaptureQueriesContext(connection) as ctx:
             started = time.perf_counter()
-            result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": f"hello {i}"}])
+            result = run_agent(
+                agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": f"hello {i}"}]
+            )
             elapsed = (time.perf_counter() - started) * 1000
         assert result.stop_reason == "end_turn", result
         model_ms = sum(Step.objects.filter(run_id=result.run_id).values_list("model_ms", flat=True))
@@ -82,7 +84,9 @@ def _measure_executor(agent, runs: int):
     overhead, wall = [], []
     for i in range(runs):
         started = time.perf_counter()
-        run = executor.run_submit(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": f"hey {i}"}])
+        run = executor.run_submit(
+            owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": f"hey {i}"}]
+        )
         run = executor.run_wait(run=run)
         elapsed = (time.perf_counter() - started) * 1000
         assert run.stop_reason == "end_turn", run.error
@@ -106,8 +110,10 @@ def bench_steps(runs: int) -> None:
     memory_agent = make_agent(account.org, name="memory")
 
     def memory_script():
-        return (FakeLLM.tool("core_memory_append", {"label": "human", "content": "likes tea"}, heartbeat=True),
-                FakeLLM.tool("send_message", {"message": "noted"}))
+        return (
+            FakeLLM.tool("core_memory_append", {"label": "human", "content": "likes tea"}, heartbeat=True),
+            FakeLLM.tool("send_message", {"message": "noted"}),
+        )
 
     _measure_runs(memory_agent, fake, memory_script, 3)
     floor = []
@@ -116,14 +122,19 @@ def bench_steps(runs: int) -> None:
         llm.complete(fake.chat_requests[-1] | {"model": "openai/fake-model"}, api_base=fake.base_url, api_key="fake")
         floor.append((time.perf_counter() - t) * 1000)
     print(_summary("model call alone (litellm + fake, replayed)", floor))
-    for label, a, script in (("one-step reply", agent, None), ("memory edit + reply (2 steps)", memory_agent, memory_script)):
+    for label, a, script in (
+        ("one-step reply", agent, None),
+        ("memory edit + reply (2 steps)", memory_agent, memory_script),
+    ):
         overhead, wall, model, queries, steps = _measure_runs(a, fake, script, runs)
         print(f"-- {label}: {runs} runs")
         print(_summary("  wall time per run", wall))
         print(_summary("  model call time per run", model))
         print(_summary("  server overhead per run (wall - model)", overhead))
-        print(f"  {'DB queries per run':<42} p50 {statistics.median(queries):8.0f}       "
-              f"per step {statistics.median(queries) / statistics.median(steps):.1f}")
+        print(
+            f"  {'DB queries per run':<42} p50 {statistics.median(queries):8.0f}       "
+            f"per step {statistics.median(queries) / statistics.median(steps):.1f}"
+        )
     _measure_executor(agent, 5)
     overhead, wall = _measure_executor(agent, runs)
     print(f"-- one-step reply through the run executor (claim + queue + pool thread + wait): {runs} runs")
@@ -174,9 +185,11 @@ def bench_compile(history: int) -> None:
                 t2 = time.perf_counter()
                 load.append((t1 - t) * 1000)
                 compile_.append((t2 - t1) * 1000)
-            print(f"history {total:>7} msgs, {window:>4} in context: load p50 {statistics.median(load):7.2f} ms, "
-                  f"compile p50 {statistics.median(compile_):7.2f} ms, total {statistics.median(load) + statistics.median(compile_):7.2f} ms "
-                  f"({ctx.total_tokens} tokens)")
+            print(
+                f"history {total:>7} msgs, {window:>4} in context: load p50 {statistics.median(load):7.2f} ms, "
+                f"compile p50 {statistics.median(compile_):7.2f} ms, total {statistics.median(load) + statistics.median(compile_):7.2f} ms "
+                f"({ctx.total_tokens} tokens)"
+            )
 
 
 def main() -> None:
@@ -192,8 +205,10 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    print(f"database: {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}; channel layer: "
-          f"{settings.CHANNEL_LAYERS['default']['BACKEND'].rsplit('.', 1)[-1]}")
+    print(
+        f"database: {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}; channel layer: "
+        f"{settings.CHANNEL_LAYERS['default']['BACKEND'].rsplit('.', 1)[-1]}"
+    )
     bench_steps(args.runs)
     bench_compile(args.history)
 

@@ -44,7 +44,12 @@ def user_create(*, username: str, password: str | None, email: str = "", is_supe
 
 def org_for_user(user: User) -> Organization:
     """The organization a user acts for: their personal one (created if an older user lacks it)."""
-    membership = Membership.objects.filter(user=user).select_related("organization").order_by("-organization__personal", "created_at").first()
+    membership = (
+        Membership.objects.filter(user=user)
+        .select_related("organization")
+        .order_by("-organization__personal", "created_at")
+        .first()
+    )
     if membership:
         return membership.organization
     with transaction.atomic():
@@ -53,8 +58,9 @@ def org_for_user(user: User) -> Organization:
     return org
 
 
-def api_token_create(*, user: User, name: str, org: Organization | None = None, agent_id: str = "",
-                     ttl: timedelta | None = None) -> tuple[ApiToken, str]:
+def api_token_create(
+    *, user: User, name: str, org: Organization | None = None, agent_id: str = "", ttl: timedelta | None = None
+) -> tuple[ApiToken, str]:
     """Create an API token and return it with its raw value, which is shown once and never stored."""
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(

@@ -32,8 +32,12 @@ def _clean(test: dict) -> dict:
     turns = test.get("turns")
     if not name:
         raise Invalid("A test needs a name.")
-    if not isinstance(turns, list) or not turns or len(turns) > MAX_TURNS or \
-            any(not isinstance(t, str) or not t.strip() for t in turns):
+    if (
+        not isinstance(turns, list)
+        or not turns
+        or len(turns) > MAX_TURNS
+        or any(not isinstance(t, str) or not t.strip() for t in turns)
+    ):
         raise Invalid(f"A test needs 1 to {MAX_TURNS} user turns, each a non-empty string.")
     expect = test.get("expect") or {}
     if not isinstance(expect, dict) or not expect:
@@ -42,8 +46,13 @@ def _clean(test: dict) -> dict:
     if problems:
         raise Invalid("Expectations: " + "; ".join(problems))
     start = test.get("start") or {}
-    return {"id": test.get("id") or ids.new_id("test"), "name": name[:200], "turns": turns, "expect": expect,
-            "start": {"step_id": start.get("step_id"), "before": bool(start.get("before"))}}
+    return {
+        "id": test.get("id") or ids.new_id("test"),
+        "name": name[:200],
+        "turns": turns,
+        "expect": expect,
+        "start": {"step_id": start.get("step_id"), "before": bool(start.get("before"))},
+    }
 
 
 @transaction.atomic
@@ -88,15 +97,27 @@ def _selected(agent: Agent, test_ids: list[str] | None) -> list[dict]:
     return tests
 
 
-def tests_start(*, owner: Organization, agent: Agent, test_ids: list[str] | None = None, model: str | None = None,
-                keep: bool = False) -> AgentTestRun:
+def tests_start(
+    *,
+    owner: Organization,
+    agent: Agent,
+    test_ids: list[str] | None = None,
+    model: str | None = None,
+    keep: bool = False,
+) -> AgentTestRun:
     """Queue a run of the agent's tests (all, or the given ids) as a background task; returns the test run."""
     from core.tasks import agent_tests_task
 
     tests = _selected(agent, test_ids)
     with transaction.atomic():
-        run = AgentTestRun.objects.create(owner=owner, agent=agent, test_ids=[t["id"] for t in tests],
-                                          model=model or "", keep=keep, agent_version=versions.version_current(agent=agent))
+        run = AgentTestRun.objects.create(
+            owner=owner,
+            agent=agent,
+            test_ids=[t["id"] for t in tests],
+            model=model or "",
+            keep=keep,
+            agent_version=versions.version_current(agent=agent),
+        )
         executor.queue.woken_after_commit(agent_tests_task.enqueue(test_run_id=run.id))
     return run
 
@@ -106,26 +127,38 @@ def tests_start(*, owner: Organization, agent: Agent, test_ids: list[str] | None
 
 def _observed(copy: Agent, runs: list[Run]) -> dict:
     """What happened on the copy, as plain data for the expectations."""
+    from core.messages import messages_to_letta
     from memory.models import BlockHistory, Passage
     from memory.selectors import agent_blocks
 
-    from core.messages import messages_to_letta
-
     run_ids = [r.id for r in runs]
     rows = list(Message.objects.filter(run_id__in=run_ids).order_by("seq"))
-    calls = [{"name": c.get("name"), "arguments": expectations_args(c.get("arguments")), "step_id": m.step_id}
-             for m in rows if m.role == "assistant" for c in m.tool_calls or []]
-    replies = [(e.get("content"), e.get("step_id")) for e in messages_to_letta([r for r in rows if r.role == "assistant"])
-               if e["message_type"] == "assistant_message"]
+    calls = [
+        {"name": c.get("name"), "arguments": expectations_args(c.get("arguments")), "step_id": m.step_id}
+        for m in rows
+        if m.role == "assistant"
+        for c in m.tool_calls or []
+    ]
+    replies = [
+        (e.get("content"), e.get("step_id"))
+        for e in messages_to_letta([r for r in rows if r.role == "assistant"])
+        if e["message_type"] == "assistant_message"
+    ]
     steps = list(Step.objects.filter(run_id__in=run_ids, kind="agent").order_by("created_at"))
     costs = [s.usage.get("cost_usd") for s in steps]
     blocks = agent_blocks(agent=copy)
-    block_steps = {h.block.label: h.step_id for h in BlockHistory.objects.filter(block__in=blocks, step_id__in=[s.id for s in steps])
-                   .select_related("block").order_by("version")}
+    block_steps = {
+        h.block.label: h.step_id
+        for h in BlockHistory.objects.filter(block__in=blocks, step_id__in=[s.id for s in steps])
+        .select_related("block")
+        .order_by("version")
+    }
     return {
-        "tool_calls": calls, "reply": replies[-1][0] if replies else None,
+        "tool_calls": calls,
+        "reply": replies[-1][0] if replies else None,
         "reply_step_id": replies[-1][1] if replies else None,
-        "blocks": {b.label: b.value for b in blocks}, "block_steps": block_steps,
+        "blocks": {b.label: b.value for b in blocks},
+        "block_steps": block_steps,
         "passages": list(Passage.objects.filter(agent=copy).order_by("created_at").values_list("text", flat=True)),
         "stop_reason": runs[-1].stop_reason if runs else None,
         "steps": [{"id": s.id, "prompt_tokens": s.usage.get("prompt_tokens")} for s in steps],
@@ -165,14 +198,23 @@ def _copy_for(agent: Agent, test: dict, model: str) -> Agent:
 def test_execute(*, agent: Agent, test: dict, model: str = "", keep: bool = False) -> dict:
     """Run one test on a throwaway copy (every turn through the run executor) and check it; returns its result."""
     started = time.perf_counter()
-    result = {"test_id": test["id"], "name": test["name"], "passed": False, "failures": [], "run_ids": [],
-              "copy_agent_id": None, "error": None}
+    result = {
+        "test_id": test["id"],
+        "name": test["name"],
+        "passed": False,
+        "failures": [],
+        "run_ids": [],
+        "copy_agent_id": None,
+        "error": None,
+    }
     copy = None
     try:
         copy = _copy_for(agent, test, model)
         runs = []
         for turn in test["turns"]:
-            run = executor.run_submit(owner=agent.owner, agent_id=copy.id, input_messages=[{"role": "user", "content": turn}])
+            run = executor.run_submit(
+                owner=agent.owner, agent_id=copy.id, input_messages=[{"role": "user", "content": turn}]
+            )
             runs.append(executor.run_wait(run=run))
             if runs[-1].status != RunStatus.COMPLETED:
                 break
@@ -180,9 +222,14 @@ def test_execute(*, agent: Agent, test: dict, model: str = "", keep: bool = Fals
         observed = _observed(copy, runs)
         result["failures"] = expectations.evaluate(test["expect"], observed)
         if runs and runs[-1].status != RunStatus.COMPLETED and not result["failures"]:
-            result["failures"] = [{"expectation": "the run completes", "expected": "completed",
-                                   "actual": f"{runs[-1].status}: {runs[-1].error or runs[-1].stop_reason}",
-                                   "step_id": None}]
+            result["failures"] = [
+                {
+                    "expectation": "the run completes",
+                    "expected": "completed",
+                    "actual": f"{runs[-1].status}: {runs[-1].error or runs[-1].stop_reason}",
+                    "step_id": None,
+                }
+            ]
         result["passed"] = not result["failures"]
         result["cost_usd"] = observed["cost_usd"]
         result["steps"] = len(observed["steps"])
@@ -215,8 +262,10 @@ def tests_execute(*, test_run_id: str) -> str:
         else:
             results.append(test_execute(agent=run.agent, test=test, model=run.model, keep=run.keep))
         AgentTestRun.objects.filter(pk=run.pk).update(results=results)
-        send_event(agent_group(run.agent_id), {"message_type": "agent_test_result", "test_run_id": run.id,
-                                               "result": results[-1]})
+        send_event(
+            agent_group(run.agent_id),
+            {"message_type": "agent_test_result", "test_run_id": run.id, "result": results[-1]},
+        )
     status = "passed" if all(r["passed"] for r in results) else "failed"
     AgentTestRun.objects.filter(pk=run.pk).update(status=status, completed_at=timezone.now())
     send_event(agent_group(run.agent_id), {"message_type": "agent_test_run", "test_run_id": run.id, "status": status})
@@ -225,10 +274,18 @@ def tests_execute(*, test_run_id: str) -> str:
 
 def test_run_out(run: AgentTestRun) -> dict:
     results = run.results or []
-    return {"id": run.id, "agent_id": run.agent_id, "status": run.status, "test_ids": run.test_ids,
-            "model": run.model or None, "results": results, "passed": sum(1 for r in results if r.get("passed")),
-            "failed": sum(1 for r in results if not r.get("passed")), "created_at": run.created_at,
-            "completed_at": run.completed_at}
+    return {
+        "id": run.id,
+        "agent_id": run.agent_id,
+        "status": run.status,
+        "test_ids": run.test_ids,
+        "model": run.model or None,
+        "results": results,
+        "passed": sum(1 for r in results if r.get("passed")),
+        "failed": sum(1 for r in results if not r.get("passed")),
+        "created_at": run.created_at,
+        "completed_at": run.completed_at,
+    }
 
 
 # --------------------------------------------------------------------------- proposals
@@ -249,9 +306,14 @@ def test_propose(*, agent: Agent, run_id: str | None = None) -> dict:
         runs = list(Run.objects.filter(agent=agent, id__in={m.run_id for m in rows if m.run_id}).order_by("created_at"))
     texts = [(m.body or m.text).strip() for m in rows if m.role == "user" and not m.kind]
     turns = [t for t in texts if t][-MAX_TURNS:]
-    calls = [{"name": c.get("name")} for m in rows if m.role == "assistant" for c in m.tool_calls or [] if c.get("name")]
-    replies = [e.get("content") for e in messages_to_letta([m for m in rows if m.role == "assistant"])
-               if e["message_type"] == "assistant_message" and e.get("content")]
+    calls = [
+        {"name": c.get("name")} for m in rows if m.role == "assistant" for c in m.tool_calls or [] if c.get("name")
+    ]
+    replies = [
+        e.get("content")
+        for e in messages_to_letta([m for m in rows if m.role == "assistant"])
+        if e["message_type"] == "assistant_message" and e.get("content")
+    ]
     expect: dict = {}
     if calls:
         expect["tools"] = {"calls": calls, "order": "sequence"}
@@ -259,5 +321,5 @@ def test_propose(*, agent: Agent, run_id: str | None = None) -> dict:
         expect["reply"] = {"contains": replies[-1].strip()[:80]}
     if runs and runs[-1].stop_reason:
         expect["stop_reason"] = runs[-1].stop_reason
-    name = (turns[0][:60] if turns else "new test")
+    name = turns[0][:60] if turns else "new test"
     return {"name": name, "turns": turns, "expect": expect}

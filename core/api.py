@@ -66,21 +66,44 @@ def _text(content) -> str:
 def agent_create(request, body: AgentCreateIn):
     from core.services import BlockInput
 
-    blocks = [BlockInput(label=b.label, value=b.value, limit=b.limit, description=b.description or "",
-                         read_only=b.read_only, metadata=b.metadata or {}) for b in body.memory_blocks]
+    blocks = [
+        BlockInput(
+            label=b.label,
+            value=b.value,
+            limit=b.limit,
+            description=b.description or "",
+            read_only=b.read_only,
+            metadata=b.metadata or {},
+        )
+        for b in body.memory_blocks
+    ]
     window = body.context_window_limit or (body.llm_config or {}).get("context_window")
     org = owner(request)
     initial = [{"role": m.role, "text": _text(m.content)} for m in body.initial_message_sequence or []]
     agent = services.agent_create(
-        owner=org, name=body.name or services.agent_name_generate(owner=org), model=_model_handle(body),
-        system=body.system, description=body.description or "", memory_blocks=blocks, block_ids=body.block_ids, tools=body.tools,
-        tool_ids=body.tool_ids, include_base_tools=body.include_base_tools,
-        include_multi_agent_tools=body.include_multi_agent_tools, tool_rules=body.tool_rules,
-        context_window_limit=window, tags=body.tags, metadata=body.metadata,
-        secrets=body.secrets or body.tool_exec_environment_variables, embedding=_embedding_handle(body),
-        model_settings=_model_settings(body), max_steps=body.max_steps or 50,
-        overflow_strategy=body.overflow_strategy or "summarize", agent_type=body.agent_type or "letta_v1_agent",
-        initial_messages=initial, embedding_config=body.embedding_config,
+        owner=org,
+        name=body.name or services.agent_name_generate(owner=org),
+        model=_model_handle(body),
+        system=body.system,
+        description=body.description or "",
+        memory_blocks=blocks,
+        block_ids=body.block_ids,
+        tools=body.tools,
+        tool_ids=body.tool_ids,
+        include_base_tools=body.include_base_tools,
+        include_multi_agent_tools=body.include_multi_agent_tools,
+        tool_rules=body.tool_rules,
+        context_window_limit=window,
+        tags=body.tags,
+        metadata=body.metadata,
+        secrets=body.secrets or body.tool_exec_environment_variables,
+        embedding=_embedding_handle(body),
+        model_settings=_model_settings(body),
+        max_steps=body.max_steps or 50,
+        overflow_strategy=body.overflow_strategy or "summarize",
+        agent_type=body.agent_type or "letta_v1_agent",
+        initial_messages=initial,
+        embedding_config=body.embedding_config,
     )
     if body.enable_sleeptime:
         from core.sleeptime import sleeptime_configure
@@ -102,9 +125,17 @@ class AgentListQuery(Schema):
 
 @router.get("/agents/", response=list[dict])
 def agents_list(request, q: Query[AgentListQuery]):
-    agents = selectors.agents_list(owner=owner(request), name=q.name, tags=q.tags, match_all_tags=q.match_all_tags,
-                                   query_text=q.query_text, before=q.before, after=q.after, limit=q.limit,
-                                   ascending=q.order == "asc")
+    agents = selectors.agents_list(
+        owner=owner(request),
+        name=q.name,
+        tags=q.tags,
+        match_all_tags=q.match_all_tags,
+        query_text=q.query_text,
+        before=q.before,
+        after=q.after,
+        limit=q.limit,
+        ascending=q.order == "asc",
+    )
     return presenters.agents_state(agents)
 
 

@@ -18,9 +18,12 @@ class TestIn(Schema):
     id: str | None = Field(None, max_length=64, description="replace the test with this id")
     name: str = Field(..., min_length=1, max_length=200)
     turns: list[str] = Field(..., min_length=1, max_length=agent_tests.MAX_TURNS, description="user messages, in order")
-    expect: dict = Field(..., description="tools {calls, order}, reply {contains|matches|equals}, blocks [{label, "
-                                          "contains|matches|equals}], archival {matches}, stop_reason, max_steps, "
-                                          "max_prompt_tokens_per_step, max_cost_usd")
+    expect: dict = Field(
+        ...,
+        description="tools {calls, order}, reply {contains|matches|equals}, blocks [{label, "
+        "contains|matches|equals}], archival {matches}, stop_reason, max_steps, "
+        "max_prompt_tokens_per_step, max_cost_usd",
+    )
     start: TestStart | None = None
 
 

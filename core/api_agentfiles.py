@@ -51,10 +51,13 @@ def _options(form: ImportForm) -> agentfile.ImportOptions:
     # Letta's import overwrites a same-named tool unless told not to (override_existing_tools defaults to true).
     policy = form.tool_policy or ("reuse" if form.override_existing_tools is False else "override")
     return agentfile.ImportOptions(
-        name=form.name or form.override_name, model=form.model or form.override_model_handle,
-        embedding=form.embedding or form.override_embedding_handle, strip_messages=form.strip_messages,
+        name=form.name or form.override_name,
+        model=form.model or form.override_model_handle,
+        embedding=form.embedding or form.override_embedding_handle,
+        strip_messages=form.strip_messages,
         secrets=_secrets(form.secrets, "secrets") or _secrets(form.env_vars_json, "env_vars_json"),
-        tool_policy=policy, append_copy_suffix=form.append_copy_suffix,
+        tool_policy=policy,
+        append_copy_suffix=form.append_copy_suffix,
     )
 
 
@@ -77,11 +80,18 @@ def agent_import_preview(request: HttpRequest, file: File[UploadedFile], form: F
 
 
 @router.get("/agents/{agent_id}/export")
-def agent_export(request: HttpRequest, agent_id: str, include_archival: bool = False, scrub_messages: bool = False,
-                 use_legacy_format: bool = False, include_history: bool = False):
+def agent_export(
+    request: HttpRequest,
+    agent_id: str,
+    include_archival: bool = False,
+    scrub_messages: bool = False,
+    use_legacy_format: bool = False,
+    include_history: bool = False,
+):
     agent = selectors.agent_get(owner=request.principal.org, agent_id=agent_id)
-    data = agentfile.agentfile_export(agent=agent, include_archival=include_archival, scrub_messages=scrub_messages,
-                                      include_history=include_history)
+    data = agentfile.agentfile_export(
+        agent=agent, include_archival=include_archival, scrub_messages=scrub_messages, include_history=include_history
+    )
     if use_legacy_format:
         data = agentfile.legacy_from_v2(data)
     filename = re.sub(r"[^A-Za-z0-9_.-]+", "_", agent.name).strip("_") or "agent"

@@ -52,16 +52,23 @@ def _submit(request, agent_id: str, body: LettaRequest):
     agent = agent_get(owner=org, agent_id=agent_id)
     inputs = runner.input_normalize(_inputs(body))
     model_resolve(owner=org, handle=agent.model)  # 400 with a how-to when no provider serves it
-    return executor.run_submit(owner=org, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps,
-                               stream_tokens=body.stream_tokens)
+    return executor.run_submit(
+        owner=org, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps, stream_tokens=body.stream_tokens
+    )
 
 
 def _stream(request, run, body: LettaRequest) -> StreamingHttpResponse:
     from core.streaming import sse_events
 
-    response = StreamingHttpResponse(sse_events(run=run, types=body.include_return_message_types,
-                                                include_pings=body.include_pings, stream_tokens=body.stream_tokens),
-                                     content_type="text/event-stream")
+    response = StreamingHttpResponse(
+        sse_events(
+            run=run,
+            types=body.include_return_message_types,
+            include_pings=body.include_pings,
+            stream_tokens=body.stream_tokens,
+        ),
+        content_type="text/event-stream",
+    )
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response
@@ -77,9 +84,13 @@ def messages_send(request, agent_id: str, body: LettaRequest):
     messages = executor.run_reply(run=run, use_assistant_message=body.use_assistant_message)
     if body.include_return_message_types:
         messages = [m for m in messages if m["message_type"] in body.include_return_message_types]
-    return {"messages": messages, "stop_reason": stop_reason_message(run.stop_reason),
-            "usage": usage_statistics({**(run.usage or {}), "run_ids": [run.id]}), "run_id": run.id,
-            "error": run.error or None}
+    return {
+        "messages": messages,
+        "stop_reason": stop_reason_message(run.stop_reason),
+        "usage": usage_statistics({**(run.usage or {}), "run_ids": [run.id]}),
+        "run_id": run.id,
+        "error": run.error or None,
+    }
 
 
 @router.post("/agents/{agent_id}/messages/stream", response=dict)
@@ -99,10 +110,16 @@ class MessageListQuery(Schema):
 @router.get("/agents/{agent_id}/messages", response=list[dict])
 def messages_list(request, agent_id: str, q: Query[MessageListQuery]):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
-    rows = history.agent_messages_list(agent=agent, before=q.before, after=q.after, limit=q.limit,
-                                       ascending=q.order == "asc")
-    return messages_to_letta(rows, use_assistant_message=q.use_assistant_message, types=q.include_return_message_types,
-                             agent_type=agent.agent_type, hide_assistant_returns=True)
+    rows = history.agent_messages_list(
+        agent=agent, before=q.before, after=q.after, limit=q.limit, ascending=q.order == "asc"
+    )
+    return messages_to_letta(
+        rows,
+        use_assistant_message=q.use_assistant_message,
+        types=q.include_return_message_types,
+        agent_type=agent.agent_type,
+        hide_assistant_returns=True,
+    )
 
 
 class CancelIn(Schema):
@@ -113,7 +130,7 @@ class CancelIn(Schema):
 def messages_cancel(request, agent_id: str, body: CancelIn | None = None):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     ids = runner.run_cancel(owner=agent.owner, agent_id=agent.id, run_ids=body.run_ids if body else None)
-    return {run_id: "cancellation requested" for run_id in ids}
+    return dict.fromkeys(ids, "cancellation requested")
 
 
 @router.patch("/agents/{agent_id}/reset-messages", response=dict)
@@ -128,20 +145,45 @@ def context(request, agent_id: str):
 
 
 def run_out(run) -> dict:
-    return {"id": run.id, "agent_id": run.agent_id, "status": run.status, "stop_reason": run.stop_reason or None,
-            "background": run.background, "created_at": run.created_at, "completed_at": run.completed_at,
-            "usage": run.usage, "error": run.error or None, "cancel_requested": run.cancel_requested,
-            "max_steps": run.max_steps, "input_messages": run.input_messages}
+    return {
+        "id": run.id,
+        "agent_id": run.agent_id,
+        "status": run.status,
+        "stop_reason": run.stop_reason or None,
+        "background": run.background,
+        "created_at": run.created_at,
+        "completed_at": run.completed_at,
+        "usage": run.usage,
+        "error": run.error or None,
+        "cancel_requested": run.cancel_requested,
+        "max_steps": run.max_steps,
+        "input_messages": run.input_messages,
+    }
 
 
 def step_out(step) -> dict:
-    return {"id": step.id, "run_id": step.run_id, "agent_id": step.agent_id, "index": step.index, "kind": step.kind,
-            "model": step.model, "request": step.request, "response": step.response,
-            "context_sections": step.context_sections, "tokenizer": step.tokenizer, "usage": step.usage,
-            "prompt_tokens": step.usage.get("prompt_tokens"), "completion_tokens": step.usage.get("completion_tokens"),
-            "total_tokens": step.usage.get("total_tokens"), "model_ms": step.model_ms, "tools_ms": step.tools_ms,
-            "total_ms": step.total_ms, "stop_reason": step.stop_reason or None, "error": step.error or None,
-            "created_at": step.created_at}
+    return {
+        "id": step.id,
+        "run_id": step.run_id,
+        "agent_id": step.agent_id,
+        "index": step.index,
+        "kind": step.kind,
+        "model": step.model,
+        "request": step.request,
+        "response": step.response,
+        "context_sections": step.context_sections,
+        "tokenizer": step.tokenizer,
+        "usage": step.usage,
+        "prompt_tokens": step.usage.get("prompt_tokens"),
+        "completion_tokens": step.usage.get("completion_tokens"),
+        "total_tokens": step.usage.get("total_tokens"),
+        "model_ms": step.model_ms,
+        "tools_ms": step.tools_ms,
+        "total_ms": step.total_ms,
+        "stop_reason": step.stop_reason or None,
+        "error": step.error or None,
+        "created_at": step.created_at,
+    }
 
 
 class RunListQuery(Schema):
@@ -169,9 +211,18 @@ class PageQuery(Schema):
 def runs_list(request, q: Query[RunListQuery]):
     order = q.order if q.ascending is None else ("asc" if q.ascending else "desc")
     agent_ids = [*(q.agent_ids or []), *([q.agent_id] if q.agent_id else [])]
-    runs = history.runs_list(owner=owner(request), agent_ids=agent_ids, active=q.active, statuses=q.statuses,
-                             background=q.background, stop_reason=q.stop_reason, after=q.after, before=q.before,
-                             limit=q.limit, order=order)
+    runs = history.runs_list(
+        owner=owner(request),
+        agent_ids=agent_ids,
+        active=q.active,
+        statuses=q.statuses,
+        background=q.background,
+        stop_reason=q.stop_reason,
+        after=q.after,
+        before=q.before,
+        limit=q.limit,
+        order=order,
+    )
     return [run_out(r) for r in runs]
 
 
@@ -183,14 +234,18 @@ def run_retrieve(request, run_id: str):
 @router.get("/runs/{run_id}/messages", response=list[dict], tags=["runs"])
 def run_messages(request, run_id: str, q: Query[PageQuery]):
     run = history.run_get(owner=owner(request), run_id=run_id)
-    return messages_to_letta(history.run_messages(run=run, after=q.after, before=q.before, limit=q.limit, order=q.order),
-                             agent_type=run.agent.agent_type)
+    return messages_to_letta(
+        history.run_messages(run=run, after=q.after, before=q.before, limit=q.limit, order=q.order),
+        agent_type=run.agent.agent_type,
+    )
 
 
 @router.get("/runs/{run_id}/steps", response=list[dict], tags=["runs"])
 def run_steps(request, run_id: str, q: Query[PageQuery]):
     run = history.run_get(owner=owner(request), run_id=run_id)
-    return [step_out(s) for s in history.run_steps(run=run, after=q.after, before=q.before, limit=q.limit, order=q.order)]
+    return [
+        step_out(s) for s in history.run_steps(run=run, after=q.after, before=q.before, limit=q.limit, order=q.order)
+    ]
 
 
 @router.get("/steps/{step_id}", response=dict, tags=["runs"])

@@ -16,8 +16,9 @@ def _start(org, agent_id: str, body: LettaRequest) -> dict:
     agent = agent_get(owner=org, agent_id=agent_id)
     inputs = runner.input_normalize(_inputs(body))
     model_resolve(owner=agent.owner, handle=agent.model)
-    run = executor.run_submit(owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps,
-                             background=True)
+    run = executor.run_submit(
+        owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps, background=True
+    )
     return run_out(run)
 
 
@@ -32,5 +33,9 @@ async def messages_send_async(request, agent_id: str, body: LettaRequest):
 @router.get("/runs/{run_id}/usage", response=dict)
 def run_usage(request, run_id: str):
     usage = history.run_get(owner=owner(request), run_id=run_id).usage or {}
-    return {"completion_tokens": usage.get("completion_tokens", 0), "prompt_tokens": usage.get("prompt_tokens", 0),
-            "total_tokens": usage.get("total_tokens", 0), "step_count": usage.get("step_count", 0)}
+    return {
+        "completion_tokens": usage.get("completion_tokens", 0),
+        "prompt_tokens": usage.get("prompt_tokens", 0),
+        "total_tokens": usage.get("total_tokens", 0),
+        "step_count": usage.get("step_count", 0),
+    }

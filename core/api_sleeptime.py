@@ -13,15 +13,25 @@ router = Router(tags=["agents"])
 
 class SleeptimeIn(Schema):
     enabled: bool | None = None
-    frequency: int | None = Field(None, ge=1, le=sleeptime.MAX_FREQUENCY,
-                                  description="Primary turns between two background runs of the companion.")
+    frequency: int | None = Field(
+        None,
+        ge=1,
+        le=sleeptime.MAX_FREQUENCY,
+        description="Primary turns between two background runs of the companion.",
+    )
 
 
 def sleeptime_out(agent, link) -> dict:
     if link is None:
         return {"agent_id": agent.id, "enabled": False, "companion_id": None, "frequency": None}
-    return {"agent_id": agent.id, "enabled": link.enabled, "companion_id": link.companion_id,
-            "frequency": link.frequency, "turns_since": link.turns_since, "last_run_id": link.last_run_id or None}
+    return {
+        "agent_id": agent.id,
+        "enabled": link.enabled,
+        "companion_id": link.companion_id,
+        "frequency": link.frequency,
+        "turns_since": link.turns_since,
+        "last_run_id": link.last_run_id or None,
+    }
 
 
 @router.get("/agents/{agent_id}/sleeptime", response=dict)

@@ -11,8 +11,11 @@ router = Router(tags=["time travel"])
 
 
 class ReplayIn(Schema):
-    models: list[str] | None = Field(None, max_length=timetravel.MAX_REPLAY_MODELS,
-                                     description="model handles to send the step to (default: the agent's model)")
+    models: list[str] | None = Field(
+        None,
+        max_length=timetravel.MAX_REPLAY_MODELS,
+        description="model handles to send the step to (default: the agent's model)",
+    )
     system: str | None = Field(None, description="replace the system prompt")
     blocks: dict[str, str] | None = Field(None, description="replace block values, by label")
     messages: list[str] | None = Field(None, description="ids of messages of the step's context to leave out")
@@ -34,10 +37,18 @@ def step_replay(request, step_id: str, body: ReplayIn):
     """Send a recorded step again to one or more models, with overrides; the agent is not changed."""
     org = owner(request)
     step = timetravel.step_get(owner=org, step_id=step_id)
-    replay = timetravel.step_replay(owner=org, step=step, models=body.models, system=body.system, blocks=body.blocks,
-                                    drop_messages=body.messages, tools_add=body.tools_add,
-                                    tools_remove=body.tools_remove, temperature=body.temperature,
-                                    max_tokens=body.max_tokens)
+    replay = timetravel.step_replay(
+        owner=org,
+        step=step,
+        models=body.models,
+        system=body.system,
+        blocks=body.blocks,
+        drop_messages=body.messages,
+        tools_add=body.tools_add,
+        tools_remove=body.tools_remove,
+        temperature=body.temperature,
+        max_tokens=body.max_tokens,
+    )
     return timetravel.replay_out(replay)
 
 
@@ -55,8 +66,9 @@ def agent_fork(request, agent_id: str, body: ForkIn):
     org = owner(request)
     agent = agent_get(owner=org, agent_id=agent_id)
     step = timetravel.step_get(owner=org, step_id=body.step_id)
-    fork = timetravel.agent_fork(agent=agent, step=step, before=body.before, share_blocks=body.share_blocks,
-                                 name=body.name)
+    fork = timetravel.agent_fork(
+        agent=agent, step=step, before=body.before, share_blocks=body.share_blocks, name=body.name
+    )
     return presenters.agent_state(fork)
 
 

@@ -37,8 +37,15 @@ class RestoreIn(Schema):
 
 
 def _out(v: AgentVersion, detail: bool = False) -> dict:
-    out = {"number": v.number, "content_hash": v.content_hash, "author_kind": v.author_kind, "author": v.author,
-           "message": v.message, "restored_from": v.restored_from, "created_at": v.created_at.isoformat()}
+    out = {
+        "number": v.number,
+        "content_hash": v.content_hash,
+        "author_kind": v.author_kind,
+        "author": v.author,
+        "message": v.message,
+        "restored_from": v.restored_from,
+        "created_at": v.created_at.isoformat(),
+    }
     return {**out, "definition": v.definition, "blocks": v.blocks} if detail else out
 
 
@@ -62,6 +69,7 @@ def version_diff(request, agent_id: str, number: int, against: int | None = None
 def version_restore(request, agent_id: str, number: int, body: RestoreIn | None = None):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     body = body or RestoreIn()
-    version = versions.version_restore(agent=agent, number=number, restore_blocks=body.restore_blocks,
-                                       message=body.message or "")
+    version = versions.version_restore(
+        agent=agent, number=number, restore_blocks=body.restore_blocks, message=body.message or ""
+    )
     return _out(version, True)

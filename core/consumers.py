@@ -46,7 +46,8 @@ class AgentConsumer(AsyncWebsocketConsumer):
         if self.session_key:
             age = await database_sync_to_async(session.get_expiry_age)()
             self._expiry = asyncio.get_running_loop().call_later(
-                max(age, 0), lambda: asyncio.ensure_future(self.close(code=SESSION_ENDED)))
+                max(age, 0), lambda: asyncio.ensure_future(self.close(code=SESSION_ENDED))
+            )
 
     async def disconnect(self, code):
         if getattr(self, "_expiry", None) is not None:
@@ -55,7 +56,9 @@ class AgentConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data=None, bytes_data=None):
-        if self.session_key and not await database_sync_to_async(_session_alive)(self.session_key, self.principal.user.pk):
+        if self.session_key and not await database_sync_to_async(_session_alive)(
+            self.session_key, self.principal.user.pk
+        ):
             await self.close(code=SESSION_ENDED)
             return
         try:
@@ -63,11 +66,17 @@ class AgentConsumer(AsyncWebsocketConsumer):
             if not isinstance(payload, dict):
                 raise ValueError
         except ValueError:
-            await self.send_json({"message_type": "error_message", "message": "Send JSON objects such as {\"type\": \"user_message\", \"text\": \"hi\"}"})
+            await self.send_json(
+                {
+                    "message_type": "error_message",
+                    "message": 'Send JSON objects such as {"type": "user_message", "text": "hi"}',
+                }
+            )
             return
         if found := first_bad_string(payload):
-            await self.send_json({"message_type": "error_message",
-                                  "message": f"{found[0]} contains {found[1]}, which cannot be stored."})
+            await self.send_json(
+                {"message_type": "error_message", "message": f"{found[0]} contains {found[1]}, which cannot be stored."}
+            )
             return
         from core.ws_handlers import handle_client_message
 

@@ -7,8 +7,8 @@ message token counts are stored on the rows, and recall size comes from the inde
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 from core import mapping
 from core.engine import types as t
@@ -39,8 +39,19 @@ class AgentSnapshot:
 _CACHE_SIZE = 50_000
 _cache: OrderedDict[str, tuple[t.Message, str, str]] = OrderedDict()
 _cache_lock = threading.Lock()
-_FIELDS = ("id", "role", "text", "content", "tool_calls", "tool_call_id", "name", "reasoning", "token_count", "kind",
-           "thinking_blocks")
+_FIELDS = (
+    "id",
+    "role",
+    "text",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "reasoning",
+    "token_count",
+    "kind",
+    "thinking_blocks",
+)
 
 
 def messages_cached(ids: Sequence[str]) -> dict[str, tuple[t.Message, str, str]]:
@@ -60,7 +71,6 @@ def messages_cached(ids: Sequence[str]) -> dict[str, tuple[t.Message, str, str]]
     return found
 
 
-
 def messages_cache_put(rows: Sequence[Message]) -> None:
     """Remember just-written rows, so the next step's load needs no query for them."""
     with _cache_lock:
@@ -72,9 +82,11 @@ def _stats(agent: Agent, in_context: int, max_seq: int, block_rows) -> t.MemoryS
     from memory.models import Passage
 
     last_edit = max((b.updated_at for b in block_rows), default=None)
-    return t.MemoryStats(recall_outside_window=max(0, max_seq + 1 - in_context),
-                         archival_count=Passage.objects.filter(agent_id=agent.id).count(),
-                         last_memory_edit=last_edit.strftime("%Y-%m-%d %I:%M:%S %p UTC") if last_edit else None)
+    return t.MemoryStats(
+        recall_outside_window=max(0, max_seq + 1 - in_context),
+        archival_count=Passage.objects.filter(agent_id=agent.id).count(),
+        last_memory_edit=last_edit.strftime("%Y-%m-%d %I:%M:%S %p UTC") if last_edit else None,
+    )
 
 
 def agent_snapshot(*, agent: Agent) -> AgentSnapshot:
@@ -94,32 +106,59 @@ def agent_snapshot(*, agent: Agent) -> AgentSnapshot:
     last = Message.objects.filter(agent_id=agent.id).order_by("-seq").values_list("seq", flat=True).first()
     max_seq = last or 0
     return AgentSnapshot(
-        agent=agent, spec=mapping.agent_spec(agent), block_rows=block_rows,
-        blocks=[mapping.block_spec(b) for b in block_rows], tool_rows=tool_rows,
-        tools=[mapping.tool_spec(x) for x in tool_rows], rules=mapping.tool_rules(agent), summary=summary,
-        body=[m for m, _, _ in body], kinds={m.id: kind for m, kind, _ in window if kind},
-        stats=_stats(agent, in_context, max_seq, block_rows), max_seq=max_seq,
+        agent=agent,
+        spec=mapping.agent_spec(agent),
+        block_rows=block_rows,
+        blocks=[mapping.block_spec(b) for b in block_rows],
+        tool_rows=tool_rows,
+        tools=[mapping.tool_spec(x) for x in tool_rows],
+        rules=mapping.tool_rules(agent),
+        summary=summary,
+        body=[m for m, _, _ in body],
+        kinds={m.id: kind for m, kind, _ in window if kind},
+        stats=_stats(agent, in_context, max_seq, block_rows),
+        max_seq=max_seq,
     )
 
 
-def context_compile(snap: AgentSnapshot, *, extra: Sequence[t.Message] = (), body: Sequence[t.Message] | None = None,
-                    summary: t.Message | None = None, allowed_tools: Sequence[str] | None = None,
-                    tool_choice=None, spec: t.AgentSpec | None = None) -> t.CompiledContext:
+def context_compile(
+    snap: AgentSnapshot,
+    *,
+    extra: Sequence[t.Message] = (),
+    body: Sequence[t.Message] | None = None,
+    summary: t.Message | None = None,
+    allowed_tools: Sequence[str] | None = None,
+    tool_choice=None,
+    spec: t.AgentSpec | None = None,
+) -> t.CompiledContext:
     """Compile the snapshot (plus not-yet-stored `extra` messages) into the exact next request (pure)."""
     messages = list(snap.body if body is None else body) + list(extra)
-    return compile_context(spec or snap.spec, snap.blocks, messages, snap.tools, snap.rules, snap.stats,
-                           allowed_tools=allowed_tools, tool_choice=tool_choice,
-                           summary=summary if summary is not None else snap.summary)
+    return compile_context(
+        spec or snap.spec,
+        snap.blocks,
+        messages,
+        snap.tools,
+        snap.rules,
+        snap.stats,
+        allowed_tools=allowed_tools,
+        tool_choice=tool_choice,
+        summary=summary if summary is not None else snap.summary,
+    )
 
 
-def agent_context(*, agent: Agent, context_window_limit: int | None = None, model: str | None = None,
-                  system: str | None = None) -> t.CompiledContext:
+def agent_context(
+    *, agent: Agent, context_window_limit: int | None = None, model: str | None = None, system: str | None = None
+) -> t.CompiledContext:
     """The agent's context as its next call would send it; the overrides preview unsaved settings."""
     snap = agent_snapshot(agent=agent)
     spec = snap.spec
     if context_window_limit or model or system is not None:
-        spec = replace(spec, context_window_limit=context_window_limit or spec.context_window_limit,
-                       model=model or spec.model, system=spec.system if system is None else system)
+        spec = replace(
+            spec,
+            context_window_limit=context_window_limit or spec.context_window_limit,
+            model=model or spec.model,
+            system=spec.system if system is None else system,
+        )
     return context_compile(snap, spec=spec)
 
 

@@ -75,7 +75,6 @@ def agent_group(agent_id: str) -> str:
     return f"agent.{agent_id}".replace("-", "_")
 
 
-
 def send_event(group: str, event: dict) -> None:
     """Send one event dict to a channel group (the consumer forwards it to the browser as JSON)."""
     layer = get_channel_layer()
@@ -101,8 +100,16 @@ def broadcast_block_update(block) -> None:
     """Push a block's new value to every tab showing an agent that has the block."""
     from memory.models import AgentBlock
 
-    event = {"message_type": "block_update", "block": {"id": block.id, "label": block.label, "value": block.value,
-                                                       "limit": block.limit, "version": block.version,
-                                                       "read_only": block.read_only}}
+    event = {
+        "message_type": "block_update",
+        "block": {
+            "id": block.id,
+            "label": block.label,
+            "value": block.value,
+            "limit": block.limit,
+            "version": block.version,
+            "read_only": block.read_only,
+        },
+    }
     for agent_id in AgentBlock.objects.filter(block_id=block.id).values_list("agent_id", flat=True):
         send_event(agent_group(agent_id), event)

@@ -25,16 +25,33 @@ _waiters_lock = threading.Lock()
 
 
 @transaction.atomic
-def run_submit(*, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None,
-               background: bool = False, depth: int = 0, parent_run_id: str | None = None,
-               kinds: dict[int, str] | None = None, stream_tokens: bool = False) -> Run:
+def run_submit(
+    *,
+    owner: Organization,
+    agent_id: str,
+    input_messages: list[dict],
+    max_steps: int | None = None,
+    background: bool = False,
+    depth: int = 0,
+    parent_run_id: str | None = None,
+    kinds: dict[int, str] | None = None,
+    stream_tokens: bool = False,
+) -> Run:
     """Claim the agent and queue the run in one transaction; returns the run (status created).
 
     Raises Conflict if the agent is busy, Invalid for bad input. The task reaches a pool thread after commit.
     """
-    run = runner.run_start(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps,
-                           background=background, depth=depth, parent_run_id=parent_run_id, kinds=kinds,
-                           stream_tokens=stream_tokens)
+    run = runner.run_start(
+        owner=owner,
+        agent_id=agent_id,
+        input_messages=input_messages,
+        max_steps=max_steps,
+        background=background,
+        depth=depth,
+        parent_run_id=parent_run_id,
+        kinds=kinds,
+        stream_tokens=stream_tokens,
+    )
     from core.tasks import run_execute_task
 
     queue.woken_after_commit(run_execute_task.enqueue(run_id=run.id))
@@ -107,8 +124,12 @@ def _watch_remote(run: Run, event: threading.Event):
         try:
             while True:
                 message = await layer.receive(channel)
-                if any(e.get("message_type") == "run_status" and e.get("run_id") == run.id
-                       and e.get("status") in RUN_TERMINAL for e in message.get("events") or [message.get("event") or {}]):
+                if any(
+                    e.get("message_type") == "run_status"
+                    and e.get("run_id") == run.id
+                    and e.get("status") in RUN_TERMINAL
+                    for e in message.get("events") or [message.get("event") or {}]
+                ):
                     event.set()
                     return
         finally:
@@ -156,7 +177,11 @@ def run_reply(*, run: Run, use_assistant_message: bool = True) -> list[dict]:
     from core import history
     from core.messages import messages_to_letta
 
-    rows = [m for m in history.run_messages(run=run)
-            if not (m.kind == "" and m.role in ("user", "system")) and m.kind != "summary"]
-    return messages_to_letta(rows, use_assistant_message=use_assistant_message, agent_type=run.agent.agent_type,
-                             hide_assistant_returns=True)
+    rows = [
+        m
+        for m in history.run_messages(run=run)
+        if not (m.kind == "" and m.role in ("user", "system")) and m.kind != "summary"
+    ]
+    return messages_to_letta(
+        rows, use_assistant_message=use_assistant_message, agent_type=run.agent.agent_type, hide_assistant_returns=True
+    )

@@ -15,8 +15,9 @@ class LoginForm(AuthenticationForm):
         blocked = login_blocked_for(self.request, self.cleaned_data.get("username"))
         if blocked:
             self.throttled = True
-            raise ValidationError(f"Too many failed logins. Try again in {max(1, blocked // 60)} minutes.",
-                                  code="throttled")
+            raise ValidationError(
+                f"Too many failed logins. Try again in {max(1, blocked // 60)} minutes.", code="throttled"
+            )
         return super().clean()
 
 

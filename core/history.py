@@ -8,8 +8,9 @@ from core.models import RUN_ACTIVE, Agent, Message, Organization, Run, Step
 from core.pagination import queryset_page
 
 
-def agent_messages_list(*, agent: Agent, before: str | None = None, after: str | None = None, limit: int = 100,
-                        ascending: bool = False) -> list[Message]:
+def agent_messages_list(
+    *, agent: Agent, before: str | None = None, after: str | None = None, limit: int = 100, ascending: bool = False
+) -> list[Message]:
     """The agent's messages (all history, in and out of the window) by seq.
 
     Cursors are message ids relative to the sort order, as the Letta SDK pages: `after` continues in the
@@ -36,9 +37,19 @@ def run_get(*, owner: Organization, run_id: str) -> Run:
     return run
 
 
-def runs_list(*, owner: Organization, agent_ids: list[str] | None = None, active: bool = False,
-              statuses: list[str] | None = None, background: bool | None = None, stop_reason: str | None = None,
-              after: str | None = None, before: str | None = None, limit: int = 50, order: str = "desc") -> list[Run]:
+def runs_list(
+    *,
+    owner: Organization,
+    agent_ids: list[str] | None = None,
+    active: bool = False,
+    statuses: list[str] | None = None,
+    background: bool | None = None,
+    stop_reason: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 50,
+    order: str = "desc",
+) -> list[Run]:
     """One page of the owner's runs by creation time, with Letta's `GET /v1/runs/` filters and id cursors."""
     qs = Run.objects.filter(owner=owner)
     if agent_ids:
@@ -54,18 +65,34 @@ def runs_list(*, owner: Organization, agent_ids: list[str] | None = None, active
     return queryset_page(qs, after=after, before=before, limit=limit, order=order)
 
 
-def run_messages(*, run: Run, after: str | None = None, before: str | None = None, limit: int | None = None,
-                 order: str = "asc") -> list[Message]:
+def run_messages(
+    *, run: Run, after: str | None = None, before: str | None = None, limit: int | None = None, order: str = "asc"
+) -> list[Message]:
     """The run's messages by seq (all of them unless a limit or cursor is given)."""
-    return queryset_page(Message.objects.filter(run=run), after=after, before=before, limit=limit, order=order,
-                         field="seq", maximum=10_000)
+    return queryset_page(
+        Message.objects.filter(run=run),
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+        field="seq",
+        maximum=10_000,
+    )
 
 
-def run_steps(*, run: Run, after: str | None = None, before: str | None = None, limit: int | None = None,
-              order: str = "asc") -> list[Step]:
+def run_steps(
+    *, run: Run, after: str | None = None, before: str | None = None, limit: int | None = None, order: str = "asc"
+) -> list[Step]:
     """The run's steps in the order they were taken (all of them unless a limit or cursor is given)."""
-    return queryset_page(Step.objects.filter(run=run), after=after, before=before, limit=limit, order=order,
-                         field="index", maximum=10_000)
+    return queryset_page(
+        Step.objects.filter(run=run),
+        after=after,
+        before=before,
+        limit=limit,
+        order=order,
+        field="index",
+        maximum=10_000,
+    )
 
 
 def step_get(*, owner: Organization, step_id: str) -> Step:
@@ -83,11 +110,19 @@ def agent_messages_reset(*, agent: Agent) -> Agent:
     agent = Agent.objects.select_for_update().get(pk=agent.pk)
     busy = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).values_list("id", flat=True).first()
     if busy is not None:
-        raise Conflict(f"The agent is busy with run '{busy}'; cancel it or wait for it before resetting its messages.",
-                       detail={"run_id": busy})
+        raise Conflict(
+            f"The agent is busy with run '{busy}'; cancel it or wait for it before resetting its messages.",
+            detail={"run_id": busy},
+        )
     seq = (Message.objects.filter(agent=agent).aggregate(m=Max("seq"))["m"] or 0) + 1
-    system = Message.objects.create(owner=agent.owner, agent=agent, seq=seq, role="system",
-                                    content=[{"type": "text", "text": agent.system}], text=agent.system)
+    system = Message.objects.create(
+        owner=agent.owner,
+        agent=agent,
+        seq=seq,
+        role="system",
+        content=[{"type": "text", "text": agent.system}],
+        text=agent.system,
+    )
     agent.message_ids = [system.id]
     agent.save(update_fields=["message_ids", "updated_at"])
     transaction.on_commit(lambda: _announce_reset(agent.id))

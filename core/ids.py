@@ -22,7 +22,23 @@ def _make(prefix: str):
     return default
 
 
-PREFIXES = ("org", "agent", "message", "run", "step", "block", "passage", "tool", "toolrun", "token", "history", "provider", "replay", "testrun", "mcp_server")
+PREFIXES = (
+    "org",
+    "agent",
+    "message",
+    "run",
+    "step",
+    "block",
+    "passage",
+    "tool",
+    "toolrun",
+    "token",
+    "history",
+    "provider",
+    "replay",
+    "testrun",
+    "mcp_server",
+)
 _DEFAULTS = {p: _make(p) for p in PREFIXES}
 # Migrations reference defaults by module attribute, so expose each one by name.
 globals().update({fn.__name__: fn for fn in _DEFAULTS.values()})

@@ -13,7 +13,6 @@ from typing import Any
 
 from core.engine.stream import segment_otid as derived_otid
 from core.engine.types import uses_heartbeats
-
 from core.models import Message
 
 ASSISTANT_TOOL = "send_message"
@@ -21,9 +20,17 @@ ASSISTANT_KWARG = "message"
 
 
 def _base(row: Message, message_type: str, part: int = 0) -> dict[str, Any]:
-    out = {"id": row.id, "date": row.created_at.isoformat() if row.created_at else None, "message_type": message_type,
-           "run_id": row.run_id, "step_id": row.step_id, "seq_id": row.seq, "name": row.name or None,
-           "otid": row.otid or derived_otid(row.id, part), "sender_id": row.sender_agent_id or None}
+    out = {
+        "id": row.id,
+        "date": row.created_at.isoformat() if row.created_at else None,
+        "message_type": message_type,
+        "run_id": row.run_id,
+        "step_id": row.step_id,
+        "seq_id": row.seq,
+        "name": row.name or None,
+        "otid": row.otid or derived_otid(row.id, part),
+        "sender_id": row.sender_agent_id or None,
+    }
     if row.kind:
         out["kind"] = row.kind
     return out
@@ -46,14 +53,25 @@ def _assistant(row: Message, use_assistant_message: bool, agent_type: str | None
     out = []
     if row.reasoning:
         source = "reasoner_model" if row.reasoning_source == "native" else "non_reasoner_model"
-        out.append({**_base(row, "reasoning_message", len(out)), "reasoning": row.reasoning, "source": source,
-                    "signature": _signature(row)})
+        out.append(
+            {
+                **_base(row, "reasoning_message", len(out)),
+                "reasoning": row.reasoning,
+                "source": source,
+                "signature": _signature(row),
+            }
+        )
     reply = not row.tool_calls or (agent_type is not None and not uses_heartbeats(agent_type))
     if row.body and reply:
         out.append({**_base(row, "assistant_message", len(out)), "content": row.body})
     for call in row.tool_calls or []:
         args = _call_args(call.get("arguments", ""))
-        if use_assistant_message and call.get("name") == ASSISTANT_TOOL and args is not None and ASSISTANT_KWARG in args:
+        if (
+            use_assistant_message
+            and call.get("name") == ASSISTANT_TOOL
+            and args is not None
+            and ASSISTANT_KWARG in args
+        ):
             out.append({**_base(row, "assistant_message", len(out)), "content": str(args[ASSISTANT_KWARG])})
             continue
         tool_call = {"name": call.get("name"), "arguments": call.get("arguments", "{}"), "tool_call_id": call.get("id")}
@@ -64,12 +82,21 @@ def _assistant(row: Message, use_assistant_message: bool, agent_type: str | None
 def _tool_return(row: Message) -> dict[str, Any]:
     ret = row.tool_return or {}
     stdout, stderr = ret.get("stdout") or "", ret.get("stderr") or ""
-    return {**_base(row, "tool_return_message"), "tool_return": row.text, "status": ret.get("status", "success"),
-            "tool_call_id": row.tool_call_id, "stdout": [stdout] if stdout else None, "stderr": [stderr] if stderr else None,
-            "duration_ms": ret.get("duration_ms"), "sandbox": ret.get("sandbox") or None}
+    return {
+        **_base(row, "tool_return_message"),
+        "tool_return": row.text,
+        "status": ret.get("status", "success"),
+        "tool_call_id": row.tool_call_id,
+        "stdout": [stdout] if stdout else None,
+        "stderr": [stderr] if stderr else None,
+        "duration_ms": ret.get("duration_ms"),
+        "sandbox": ret.get("sandbox") or None,
+    }
 
 
-def message_to_letta(row: Message, *, use_assistant_message: bool = True, agent_type: str | None = None) -> list[dict[str, Any]]:
+def message_to_letta(
+    row: Message, *, use_assistant_message: bool = True, agent_type: str | None = None
+) -> list[dict[str, Any]]:
     """The Letta message dicts for one stored message (`agent_type` None: the MemGPT types' shapes)."""
     if row.role == "assistant":
         return _assistant(row, use_assistant_message, agent_type)
@@ -100,23 +127,38 @@ def assistant_calls(rows) -> dict[str, dict]:
     return {c.get("id"): c for r in rows if r.role == "assistant" for c in r.tool_calls or ()}
 
 
-def messages_to_letta(rows, *, use_assistant_message: bool = True, types: list[str] | None = None,
-                      agent_type: str | None = None, hide_assistant_returns: bool = False) -> list[dict[str, Any]]:
+def messages_to_letta(
+    rows,
+    *,
+    use_assistant_message: bool = True,
+    types: list[str] | None = None,
+    agent_type: str | None = None,
+    hide_assistant_returns: bool = False,
+) -> list[dict[str, Any]]:
     """Letta message dicts for rows in order, optionally only the given message types; with
     `hide_assistant_returns` (and use_assistant_message) send_message's tool returns are left out, as Letta does."""
     rows = list(rows)
     if hide_assistant_returns and use_assistant_message:
         calls = assistant_calls(rows)
         rows = [r for r in rows if not is_assistant_return(r, calls)]
-    out = [d for row in rows for d in message_to_letta(row, use_assistant_message=use_assistant_message, agent_type=agent_type)]
+    out = [
+        d
+        for row in rows
+        for d in message_to_letta(row, use_assistant_message=use_assistant_message, agent_type=agent_type)
+    ]
     return [d for d in out if d["message_type"] in types] if types else out
 
 
 def usage_statistics(usage: dict) -> dict[str, Any]:
     """Letta's usage_statistics message for a run's accumulated usage."""
-    return {"message_type": "usage_statistics", "completion_tokens": usage.get("completion_tokens", 0),
-            "prompt_tokens": usage.get("prompt_tokens", 0), "total_tokens": usage.get("total_tokens", 0),
-            "step_count": usage.get("step_count", 0), "run_ids": usage.get("run_ids")}
+    return {
+        "message_type": "usage_statistics",
+        "completion_tokens": usage.get("completion_tokens", 0),
+        "prompt_tokens": usage.get("prompt_tokens", 0),
+        "total_tokens": usage.get("total_tokens", 0),
+        "step_count": usage.get("step_count", 0),
+        "run_ids": usage.get("run_ids"),
+    }
 
 
 def stop_reason_message(stop_reason: str) -> dict[str, Any]:

@@ -49,7 +49,12 @@ class ApiToken(models.Model):
 class ProviderConfig(models.Model):
     """An LLM or embedding provider an owner configured in the IDE (in addition to the environment's)."""
 
-    KINDS = [("openai", "OpenAI"), ("anthropic", "Anthropic"), ("ollama", "Ollama"), ("openai_compatible", "OpenAI-compatible")]
+    KINDS = [
+        ("openai", "OpenAI"),
+        ("anthropic", "Anthropic"),
+        ("ollama", "Ollama"),
+        ("openai_compatible", "OpenAI-compatible"),
+    ]
     id = models.CharField(primary_key=True, max_length=64, default=ids.new_provider_id, editable=False)
     owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="providers")
     kind = models.CharField(max_length=32, choices=KINDS)
@@ -135,7 +140,6 @@ RUN_TERMINAL = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
 
 
 class Run(models.Model):
-
     id = models.CharField(primary_key=True, max_length=64, default=ids.new_run_id, editable=False)
     owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="runs")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="runs")
@@ -157,7 +161,9 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
-    agent_version = models.ForeignKey("AgentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    agent_version = models.ForeignKey(
+        "AgentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
 
     class Meta:
         indexes = [models.Index(fields=["agent", "status"]), models.Index(fields=["owner", "created_at"])]
@@ -206,8 +212,9 @@ class AgentTestRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
-    agent_version = models.ForeignKey("AgentVersion", null=True, blank=True, on_delete=models.SET_NULL,
-                                      related_name="test_runs")
+    agent_version = models.ForeignKey(
+        "AgentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="test_runs"
+    )
 
 
 class Replay(models.Model):
@@ -300,7 +307,9 @@ class AgentVersion(models.Model):
     number = models.PositiveIntegerField()
     content_hash = models.CharField(max_length=64)
     definition = StorableJSONField(default=dict, blank=True)  # what the hash covers; tools name their ToolVersion
-    blocks = StorableJSONField(default=list, blank=True)  # block values at the time, outside the hash: restored only if asked
+    blocks = StorableJSONField(
+        default=list, blank=True
+    )  # block values at the time, outside the hash: restored only if asked
     author_kind = models.CharField(max_length=16, choices=AUTHORS, default="system")
     author = models.CharField(max_length=200, blank=True, default="")  # username, token name, step id
     message = models.CharField(max_length=500, blank=True, default="")

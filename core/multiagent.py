@@ -39,8 +39,9 @@ def incoming_text(*, sender_id: str, message: str) -> str:
 
 
 def _inputs(sender_id: str, message: str) -> list[dict]:
-    return [{"role": "system", "content": incoming_text(sender_id=sender_id, message=message),
-             "sender_agent_id": sender_id}]
+    return [
+        {"role": "system", "content": incoming_text(sender_id=sender_id, message=message), "sender_agent_id": sender_id}
+    ]
 
 
 def _caller_run(agent: Agent) -> Run | None:
@@ -53,11 +54,21 @@ def _hop_check(agent: Agent, caller: Run | None, tool: str) -> int:
     limit = settings.MULTI_AGENT_MAX_DEPTH
     if depth <= limit:
         return depth
-    text = (f"Multi-agent loop guard: this message would be hop {depth} of a conversation between agents, beyond "
-            f"the limit of {limit} (MULTI_AGENT_MAX_DEPTH). It was not delivered; answer without messaging agents.")
-    send_event(agent_group(agent.id), {"message_type": "error_message", "error_type": "multi_agent_loop_guard",
-                                       "run_id": caller.id if caller else None, "tool_name": tool, "message": text,
-                                       "detail": {"depth": depth, "max_depth": limit}})
+    text = (
+        f"Multi-agent loop guard: this message would be hop {depth} of a conversation between agents, beyond "
+        f"the limit of {limit} (MULTI_AGENT_MAX_DEPTH). It was not delivered; answer without messaging agents."
+    )
+    send_event(
+        agent_group(agent.id),
+        {
+            "message_type": "error_message",
+            "error_type": "multi_agent_loop_guard",
+            "run_id": caller.id if caller else None,
+            "tool_name": tool,
+            "message": text,
+            "detail": {"depth": depth, "max_depth": limit},
+        },
+    )
     raise _Refused(text)
 
 
@@ -71,9 +82,15 @@ def _target(agent: Agent, other_agent_id: str) -> Agent:
 
 
 def _submit(agent: Agent, target_id: str, message: str, depth: int, parent: Run | None) -> Run:
-    return executor.run_submit(owner=agent.owner, agent_id=target_id, input_messages=_inputs(agent.id, message),
-                               depth=depth, parent_run_id=parent.id if parent else None, kinds={0: "agent_message"},
-                               background=True)
+    return executor.run_submit(
+        owner=agent.owner,
+        agent_id=target_id,
+        input_messages=_inputs(agent.id, message),
+        depth=depth,
+        parent_run_id=parent.id if parent else None,
+        kinds={0: "agent_message"},
+        background=True,
+    )
 
 
 # --------------------------------------------------------------------------- the three tools
@@ -88,8 +105,14 @@ def _send_async(agent: Agent, args: dict, caller: Run | None, depth: int) -> str
         from core.tasks import agent_message_deliver_task
 
         with transaction.atomic():
-            agent_message_deliver_task.enqueue(owner_id=agent.owner_id, target_id=target.id, sender_id=agent.id,
-                                               message=message, depth=depth, parent_run_id=caller.id if caller else None)
+            agent_message_deliver_task.enqueue(
+                owner_id=agent.owner_id,
+                target_id=target.id,
+                sender_id=agent.id,
+                message=message,
+                depth=depth,
+                parent_run_id=caller.id if caller else None,
+            )
             executor.queue.woken_after_commit()
         return f"Message queued for agent '{target.id}': it is busy and will receive it when its current run ends."
     return f"Message delivered to agent '{target.id}' (run '{run.id}' started in the background)."
@@ -97,8 +120,11 @@ def _send_async(agent: Agent, args: dict, caller: Run | None, depth: int) -> str
 
 def _replies(run_id: str) -> list[str]:
     run = Run.objects.get(pk=run_id)
-    return [m["content"] for m in messages_to_letta(history.run_messages(run=run))
-            if m["message_type"] == "assistant_message"]
+    return [
+        m["content"]
+        for m in messages_to_letta(history.run_messages(run=run))
+        if m["message_type"] == "assistant_message"
+    ]
 
 
 def _converse(agent: Agent, targets: list[Agent], message: str, caller: Run | None, depth: int) -> list[dict]:
@@ -114,10 +140,21 @@ def _converse(agent: Agent, targets: list[Agent], message: str, caller: Run | No
         run = executor.run_wait(run=run, timeout=max(0.0, deadline - time.monotonic()))
         if run.status not in RUN_TERMINAL:
             runner.run_cancel(owner=agent.owner, agent_id=tid, run_ids=[run.id])
-            out.append({"agent_id": tid, "run_id": run.id, "error": f"no reply within "
-                        f"{settings.MULTI_AGENT_REPLY_TIMEOUT_S:g} s (its run was asked to stop)"})
+            out.append(
+                {
+                    "agent_id": tid,
+                    "run_id": run.id,
+                    "error": f"no reply within {settings.MULTI_AGENT_REPLY_TIMEOUT_S:g} s (its run was asked to stop)",
+                }
+            )
         elif run.status != RunStatus.COMPLETED:
-            out.append({"agent_id": tid, "run_id": run.id, "error": f"its run ended {run.status}: {run.error or run.stop_reason}"})
+            out.append(
+                {
+                    "agent_id": tid,
+                    "run_id": run.id,
+                    "error": f"its run ended {run.status}: {run.error or run.stop_reason}",
+                }
+            )
         else:
             out.append({"agent_id": tid, "run_id": run.id, "replies": _replies(run.id)})
     return out
@@ -152,8 +189,11 @@ def _send_by_tags(agent: Agent, args: dict, caller: Run | None, depth: int) -> s
     return json.dumps(_converse(agent, targets, str(args.get("message", "")), caller, depth), ensure_ascii=False)
 
 
-_TOOLS = {"send_message_to_agent_async": _send_async, "send_message_to_agent_and_wait_for_reply": _send_and_wait,
-          "send_message_to_agents_matching_tags": _send_by_tags}
+_TOOLS = {
+    "send_message_to_agent_async": _send_async,
+    "send_message_to_agent_and_wait_for_reply": _send_and_wait,
+    "send_message_to_agents_matching_tags": _send_by_tags,
+}
 
 
 def tool_run(call, snap, step_id: str) -> ToolOutcome:
@@ -169,8 +209,16 @@ def tool_run(call, snap, step_id: str) -> ToolOutcome:
         return ToolOutcome(False, loop.tool_error_text(call.name, exc.message, "MultiAgentError"))
 
 
-def agent_message_deliver(*, owner_id: str, target_id: str, sender_id: str, message: str, depth: int,
-                          parent_run_id: str | None, attempt: int = 0) -> str:
+def agent_message_deliver(
+    *,
+    owner_id: str,
+    target_id: str,
+    sender_id: str,
+    message: str,
+    depth: int,
+    parent_run_id: str | None,
+    attempt: int = 0,
+) -> str:
     """Queue task body: claim the receiver and queue its run (retrying later while it is busy)."""
     from core.tasks import agent_message_deliver_task
 
@@ -183,7 +231,13 @@ def agent_message_deliver(*, owner_id: str, target_id: str, sender_id: str, mess
         if attempt >= DELIVERY_ATTEMPTS:
             return "undelivered: receiver stayed busy"
         agent_message_deliver_task.using(run_after=timezone.now() + timedelta(seconds=DELIVERY_RETRY_S)).enqueue(
-            owner_id=owner_id, target_id=target_id, sender_id=sender_id, message=message, depth=depth,
-            parent_run_id=parent_run_id, attempt=attempt + 1)
+            owner_id=owner_id,
+            target_id=target_id,
+            sender_id=sender_id,
+            message=message,
+            depth=depth,
+            parent_run_id=parent_run_id,
+            attempt=attempt + 1,
+        )
         return "receiver busy: retry queued"
     return f"delivered: run {run.id}"

@@ -25,14 +25,21 @@ def clamp_offset(offset) -> int:
     return max(0, min(int(offset or 0), MAX_OFFSET))
 
 
-def page(items: Sequence[T], *, after: str | None = None, before: str | None = None, limit: int | None = None,
-         order: str = "asc", maximum: int = 1000) -> list[T]:
+def page(
+    items: Sequence[T],
+    *,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int | None = None,
+    order: str = "asc",
+    maximum: int = 1000,
+) -> list[T]:
     """One page of an already-ordered (ascending) short list of objects with an `id`."""
     seq = list(items) if order != "desc" else list(reversed(items))
-    ids = [getattr(x, "id") for x in seq]
+    ids = [x.id for x in seq]
     if after:
-        seq = seq[ids.index(after) + 1:] if after in ids else []
-        ids = ids[len(ids) - len(seq):]
+        seq = seq[ids.index(after) + 1 :] if after in ids else []
+        ids = ids[len(ids) - len(seq) :]
     if before:
         seq = seq[: ids.index(before)] if before in ids else []
     if not limit:
@@ -41,8 +48,16 @@ def page(items: Sequence[T], *, after: str | None = None, before: str | None = N
     return seq[-size:] if before and not after else seq[:size]
 
 
-def queryset_page(qs: QuerySet, *, after: str | None = None, before: str | None = None, limit: int | None = 50,
-                  order: str = "desc", field: str = "created_at", maximum: int = 1000) -> list:
+def queryset_page(
+    qs: QuerySet,
+    *,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int | None = 50,
+    order: str = "desc",
+    field: str = "created_at",
+    maximum: int = 1000,
+) -> list:
     """One page of `qs` ordered by (`field`, id); ties on `field` (rows made in one transaction) break on id."""
     ascending = order == "asc"
     for cursor, forward in ((after, True), (before, False)):
@@ -55,5 +70,7 @@ def queryset_page(qs: QuerySet, *, after: str | None = None, before: str | None 
         qs = qs.filter(Q(**{f"{field}__{op}": ref}) | Q(**{field: ref, f"pk__{op}": cursor}))
     backwards = bool(before and not after)
     desc = ascending == backwards
-    rows = list(qs.order_by(*((f"-{field}", "-pk") if desc else (field, "pk")))[: clamp_limit(limit or maximum, maximum)])
+    rows = list(
+        qs.order_by(*((f"-{field}", "-pk") if desc else (field, "pk")))[: clamp_limit(limit or maximum, maximum)]
+    )
     return rows[::-1] if backwards else rows

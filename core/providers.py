@@ -22,9 +22,11 @@ _ENV = {  # provider -> (key env var, base URL env var)
     "deepseek": ("DEEPSEEK_API_KEY", "DEEPSEEK_API_BASE"),
     "ollama": ("", "OLLAMA_API_BASE"),
 }
-CONFIGURE_HINT = ("No LLM provider is configured. Set OPENAI_API_KEY (and OPENAI_BASE_URL for any OpenAI-compatible "
-                  "server), ANTHROPIC_API_KEY or OLLAMA_API_BASE in the environment, or add a provider on the "
-                  "Settings page.")
+CONFIGURE_HINT = (
+    "No LLM provider is configured. Set OPENAI_API_KEY (and OPENAI_BASE_URL for any OpenAI-compatible "
+    "server), ANTHROPIC_API_KEY or OLLAMA_API_BASE in the environment, or add a provider on the "
+    "Settings page."
+)
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,14 @@ def providers_list(*, owner: Organization | None) -> list[Provider]:
     providers = {p.name: p for p in _env_providers()}
     if owner is not None:
         for row in ProviderConfig.objects.filter(owner=owner).order_by("created_at"):
-            providers[row.name] = Provider(name=row.name, kind=row.kind, api_key=row.api_key, base_url=row.base_url,
-                                           models=tuple(row.model_names or ()), source="settings")
+            providers[row.name] = Provider(
+                name=row.name,
+                kind=row.kind,
+                api_key=row.api_key,
+                base_url=row.base_url,
+                models=tuple(row.model_names or ()),
+                source="settings",
+            )
     return list(providers.values())
 
 
@@ -104,15 +112,26 @@ def models_list(*, owner: Organization | None) -> list[dict]:
     for p in providers_list(owner=owner):
         names = list(p.models)
         if p.base_url and p.kind in ("openai", "openai_compatible", "ollama") and not names:
-            names = _listed_models(p.base_url if p.kind != "ollama" else p.base_url.rstrip("/") + "/v1", p.api_key,
-                                   owner_id=owner.id if owner is not None and p.source == "settings" else "")
+            names = _listed_models(
+                p.base_url if p.kind != "ollama" else p.base_url.rstrip("/") + "/v1",
+                p.api_key,
+                owner_id=owner.id if owner is not None and p.source == "settings" else "",
+            )
         if not names:
             names = _KNOWN.get(p.kind, [])
         prefix = "openai" if p.kind == "openai_compatible" and p.name == "openai" else p.name
         for name in names:
             handle = f"{prefix}/{name}"
-            out.append({"handle": handle, "model": name, "provider_name": p.name, "model_endpoint_type": p.kind,
-                        "model_endpoint": p.base_url or None, "context_window": model_info(handle).context_window})
+            out.append(
+                {
+                    "handle": handle,
+                    "model": name,
+                    "provider_name": p.name,
+                    "model_endpoint_type": p.kind,
+                    "model_endpoint": p.base_url or None,
+                    "context_window": model_info(handle).context_window,
+                }
+            )
     return out
 
 
@@ -124,11 +143,18 @@ def model_resolve(*, owner: Organization | None, handle: str) -> ResolvedModel:
     prefix, _, name = handle.partition("/")
     provider = providers.get(prefix)
     if provider is None or not name:
-        raise NotConfigured(f"Model '{handle}' is not served by a configured provider "
-                            f"(configured: {', '.join(sorted(providers))}). {CONFIGURE_HINT}")
+        raise NotConfigured(
+            f"Model '{handle}' is not served by a configured provider "
+            f"(configured: {', '.join(sorted(providers))}). {CONFIGURE_HINT}"
+        )
     kind = {"openai_compatible": "openai"}.get(provider.kind, provider.kind)
-    return ResolvedModel(handle=handle, litellm_model=f"{kind}/{name}", api_base=provider.base_url or None,
-                         api_key=provider.api_key or None, provider=provider.name)
+    return ResolvedModel(
+        handle=handle,
+        litellm_model=f"{kind}/{name}",
+        api_base=provider.base_url or None,
+        api_key=provider.api_key or None,
+        provider=provider.name,
+    )
 
 
 def model_is_configured(*, owner: Organization | None, handle: str) -> bool:

@@ -46,8 +46,9 @@ def lease(run_id: str, **fields):
     from core.models import Run, RunStatus
 
     lease_thread_ensure()
-    taken = Run.objects.filter(pk=run_id, status=RunStatus.CREATED).update(worker=WORKER_ID, heartbeat_at=timezone.now(),
-                                                                   **fields)
+    taken = Run.objects.filter(pk=run_id, status=RunStatus.CREATED).update(
+        worker=WORKER_ID, heartbeat_at=timezone.now(), **fields
+    )
     if not taken:
         yield False
         return
@@ -73,8 +74,11 @@ def leases_renew() -> int:
 
 def lease_lapsed(run) -> bool:
     """Whether a leased run's process stopped renewing it (died or hung) for longer than RUN_LEASE_S."""
-    return bool(run.worker) and run.heartbeat_at is not None and \
-        (timezone.now() - run.heartbeat_at).total_seconds() > settings.RUN_LEASE_S
+    return (
+        bool(run.worker)
+        and run.heartbeat_at is not None
+        and (timezone.now() - run.heartbeat_at).total_seconds() > settings.RUN_LEASE_S
+    )
 
 
 def runs_reap(*, lease_s: float | None = None) -> list[str]:
@@ -84,23 +88,42 @@ def runs_reap(*, lease_s: float | None = None) -> list[str]:
     from core.models import RUN_ACTIVE, Run, RunStatus
 
     limit = timezone.now() - timedelta(seconds=lease_s if lease_s is not None else settings.RUN_LEASE_S)
-    stale = list(Run.objects.filter(status__in=RUN_ACTIVE, heartbeat_at__lt=limit)
-                 .exclude(worker="").values_list("id", "agent_id"))
-    reaped = [(run_id, agent_id) for run_id, agent_id in stale
-              if Run.objects.filter(pk=run_id, status__in=RUN_ACTIVE, heartbeat_at__lt=limit).update(
-                  status=RunStatus.FAILED, stop_reason="error", error=LOST, completed_at=timezone.now())]
+    stale = list(
+        Run.objects.filter(status__in=RUN_ACTIVE, heartbeat_at__lt=limit)
+        .exclude(worker="")
+        .values_list("id", "agent_id")
+    )
+    reaped = [
+        (run_id, agent_id)
+        for run_id, agent_id in stale
+        if Run.objects.filter(pk=run_id, status__in=RUN_ACTIVE, heartbeat_at__lt=limit).update(
+            status=RunStatus.FAILED, stop_reason="error", error=LOST, completed_at=timezone.now()
+        )
+    ]
     orphans = _orphaned_queued_runs(limit)
-    reaped += [(run_id, agent_id) for run_id, agent_id in orphans
-               if Run.objects.filter(pk=run_id, status=RunStatus.CREATED, worker="").update(
-                   status=RunStatus.FAILED, stop_reason="error", error=LOST, completed_at=timezone.now())]
+    reaped += [
+        (run_id, agent_id)
+        for run_id, agent_id in orphans
+        if Run.objects.filter(pk=run_id, status=RunStatus.CREATED, worker="").update(
+            status=RunStatus.FAILED, stop_reason="error", error=LOST, completed_at=timezone.now()
+        )
+    ]
     if not reaped:
         return []
     _tasks_fail([run_id for run_id, _ in reaped])
     log.warning("reaped runs with lapsed leases: %s", [run_id for run_id, _ in reaped])
     for run_id, agent_id in reaped:
         try:
-            send_event(agent_group(agent_id), {"message_type": "run_status", "run_id": run_id, "status": "failed",
-                                               "stop_reason": "error", "error": LOST})
+            send_event(
+                agent_group(agent_id),
+                {
+                    "message_type": "run_status",
+                    "run_id": run_id,
+                    "status": "failed",
+                    "stop_reason": "error",
+                    "error": LOST,
+                },
+            )
         except Exception:  # noqa: BLE001 - tabs learn it on reload; the reaper must go on
             log.exception("could not announce reaped run %s", run_id)
     return [run_id for run_id, _ in reaped]
@@ -113,20 +136,27 @@ def _orphaned_queued_runs(limit) -> list[tuple[str, str]]:
 
     from core.models import Run, RunStatus
 
-    old = list(Run.objects.filter(status=RunStatus.CREATED, worker="", created_at__lt=limit).values_list("id", "agent_id"))
+    old = list(
+        Run.objects.filter(status=RunStatus.CREATED, worker="", created_at__lt=limit).values_list("id", "agent_id")
+    )
     if not old:
         return []
-    ready = {(row or {}).get("kwargs", {}).get("run_id")
-             for row in DBTaskResult.objects.ready().values_list("args_kwargs", flat=True)}
-    claimed_now = {(row or {}).get("kwargs", {}).get("run_id") for row in DBTaskResult.objects.filter(
-        status=TaskResultStatus.RUNNING, started_at__gte=limit).values_list("args_kwargs", flat=True)}
+    ready = {
+        (row or {}).get("kwargs", {}).get("run_id")
+        for row in DBTaskResult.objects.ready().values_list("args_kwargs", flat=True)
+    }
+    claimed_now = {
+        (row or {}).get("kwargs", {}).get("run_id")
+        for row in DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING, started_at__gte=limit).values_list(
+            "args_kwargs", flat=True
+        )
+    }
     return [(run_id, agent_id) for run_id, agent_id in old if run_id not in ready and run_id not in claimed_now]
 
 
 def _tasks_fail(run_ids: list[str]) -> None:
-    from django_tasks_db.models import DBTaskResult
-
     from django_tasks_db.compat import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
 
     for row in DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING):
         if (row.args_kwargs or {}).get("kwargs", {}).get("run_id") in run_ids:
@@ -191,8 +221,9 @@ class Pool:
         self.threads = threads
         self.poll_s = poll_s
         self.free = threading.Semaphore(threads)
-        self.executor = ThreadPoolExecutor(max_workers=threads * (1 + settings.MULTI_AGENT_MAX_DEPTH),
-                                           thread_name_prefix="run")
+        self.executor = ThreadPoolExecutor(
+            max_workers=threads * (1 + settings.MULTI_AGENT_MAX_DEPTH), thread_name_prefix="run"
+        )
         self.woken = threading.Event()
         self.stopping = threading.Event()
         self.dispatcher: threading.Thread | None = None
@@ -300,8 +331,11 @@ def _claim_enqueued(enqueued):
     from django_tasks_db.models import DBTaskResult
 
     row, now = enqueued.db_result, timezone.now()
-    if not DBTaskResult.objects.ready().filter(pk=row.pk).update(status=TaskResultStatus.RUNNING, started_at=now,
-                                                                 worker_ids=[WORKER_ID]):
+    if (
+        not DBTaskResult.objects.ready()
+        .filter(pk=row.pk)
+        .update(status=TaskResultStatus.RUNNING, started_at=now, worker_ids=[WORKER_ID])
+    ):
         return None
     row.status, row.started_at, row.worker_ids = TaskResultStatus.RUNNING, now, [WORKER_ID]
     row.enqueued = enqueued  # the Task and its arguments, already resolved (saves import_string + Task.using)
@@ -368,6 +402,7 @@ def woken_after_commit(enqueued=None) -> None:
     """After the current transaction commits, hand the enqueued task (its TaskResult) to the local pool
     (starting it if embedded) or make it look for tasks now; a separate worker process finds it on its next
     poll."""
+
     def wake():
         pool = pool_start_in_process() if not settings.RUNS_IN_WORKER else _pool
         if pool is None:

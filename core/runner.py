@@ -29,9 +29,9 @@ from core.engine import llm, loop
 from core.engine import rules as rule_solver
 from core.engine.stream import ChunkBuilder
 from core.engine.tokens import step_cost
-from core.events import group_listened
 from core.engine.types import StopReason
 from core.errors import Conflict, Invalid, NotFound
+from core.events import group_listened
 from core.messages import assistant_calls, is_assistant_return, messages_to_letta, stop_reason_message, usage_statistics
 from core.models import RUN_ACTIVE, Agent, Organization, Run, RunStatus
 from core.runtime import overflow, persistence, tool_exec
@@ -62,7 +62,9 @@ class _RunState:
     last_output: str | None = None
     steps: int = 0
     step_index: int = 0
-    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "step_count": 0})
+    usage: dict = field(
+        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "step_count": 0}
+    )
     out: list[dict] = field(default_factory=list)
     error: str = ""
     streams: bool | None = None  # whether the provider streamed (None: not tried yet in this run)
@@ -77,8 +79,13 @@ def input_normalize(messages: list[dict]) -> list[dict]:
     for i, m in enumerate(messages or []):
         role = m.get("role", "user")
         content = m["text"] if "text" in m and "content" not in m else m.get("content", "")
-        text = content if isinstance(content, str) else "".join(
-            p.get("text", "") for p in content or [] if isinstance(p, dict) and p.get("type", "text") == "text")
+        text = (
+            content
+            if isinstance(content, str)
+            else "".join(
+                p.get("text", "") for p in content or [] if isinstance(p, dict) and p.get("type", "text") == "text"
+            )
+        )
         if role not in ("user", "system"):
             raise Invalid(f"messages[{i}].role must be 'user' or 'system'")
         if not text.strip():
@@ -86,17 +93,32 @@ def input_normalize(messages: list[dict]) -> list[dict]:
         otid = m.get("otid")
         if otid is not None and (not isinstance(otid, str) or len(otid) > 100):
             raise Invalid(f"messages[{i}].otid must be a string of at most 100 characters")
-        out.append({"role": role, "text": text, "sender_agent_id": m.get("sender_agent_id", ""),
-                    "otid": otid or str(uuid.uuid4())})
+        out.append(
+            {
+                "role": role,
+                "text": text,
+                "sender_agent_id": m.get("sender_agent_id", ""),
+                "otid": otid or str(uuid.uuid4()),
+            }
+        )
     if not out:
         raise Invalid("Send at least one message")
     return out
 
 
 @transaction.atomic(savepoint=False)  # inside run_submit's transaction: no savepoint (nothing catches in between)
-def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None,
-              background: bool = False, depth: int = 0, parent_run_id: str | None = None,
-              kinds: dict[int, str] | None = None, stream_tokens: bool = False) -> Run:
+def run_start(
+    *,
+    owner: Organization,
+    agent_id: str,
+    input_messages: list[dict],
+    max_steps: int | None = None,
+    background: bool = False,
+    depth: int = 0,
+    parent_run_id: str | None = None,
+    kinds: dict[int, str] | None = None,
+    stream_tokens: bool = False,
+) -> Run:
     """Claim the agent for a new run, stored as `created` (row lock); Conflict if another run of the agent is in
     progress. A run whose lease lapsed (its process died) is failed here rather than blocking the agent.
     `background` marks runs whose caller does not wait (…/messages/async); `kinds` marks input messages by index;
@@ -109,20 +131,32 @@ def run_start(*, owner: Organization, agent_id: str, input_messages: list[dict],
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
     busy = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).order_by("created_at").first()
     if busy is not None and not queue.lease_lapsed(busy):
-        raise Conflict(f"Agent '{agent_id}' is busy with run '{busy.id}'; wait for it to finish or cancel it.",
-                       detail={"run_id": busy.id})
+        raise Conflict(
+            f"Agent '{agent_id}' is busy with run '{busy.id}'; wait for it to finish or cancel it.",
+            detail={"run_id": busy.id},
+        )
     if busy is not None:
-        Run.objects.filter(pk=busy.pk).update(status=RunStatus.FAILED, stop_reason="error", error=queue.LOST,
-                                              completed_at=timezone.now())
+        Run.objects.filter(pk=busy.pk).update(
+            status=RunStatus.FAILED, stop_reason="error", error=queue.LOST, completed_at=timezone.now()
+        )
     steps = max_steps or agent.max_steps
     if not 1 <= steps <= 1000:
         raise Invalid("max_steps must be between 1 and 1000")
     inputs = input_normalize(input_messages)
     for i, kind in (kinds or {}).items():
         inputs[i]["kind"] = kind
-    return Run.objects.create(owner=owner, agent=agent, status=RunStatus.CREATED, input_messages=inputs, max_steps=steps,
-                              background=background, depth=depth, parent_run_id=parent_run_id,
-                              stream_tokens=stream_tokens, agent_version=versions.version_current(agent=agent))
+    return Run.objects.create(
+        owner=owner,
+        agent=agent,
+        status=RunStatus.CREATED,
+        input_messages=inputs,
+        max_steps=steps,
+        background=background,
+        depth=depth,
+        parent_run_id=parent_run_id,
+        stream_tokens=stream_tokens,
+        agent_version=versions.version_current(agent=agent),
+    )
 
 
 def run_cancel(*, owner: Organization, agent_id: str, run_ids: list[str] | None = None) -> list[str]:
@@ -138,8 +172,14 @@ def run_cancel(*, owner: Organization, agent_id: str, run_ids: list[str] | None 
 # --------------------------------------------------------------------------- the loop
 
 
-def run_agent(*, agent_id: str, owner: Organization, input_messages: list[dict], max_steps: int | None = None,
-              run: Run | None = None) -> RunResult:
+def run_agent(
+    *,
+    agent_id: str,
+    owner: Organization,
+    input_messages: list[dict],
+    max_steps: int | None = None,
+    run: Run | None = None,
+) -> RunResult:
     """Execute a run to its end on this thread (LLM calls, tool runs, one transaction per step, events after
     each commit). The executor passes the claimed `run` it leased; without one (tests of the loop itself) the
     agent is claimed here.
@@ -157,11 +197,20 @@ def run_agent(*, agent_id: str, owner: Organization, input_messages: list[dict],
     except Exception as exc:
         return _finish(_RunState(run, None, emitter, run.max_steps, error=str(exc)), StopReason.ERROR)
     rs = _RunState(run, resolved, emitter, run.max_steps)
-    rs.pending = [persistence.message_build(agent=agent, role=m["role"], text=m["text"], kind=m.get("kind", ""),
-                                            sender_agent_id=m.get("sender_agent_id", ""), otid=m.get("otid", ""))
-                  for m in run.input_messages]
-    emitter.emit({"message_type": "run_status", "run_id": run.id, "status": "running", "stop_reason": None},
-                 to_caller=False)
+    rs.pending = [
+        persistence.message_build(
+            agent=agent,
+            role=m["role"],
+            text=m["text"],
+            kind=m.get("kind", ""),
+            sender_agent_id=m.get("sender_agent_id", ""),
+            otid=m.get("otid", ""),
+        )
+        for m in run.input_messages
+    ]
+    emitter.emit(
+        {"message_type": "run_status", "run_id": run.id, "status": "running", "stop_reason": None}, to_caller=False
+    )
     try:
         stop = None
         while stop is None:
@@ -181,8 +230,13 @@ def _agent_unless_cancelled(run: Run) -> Agent | None:
 
 
 def _compile(rs: _RunState, snap: AgentSnapshot):
-    allowed = rule_solver.allowed_tools(snap.rules, [t.name for t in snap.tools], rs.history, rs.last_output,
-                                        default_choice="required" if snap.spec.heartbeats else "auto")
+    allowed = rule_solver.allowed_tools(
+        snap.rules,
+        [t.name for t in snap.tools],
+        rs.history,
+        rs.last_output,
+        default_choice="required" if snap.spec.heartbeats else "auto",
+    )
     extra = [mapping.message(r) for r in rs.pending]
     ctx = context_compile(snap, extra=extra, allowed_tools=allowed.tools, tool_choice=allowed.tool_choice)
     return allowed, ctx
@@ -193,8 +247,15 @@ def _fit(rs: _RunState, snap: AgentSnapshot, *, force: bool = False):
     allowed, ctx = _compile(rs, snap)
     extra_tokens = sum(r.token_count for r in rs.pending)
     if force or loop.memory_pressure(ctx.total_tokens, ctx.context_window) == "evict" or not ctx.fits:
-        row = overflow.evict(snap=snap, ctx=ctx, extra_tokens=extra_tokens, resolved=rs.resolved, run=rs.run,
-                             step_index=rs.step_index, force=force)
+        row = overflow.evict(
+            snap=snap,
+            ctx=ctx,
+            extra_tokens=extra_tokens,
+            resolved=rs.resolved,
+            run=rs.run,
+            step_index=rs.step_index,
+            force=force,
+        )
         if row is not None:
             rs.step_index += 1
             rs.emitter.emit({**messages_to_letta([row])[0]}, to_caller=False)
@@ -204,8 +265,14 @@ def _fit(rs: _RunState, snap: AgentSnapshot, *, force: bool = False):
         raise overflow.ContextTooLarge(overflow.too_large_message(ctx))
     warned = "memory_warning" in snap.kinds.values() or any(r.kind == "memory_warning" for r in rs.pending)
     if not warned and loop.memory_pressure(ctx.total_tokens, ctx.context_window) == "warn":
-        rs.pending.append(persistence.message_build(agent=snap.agent, role="user", kind="memory_warning",
-                                                    text=loop.memory_pressure_warning(ctx.total_tokens, ctx.context_window)))
+        rs.pending.append(
+            persistence.message_build(
+                agent=snap.agent,
+                role="user",
+                kind="memory_warning",
+                text=loop.memory_pressure_warning(ctx.total_tokens, ctx.context_window),
+            )
+        )
         allowed, ctx = _compile(rs, snap)
     return snap, allowed, ctx
 
@@ -223,11 +290,12 @@ def _call(rs: _RunState, ctx, step_id: str, message_id: str):
     state as before it."""
     outside_transaction("the model call")
     request = {**ctx.request, "model": rs.resolved.litellm_model}
-    call = dict(api_base=rs.resolved.api_base, api_key=rs.resolved.api_key, timeout=settings.LLM_TIMEOUT_S)
+    call = {"api_base": rs.resolved.api_base, "api_key": rs.resolved.api_key, "timeout": settings.LLM_TIMEOUT_S}
     if not (settings.LLM_STREAMING and rs.streams is not False and _watched(rs)):
         return request, llm.complete(request, **call)
-    chunks = ChunkBuilder(message_id=message_id, run_id=rs.run.id, step_id=step_id,
-                          date=timezone.now().isoformat(timespec="seconds"))
+    chunks = ChunkBuilder(
+        message_id=message_id, run_id=rs.run.id, step_id=step_id, date=timezone.now().isoformat(timespec="seconds")
+    )
 
     def on_delta(delta) -> None:
         for chunk in chunks.feed(delta):
@@ -284,13 +352,30 @@ def _failed_step(rs: _RunState, snap, ctx, step_id: str, exc, started: float, st
     message = getattr(exc, "message", None) or str(exc)
     rs.error = message
     with transaction.atomic(durable=True):
-        persistence.step_record(run=rs.run, agent=snap.agent, step_id=step_id, index=rs.step_index, request=ctx.request,
-                                sections=ctx.sections, tokenizer=ctx.tokenizer,
-                                total_ms=(time.perf_counter() - started) * 1000, stop_reason="llm_api_error", error=message,
-                                state=state)
+        persistence.step_record(
+            run=rs.run,
+            agent=snap.agent,
+            step_id=step_id,
+            index=rs.step_index,
+            request=ctx.request,
+            sections=ctx.sections,
+            tokenizer=ctx.tokenizer,
+            total_ms=(time.perf_counter() - started) * 1000,
+            stop_reason="llm_api_error",
+            error=message,
+            state=state,
+        )
     rs.step_index += 1
-    rs.emitter.emit({"message_type": "error_message", "run_id": rs.run.id, "step_id": step_id,
-                     "error_type": "llm_error", "message": message, "detail": getattr(exc, "kind", None)})
+    rs.emitter.emit(
+        {
+            "message_type": "error_message",
+            "run_id": rs.run.id,
+            "step_id": step_id,
+            "error_type": "llm_error",
+            "message": message,
+            "detail": getattr(exc, "kind", None),
+        }
+    )
     return StopReason.ERROR if isinstance(exc, overflow.ContextTooLarge) else StopReason.LLM_API_ERROR
 
 
@@ -301,9 +386,16 @@ def _assistant_row(agent, result, parsed, message_id: str):
         reasoning = "\n\n".join(p[0] for p in parts)
         source = "native" if parts[0][1] == "reasoner_model" else "thinking_arg"
     calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls]
-    return persistence.message_build(agent=agent, role="assistant", text=result.content or "", reasoning=reasoning,
-                                     reasoning_source=source, tool_calls=calls, message_id=message_id,
-                                     thinking_blocks=result.thinking_blocks)
+    return persistence.message_build(
+        agent=agent,
+        role="assistant",
+        text=result.content or "",
+        reasoning=reasoning,
+        reasoning_source=source,
+        tool_calls=calls,
+        message_id=message_id,
+        thinking_blocks=result.thinking_blocks,
+    )
 
 
 def _tool_rows(agent, snap, parsed, outcomes) -> tuple[list, list[bool]]:
@@ -312,13 +404,22 @@ def _tool_rows(agent, snap, parsed, outcomes) -> tuple[list, list[bool]]:
     for i, call in enumerate(parsed.calls):
         out = outcomes.get(i) or tool_exec.ToolOutcome(False, call.error or "not run")
         failed.append(not out.ok)
-        rows.append(persistence.message_build(agent=agent, role="tool", text=out.content(limits.get(call.name, 50000)),
-                                              tool_call_id=call.call.id, name=call.name, tool_return=out.tool_return()))
+        rows.append(
+            persistence.message_build(
+                agent=agent,
+                role="tool",
+                text=out.content(limits.get(call.name, 50000)),
+                tool_call_id=call.call.id,
+                name=call.name,
+                tool_return=out.tool_return(),
+            )
+        )
     return rows, failed
 
 
-def _commit_step(rs: _RunState, snap, ctx, allowed, step_id, message_id, request, result, model_ms,
-                 started, state) -> StopReason | None:
+def _commit_step(
+    rs: _RunState, snap, ctx, allowed, step_id, message_id, request, result, model_ms, started, state
+) -> StopReason | None:
     parsed = loop.parse_response(result, snap.tools, allowed=allowed)
     tools_started = time.perf_counter()
     outcomes = tool_exec.calls_run(parsed, snap, step_id)
@@ -329,16 +430,35 @@ def _commit_step(rs: _RunState, snap, ctx, allowed, step_id, message_id, request
         tool_rows, failed = _tool_rows(agent, snap, parsed, outcomes)
         history = rs.history + [c.name for c in parsed.calls if c.valid]
         rs.steps += 1
-        decision = loop.decide_next(parsed=parsed, failed=failed, tool_rules=snap.rules, history=history,
-                                    steps_taken=rs.steps, max_steps=rs.max_steps, heartbeats=snap.spec.heartbeats,
-                                    finish_reason=result.finish_reason)
+        decision = loop.decide_next(
+            parsed=parsed,
+            failed=failed,
+            tool_rules=snap.rules,
+            history=history,
+            steps_taken=rs.steps,
+            max_steps=rs.max_steps,
+            heartbeats=snap.spec.heartbeats,
+            finish_reason=result.finish_reason,
+        )
         usage = persistence.usage_dict(result.usage)
         # Our own pre-call count beside the provider's, and the price (None: the model has no known price).
         usage.update(estimated_prompt_tokens=ctx.total_tokens, cost_usd=step_cost(snap.spec.model, usage))
         step = persistence.step_record(
-            run=rs.run, agent=agent, step_id=step_id, index=rs.step_index, request=request, response=result.raw,
-            sections=ctx.sections, tokenizer=ctx.tokenizer, usage=usage, model_ms=model_ms, tools_ms=tools_ms,
-            total_ms=(time.perf_counter() - started) * 1000, stop_reason=str(decision.stop_reason or ""), state=state)
+            run=rs.run,
+            agent=agent,
+            step_id=step_id,
+            index=rs.step_index,
+            request=request,
+            response=result.raw,
+            sections=ctx.sections,
+            tokenizer=ctx.tokenizer,
+            usage=usage,
+            model_ms=model_ms,
+            tools_ms=tools_ms,
+            total_ms=(time.perf_counter() - started) * 1000,
+            stop_reason=str(decision.stop_reason or ""),
+            state=state,
+        )
         inputs = rs.pending
         rows = [*inputs, _assistant_row(agent, result, parsed, message_id), *tool_rows]
         persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=step)
@@ -355,9 +475,15 @@ def _commit_step(rs: _RunState, snap, ctx, allowed, step_id, message_id, request
     if not decision.continue_loop:
         return decision.stop_reason
     # letta_v1_agent continues on the tool results alone; a heartbeat goes only where the decision gives a reason.
-    rs.pending = [persistence.message_build(agent=agent, role="user", kind="heartbeat",
-                                            text=loop.heartbeat_message(decision.heartbeat_reason))
-                  ] if decision.heartbeat_reason else []
+    rs.pending = (
+        [
+            persistence.message_build(
+                agent=agent, role="user", kind="heartbeat", text=loop.heartbeat_message(decision.heartbeat_reason)
+            )
+        ]
+        if decision.heartbeat_reason
+        else []
+    )
     return None
 
 
@@ -387,16 +513,30 @@ def _emit_step(rs: _RunState, rows, inputs, step_index: int, agent_type: str) ->
 
 def _finish(rs: _RunState, stop: StopReason) -> RunResult:
     """Record the run's outcome on the run and the agent, then emit stop_reason, usage and run_status."""
-    status = {StopReason.CANCELLED: RunStatus.CANCELLED, StopReason.ERROR: RunStatus.FAILED,
-              StopReason.LLM_API_ERROR: RunStatus.FAILED}.get(stop, RunStatus.COMPLETED)
+    status = {
+        StopReason.CANCELLED: RunStatus.CANCELLED,
+        StopReason.ERROR: RunStatus.FAILED,
+        StopReason.LLM_API_ERROR: RunStatus.FAILED,
+    }.get(stop, RunStatus.COMPLETED)
     now = timezone.now()
     usage = {**rs.usage, "run_ids": [rs.run.id]}
     with transaction.atomic():  # one commit for both (the agent's row first, as everywhere)
         Agent.objects.filter(pk=rs.run.agent_id).update(last_stop_reason=str(stop), last_run_completion=now)
-        Run.objects.filter(pk=rs.run.pk).update(status=status, stop_reason=str(stop), usage=usage, error=rs.error,
-                                                completed_at=now)
+        Run.objects.filter(pk=rs.run.pk).update(
+            status=status, stop_reason=str(stop), usage=usage, error=rs.error, completed_at=now
+        )
     rs.emitter.emit(stop_reason_message(str(stop)), flush=False)
     rs.emitter.emit(usage_statistics(usage), flush=False)
-    rs.emitter.emit({"message_type": "run_status", "run_id": rs.run.id, "status": status, "stop_reason": str(stop),
-                     "error": rs.error or None}, to_caller=False)
-    return RunResult(run_id=rs.run.id, status=status, stop_reason=str(stop), messages=rs.out, usage=usage, error=rs.error)
+    rs.emitter.emit(
+        {
+            "message_type": "run_status",
+            "run_id": rs.run.id,
+            "status": status,
+            "stop_reason": str(stop),
+            "error": rs.error or None,
+        },
+        to_caller=False,
+    )
+    return RunResult(
+        run_id=rs.run.id, status=status, stop_reason=str(stop), messages=rs.out, usage=usage, error=rs.error
+    )

@@ -50,10 +50,13 @@ class AgentCreateIn(Schema):
     max_tokens: MaxTokens | None = None
     max_steps: MaxSteps | None = None
     overflow_strategy: OverflowStrategy | None = None
-    embedding_config: dict | None = Field(None, description="Letta's embedding config; its handle (or "
-                                          "endpoint type/model) names the agent's embedding model.")
+    embedding_config: dict | None = Field(
+        None,
+        description="Letta's embedding config; its handle (or endpoint type/model) names the agent's embedding model.",
+    )
     initial_message_sequence: list[InitialMessageIn] | None = Field(
-        None, description="Messages placed after the system message in the new agent's context window.")
+        None, description="Messages placed after the system message in the new agent's context window."
+    )
 
 
 class AgentUpdateIn(Schema):
@@ -75,7 +78,9 @@ class AgentUpdateIn(Schema):
     max_steps: MaxSteps | None = None
     overflow_strategy: OverflowStrategy | None = None
     message_ids: list[str] | None = None
-    version_message: str | None = Field(None, max_length=500, description="why: kept with the agent version this change makes")
+    version_message: str | None = Field(
+        None, max_length=500, description="why: kept with the agent version this change makes"
+    )
 
 
 class ModelOut(Schema):

@@ -18,9 +18,18 @@ def agent_get(*, owner: Organization, agent_id: str) -> Agent:
     return agent
 
 
-def agents_list(*, owner: Organization, name: str | None = None, tags: list[str] | None = None, match_all_tags: bool = False,
-                query_text: str | None = None, before: str | None = None, after: str | None = None,
-                limit: int = 50, ascending: bool = False) -> list[Agent]:
+def agents_list(
+    *,
+    owner: Organization,
+    name: str | None = None,
+    tags: list[str] | None = None,
+    match_all_tags: bool = False,
+    query_text: str | None = None,
+    before: str | None = None,
+    after: str | None = None,
+    limit: int = 50,
+    ascending: bool = False,
+) -> list[Agent]:
     """The owner's agents, filtered as Letta's `GET /v1/agents/` does (name, tags any/all, text, cursors)."""
     qs = Agent.objects.filter(owner=owner)
     if name:
@@ -29,11 +38,16 @@ def agents_list(*, owner: Organization, name: str | None = None, tags: list[str]
         qs = qs.filter(Q(name__icontains=query_text) | Q(description__icontains=query_text))
     if tags:
         if match_all_tags:
-            qs = qs.filter(tag_rows__tag__in=tags).annotate(_n=Count("tag_rows", filter=Q(tag_rows__tag__in=tags), distinct=True)).filter(_n=len(set(tags)))
+            qs = (
+                qs.filter(tag_rows__tag__in=tags)
+                .annotate(_n=Count("tag_rows", filter=Q(tag_rows__tag__in=tags), distinct=True))
+                .filter(_n=len(set(tags)))
+            )
         else:
             qs = qs.filter(tag_rows__tag__in=tags).distinct()
-    return queryset_page(qs.prefetch_related("tag_rows"), after=after, before=before, limit=limit,
-                         order="asc" if ascending else "desc")
+    return queryset_page(
+        qs.prefetch_related("tag_rows"), after=after, before=before, limit=limit, order="asc" if ascending else "desc"
+    )
 
 
 def agent_tags(agent: Agent) -> list[str]:
@@ -43,7 +57,6 @@ def agent_tags(agent: Agent) -> list[str]:
 def agents_running_ids(*, owner: Organization) -> set[str]:
     """Ids of the owner's agents with a run in progress."""
     return set(Run.objects.filter(owner=owner, status__in=RUN_ACTIVE).values_list("agent_id", flat=True))
-
 
 
 # --------------------------------------------------------------------------- the IDE's conversation, runs and steps
@@ -84,13 +97,22 @@ def agent_window_marks(*, agent: Agent, since_seq: int | None = None) -> WindowM
     Letta v1 files also hold prompts rebuilt mid-step, between a memory tool's call and its return.
     """
     in_window = set(agent.message_ids or ())
-    rows = list(Message.objects.filter(agent=agent).order_by("seq")
-                .values("id", "seq", "role", "kind", "sender_agent_id", "run_id", "step_id", "step__index"))
+    rows = list(
+        Message.objects.filter(agent=agent)
+        .order_by("seq")
+        .values("id", "seq", "role", "kind", "sender_agent_id", "run_id", "step_id", "step__index")
+    )
     summary_text = dict(Message.objects.filter(agent=agent, kind="summary").values_list("id", "text"))
     first_prompt = next((r["seq"] for r in rows if _is_prompt(r)), None)
     oldest_in = min((r["seq"] for r in rows if r["id"] in in_window and not _is_prompt(r)), default=None)
-    resets = {r["id"] for r, after in zip(rows, [*rows[1:], None]) if _is_prompt(r) and r["seq"] != first_prompt
-              and (oldest_in is None or oldest_in > r["seq"]) and (after is None or after["role"] != "tool")}
+    resets = {
+        r["id"]
+        for r, after in zip(rows, [*rows[1:], None], strict=False)
+        if _is_prompt(r)
+        and r["seq"] != first_prompt
+        and (oldest_in is None or oldest_in > r["seq"])
+        and (after is None or after["role"] != "tool")
+    }
     alive: list[str] = []
     hidden = 0
     marks: dict[str, Eviction] = {}
@@ -102,9 +124,14 @@ def agent_window_marks(*, agent: Agent, since_seq: int | None = None) -> WindowM
             m = _HIDDEN_COUNT.match(summary_text.get(row["id"], ""))
             total = int(m.group(1)) if m else hidden
             n = total - hidden if total >= hidden else total
-            evictor = Eviction(by="summary", message_id=row["id"], step_id=row["step_id"], step_index=row["step__index"],
-                               run_id=row["run_id"])
-            marks.update({i: evictor for i in alive[:n]})
+            evictor = Eviction(
+                by="summary",
+                message_id=row["id"],
+                step_id=row["step_id"],
+                step_index=row["step__index"],
+                run_id=row["run_id"],
+            )
+            marks.update(dict.fromkeys(alive[:n], evictor))
             alive, hidden = alive[n:], total
         elif not _is_prompt(row):
             alive.append(row["id"])
@@ -128,27 +155,40 @@ def agent_step_get(*, agent: Agent, step_id: str) -> Step:
 
 def step_previous(*, step: Step) -> Step | None:
     """The agent's step of the same kind just before this one (what the context looked like the time before)."""
-    return (Step.objects.filter(agent_id=step.agent_id, kind=step.kind, created_at__lt=step.created_at)
-            .order_by("-created_at").first())
+    return (
+        Step.objects.filter(agent_id=step.agent_id, kind=step.kind, created_at__lt=step.created_at)
+        .order_by("-created_at")
+        .first()
+    )
 
 
 def step_next(*, step: Step) -> Step | None:
     """The agent's step of the same kind just after this one (whose context shows what this step changed)."""
-    return (Step.objects.filter(agent_id=step.agent_id, kind=step.kind, created_at__gt=step.created_at)
-            .order_by("created_at").first())
+    return (
+        Step.objects.filter(agent_id=step.agent_id, kind=step.kind, created_at__gt=step.created_at)
+        .order_by("created_at")
+        .first()
+    )
 
 
 def agent_steps_recent(*, agent: Agent, limit: int = 30) -> list[dict]:
     """The agent's latest steps, newest first: id, run, index (as the API numbers them), kind, time, error."""
-    return list(Step.objects.filter(agent=agent).order_by("-created_at", "-index")
-                .values("id", "run_id", "index", "kind", "created_at", "stop_reason", "error")[:limit])
+    return list(
+        Step.objects.filter(agent=agent)
+        .order_by("-created_at", "-index")
+        .values("id", "run_id", "index", "kind", "created_at", "stop_reason", "error")[:limit]
+    )
 
 
 def agent_runs_recent(*, agent: Agent, limit: int = 30) -> list[Run]:
     """The agent's latest runs, newest first, each with `step_count` (model calls of the agent, not summaries)."""
-    return list(Run.objects.filter(agent=agent).order_by("-created_at").select_related("agent_version")
-                .defer("agent_version__definition", "agent_version__blocks")
-                .annotate(step_count=Count("steps", filter=Q(steps__kind="agent")))[:limit])
+    return list(
+        Run.objects.filter(agent=agent)
+        .order_by("-created_at")
+        .select_related("agent_version")
+        .defer("agent_version__definition", "agent_version__blocks")
+        .annotate(step_count=Count("steps", filter=Q(steps__kind="agent")))[:limit]
+    )
 
 
 def agent_run_get(*, agent: Agent, run_id: str) -> Run:
@@ -171,8 +211,12 @@ def run_inputs_delivered(*, run: Run) -> bool:
 
 def agent_active_run_id(*, agent: Agent) -> str | None:
     """The id of the agent's run in progress, if any."""
-    return (Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).order_by("-created_at")
-            .values_list("id", flat=True).first())
+    return (
+        Run.objects.filter(agent=agent, status__in=RUN_ACTIVE)
+        .order_by("-created_at")
+        .values_list("id", flat=True)
+        .first()
+    )
 
 
 def agent_names(*, owner: Organization, limit: int = 500) -> dict[str, str]:
@@ -182,7 +226,9 @@ def agent_names(*, owner: Organization, limit: int = 500) -> dict[str, str]:
 
 def agent_forks(*, agent: Agent) -> list[Agent]:
     """The owner's agents forked from this one (their metadata.forked_from names it), newest first."""
-    return list(Agent.objects.filter(owner_id=agent.owner_id, metadata__forked_from__agent_id=agent.id).order_by("-created_at"))
+    return list(
+        Agent.objects.filter(owner_id=agent.owner_id, metadata__forked_from__agent_id=agent.id).order_by("-created_at")
+    )
 
 
 def agent_fork_origin(*, agent: Agent) -> dict | None:

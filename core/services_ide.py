@@ -9,11 +9,18 @@ from core.services import BlockInput, agent_create
 
 # Built-in starting points until the agent-file templates land (core/agentfile/); key -> (label, blocks).
 BUILTIN_TEMPLATES = {
-    "memgpt_chat": ("MemGPT chat agent (persona + human)", [
-        BlockInput(label="persona", value="I am a friendly, curious assistant. I remember what people tell me "
-                                          "and keep my notes in memory up to date.", limit=5000),
-        BlockInput(label="human", value="Nothing is known about the human yet.", limit=5000),
-    ]),
+    "memgpt_chat": (
+        "MemGPT chat agent (persona + human)",
+        [
+            BlockInput(
+                label="persona",
+                value="I am a friendly, curious assistant. I remember what people tell me "
+                "and keep my notes in memory up to date.",
+                limit=5000,
+            ),
+            BlockInput(label="human", value="Nothing is known about the human yet.", limit=5000),
+        ],
+    ),
     "blank": ("Blank agent (no memory blocks)", []),
 }
 
@@ -29,22 +36,31 @@ def agent_templates() -> list[tuple[str, str]]:
     return shipped or [(k, v[0]) for k, v in BUILTIN_TEMPLATES.items()]
 
 
-def agent_create_from_template(*, owner: Organization, template: str, name: str, model: str,
-                               agent_type: str | None = None) -> Agent:
+def agent_create_from_template(
+    *, owner: Organization, template: str, name: str, model: str, agent_type: str | None = None
+) -> Agent:
     """Create an agent from a template key (a shipped agent file or a built-in); writes the agent and its blocks.
     `agent_type` overrides the template's (None: the template's own)."""
     if template.startswith("af:"):
         from core.agentfile.importer import ImportOptions, agentfile_import
         from core.agentfile.templates import template_load
 
-        result = agentfile_import(owner=owner, parsed=template_load(template[3:]), options=ImportOptions(name=name, model=model,
-                                                                                       agent_type=agent_type or None))
+        result = agentfile_import(
+            owner=owner,
+            parsed=template_load(template[3:]),
+            options=ImportOptions(name=name, model=model, agent_type=agent_type or None),
+        )
         agents = {a.id: a for a in Agent.objects.filter(id__in=result.agent_ids)}
         team_block_fill(agents=[agents[i] for i in result.agent_ids])
         return agents[result.agent_ids[0]]
     _, blocks = BUILTIN_TEMPLATES.get(template, BUILTIN_TEMPLATES["blank"])
-    return agent_create(owner=owner, name=name, model=model, memory_blocks=[BlockInput(**vars(b)) for b in blocks],
-                        agent_type=agent_type or "letta_v1_agent")
+    return agent_create(
+        owner=owner,
+        name=name,
+        model=model,
+        memory_blocks=[BlockInput(**vars(b)) for b in blocks],
+        agent_type=agent_type or "letta_v1_agent",
+    )
 
 
 def team_block_fill(*, agents: list[Agent]) -> None:
@@ -68,17 +84,37 @@ def agent_duplicate(*, agent: Agent, name: str | None = None) -> Agent:
     from memory.selectors import agent_blocks
     from tools.selectors import agent_tools
 
-    blocks = [BlockInput(label=b.label, value=b.value, limit=b.limit, description=b.description,
-                         read_only=b.read_only, metadata=dict(b.metadata or {})) for b in agent_blocks(agent=agent)]
+    blocks = [
+        BlockInput(
+            label=b.label,
+            value=b.value,
+            limit=b.limit,
+            description=b.description,
+            read_only=b.read_only,
+            metadata=dict(b.metadata or {}),
+        )
+        for b in agent_blocks(agent=agent)
+    ]
     return agent_create(
-        owner=agent.owner, name=name or f"{agent.name} (copy)", model=agent.model, system=agent.system,
-        description=agent.description, memory_blocks=blocks, tool_ids=[t.id for t in agent_tools(agent=agent)],
-        include_base_tools=False, tool_rules=list(agent.tool_rules or []), context_window_limit=agent.context_window_limit,
-        tags=agent_tags(agent), metadata=dict(agent.metadata or {}), secrets=dict(agent.secrets or {}),
-        embedding=agent.embedding, model_settings=dict(agent.model_settings or {}), max_steps=agent.max_steps,
-        overflow_strategy=agent.overflow_strategy, agent_type=agent.agent_type,
+        owner=agent.owner,
+        name=name or f"{agent.name} (copy)",
+        model=agent.model,
+        system=agent.system,
+        description=agent.description,
+        memory_blocks=blocks,
+        tool_ids=[t.id for t in agent_tools(agent=agent)],
+        include_base_tools=False,
+        tool_rules=list(agent.tool_rules or []),
+        context_window_limit=agent.context_window_limit,
+        tags=agent_tags(agent),
+        metadata=dict(agent.metadata or {}),
+        secrets=dict(agent.secrets or {}),
+        embedding=agent.embedding,
+        model_settings=dict(agent.model_settings or {}),
+        max_steps=agent.max_steps,
+        overflow_strategy=agent.overflow_strategy,
+        agent_type=agent.agent_type,
     )
-
 
 
 def model_served_check(*, owner: Organization, handle: str) -> None:
@@ -93,11 +129,15 @@ def model_served_check(*, owner: Organization, handle: str) -> None:
     try:
         resolved = providers.model_resolve(owner=owner, handle=handle)
     except NotConfigured:
-        raise Invalid(f"No configured provider serves the model '{handle}'.{available}", detail={"available": handles}) from None
+        raise Invalid(
+            f"No configured provider serves the model '{handle}'.{available}", detail={"available": handles}
+        ) from None
     provider = next((p for p in providers.providers_list(owner=owner) if p.name == resolved.provider), None)
     own = [m["handle"] for m in listed if m["provider_name"] == resolved.provider]
     if provider is not None and (provider.models or provider.base_url) and own and handle not in own:
-        raise Invalid(f"The provider '{provider.name}' does not serve '{handle}'.{available}", detail={"available": handles})
+        raise Invalid(
+            f"The provider '{provider.name}' does not serve '{handle}'.{available}", detail={"available": handles}
+        )
 
 
 def _rule_tool_names(rule: dict) -> list[str]:
@@ -126,6 +166,8 @@ def agent_rules_update(*, agent: Agent, rules: list) -> Agent:
     for i, rule in enumerate(parsed):
         missing = [n for n in _rule_tool_names(rule) if n not in have]
         if missing:
-            raise Invalid(f"Rule {i + 1} names {', '.join(repr(n) for n in dict.fromkeys(missing))}, which this agent "
-                          f"does not have. Attach the tool first, or use one of: {', '.join(sorted(have)) or 'no tools attached'}.")
+            raise Invalid(
+                f"Rule {i + 1} names {', '.join(repr(n) for n in dict.fromkeys(missing))}, which this agent "
+                f"does not have. Attach the tool first, or use one of: {', '.join(sorted(have)) or 'no tools attached'}."
+            )
     return services.agent_update(agent=agent, changes={"tool_rules": rules})

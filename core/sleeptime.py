@@ -42,13 +42,17 @@ def sleeptime_get(*, agent: Agent) -> SleeptimeCompanion | None:
 
 def _frequency_checked(frequency) -> int:
     if isinstance(frequency, bool) or not isinstance(frequency, int) or not 1 <= frequency <= MAX_FREQUENCY:
-        raise Invalid(f"frequency must be a whole number of turns from 1 to {MAX_FREQUENCY}",
-                      detail={"frequency": f"1..{MAX_FREQUENCY}"})
+        raise Invalid(
+            f"frequency must be a whole number of turns from 1 to {MAX_FREQUENCY}",
+            detail={"frequency": f"1..{MAX_FREQUENCY}"},
+        )
     return frequency
 
 
 @transaction.atomic
-def sleeptime_configure(*, agent: Agent, enabled: bool | None = None, frequency: int | None = None) -> SleeptimeCompanion:
+def sleeptime_configure(
+    *, agent: Agent, enabled: bool | None = None, frequency: int | None = None
+) -> SleeptimeCompanion:
     """Enable/disable the agent's companion or change how often it runs; the first enable creates the
     companion agent (same model, the memory tools only) and shares every block of the primary with it."""
     from core.services import agent_create
@@ -61,13 +65,19 @@ def sleeptime_configure(*, agent: Agent, enabled: bool | None = None, frequency:
     if link is None:
         if not enabled:
             raise NotFound("this agent has no sleep-time companion; enable one first")
-        companion = agent_create(owner=agent.owner, name=companion_name(agent), model=agent.model,
-                                 system=SLEEPTIME_SYSTEM, description=f"Sleep-time memory agent of {agent.id}",
-                                 include_base_tools=False, tools=["memory_replace", "memory_insert",
-                                                                  "core_memory_append", "core_memory_replace"],
-                                 agent_type="sleeptime_agent", embedding=agent.embedding,
-                                 model_settings=dict(agent.model_settings or {}),
-                                 metadata={"sleeptime_primary_id": agent.id})
+        companion = agent_create(
+            owner=agent.owner,
+            name=companion_name(agent),
+            model=agent.model,
+            system=SLEEPTIME_SYSTEM,
+            description=f"Sleep-time memory agent of {agent.id}",
+            include_base_tools=False,
+            tools=["memory_replace", "memory_insert", "core_memory_append", "core_memory_replace"],
+            agent_type="sleeptime_agent",
+            embedding=agent.embedding,
+            model_settings=dict(agent.model_settings or {}),
+            metadata={"sleeptime_primary_id": agent.id},
+        )
         link = SleeptimeCompanion.objects.create(agent=agent, companion=companion, frequency=frequency or 5)
         _share_blocks(link)
         return link
@@ -124,12 +134,19 @@ def sleeptime_run_submit(*, link: SleeptimeCompanion, manual: bool = False) -> R
             raise Invalid("nothing new in the conversation since the companion's last run")
         return None
     _share_blocks(link)
-    prompt = ("Conversation of the primary agent since your last run:\n\n" + text +
-              "\n\nReorganize and consolidate the shared memory blocks as your instructions say.")
+    prompt = (
+        "Conversation of the primary agent since your last run:\n\n"
+        + text
+        + "\n\nReorganize and consolidate the shared memory blocks as your instructions say."
+    )
     try:
         with transaction.atomic():
-            run = run_submit(owner=link.agent.owner, agent_id=link.companion_id, background=True,
-                             input_messages=[{"role": "user", "content": prompt}])
+            run = run_submit(
+                owner=link.agent.owner,
+                agent_id=link.companion_id,
+                background=True,
+                input_messages=[{"role": "user", "content": prompt}],
+            )
             SleeptimeCompanion.objects.filter(pk=link.pk).update(turns_since=0, last_seq=last_seq, last_run_id=run.id)
     except Conflict:
         if manual:
@@ -163,8 +180,9 @@ def sleeptime_edits(*, link: SleeptimeCompanion, limit: int = 20):
     """The companion's block edits, newest first (block history rows attributed to it)."""
     from memory.models import BlockHistory
 
-    return list(BlockHistory.objects.filter(agent_id=link.companion_id).select_related("block")
-                .order_by("-created_at")[:limit])
+    return list(
+        BlockHistory.objects.filter(agent_id=link.companion_id).select_related("block").order_by("-created_at")[:limit]
+    )
 
 
 def sleeptime_runs(*, link: SleeptimeCompanion, limit: int = 10) -> list[Run]:

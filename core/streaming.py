@@ -49,8 +49,15 @@ def _ending(run) -> list[dict]:
 
     out = []
     if run.status == RunStatus.FAILED and run.error:
-        out.append({"message_type": "error_message", "run_id": run.id, "error_type": "run_failed",
-                    "message": run.error, "detail": None})
+        out.append(
+            {
+                "message_type": "error_message",
+                "run_id": run.id,
+                "error_type": "run_failed",
+                "message": run.error,
+                "detail": None,
+            }
+        )
     out.append(stop_reason_message(run.stop_reason or "error"))
     out.append(usage_statistics({**(run.usage or {}), "run_ids": [run.id]}))
     return out
@@ -82,8 +89,12 @@ async def _follow(run_id: str, channel, layer):
         flags = message.get("caller") or [True] * len(events)
         mine = message.get("run_id") == run_id
         ended = None
-        for event, for_caller in zip(events, flags):
-            if event.get("message_type") == "run_status" and event.get("run_id") == run_id and event.get("status") in RUN_TERMINAL:
+        for event, for_caller in zip(events, flags, strict=False):
+            if (
+                event.get("message_type") == "run_status"
+                and event.get("run_id") == run_id
+                and event.get("status") in RUN_TERMINAL
+            ):
                 ended = event
             elif mine and for_caller and event.get("delta"):
                 yield event

@@ -12,13 +12,28 @@ def run_execute_task(*, run_id: str) -> str:
 
 
 @task()
-def agent_message_deliver_task(*, owner_id: str, target_id: str, sender_id: str, message: str, depth: int,
-                               parent_run_id: str | None, attempt: int = 0) -> str:
+def agent_message_deliver_task(
+    *,
+    owner_id: str,
+    target_id: str,
+    sender_id: str,
+    message: str,
+    depth: int,
+    parent_run_id: str | None,
+    attempt: int = 0,
+) -> str:
     """Deliver an agent-to-agent message once the receiving agent is free (claims and queues its run)."""
     from core.multiagent import agent_message_deliver
 
-    return agent_message_deliver(owner_id=owner_id, target_id=target_id, sender_id=sender_id, message=message,
-                                 depth=depth, parent_run_id=parent_run_id, attempt=attempt)
+    return agent_message_deliver(
+        owner_id=owner_id,
+        target_id=target_id,
+        sender_id=sender_id,
+        message=message,
+        depth=depth,
+        parent_run_id=parent_run_id,
+        attempt=attempt,
+    )
 
 
 @task()

@@ -66,7 +66,7 @@ def _walk_clean(value) -> bool:
                 return False
         return True
     if kind is list or kind is tuple:
-        for item in value:
+        for item in value:  # noqa: SIM110 - a plain loop: this runs on every stored step
             if type(item) not in _SCALARS and not _walk_clean(item):
                 return False
         return True

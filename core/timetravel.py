@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.db import transaction
@@ -54,8 +54,10 @@ def step_state(snap, allowed, pending) -> dict:
 
 def _state(step: Step) -> dict:
     if not step.state:
-        raise Invalid(f"Step '{step.id}' was recorded before steps kept their state; it can be replayed only as it "
-                      "was sent (no system, block, message or tool overrides) and not forked.")
+        raise Invalid(
+            f"Step '{step.id}' was recorded before steps kept their state; it can be replayed only as it "
+            "was sent (no system, block, message or tool overrides) and not forked."
+        )
     return step.state
 
 
@@ -63,8 +65,14 @@ def _messages(ids: list[str]) -> dict[str, Message]:
     return {m.id: m for m in Message.objects.filter(id__in=ids)}
 
 
-def state_compile(state: dict, *, system: str | None = None, blocks: dict[str, str] | None = None,
-                  drop: set[str] | frozenset = frozenset(), tools: list[t.ToolSpec] | None = None) -> t.CompiledContext:
+def state_compile(
+    state: dict,
+    *,
+    system: str | None = None,
+    blocks: dict[str, str] | None = None,
+    drop: set[str] | frozenset = frozenset(),
+    tools: list[t.ToolSpec] | None = None,
+) -> t.CompiledContext:
     """Compile a recorded state again, with overrides (a new system prompt, block values by label, message ids
     to leave out, another tool list) — through the same compiler, so the token breakdown is real."""
     spec = t.AgentSpec(**state["spec"])
@@ -73,14 +81,18 @@ def state_compile(state: dict, *, system: str | None = None, blocks: dict[str, s
     specs = [t.BlockSpec(**b) for b in state["blocks"]]
     unknown = set(blocks or {}) - {b.label for b in specs}
     if unknown:
-        raise Invalid(f"No block labelled {', '.join(sorted(unknown))} at this step; it had "
-                      f"{', '.join(b.label for b in specs) or 'none'}.")
+        raise Invalid(
+            f"No block labelled {', '.join(sorted(unknown))} at this step; it had "
+            f"{', '.join(b.label for b in specs) or 'none'}."
+        )
     specs = [dataclasses.replace(b, value=blocks[b.label]) if b.label in (blocks or {}) else b for b in specs]
     ids = [i for i in state["message_ids"] if i not in drop]
     rows = _messages(ids + ([state["summary_id"]] if state["summary_id"] else []))
     if any(i not in rows for i in ids):
-        raise Invalid("Some of this step's messages were never stored (its model call failed before its input was "
-                      "kept); it can be replayed only as it was sent.")
+        raise Invalid(
+            "Some of this step's messages were never stored (its model call failed before its input was "
+            "kept); it can be replayed only as it was sent."
+        )
     summary = mapping.message(rows[state["summary_id"]]) if state["summary_id"] in rows else None
     messages = [mapping.message(rows[i]) for i in ids if i in rows]
     tool_specs = tools if tools is not None else [t.ToolSpec(**x) for x in state["tools"]]
@@ -89,8 +101,17 @@ def state_compile(state: dict, *, system: str | None = None, blocks: dict[str, s
     if allowed is not None and tools is not None:
         allowed = [n for n in allowed if n in names] + [x.name for x in tool_specs if x.name not in allowed]
     rules = [t.tool_rule_from_dict(r) for r in state["rules"]]
-    return compile_context(spec, specs, messages, tool_specs, rules, t.MemoryStats(**state["stats"]),
-                           allowed_tools=allowed, tool_choice=state["tool_choice"], summary=summary)
+    return compile_context(
+        spec,
+        specs,
+        messages,
+        tool_specs,
+        rules,
+        t.MemoryStats(**state["stats"]),
+        allowed_tools=allowed,
+        tool_choice=state["tool_choice"],
+        summary=summary,
+    )
 
 
 # --------------------------------------------------------------------------- replay
@@ -117,14 +138,26 @@ def _one_model(owner, handle: str, request: dict) -> dict:
     """Send the request to one model (outside any transaction); never raises: errors are part of the result."""
     from core.providers import model_resolve
 
-    out = {"model": handle, "request": None, "response": None, "content": None, "reasoning": None,
-           "tool_calls": [], "usage": None, "cost_usd": None, "latency_ms": None, "error": None}
+    out = {
+        "model": handle,
+        "request": None,
+        "response": None,
+        "content": None,
+        "reasoning": None,
+        "tool_calls": [],
+        "usage": None,
+        "cost_usd": None,
+        "latency_ms": None,
+        "error": None,
+    }
     try:
         resolved = model_resolve(owner=owner, handle=handle)
         sent = {**request, "model": resolved.litellm_model}
         out["request"] = sent
         started = time.perf_counter()
-        result = llm.complete(sent, api_base=resolved.api_base, api_key=resolved.api_key, timeout=settings.LLM_TIMEOUT_S)
+        result = llm.complete(
+            sent, api_base=resolved.api_base, api_key=resolved.api_key, timeout=settings.LLM_TIMEOUT_S
+        )
         out["latency_ms"] = round((time.perf_counter() - started) * 1000, 3)
     except llm.LLMError as exc:
         out["error"] = exc.message
@@ -132,25 +165,53 @@ def _one_model(owner, handle: str, request: dict) -> dict:
     except Exception as exc:  # noqa: BLE001 - a model that cannot be reached is a result, not a failure of the rest
         out["error"] = getattr(exc, "message", None) or str(exc)
         return out
-    usage = {"prompt_tokens": result.usage.prompt_tokens, "completion_tokens": result.usage.completion_tokens,
-             "total_tokens": result.usage.total_tokens}
-    out.update(response=result.raw, content=result.content, reasoning=result.reasoning, usage=usage,
-               tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls],
-               cost_usd=step_cost(handle, usage))
+    usage = {
+        "prompt_tokens": result.usage.prompt_tokens,
+        "completion_tokens": result.usage.completion_tokens,
+        "total_tokens": result.usage.total_tokens,
+    }
+    out.update(
+        response=result.raw,
+        content=result.content,
+        reasoning=result.reasoning,
+        usage=usage,
+        tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls],
+        cost_usd=step_cost(handle, usage),
+    )
     return out
 
 
 def _actual(step: Step) -> dict:
     message = ((step.response or {}).get("choices") or [{}])[0].get("message") or {}
-    return {"model": step.model, "content": message.get("content"), "tool_calls": [
-        {"id": c.get("id"), "name": (c.get("function") or {}).get("name"), "arguments": (c.get("function") or {}).get("arguments")}
-        for c in message.get("tool_calls") or []], "usage": step.usage, "error": step.error or None}
+    return {
+        "model": step.model,
+        "content": message.get("content"),
+        "tool_calls": [
+            {
+                "id": c.get("id"),
+                "name": (c.get("function") or {}).get("name"),
+                "arguments": (c.get("function") or {}).get("arguments"),
+            }
+            for c in message.get("tool_calls") or []
+        ],
+        "usage": step.usage,
+        "error": step.error or None,
+    }
 
 
-def step_replay(*, owner: Organization, step: Step, models: list[str] | None = None, system: str | None = None,
-                blocks: dict[str, str] | None = None, drop_messages: list[str] | None = None,
-                tools_add: list[str] | None = None, tools_remove: list[str] | None = None,
-                temperature: float | None = None, max_tokens: int | None = None) -> Replay:
+def step_replay(
+    *,
+    owner: Organization,
+    step: Step,
+    models: list[str] | None = None,
+    system: str | None = None,
+    blocks: dict[str, str] | None = None,
+    drop_messages: list[str] | None = None,
+    tools_add: list[str] | None = None,
+    tools_remove: list[str] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+) -> Replay:
     """Send a recorded step again (to each model concurrently, provider calls outside any transaction), with
     overrides; the agent is not touched. Stores and returns the replay."""
     if step.kind != "agent":
@@ -175,11 +236,19 @@ def step_replay(*, owner: Organization, step: Step, models: list[str] | None = N
         request["max_tokens"] = max_tokens
     with ThreadPoolExecutor(max_workers=len(models)) as pool:
         results = list(pool.map(lambda handle: _one_model(owner, handle, request), models))
-    overrides = {"models": models, "system": system, "blocks": blocks or None, "drop_messages": drop_messages or None,
-                 "tools_add": tools_add or None, "tools_remove": tools_remove or None, "temperature": temperature,
-                 "max_tokens": max_tokens}
-    return Replay.objects.create(owner=owner, step=step, overrides=overrides, sections=sections,
-                                 results=results, actual=_actual(step))
+    overrides = {
+        "models": models,
+        "system": system,
+        "blocks": blocks or None,
+        "drop_messages": drop_messages or None,
+        "tools_add": tools_add or None,
+        "tools_remove": tools_remove or None,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+    }
+    return Replay.objects.create(
+        owner=owner, step=step, overrides=overrides, sections=sections, results=results, actual=_actual(step)
+    )
 
 
 def step_get(*, owner: Organization, step_id: str) -> Step:
@@ -207,11 +276,22 @@ def _edit_time(state: dict) -> datetime | None:
     text = state["stats"].get("last_memory_edit")
     if not text:
         return None
-    return datetime.strptime(text, "%Y-%m-%d %I:%M:%S %p UTC").replace(tzinfo=dt_timezone.utc)
+    return datetime.strptime(text, "%Y-%m-%d %I:%M:%S %p UTC").replace(tzinfo=UTC)
 
 
-def _copy(*, agent: Agent, name: str, metadata: dict, system: str, window: list[str], summary_id: str | None,
-          blocks: list[dict], share_blocks: bool, blocks_edited_at: datetime | None, passages) -> Agent:
+def _copy(
+    *,
+    agent: Agent,
+    name: str,
+    metadata: dict,
+    system: str,
+    window: list[str],
+    summary_id: str | None,
+    blocks: list[dict],
+    share_blocks: bool,
+    blocks_edited_at: datetime | None,
+    passages,
+) -> Agent:
     """A new agent with the original's settings, tools, rules and tags, the given blocks and window, its messages
     up to the window's end (recall memory, same times) and the given passages. Caller holds a transaction."""
     from memory.models import AgentBlock, Block, Passage, PassageTag
@@ -230,7 +310,9 @@ def _copy(*, agent: Agent, name: str, metadata: dict, system: str, window: list[
     copy.metadata = metadata
     copy.message_ids = []
     copy.save()
-    AgentTag.objects.bulk_create([AgentTag(agent=copy, tag=tag) for tag in agent.tag_rows.values_list("tag", flat=True)])
+    AgentTag.objects.bulk_create(
+        [AgentTag(agent=copy, tag=tag) for tag in agent.tag_rows.values_list("tag", flat=True)]
+    )
     copy.tools.set(agent.tools.all())
     history = list(Message.objects.filter(agent=agent, seq__lte=last_seq).order_by("seq"))
     # The system message in force then: the last one written before the window starts (resets add new ones).
@@ -251,8 +333,14 @@ def _copy(*, agent: Agent, name: str, metadata: dict, system: str, window: list[
         if share_blocks and original is not None:
             block = original
         else:
-            block = Block.objects.create(owner=agent.owner, label=b["label"], value=b["value"], limit=b["limit"],
-                                         description=b.get("description") or "", read_only=b.get("read_only", False))
+            block = Block.objects.create(
+                owner=agent.owner,
+                label=b["label"],
+                value=b["value"],
+                limit=b["limit"],
+                description=b.get("description") or "",
+                read_only=b.get("read_only", False),
+            )
             if blocks_edited_at is not None:
                 Block.objects.filter(pk=block.pk).update(updated_at=blocks_edited_at)
         AgentBlock.objects.create(agent=copy, block=block, position=position)
@@ -268,8 +356,9 @@ def _copy(*, agent: Agent, name: str, metadata: dict, system: str, window: list[
 
 
 @transaction.atomic
-def agent_fork(*, agent: Agent, step: Step, before: bool = False, share_blocks: bool = False,
-               name: str | None = None) -> Agent:
+def agent_fork(
+    *, agent: Agent, step: Step, before: bool = False, share_blocks: bool = False, name: str | None = None
+) -> Agent:
     """A new agent whose state is the original's at a step: with `before`, exactly what the step's request was
     compiled from (its input included); otherwise as right after it (its reply, tool results and block edits).
     Messages up to there are copied (recall memory), blocks copied unless `share_blocks`, passages written
@@ -283,14 +372,27 @@ def agent_fork(*, agent: Agent, step: Step, before: bool = False, share_blocks: 
     if not before:
         window += [m.id for m in Message.objects.filter(step=step).order_by("seq") if m.id not in set(window)]
     at = step.created_at
-    passages = Passage.objects.filter(agent=agent, created_at__lt=at) if before else \
-        Passage.objects.filter(agent=agent, created_at__lte=at)
-    metadata = {**(agent.metadata or {}), "forked_from": {"agent_id": agent.id, "step_id": step.id,
-                                                          "step_index": step.index, "before": before}}
-    return _copy(agent=agent, name=name or f"{agent.name} · fork at step {step.index}", metadata=metadata,
-                 system=state["spec"]["system"], window=window, summary_id=state["summary_id"],
-                 blocks=state["blocks"] if before else _after_step_blocks(step, state), share_blocks=share_blocks,
-                 blocks_edited_at=_edit_time(state) if before else timezone.now(), passages=list(passages))
+    passages = (
+        Passage.objects.filter(agent=agent, created_at__lt=at)
+        if before
+        else Passage.objects.filter(agent=agent, created_at__lte=at)
+    )
+    metadata = {
+        **(agent.metadata or {}),
+        "forked_from": {"agent_id": agent.id, "step_id": step.id, "step_index": step.index, "before": before},
+    }
+    return _copy(
+        agent=agent,
+        name=name or f"{agent.name} · fork at step {step.index}",
+        metadata=metadata,
+        system=state["spec"]["system"],
+        window=window,
+        summary_id=state["summary_id"],
+        blocks=state["blocks"] if before else _after_step_blocks(step, state),
+        share_blocks=share_blocks,
+        blocks_edited_at=_edit_time(state) if before else timezone.now(),
+        passages=list(passages),
+    )
 
 
 @transaction.atomic
@@ -304,12 +406,30 @@ def agent_copy(*, agent: Agent, name: str, metadata: dict | None = None) -> Agen
     kinds = dict(Message.objects.filter(id__in=window[:1]).values_list("id", "kind"))
     if window and kinds.get(window[0]) == "summary":
         summary_id, window = window[0], window[1:]
-    blocks = [{"id": b.id, "label": b.label, "value": b.value, "limit": b.limit, "description": b.description,
-               "read_only": b.read_only} for b in agent_blocks(agent=agent)]
+    blocks = [
+        {
+            "id": b.id,
+            "label": b.label,
+            "value": b.value,
+            "limit": b.limit,
+            "description": b.description,
+            "read_only": b.read_only,
+        }
+        for b in agent_blocks(agent=agent)
+    ]
     edited = max((b.updated_at for b in agent_blocks(agent=agent)), default=None)
-    return _copy(agent=agent, name=name, metadata=metadata if metadata is not None else dict(agent.metadata or {}),
-                 system=agent.system, window=window, summary_id=summary_id, blocks=blocks, share_blocks=False,
-                 blocks_edited_at=edited, passages=list(Passage.objects.filter(agent=agent)))
+    return _copy(
+        agent=agent,
+        name=name,
+        metadata=metadata if metadata is not None else dict(agent.metadata or {}),
+        system=agent.system,
+        window=window,
+        summary_id=summary_id,
+        blocks=blocks,
+        share_blocks=False,
+        blocks_edited_at=edited,
+        passages=list(Passage.objects.filter(agent=agent)),
+    )
 
 
 # --------------------------------------------------------------------------- what it cost
@@ -317,8 +437,14 @@ def agent_copy(*, agent: Agent, name: str, metadata: dict | None = None) -> Agen
 
 def usage_totals(*, steps) -> dict:
     """Tokens and cost summed over steps; steps whose model has no known price are counted, not priced at 0."""
-    out = {"steps": 0, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "cost_usd": 0.0,
-           "unpriced_steps": 0}
+    out = {
+        "steps": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "total_tokens": 0,
+        "cost_usd": 0.0,
+        "unpriced_steps": 0,
+    }
     for usage in steps.values_list("usage", flat=True):
         usage = usage or {}
         out["steps"] += 1
@@ -334,9 +460,13 @@ def usage_totals(*, steps) -> dict:
 
 def token_calibration(*, owner: Organization, model: str, last: int = 50) -> dict:
     """How far our pre-call prompt counts were from the provider's, for a model (its last `last` steps)."""
-    pairs = [(u.get("estimated_prompt_tokens"), u.get("prompt_tokens")) for u in
-             Step.objects.filter(owner=owner, model__endswith=model.split("/", 1)[-1], kind="agent")
-             .order_by("-created_at").values_list("usage", flat=True)[:last] if u]
+    pairs = [
+        (u.get("estimated_prompt_tokens"), u.get("prompt_tokens"))
+        for u in Step.objects.filter(owner=owner, model__endswith=model.split("/", 1)[-1], kind="agent")
+        .order_by("-created_at")
+        .values_list("usage", flat=True)[:last]
+        if u
+    ]
     pairs = [(ours, theirs) for ours, theirs in pairs if ours and theirs]
     if not pairs:
         return {"model": model, "steps": 0, "ratio": None, "mean_difference": None}
@@ -346,5 +476,12 @@ def token_calibration(*, owner: Organization, model: str, last: int = 50) -> dic
 
 
 def replay_out(replay: Replay) -> dict:
-    return {"id": replay.id, "step_id": replay.step_id, "overrides": replay.overrides, "context_sections": replay.sections,
-            "results": replay.results, "actual": replay.actual, "created_at": replay.created_at}
+    return {
+        "id": replay.id,
+        "step_id": replay.step_id,
+        "overrides": replay.overrides,
+        "context_sections": replay.sections,
+        "results": replay.results,
+        "actual": replay.actual,
+        "created_at": replay.created_at,
+    }

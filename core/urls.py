@@ -2,8 +2,18 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from core import views
-from core.web import (agent_tests, agentfiles, agents, inspector, runs, settings_pages, sleeptime, timetravel,
-                      versions, workspace)
+from core.web import (
+    agent_tests,
+    agentfiles,
+    agents,
+    inspector,
+    runs,
+    settings_pages,
+    sleeptime,
+    timetravel,
+    versions,
+    workspace,
+)
 
 urlpatterns = [
     path("setup/", views.setup, name="setup"),
@@ -32,11 +42,17 @@ urlpatterns = [
     path("agents/<str:agent_id>/runs/", runs.runs_panel, name="agent_runs"),
     path("agents/<str:agent_id>/runs/<str:run_id>/", runs.run_detail, name="agent_run"),
     path("agents/<str:agent_id>/runs/<str:run_id>/notice/", runs.run_notice, name="agent_run_notice"),
-    path("agents/<str:agent_id>/tools/<str:tool_id>/<str:action>/", workspace.tool_attach_toggle, name="agent_tool_toggle"),
+    path(
+        "agents/<str:agent_id>/tools/<str:tool_id>/<str:action>/",
+        workspace.tool_attach_toggle,
+        name="agent_tool_toggle",
+    ),
     path("agents/<str:agent_id>/tests/", agent_tests.tests_panel, name="agent_tests"),
     path("agents/<str:agent_id>/versions/", versions.history_panel, name="agent_versions"),
     path("agents/<str:agent_id>/versions/diff/", versions.history_diff, name="agent_version_diff"),
-    path("agents/<str:agent_id>/versions/<int:number>/restore/", versions.history_restore, name="agent_version_restore"),
+    path(
+        "agents/<str:agent_id>/versions/<int:number>/restore/", versions.history_restore, name="agent_version_restore"
+    ),
     path("agents/<str:agent_id>/tests/form/", agent_tests.test_form, name="agent_test_form"),
     path("agents/<str:agent_id>/tests/save/", agent_tests.test_save, name="agent_test_save"),
     path("agents/<str:agent_id>/tests/run/", agent_tests.tests_run, name="agent_tests_run"),

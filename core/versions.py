@@ -21,8 +21,20 @@ from core.errors import Invalid, NotFound
 from core.models import Agent, AgentVersion, ToolVersion
 
 # The definition's fields besides tools and tags, in the order the IDE shows them.
-FIELDS = ("name", "description", "agent_type", "system", "model", "model_settings", "context_window_limit",
-          "embedding", "tool_rules", "max_steps", "overflow_strategy", "metadata")
+FIELDS = (
+    "name",
+    "description",
+    "agent_type",
+    "system",
+    "model",
+    "model_settings",
+    "context_window_limit",
+    "embedding",
+    "tool_rules",
+    "max_steps",
+    "overflow_strategy",
+    "metadata",
+)
 TEXT_FIELDS = ("system", "description")
 _TOOL_CODE = ("name", "tool_type", "source_code", "json_schema", "pip_requirements")
 _TOOL_REFS = ("tool_id", "tool_version")
@@ -102,15 +114,21 @@ def _latest_tool_versions(tools) -> dict[str, ToolVersion]:
 def tool_version_current(*, tool, latest: ToolVersion | None = None, known: bool = False) -> ToolVersion:
     """The tool's latest version, first writing a new one if its code changed since (locks nothing).
     `known`: the caller passes `latest` as already read (None: the tool has no version yet)."""
-    code = {"name": tool.name, "tool_type": tool.tool_type, "source_code": tool.source_code,
-            "json_schema": tool.json_schema or {}, "pip_requirements": tool.pip_requirements or []}
+    code = {
+        "name": tool.name,
+        "tool_type": tool.tool_type,
+        "source_code": tool.source_code,
+        "json_schema": tool.json_schema or {},
+        "pip_requirements": tool.pip_requirements or [],
+    }
     digest = _hash(code)
     if not known:
         latest = ToolVersion.objects.filter(tool=tool).order_by("-number").first()
     if latest is not None and latest.content_hash == digest:
         return latest
-    return ToolVersion.objects.create(tool=tool, number=(latest.number + 1) if latest else 1, content_hash=digest,
-                                      snapshot=code)
+    return ToolVersion.objects.create(
+        tool=tool, number=(latest.number + 1) if latest else 1, content_hash=digest, snapshot=code
+    )
 
 
 def agent_definition(*, agent: Agent) -> dict:
@@ -145,8 +163,9 @@ def _blocks(agent: Agent) -> list[dict]:
     return [{"label": b.label, "value": b.value, "limit": b.limit} for b in agent_blocks(agent=agent)]
 
 
-def version_record(*, agent: Agent, message: str = "", author: Author | None = None,
-                   restored_from: int | None = None) -> AgentVersion | None:
+def version_record(
+    *, agent: Agent, message: str = "", author: Author | None = None, restored_from: int | None = None
+) -> AgentVersion | None:
     """Write a new version if the agent's definition changed since its latest; None otherwise.
 
     Call inside the transaction of the write; takes the agent's row lock so numbers stay dense.
@@ -162,9 +181,17 @@ def version_record(*, agent: Agent, message: str = "", author: Author | None = N
             return None
         author = author or current_author()
         return AgentVersion.objects.create(
-            agent=agent, number=(latest.number + 1) if latest else 1, content_hash=digest, definition=definition,
-            blocks=_blocks(agent), author_kind=author.kind, author=author.name[:200], message=(message or "")[:MAX_MESSAGE],
-            restored_from=restored_from, created_at=timezone.now())
+            agent=agent,
+            number=(latest.number + 1) if latest else 1,
+            content_hash=digest,
+            definition=definition,
+            blocks=_blocks(agent),
+            author_kind=author.kind,
+            author=author.name[:200],
+            message=(message or "")[:MAX_MESSAGE],
+            restored_from=restored_from,
+            created_at=timezone.now(),
+        )
 
 
 def version_current(*, agent: Agent) -> AgentVersion:
@@ -202,8 +229,15 @@ def version_get(*, agent: Agent, number: int) -> AgentVersion:
 
 
 def _text_diff(before: str, after: str, name: str, old: int, new: int) -> list[str]:
-    return list(difflib.unified_diff((before or "").splitlines(), (after or "").splitlines(),
-                                     fromfile=f"{name}@v{old}", tofile=f"{name}@v{new}", lineterm=""))
+    return list(
+        difflib.unified_diff(
+            (before or "").splitlines(),
+            (after or "").splitlines(),
+            fromfile=f"{name}@v{old}",
+            tofile=f"{name}@v{new}",
+            lineterm="",
+        )
+    )
 
 
 def definitions_diff(before: dict, after: dict, *, old: int = 0, new: int = 0) -> list[dict]:
@@ -222,14 +256,27 @@ def definitions_diff(before: dict, after: dict, *, old: int = 0, new: int = 0) -
     for name in sorted(set(tools_a) | set(tools_b)):
         a, b = tools_a.get(name), tools_b.get(name)
         if a is None or b is None:
-            changes.append({"field": f"tools.{name}", "change": "attached" if a is None else "detached",
-                            "before": a and a.get("tool_version"), "after": b and b.get("tool_version")})
+            changes.append(
+                {
+                    "field": f"tools.{name}",
+                    "change": "attached" if a is None else "detached",
+                    "before": a and a.get("tool_version"),
+                    "after": b and b.get("tool_version"),
+                }
+            )
             continue
         fields = [k for k in _TOOL_CODE if a.get(k) != b.get(k)]
         if fields:
-            changes.append({"field": f"tools.{name}", "change": "code", "fields": fields,
-                            "before": a.get("tool_version"), "after": b.get("tool_version"),
-                            "diff": _text_diff(a.get("source_code"), b.get("source_code"), f"{name}.py", old, new)})
+            changes.append(
+                {
+                    "field": f"tools.{name}",
+                    "change": "code",
+                    "fields": fields,
+                    "before": a.get("tool_version"),
+                    "after": b.get("tool_version"),
+                    "diff": _text_diff(a.get("source_code"), b.get("source_code"), f"{name}.py", old, new),
+                }
+            )
     return changes
 
 
@@ -240,8 +287,11 @@ def version_diff(*, agent: Agent, number: int, against: int | None = None) -> di
     if against < 0:
         raise Invalid("against must be a version number (0: compare with nothing)")
     base = version_get(agent=agent, number=against).definition if against >= 1 else {}
-    return {"number": number, "against": against,
-            "changes": definitions_diff(base, version.definition, old=against, new=number)}
+    return {
+        "number": number,
+        "against": against,
+        "changes": definitions_diff(base, version.definition, old=against, new=number),
+    }
 
 
 # --------------------------------------------------------------------------- restore
@@ -288,13 +338,23 @@ def _tools_restore(*, agent: Agent, tools: list[dict]) -> list:
             builtins = builtins or tool_services.builtin_tools_ensure(owner=agent.owner)
             tool = builtins.get(spec["name"])
         elif tool is None:
-            tool = tool_services.tool_create(owner=agent.owner, source_code=spec["source_code"],
-                                             json_schema=spec.get("json_schema") or None,
-                                             pip_requirements=spec.get("pip_requirements"))
-        elif tool.tool_type == "custom" and any(getattr(tool, k) != spec.get(k) for k in ("source_code", "json_schema", "pip_requirements")):
-            tool = tool_services.tool_update(tool=tool, changes={"source_code": spec["source_code"],
-                                                                 "json_schema": spec.get("json_schema") or None,
-                                                                 "pip_requirements": spec.get("pip_requirements")})
+            tool = tool_services.tool_create(
+                owner=agent.owner,
+                source_code=spec["source_code"],
+                json_schema=spec.get("json_schema") or None,
+                pip_requirements=spec.get("pip_requirements"),
+            )
+        elif tool.tool_type == "custom" and any(
+            getattr(tool, k) != spec.get(k) for k in ("source_code", "json_schema", "pip_requirements")
+        ):
+            tool = tool_services.tool_update(
+                tool=tool,
+                changes={
+                    "source_code": spec["source_code"],
+                    "json_schema": spec.get("json_schema") or None,
+                    "pip_requirements": spec.get("pip_requirements"),
+                },
+            )
             changed.append(tool)
         if tool is not None:
             wanted.append(tool)
@@ -318,9 +378,19 @@ def _blocks_restore(*, agent: Agent, blocks: list[dict]) -> None:
 
 def history_export(*, agent: Agent) -> list[dict]:
     """The agent's versions, oldest first, as plain data for an agent file."""
-    return [{"number": v.number, "definition": v.definition, "blocks": v.blocks, "author_kind": v.author_kind,
-             "author": v.author, "message": v.message, "restored_from": v.restored_from,
-             "created_at": v.created_at.isoformat()} for v in reversed(versions_list(agent=agent))]
+    return [
+        {
+            "number": v.number,
+            "definition": v.definition,
+            "blocks": v.blocks,
+            "author_kind": v.author_kind,
+            "author": v.author,
+            "message": v.message,
+            "restored_from": v.restored_from,
+            "created_at": v.created_at.isoformat(),
+        }
+        for v in reversed(versions_list(agent=agent))
+    ]
 
 
 def history_import(*, agent: Agent, history: list[dict]) -> None:
@@ -330,8 +400,11 @@ def history_import(*, agent: Agent, history: list[dict]) -> None:
     for i, item in enumerate(history):
         definition = item.get("definition") if isinstance(item, dict) else None
         tools = definition.get("tools", []) if isinstance(definition, dict) else None
-        if not isinstance(tools, list) or any(not isinstance(t, dict) or not isinstance(t.get("name"), str) for t in tools) or any(
-                not isinstance(definition.get(k, ""), str) for k in ("name", "system", "model", "description")):
+        if (
+            not isinstance(tools, list)
+            or any(not isinstance(t, dict) or not isinstance(t.get("name"), str) for t in tools)
+            or any(not isinstance(definition.get(k, ""), str) for k in ("name", "system", "model", "description"))
+        ):
             raise Invalid(f"agent history[{i}] must be an object with a definition (name, system, model as text)")
         try:
             created = datetime.fromisoformat(str(item.get("created_at")))
@@ -340,12 +413,20 @@ def history_import(*, agent: Agent, history: list[dict]) -> None:
         if timezone.is_naive(created):
             created = timezone.make_aware(created)
         author_kind = item.get("author_kind") if item.get("author_kind") in dict(AgentVersion.AUTHORS) else "system"
-        rows.append(AgentVersion(
-            agent=agent, number=i + 1, definition=item["definition"], content_hash=definition_hash(item["definition"]),
-            blocks=item.get("blocks") if isinstance(item.get("blocks"), list) else [], author_kind=author_kind,
-            author=str(item.get("author") or "")[:200], message=str(item.get("message") or "")[:MAX_MESSAGE],
-            restored_from=item.get("restored_from") if isinstance(item.get("restored_from"), int) else None,
-            created_at=created))
+        rows.append(
+            AgentVersion(
+                agent=agent,
+                number=i + 1,
+                definition=item["definition"],
+                content_hash=definition_hash(item["definition"]),
+                blocks=item.get("blocks") if isinstance(item.get("blocks"), list) else [],
+                author_kind=author_kind,
+                author=str(item.get("author") or "")[:200],
+                message=str(item.get("message") or "")[:MAX_MESSAGE],
+                restored_from=item.get("restored_from") if isinstance(item.get("restored_from"), int) else None,
+                created_at=created,
+            )
+        )
     AgentVersion.objects.filter(agent=agent).delete()
     AgentVersion.objects.bulk_create(rows)
     version_record(agent=agent, message="imported from an agent file")
@@ -364,7 +445,13 @@ def versions_with_tests(*, agent: Agent) -> list[dict]:
     for run in AgentTestRun.objects.filter(agent=agent, agent_version__isnull=False).order_by("-created_at"):
         results = run.results or []
         runs.setdefault(run.agent_version_id, []).append(
-            {"id": run.id, "status": run.status, "passed": sum(1 for r in results if r.get("passed")),
-             "failed": sum(1 for r in results if not r.get("passed")), "created_at": run.created_at,
-             "failures": [r.get("name") or r.get("test_id") for r in results if not r.get("passed")]})
+            {
+                "id": run.id,
+                "status": run.status,
+                "passed": sum(1 for r in results if r.get("passed")),
+                "failed": sum(1 for r in results if not r.get("passed")),
+                "created_at": run.created_at,
+                "failures": [r.get("name") or r.get("test_id") for r in results if not r.get("passed")],
+            }
+        )
     return [{"version": v, "test_runs": runs.get(v.id, [])} for v in versions_list(agent=agent)]

@@ -35,8 +35,12 @@ def setup(request):
         return redirect("agents")
     form = FirstAccountForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        user = accounts.user_create(username=form.cleaned_data["username"], password=form.cleaned_data["password1"],
-                                    email=form.cleaned_data.get("email") or "", is_superuser=True)
+        user = accounts.user_create(
+            username=form.cleaned_data["username"],
+            password=form.cleaned_data["password1"],
+            email=form.cleaned_data.get("email") or "",
+            is_superuser=True,
+        )
         login(request, user)
         return redirect("agents")
     return TemplateResponse(request, "core/setup.html", {"form": form})

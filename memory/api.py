@@ -17,9 +17,16 @@ _CLAMPED = "Page size; values outside 1..{} are clamped to it."
 
 @router.post("/blocks/", response={201: dict})
 def block_create(request, body: BlockIn):
-    block = services.block_create(owner=owner(request), label=body.label, value=body.value, limit=body.limit,
-                                  description=body.description or "", read_only=body.read_only, metadata=body.metadata,
-                                  standalone=True)
+    block = services.block_create(
+        owner=owner(request),
+        label=body.label,
+        value=body.value,
+        limit=body.limit,
+        description=body.description or "",
+        read_only=body.read_only,
+        metadata=body.metadata,
+        standalone=True,
+    )
     return 201, block_out(block)
 
 
@@ -39,10 +46,20 @@ class BlockListQuery(Schema):
 
 @router.get("/blocks/", response=list[dict])
 def blocks_list(request, q: Query[BlockListQuery]):
-    blocks = selectors.blocks_page(owner=owner(request), after=q.after, before=q.before, limit=q.limit, order=q.order,
-                                   label=q.label, label_search=q.label_search, value_search=q.value_search,
-                                   description_search=q.description_search, agents_eq=q.connected_to_agents_count_eq,
-                                   agents_gt=q.connected_to_agents_count_gt, agents_lt=q.connected_to_agents_count_lt)
+    blocks = selectors.blocks_page(
+        owner=owner(request),
+        after=q.after,
+        before=q.before,
+        limit=q.limit,
+        order=q.order,
+        label=q.label,
+        label_search=q.label_search,
+        value_search=q.value_search,
+        description_search=q.description_search,
+        agents_eq=q.connected_to_agents_count_eq,
+        agents_gt=q.connected_to_agents_count_gt,
+        agents_lt=q.connected_to_agents_count_lt,
+    )
     return [block_out(b) for b in blocks]
 
 
@@ -54,7 +71,9 @@ def block_retrieve(request, block_id: str):
 @router.patch("/blocks/{block_id}", response=dict)
 def block_modify(request, block_id: str, body: BlockUpdateIn):
     block = selectors.block_get(owner=owner(request), block_id=block_id)
-    return block_out(services.block_update(block=block, changes=body.dict(exclude_unset=True), actor_user=request.principal.user))
+    return block_out(
+        services.block_update(block=block, changes=body.dict(exclude_unset=True), actor_user=request.principal.user)
+    )
 
 
 @router.delete("/blocks/{block_id}", response=dict)
@@ -72,11 +91,23 @@ def block_agents(request, block_id: str):
 @router.get("/blocks/{block_id}/history", response=list[dict])
 def block_history(request, block_id: str, limit: int = Query(100, description=_CLAMPED.format(1000))):
     block = selectors.block_get(owner=owner(request), block_id=block_id)
-    return [{"id": h.id, "version": h.version, "old_value": h.old_value, "new_value": h.new_value, "changes": h.changes,
-             "actor_type": h.actor_type, "actor": h.actor_user.username if h.actor_user else None, "agent_id": h.agent_id or None,
-             "step_id": h.step_id or None, "tool_call_id": h.tool_call_id or None, "created_at": h.created_at,
-             "diff": selectors.block_history_diff(h)}
-            for h in selectors.block_history(block=block, limit=limit)]
+    return [
+        {
+            "id": h.id,
+            "version": h.version,
+            "old_value": h.old_value,
+            "new_value": h.new_value,
+            "changes": h.changes,
+            "actor_type": h.actor_type,
+            "actor": h.actor_user.username if h.actor_user else None,
+            "agent_id": h.agent_id or None,
+            "step_id": h.step_id or None,
+            "tool_call_id": h.tool_call_id or None,
+            "created_at": h.created_at,
+            "diff": selectors.block_history_diff(h),
+        }
+        for h in selectors.block_history(block=block, limit=limit)
+    ]
 
 
 @router.post("/blocks/{block_id}/restore/{version}", response=dict)
@@ -87,9 +118,16 @@ def block_restore(request, block_id: str, version: int):
 
 # --- per agent: /v1/agents/{id}/core-memory/blocks ---
 
+
 @router.get("/agents/{agent_id}/core-memory/blocks", response=list[dict], tags=["agents"])
-def agent_blocks(request, agent_id: str, after: str | None = None, before: str | None = None, limit: int | None = None,
-                 order: str = "asc"):
+def agent_blocks(
+    request,
+    agent_id: str,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int | None = None,
+    order: str = "asc",
+):
     from core.pagination import page
 
     agent = agent_get(owner=owner(request), agent_id=agent_id)
@@ -107,7 +145,9 @@ def agent_block_retrieve(request, agent_id: str, label: str):
 def agent_block_modify(request, agent_id: str, label: str, body: BlockUpdateIn):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     block = selectors.agent_block_by_label(agent=agent, label=label)
-    return block_out(services.block_update(block=block, changes=body.dict(exclude_unset=True), actor_user=request.principal.user))
+    return block_out(
+        services.block_update(block=block, changes=body.dict(exclude_unset=True), actor_user=request.principal.user)
+    )
 
 
 @router.patch("/agents/{agent_id}/core-memory/blocks/attach/{block_id}", response=dict, tags=["agents"])
@@ -131,33 +171,57 @@ def agent_block_detach(request, agent_id: str, block_id: str):
 # --- archival memory: /v1/agents/{id}/archival-memory (Letta 1.x SDK: client.agents.passages.*) ---
 # Fixed paths are registered before `/{memory_id}` so they are matched first.
 
+
 @router.post("/agents/{agent_id}/archival-memory", response=list[dict], tags=["archival-memory"])
 def passage_create(request, agent_id: str, body: PassageIn):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     token = getattr(request.principal, "token", None)
     source = "agent" if token is not None and token.agent_id == agent.id else "user"
-    passage = services.passage_insert(agent=agent, text=body.text, tags=body.tags, source=source,
-                                      created_at=body.created_at)
+    passage = services.passage_insert(
+        agent=agent, text=body.text, tags=body.tags, source=source, created_at=body.created_at
+    )
     return [passage_out(passage)]
 
 
 @router.get("/agents/{agent_id}/archival-memory", response=list[dict], tags=["archival-memory"])
-def passages_list(request, agent_id: str, after: str | None = None, before: str | None = None,
-                  limit: int = Query(100, description=_CLAMPED.format(1000)),
-                  search: str | None = None, ascending: bool = True, source: str | None = None):
+def passages_list(
+    request,
+    agent_id: str,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = Query(100, description=_CLAMPED.format(1000)),
+    search: str | None = None,
+    ascending: bool = True,
+    source: str | None = None,
+):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
-    rows = selectors.passages_list(agent=agent, search=search, after=after, before=before, limit=limit,
-                                   ascending=ascending, source=source)
+    rows = selectors.passages_list(
+        agent=agent, search=search, after=after, before=before, limit=limit, ascending=ascending, source=source
+    )
     return [passage_out(p) for p in rows]
 
 
 @router.get("/agents/{agent_id}/archival-memory/search", response=dict, tags=["archival-memory"])
-def passages_search(request, agent_id: str, query: str, tags: list[str] | None = Query(None), top_k: int | None = None,
-                    tag_match_mode: Literal["any", "all"] = "any", start_datetime: str | None = None,
-                    end_datetime: str | None = None):
+def passages_search(
+    request,
+    agent_id: str,
+    query: str,
+    tags: list[str] | None = Query(None),
+    top_k: int | None = None,
+    tag_match_mode: Literal["any", "all"] = "any",
+    start_datetime: str | None = None,
+    end_datetime: str | None = None,
+):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
-    rows = selectors.passages_search(agent=agent, query=query, top_k=top_k or 10, tags=tags,
-                                     match_all_tags=tag_match_mode == "all", start=start_datetime, end=end_datetime)
+    rows = selectors.passages_search(
+        agent=agent,
+        query=query,
+        top_k=top_k or 10,
+        tags=tags,
+        match_all_tags=tag_match_mode == "all",
+        start=start_datetime,
+        end=end_datetime,
+    )
     return {"results": [passage_search_result(p) for p in rows], "count": len(rows)}
 
 
@@ -168,8 +232,12 @@ def archival_status(request, agent_id: str):
 
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     stats = selectors.memory_stats(agent=agent)
-    return {"search_mode": selectors.archival_search_mode(agent), "embedding": embedding_handle_for_agent(agent) or None,
-            "num_archival_memory": stats.archival_count, "num_recall_memory_outside_window": stats.recall_outside_window}
+    return {
+        "search_mode": selectors.archival_search_mode(agent),
+        "embedding": embedding_handle_for_agent(agent) or None,
+        "num_archival_memory": stats.archival_count,
+        "num_recall_memory_outside_window": stats.recall_outside_window,
+    }
 
 
 @router.delete("/agents/{agent_id}/archival-memory/{memory_id}", response=dict, tags=["archival-memory"])
@@ -181,14 +249,22 @@ def passage_delete(request, agent_id: str, memory_id: str):
 
 # --- recall memory: what conversation_search sees ---
 
+
 @router.get("/agents/{agent_id}/recall-memory/search", response=list[dict], tags=["agents"])
-def messages_search(request, agent_id: str, query: str = "", roles: list[str] | None = Query(None),
-                    start_date: str | None = None, end_date: str | None = None,
-                    limit: int = Query(10, description=_CLAMPED.format(500)),
-                    offset: int = Query(0, description="Rows to skip; negative counts as 0.")):
+def messages_search(
+    request,
+    agent_id: str,
+    query: str = "",
+    roles: list[str] | None = Query(None),
+    start_date: str | None = None,
+    end_date: str | None = None,
+    limit: int = Query(10, description=_CLAMPED.format(500)),
+    offset: int = Query(0, description="Rows to skip; negative counts as 0."),
+):
     from core.messages import messages_to_letta
 
     agent = agent_get(owner=owner(request), agent_id=agent_id)
-    rows = selectors.messages_search(agent=agent, query=query, roles=roles, start=start_date, end=end_date,
-                                     limit=limit, offset=offset)
+    rows = selectors.messages_search(
+        agent=agent, query=query, roles=roles, start=start_date, end=end_date, limit=limit, offset=offset
+    )
     return messages_to_letta(rows)

@@ -9,7 +9,11 @@ def _repair_fulltext(sender, using, **kwargs) -> None:
     from memory.search.fts_schema import fts_ensure
 
     connection = connections[using]
-    if MigrationRecorder(connection).migration_qs.filter(app="memory", name__in=("0003_fulltext_search", "0004_passage_revision")).exists():
+    if (
+        MigrationRecorder(connection)
+        .migration_qs.filter(app="memory", name__in=("0003_fulltext_search", "0004_passage_revision"))
+        .exists()
+    ):
         fts_ensure(connection)
 
 

@@ -7,8 +7,9 @@ from ninja import Field, Schema
 
 from memory.services import MAX_BLOCK_LIMIT
 
-Label = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_-]+$",
-                             description="Unique among an agent's blocks.")]
+Label = Annotated[
+    str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_-]+$", description="Unique among an agent's blocks.")
+]
 BlockValue = Annotated[str, Field(max_length=MAX_BLOCK_LIMIT, description="At most the block's `limit` characters.")]
 BlockLimit = Annotated[int, Field(ge=1, le=MAX_BLOCK_LIMIT, description="Characters the value may hold.")]
 PassageTag = Annotated[str, Field(max_length=100)]

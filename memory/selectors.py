@@ -2,15 +2,15 @@
 
 import difflib
 import logging
-from datetime import date, datetime, time, timezone
+from datetime import UTC, date, datetime, time
 
 from django.db import connections
 from django.db.models import Count, Q, QuerySet
 from django.utils.dateparse import parse_date, parse_datetime
 
 from core.errors import Invalid, NotFound
-from core.pagination import clamp_limit, clamp_offset, queryset_page
 from core.models import Agent, Message, Organization
+from core.pagination import clamp_limit, clamp_offset, queryset_page
 from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
 
 log = logging.getLogger(__name__)
@@ -27,18 +27,32 @@ def blocks_list(*, owner: Organization, label: str | None = None, limit: int = 2
     qs = Block.objects.filter(owner=owner).order_by("label", "created_at")
     if label:
         qs = qs.filter(label=label)
-    return qs[:clamp_limit(limit, 1000)]
+    return qs[: clamp_limit(limit, 1000)]
 
 
-def blocks_page(*, owner: Organization, after: str | None = None, before: str | None = None, limit: int = 50,
-                order: str = "asc", label: str | None = None, label_search: str | None = None,
-                value_search: str | None = None, description_search: str | None = None,
-                agents_eq: list[int] | None = None, agents_gt: int | None = None,
-                agents_lt: int | None = None) -> list[Block]:
+def blocks_page(
+    *,
+    owner: Organization,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 50,
+    order: str = "asc",
+    label: str | None = None,
+    label_search: str | None = None,
+    value_search: str | None = None,
+    description_search: str | None = None,
+    agents_eq: list[int] | None = None,
+    agents_gt: int | None = None,
+    agents_lt: int | None = None,
+) -> list[Block]:
     """One page of the owner's blocks by creation time, with Letta's `GET /v1/blocks/` filters and id cursors."""
     qs = Block.objects.filter(owner=owner)
-    for value, lookup in ((label, "label"), (label_search, "label__icontains"), (value_search, "value__icontains"),
-                          (description_search, "description__icontains")):
+    for value, lookup in (
+        (label, "label"),
+        (label_search, "label__icontains"),
+        (value_search, "value__icontains"),
+        (description_search, "description__icontains"),
+    ):
         if value:
             qs = qs.filter(**{lookup: value})
     if agents_eq or agents_gt is not None or agents_lt is not None:
@@ -55,9 +69,18 @@ def blocks_attachable(*, owner: Organization, agent: Agent, limit: int = 200) ->
 
     from memory.models import AgentBlock
 
-    rows = (Block.objects.filter(owner=owner).exclude(agentblock__agent=agent).order_by("label", "created_at")
-            .prefetch_related(Prefetch("agentblock_set", queryset=AgentBlock.objects.select_related("agent")
-                                       .order_by("agent__name"), to_attr="links"))[:clamp_limit(limit, 1000)])
+    rows = (
+        Block.objects.filter(owner=owner)
+        .exclude(agentblock__agent=agent)
+        .order_by("label", "created_at")
+        .prefetch_related(
+            Prefetch(
+                "agentblock_set",
+                queryset=AgentBlock.objects.select_related("agent").order_by("agent__name"),
+                to_attr="links",
+            )
+        )[: clamp_limit(limit, 1000)]
+    )
     out = list(rows)
     for block in out:
         block.used_by = [link.agent.name for link in block.links]
@@ -89,13 +112,20 @@ def block_agents(*, block: Block) -> list[Agent]:
 
 
 def block_history(*, block: Block, limit: int = 100) -> list[BlockHistory]:
-    return list(BlockHistory.objects.filter(block=block).select_related("actor_user")[:clamp_limit(limit, 1000)])
+    return list(BlockHistory.objects.filter(block=block).select_related("actor_user")[: clamp_limit(limit, 1000)])
 
 
 def block_history_diff(entry: BlockHistory) -> list[str]:
     """Unified diff lines (no trailing newlines) from the entry's old value to its new value."""
-    return list(difflib.unified_diff(entry.old_value.splitlines(), entry.new_value.splitlines(),
-                                     fromfile=f"v{max(entry.version - 1, 0)}", tofile=f"v{entry.version}", lineterm=""))
+    return list(
+        difflib.unified_diff(
+            entry.old_value.splitlines(),
+            entry.new_value.splitlines(),
+            fromfile=f"v{max(entry.version - 1, 0)}",
+            tofile=f"v{entry.version}",
+            lineterm="",
+        )
+    )
 
 
 def block_last_edit(*, agent: Agent) -> datetime | None:
@@ -105,6 +135,7 @@ def block_last_edit(*, agent: Agent) -> datetime | None:
 
 
 # --- time bounds shared by archival and recall search ---
+
 
 def parse_time_bound(value, *, end: bool = False) -> datetime | None:
     """A datetime from an ISO date or datetime (naive = UTC); a date-only `end` bound covers that whole day."""
@@ -123,7 +154,7 @@ def parse_time_bound(value, *, end: bool = False) -> datetime | None:
             parsed = None
         if parsed is None:
             raise Invalid(f"'{value}' is not an ISO 8601 date or datetime")
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _in_range(qs: QuerySet, start, end) -> QuerySet:
@@ -137,6 +168,7 @@ def _in_range(qs: QuerySet, start, end) -> QuerySet:
 
 # --- archival memory ---
 
+
 def passage_get(*, agent: Agent, passage_id: str) -> Passage:
     passage = Passage.objects.filter(agent=agent, id=passage_id).first()
     if passage is None:
@@ -148,8 +180,16 @@ def passages_count(*, agent: Agent) -> int:
     return Passage.objects.filter(agent=agent).count()
 
 
-def passages_list(*, agent: Agent, search: str | None = None, after: str | None = None, before: str | None = None,
-                  limit: int = 100, ascending: bool = True, source: str | None = None) -> list[Passage]:
+def passages_list(
+    *,
+    agent: Agent,
+    search: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 100,
+    ascending: bool = True,
+    source: str | None = None,
+) -> list[Passage]:
     """A page of the agent's passages in time order (cursor `after`/`before` = passage ids); `search` ranks by text."""
     qs = Passage.objects.filter(agent=agent).defer("embedding")
     if source:
@@ -157,8 +197,9 @@ def passages_list(*, agent: Agent, search: str | None = None, after: str | None 
     for cursor_id, op in ((after, "gt"), (before, "lt")):
         if cursor_id:
             pivot = passage_get(agent=agent, passage_id=cursor_id)
-            qs = qs.filter(Q(**{f"created_at__{op}": pivot.created_at}) |
-                           Q(created_at=pivot.created_at, **{f"id__{op}": pivot.id}))
+            qs = qs.filter(
+                Q(**{f"created_at__{op}": pivot.created_at}) | Q(created_at=pivot.created_at, **{f"id__{op}": pivot.id})
+            )
     limit = max(1, min(limit, 1000))
     if search and search.strip():
         from memory.search.fulltext import ranked_ids
@@ -202,12 +243,20 @@ def archival_search_mode(agent: Agent, *, embedder=None) -> str:
     return "full_text"
 
 
-def passages_search(*, agent: Agent, query: str, top_k: int = 10, tags: list[str] | None = None,
-                    match_all_tags: bool = False, start=None, end=None) -> list[Passage]:
+def passages_search(
+    *,
+    agent: Agent,
+    query: str,
+    top_k: int = 10,
+    tags: list[str] | None = None,
+    match_all_tags: bool = False,
+    start=None,
+    end=None,
+) -> list[Passage]:
     """The agent's passages best matching `query` (one embedding call when an embedder is configured), best first.
     Each result carries `.score` (fused) and `.matched_by` ("vector", "full_text" or both)."""
     from memory.embedders import EmbeddingError, embedder_for_agent
-    from memory.search import fusion, fulltext
+    from memory.search import fulltext, fusion
 
     top_k = max(1, min(int(top_k or 10), 100))
     qs = _passages_filtered(agent, tags, match_all_tags, start, end)
@@ -218,15 +267,18 @@ def passages_search(*, agent: Agent, query: str, top_k: int = 10, tags: list[str
     if mode in ("hybrid", "vector") and (query or "").strip():
         try:
             vector = embedder.embed_one(query)
-            rankings["vector"] = [pid for pid, _ in _nearest(agent, qs, embedder.handle, vector, pool,
-                                                             filtered=bool(tags or start or end))]
+            rankings["vector"] = [
+                pid
+                for pid, _ in _nearest(agent, qs, embedder.handle, vector, pool, filtered=bool(tags or start or end))
+            ]
         except EmbeddingError as exc:
             log.warning("archival search for %s fell back to full text: %s", agent.id, exc)
     if mode in ("hybrid", "full_text") or "vector" not in rankings:
         rankings["full_text"] = fulltext.ranked_ids(queryset=qs, query=query, limit=pool)
     fused = fusion.reciprocal_rank_fusion(rankings)[:top_k]
-    return _ordered(Passage, [pid for pid, _, _ in fused],
-                    {pid: {"score": score, "matched_by": by} for pid, score, by in fused})
+    return _ordered(
+        Passage, [pid for pid, _, _ in fused], {pid: {"score": score, "matched_by": by} for pid, score, by in fused}
+    )
 
 
 def _nearest(agent: Agent, qs: QuerySet, handle: str, vector, limit: int, *, filtered: bool) -> list[tuple[str, float]]:
@@ -236,14 +288,17 @@ def _nearest(agent: Agent, qs: QuerySet, handle: str, vector, limit: int, *, fil
     if connections[qs.db].vendor == "postgresql":
         return vectors.pg_nearest(queryset=qs, vector=vector, limit=limit)
     allowed = set(qs.values_list("id", flat=True)) if filtered else None
-    return vectors.matrix_nearest(using=qs.db, agent_id=agent.id, model=handle, vector=vector, limit=limit,
-                                  allowed_ids=allowed)
+    return vectors.matrix_nearest(
+        using=qs.db, agent_id=agent.id, model=handle, vector=vector, limit=limit, allowed_ids=allowed
+    )
 
 
 # --- recall memory ---
 
-def messages_search(*, agent: Agent, query: str, roles: list[str] | None = None, start=None, end=None,
-                    limit: int = 10, offset: int = 0) -> list[Message]:
+
+def messages_search(
+    *, agent: Agent, query: str, roles: list[str] | None = None, start=None, end=None, limit: int = 10, offset: int = 0
+) -> list[Message]:
     """Every message of the agent (in the window or evicted) matching `query`, best match first, newest first among
     equals; an empty query lists the newest. Without `roles`, system messages and heartbeats are left out."""
     from memory.search.fulltext import query_terms, ranked_ids
@@ -259,7 +314,7 @@ def messages_search(*, agent: Agent, query: str, roles: list[str] | None = None,
     qs = qs.exclude(kind="heartbeat")
     limit, offset = clamp_limit(limit or 10, 500), clamp_offset(offset)
     if not query_terms(query):
-        return list(qs.order_by("-seq")[offset:offset + limit])
+        return list(qs.order_by("-seq")[offset : offset + limit])
     return _ordered(Message, ranked_ids(queryset=qs, query=query, limit=limit, offset=offset, newest_first_by="seq"))
 
 
@@ -269,6 +324,8 @@ def memory_stats(*, agent: Agent):
 
     total = Message.objects.filter(agent=agent).count()
     edited = block_last_edit(agent=agent)
-    return MemoryStats(recall_outside_window=max(0, total - len(agent.message_ids or [])),
-                       archival_count=passages_count(agent=agent),
-                       last_memory_edit=edited.strftime("%Y-%m-%d %I:%M:%S %p UTC%z") if edited else None)
+    return MemoryStats(
+        recall_outside_window=max(0, total - len(agent.message_ids or [])),
+        archival_count=passages_count(agent=agent),
+        last_memory_edit=edited.strftime("%Y-%m-%d %I:%M:%S %p UTC%z") if edited else None,
+    )

@@ -17,32 +17,66 @@ MAX_BLOCK_LIMIT = 1_000_000
 
 
 def _validate(*, label: str | None, value: str | None, limit: int | None) -> None:
-    if label is not None and (not isinstance(label, str) or not label.strip() or len(label) > 100 or not label.replace("_", "").replace("-", "").isalnum()):
+    if label is not None and (
+        not isinstance(label, str)
+        or not label.strip()
+        or len(label) > 100
+        or not label.replace("_", "").replace("-", "").isalnum()
+    ):
         raise Invalid("Block label must be 1-100 letters, digits, '_' or '-'")
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_BLOCK_LIMIT):
+    if limit is not None and (
+        not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_BLOCK_LIMIT
+    ):
         raise Invalid(f"Block limit must be between 1 and {MAX_BLOCK_LIMIT} characters")
     if value is not None and not isinstance(value, str):
         raise Invalid("Block value must be a string")
     if value is not None and limit is not None and len(value) > limit:
-        raise Invalid(f"Block value is {len(value)} characters, over the block's limit of {limit}. "
-                      "Shorten it, raise the limit, or move the content to archival memory.")
+        raise Invalid(
+            f"Block value is {len(value)} characters, over the block's limit of {limit}. "
+            "Shorten it, raise the limit, or move the content to archival memory."
+        )
 
 
-def block_create(*, owner: Organization, label: str, value: str = "", limit: int | None = None, description: str = "",
-                 read_only: bool = False, metadata: dict | None = None, standalone: bool = False) -> Block:
+def block_create(
+    *,
+    owner: Organization,
+    label: str,
+    value: str = "",
+    limit: int | None = None,
+    description: str = "",
+    read_only: bool = False,
+    metadata: dict | None = None,
+    standalone: bool = False,
+) -> Block:
     """Create a block (detached); its first history entry records the initial value. A `standalone` block (made on
     its own rather than with an agent) outlives the agents it is attached to."""
     limit = limit or max(DEFAULT_BLOCK_LIMIT, len(value))
     _validate(label=label, value=value, limit=limit)
-    block = Block.objects.create(owner=owner, label=label.strip(), value=value, limit=limit, description=description,
-                                 read_only=read_only, metadata=metadata or {}, standalone=standalone)
+    block = Block.objects.create(
+        owner=owner,
+        label=label.strip(),
+        value=value,
+        limit=limit,
+        description=description,
+        read_only=read_only,
+        metadata=metadata or {},
+        standalone=standalone,
+    )
     BlockHistory.objects.create(block=block, version=1, old_value="", new_value=value, actor_type="system")
     return block
 
 
 @transaction.atomic
-def block_update(*, block: Block, changes: dict, actor_user: User | None = None, agent_id: str = "", step_id: str = "",
-                 tool_call_id: str = "", enforce_read_only: bool = False) -> Block:
+def block_update(
+    *,
+    block: Block,
+    changes: dict,
+    actor_user: User | None = None,
+    agent_id: str = "",
+    step_id: str = "",
+    tool_call_id: str = "",
+    enforce_read_only: bool = False,
+) -> Block:
     """Edit a block under its row lock and record who changed what; live pushes go out after commit."""
     nulls = [key for key in ("value", "label", "limit") if key in changes and changes[key] is None]
     if nulls:
@@ -66,19 +100,34 @@ def block_update(*, block: Block, changes: dict, actor_user: User | None = None,
     block.value = new_value
     block.version += 1
     block.save()
-    BlockHistory.objects.create(block=block, version=block.version, old_value=old_value, new_value=new_value,
-                                changes=other, actor_type="agent" if agent_id else "user", actor_user=actor_user,
-                                agent_id=agent_id, step_id=step_id, tool_call_id=tool_call_id)
+    BlockHistory.objects.create(
+        block=block,
+        version=block.version,
+        old_value=old_value,
+        new_value=new_value,
+        changes=other,
+        actor_type="agent" if agent_id else "user",
+        actor_user=actor_user,
+        agent_id=agent_id,
+        step_id=step_id,
+        tool_call_id=tool_call_id,
+    )
     transaction.on_commit(lambda: _broadcast_block(block))
     return block
 
 
 def _label_free_for_agents(*, block: Block, label: str) -> None:
     """Conflict if an agent this block is attached to already has another block with `label`."""
-    clash = (AgentBlock.objects.filter(agent__agentblock__block=block, block__label=label).exclude(block=block)
-             .select_related("agent").first())
+    clash = (
+        AgentBlock.objects.filter(agent__agentblock__block=block, block__label=label)
+        .exclude(block=block)
+        .select_related("agent")
+        .first()
+    )
     if clash is not None:
-        raise Conflict(f"Agent '{clash.agent.name}' already has a block labelled '{label}'; labels are unique per agent.")
+        raise Conflict(
+            f"Agent '{clash.agent.name}' already has a block labelled '{label}'; labels are unique per agent."
+        )
 
 
 def _broadcast_block(block: Block) -> None:
@@ -92,8 +141,11 @@ def block_restore(*, block: Block, version: int, actor_user: User | None) -> Blo
     entry = BlockHistory.objects.filter(block=block, version=version).first() if 1 <= version < 2**31 else None
     if entry is None:
         raise NotFound(f"Block '{block.id}' has no version {version}")
-    return block_update(block=block, changes={"value": entry.new_value, "limit": max(block.limit, len(entry.new_value))},
-                        actor_user=actor_user)
+    return block_update(
+        block=block,
+        changes={"value": entry.new_value, "limit": max(block.limit, len(entry.new_value))},
+        actor_user=actor_user,
+    )
 
 
 def block_attach(*, agent: Agent, block: Block, position: int | None = None) -> None:
@@ -131,8 +183,11 @@ def block_delete(*, block: Block) -> None:
 
 def blocks_orphaned_by_delete(*, agent: Agent) -> list[Block]:
     """Blocks made with this agent and attached only to it (deleted with it); shared and standalone blocks never are."""
-    return [b for b in Block.objects.filter(agentblock__agent=agent, standalone=False)
-            if AgentBlock.objects.filter(block=b).count() == 1]
+    return [
+        b
+        for b in Block.objects.filter(agentblock__agent=agent, standalone=False)
+        if AgentBlock.objects.filter(block=b).count() == 1
+    ]
 
 
 # --- archival memory (passages) ---
@@ -160,16 +215,25 @@ def passages_embed(*, agent: Agent, texts: list[str]):
     if embedder is None:
         return "", None, ""
     try:
-        chunks = [embedder.embed(texts[i:i + EMBED_BATCH]) for i in range(0, len(texts), EMBED_BATCH)]
+        chunks = [embedder.embed(texts[i : i + EMBED_BATCH]) for i in range(0, len(texts), EMBED_BATCH)]
     except EmbeddingError as exc:
         log.warning("archival insert for %s stored without embeddings: %s", agent.id, exc)
         return "", None, str(exc)
     return embedder.handle, [row for chunk in chunks for row in chunk], ""
 
 
-def passages_insert(*, agent: Agent, texts: list[str], tags: list[str] | None = None, source: str = "agent",
-                    metadata: dict | None = None, created_at=None, embeddings=None, embedding_model: str = "",
-                    embedded: bool = False) -> list[Passage]:
+def passages_insert(
+    *,
+    agent: Agent,
+    texts: list[str],
+    tags: list[str] | None = None,
+    source: str = "agent",
+    metadata: dict | None = None,
+    created_at=None,
+    embeddings=None,
+    embedding_model: str = "",
+    embedded: bool = False,
+) -> list[Passage]:
     """Store archival memories for the agent. Embeds them first with the agent's embedder (provider calls, outside
     any transaction) unless `embeddings` are given or `embedded` says that was already tried; if embedding fails
     they are stored without vectors (still found by full text) and `metadata.embedding_error` says why.
@@ -184,10 +248,20 @@ def passages_insert(*, agent: Agent, texts: list[str], tags: list[str] | None = 
     else:
         error = ""
     meta = {**(metadata or {}), **({"embedding_error": error} if error else {})}
-    rows = [Passage(owner_id=agent.owner_id, agent=agent, text=text, tags=tags, metadata=meta, source=source,
-                    embedding=None if embeddings is None else embeddings[i],
-                    embedding_model=embedding_model if embeddings is not None else "",
-                    embedding_dim=0 if embeddings is None else len(embeddings[i])) for i, text in enumerate(texts)]
+    rows = [
+        Passage(
+            owner_id=agent.owner_id,
+            agent=agent,
+            text=text,
+            tags=tags,
+            metadata=meta,
+            source=source,
+            embedding=None if embeddings is None else embeddings[i],
+            embedding_model=embedding_model if embeddings is not None else "",
+            embedding_dim=0 if embeddings is None else len(embeddings[i]),
+        )
+        for i, text in enumerate(texts)
+    ]
     with transaction.atomic():
         passages = Passage.objects.bulk_create(rows)
         if created_at is not None:  # auto_now_add ignores a given value; imports and the SDK may set it
@@ -199,16 +273,33 @@ def passages_insert(*, agent: Agent, texts: list[str], tags: list[str] | None = 
     return passages
 
 
-def passage_insert(*, agent: Agent, text: str, tags: list[str] | None = None, source: str = "agent",
-                   metadata: dict | None = None, created_at=None, embedded=None) -> Passage:
+def passage_insert(
+    *,
+    agent: Agent,
+    text: str,
+    tags: list[str] | None = None,
+    source: str = "agent",
+    metadata: dict | None = None,
+    created_at=None,
+    embedded=None,
+) -> Passage:
     """Store one archival memory (see passages_insert: one embedding call when an embedder is configured, unless
     `embedded` holds passages_embed's result, computed earlier outside the caller's transaction)."""
     if not isinstance(text, str) or not text.strip():
         raise Invalid("Archival memory text must not be empty")
     handle, vectors, error = embedded if embedded is not None else passages_embed(agent=agent, texts=[text])
     metadata = {**(metadata or {}), **({"embedding_error": error} if error else {})}
-    return passages_insert(agent=agent, texts=[text], tags=tags, source=source, metadata=metadata,
-                           created_at=created_at, embeddings=vectors, embedding_model=handle, embedded=True)[0]
+    return passages_insert(
+        agent=agent,
+        texts=[text],
+        tags=tags,
+        source=source,
+        metadata=metadata,
+        created_at=created_at,
+        embeddings=vectors,
+        embedding_model=handle,
+        embedded=True,
+    )[0]
 
 
 def passage_delete(*, agent: Agent, passage_id: str) -> None:
@@ -226,19 +317,24 @@ def passages_reembed(*, agent: Agent, limit: int = 10_000) -> int:
     embedder = embedder_for_agent(agent)
     if embedder is None:
         return 0
-    stale = list(Passage.objects.filter(agent=agent).exclude(embedding_model=embedder.handle, embedding__isnull=False)
-                 .order_by("created_at").only("id", "text", "metadata")[:limit])
+    stale = list(
+        Passage.objects.filter(agent=agent)
+        .exclude(embedding_model=embedder.handle, embedding__isnull=False)
+        .order_by("created_at")
+        .only("id", "text", "metadata")[:limit]
+    )
     done = 0
     for i in range(0, len(stale), EMBED_BATCH):
-        batch = stale[i:i + EMBED_BATCH]
+        batch = stale[i : i + EMBED_BATCH]
         try:
             vectors = embedder.embed([p.text for p in batch])
         except EmbeddingError as exc:
             raise NotConfigured(f"Re-embedding stopped after {done} passages: {exc}") from exc
-        for p, vector in zip(batch, vectors):
+        for p, vector in zip(batch, vectors, strict=False):
             p.metadata.pop("embedding_error", None)
-            Passage.objects.filter(pk=p.pk).update(embedding=vector, embedding_dim=len(vector),
-                                                   embedding_model=embedder.handle, metadata=p.metadata)
+            Passage.objects.filter(pk=p.pk).update(
+                embedding=vector, embedding_dim=len(vector), embedding_model=embedder.handle, metadata=p.metadata
+            )
         done += len(batch)
     _vectors_changed(agent.id)
     return done

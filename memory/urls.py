@@ -9,7 +9,9 @@ urlpatterns = [
     path("agents/<str:agent_id>/blocks/<str:block_id>/save/", views.block_save, name="agent_block_save"),
     path("agents/<str:agent_id>/archival/", views.archival, name="agent_archival"),
     path("agents/<str:agent_id>/archival/insert/", views.archival_insert, name="agent_archival_insert"),
-    path("agents/<str:agent_id>/archival/<str:passage_id>/delete/", views.archival_delete, name="agent_archival_delete"),
+    path(
+        "agents/<str:agent_id>/archival/<str:passage_id>/delete/", views.archival_delete, name="agent_archival_delete"
+    ),
     path("agents/<str:agent_id>/recall/", views.recall, name="agent_recall"),
     path("blocks/", views.blocks_page, name="blocks"),
     path("blocks/<str:block_id>/", views.block_detail, name="block_detail"),

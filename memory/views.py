@@ -20,8 +20,12 @@ def _block_or_404(request, block_id: str):
 
 
 def _agent_blocks_ctx(request, agent, **extra) -> dict:
-    return {"agent": agent, "blocks": selectors.agent_blocks(agent=agent),
-            "other_blocks": selectors.blocks_attachable(owner=org(request), agent=agent), **extra}
+    return {
+        "agent": agent,
+        "blocks": selectors.agent_blocks(agent=agent),
+        "other_blocks": selectors.blocks_attachable(owner=org(request), agent=agent),
+        **extra,
+    }
 
 
 @login_required
@@ -39,15 +43,18 @@ def block_save(request, agent_id: str, block_id: str):
     error = ""
     try:
         limit = int(request.POST.get("limit") or block.limit)
-        block = services.block_update(block=block, changes={"value": request.POST.get("value", ""), "limit": limit},
-                                      actor_user=request.user)
+        block = services.block_update(
+            block=block, changes={"value": request.POST.get("value", ""), "limit": limit}, actor_user=request.user
+        )
     except ValueError:
         error = "The limit must be a whole number."
     except DomainError as exc:
         error = str(exc)
     if error:
         block.value, block.limit = request.POST.get("value", ""), request.POST.get("limit") or block.limit
-    response = TemplateResponse(request, "memory/_block_card.html", {"agent": agent, "b": block, "error": error, "saved": not error})
+    response = TemplateResponse(
+        request, "memory/_block_card.html", {"agent": agent, "b": block, "error": error, "saved": not error}
+    )
     return response if error else trigger_client_event(response, "block-saved")
 
 
@@ -58,14 +65,21 @@ def block_new(request, agent_id: str):
     error = ""
     try:
         limit = int(request.POST.get("limit") or 5000)
-        block = services.block_create(owner=agent.owner, label=request.POST.get("label", ""), value=request.POST.get("value", ""),
-                                      limit=limit, description=request.POST.get("description", ""))
+        block = services.block_create(
+            owner=agent.owner,
+            label=request.POST.get("label", ""),
+            value=request.POST.get("value", ""),
+            limit=limit,
+            description=request.POST.get("description", ""),
+        )
         services.block_attach(agent=agent, block=block)
     except ValueError:
         error = "The limit must be a whole number."
     except DomainError as exc:
         error = str(exc)
-    response = TemplateResponse(request, "memory/_agent_blocks.html", _agent_blocks_ctx(request, agent, new_error=error, new_data=request.POST))
+    response = TemplateResponse(
+        request, "memory/_agent_blocks.html", _agent_blocks_ctx(request, agent, new_error=error, new_data=request.POST)
+    )
     return response if error else trigger_client_event(response, "block-saved")
 
 
@@ -81,7 +95,9 @@ def block_attach_toggle(request, agent_id: str, action: str):
             services.block_detach(agent=agent, block_id=request.POST.get("block_id", ""))
     except DomainError as exc:
         error = str(exc)
-    response = TemplateResponse(request, "memory/_agent_blocks.html", _agent_blocks_ctx(request, agent, attach_error=error))
+    response = TemplateResponse(
+        request, "memory/_agent_blocks.html", _agent_blocks_ctx(request, agent, attach_error=error)
+    )
     return response if error else trigger_client_event(response, "block-saved")
 
 
@@ -92,13 +108,26 @@ def archival(request, agent_id: str):
     q = (request.GET.get("q") or "").strip()
     error = ""
     try:
-        passages = selectors.passages_search(agent=agent, query=q, top_k=20) if q else \
-            selectors.passages_list(agent=agent, limit=50, ascending=False)
+        passages = (
+            selectors.passages_search(agent=agent, query=q, top_k=20)
+            if q
+            else selectors.passages_list(agent=agent, limit=50, ascending=False)
+        )
     except DomainError as exc:
         passages, error = [], str(exc)
-    return TemplateResponse(request, "memory/_archival.html", {
-        "agent": agent, "q": q, "passages": passages, "error": error, "mode": selectors.archival_search_mode(agent),
-        "count": selectors.passages_count(agent=agent), "rq": request.GET.get("rq", "")})
+    return TemplateResponse(
+        request,
+        "memory/_archival.html",
+        {
+            "agent": agent,
+            "q": q,
+            "passages": passages,
+            "error": error,
+            "mode": selectors.archival_search_mode(agent),
+            "count": selectors.passages_count(agent=agent),
+            "rq": request.GET.get("rq", ""),
+        },
+    )
 
 
 @login_required
@@ -109,9 +138,17 @@ def archival_insert(request, agent_id: str):
     try:
         services.passage_insert(agent=agent, text=request.POST.get("text", ""), tags=tags, source="user")
     except DomainError as exc:
-        return TemplateResponse(request, "memory/_archival.html", {
-            "agent": agent, "passages": selectors.passages_list(agent=agent, limit=50, ascending=False), "insert_error": str(exc),
-            "mode": selectors.archival_search_mode(agent), "count": selectors.passages_count(agent=agent)})
+        return TemplateResponse(
+            request,
+            "memory/_archival.html",
+            {
+                "agent": agent,
+                "passages": selectors.passages_list(agent=agent, limit=50, ascending=False),
+                "insert_error": str(exc),
+                "mode": selectors.archival_search_mode(agent),
+                "count": selectors.passages_count(agent=agent),
+            },
+        )
     request.method = "GET"
     return trigger_client_event(archival(request, agent_id), "context-changed")
 
@@ -153,18 +190,35 @@ def block_detail(request, block_id: str):
     if request.method == "POST":
         try:
             limit = int(request.POST.get("limit") or block.limit)
-            block = services.block_update(block=block, changes={"value": request.POST.get("value", ""), "limit": limit,
-                                                                "description": request.POST.get("description", block.description)},
-                                          actor_user=request.user)
+            block = services.block_update(
+                block=block,
+                changes={
+                    "value": request.POST.get("value", ""),
+                    "limit": limit,
+                    "description": request.POST.get("description", block.description),
+                },
+                actor_user=request.user,
+            )
             saved = True
         except ValueError:
             error = "The limit must be a whole number."
         except DomainError as exc:
             error = str(exc)
     history = [(h, selectors.block_history_diff(h)) for h in selectors.block_history(block=block)]
-    return TemplateResponse(request, "memory/block_detail.html", {
-        "blk": block, "agents": selectors.block_agents(block=block), "history": history, "error": error,
-        "saved": saved, "nav": "blocks", "draft": request.POST.get("value") if error else None}, status=400 if error else 200)
+    return TemplateResponse(
+        request,
+        "memory/block_detail.html",
+        {
+            "blk": block,
+            "agents": selectors.block_agents(block=block),
+            "history": history,
+            "error": error,
+            "saved": saved,
+            "nav": "blocks",
+            "draft": request.POST.get("value") if error else None,
+        },
+        status=400 if error else 200,
+    )
 
 
 @login_required

@@ -10,8 +10,18 @@ import pytest
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["LITELLM_TELEMETRY"] = "False"
-for _var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY",
-             "OLLAMA_API_BASE", "GEMINI_API_KEY", "GROQ_API_KEY", "E2B_API_KEY", "EMBEDDING_MODEL"):
+for _var in (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_BASE",
+    "ANTHROPIC_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "OLLAMA_API_BASE",
+    "GEMINI_API_KEY",
+    "GROQ_API_KEY",
+    "E2B_API_KEY",
+    "EMBEDDING_MODEL",
+):
     os.environ.pop(_var, None)
 
 _real_connect = socket.socket.connect

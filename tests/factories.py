@@ -28,8 +28,10 @@ def make_agent(owner: Organization, *, name: str = "agent", model: str = "openai
 
     blocks = kwargs.pop("memory_blocks", None)
     if blocks is None:
-        blocks = [BlockInput(label="persona", value="I am a helpful test agent."),
-                  BlockInput(label="human", value="The user's name is Alice.")]
+        blocks = [
+            BlockInput(label="persona", value="I am a helpful test agent."),
+            BlockInput(label="human", value="The user's name is Alice."),
+        ]
     kwargs.setdefault("context_window_limit", 16000)
     return agent_create(owner=owner, name=name, model=model, memory_blocks=blocks, **kwargs)
 

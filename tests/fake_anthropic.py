@@ -94,9 +94,15 @@ class FakeAnthropic:
         return [r.body for r in self.requests if r.path == "/v1/messages"]
 
     @staticmethod
-    def reply(*, text: str | None = None, tool: tuple[str, dict[str, Any]] | None = None,
-              tools: list[tuple[str, dict[str, Any]]] | None = None, thinking: str | None = None,
-              redacted: str | None = None, stop_reason: str | None = None) -> AnthropicReply:
+    def reply(
+        *,
+        text: str | None = None,
+        tool: tuple[str, dict[str, Any]] | None = None,
+        tools: list[tuple[str, dict[str, Any]]] | None = None,
+        thinking: str | None = None,
+        redacted: str | None = None,
+        stop_reason: str | None = None,
+    ) -> AnthropicReply:
         calls = list(tools or []) + ([tool] if tool else [])
         return AnthropicReply(text=text, tools=calls, thinking=thinking, redacted=redacted, stop_reason=stop_reason)
 
@@ -143,23 +149,36 @@ def history_problem(body: dict[str, Any], trusted: dict[str, str] | None = None)
                 return f"messages.{i}: Invalid `signature` in `thinking` block"
             # the API insists on it for the assistant turn whose tool results end the request (the open tool loop)
             open_loop = i == len(messages) - 2 and m.get("role") == "assistant"
-            if kind == "tool_use" and thinking_on and open_loop and content[0].get("type") not in ("thinking", "redacted_thinking"):
-                return (f"messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
-                        f"`{content[0].get('type')}`. When `thinking` is enabled, a final `assistant` message must start "
-                        "with a thinking block.")
+            if (
+                kind == "tool_use"
+                and thinking_on
+                and open_loop
+                and content[0].get("type") not in ("thinking", "redacted_thinking")
+            ):
+                return (
+                    f"messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+                    f"`{content[0].get('type')}`. When `thinking` is enabled, a final `assistant` message must start "
+                    "with a thinking block."
+                )
             if kind == "tool_use":
                 if names and block.get("name") not in names:
                     return f"messages.{i}: tool_use names an undefined tool {block.get('name')!r}"
                 following = messages[i + 1].get("content") if i + 1 < len(messages) else None
-                results = [b.get("tool_use_id") for b in following or [] if isinstance(b, dict) and b.get("type") == "tool_result"]
+                results = [
+                    b.get("tool_use_id")
+                    for b in following or []
+                    if isinstance(b, dict) and b.get("type") == "tool_result"
+                ]
                 if block.get("id") not in results:
                     return f"messages.{i}: tool_use ids were found without tool_result blocks immediately after"
     return None
 
 
 def _usage(body: dict[str, Any], blocks: list[dict[str, Any]]) -> dict[str, int]:
-    return {"input_tokens": max(1, len(json.dumps(body.get("messages") or [])) // 4),
-            "output_tokens": max(1, len(json.dumps(blocks)) // 4)}
+    return {
+        "input_tokens": max(1, len(json.dumps(body.get("messages") or [])) // 4),
+        "output_tokens": max(1, len(json.dumps(blocks)) // 4),
+    }
 
 
 class _Server(ThreadingHTTPServer):
@@ -219,8 +238,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         blocks = self.fake.content_blocks(reply)
         stop = reply.stop_reason or ("tool_use" if reply.tools else "end_turn")
-        message = {"id": "msg_" + uuid.uuid4().hex[:24], "type": "message", "role": "assistant",
-                   "model": body.get("model"), "stop_reason": stop, "stop_sequence": None}
+        message = {
+            "id": "msg_" + uuid.uuid4().hex[:24],
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model"),
+            "stop_reason": stop,
+            "stop_sequence": None,
+        }
         if body.get("stream"):
             self._stream(message, blocks, _usage(body, blocks))
         else:
@@ -238,31 +263,55 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
 
-        start = {**message, "content": [], "stop_reason": None,
-                 "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1}}
+        start = {
+            **message,
+            "content": [],
+            "stop_reason": None,
+            "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1},
+        }
         event("message_start", {"message": start})
         event("ping", {})
         for index, block in enumerate(blocks):
             kind = block["type"]
             if kind == "thinking":
-                event("content_block_start", {"index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
+                event(
+                    "content_block_start",
+                    {"index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+                )
                 for i in range(0, len(block["thinking"]), n):
-                    event("content_block_delta", {"index": index, "delta": {"type": "thinking_delta", "thinking": block["thinking"][i:i + n]}})
-                event("content_block_delta", {"index": index, "delta": {"type": "signature_delta", "signature": block["signature"]}})
+                    event(
+                        "content_block_delta",
+                        {"index": index, "delta": {"type": "thinking_delta", "thinking": block["thinking"][i : i + n]}},
+                    )
+                event(
+                    "content_block_delta",
+                    {"index": index, "delta": {"type": "signature_delta", "signature": block["signature"]}},
+                )
             elif kind == "redacted_thinking":
                 event("content_block_start", {"index": index, "content_block": block})
             elif kind == "text":
                 event("content_block_start", {"index": index, "content_block": {"type": "text", "text": ""}})
                 for i in range(0, len(block["text"]), n):
-                    event("content_block_delta", {"index": index, "delta": {"type": "text_delta", "text": block["text"][i:i + n]}})
+                    event(
+                        "content_block_delta",
+                        {"index": index, "delta": {"type": "text_delta", "text": block["text"][i : i + n]}},
+                    )
             else:
                 event("content_block_start", {"index": index, "content_block": {**block, "input": {}}})
                 args = json.dumps(block["input"])
                 for i in range(0, len(args), n):
-                    event("content_block_delta", {"index": index, "delta": {"type": "input_json_delta", "partial_json": args[i:i + n]}})
+                    event(
+                        "content_block_delta",
+                        {"index": index, "delta": {"type": "input_json_delta", "partial_json": args[i : i + n]}},
+                    )
             event("content_block_stop", {"index": index})
-        event("message_delta", {"delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                                "usage": {"output_tokens": usage["output_tokens"]}})
+        event(
+            "message_delta",
+            {
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": usage["output_tokens"]},
+            },
+        )
         event("message_stop", {})
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()

@@ -72,7 +72,9 @@ def _fill_args(schema: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
     for name in schema.get("required") or []:
         if name not in out:
             typ = (props.get(name) or {}).get("type", "string")
-            out[name] = {"string": "x", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}.get(typ, "x")
+            out[name] = {"string": "x", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}.get(
+                typ, "x"
+            )
     order = {k: i for i, k in enumerate(props)}
     return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
 
@@ -97,11 +99,14 @@ class FakeLLM:
 
     model_id = "fake-model"
 
-    def __init__(self, *, latency: float = 0.0, embedding_dim: int = 384, stream_chunk_chars: int = 8,
-                 streaming: bool = True):
+    def __init__(
+        self, *, latency: float = 0.0, embedding_dim: int = 384, stream_chunk_chars: int = 8, streaming: bool = True
+    ):
         self.streaming = streaming  # False: refuse `stream: true` with a 400, like a provider that cannot stream
         self.chunk_times: list[float] = []
-        self.by_model: dict[str, Reply] = {}  # model name -> the reply it always gives (two models, one server)  # time.time() of each streamed chunk written, for latency measurements
+        self.by_model: dict[
+            str, Reply
+        ] = {}  # model name -> the reply it always gives (two models, one server)  # time.time() of each streamed chunk written, for latency measurements
         self.latency = latency
         self.embedding_dim = embedding_dim
         self.stream_chunk_chars = stream_chunk_chars
@@ -159,8 +164,14 @@ class FakeLLM:
 
     # ------------------------------------------------------------------ reply builders
     @staticmethod
-    def tool(name: str, args: dict[str, Any] | None = None, *, heartbeat: bool | None = None,
-             thinking: str | None = None, latency: float | None = None) -> Reply:
+    def tool(
+        name: str,
+        args: dict[str, Any] | None = None,
+        *,
+        heartbeat: bool | None = None,
+        thinking: str | None = None,
+        latency: float | None = None,
+    ) -> Reply:
         a = dict(args or {})
         if heartbeat is not None:
             a["request_heartbeat"] = heartbeat
@@ -178,26 +189,42 @@ class FakeLLM:
         return Reply(content=content, latency=latency)
 
     @staticmethod
-    def reasoning(reasoning: str, name: str | None = None, args: dict[str, Any] | None = None, *,
-                  content: str | None = None, latency: float | None = None) -> Reply:
+    def reasoning(
+        reasoning: str,
+        name: str | None = None,
+        args: dict[str, Any] | None = None,
+        *,
+        content: str | None = None,
+        latency: float | None = None,
+    ) -> Reply:
         """Native reasoning content (as reasoning models send it) plus a tool call or text."""
         calls = [(name, dict(args or {}))] if name else []
         return Reply(calls=calls, content=content, reasoning=reasoning, latency=latency)
 
     @staticmethod
-    def malformed(name: str, raw_arguments: str = '{"message": "unterminated', *, latency: float | None = None) -> Reply:
+    def malformed(
+        name: str, raw_arguments: str = '{"message": "unterminated', *, latency: float | None = None
+    ) -> Reply:
         return Reply(calls=[(name, raw_arguments)], latency=latency, fill=False)
 
     @staticmethod
-    def error(status: int, message: str = "fake provider error", *, code: str | None = None,
-              type_: str | None = None, latency: float | None = None) -> Reply:
+    def error(
+        status: int,
+        message: str = "fake provider error",
+        *,
+        code: str | None = None,
+        type_: str | None = None,
+        latency: float | None = None,
+    ) -> Reply:
         body = {"error": {"message": message, "type": type_ or "invalid_request_error", "param": None, "code": code}}
         return Reply(status=status, error_body=body, latency=latency)
 
     @staticmethod
     def context_length_error(tokens: int = 200_000, limit: int = 128_000) -> Reply:
-        msg = (f"This model's maximum context length is {limit} tokens. However, your messages resulted in "
-               f"{tokens} tokens. Please reduce the length of the messages.")
+        msg = (
+            f"This model's maximum context length is {limit} tokens. However, your messages resulted in "
+            f"{tokens} tokens. Please reduce the length of the messages."
+        )
         return FakeLLM.error(400, msg, code="context_length_exceeded")
 
     @staticmethod
@@ -228,14 +255,26 @@ class FakeLLM:
             else:
                 filled = _fill_args(schemas[name], args) if reply.fill and name in schemas else args
                 arg_s = json.dumps(filled, separators=(",", ":"))
-            calls.append({"id": "call_" + uuid.uuid4().hex[:24], "type": "function",
-                          "function": {"name": name, "arguments": arg_s}})
+            calls.append(
+                {
+                    "id": "call_" + uuid.uuid4().hex[:24],
+                    "type": "function",
+                    "function": {"name": name, "arguments": arg_s},
+                }
+            )
         return calls
 
     def _usage(self, req: dict[str, Any], reply: Reply, calls: list[dict[str, Any]]) -> dict[str, int]:
         prompt = _text_tokens(req.get("messages") or []) + (_text_tokens(req["tools"]) if req.get("tools") else 0)
-        completion = max(1, (len(reply.content or "") + len(reply.reasoning or "")
-                             + sum(len(c["function"]["arguments"]) for c in calls)) // 4)
+        completion = max(
+            1,
+            (
+                len(reply.content or "")
+                + len(reply.reasoning or "")
+                + sum(len(c["function"]["arguments"]) for c in calls)
+            )
+            // 4,
+        )
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
@@ -278,10 +317,21 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         if self._path() == "/v1/models":
-            self._send_json({"object": "list", "data": [
-                {"id": FakeLLM.model_id, "object": "model", "created": 0, "owned_by": "fake", "context_length": 128000},
-                {"id": "fake-embedding", "object": "model", "created": 0, "owned_by": "fake"},
-            ]})
+            self._send_json(
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": FakeLLM.model_id,
+                            "object": "model",
+                            "created": 0,
+                            "owned_by": "fake",
+                            "context_length": 128000,
+                        },
+                        {"id": "fake-embedding", "object": "model", "created": 0, "owned_by": "fake"},
+                    ],
+                }
+            )
             return
         self._send_json({"error": {"message": f"not found: {self.path}"}}, 404)
 
@@ -305,15 +355,26 @@ class _Handler(BaseHTTPRequestHandler):
         inp = body.get("input", "")
         items = inp if isinstance(inp, list) else [inp]
         dim = int(body.get("dimensions") or self.fake.embedding_dim)
-        data = [{"object": "embedding", "index": i, "embedding": embedding_vector(str(t), dim)} for i, t in enumerate(items)]
+        data = [
+            {"object": "embedding", "index": i, "embedding": embedding_vector(str(t), dim)} for i, t in enumerate(items)
+        ]
         n = sum(len(str(t)) for t in items) // 4 + 1
-        self._send_json({"object": "list", "data": data, "model": body.get("model", "fake-embedding"),
-                         "usage": {"prompt_tokens": n, "total_tokens": n}})
+        self._send_json(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "fake-embedding"),
+                "usage": {"prompt_tokens": n, "total_tokens": n},
+            }
+        )
 
     def _chat(self, req: dict[str, Any]) -> None:
         fake = self.fake
         if req.get("stream") and not fake.streaming:
-            self._send_json({"error": {"message": "streaming is not supported by this server", "type": "invalid_request_error"}}, 400)
+            self._send_json(
+                {"error": {"message": "streaming is not supported by this server", "type": "invalid_request_error"}},
+                400,
+            )
             return
         reply = fake._next_reply(req)
         delay = reply.latency if reply.latency is not None else fake.latency
@@ -332,13 +393,23 @@ class _Handler(BaseHTTPRequestHandler):
             message["reasoning_content"] = reply.reasoning
         if calls:
             message["tool_calls"] = calls
-        self._send_json({
-            "id": "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion", "created": int(time.time()),
-            "model": req.get("model", FakeLLM.model_id),
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": usage,
-        })
+        self._send_json(
+            {
+                "id": "chatcmpl-" + uuid.uuid4().hex,
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": req.get("model", FakeLLM.model_id),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "logprobs": None,
+                        "finish_reason": "tool_calls" if calls else "stop",
+                    }
+                ],
+                "usage": usage,
+            }
+        )
 
     def _stream(self, req: dict[str, Any], reply: Reply, calls: list[dict[str, Any]], usage: dict[str, int]) -> None:
         try:
@@ -348,14 +419,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
 
-    def _stream_chunks(self, req: dict[str, Any], reply: Reply, calls: list[dict[str, Any]], usage: dict[str, int]) -> None:
+    def _stream_chunks(
+        self, req: dict[str, Any], reply: Reply, calls: list[dict[str, Any]], usage: dict[str, int]
+    ) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        base = {"id": "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion.chunk", "created": int(time.time()),
-                "model": req.get("model", FakeLLM.model_id)}
+        base = {
+            "id": "chatcmpl-" + uuid.uuid4().hex,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": req.get("model", FakeLLM.model_id),
+        }
         n = max(1, self.fake.stream_chunk_chars)
 
         sent = [0]
@@ -372,19 +449,33 @@ class _Handler(BaseHTTPRequestHandler):
             sent[0] += 1
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> None:
-            emit(json.dumps({**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}))
+            emit(
+                json.dumps(
+                    {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+                )
+            )
 
         chunk({"role": "assistant", "content": ""})
         for i in range(0, len(reply.reasoning or ""), n):
-            chunk({"reasoning_content": reply.reasoning[i:i + n]})  # type: ignore[index]
+            chunk({"reasoning_content": reply.reasoning[i : i + n]})  # type: ignore[index]
         for i in range(0, len(reply.content or ""), n):
-            chunk({"content": reply.content[i:i + n]})  # type: ignore[index]
+            chunk({"content": reply.content[i : i + n]})  # type: ignore[index]
         for idx, call in enumerate(calls):
             fn = call["function"]
-            chunk({"tool_calls": [{"index": idx, "id": call["id"], "type": "function",
-                                   "function": {"name": fn["name"], "arguments": ""}}]})
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": idx,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": fn["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
             for i in range(0, len(fn["arguments"]), n):
-                chunk({"tool_calls": [{"index": idx, "function": {"arguments": fn["arguments"][i:i + n]}}]})
+                chunk({"tool_calls": [{"index": idx, "function": {"arguments": fn["arguments"][i : i + n]}}]})
         chunk({}, "tool_calls" if calls else "stop")
         if (req.get("stream_options") or {}).get("include_usage"):
             emit(json.dumps({**base, "choices": [], "usage": usage}))

@@ -20,9 +20,18 @@ def _set_fields(body, names=_FIELDS) -> dict:
 
 @router.get("/tools/", response=list[dict])
 def tools_list(request, q: Query[ToolListQuery]):
-    tools = selectors.tools_page(owner=owner(request), after=q.after, before=q.before, limit=q.limit,
-                                 ascending=q.order == "asc", name=q.name, names=q.names, search=q.search,
-                                 tool_types=q.tool_types, exclude_tool_types=q.exclude_tool_types)
+    tools = selectors.tools_page(
+        owner=owner(request),
+        after=q.after,
+        before=q.before,
+        limit=q.limit,
+        ascending=q.order == "asc",
+        name=q.name,
+        names=q.names,
+        search=q.search,
+        tool_types=q.tool_types,
+        exclude_tool_types=q.exclude_tool_types,
+    )
     return [tool_out(t) for t in tools]
 
 
@@ -30,15 +39,25 @@ def tools_list(request, q: Query[ToolListQuery]):
 def tool_create(request, body: ToolCreateIn):
     fields = _set_fields(body)
     fields["sandbox"] = fields.get("sandbox") or ""
-    tool = services.tool_create(owner=owner(request), source_code=body.source_code, json_schema=body.schema_,
-                                args_json_schema=body.args_json_schema, **fields)
+    tool = services.tool_create(
+        owner=owner(request),
+        source_code=body.source_code,
+        json_schema=body.schema_,
+        args_json_schema=body.args_json_schema,
+        **fields,
+    )
     return 201, tool_out(tool)
 
 
 @router.put("/tools/", response=dict)
 def tool_upsert(request, body: ToolCreateIn):
-    tool = services.tool_upsert(owner=owner(request), source_code=body.source_code, json_schema=body.schema_,
-                                args_json_schema=body.args_json_schema, **_set_fields(body))
+    tool = services.tool_upsert(
+        owner=owner(request),
+        source_code=body.source_code,
+        json_schema=body.schema_,
+        args_json_schema=body.args_json_schema,
+        **_set_fields(body),
+    )
     return tool_out(tool)
 
 
@@ -51,9 +70,18 @@ def tool_generate_schema(request, body: GenerateSchemaIn):
 def tool_run(request, body: ToolRunIn):
     org = owner(request)
     agent = agent_get(owner=org, agent_id=body.agent_id) if body.agent_id else None
-    run = execution.tool_execute(owner=org, source_code=body.source_code, args=body.args, env_vars=body.env_vars,
-                                 agent=agent, name=body.name, json_schema=body.schema_, sandbox=body.sandbox,
-                                 pip_requirements=body.pip_requirements, allow_network=body.allow_network)
+    run = execution.tool_execute(
+        owner=org,
+        source_code=body.source_code,
+        args=body.args,
+        env_vars=body.env_vars,
+        agent=agent,
+        name=body.name,
+        json_schema=body.schema_,
+        sandbox=body.sandbox,
+        pip_requirements=body.pip_requirements,
+        allow_network=body.allow_network,
+    )
     return presenters.tool_return_message(run)
 
 
@@ -80,14 +108,22 @@ def tool_delete(request, tool_id: str):
 
 
 @router.get("/tools/{tool_id}/runs", response=list[dict])
-def tool_runs(request, tool_id: str, limit: int = Query(50, description="Page size; values outside 1..500 are clamped to it.")):
+def tool_runs(
+    request, tool_id: str, limit: int = Query(50, description="Page size; values outside 1..500 are clamped to it.")
+):
     tool = selectors.tool_get(owner=owner(request), tool_id=tool_id)
     return [presenters.tool_run_out(r) for r in selectors.tool_runs(owner=tool.owner, tool_name=tool.name, limit=limit)]
 
 
 @router.get("/agents/{agent_id}/tools", response=list[dict], tags=["agents"])
-def agent_tools(request, agent_id: str, after: str | None = None, before: str | None = None, limit: int | None = None,
-                order: str = "asc"):
+def agent_tools(
+    request,
+    agent_id: str,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int | None = None,
+    order: str = "asc",
+):
     from core.pagination import page
 
     agent = agent_get(owner=owner(request), agent_id=agent_id)
@@ -104,11 +140,14 @@ def agent_tool_run(request, agent_id: str, tool_name: str, body: AgentToolRunIn)
     if tool.tool_type == "external_mcp":
         from tools.mcp_services import mcp_tool_execute
 
-        return presenters.tool_execution_result(mcp_tool_execute(tool=tool, args=body.args, agent=agent, origin="agent"))
+        return presenters.tool_execution_result(
+            mcp_tool_execute(tool=tool, args=body.args, agent=agent, origin="agent")
+        )
     if tool.tool_type != "custom":
         return execution.agent_builtin_tool_run(agent=agent, name=tool.name, args=body.args)
-    run = execution.tool_execute(owner=agent.owner, source_code=tool.source_code, args=body.args, tool=tool,
-                                 agent=agent, origin="agent")
+    run = execution.tool_execute(
+        owner=agent.owner, source_code=tool.source_code, args=body.args, tool=tool, agent=agent, origin="agent"
+    )
     return presenters.tool_execution_result(run)
 
 

@@ -34,13 +34,20 @@ def sandbox_config_for(*, owner: Organization) -> dict[str, Any]:
     return {
         "default": ((prefs.sandbox_default if prefs else "") or settings.SANDBOX_DEFAULT or "local").strip().lower(),
         "timeout_s": float(settings.SANDBOX_TIMEOUT_S),
-        "allow_network": bool(settings.SANDBOX_ALLOW_NETWORK if prefs is None or prefs.sandbox_allow_network is None
-                              else prefs.sandbox_allow_network),
-        "local": {"allow_pip_install": bool(settings.SANDBOX_LOCAL_ALLOW_PIP),
-                  "venv_cache_dir": str(settings.SANDBOX_CACHE_DIR),
-                  "allow_weak_isolation": bool(settings.SANDBOX_LOCAL_WEAK_ISOLATION)},
-        "e2b": {"api_key": (prefs.e2b_api_key if prefs else "") or settings.E2B_API_KEY or None,
-                "template": (prefs.e2b_template if prefs else "") or settings.E2B_TEMPLATE or None},
+        "allow_network": bool(
+            settings.SANDBOX_ALLOW_NETWORK
+            if prefs is None or prefs.sandbox_allow_network is None
+            else prefs.sandbox_allow_network
+        ),
+        "local": {
+            "allow_pip_install": bool(settings.SANDBOX_LOCAL_ALLOW_PIP),
+            "venv_cache_dir": str(settings.SANDBOX_CACHE_DIR),
+            "allow_weak_isolation": bool(settings.SANDBOX_LOCAL_WEAK_ISOLATION),
+        },
+        "e2b": {
+            "api_key": (prefs.e2b_api_key if prefs else "") or settings.E2B_API_KEY or None,
+            "template": (prefs.e2b_template if prefs else "") or settings.E2B_TEMPLATE or None,
+        },
     }
 
 
@@ -59,13 +66,16 @@ def local_sandbox_notice() -> str:
         message = refusal_message(reason)
         return message[0].upper() + message[1:] + "."
     if mode == "weak" and reason:
-        return (f"Local tools run without isolation: {reason}; SANDBOX_LOCAL_WEAK_ISOLATION is set, so they can "
-                "read what the server's user can and reach the network.")
+        return (
+            f"Local tools run without isolation: {reason}; SANDBOX_LOCAL_WEAK_ISOLATION is set, so they can "
+            "read what the server's user can and reach the network."
+        )
     return ""
 
 
-def tool_backend_name(*, owner: Organization, tool: Tool | None = None, override: str | None = None,
-                      config: dict | None = None) -> str:
+def tool_backend_name(
+    *, owner: Organization, tool: Tool | None = None, override: str | None = None, config: dict | None = None
+) -> str:
     """Which backend runs this tool: `override`, else the tool's setting, else the owner/deployment default."""
     config = config or sandbox_config_for(owner=owner)
     explicit = (override or "").strip() or (tool.sandbox if tool else "") or None
@@ -103,8 +113,10 @@ def agent_state_for(*, agent: Agent) -> dict[str, Any]:
     from core.selectors import agent_tags
     from memory.selectors import agent_blocks
 
-    blocks = [{"id": b.id, "label": b.label, "value": b.value, "limit": b.limit, "description": b.description}
-              for b in agent_blocks(agent=agent)]
+    blocks = [
+        {"id": b.id, "label": b.label, "value": b.value, "limit": b.limit, "description": b.description}
+        for b in agent_blocks(agent=agent)
+    ]
     return {"id": agent.id, "name": agent.name, "tags": agent_tags(agent), "blocks": blocks}
 
 
@@ -115,8 +127,9 @@ def _token_user(owner: Organization):
     return m.user if m else None
 
 
-def tool_env_build(*, tool: Tool | None, agent: Agent | None, env_vars: dict | None, origin: str,
-                   timeout_s: float) -> tuple[dict[str, str], Any]:
+def tool_env_build(
+    *, tool: Tool | None, agent: Agent | None, env_vars: dict | None, origin: str, timeout_s: float
+) -> tuple[dict[str, str], Any]:
     """Layer the tool's env: workbench defaults → agent secrets → per-run vars → AIDE_* (creates a token)."""
     env: dict[str, str] = {}
     if tool is not None and origin == "workbench":
@@ -132,8 +145,13 @@ def tool_env_build(*, tool: Tool | None, agent: Agent | None, env_vars: dict | N
         env["AIDE_BASE_URL"] = settings.PUBLIC_BASE_URL.rstrip("/")
         user = _token_user(agent.owner)
         if user is not None:
-            token, raw = api_token_create(user=user, org=agent.owner, name=f"tool run for {agent.id}",
-                                          agent_id=agent.id, ttl=timedelta(seconds=timeout_s + TOKEN_GRACE_S))
+            token, raw = api_token_create(
+                user=user,
+                org=agent.owner,
+                name=f"tool run for {agent.id}",
+                agent_id=agent.id,
+                ttl=timedelta(seconds=timeout_s + TOKEN_GRACE_S),
+            )
             env["AIDE_API_TOKEN"] = raw
     return env, token
 
@@ -149,11 +167,24 @@ def _backend(name: str, config: dict):
     return get_backend(name, **config.get(name, {}))
 
 
-def tool_execute(*, owner: Organization, source_code: str, args: dict, env_vars: dict | None = None,
-                 tool: Tool | None = None, agent: Agent | None = None, origin: str = "workbench", step_id: str = "",
-                 name: str | None = None, json_schema: dict | None = None, sandbox: str | None = None,
-                 pip_requirements: list | None = None, agent_state: dict | None = None,
-                 allow_network: bool | None = None, record: bool = True) -> ToolRun:
+def tool_execute(
+    *,
+    owner: Organization,
+    source_code: str,
+    args: dict,
+    env_vars: dict | None = None,
+    tool: Tool | None = None,
+    agent: Agent | None = None,
+    origin: str = "workbench",
+    step_id: str = "",
+    name: str | None = None,
+    json_schema: dict | None = None,
+    sandbox: str | None = None,
+    pip_requirements: list | None = None,
+    agent_state: dict | None = None,
+    allow_network: bool | None = None,
+    record: bool = True,
+) -> ToolRun:
     """Validate args, run the tool in its sandbox (subprocess or E2B; seconds) and record a ToolRun.
 
     Raises Invalid (422) for a bad schema, bad arguments (`detail` maps each argument to its problem),
@@ -172,28 +203,60 @@ def tool_execute(*, owner: Organization, source_code: str, args: dict, env_vars:
         tool = Tool.objects.filter(owner=owner, name=schema["name"], tool_type="custom").first()
     config = sandbox_config_for(owner=owner)
     backend_name = tool_backend_name(owner=owner, tool=tool, override=sandbox, config=config)
-    pip = pip_requirements_clean(pip_requirements if pip_requirements is not None
-                                 else (tool.pip_requirements if tool is not None else []))
+    pip = pip_requirements_clean(
+        pip_requirements if pip_requirements is not None else (tool.pip_requirements if tool is not None else [])
+    )
     if agent_state is None and agent is not None and declares_agent_state(source_code, schema["name"]):
         agent_state = agent_state_for(agent=agent)
     env, token = tool_env_build(tool=tool, agent=agent, env_vars=env_vars, origin=origin, timeout_s=config["timeout_s"])
     try:
-        result = _backend(backend_name, config).run(SandboxRequest(
-            source_code=source_code, function_name=schema["name"], args=args, env_vars=env, agent_state=agent_state,
-            timeout_s=config["timeout_s"], pip_requirements=pip_requirement_strings(pip),
-            allow_network=tool_network_allowed(tool=tool, override=allow_network, config=config)))
+        result = _backend(backend_name, config).run(
+            SandboxRequest(
+                source_code=source_code,
+                function_name=schema["name"],
+                args=args,
+                env_vars=env,
+                agent_state=agent_state,
+                timeout_s=config["timeout_s"],
+                pip_requirements=pip_requirement_strings(pip),
+                allow_network=tool_network_allowed(tool=tool, override=allow_network, config=config),
+            )
+        )
     finally:
         _revoke(token)
-    return _tool_run(owner=owner, tool=tool, name=schema["name"], agent=agent, step_id=step_id, origin=origin,
-                     args=args, result=result, backend_name=backend_name, record=record)
+    return _tool_run(
+        owner=owner,
+        tool=tool,
+        name=schema["name"],
+        agent=agent,
+        step_id=step_id,
+        origin=origin,
+        args=args,
+        result=result,
+        backend_name=backend_name,
+        record=record,
+    )
 
 
-def _tool_run(*, owner, tool, name, agent, step_id, origin, args, result: SandboxResult, backend_name: str,
-              record: bool) -> ToolRun:
-    run = ToolRun(owner=owner, tool=tool, tool_name=name, agent_id=agent.id if agent else "", step_id=step_id,
-                  origin=origin, args=args, status=result.status, tool_return=result.tool_return,
-                  stdout=result.stdout, stderr=result.stderr, sandbox=result.backend or backend_name,
-                  network=result.network, duration_ms=result.duration_ms)
+def _tool_run(
+    *, owner, tool, name, agent, step_id, origin, args, result: SandboxResult, backend_name: str, record: bool
+) -> ToolRun:
+    run = ToolRun(
+        owner=owner,
+        tool=tool,
+        tool_name=name,
+        agent_id=agent.id if agent else "",
+        step_id=step_id,
+        origin=origin,
+        args=args,
+        status=result.status,
+        tool_return=result.tool_return,
+        stdout=result.stdout,
+        stderr=result.stderr,
+        sandbox=result.backend or backend_name,
+        network=result.network,
+        duration_ms=result.duration_ms,
+    )
     if record:
         run.save()
     run.result = result  # transient: error type/message, traceback and the agent_state the tool left
@@ -223,8 +286,12 @@ def agent_builtin_tool_run(*, agent: Agent, name: str, args: dict) -> dict:
         raise Invalid(f"'{name}' messages other agents; it runs only inside the agent's steps")
     if not isinstance(args, dict):
         raise Invalid("args must be an object of the tool's arguments")
-    call = ParsedCall(call=t.ToolCall(id=new_id("call"), name=name, arguments=json.dumps(args, default=str)),
-                      args=args, thinking=None, request_heartbeat=False)
+    call = ParsedCall(
+        call=t.ToolCall(id=new_id("call"), name=name, arguments=json.dumps(args, default=str)),
+        args=args,
+        thinking=None,
+        request_heartbeat=False,
+    )
     started = time.perf_counter()
     out = builtin_run(call, agent_snapshot(agent=agent), "")
     if out.ok and out.effect is not None:
@@ -232,9 +299,19 @@ def agent_builtin_tool_run(*, agent: Agent, name: str, args: dict) -> dict:
             Agent.objects.select_for_update().filter(pk=agent.pk).first()
             busy = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).values_list("id", flat=True).first()
             if busy is not None:
-                raise Conflict(f"The agent is busy with run '{busy}'; wait for it before running '{name}'.",
-                               detail={"run_id": busy})
+                raise Conflict(
+                    f"The agent is busy with run '{busy}'; wait for it before running '{name}'.",
+                    detail={"run_id": busy},
+                )
             out.effect()
-    return {"status": "success" if out.ok else "error", "func_return": out.value, "tool_return": out.value,
-            "stdout": [], "stderr": [], "agent_state": None, "sandbox_config_fingerprint": None,
-            "sandbox": "in-process", "duration_ms": round((time.perf_counter() - started) * 1000, 3)}
+    return {
+        "status": "success" if out.ok else "error",
+        "func_return": out.value,
+        "tool_return": out.value,
+        "stdout": [],
+        "stderr": [],
+        "agent_state": None,
+        "sandbox_config_fingerprint": None,
+        "sandbox": "in-process",
+        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+    }

@@ -7,9 +7,23 @@ from typing import Any
 
 from core.agentfile import checks as c
 
-SERVER_FIELDS = frozenset({"id", "server_type", "server_name", "server_url", "stdio_config", "metadata_",
-                           "organization_id", "created_at", "updated_at", "created_by_id", "last_updated_by_id",
-                           "token", "custom_headers"})
+SERVER_FIELDS = frozenset(
+    {
+        "id",
+        "server_type",
+        "server_name",
+        "server_url",
+        "stdio_config",
+        "metadata_",
+        "organization_id",
+        "created_at",
+        "updated_at",
+        "created_by_id",
+        "last_updated_by_id",
+        "token",
+        "custom_headers",
+    }
+)
 STDIO_FIELDS = frozenset({"server_name", "type", "command", "args", "env"})
 MAX_SERVERS = 100
 
@@ -29,15 +43,23 @@ def mcp_servers_parse(raw: Any, warn: list[str]) -> tuple[dict[str, Any], ...]:
             raise c.AgentFileError(c.join(path, "server_name"), f"duplicate MCP server {name!r}")
         names.add(name)
         stdio = c.obj(d.get("stdio_config") or {}, c.join(path, "stdio_config"), STDIO_FIELDS)
-        args = [c.string(a, c.join(c.join(path, "stdio_config.args"), j), limit=2000)
-                for j, a in enumerate(c.lst(stdio.get("args"), c.join(path, "stdio_config.args"), limit=200))]
+        args = [
+            c.string(a, c.join(c.join(path, "stdio_config.args"), j), limit=2000)
+            for j, a in enumerate(c.lst(stdio.get("args"), c.join(path, "stdio_config.args"), limit=200))
+        ]
         env = c.obj(stdio.get("env") or {}, c.join(path, "stdio_config.env"))
         if d.get("token") or d.get("custom_headers") or any(env.values()):
             warn.append(f"MCP server '{name}': secrets in the file (token, headers, env values) were not imported.")
-        out.append({"server_name": name, "server_type": kind,
-                    "command": c.string(stdio.get("command"), c.join(path, "stdio_config.command"), limit=500),
-                    "args": args, "env_names": sorted(str(k) for k in env),
-                    "server_url": c.string(d.get("server_url"), c.join(path, "server_url"), limit=2000)})
+        out.append(
+            {
+                "server_name": name,
+                "server_type": kind,
+                "command": c.string(stdio.get("command"), c.join(path, "stdio_config.command"), limit=500),
+                "args": args,
+                "env_names": sorted(str(k) for k in env),
+                "server_url": c.string(d.get("server_url"), c.join(path, "server_url"), limit=2000),
+            }
+        )
     return tuple(out)
 
 
@@ -56,12 +78,20 @@ def mcp_servers_import(*, owner, servers, warnings: list[str]) -> None:
     for s in servers:
         if McpServer.objects.filter(owner=owner, server_name=s["server_name"]).exists():
             continue
-        McpServer.objects.create(owner=owner, server_name=s["server_name"], server_type=s["server_type"],
-                                 command=s["command"], args=s["args"], env={k: "" for k in s["env_names"]},
-                                 server_url=s["server_url"],
-                                 last_error="imported from an agent file: set its secrets, then refresh its tools")
-        warnings.append(f"MCP server '{s['server_name']}' was added from the file; set its secrets on the MCP page "
-                        "and refresh its tools.")
+        McpServer.objects.create(
+            owner=owner,
+            server_name=s["server_name"],
+            server_type=s["server_type"],
+            command=s["command"],
+            args=s["args"],
+            env=dict.fromkeys(s["env_names"], ""),
+            server_url=s["server_url"],
+            last_error="imported from an agent file: set its secrets, then refresh its tools",
+        )
+        warnings.append(
+            f"MCP server '{s['server_name']}' was added from the file; set its secrets on the MCP page "
+            "and refresh its tools."
+        )
 
 
 def mcp_tool_import(*, owner, tool, warnings: list[str]):
@@ -71,8 +101,10 @@ def mcp_tool_import(*, owner, tool, warnings: list[str]):
 
     server = McpServer.objects.filter(owner=owner, server_name=tool.mcp_server).first()
     if server is None:
-        warnings.append(f"MCP tool '{tool.name}' names server '{tool.mcp_server}', which is neither in the file nor "
-                        "yours; it was not attached.")
+        warnings.append(
+            f"MCP tool '{tool.name}' names server '{tool.mcp_server}', which is neither in the file nor "
+            "yours; it was not attached."
+        )
         return None
     existing = Tool.objects.filter(owner=owner, name=tool.name).first()
     if existing is not None:
@@ -81,9 +113,16 @@ def mcp_tool_import(*, owner, tool, warnings: list[str]):
             return None
         return existing
     schema = dict(tool.json_schema or {"name": tool.name, "parameters": {"type": "object", "properties": {}}})
-    return Tool.objects.create(owner=owner, name=tool.name, tool_type="external_mcp", mcp_server=server,
-                               mcp_tool_name=tool.name, json_schema=schema, description=tool.description,
-                               tags=["mcp", f"mcp:{server.server_name}"])
+    return Tool.objects.create(
+        owner=owner,
+        name=tool.name,
+        tool_type="external_mcp",
+        mcp_server=server,
+        mcp_tool_name=tool.name,
+        json_schema=schema,
+        description=tool.description,
+        tags=["mcp", f"mcp:{server.server_name}"],
+    )
 
 
 def mcp_servers_export(tools) -> list[dict[str, Any]]:
@@ -91,10 +130,21 @@ def mcp_servers_export(tools) -> list[dict[str, Any]]:
     servers = {t.mcp_server_id: t.mcp_server for t in tools if t.tool_type == "external_mcp" and t.mcp_server_id}
     out = []
     for i, s in enumerate(sorted(servers.values(), key=lambda s: s.server_name)):
-        entry = {"id": f"mcp_server-{i}", "server_type": s.server_type, "server_name": s.server_name,
-                 "server_url": s.server_url or None, "stdio_config": None, "metadata_": {}}
+        entry = {
+            "id": f"mcp_server-{i}",
+            "server_type": s.server_type,
+            "server_name": s.server_name,
+            "server_url": s.server_url or None,
+            "stdio_config": None,
+            "metadata_": {},
+        }
         if s.server_type == "stdio":
-            entry["stdio_config"] = {"server_name": s.server_name, "type": "stdio", "command": s.command,
-                                     "args": list(s.args or []), "env": {k: "" for k in s.env or {}}}
+            entry["stdio_config"] = {
+                "server_name": s.server_name,
+                "type": "stdio",
+                "command": s.command,
+                "args": list(s.args or []),
+                "env": dict.fromkeys(s.env or {}, ""),
+            }
         out.append(entry)
     return out

@@ -16,9 +16,11 @@ router = Router(tags=["mcp-servers"])
 
 class McpServerIn(Schema):
     server_name: str = Field(max_length=64)
-    config: dict[str, Any] = Field(description="Letta's stdio ({command, args, env}), sse or streamable_http "
-                                               "({server_url, auth_header, auth_token, custom_headers}) config; "
-                                               "stdio may add allow_network.")
+    config: dict[str, Any] = Field(
+        description="Letta's stdio ({command, args, env}), sse or streamable_http "
+        "({server_url, auth_header, auth_token, custom_headers}) config; "
+        "stdio may add allow_network."
+    )
 
 
 class McpServerUpdateIn(Schema):
@@ -46,7 +48,9 @@ def _tool(server: McpServer, tool_id: str) -> Tool:
 
 @router.get("/mcp-servers/", response=list[dict])
 def mcp_servers_list(request):
-    return [presenters.mcp_server_out(s) for s in McpServer.objects.filter(owner=owner(request)).order_by("server_name")]
+    return [
+        presenters.mcp_server_out(s) for s in McpServer.objects.filter(owner=owner(request)).order_by("server_name")
+    ]
 
 
 @router.post("/mcp-servers/", response=dict)
@@ -62,8 +66,9 @@ def mcp_server_retrieve(request, mcp_server_id: str):
 
 @router.patch("/mcp-servers/{mcp_server_id}", response=dict)
 def mcp_server_update(request, mcp_server_id: str, body: McpServerUpdateIn):
-    server = mcp_services.mcp_server_update(server=_server(request, mcp_server_id), server_name=body.server_name,
-                                            config=body.config)
+    server = mcp_services.mcp_server_update(
+        server=_server(request, mcp_server_id), server_name=body.server_name, config=body.config
+    )
     return presenters.mcp_server_out(server)
 
 

@@ -64,8 +64,13 @@ def stdio_argv(spec: ServerSpec) -> tuple[list[str], dict[str, str]]:
         if spec.weak_isolation:
             return [executable, *spec.args], env
         raise McpUnavailable("stdio MCP servers run in the local sandbox, which needs bubblewrap (`bwrap`)")
-    argv = bwrap_argv(bwrap=bwrap, mounts=_mounts(executable, spec.args, python_mounts), runner=os.devnull,
-                      allow_network=spec.allow_network, scratch_mb=256)
+    argv = bwrap_argv(
+        bwrap=bwrap,
+        mounts=_mounts(executable, spec.args, python_mounts),
+        runner=os.devnull,
+        allow_network=spec.allow_network,
+        scratch_mb=256,
+    )
     return [*argv, "--", executable, *spec.args], env
 
 
@@ -191,7 +196,7 @@ class McpManager:
             conn.last_used = time.monotonic()
             try:
                 return await asyncio.wait_for(op(conn.session), timeout_s)
-            except asyncio.TimeoutError as exc:
+            except TimeoutError as exc:
                 await self._close(spec.key)  # a hung server is restarted on the next call
                 raise McpUnavailable(f"the MCP server did not answer within {timeout_s:g}s") from exc
             except MCPError as exc:
@@ -224,13 +229,14 @@ class McpManager:
             conn.task = asyncio.get_running_loop().create_task(self._hold(conn))
             try:
                 await asyncio.wait_for(conn.ready.wait(), self.connect_timeout_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 await self._close(spec.key)
                 raise McpUnavailable(f"the MCP server did not start within {self.connect_timeout_s:g}s") from None
             if not conn.alive:
                 self._conns.pop(spec.key, None)
-                raise McpUnavailable(_describe(conn.error, conn.stderr_tail()) if conn.error
-                                     else "the MCP server closed the connection")
+                raise McpUnavailable(
+                    _describe(conn.error, conn.stderr_tail()) if conn.error else "the MCP server closed the connection"
+                )
             return conn
 
     async def _hold(self, conn: _Connection) -> None:
@@ -240,8 +246,9 @@ class McpManager:
         try:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(conn))
-                session = await stack.enter_async_context(ClientSession(
-                    read, write, message_handler=self._message_handler(conn.spec.key)))
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, message_handler=self._message_handler(conn.spec.key))
+                )
                 await session.initialize()
                 conn.session = session
                 conn.ready.set()
@@ -262,8 +269,9 @@ class McpManager:
 
             argv, env = stdio_argv(spec)
             conn.errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-            return stdio_client(StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd="/"),
-                                errlog=conn.errlog)
+            return stdio_client(
+                StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd="/"), errlog=conn.errlog
+            )
         headers = dict(spec.headers)
         if spec.server_type == "sse":
             from mcp.client.sse import sse_client
@@ -291,7 +299,7 @@ class McpManager:
         conn.closing.set()
         try:
             await asyncio.wait_for(asyncio.shield(conn.task), 15)
-        except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+        except (TimeoutError, Exception):  # noqa: BLE001
             conn.task.cancel()
 
 

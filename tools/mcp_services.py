@@ -31,10 +31,15 @@ def _clean_config(config: dict, *, current: McpServer | None = None) -> dict[str
     """The model fields a Letta config dict sets (type inferred when omitted); raises Invalid per field."""
     if not isinstance(config, dict):
         raise Invalid("config must be an object", detail={"config": "expected an object"})
-    kind = config.get("mcp_server_type") or (current.server_type if current else None) or (
-        "stdio" if config.get("command") else "streamable_http")
+    kind = (
+        config.get("mcp_server_type")
+        or (current.server_type if current else None)
+        or ("stdio" if config.get("command") else "streamable_http")
+    )
     if kind not in SERVER_TYPES:
-        raise Invalid(f"unknown mcp_server_type {kind!r}", detail={"mcp_server_type": f"one of {', '.join(SERVER_TYPES)}"})
+        raise Invalid(
+            f"unknown mcp_server_type {kind!r}", detail={"mcp_server_type": f"one of {', '.join(SERVER_TYPES)}"}
+        )
     fields: dict[str, Any] = {"server_type": kind}
     errors: dict[str, str] = {}
     if kind == "stdio":
@@ -46,8 +51,9 @@ def _clean_config(config: dict, *, current: McpServer | None = None) -> dict[str
             args = []
         if not isinstance(args, list) or len(args) > 200 or not all(isinstance(a, str) and len(a) < 4000 for a in args):
             errors["args"] = "expected a list of at most 200 strings"
-        fields.update(command=(command or "").strip(), args=args, server_url="", auth_header="", auth_token="",
-                      custom_headers={})
+        fields.update(
+            command=(command or "").strip(), args=args, server_url="", auth_header="", auth_token="", custom_headers={}
+        )
         if "env" in config:
             fields["env"] = _string_map(config.get("env"), _ENV_NAME, "env", errors)
         if "allow_network" in config:
@@ -80,8 +86,9 @@ def _clean_config(config: dict, *, current: McpServer | None = None) -> dict[str
 def _string_map(value, pattern, field: str, errors: dict) -> dict[str, str]:
     if value is None:
         return {}
-    if not isinstance(value, dict) or not all(isinstance(k, str) and pattern.match(k) and isinstance(v, str)
-                                              for k, v in value.items()):
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and pattern.match(k) and isinstance(v, str) for k, v in value.items()
+    ):
         errors[field] = "expected an object of names to string values"
         return {}
     return dict(value)
@@ -89,8 +96,10 @@ def _string_map(value, pattern, field: str, errors: dict) -> dict[str, str]:
 
 def _name_checked(*, owner: Organization, server_name: str, exclude_pk: str | None = None) -> str:
     if not isinstance(server_name, str) or not _NAME.match(server_name):
-        raise Invalid("server_name must be 1-64 letters, digits, '_', '-' or '.'",
-                      detail={"server_name": "1-64 letters, digits, '_', '-' or '.'"})
+        raise Invalid(
+            "server_name must be 1-64 letters, digits, '_', '-' or '.'",
+            detail={"server_name": "1-64 letters, digits, '_', '-' or '.'"},
+        )
     if McpServer.objects.filter(owner=owner, server_name=server_name).exclude(pk=exclude_pk).exists():
         raise Conflict(f"an MCP server named '{server_name}' already exists")
     return server_name
@@ -101,8 +110,9 @@ def mcp_server_create(*, owner: Organization, server_name: str, config: dict) ->
     an unreachable server is kept with its error in `last_error`)."""
     fields = _clean_config(config)
     with transaction.atomic():
-        server = McpServer.objects.create(owner=owner, server_name=_name_checked(owner=owner, server_name=server_name),
-                                          **fields)
+        server = McpServer.objects.create(
+            owner=owner, server_name=_name_checked(owner=owner, server_name=server_name), **fields
+        )
     _refresh_quietly(server)
     return server
 
@@ -135,11 +145,22 @@ def server_spec(server: McpServer) -> ServerSpec:
     headers = dict(server.custom_headers or {})
     if server.auth_token:
         headers[server.auth_header or "Authorization"] = server.auth_token
-    allow = server.allow_network if server.allow_network is not None else sandbox_config_for(owner=server.owner)["allow_network"]
-    return ServerSpec(key=server.id, server_type=server.server_type, command=server.command,
-                      args=tuple(server.args or ()), env=tuple(sorted((server.env or {}).items())),
-                      url=server.server_url, headers=tuple(sorted(headers.items())), allow_network=bool(allow),
-                      weak_isolation=bool(settings.SANDBOX_LOCAL_WEAK_ISOLATION))
+    allow = (
+        server.allow_network
+        if server.allow_network is not None
+        else sandbox_config_for(owner=server.owner)["allow_network"]
+    )
+    return ServerSpec(
+        key=server.id,
+        server_type=server.server_type,
+        command=server.command,
+        args=tuple(server.args or ()),
+        env=tuple(sorted((server.env or {}).items())),
+        url=server.server_url,
+        headers=tuple(sorted(headers.items())),
+        allow_network=bool(allow),
+        weak_isolation=bool(settings.SANDBOX_LOCAL_WEAK_ISOLATION),
+    )
 
 
 def _tool_schema(mcp_tool) -> dict:
@@ -157,8 +178,9 @@ def mcp_tools_refresh(*, server: McpServer) -> dict[str, list]:
     except (McpUnavailable, McpRefused) as exc:
         McpServer.objects.filter(pk=server.pk).update(last_error=str(exc)[:4000])
         server.last_error = str(exc)[:4000]
-        raise Invalid(f"could not list the tools of '{server.server_name}': {exc}",
-                      detail={"mcp_server": str(exc)}) from exc
+        raise Invalid(
+            f"could not list the tools of '{server.server_name}': {exc}", detail={"mcp_server": str(exc)}
+        ) from exc
     return _tools_sync(server=server, listed=listed)
 
 
@@ -182,9 +204,16 @@ def _tools_sync(*, server: McpServer, listed: list) -> dict[str, list]:
         if len(name) > TOOL_NAME_MAX or Tool.objects.filter(owner=server.owner, name=name).exists():
             report["skipped"].append({"name": name, "reason": "the name is too long or taken by another tool"})
             continue
-        Tool.objects.create(owner=server.owner, name=name, tool_type="external_mcp", mcp_server=server,
-                            mcp_tool_name=name, json_schema=schema, description=schema["description"],
-                            tags=["mcp", f"mcp:{server.server_name}"])
+        Tool.objects.create(
+            owner=server.owner,
+            name=name,
+            tool_type="external_mcp",
+            mcp_server=server,
+            mcp_tool_name=name,
+            json_schema=schema,
+            description=schema["description"],
+            tags=["mcp", f"mcp:{server.server_name}"],
+        )
         report["added"].append(name)
     for name, tool in current.items():
         if name not in seen:
@@ -224,8 +253,15 @@ def _result_text(result) -> str:
     return "\n".join(parts)
 
 
-def mcp_tool_execute(*, tool: Tool, args: dict, agent: Agent | None = None, origin: str = "workbench",
-                     step_id: str = "", record: bool = True) -> ToolRun:
+def mcp_tool_execute(
+    *,
+    tool: Tool,
+    args: dict,
+    agent: Agent | None = None,
+    origin: str = "workbench",
+    step_id: str = "",
+    record: bool = True,
+) -> ToolRun:
     """Call an MCP tool on its server (starts or restarts it; seconds) and record a ToolRun whose `sandbox`
     names the server. Raises Invalid (422) for arguments that do not fit the schema; a failing call or an
     unreachable server is a run with status "error". `record=False` returns the run unsaved."""
@@ -247,11 +283,22 @@ def mcp_tool_execute(*, tool: Tool, args: dict, agent: Agent | None = None, orig
         text, ok, error_type = str(exc), False, "McpServerUnavailable"
     except McpRefused as exc:
         text, ok, error_type = str(exc), False, "McpError"
-    run = ToolRun(owner=tool.owner, tool=tool, tool_name=tool.name, agent_id=agent.id if agent else "",
-                  step_id=step_id, origin=origin, args=args, status="success" if ok else "error",
-                  tool_return=text, stderr="" if ok else text, sandbox="mcp", mcp_server=server.server_name,
-                  network=spec.server_type != "stdio" or spec.allow_network,
-                  duration_ms=(time.perf_counter() - started) * 1000)
+    run = ToolRun(
+        owner=tool.owner,
+        tool=tool,
+        tool_name=tool.name,
+        agent_id=agent.id if agent else "",
+        step_id=step_id,
+        origin=origin,
+        args=args,
+        status="success" if ok else "error",
+        tool_return=text,
+        stderr="" if ok else text,
+        sandbox="mcp",
+        mcp_server=server.server_name,
+        network=spec.server_type != "stdio" or spec.allow_network,
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
     run.error_type = error_type
     if record:
         run.save()

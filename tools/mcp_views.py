@@ -24,7 +24,9 @@ def _with_tools(server: McpServer) -> McpServer:
 
 
 def _servers(owner):
-    return [_with_tools(s) for s in McpServer.objects.filter(owner=owner).prefetch_related("tools").order_by("server_name")]
+    return [
+        _with_tools(s) for s in McpServer.objects.filter(owner=owner).prefetch_related("tools").order_by("server_name")
+    ]
 
 
 def _server_or_404(request, server_id: str) -> McpServer:
@@ -36,8 +38,11 @@ def _server_or_404(request, server_id: str) -> McpServer:
 
 @login_required
 def mcp_page(request):
-    return TemplateResponse(request, "tools/mcp_servers.html", {"nav": "mcp", "servers": _servers(org(request)),
-                                                                "form": {"mcp_server_type": "stdio"}})
+    return TemplateResponse(
+        request,
+        "tools/mcp_servers.html",
+        {"nav": "mcp", "servers": _servers(org(request)), "form": {"mcp_server_type": "stdio"}},
+    )
 
 
 def _lines_map(text: str, sep: str, field: str, errors: dict) -> dict[str, str]:
@@ -57,14 +62,21 @@ def _config_from_form(post) -> tuple[dict, dict]:
     errors: dict[str, str] = {}
     kind = post.get("mcp_server_type", "stdio")
     if kind == "stdio":
-        config = {"mcp_server_type": "stdio", "command": post.get("command", "").strip(),
-                  "args": [a for a in post.get("args", "").splitlines() if a.strip()],
-                  "env": _lines_map(post.get("env", ""), "=", "env", errors),
-                  "allow_network": True if post.get("allow_network") else None}
+        config = {
+            "mcp_server_type": "stdio",
+            "command": post.get("command", "").strip(),
+            "args": [a for a in post.get("args", "").splitlines() if a.strip()],
+            "env": _lines_map(post.get("env", ""), "=", "env", errors),
+            "allow_network": True if post.get("allow_network") else None,
+        }
     else:
-        config = {"mcp_server_type": kind, "server_url": post.get("server_url", "").strip(),
-                  "auth_header": post.get("auth_header", "").strip(), "auth_token": post.get("auth_token", ""),
-                  "custom_headers": _lines_map(post.get("custom_headers", ""), ":", "custom_headers", errors)}
+        config = {
+            "mcp_server_type": kind,
+            "server_url": post.get("server_url", "").strip(),
+            "auth_header": post.get("auth_header", "").strip(),
+            "auth_token": post.get("auth_token", ""),
+            "custom_headers": _lines_map(post.get("custom_headers", ""), ":", "custom_headers", errors),
+        }
     return config, errors
 
 
@@ -74,18 +86,23 @@ def mcp_server_save(request):
     """Register a server from the form; errors come back inline on the form, with nothing saved."""
     owner = org(request)
     config, errors = _config_from_form(request.POST)
-    form = {k: request.POST.get(k, "") for k in ("server_name", "mcp_server_type", "command", "args", "server_url",
-                                                 "auth_header")}
+    form = {
+        k: request.POST.get(k, "")
+        for k in ("server_name", "mcp_server_type", "command", "args", "server_url", "auth_header")
+    }
     if not errors:
         try:
-            mcp_services.mcp_server_create(owner=owner, server_name=request.POST.get("server_name", "").strip(),
-                                           config=config)
+            mcp_services.mcp_server_create(
+                owner=owner, server_name=request.POST.get("server_name", "").strip(), config=config
+            )
         except DomainError as exc:
             errors = exc.detail if isinstance(exc.detail, dict) else {"server_name": exc.message}
             errors.setdefault("form", exc.message)
     if errors:
         # 200 so htmx swaps the form with its errors back in; nothing was saved.
-        return retarget(TemplateResponse(request, "tools/_mcp_form.html", {"form": form, "errors": errors}), "#mcp-form")
+        return retarget(
+            TemplateResponse(request, "tools/_mcp_form.html", {"form": form, "errors": errors}), "#mcp-form"
+        )
     response = TemplateResponse(request, "tools/_mcp_list.html", {"servers": _servers(owner), "reset_form": True})
     return trigger_client_event(response, "mcp-saved")
 

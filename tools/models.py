@@ -25,8 +25,9 @@ class Tool(models.Model):
     env_vars = models.JSONField(default=dict, blank=True)  # workbench defaults for test runs
     agents = models.ManyToManyField("core.Agent", related_name="tools", blank=True)
     # external_mcp tools: the server that runs them, under the name the server gives the tool.
-    mcp_server = models.ForeignKey("tools.McpServer", null=True, blank=True, on_delete=models.CASCADE,
-                                   related_name="tools")
+    mcp_server = models.ForeignKey(
+        "tools.McpServer", null=True, blank=True, on_delete=models.CASCADE, related_name="tools"
+    )
     mcp_tool_name = models.CharField(max_length=128, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

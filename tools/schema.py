@@ -114,7 +114,11 @@ def schema_from_args(source_code: str, args_schema: dict, name: str | None = Non
     if isinstance(args_schema.get("$defs"), dict):
         parameters["$defs"] = args_schema["$defs"]
     description = "\n\n".join(p for p in (parsed.short_description, parsed.long_description) if p)
-    return {"name": func.name, "description": description or args_schema.get("description", ""), "parameters": parameters}
+    return {
+        "name": func.name,
+        "description": description or args_schema.get("description", ""),
+        "parameters": parameters,
+    }
 
 
 def _parse(source_code: str) -> ast.Module:
@@ -146,7 +150,7 @@ def _parameters(func: ast.FunctionDef | ast.AsyncFunctionDef):
     first_default = len(positional) - len(a.defaults)
     for i, arg in enumerate(positional):
         yield arg, a.defaults[i - first_default] if i >= first_default else None
-    yield from zip(a.kwonlyargs, a.kw_defaults)
+    yield from zip(a.kwonlyargs, a.kw_defaults, strict=False)
 
 
 def _default_entry(node: ast.expr | None) -> dict:
@@ -157,7 +161,11 @@ def _default_entry(node: ast.expr | None) -> dict:
         value = ast.literal_eval(node)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return {}
-    if value is None or isinstance(value, (bool, int, float, str)) and not (isinstance(value, float) and value != value):
+    if (
+        value is None
+        or isinstance(value, (bool, int, float, str))
+        and not (isinstance(value, float) and value != value)
+    ):
         return {"default": value} if value is not None else {}
     if isinstance(value, (list, dict)):
         try:
@@ -259,9 +267,7 @@ def _dotted_tail(node: ast.expr) -> str | None:
 
 
 def _is_none(node: ast.expr) -> bool:
-    return (isinstance(node, ast.Constant) and node.value is None) or (
-        isinstance(node, ast.Name) and node.id == "None"
-    )
+    return (isinstance(node, ast.Constant) and node.value is None) or (isinstance(node, ast.Name) and node.id == "None")
 
 
 def _all_same(nodes: list[ast.expr]) -> bool:

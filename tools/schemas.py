@@ -8,7 +8,9 @@ from pydantic import Field
 from tools.services import MAX_RETURN_CHAR_LIMIT
 
 ReturnCharLimit = Annotated[int, Field(ge=1, le=MAX_RETURN_CHAR_LIMIT)]
-Sandbox = Annotated[str, Field(max_length=16, description="'' (the owner's or deployment's default), 'local' or 'e2b'.")]
+Sandbox = Annotated[
+    str, Field(max_length=16, description="'' (the owner's or deployment's default), 'local' or 'e2b'.")
+]
 ToolName = Annotated[str, Field(max_length=64)]
 
 
@@ -16,8 +18,11 @@ class ToolCreateIn(Schema):
     source_code: str
     # `json_schema` on the wire; renamed here because pydantic models have a json_schema() method.
     schema_: dict[str, Any] | None = Field(None, alias="json_schema")
-    args_json_schema: dict[str, Any] | None = Field(None, description="The arguments' JSON schema (e.g. a pydantic "
-                                                    "model's); the source then only gives the function's name and docstring.")
+    args_json_schema: dict[str, Any] | None = Field(
+        None,
+        description="The arguments' JSON schema (e.g. a pydantic "
+        "model's); the source then only gives the function's name and docstring.",
+    )
     description: str | None = None
     tags: list[str] | None = None
     return_char_limit: ReturnCharLimit | None = None

@@ -3,8 +3,8 @@
 from django.db.models import QuerySet
 
 from core.errors import NotFound
-from core.pagination import clamp_limit, queryset_page
 from core.models import Agent, Organization
+from core.pagination import clamp_limit, queryset_page
 from tools.models import Tool, ToolRun
 
 
@@ -15,7 +15,6 @@ def tool_get(*, owner: Organization, tool_id: str) -> Tool:
     return tool
 
 
-
 def tools_list(*, owner: Organization, name: str | None = None, limit: int = 500) -> QuerySet[Tool]:
     qs = Tool.objects.filter(owner=owner).order_by("tool_type", "name")
     if name:
@@ -24,8 +23,12 @@ def tools_list(*, owner: Organization, name: str | None = None, limit: int = 500
 
 
 # Letta's tool_type names for ours (the API speaks Letta's).
-LETTA_TOOL_TYPES = {"base": "letta_core", "multi_agent": "letta_multi_agent_core", "custom": "custom",
-                    "external_mcp": "external_mcp"}
+LETTA_TOOL_TYPES = {
+    "base": "letta_core",
+    "multi_agent": "letta_multi_agent_core",
+    "custom": "custom",
+    "external_mcp": "external_mcp",
+}
 
 
 def _our_types(letta_types: list[str] | None) -> list[str]:
@@ -33,10 +36,19 @@ def _our_types(letta_types: list[str] | None) -> list[str]:
     return [ours for ours, theirs in LETTA_TOOL_TYPES.items() if theirs in wanted or ours in wanted]
 
 
-def tools_page(*, owner: Organization, after: str | None = None, before: str | None = None, limit: int = 50,
-               ascending: bool = False, name: str | None = None, names: list[str] | None = None,
-               search: str | None = None, tool_types: list[str] | None = None,
-               exclude_tool_types: list[str] | None = None) -> list[Tool]:
+def tools_page(
+    *,
+    owner: Organization,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 50,
+    ascending: bool = False,
+    name: str | None = None,
+    names: list[str] | None = None,
+    search: str | None = None,
+    tool_types: list[str] | None = None,
+    exclude_tool_types: list[str] | None = None,
+) -> list[Tool]:
     """One page of the owner's tools by creation time, with Letta's `GET /v1/tools/` filters and id cursors."""
     qs = Tool.objects.filter(owner=owner)
     if name:
@@ -66,4 +78,6 @@ def agents_tools(*, agent_ids: list[str]) -> dict[str, list[Tool]]:
 
 
 def tool_runs(*, owner: Organization, tool_name: str, limit: int = 50) -> list[ToolRun]:
-    return list(ToolRun.objects.filter(owner=owner, tool_name=tool_name).order_by("-created_at")[:clamp_limit(limit, 500)])
+    return list(
+        ToolRun.objects.filter(owner=owner, tool_name=tool_name).order_by("-created_at")[: clamp_limit(limit, 500)]
+    )

@@ -7,12 +7,11 @@ from typing import Any
 from django.db import transaction
 
 from core import versions
+from core.engine.base_tools import BASE_TOOL_NAMES, MULTI_AGENT_TOOL_NAMES
 from core.errors import Conflict, DomainError, Invalid, NotFound
 from core.models import Agent, Organization
 from tools import schema as tool_schema
 from tools.models import Tool
-
-from core.engine.base_tools import BASE_TOOL_NAMES, MULTI_AGENT_TOOL_NAMES
 
 
 @transaction.atomic
@@ -26,16 +25,29 @@ def builtin_tools_ensure(*, owner: Organization) -> dict[str, Tool]:
         kind = "multi_agent" if name in MULTI_AGENT_TOOL_NAMES else "base"
         tool = existing.get(name)
         if tool is None:
-            existing[name] = Tool.objects.create(owner=owner, name=name, tool_type=kind, json_schema=schema,
-                                                 description=schema.get("description", ""), tags=[kind])
+            existing[name] = Tool.objects.create(
+                owner=owner,
+                name=name,
+                tool_type=kind,
+                json_schema=schema,
+                description=schema.get("description", ""),
+                tags=[kind],
+            )
         elif tool.json_schema != schema:
             tool.json_schema, tool.description = schema, schema.get("description", "")
             tool.save(update_fields=["json_schema", "description", "updated_at"])
     return existing
 
 
-def agent_tools_attach_initial(*, agent: Agent, names: list[str], ids: list[str], include_base: bool,
-                               include_multi_agent: bool, without: tuple[str, ...] = ()) -> None:
+def agent_tools_attach_initial(
+    *,
+    agent: Agent,
+    names: list[str],
+    ids: list[str],
+    include_base: bool,
+    include_multi_agent: bool,
+    without: tuple[str, ...] = (),
+) -> None:
     """Attach the tools an agent is created with: built-ins as asked (less the base tools in `without`, e.g.
     send_message for a letta_v1_agent), then named and id'd tools."""
     wanted: list[Tool] = []
@@ -76,9 +88,18 @@ MAX_RETURN_CHAR_LIMIT = 1_000_000
 _PIP_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?$")
 _PIP_VERSION_RE = re.compile(r"^(==|>=|<=|~=|!=|>|<)?\s*[A-Za-z0-9.*+!_-]+$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_EDITABLE = ("source_code", "json_schema", "args_json_schema", "description", "tags", "return_char_limit",
-             "pip_requirements",
-             "sandbox", "env_vars", "allow_network")
+_EDITABLE = (
+    "source_code",
+    "json_schema",
+    "args_json_schema",
+    "description",
+    "tags",
+    "return_char_limit",
+    "pip_requirements",
+    "sandbox",
+    "env_vars",
+    "allow_network",
+)
 
 
 class ToolLocked(DomainError):
@@ -106,8 +127,9 @@ class SchemaConflict(DomainError):
     status = 400
 
 
-def tool_schema_resolve(*, source_code: str, json_schema: dict | None = None, name: str | None = None,
-                        args_json_schema: dict | None = None) -> dict:
+def tool_schema_resolve(
+    *, source_code: str, json_schema: dict | None = None, name: str | None = None, args_json_schema: dict | None = None
+) -> dict:
     """The tool's schema: `json_schema` checked against the source if given, else built from `args_json_schema` and
     the source's function, else derived from the source (Invalid, or SchemaConflict for a given schema)."""
     if not json_schema and args_json_schema:
@@ -122,8 +144,10 @@ def tool_schema_resolve(*, source_code: str, json_schema: dict | None = None, na
         _check(lambda: tool_schema.validate_tool_name(fn), "json_schema")
         params = json_schema.get("parameters", {"type": "object", "properties": {}})
         if not isinstance(params, dict) or params.get("type", "object") != "object":
-            raise SchemaConflict("json_schema.parameters must be a JSON schema of type object",
-                          detail={"json_schema": "parameters must be an object schema"})
+            raise SchemaConflict(
+                "json_schema.parameters must be a JSON schema of type object",
+                detail={"json_schema": "parameters must be an object schema"},
+            )
         if fn not in source_function_names(source_code):
             msg = f"json_schema names function {fn!r} but the source defines no top-level function with that name"
             raise SchemaConflict(msg, detail={"json_schema": msg})
@@ -233,33 +257,69 @@ def _name_free(*, owner: Organization, name: str, exclude_pk: str | None = None)
 
 
 @transaction.atomic
-def tool_create(*, owner: Organization, source_code: str, json_schema: dict | None = None,
-                args_json_schema: dict | None = None, description: str | None = None, tags: list[str] | None = None, return_char_limit: int | None = None,
-                pip_requirements: list | None = None, sandbox: str = "", env_vars: dict | None = None,
-                allow_network: bool | None = None) -> Tool:
+def tool_create(
+    *,
+    owner: Organization,
+    source_code: str,
+    json_schema: dict | None = None,
+    args_json_schema: dict | None = None,
+    description: str | None = None,
+    tags: list[str] | None = None,
+    return_char_limit: int | None = None,
+    pip_requirements: list | None = None,
+    sandbox: str = "",
+    env_vars: dict | None = None,
+    allow_network: bool | None = None,
+) -> Tool:
     """Create a custom tool from source (schema derived unless given); Conflict (409) if the name is taken."""
     schema = tool_schema_resolve(source_code=source_code, json_schema=json_schema, args_json_schema=args_json_schema)
-    fields = _clean_fields({"tags": tags or [], "return_char_limit": return_char_limit,
-                            "pip_requirements": pip_requirements, "sandbox": sandbox, "env_vars": env_vars,
-                            "allow_network": allow_network})
+    fields = _clean_fields(
+        {
+            "tags": tags or [],
+            "return_char_limit": return_char_limit,
+            "pip_requirements": pip_requirements,
+            "sandbox": sandbox,
+            "env_vars": env_vars,
+            "allow_network": allow_network,
+        }
+    )
     _name_free(owner=owner, name=schema["name"])
-    tool = _apply(Tool(owner=owner, tool_type="custom"), schema=schema, source_code=source_code,
-                  description=description, fields=fields)
+    tool = _apply(
+        Tool(owner=owner, tool_type="custom"),
+        schema=schema,
+        source_code=source_code,
+        description=description,
+        fields=fields,
+    )
     tool.save()
     return tool
 
 
 @transaction.atomic
-def tool_upsert(*, owner: Organization, source_code: str, json_schema: dict | None = None,
-                args_json_schema: dict | None = None, **fields: Any) -> Tool:
+def tool_upsert(
+    *,
+    owner: Organization,
+    source_code: str,
+    json_schema: dict | None = None,
+    args_json_schema: dict | None = None,
+    **fields: Any,
+) -> Tool:
     """Create the tool, or update the owner's custom tool with the same function name (locks that row)."""
     schema = tool_schema_resolve(source_code=source_code, json_schema=json_schema, args_json_schema=args_json_schema)
     existing = Tool.objects.select_for_update().filter(owner=owner, name=schema["name"]).first()
     if existing is None:
-        return tool_create(owner=owner, source_code=source_code, json_schema=json_schema,
-                           args_json_schema=args_json_schema, **fields)
-    return tool_update(tool=existing, changes={"source_code": source_code, "json_schema": json_schema,
-                                               "args_json_schema": args_json_schema, **fields})
+        return tool_create(
+            owner=owner, source_code=source_code, json_schema=json_schema, args_json_schema=args_json_schema, **fields
+        )
+    return tool_update(
+        tool=existing,
+        changes={
+            "source_code": source_code,
+            "json_schema": json_schema,
+            "args_json_schema": args_json_schema,
+            **fields,
+        },
+    )
 
 
 @transaction.atomic
@@ -273,13 +333,17 @@ def tool_update(*, tool: Tool, changes: dict) -> Tool:
     schema = source = None
     if changes.get("source_code") is not None or changes.get("json_schema") or changes.get("args_json_schema"):
         source = changes["source_code"] if changes.get("source_code") is not None else tool.source_code
-        schema = tool_schema_resolve(source_code=source, json_schema=changes.get("json_schema"),
-                                     args_json_schema=changes.get("args_json_schema"),
-                                     name=None if changes.get("source_code") is not None else tool.name)
+        schema = tool_schema_resolve(
+            source_code=source,
+            json_schema=changes.get("json_schema"),
+            args_json_schema=changes.get("args_json_schema"),
+            name=None if changes.get("source_code") is not None else tool.name,
+        )
         if schema["name"] != tool.name:
             _name_free(owner=tool.owner, name=schema["name"], exclude_pk=tool.pk)
-    _apply(tool, schema=schema, source_code=source, description=changes.get("description"),
-           fields=_clean_fields(changes))
+    _apply(
+        tool, schema=schema, source_code=source, description=changes.get("description"), fields=_clean_fields(changes)
+    )
     tool.save()
     versions.tool_changed(tool=tool)
     return tool

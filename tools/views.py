@@ -9,7 +9,8 @@ from django.views.decorators.http import require_POST
 
 from core.errors import DomainError
 from core.web.common import org
-from tools import schema as tool_schema, selectors
+from tools import schema as tool_schema
+from tools import selectors
 from tools.execution import local_sandbox_notice
 
 NEW_TOOL_SOURCE = '''def roll_dice(sides: int = 6, times: int = 1) -> str:
@@ -37,13 +38,28 @@ def _fields(schema: dict, prefill: dict | None = None) -> list[dict]:
     out = []
     for name, prop in (params.get("properties") or {}).items():
         kind = prop.get("type")
-        widget = "select" if "enum" in prop else {"integer": "number", "number": "number", "boolean": "checkbox",
-                                                  "string": "text"}.get(kind, "json")
+        widget = (
+            "select"
+            if "enum" in prop
+            else {"integer": "number", "number": "number", "boolean": "checkbox", "string": "text"}.get(kind, "json")
+        )
         value = (prefill or {}).get(name)
-        shown = "" if value is None else (json.dumps(value) if widget == "json" or not isinstance(value, str) else value)
-        out.append({"name": name, "type": kind or "any", "widget": widget, "required": name in required,
-                    "description": prop.get("description", ""), "enum": prop.get("enum", []),
-                    "default": prop.get("default"), "value": shown, "checked": value is True})
+        shown = (
+            "" if value is None else (json.dumps(value) if widget == "json" or not isinstance(value, str) else value)
+        )
+        out.append(
+            {
+                "name": name,
+                "type": kind or "any",
+                "widget": widget,
+                "required": name in required,
+                "description": prop.get("description", ""),
+                "enum": prop.get("enum", []),
+                "default": prop.get("default"),
+                "value": shown,
+                "checked": value is True,
+            }
+        )
     return out
 
 
@@ -58,7 +74,11 @@ def _recorded_call(request, message_id: str, call_id: str) -> dict | None:
                 args = json.loads(call.get("arguments") or "{}")
             except ValueError:
                 args = {}
-            args = {k: v for k, v in (args if isinstance(args, dict) else {}).items() if k not in ("thinking", "request_heartbeat")}
+            args = {
+                k: v
+                for k, v in (args if isinstance(args, dict) else {}).items()
+                if k not in ("thinking", "request_heartbeat")
+            }
             return {"name": call.get("name"), "args": args, "agent_id": row.agent_id, "message_id": row.id}
     return None
 
@@ -89,17 +109,32 @@ def tools_page(request):
     # Arguments: a recorded call's when opened from one, else the last run's (a workbench session resumes).
     prefill = recorded["args"] if recorded else (runs[0].args if runs and isinstance(runs[0].args, dict) else {})
     attached = list(tool.agents.order_by("name")) if tool else []
-    return TemplateResponse(request, "tools/tools.html", {
-        "nav": "tools", "library": library, "tool": tool, "source": source, "schema": schema, "schema_error": error,
-        "schema_json": json.dumps(schema, indent=2) if schema else "", "fields": _fields(schema, prefill),
-        "prefill_json": json.dumps(prefill), "prefilled_from_run": bool(prefill and not recorded),
-        "builtin": bool(tool and not tool.source_code), "recorded": recorded, "runs": runs,
-        "env_keys": sorted((tool.env_vars or {}).keys()) if tool else [], "agents": list(agents_list(owner=owner, limit=200)),
-        "attached_ids": {a.id for a in attached}, "attached_names": ", ".join(a.name for a in attached),
-        "pip_text": pip_text(tool.pip_requirements if tool else []),
-        "run_agent_id": (recorded or {}).get("agent_id", ""),
-        "sandbox_notice": local_sandbox_notice(),
-    })
+    return TemplateResponse(
+        request,
+        "tools/tools.html",
+        {
+            "nav": "tools",
+            "library": library,
+            "tool": tool,
+            "source": source,
+            "schema": schema,
+            "schema_error": error,
+            "schema_json": json.dumps(schema, indent=2) if schema else "",
+            "fields": _fields(schema, prefill),
+            "prefill_json": json.dumps(prefill),
+            "prefilled_from_run": bool(prefill and not recorded),
+            "builtin": bool(tool and not tool.source_code),
+            "recorded": recorded,
+            "runs": runs,
+            "env_keys": sorted((tool.env_vars or {}).keys()) if tool else [],
+            "agents": list(agents_list(owner=owner, limit=200)),
+            "attached_ids": {a.id for a in attached},
+            "attached_names": ", ".join(a.name for a in attached),
+            "pip_text": pip_text(tool.pip_requirements if tool else []),
+            "run_agent_id": (recorded or {}).get("agent_id", ""),
+            "sandbox_notice": local_sandbox_notice(),
+        },
+    )
 
 
 def pip_text(requirements: list) -> str:
@@ -161,9 +196,16 @@ def schema_preview(request):
         prefill = json.loads(request.POST.get("prefill") or "{}")
     except ValueError:
         prefill = {}
-    return TemplateResponse(request, "tools/_schema.html", {
-        "schema": schema, "schema_error": error, "schema_json": json.dumps(schema, indent=2) if schema else "",
-        "fields": _fields(schema, prefill if isinstance(prefill, dict) else {})})
+    return TemplateResponse(
+        request,
+        "tools/_schema.html",
+        {
+            "schema": schema,
+            "schema_error": error,
+            "schema_json": json.dumps(schema, indent=2) if schema else "",
+            "fields": _fields(schema, prefill if isinstance(prefill, dict) else {}),
+        },
+    )
 
 
 def collect_args(post, fields: list[dict]) -> tuple[dict, dict]:
@@ -209,10 +251,16 @@ def tool_run(request):
         else:
             agent_id = request.POST.get("agent_id") or None
             try:
-                ctx["result"] = web_workbench.run(owner=org(request), source_code=source, args=args, env_vars=env,
-                                                  tool_id=request.POST.get("tool_id") or None, agent_id=agent_id,
-                                                  allow_network=_network_choice(request.POST.get("allow_network", "")),
-                                                  run_key=request.POST.get("run_key", "")[:64])
+                ctx["result"] = web_workbench.run(
+                    owner=org(request),
+                    source_code=source,
+                    args=args,
+                    env_vars=env,
+                    tool_id=request.POST.get("tool_id") or None,
+                    agent_id=agent_id,
+                    allow_network=_network_choice(request.POST.get("allow_network", "")),
+                    run_key=request.POST.get("run_key", "")[:64],
+                )
                 ctx["lacks"] = web_workbench.missing_without_agent(source, schema) if not agent_id else []
             except (DomainError, ValueError) as exc:
                 ctx["error"] = str(exc)
@@ -229,17 +277,28 @@ def tool_save(request):
     from tools import web_workbench
 
     try:
-        tool = web_workbench.save(owner=org(request), source_code=request.POST.get("source_code", ""),
-                                  tool_id=request.POST.get("tool_id") or None, env_vars=_env_changes(request.POST),
-                                  sandbox=request.POST.get("sandbox", ""),
-                                  pip_requirements=pip_parse(request.POST.get("pip_requirements", "")),
-                                  allow_network=_network_choice(request.POST.get("allow_network", "")))
+        tool = web_workbench.save(
+            owner=org(request),
+            source_code=request.POST.get("source_code", ""),
+            tool_id=request.POST.get("tool_id") or None,
+            env_vars=_env_changes(request.POST),
+            sandbox=request.POST.get("sandbox", ""),
+            pip_requirements=pip_parse(request.POST.get("pip_requirements", "")),
+            allow_network=_network_choice(request.POST.get("allow_network", "")),
+        )
     except (DomainError, ValueError, tool_schema.SchemaError) as exc:
         return TemplateResponse(request, "tools/_saved.html", {"error": str(exc)})
     created = not request.POST.get("tool_id")
-    response = TemplateResponse(request, "tools/_saved.html", {
-        "tool": tool, "env_keys": sorted(tool.env_vars or {}), "created": created,
-        "library": list(selectors.tools_list(owner=org(request))) if created else []})
+    response = TemplateResponse(
+        request,
+        "tools/_saved.html",
+        {
+            "tool": tool,
+            "env_keys": sorted(tool.env_vars or {}),
+            "created": created,
+            "library": list(selectors.tools_list(owner=org(request))) if created else [],
+        },
+    )
     return push_url(response, reverse("tools") + f"?tool={tool.id}") if not request.POST.get("tool_id") else response
 
 
@@ -251,7 +310,9 @@ def tool_run_cancel(request):
 
     from tools import web_workbench
 
-    return JsonResponse({"cancelled": web_workbench.cancel(owner=org(request), run_key=request.POST.get("run_key", "")[:64])})
+    return JsonResponse(
+        {"cancelled": web_workbench.cancel(owner=org(request), run_key=request.POST.get("run_key", "")[:64])}
+    )
 
 
 @login_required
@@ -285,5 +346,12 @@ def tool_attach(request, tool_id: str):
     (services.tool_detach if request.POST.get("action") == "detach" else services.tool_attach)(agent=agent, tool=tool)
     from core.selectors import agents_list
 
-    return TemplateResponse(request, "tools/_attach.html", {"tool": tool, "agents": list(agents_list(owner=owner, limit=200)),
-                                                           "attached_ids": set(tool.agents.values_list("id", flat=True))})
+    return TemplateResponse(
+        request,
+        "tools/_attach.html",
+        {
+            "tool": tool,
+            "agents": list(agents_list(owner=owner, limit=200)),
+            "attached_ids": set(tool.agents.values_list("id", flat=True)),
+        },
+    )

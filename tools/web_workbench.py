@@ -9,8 +9,17 @@ from tools.models import Tool, ToolRun
 _AGENT_ONLY_ENV = ("AIDE_API_TOKEN", "AIDE_BASE_URL", "AIDE_AGENT_ID")
 
 
-def run(*, owner: Organization, source_code: str, args: dict, env_vars: dict, tool_id: str | None = None,
-        agent_id: str | None = None, allow_network: bool | None = None, run_key: str = "") -> dict:
+def run(
+    *,
+    owner: Organization,
+    source_code: str,
+    args: dict,
+    env_vars: dict,
+    tool_id: str | None = None,
+    agent_id: str | None = None,
+    allow_network: bool | None = None,
+    run_key: str = "",
+) -> dict:
     """Run source with args in the sandbox that applies (records a ToolRun); the result dict plus `sandbox`.
 
     With a `run_key`, `cancel(owner=..., run_key=...)` from another request stops the run (`cancelled` in the result).
@@ -19,15 +28,28 @@ def run(*, owner: Organization, source_code: str, args: dict, env_vars: dict, to
     from tools.workbench import tool_run_source
 
     with cancellable(_cancel_key(owner, run_key)) as state:
-        result = tool_run_source(owner=owner, source_code=source_code, args=args, env_vars=env_vars, tool_id=tool_id,
-                                 agent_id=agent_id, allow_network=allow_network)
+        result = tool_run_source(
+            owner=owner,
+            source_code=source_code,
+            args=args,
+            env_vars=env_vars,
+            tool_id=tool_id,
+            agent_id=agent_id,
+            allow_network=allow_network,
+        )
     if not (run_key and state.cancelled):
         return {**result, "cancelled": False}
     # The sandbox saw a SIGKILL, which it reports as a limit; say what really happened, in the history too.
     said = "Cancelled: stopped from the workbench"
     ToolRun.objects.filter(pk=result["tool_run_id"]).update(tool_return=said)
-    return {**result, "cancelled": True, "tool_return": said, "error_type": "Cancelled",
-            "error_message": "stopped from the workbench", "traceback": None}
+    return {
+        **result,
+        "cancelled": True,
+        "tool_return": said,
+        "error_type": "Cancelled",
+        "error_message": "stopped from the workbench",
+        "traceback": None,
+    }
 
 
 def cancel(*, owner: Organization, run_key: str) -> bool:
@@ -52,10 +74,25 @@ def missing_without_agent(source_code: str, schema: dict) -> list[str]:
     return missing
 
 
-def save(*, owner: Organization, source_code: str, tool_id: str | None, env_vars: dict, sandbox: str = "",
-         pip_requirements: list | None = None, allow_network: bool | None = None) -> Tool:
+def save(
+    *,
+    owner: Organization,
+    source_code: str,
+    tool_id: str | None,
+    env_vars: dict,
+    sandbox: str = "",
+    pip_requirements: list | None = None,
+    allow_network: bool | None = None,
+) -> Tool:
     """Create a custom tool from source, or update the one with `tool_id`; `env_vars` are merged in (null removes)."""
     from tools.workbench import tool_save_source
 
-    return tool_save_source(owner=owner, source_code=source_code, tool_id=tool_id, env_vars=env_vars, sandbox=sandbox,
-                            pip_requirements=pip_requirements or [], allow_network=allow_network)
+    return tool_save_source(
+        owner=owner,
+        source_code=source_code,
+        tool_id=tool_id,
+        env_vars=env_vars,
+        sandbox=sandbox,
+        pip_requirements=pip_requirements or [],
+        allow_network=allow_network,
+    )

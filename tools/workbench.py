@@ -5,8 +5,16 @@ from tools import execution, selectors, services
 from tools.models import Tool
 
 
-def tool_run_source(*, owner: Organization, source_code: str, args: dict, env_vars: dict, tool_id: str | None = None,
-                    agent_id: str | None = None, allow_network: bool | None = None) -> dict:
+def tool_run_source(
+    *,
+    owner: Organization,
+    source_code: str,
+    args: dict,
+    env_vars: dict,
+    tool_id: str | None = None,
+    agent_id: str | None = None,
+    allow_network: bool | None = None,
+) -> dict:
     """Run (unsaved) source as the workbench does; records a ToolRun. Returns the sandbox result plus `sandbox`.
 
     With `agent_id` the run is given what the agent loop gives it: the agent's secrets, `agent_state` and a
@@ -18,20 +26,39 @@ def tool_run_source(*, owner: Organization, source_code: str, args: dict, env_va
     agent = agent_get(owner=owner, agent_id=agent_id) if agent_id else None
     # The editor may have renamed the function since the tool was saved: then the source's last function runs.
     name = tool.name if tool is not None and tool.name in services.source_function_names(source_code) else None
-    run = execution.tool_execute(owner=owner, source_code=source_code, args=args, env_vars=env_vars,
-                                 tool=tool if name else None, agent=agent, name=name, allow_network=allow_network)
+    run = execution.tool_execute(
+        owner=owner,
+        source_code=source_code,
+        args=args,
+        env_vars=env_vars,
+        tool=tool if name else None,
+        agent=agent,
+        name=name,
+        allow_network=allow_network,
+    )
     return {**run.result.to_dict(), "sandbox": run.sandbox, "tool_run_id": run.id, "agent": agent}
 
 
-def tool_save_source(*, owner: Organization, source_code: str, tool_id: str | None, env_vars: dict,
-                     sandbox: str = "", pip_requirements: list | None = None,
-                     allow_network: bool | None = None) -> Tool:
+def tool_save_source(
+    *,
+    owner: Organization,
+    source_code: str,
+    tool_id: str | None,
+    env_vars: dict,
+    sandbox: str = "",
+    pip_requirements: list | None = None,
+    allow_network: bool | None = None,
+) -> Tool:
     """Create a custom tool from source, or update the one with `tool_id` (409 on a name clash).
 
     `env_vars` are merged into the stored ones (a null value removes a variable), since the page never shows them.
     """
-    changes = {"source_code": source_code, "sandbox": sandbox, "pip_requirements": pip_requirements or [],
-               "allow_network": allow_network}
+    changes = {
+        "source_code": source_code,
+        "sandbox": sandbox,
+        "pip_requirements": pip_requirements or [],
+        "allow_network": allow_network,
+    }
     if tool_id:
         tool = selectors.tool_get(owner=owner, tool_id=tool_id)
         merged = {**(tool.env_vars or {}), **env_vars}

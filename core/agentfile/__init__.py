@@ -18,6 +18,16 @@ from core.agentfile.preview import preview
 from core.agentfile.templates import template_load, templates_list
 
 __all__ = [
-    "AgentFileError", "ImportOptions", "ImportResult", "ParsedFile", "agentfile_export", "agentfile_import",
-    "agentfile_preview", "legacy_from_v2", "parse_agent_file", "preview", "template_load", "templates_list",
+    "AgentFileError",
+    "ImportOptions",
+    "ImportResult",
+    "ParsedFile",
+    "agentfile_export",
+    "agentfile_import",
+    "agentfile_preview",
+    "legacy_from_v2",
+    "parse_agent_file",
+    "preview",
+    "template_load",
+    "templates_list",
 ]

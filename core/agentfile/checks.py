@@ -15,42 +15,176 @@ from core.text import text_problem
 # Fields Letta writes (union over the versions that wrote the published files); anything else is refused,
 # as Letta's own schema (extra="forbid") would.
 V2_TOP = frozenset({"agents", "groups", "blocks", "files", "sources", "tools", "mcp_servers", "metadata", "created_at"})
-V2_AGENT = frozenset({
-    "name", "memory_blocks", "tools", "tool_ids", "source_ids", "folder_ids", "block_ids", "tool_rules", "tags",
-    "system", "agent_type", "initial_message_sequence", "include_base_tools", "include_multi_agent_tools",
-    "include_base_tool_rules", "include_default_source", "description", "metadata", "llm_config",
-    "embedding_config", "model", "embedding", "model_settings", "compaction_settings", "context_window_limit",
-    "embedding_chunk_size", "max_tokens", "max_reasoning_tokens", "enable_reasoner", "reasoning", "from_template",
-    "template", "project", "tool_exec_environment_variables", "secrets", "memory_variables", "project_id",
-    "template_id", "base_template_id", "identity_ids", "message_buffer_autoclear", "enable_sleeptime",
-    "response_format", "timezone", "max_files_open", "per_file_view_window_char_limit", "hidden",
-    "parallel_tool_calls", "id", "in_context_message_ids", "messages", "files_agents", "group_ids",
-})
-V1_TOP = frozenset({
-    "agent_type", "core_memory", "created_at", "description", "embedding_config", "llm_config",
-    "message_buffer_autoclear", "in_context_message_indices", "messages", "metadata_", "multi_agent_group", "name",
-    "system", "tags", "tool_exec_environment_variables", "tool_rules", "tools", "updated_at", "version",
-})
-BLOCK = frozenset({
-    "id", "value", "limit", "project_id", "template_name", "is_template", "template_id", "base_template_id",
-    "deployment_id", "entity_id", "preserve_on_migration", "label", "read_only", "description", "metadata",
-    "hidden", "created_by_id", "last_updated_by_id", "tags", "created_at", "updated_at", "metadata_",
-})
-TOOL = frozenset({
-    "id", "tool_type", "description", "source_type", "name", "tags", "source_code", "json_schema",
-    "args_json_schema", "return_char_limit", "pip_requirements", "npm_requirements", "default_requires_approval",
-    "enable_parallel_execution", "created_by_id", "last_updated_by_id", "metadata_", "project_id", "created_at",
-    "updated_at",
-})
-MESSAGE = frozenset({
-    "type", "id", "role", "content", "name", "otid", "sender_id", "batch_item_id", "group_id", "model", "agent_id",
-    "tool_calls", "tool_call_id", "tool_returns", "created_at", "updated_at", "approve", "approval_request_id",
-    "denial_reason", "approvals", "step_id", "run_id",
-})
-TOOL_RULE = frozenset({
-    "tool_name", "type", "prompt_template", "args", "children", "child_arg_nodes", "child_output_mapping",
-    "default_child", "require_output_mapping", "max_count_limit",
-})
+V2_AGENT = frozenset(
+    {
+        "name",
+        "memory_blocks",
+        "tools",
+        "tool_ids",
+        "source_ids",
+        "folder_ids",
+        "block_ids",
+        "tool_rules",
+        "tags",
+        "system",
+        "agent_type",
+        "initial_message_sequence",
+        "include_base_tools",
+        "include_multi_agent_tools",
+        "include_base_tool_rules",
+        "include_default_source",
+        "description",
+        "metadata",
+        "llm_config",
+        "embedding_config",
+        "model",
+        "embedding",
+        "model_settings",
+        "compaction_settings",
+        "context_window_limit",
+        "embedding_chunk_size",
+        "max_tokens",
+        "max_reasoning_tokens",
+        "enable_reasoner",
+        "reasoning",
+        "from_template",
+        "template",
+        "project",
+        "tool_exec_environment_variables",
+        "secrets",
+        "memory_variables",
+        "project_id",
+        "template_id",
+        "base_template_id",
+        "identity_ids",
+        "message_buffer_autoclear",
+        "enable_sleeptime",
+        "response_format",
+        "timezone",
+        "max_files_open",
+        "per_file_view_window_char_limit",
+        "hidden",
+        "parallel_tool_calls",
+        "id",
+        "in_context_message_ids",
+        "messages",
+        "files_agents",
+        "group_ids",
+    }
+)
+V1_TOP = frozenset(
+    {
+        "agent_type",
+        "core_memory",
+        "created_at",
+        "description",
+        "embedding_config",
+        "llm_config",
+        "message_buffer_autoclear",
+        "in_context_message_indices",
+        "messages",
+        "metadata_",
+        "multi_agent_group",
+        "name",
+        "system",
+        "tags",
+        "tool_exec_environment_variables",
+        "tool_rules",
+        "tools",
+        "updated_at",
+        "version",
+    }
+)
+BLOCK = frozenset(
+    {
+        "id",
+        "value",
+        "limit",
+        "project_id",
+        "template_name",
+        "is_template",
+        "template_id",
+        "base_template_id",
+        "deployment_id",
+        "entity_id",
+        "preserve_on_migration",
+        "label",
+        "read_only",
+        "description",
+        "metadata",
+        "hidden",
+        "created_by_id",
+        "last_updated_by_id",
+        "tags",
+        "created_at",
+        "updated_at",
+        "metadata_",
+    }
+)
+TOOL = frozenset(
+    {
+        "id",
+        "tool_type",
+        "description",
+        "source_type",
+        "name",
+        "tags",
+        "source_code",
+        "json_schema",
+        "args_json_schema",
+        "return_char_limit",
+        "pip_requirements",
+        "npm_requirements",
+        "default_requires_approval",
+        "enable_parallel_execution",
+        "created_by_id",
+        "last_updated_by_id",
+        "metadata_",
+        "project_id",
+        "created_at",
+        "updated_at",
+    }
+)
+MESSAGE = frozenset(
+    {
+        "type",
+        "id",
+        "role",
+        "content",
+        "name",
+        "otid",
+        "sender_id",
+        "batch_item_id",
+        "group_id",
+        "model",
+        "agent_id",
+        "tool_calls",
+        "tool_call_id",
+        "tool_returns",
+        "created_at",
+        "updated_at",
+        "approve",
+        "approval_request_id",
+        "denial_reason",
+        "approvals",
+        "step_id",
+        "run_id",
+    }
+)
+TOOL_RULE = frozenset(
+    {
+        "tool_name",
+        "type",
+        "prompt_template",
+        "args",
+        "children",
+        "child_arg_nodes",
+        "child_output_mapping",
+        "default_child",
+        "require_output_mapping",
+        "max_count_limit",
+    }
+)
 
 
 def load_json(raw: bytes | str) -> Any:
@@ -66,7 +200,9 @@ def load_json(raw: bytes | str) -> Any:
     except UnicodeDecodeError:
         raise AgentFileError("", "the file is not UTF-8 text (an agent file is JSON)") from None
     except json.JSONDecodeError as exc:
-        raise AgentFileError("", f"the file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+        raise AgentFileError(
+            "", f"the file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        ) from None
     except RecursionError:
         raise AgentFileError("", f"the JSON is nested deeper than {MAX_DEPTH} levels") from None
     check_bounds(data)
@@ -172,4 +308,5 @@ def unique_key(value: Any, path: str, seen: set[str]) -> str:
 
 def _kind(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number" if isinstance(value, int | float) else type(value).__name__)
+        type(value), "a number" if isinstance(value, int | float) else type(value).__name__
+    )

@@ -43,15 +43,21 @@ class ImportResult:
     tools_overridden: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {"agent_ids": self.agent_ids, "warnings": self.warnings, "tools_created": self.tools_created,
-                "tools_reused": self.tools_reused, "tools_overridden": self.tools_overridden}
+        return {
+            "agent_ids": self.agent_ids,
+            "warnings": self.warnings,
+            "tools_created": self.tools_created,
+            "tools_reused": self.tools_reused,
+            "tools_overridden": self.tools_overridden,
+        }
 
 
 def _check_options(options: ImportOptions) -> None:
     if options.tool_policy not in TOOL_POLICIES:
         raise Invalid(f"tool_policy must be one of {', '.join(TOOL_POLICIES)}, not {options.tool_policy!r}")
-    if options.secrets is not None and not all(isinstance(k, str) and k.isidentifier() and isinstance(v, str | None)
-                                               for k, v in options.secrets.items()):
+    if options.secrets is not None and not all(
+        isinstance(k, str) and k.isidentifier() and isinstance(v, str | None) for k, v in options.secrets.items()
+    ):
         raise Invalid("secrets must map environment variable names to strings")
 
 
@@ -67,8 +73,10 @@ def agentfile_import(*, owner: Organization, parsed: ParsedFile, options: Import
     from tools.mcp_agentfile import mcp_servers_import
 
     mcp_servers_import(owner=owner, servers=parsed.mcp_servers, warnings=result.warnings)
-    rows = {key: _tool_row(owner=owner, tool=t, builtins=builtins, policy=options.tool_policy, result=result)
-            for key, t in parsed.tools.items()}
+    rows = {
+        key: _tool_row(owner=owner, tool=t, builtins=builtins, policy=options.tool_policy, result=result)
+        for key, t in parsed.tools.items()
+    }
     tool_ids = {key: row.id for key, row in rows.items() if row is not None}
     block_ids = _blocks_create(owner=owner, parsed=parsed)
     for i, pa in enumerate(parsed.agents):
@@ -80,7 +88,9 @@ def agentfile_import(*, owner: Organization, parsed: ParsedFile, options: Import
     return result
 
 
-def _tool_row(*, owner: Organization, tool: ParsedTool, builtins: dict[str, Tool], policy: str, result: ImportResult) -> Tool:
+def _tool_row(
+    *, owner: Organization, tool: ParsedTool, builtins: dict[str, Tool], policy: str, result: ImportResult
+) -> Tool:
     if tool.builtin:
         return builtins[tool.name]
     if tool.letta_type == "external_mcp":
@@ -98,14 +108,18 @@ def _tool_row(*, owner: Organization, tool: ParsedTool, builtins: dict[str, Tool
     if policy == "reuse" or same:
         result.tools_reused.append(tool.name)
         if not same:
-            result.warnings.append(f"Tool '{tool.name}' already exists and differs from the file's; your existing "
-                                   "tool was kept (import with tool_policy=override to replace it).")
+            result.warnings.append(
+                f"Tool '{tool.name}' already exists and differs from the file's; your existing "
+                "tool was kept (import with tool_policy=override to replace it)."
+            )
         return existing
     for key, value in fields.items():
         setattr(existing, key, value)
     existing.save(update_fields=[*fields, "updated_at"])
     result.tools_overridden.append(tool.name)
-    result.warnings.append(f"Tool '{tool.name}' was overwritten with the file's version (other agents using it see the change).")
+    result.warnings.append(
+        f"Tool '{tool.name}' was overwritten with the file's version (other agents using it see the change)."
+    )
     return existing
 
 
@@ -118,9 +132,14 @@ def _tool_fields(tool: ParsedTool, result: ImportResult) -> dict:
             schema = derive_schema(tool.source_code, tool.name)
         except SchemaError as exc:
             result.warnings.append(f"Tool '{tool.name}' has no schema and none could be derived from its code: {exc}")
-    return {"description": tool.description or str(schema.get("description") or ""), "source_code": tool.source_code,
-            "json_schema": schema, "tags": list(tool.tags), "return_char_limit": tool.return_char_limit,
-            "pip_requirements": list(tool.pip_requirements)}
+    return {
+        "description": tool.description or str(schema.get("description") or ""),
+        "source_code": tool.source_code,
+        "json_schema": schema,
+        "tags": list(tool.tags),
+        "return_char_limit": tool.return_char_limit,
+        "pip_requirements": list(tool.pip_requirements),
+    }
 
 
 def _blocks_create(*, owner: Organization, parsed: ParsedFile) -> dict[str, str]:
@@ -131,13 +150,27 @@ def _blocks_create(*, owner: Organization, parsed: ParsedFile) -> dict[str, str]
     out = {}
     for key in used:
         b = parsed.blocks[key]
-        out[key] = block_create(owner=owner, label=b.label, value=b.value, limit=b.limit, description=b.description,
-                                read_only=b.read_only, metadata=b.metadata).id
+        out[key] = block_create(
+            owner=owner,
+            label=b.label,
+            value=b.value,
+            limit=b.limit,
+            description=b.description,
+            read_only=b.read_only,
+            metadata=b.metadata,
+        ).id
     return out
 
 
-def _agent_create(*, owner: Organization, pa: ParsedAgent, options: ImportOptions, block_ids: dict[str, str],
-                  tool_ids: dict[str, str], result: ImportResult) -> Agent:
+def _agent_create(
+    *,
+    owner: Organization,
+    pa: ParsedAgent,
+    options: ImportOptions,
+    block_ids: dict[str, str],
+    tool_ids: dict[str, str],
+    result: ImportResult,
+) -> Agent:
     from core.providers import model_is_configured
     from core.services import AGENT_TYPES, agent_create
 
@@ -145,8 +178,10 @@ def _agent_create(*, owner: Organization, pa: ParsedAgent, options: ImportOption
     if not pa.model and not options.model:
         result.warnings.append(f"Agent '{pa.name}': the file names no model; {model} was used.")
     if not model_is_configured(owner=owner, handle=model):
-        result.warnings.append(f"Agent '{pa.name}': model '{model}' is not served by a configured provider; it was kept. "
-                               "Configure the provider or pick another model before running the agent.")
+        result.warnings.append(
+            f"Agent '{pa.name}': model '{model}' is not served by a configured provider; it was kept. "
+            "Configure the provider or pick another model before running the agent."
+        )
     name = (options.name or pa.name) + ("_copy" if options.append_copy_suffix else "")
     agent_type = options.agent_type or pa.agent_type
     if agent_type not in AGENT_TYPES:
@@ -157,16 +192,28 @@ def _agent_create(*, owner: Organization, pa: ParsedAgent, options: ImportOption
     tool_keys, rules = list(pa.tool_keys), list(pa.tool_rules)
     if options.agent_type and not uses_heartbeats(agent_type) and uses_heartbeats(pa.agent_type):
         # made a letta_v1_agent from a MemGPT file: it replies in plain text, so send_message and its rules go
-        names = dict(Tool.objects.filter(id__in=[tool_ids[k] for k in tool_keys if k in tool_ids]).values_list("id", "name"))
+        names = dict(
+            Tool.objects.filter(id__in=[tool_ids[k] for k in tool_keys if k in tool_ids]).values_list("id", "name")
+        )
         tool_keys = [k for k in tool_keys if names.get(tool_ids.get(k)) != "send_message"]
         rules = [r for r in rules if r.get("tool_name") != "send_message"]
     agent = agent_create(
-        owner=owner, name=name, model=model, system=pa.system, description=pa.description,
+        owner=owner,
+        name=name,
+        model=model,
+        system=pa.system,
+        description=pa.description,
         block_ids=[block_ids[k] for k in pa.block_keys],
         tool_ids=list(dict.fromkeys(tool_ids[k] for k in tool_keys if k in tool_ids)),
-        include_base_tools=False, tool_rules=rules, context_window_limit=pa.context_window,
-        tags=list(pa.tags), metadata=pa.metadata, secrets=secrets, embedding=options.embedding or pa.embedding,
-        model_settings=pa.model_settings, agent_type=agent_type,
+        include_base_tools=False,
+        tool_rules=rules,
+        context_window_limit=pa.context_window,
+        tags=list(pa.tags),
+        metadata=pa.metadata,
+        secrets=secrets,
+        embedding=options.embedding or pa.embedding,
+        model_settings=pa.model_settings,
+        agent_type=agent_type,
     )
     if pa.embedding_config:
         agent.embedding_config = pa.embedding_config
@@ -179,8 +226,10 @@ def _agent_create(*, owner: Organization, pa: ParsedAgent, options: ImportOption
         _messages_replace(agent=agent, pa=pa)
     if pa.passages:
         _passages_create(agent=agent, pa=pa)
-        result.warnings.append(f"Agent '{agent.name}': {len(pa.passages)} archival passage(s) were imported without "
-                               "embeddings (full-text search finds them; re-embed them for semantic search).")
+        result.warnings.append(
+            f"Agent '{agent.name}': {len(pa.passages)} archival passage(s) were imported without "
+            "embeddings (full-text search finds them; re-embed them for semantic search)."
+        )
     return agent
 
 
@@ -221,14 +270,33 @@ def _message_row(agent: Agent, m: ParsedMessage, seq: int) -> Message:
     from core.ids import new_id
     from core.runtime.persistence import search_text
 
-    engine_msg = t.Message(id="", role=t.Role(m.role), content=m.text, name=m.name or None,
-                           tool_call_id=m.tool_call_id or None,
-                           tool_calls=tuple(t.ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in m.tool_calls))
-    return Message(id=new_id("message"), owner_id=agent.owner_id, agent=agent, seq=seq, role=m.role, content=m.content,
-                   text=search_text(m.text, m.tool_calls), reasoning=m.reasoning, reasoning_source=m.reasoning_source,
-                   tool_calls=[dict(c) for c in m.tool_calls], tool_call_id=m.tool_call_id, name=m.name,
-                   tool_return=dict(m.tool_return), kind=m.kind, otid=m.otid,
-                   thinking_blocks=[dict(b) for b in m.thinking_blocks], token_count=count_message(agent.model, engine_msg))
+    engine_msg = t.Message(
+        id="",
+        role=t.Role(m.role),
+        content=m.text,
+        name=m.name or None,
+        tool_call_id=m.tool_call_id or None,
+        tool_calls=tuple(t.ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in m.tool_calls),
+    )
+    return Message(
+        id=new_id("message"),
+        owner_id=agent.owner_id,
+        agent=agent,
+        seq=seq,
+        role=m.role,
+        content=m.content,
+        text=search_text(m.text, m.tool_calls),
+        reasoning=m.reasoning,
+        reasoning_source=m.reasoning_source,
+        tool_calls=[dict(c) for c in m.tool_calls],
+        tool_call_id=m.tool_call_id,
+        name=m.name,
+        tool_return=dict(m.tool_return),
+        kind=m.kind,
+        otid=m.otid,
+        thinking_blocks=[dict(b) for b in m.thinking_blocks],
+        token_count=count_message(agent.model, engine_msg),
+    )
 
 
 def _passages_create(*, agent: Agent, pa: ParsedAgent) -> None:
@@ -237,7 +305,9 @@ def _passages_create(*, agent: Agent, pa: ParsedAgent) -> None:
     from memory.models import Passage, PassageTag
 
     for p in pa.passages:
-        row = Passage.objects.create(owner_id=agent.owner_id, agent=agent, text=p.text, tags=list(p.tags), source="import")
+        row = Passage.objects.create(
+            owner_id=agent.owner_id, agent=agent, text=p.text, tags=list(p.tags), source="import"
+        )
         PassageTag.objects.bulk_create([PassageTag(passage=row, agent=agent, tag=tag) for tag in dict.fromkeys(p.tags)])
 
 
@@ -248,7 +318,15 @@ def agentfile_preview(*, owner: Organization, parsed: ParsedFile, options: Impor
 
     options = options or ImportOptions()
     names = [t.name for t in parsed.tools.values() if not t.builtin]
-    existing = dict(Tool.objects.filter(owner=owner, name__in=names, tool_type="custom").values_list("name", "source_code"))
-    return preview(parsed, model_configured=lambda handle: model_is_configured(owner=owner, handle=handle),
-                   existing_tools=existing, tool_policy=options.tool_policy, model_override=options.model,
-                   name_override=options.name, strip_messages=options.strip_messages)
+    existing = dict(
+        Tool.objects.filter(owner=owner, name__in=names, tool_type="custom").values_list("name", "source_code")
+    )
+    return preview(
+        parsed,
+        model_configured=lambda handle: model_is_configured(owner=owner, handle=handle),
+        existing_tools=existing,
+        tool_policy=options.tool_policy,
+        model_override=options.model,
+        name_override=options.name,
+        strip_messages=options.strip_messages,
+    )

@@ -15,14 +15,31 @@ from typing import Any
 
 from core.agentfile import checks as c
 from core.agentfile.model import (
-    MAX_CONTEXT_WINDOW, MAX_NAME, MAX_SECRETS, MAX_SOURCE, MAX_STRING, MAX_TAGS, MAX_TOOL_RULES, AgentFileError,
-    ParsedBlock, ParsedMessage, ParsedTool,
+    MAX_CONTEXT_WINDOW,
+    MAX_NAME,
+    MAX_SECRETS,
+    MAX_SOURCE,
+    MAX_STRING,
+    MAX_TAGS,
+    MAX_TOOL_RULES,
+    AgentFileError,
+    ParsedBlock,
+    ParsedMessage,
+    ParsedTool,
 )
 from memory.services import DEFAULT_BLOCK_LIMIT
 
 ROLES = ("system", "user", "assistant", "tool", "function", "approval", "summary")
-PART_TYPES = ("text", "image", "tool_call", "tool_return", "reasoning", "redacted_reasoning", "omitted_reasoning",
-              "summarized_reasoning")
+PART_TYPES = (
+    "text",
+    "image",
+    "tool_call",
+    "tool_return",
+    "reasoning",
+    "redacted_reasoning",
+    "omitted_reasoning",
+    "summarized_reasoning",
+)
 _LABEL = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 _PROVIDER_ALIASES = {"google_ai": "gemini", "google_vertex": "vertex_ai"}
 
@@ -31,17 +48,28 @@ def block(raw: Any, path: str, key: str, warn: list[str]) -> ParsedBlock:
     d = c.obj(raw, path, c.BLOCK)
     label = c.string(d.get("label"), c.join(path, "label"), optional=False)
     if not _LABEL.match(label):
-        raise AgentFileError(c.join(path, "label"), f"{label!r} is not a block label (1-100 letters, digits, '_' or '-')")
+        raise AgentFileError(
+            c.join(path, "label"), f"{label!r} is not a block label (1-100 letters, digits, '_' or '-')"
+        )
     value = c.string(d.get("value"), c.join(path, "value"))
-    limit = c.integer(d.get("limit"), c.join(path, "limit"), low=1, high=MAX_STRING) or max(DEFAULT_BLOCK_LIMIT, len(value))
+    limit = c.integer(d.get("limit"), c.join(path, "limit"), low=1, high=MAX_STRING) or max(
+        DEFAULT_BLOCK_LIMIT, len(value)
+    )
     if len(value) > limit:
-        warn.append(f"Block '{label}' holds {len(value)} characters, over its limit of {limit}; the limit was raised to fit.")
+        warn.append(
+            f"Block '{label}' holds {len(value)} characters, over its limit of {limit}; the limit was raised to fit."
+        )
         limit = len(value)
     meta = d.get("metadata") if d.get("metadata") is not None else d.get("metadata_")
-    return ParsedBlock(key=key, label=label, value=value, limit=limit,
-                       description=c.string(d.get("description"), c.join(path, "description"), limit=10_000),
-                       read_only=c.boolean(d.get("read_only"), c.join(path, "read_only")),
-                       metadata=dict(c.obj(meta, c.join(path, "metadata"))) if meta is not None else {})
+    return ParsedBlock(
+        key=key,
+        label=label,
+        value=value,
+        limit=limit,
+        description=c.string(d.get("description"), c.join(path, "description"), limit=10_000),
+        read_only=c.boolean(d.get("read_only"), c.join(path, "read_only")),
+        metadata=dict(c.obj(meta, c.join(path, "metadata"))) if meta is not None else {},
+    )
 
 
 def tool(raw: Any, path: str, key: str, warn: list[str]) -> ParsedTool | None:
@@ -67,16 +95,24 @@ def tool(raw: Any, path: str, key: str, warn: list[str]) -> ParsedTool | None:
         from tools.mcp_agentfile import mcp_tool_server
 
         schema = c.obj(d.get("json_schema") or {}, c.join(path, "json_schema"))
-        return ParsedTool(key=key, name=name, builtin=False, letta_type=letta_type, json_schema=dict(schema),
-                          description=c.string(d.get("description"), c.join(path, "description"), limit=100_000),
-                          mcp_server=mcp_tool_server(d))
+        return ParsedTool(
+            key=key,
+            name=name,
+            builtin=False,
+            letta_type=letta_type,
+            json_schema=dict(schema),
+            description=c.string(d.get("description"), c.join(path, "description"), limit=100_000),
+            mcp_server=mcp_tool_server(d),
+        )
     if letta_type != "custom":
         warn.append(f"Letta built-in tool '{name}' ({letta_type}) has no equivalent here; it was not attached.")
         return None
     schema = c.obj(d.get("json_schema") or {}, c.join(path, "json_schema"))
     if schema:
         if schema.get("name") not in (None, name):
-            warn.append(f"Tool '{name}': its json_schema named {str(schema.get('name'))[:80]!r}; the tool's name was used.")
+            warn.append(
+                f"Tool '{name}': its json_schema named {str(schema.get('name'))[:80]!r}; the tool's name was used."
+            )
             schema = {**schema, "name": name}
         c.obj(schema.get("parameters") or {}, c.join(path, "json_schema.parameters"))
     if source:
@@ -88,12 +124,26 @@ def tool(raw: Any, path: str, key: str, warn: list[str]) -> ParsedTool | None:
     else:
         warn.append(f"Tool '{name}' has no source code; calls to it will fail until you add its code.")
     return ParsedTool(
-        key=key, name=name, builtin=False, letta_type=letta_type, source_code=source, json_schema=dict(schema),
-        description=c.string(d.get("description"), c.join(path, "description"), limit=100_000) or str(schema.get("description") or ""),
-        tags=tuple(c.string(t, c.join(c.join(path, "tags"), i), limit=100) for i, t in enumerate(c.lst(d.get("tags"), c.join(path, "tags"), limit=MAX_TAGS))),
-        return_char_limit=c.integer(d.get("return_char_limit"), c.join(path, "return_char_limit"), low=1, high=10_000_000) or 50000,
-        pip_requirements=tuple(_pip(r, c.join(c.join(path, "pip_requirements"), i))
-                               for i, r in enumerate(c.lst(d.get("pip_requirements"), c.join(path, "pip_requirements"), limit=100))),
+        key=key,
+        name=name,
+        builtin=False,
+        letta_type=letta_type,
+        source_code=source,
+        json_schema=dict(schema),
+        description=c.string(d.get("description"), c.join(path, "description"), limit=100_000)
+        or str(schema.get("description") or ""),
+        tags=tuple(
+            c.string(t, c.join(c.join(path, "tags"), i), limit=100)
+            for i, t in enumerate(c.lst(d.get("tags"), c.join(path, "tags"), limit=MAX_TAGS))
+        ),
+        return_char_limit=c.integer(
+            d.get("return_char_limit"), c.join(path, "return_char_limit"), low=1, high=10_000_000
+        )
+        or 50000,
+        pip_requirements=tuple(
+            _pip(r, c.join(c.join(path, "pip_requirements"), i))
+            for i, r in enumerate(c.lst(d.get("pip_requirements"), c.join(path, "pip_requirements"), limit=100))
+        ),
     )
 
 
@@ -153,14 +203,19 @@ def model(llm_config: Any, agent_model: Any, path: str) -> tuple[str, dict[str, 
         ("max_tokens", c.integer(cfg.get("max_tokens"), c.join(p, "max_tokens"), low=1, high=10_000_000)),
         ("put_inner_thoughts", cfg.get("put_inner_thoughts_in_kwargs")),
         ("enable_reasoner", cfg.get("enable_reasoner")),
-        ("max_reasoning_tokens", c.integer(cfg.get("max_reasoning_tokens"), c.join(p, "max_reasoning_tokens"), low=0, high=10_000_000)),
+        (
+            "max_reasoning_tokens",
+            c.integer(cfg.get("max_reasoning_tokens"), c.join(p, "max_reasoning_tokens"), low=0, high=10_000_000),
+        ),
         ("reasoning_effort", c.string(cfg.get("reasoning_effort"), c.join(p, "reasoning_effort"), limit=32) or None),
         ("frequency_penalty", c.number(cfg.get("frequency_penalty"), c.join(p, "frequency_penalty"), low=-2, high=2)),
         ("parallel_tool_calls", cfg.get("parallel_tool_calls")),
     ):
         if value is not None:
             if key in ("put_inner_thoughts", "enable_reasoner", "parallel_tool_calls"):
-                value = c.boolean(value, c.join(p, {"put_inner_thoughts": "put_inner_thoughts_in_kwargs"}.get(key, key)))
+                value = c.boolean(
+                    value, c.join(p, {"put_inner_thoughts": "put_inner_thoughts_in_kwargs"}.get(key, key))
+                )
             ms[key] = value
     for key, default in (("enable_reasoner", False), ("max_reasoning_tokens", 0)):  # Letta's defaults say nothing
         if ms.get(key) == default:
@@ -222,7 +277,9 @@ def secrets(raw: Any, path: str) -> dict[str, str]:
     return out
 
 
-def messages(raw: list, path: str, keys: list[str], warn: list[str]) -> tuple[list[ParsedMessage], dict[str, list[str]]]:
+def messages(
+    raw: list, path: str, keys: list[str], warn: list[str]
+) -> tuple[list[ParsedMessage], dict[str, list[str]]]:
     """Our messages in file order, and for each file key the keys it became (none when dropped)."""
     out: list[ParsedMessage] = []
     became: dict[str, list[str]] = {}
@@ -241,26 +298,67 @@ def messages(raw: list, path: str, keys: list[str], warn: list[str]) -> tuple[li
         returns = _tool_returns(d.get("tool_returns"), c.join(p, "tool_returns"))
         call_id = c.string(d.get("tool_call_id"), c.join(p, "tool_call_id"), limit=200)
         name = c.string(d.get("name"), c.join(p, "name"), limit=200)
-        base = {"reasoning": reasoning, "reasoning_source": "native" if reasoning and native else ("thinking_arg" if reasoning else ""),
-                "otid": c.string(d.get("otid"), c.join(p, "otid"), limit=100)}
+        base = {
+            "reasoning": reasoning,
+            "reasoning_source": "native" if reasoning and native else ("thinking_arg" if reasoning else ""),
+            "otid": c.string(d.get("otid"), c.join(p, "otid"), limit=100),
+        }
         created = c.string(d.get("created_at"), c.join(p, "created_at"), limit=64)
         if role == "approval" and not calls:
             became[key] = []
             continue
         if role in ("tool", "function") and returns and not text:
-            made = [ParsedMessage(key=key if j == 0 else f"{key}#{j}", role="tool", text=r["func_response"],
-                                  tool_call_id=r["tool_call_id"], name=call_names.get(r["tool_call_id"], name),
-                                  tool_return=r["tool_return"], created_at=created) for j, r in enumerate(returns)]
+            made = [
+                ParsedMessage(
+                    key=key if j == 0 else f"{key}#{j}",
+                    role="tool",
+                    text=r["func_response"],
+                    tool_call_id=r["tool_call_id"],
+                    name=call_names.get(r["tool_call_id"], name),
+                    tool_return=r["tool_return"],
+                    created_at=created,
+                )
+                for j, r in enumerate(returns)
+            ]
         elif role in ("tool", "function"):
             tr = returns[0]["tool_return"] if returns else {}
-            made = [ParsedMessage(key=key, role="tool", text=text, tool_call_id=call_id,
-                                  name=name or call_names.get(call_id, ""), tool_return=tr, created_at=created, **base)]
+            made = [
+                ParsedMessage(
+                    key=key,
+                    role="tool",
+                    text=text,
+                    tool_call_id=call_id,
+                    name=name or call_names.get(call_id, ""),
+                    tool_return=tr,
+                    created_at=created,
+                    **base,
+                )
+            ]
         elif role in ("assistant", "approval"):
-            made = [ParsedMessage(key=key, role="assistant", text=text, tool_calls=tuple(calls), name=name,
-                                  created_at=created, thinking_blocks=tuple(signed), **base)]
+            made = [
+                ParsedMessage(
+                    key=key,
+                    role="assistant",
+                    text=text,
+                    tool_calls=tuple(calls),
+                    name=name,
+                    created_at=created,
+                    thinking_blocks=tuple(signed),
+                    **base,
+                )
+            ]
         else:
-            made = [ParsedMessage(key=key, role="user" if role == "summary" else role, text=text, name=name,
-                                  kind="summary" if role == "summary" else "", created_at=created, **base)]
+            made = [
+                ParsedMessage(
+                    key=key,
+                    role="user" if role == "summary" else role,
+                    text=text,
+                    name=name,
+                    kind="summary" if role == "summary" else "",
+                    created_at=created,
+                    **base,
+                )
+            ]
         out.extend(made)
         became[key] = [m.key for m in made]
     if dropped_images:
@@ -304,9 +402,13 @@ def _tool_calls(raw: Any, path: str) -> list[dict[str, str]]:
         args = fn.get("arguments")
         if isinstance(args, dict):
             args = json.dumps(args)
-        out.append({"id": c.string(d.get("id"), c.join(p, "id"), optional=False, limit=200),
-                    "name": c.string(fn.get("name"), c.join(p, "function.name"), optional=False, limit=200),
-                    "arguments": c.string(args, c.join(p, "function.arguments"), default="{}")})
+        out.append(
+            {
+                "id": c.string(d.get("id"), c.join(p, "id"), optional=False, limit=200),
+                "name": c.string(fn.get("name"), c.join(p, "function.name"), optional=False, limit=200),
+                "arguments": c.string(args, c.join(p, "function.arguments"), default="{}"),
+            }
+        )
     return out
 
 
@@ -324,7 +426,15 @@ def _tool_returns(raw: Any, path: str) -> list[dict[str, Any]]:
             if isinstance(d.get(key), str) and d[key]:
                 ret[key] = [d[key]]
             elif d.get(key):
-                ret[key] = [c.string(s, c.join(c.join(p, key), j)) for j, s in enumerate(c.lst(d[key], c.join(p, key), limit=1000))]
-        out.append({"tool_call_id": c.string(d.get("tool_call_id"), c.join(p, "tool_call_id"), limit=200),
-                    "func_response": c.string(response, c.join(p, "func_response")), "tool_return": ret})
+                ret[key] = [
+                    c.string(s, c.join(c.join(p, key), j))
+                    for j, s in enumerate(c.lst(d[key], c.join(p, key), limit=1000))
+                ]
+        out.append(
+            {
+                "tool_call_id": c.string(d.get("tool_call_id"), c.join(p, "tool_call_id"), limit=200),
+                "func_response": c.string(response, c.join(p, "func_response")),
+                "tool_return": ret,
+            }
+        )
     return out

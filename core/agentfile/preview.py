@@ -8,10 +8,16 @@ from typing import Any
 from core.agentfile.model import ParsedFile
 
 
-def preview(parsed: ParsedFile, *, model_configured: Callable[[str], bool] = lambda handle: False,
-            existing_tools: Mapping[str, str] | None = None, tool_policy: str = "reuse",
-            model_override: str | None = None, name_override: str | None = None,
-            strip_messages: bool = False) -> dict[str, Any]:
+def preview(
+    parsed: ParsedFile,
+    *,
+    model_configured: Callable[[str], bool] = lambda handle: False,
+    existing_tools: Mapping[str, str] | None = None,
+    tool_policy: str = "reuse",
+    model_override: str | None = None,
+    name_override: str | None = None,
+    strip_messages: bool = False,
+) -> dict[str, Any]:
     """A JSON-ready summary: per agent its name, model (+ configured flag), blocks, tools and their fate, counts.
 
     `existing_tools` maps the owner's custom tool names to their source code; a tool's status is
@@ -32,15 +38,32 @@ def preview(parsed: ParsedFile, *, model_configured: Callable[[str], bool] = lam
                 status = "overridden"
             else:
                 status = "reused"
-            tools.append({"name": t.name, "status": status, "changed": t.name in existing and existing[t.name] != t.source_code})
-        agents.append({
-            "name": name_override or a.name, "model": handle, "model_configured": bool(handle) and model_configured(handle),
-            "context_window": a.context_window, "system_chars": len(a.system),
-            "blocks": [{"label": parsed.blocks[k].label, "chars": len(parsed.blocks[k].value), "limit": parsed.blocks[k].limit,
-                        "read_only": parsed.blocks[k].read_only} for k in a.block_keys],
-            "tools": tools, "tool_rules": len(a.tool_rules), "tags": list(a.tags), "secrets": sorted(a.secrets),
-            "message_count": 0 if strip_messages else len(a.messages),
-            "in_context_count": 1 if strip_messages else len(a.in_context),
-            "passages": len(a.passages),
-        })
+            tools.append(
+                {"name": t.name, "status": status, "changed": t.name in existing and existing[t.name] != t.source_code}
+            )
+        agents.append(
+            {
+                "name": name_override or a.name,
+                "model": handle,
+                "model_configured": bool(handle) and model_configured(handle),
+                "context_window": a.context_window,
+                "system_chars": len(a.system),
+                "blocks": [
+                    {
+                        "label": parsed.blocks[k].label,
+                        "chars": len(parsed.blocks[k].value),
+                        "limit": parsed.blocks[k].limit,
+                        "read_only": parsed.blocks[k].read_only,
+                    }
+                    for k in a.block_keys
+                ],
+                "tools": tools,
+                "tool_rules": len(a.tool_rules),
+                "tags": list(a.tags),
+                "secrets": sorted(a.secrets),
+                "message_count": 0 if strip_messages else len(a.messages),
+                "in_context_count": 1 if strip_messages else len(a.in_context),
+                "passages": len(a.passages),
+            }
+        )
     return {"version": parsed.version, "agents": agents, "warnings": list(parsed.warnings)}

@@ -35,7 +35,10 @@ BASE_TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     "core_memory_append": _schema(
         "core_memory_append",
         "Append to the contents of a core memory block. The block's character limit still applies.",
-        {"label": _LABEL, "content": {**_STR, "description": "Content to append. All unicode (including emojis) are supported."}},
+        {
+            "label": _LABEL,
+            "content": {**_STR, "description": "Content to append. All unicode (including emojis) are supported."},
+        },
         ["label", "content"],
     ),
     "core_memory_replace": _schema(
@@ -138,7 +141,11 @@ MULTI_AGENT_TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
         {
             "message": {**_STR, "description": "The message to send."},
             "match_all": {"type": "array", "items": _STR, "description": "Agents must have all of these tags."},
-            "match_some": {"type": "array", "items": _STR, "description": "Agents must have at least one of these tags."},
+            "match_some": {
+                "type": "array",
+                "items": _STR,
+                "description": "Agents must have at least one of these tags.",
+            },
         },
         ["message", "match_all", "match_some"],
     ),

@@ -43,7 +43,15 @@ def render_memory_blocks(blocks: Sequence[BlockSpec]) -> str:
     for b in blocks:
         meta = ["- read_only=true"] if b.read_only else []
         meta += [f"- chars_current={len(b.value)}", f"- chars_limit={b.limit}"]
-        parts += [f"<{b.label}>", "<description>", b.description or "", "</description>", "<metadata>", *meta, "</metadata>"]
+        parts += [
+            f"<{b.label}>",
+            "<description>",
+            b.description or "",
+            "</description>",
+            "<metadata>",
+            *meta,
+            "</metadata>",
+        ]
         parts += ["<value>", b.value, "</value>", f"</{b.label}>", ""]
     parts.append("</memory_blocks>")
     return "\n".join(parts)
@@ -89,11 +97,15 @@ def _message_tokens(model: str, message: Message) -> int:
     return message.token_count or tokens.count_message(model, message)
 
 
-def _tools_section(agent: AgentSpec, tools: Sequence[ToolSpec], rules: Sequence[ToolRule], allowed: Sequence[str] | None):
+def _tools_section(
+    agent: AgentSpec, tools: Sequence[ToolSpec], rules: Sequence[ToolRule], allowed: Sequence[str] | None
+):
     offered = [t for t in tools if allowed is None or t.name in set(allowed)]
     no_heartbeat = non_heartbeat_tools(rules)
-    defs = [tool_definition(t, thinking=agent.uses_thinking_arg, heartbeat=agent.heartbeats and t.name not in no_heartbeat)
-            for t in offered]
+    defs = [
+        tool_definition(t, thinking=agent.uses_thinking_arg, heartbeat=agent.heartbeats and t.name not in no_heartbeat)
+        for t in offered
+    ]
     n = sum(tokens.count_tool(agent.model, d) for d in defs)
     # Compact: json's C encoder serves only indent=None, and every step compiles this (displays indent it).
     return defs, Section(name="tools", text=json.dumps(defs, ensure_ascii=False), tokens=n)
@@ -151,7 +163,11 @@ def compile_context(
     history = [m.to_openai(thinking_blocks=agent.extended_thinking) for m in messages]
     chat += history
     sections.append(
-        Section(name="messages", text=json.dumps(history, ensure_ascii=False), tokens=sum(_message_tokens(model, m) for m in messages))
+        Section(
+            name="messages",
+            text=json.dumps(history, ensure_ascii=False),
+            tokens=sum(_message_tokens(model, m) for m in messages),
+        )
     )
     defs, tools_section = _tools_section(agent, tools, tool_rules, allowed_tools)
     sections.append(tools_section)
@@ -214,13 +230,22 @@ def diff(a: CompiledContext, b: CompiledContext) -> list[dict[str, Any]]:
     rows = []
     for name in dict.fromkeys([*before, *after]):
         x, y = before.get(name), after.get(name)
-        rows.append({
-            "name": name,
-            "before": x.tokens if x else 0,
-            "after": y.tokens if y else 0,
-            "delta": (y.tokens if y else 0) - (x.tokens if x else 0),
-            "changed": (x.text if x else None) != (y.text if y else None),
-        })
-    rows.append({"name": "total", "before": a.total_tokens, "after": b.total_tokens,
-                 "delta": b.total_tokens - a.total_tokens, "changed": a.request != b.request})
+        rows.append(
+            {
+                "name": name,
+                "before": x.tokens if x else 0,
+                "after": y.tokens if y else 0,
+                "delta": (y.tokens if y else 0) - (x.tokens if x else 0),
+                "changed": (x.text if x else None) != (y.text if y else None),
+            }
+        )
+    rows.append(
+        {
+            "name": "total",
+            "before": a.total_tokens,
+            "after": b.total_tokens,
+            "delta": b.total_tokens - a.total_tokens,
+            "changed": a.request != b.request,
+        }
+    )
     return rows

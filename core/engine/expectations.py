@@ -11,7 +11,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-KEYS = ("tools", "reply", "blocks", "archival", "stop_reason", "max_steps", "max_prompt_tokens_per_step", "max_cost_usd")
+KEYS = (
+    "tools",
+    "reply",
+    "blocks",
+    "archival",
+    "stop_reason",
+    "max_steps",
+    "max_prompt_tokens_per_step",
+    "max_cost_usd",
+)
 
 
 def _text_check(kind: str, expected: str, actual: str) -> bool:
@@ -56,9 +65,13 @@ def _tools(spec: dict, observed: dict) -> dict | None:
         if missing is None:
             return None
     first_unexpected = next((c for c in calls if not any(call_matches(w, c) for w in wanted)), None)
-    return {"expectation": f"tools ({order})", "expected": wanted, "missing": missing,
-            "actual": [{"name": c["name"], "arguments": c.get("arguments")} for c in calls],
-            "step_id": (first_unexpected or (calls[-1] if calls else {})).get("step_id")}
+    return {
+        "expectation": f"tools ({order})",
+        "expected": wanted,
+        "missing": missing,
+        "actual": [{"name": c["name"], "arguments": c.get("arguments")} for c in calls],
+        "step_id": (first_unexpected or (calls[-1] if calls else {})).get("step_id"),
+    }
 
 
 def _checks(spec: dict, observed: dict) -> list[dict]:
@@ -68,36 +81,77 @@ def _checks(spec: dict, observed: dict) -> list[dict]:
     if "reply" in spec:
         kind, expected = next(iter(spec["reply"].items()))
         if not _text_check(kind, expected, observed["reply"] or ""):
-            out.append({"expectation": f"reply {kind}", "expected": expected, "actual": observed["reply"],
-                        "step_id": observed.get("reply_step_id")})
+            out.append(
+                {
+                    "expectation": f"reply {kind}",
+                    "expected": expected,
+                    "actual": observed["reply"],
+                    "step_id": observed.get("reply_step_id"),
+                }
+            )
     for block in spec.get("blocks") or []:
         kind = next(k for k in ("contains", "matches", "equals") if k in block)
         actual = observed["blocks"].get(block["label"])
         if actual is None or not _text_check(kind, block[kind], actual):
-            out.append({"expectation": f"block {block['label']} {kind}", "expected": block[kind], "actual": actual,
-                        "step_id": observed.get("block_steps", {}).get(block["label"])})
+            out.append(
+                {
+                    "expectation": f"block {block['label']} {kind}",
+                    "expected": block[kind],
+                    "actual": actual,
+                    "step_id": observed.get("block_steps", {}).get(block["label"]),
+                }
+            )
     if "archival" in spec:
         pattern = spec["archival"]["matches"]
         if not any(re.search(pattern, p, re.S) for p in observed["passages"]):
-            out.append({"expectation": "archival memory has a passage matching", "expected": pattern,
-                        "actual": observed["passages"][-5:], "step_id": None})
+            out.append(
+                {
+                    "expectation": "archival memory has a passage matching",
+                    "expected": pattern,
+                    "actual": observed["passages"][-5:],
+                    "step_id": None,
+                }
+            )
     if "stop_reason" in spec and observed["stop_reason"] != spec["stop_reason"]:
-        out.append({"expectation": "stop reason", "expected": spec["stop_reason"], "actual": observed["stop_reason"],
-                    "step_id": observed["steps"][-1]["id"] if observed["steps"] else None})
+        out.append(
+            {
+                "expectation": "stop reason",
+                "expected": spec["stop_reason"],
+                "actual": observed["stop_reason"],
+                "step_id": observed["steps"][-1]["id"] if observed["steps"] else None,
+            }
+        )
     if "max_steps" in spec and len(observed["steps"]) > spec["max_steps"]:
-        out.append({"expectation": "steps at most", "expected": spec["max_steps"], "actual": len(observed["steps"]),
-                    "step_id": observed["steps"][spec["max_steps"]]["id"]})
+        out.append(
+            {
+                "expectation": "steps at most",
+                "expected": spec["max_steps"],
+                "actual": len(observed["steps"]),
+                "step_id": observed["steps"][spec["max_steps"]]["id"],
+            }
+        )
     if "max_prompt_tokens_per_step" in spec:
         over = [s for s in observed["steps"] if (s.get("prompt_tokens") or 0) > spec["max_prompt_tokens_per_step"]]
         if over:
-            out.append({"expectation": "prompt tokens per step at most", "expected": spec["max_prompt_tokens_per_step"],
-                        "actual": over[0]["prompt_tokens"], "step_id": over[0]["id"]})
+            out.append(
+                {
+                    "expectation": "prompt tokens per step at most",
+                    "expected": spec["max_prompt_tokens_per_step"],
+                    "actual": over[0]["prompt_tokens"],
+                    "step_id": over[0]["id"],
+                }
+            )
     if "max_cost_usd" in spec:
         cost = observed.get("cost_usd")
         if cost is None or cost > spec["max_cost_usd"]:
-            out.append({"expectation": "cost at most (USD)", "expected": spec["max_cost_usd"],
-                        "actual": cost if cost is not None else "unknown (the model has no known price)",
-                        "step_id": None})
+            out.append(
+                {
+                    "expectation": "cost at most (USD)",
+                    "expected": spec["max_cost_usd"],
+                    "actual": cost if cost is not None else "unknown (the model has no known price)",
+                    "step_id": None,
+                }
+            )
     return out
 
 
@@ -112,17 +166,22 @@ def validate(spec: dict) -> list[str]:
     tools = spec.get("tools")
     if tools is not None:
         if not isinstance(tools, dict) or not isinstance(tools.get("calls"), list) or not tools["calls"]:
-            problems.append("tools needs a non-empty list of calls: {\"calls\": [{\"name\": ...}]}")
+            problems.append('tools needs a non-empty list of calls: {"calls": [{"name": ...}]}')
         elif tools.get("order", "sequence") not in ("sequence", "set"):
             problems.append("tools.order is 'sequence' or 'set'")
         elif any(not isinstance(c, dict) or not isinstance(c.get("name"), str) for c in tools["calls"]):
             problems.append("every expected tool call needs a name")
     reply = spec.get("reply")
-    if reply is not None and (not isinstance(reply, dict) or len(reply) != 1 or
-                              next(iter(reply)) not in ("contains", "matches", "equals")):
-        problems.append("reply is one of {\"contains\": ...}, {\"matches\": ...}, {\"equals\": ...}")
+    if reply is not None and (
+        not isinstance(reply, dict) or len(reply) != 1 or next(iter(reply)) not in ("contains", "matches", "equals")
+    ):
+        problems.append('reply is one of {"contains": ...}, {"matches": ...}, {"equals": ...}')
     for block in spec.get("blocks") or []:
-        if not isinstance(block, dict) or "label" not in block or not any(k in block for k in ("contains", "matches", "equals")):
+        if (
+            not isinstance(block, dict)
+            or "label" not in block
+            or not any(k in block for k in ("contains", "matches", "equals"))
+        ):
             problems.append("each block expectation needs a label and one of contains, matches, equals")
     for pattern in _patterns(spec):
         try:

@@ -99,7 +99,7 @@ def _clean(message: str) -> str:
     # litellm stacks class-name prefixes ("BadRequestError: ContextWindowExceededError: ..."); keep the provider's words.
     text = " ".join(str(message).split()).replace("Error_str: ", "")
     while (m := _NOISE.match(text)) is not None:
-        text = text[m.end():]
+        text = text[m.end() :]
     return text[:1000]
 
 
@@ -113,20 +113,29 @@ def map_error(error: BaseException, *, model: str = "") -> LLMError:
     detail = _clean(getattr(error, "message", None) or str(error))
     who = f" ({model})" if model else ""
     if "stream ended" in detail.lower() or "midstream" in name.lower():
-        return LLMError("stream_incomplete", f"The model's stream ended before the reply was complete{who}: {detail}", status)
+        return LLMError(
+            "stream_incomplete", f"The model's stream ended before the reply was complete{who}: {detail}", status
+        )
     if is_context_length_error(error):
-        return LLMError("context_length", f"The prompt is longer than the model's context window{who}: {detail}", status or 400)
+        return LLMError(
+            "context_length", f"The prompt is longer than the model's context window{who}: {detail}", status or 400
+        )
     if name in ("RateLimitError", "CallerCredentialRateLimitError") or status == 429:
         return LLMError("rate_limit", f"Rate limited by the provider{who}: {detail}", status or 429)
     if name in ("Timeout", "APITimeoutError") or "timed out" in detail.lower():
         return LLMError("timeout", f"The model{who} did not answer in time: {detail}", status)
-    if name in ("AuthenticationError", "PermissionDeniedError", "CallerCredentialAuthenticationError") or status in (401, 403):
+    if name in ("AuthenticationError", "PermissionDeniedError", "CallerCredentialAuthenticationError") or status in (
+        401,
+        403,
+    ):
         return LLMError("auth", f"The provider rejected the credentials{who}; check the API key: {detail}", status)
     if status is not None and 400 <= status < 500:
         return LLMError("bad_request", f"The provider rejected the request{who} (HTTP {status}): {detail}", status)
     if name == "APIConnectionError":
         return LLMError("api_error", f"Could not reach the model provider{who}: {detail}", status)
-    return LLMError("api_error", f"The model provider failed{who}" + (f" (HTTP {status})" if status else "") + f": {detail}", status)
+    return LLMError(
+        "api_error", f"The model provider failed{who}" + (f" (HTTP {status})" if status else "") + f": {detail}", status
+    )
 
 
 def _get(obj: Any, key: str, default: Any = None) -> Any:
@@ -166,7 +175,9 @@ def _thinking_blocks(blocks: Any) -> tuple[dict[str, Any], ...]:
     for b in blocks or []:
         kind = _get(b, "type")
         if kind == "thinking":
-            out.append({"type": "thinking", "thinking": str(_get(b, "thinking") or ""), "signature": _get(b, "signature")})
+            out.append(
+                {"type": "thinking", "thinking": str(_get(b, "thinking") or ""), "signature": _get(b, "signature")}
+            )
         elif kind == "redacted_thinking":
             out.append({"type": "redacted_thinking", "data": _get(b, "data")})
     return tuple(out)
@@ -177,8 +188,11 @@ def _result_from_response(response: Any, latency_ms: float) -> LLMResult:
     choice = raw["choices"][0] if raw.get("choices") else {}
     message = choice.get("message") or {}
     calls = tuple(
-        ToolCall(id=tc.get("id") or f"call_{i}", name=(tc.get("function") or {}).get("name") or "",
-                 arguments=(tc.get("function") or {}).get("arguments") or "{}")
+        ToolCall(
+            id=tc.get("id") or f"call_{i}",
+            name=(tc.get("function") or {}).get("name") or "",
+            arguments=(tc.get("function") or {}).get("arguments") or "{}",
+        )
         for i, tc in enumerate(message.get("tool_calls") or [])
     )
     return LLMResult(
@@ -263,8 +277,11 @@ def _assemble_stream(chunks: Any, on_delta: Callable[[Delta], None] | None, star
                 buf.arguments += piece
                 emit(Delta("tool_call", piece, idx, buf.id, buf.name))
     if finish is None:
-        raise LLMError("stream_incomplete", "The model's stream ended before the reply was complete "
-                                            "(the connection dropped or the provider stopped sending).")
+        raise LLMError(
+            "stream_incomplete",
+            "The model's stream ended before the reply was complete "
+            "(the connection dropped or the provider stopped sending).",
+        )
     tool_calls = tuple(
         ToolCall(id=b.id or f"call_{i}", name=b.name, arguments=b.arguments or "{}") for i, b in sorted(calls.items())
     )
@@ -274,13 +291,19 @@ def _assemble_stream(chunks: Any, on_delta: Callable[[Delta], None] | None, star
         "created": created,
         "object": "chat.completion",
         "model": model,
-        "choices": [{"index": 0, "finish_reason": finish, "message": {
-            "role": "assistant",
-            "content": "".join(text) or None,
-            "reasoning_content": "".join(reasoning) or None,
-            "tool_calls": [t.to_openai() for t in tool_calls] or None,
-            **({"thinking_blocks": blocks} if blocks else {}),
-        }}],
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": finish,
+                "message": {
+                    "role": "assistant",
+                    "content": "".join(text) or None,
+                    "reasoning_content": "".join(reasoning) or None,
+                    "tool_calls": [t.to_openai() for t in tool_calls] or None,
+                    **({"thinking_blocks": blocks} if blocks else {}),
+                },
+            }
+        ],
         "usage": usage_dict,
     }
     return LLMResult(
@@ -325,7 +348,14 @@ def embed(
     if not texts:
         return []
     litellm = _lib()
-    kwargs: dict[str, Any] = dict(model=model, input=texts, api_base=api_base, api_key=api_key, timeout=timeout, max_retries=0)
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "input": texts,
+        "api_base": api_base,
+        "api_key": api_key,
+        "timeout": timeout,
+        "max_retries": 0,
+    }
     if dimensions:
         kwargs["dimensions"] = dimensions
     try:

@@ -75,19 +75,25 @@ def _check_call(call: ToolCall, specs: dict[str, ToolSpec], allowed: rule_solver
     try:
         args = loads_args(call.arguments)
     except ValueError as exc:
-        return ParsedCall(call, {}, None, False, f"Invalid arguments for {call.name}: {exc}. Call it again with a JSON object.")
+        return ParsedCall(
+            call, {}, None, False, f"Invalid arguments for {call.name}: {exc}. Call it again with a JSON object."
+        )
     thinking = args.pop("thinking", None)
     heartbeat = _heartbeat_flag(args.pop("request_heartbeat", False))
     thinking = str(thinking) if thinking not in (None, "") else None
     if call.name not in specs:
         names = sorted(specs)
-        return ParsedCall(call, args, thinking, heartbeat, f"Tool {call.name!r} does not exist. Available tools: {names}.")
+        return ParsedCall(
+            call, args, thinking, heartbeat, f"Tool {call.name!r} does not exist. Available tools: {names}."
+        )
     if allowed is not None and not allowed.permits(call.name):
         return ParsedCall(call, args, thinking, heartbeat, rule_solver.violation_message(call.name, allowed))
     params = specs[call.name].json_schema.get("parameters") or {}
     missing = [p for p in params.get("required") or [] if p not in args and p not in ("thinking", "request_heartbeat")]
     if missing:
-        return ParsedCall(call, args, thinking, heartbeat, f"Missing required argument(s) for {call.name}: {', '.join(missing)}.")
+        return ParsedCall(
+            call, args, thinking, heartbeat, f"Missing required argument(s) for {call.name}: {', '.join(missing)}."
+        )
     return ParsedCall(call, args, thinking, heartbeat)
 
 
@@ -137,8 +143,14 @@ def decide_next(
     `heartbeats` False is letta_v1_agent's loop (decide_next_v1).
     """
     if not heartbeats:
-        return decide_next_v1(parsed=parsed, tool_rules=tool_rules, history=history, steps_taken=steps_taken,
-                              max_steps=max_steps, finish_reason=finish_reason)
+        return decide_next_v1(
+            parsed=parsed,
+            tool_rules=tool_rules,
+            history=history,
+            steps_taken=steps_taken,
+            max_steps=max_steps,
+            finish_reason=finish_reason,
+        )
     if not parsed.calls:
         return Decision(False, StopReason.NO_TOOL_CALL)
     reason: str | None = None
@@ -208,7 +220,9 @@ def truncate_output(text: str, limit: int) -> str:
     """Cut a tool's output at `limit` characters, saying that it was cut and by how much."""
     if limit <= 0 or len(text) <= limit:
         return text
-    return f"{text[:limit]}... [NOTE: output truncated: it was {len(text)} characters, over this tool's limit of {limit}]"
+    return (
+        f"{text[:limit]}... [NOTE: output truncated: it was {len(text)} characters, over this tool's limit of {limit}]"
+    )
 
 
 def _stringify(value: Any) -> str:
@@ -225,7 +239,9 @@ def _stringify(value: Any) -> str:
 def format_tool_result(*, ok: bool, message: Any, return_char_limit: int = 50000, now: datetime | None = None) -> str:
     """The tool message content the model reads: {"status": "OK"|"Failed", "message": ..., "time": ...}."""
     text = truncate_output(_stringify(message), return_char_limit)
-    return json.dumps({"status": "OK" if ok else "Failed", "message": text, "time": format_time(now)}, ensure_ascii=False)
+    return json.dumps(
+        {"status": "OK" if ok else "Failed", "message": text, "time": format_time(now)}, ensure_ascii=False
+    )
 
 
 def tool_error_text(name: str, exc: BaseException | str, type_name: str | None = None) -> str:
@@ -239,7 +255,7 @@ def tool_error_text(name: str, exc: BaseException | str, type_name: str | None =
 
 
 def memory_pressure(total_tokens: int, window: int) -> str:
-    """"ok", "warn" (≥75 %: tell the agent to save what matters) or "evict" (≥90 %: summarize now)."""
+    """ "ok", "warn" (≥75 %: tell the agent to save what matters) or "evict" (≥90 %: summarize now)."""
     if total_tokens >= window * EVICTION_FRACTION:
         return "evict"
     if total_tokens >= window * MEMORY_WARNING_FRACTION:
@@ -274,7 +290,7 @@ def plan_eviction(messages: Sequence[Message], target_tokens: int, *, min_keep: 
     call is never separated from its returns. At least `min_keep` newest messages stay (the current input).
     """
     head = tuple(messages[:1]) if messages and messages[0].role == Role.SYSTEM else ()
-    body = list(messages[len(head):])
+    body = list(messages[len(head) :])
     counts = [m.token_count for m in body]
     remaining = sum(counts)
     head_tokens = sum(m.token_count for m in head)

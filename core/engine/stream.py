@@ -60,7 +60,12 @@ class ChunkBuilder:
         self.count += 1
         if message_type != self._last_type:  # Letta: one otid per run of same-typed chunks, to group fragments by
             self._segment, self._last_type = self._segment + 1, message_type
-        return {**self.base, "message_type": message_type, "otid": segment_otid(self.base["id"], self._segment), **fields}
+        return {
+            **self.base,
+            "message_type": message_type,
+            "otid": segment_otid(self.base["id"], self._segment),
+            **fields,
+        }
 
     def feed(self, delta: Delta) -> list[dict[str, Any]]:
         if not delta.text and delta.kind != "tool_call":
@@ -80,7 +85,9 @@ class ChunkBuilder:
         out = []
         thinking = self._new_text(call, values, THINKING_KWARG)
         if thinking:
-            out.append(self._chunk("reasoning_message", reasoning=thinking, source="non_reasoner_model", signature=None))
+            out.append(
+                self._chunk("reasoning_message", reasoning=thinking, source="non_reasoner_model", signature=None)
+            )
         if self.use_assistant_message and call.name == ASSISTANT_TOOL:
             message = self._new_text(call, values, ASSISTANT_KWARG)
             if message:

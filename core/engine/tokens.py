@@ -21,10 +21,11 @@ import importlib.util
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from core.engine.types import Message
 
@@ -112,7 +113,9 @@ def get_tokenizer(model: str) -> Tokenizer:
     """The tokenizer for a litellm model handle (cached); falls back to cl100k_base with a margin."""
     provider = model.split("/", 1)[0].lower() if "/" in model else ""
     name = _bare_name(model).lower()
-    encoding = _openai_encoding(name) if provider in ("", "openai", "azure", "openrouter") or name.startswith("gpt") else None
+    encoding = (
+        _openai_encoding(name) if provider in ("", "openai", "azure", "openrouter") or name.startswith("gpt") else None
+    )
     if encoding:
         return Tokenizer(f"tiktoken:{encoding}", True, _tiktoken(encoding))
     try:
@@ -213,8 +216,11 @@ def step_cost(handle: str, usage: dict) -> float | None:
     cached = usage.get("cached_tokens") or 0
     prompt = (usage.get("prompt_tokens") or 0) - cached
     cached_price = entry.get("cache_read_input_token_cost", entry["input_cost_per_token"])
-    cost = prompt * entry["input_cost_per_token"] + cached * cached_price + \
-        (usage.get("completion_tokens") or 0) * (entry.get("output_cost_per_token") or 0)
+    cost = (
+        prompt * entry["input_cost_per_token"]
+        + cached * cached_price
+        + (usage.get("completion_tokens") or 0) * (entry.get("output_cost_per_token") or 0)
+    )
     return round(cost, 10)
 
 

@@ -318,11 +318,27 @@ class RequiredBeforeExit(_Rule):
 
 
 ToolRule = (
-    RunFirst | ExitLoop | ContinueLoop | ConstrainChildTools | ParentLastTool | Conditional | MaxCountPerStep | RequiredBeforeExit
+    RunFirst
+    | ExitLoop
+    | ContinueLoop
+    | ConstrainChildTools
+    | ParentLastTool
+    | Conditional
+    | MaxCountPerStep
+    | RequiredBeforeExit
 )
 _RULE_CLASSES: dict[str, type] = {
     cls.__dataclass_fields__["type"].default: cls
-    for cls in (RunFirst, ExitLoop, ContinueLoop, ConstrainChildTools, ParentLastTool, Conditional, MaxCountPerStep, RequiredBeforeExit)
+    for cls in (
+        RunFirst,
+        ExitLoop,
+        ContinueLoop,
+        ConstrainChildTools,
+        ParentLastTool,
+        Conditional,
+        MaxCountPerStep,
+        RequiredBeforeExit,
+    )
 }
 RULE_TYPES: tuple[str, ...] = tuple(_RULE_CLASSES)
 
@@ -342,7 +358,9 @@ def tool_rule_from_dict(data: dict[str, Any]) -> ToolRule:
         value = data[name]
         if name == "children":
             if not isinstance(value, list | tuple) or not all(isinstance(c, str) for c in value):
-                raise ValueError(f"tool rule {kind!r} for {data['tool_name']!r}: 'children' must be a list of tool names")
+                raise ValueError(
+                    f"tool rule {kind!r} for {data['tool_name']!r}: 'children' must be a list of tool names"
+                )
             value = tuple(value)
         if name == "max_count_limit" and (not isinstance(value, int) or value < 1):
             raise ValueError(f"tool rule 'max_count_per_step' for {data['tool_name']!r}: max_count_limit must be >= 1")

@@ -31,10 +31,12 @@ def fixed_tokens(ctx: CompiledContext) -> int:
 
 def too_large_message(ctx: CompiledContext) -> str:
     by_name = {s.name: s.tokens for s in ctx.sections}
-    return (f"The context window ({ctx.context_window} tokens) is too small for this agent: its system prompt, memory "
-            f"blocks and tool definitions alone take {fixed_tokens(ctx)} tokens (system {by_name.get('system', 0)}, "
-            f"core memory {by_name.get('core_memory', 0)}, tools {by_name.get('tools', 0)}). Raise "
-            f"context_window_limit, shorten memory blocks or detach tools.")
+    return (
+        f"The context window ({ctx.context_window} tokens) is too small for this agent: its system prompt, memory "
+        f"blocks and tool definitions alone take {fixed_tokens(ctx)} tokens (system {by_name.get('system', 0)}, "
+        f"core memory {by_name.get('core_memory', 0)}, tools {by_name.get('tools', 0)}). Raise "
+        f"context_window_limit, shorten memory blocks or detach tools."
+    )
 
 
 def _previous(summary) -> tuple[int, str | None]:
@@ -49,8 +51,14 @@ def _summarizer_request(model: str, evicted, previous: str | None, window: int) 
     words = max(50, min(300, window // 20))
     max_chars = max(1000, window * 2)
     while True:
-        request = loop.build_summarizer_request(model=model, evicted=evicted, previous_summary=previous,
-                                                max_words=words, max_chars=max_chars, per_message_chars=max_chars // 4)
+        request = loop.build_summarizer_request(
+            model=model,
+            evicted=evicted,
+            previous_summary=previous,
+            max_words=words,
+            max_chars=max_chars,
+            per_message_chars=max_chars // 4,
+        )
         used = sum(tokens.count_message(model, m) for m in request["messages"]) + tokens.REPLY_PRIMING_TOKENS
         if used + words * 2 <= window or max_chars <= 200:
             request["max_tokens"] = words * 2
@@ -61,12 +69,15 @@ def _summarizer_request(model: str, evicted, previous: str | None, window: int) 
 def _summarize(*, snap, evicted, previous: str | None, resolved, run, step_index: int):
     """Ask the model for a summary (one LLM call, recorded as a summarizer step); None if the call failed."""
     model = snap.spec.model
-    request = _summarizer_request(model, evicted, previous, tokens.context_window(model, snap.spec.context_window_limit))
+    request = _summarizer_request(
+        model, evicted, previous, tokens.context_window(model, snap.spec.context_window_limit)
+    )
     step_id = ids.new_id("step")
     started = time.perf_counter()
     try:
-        result = llm.complete({**request, "model": resolved.litellm_model}, api_base=resolved.api_base,
-                              api_key=resolved.api_key)
+        result = llm.complete(
+            {**request, "model": resolved.litellm_model}, api_base=resolved.api_base, api_key=resolved.api_key
+        )
         text, error, raw, usage = (result.content or "").strip(), "", result.raw, persistence.usage_dict(result.usage)
     except llm.LLMError as exc:
         text, error, raw, usage = "", exc.message, {}, {}
@@ -95,16 +106,20 @@ def evict(*, snap, ctx: CompiledContext, extra_tokens: int, resolved, run, step_
     hidden += len(plan.evict)
     step = None
     if snap.agent.overflow_strategy == "summarize":
-        step = _summarize(snap=snap, evicted=list(plan.evict), previous=previous, resolved=resolved, run=run,
-                          step_index=step_index)
+        step = _summarize(
+            snap=snap, evicted=list(plan.evict), previous=previous, resolved=resolved, run=run, step_index=step_index
+        )
     summary_text = step[5] if step and step[5] else (previous or "")
     if summary_text:
         text = loop.summary_message_text(hidden, summary_text)
     else:
-        text = (f"Note: {hidden} messages from the beginning of the conversation have been hidden from view due to "
-                f"memory constraints. Use conversation_search to recall them.")
-    return _commit(snap=snap, run=run, evicted_ids={m.id for m in plan.evict}, text=text, step=step,
-                   step_index=step_index)
+        text = (
+            f"Note: {hidden} messages from the beginning of the conversation have been hidden from view due to "
+            f"memory constraints. Use conversation_search to recall them."
+        )
+    return _commit(
+        snap=snap, run=run, evicted_ids={m.id for m in plan.evict}, text=text, step=step, step_index=step_index
+    )
 
 
 def _commit(*, snap, run, evicted_ids: set[str], text: str, step, step_index: int):
@@ -113,9 +128,19 @@ def _commit(*, snap, run, evicted_ids: set[str], text: str, step, step_index: in
         step_row = None
         if step is not None:
             step_id, request, raw, usage, elapsed, _, error = step
-            step_row = persistence.step_record(run=run, agent=agent, step_id=step_id, index=step_index, kind="summarizer",
-                                               request=request, response=raw, usage=usage, model_ms=elapsed,
-                                               total_ms=elapsed, error=error)
+            step_row = persistence.step_record(
+                run=run,
+                agent=agent,
+                step_id=step_id,
+                index=step_index,
+                kind="summarizer",
+                request=request,
+                response=raw,
+                usage=usage,
+                model_ms=elapsed,
+                total_ms=elapsed,
+                error=error,
+            )
         row = persistence.message_build(agent=agent, role="user", text=text, kind="summary")
         persistence.messages_store(agent=agent, rows=[row], run=run, step=step_row)
         if snap.summary is not None:

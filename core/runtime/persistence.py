@@ -15,18 +15,43 @@ from core.engine.context import SYSTEM_SECTIONS
 from core.models import Agent, Message, Run, Step
 
 
-def message_build(*, agent: Agent, role: str, text: str = "", kind: str = "", reasoning: str = "",
-                  reasoning_source: str = "", tool_calls: Sequence[dict] = (), tool_call_id: str = "", name: str = "",
-                  tool_return: dict | None = None, sender_agent_id: str = "", message_id: str | None = None,
-                  otid: str = "", thinking_blocks: Sequence[dict] = ()) -> Message:
+def message_build(
+    *,
+    agent: Agent,
+    role: str,
+    text: str = "",
+    kind: str = "",
+    reasoning: str = "",
+    reasoning_source: str = "",
+    tool_calls: Sequence[dict] = (),
+    tool_call_id: str = "",
+    name: str = "",
+    tool_return: dict | None = None,
+    sender_agent_id: str = "",
+    message_id: str | None = None,
+    otid: str = "",
+    thinking_blocks: Sequence[dict] = (),
+) -> Message:
     """An unsaved message row with its token count computed once, for the agent's model (no queries); `message_id`
     is given when events already named the message (token chunks streamed before it was stored)."""
-    row = Message(id=message_id or ids.new_id("message"), owner_id=agent.owner_id, agent_id=agent.id, role=role,
-                  content=[{"type": "text", "text": text}] if text else [], text=search_text(text, tool_calls),
-                  kind=kind, reasoning=reasoning,
-                  reasoning_source=reasoning_source, tool_calls=list(tool_calls), tool_call_id=tool_call_id, name=name,
-                  tool_return=tool_return or {}, sender_agent_id=sender_agent_id, otid=otid,
-                  thinking_blocks=list(thinking_blocks))
+    row = Message(
+        id=message_id or ids.new_id("message"),
+        owner_id=agent.owner_id,
+        agent_id=agent.id,
+        role=role,
+        content=[{"type": "text", "text": text}] if text else [],
+        text=search_text(text, tool_calls),
+        kind=kind,
+        reasoning=reasoning,
+        reasoning_source=reasoning_source,
+        tool_calls=list(tool_calls),
+        tool_call_id=tool_call_id,
+        name=name,
+        tool_return=tool_return or {},
+        sender_agent_id=sender_agent_id,
+        otid=otid,
+        thinking_blocks=list(thinking_blocks),
+    )
     row.token_count = tokens.count_message(agent.model, mapping.message(row))
     return row
 
@@ -76,24 +101,58 @@ def window_set(*, agent_id: str, message_ids: list[str]) -> None:
     Agent.objects.filter(pk=agent_id).update(message_ids=message_ids)
 
 
-def step_record(*, run: Run | None, agent: Agent, step_id: str, index: int, kind: str = "agent", request: dict,
-                response: dict | None = None, sections=(), tokenizer: str = "", usage: dict | None = None,
-                model_ms: float = 0, tools_ms: float = 0, total_ms: float = 0, stop_reason: str = "",
-                error: str = "", state: dict | None = None) -> Step:
+def step_record(
+    *,
+    run: Run | None,
+    agent: Agent,
+    step_id: str,
+    index: int,
+    kind: str = "agent",
+    request: dict,
+    response: dict | None = None,
+    sections=(),
+    tokenizer: str = "",
+    usage: dict | None = None,
+    model_ms: float = 0,
+    tools_ms: float = 0,
+    total_ms: float = 0,
+    stop_reason: str = "",
+    error: str = "",
+    state: dict | None = None,
+) -> Step:
     """Insert one step record: the exact request, the raw response, usage and timings, and the state it was
     compiled from (core.timetravel). Sections keep their text only for the system message's parts: the
     messages' and tools' text is the request's own."""
     return Step.objects.create(
-        id=step_id, owner_id=agent.owner_id, agent_id=agent.id, run=run, index=index, kind=kind,
-        model=request.get("model", agent.model), request=request, response=response or {},
-        context_sections=[{"name": s.name, "tokens": s.tokens, **({"text": s.text} if s.name in SYSTEM_SECTIONS else {})}
-                          for s in sections], tokenizer=tokenizer,
-        usage=usage or {}, model_ms=round(model_ms, 3), tools_ms=round(tools_ms, 3), total_ms=round(total_ms, 3),
-        stop_reason=stop_reason, error=error, state=state or {},
+        id=step_id,
+        owner_id=agent.owner_id,
+        agent_id=agent.id,
+        run=run,
+        index=index,
+        kind=kind,
+        model=request.get("model", agent.model),
+        request=request,
+        response=response or {},
+        context_sections=[
+            {"name": s.name, "tokens": s.tokens, **({"text": s.text} if s.name in SYSTEM_SECTIONS else {})}
+            for s in sections
+        ],
+        tokenizer=tokenizer,
+        usage=usage or {},
+        model_ms=round(model_ms, 3),
+        tools_ms=round(tools_ms, 3),
+        total_ms=round(total_ms, 3),
+        stop_reason=stop_reason,
+        error=error,
+        state=state or {},
     )
 
 
 def usage_dict(usage) -> dict:
-    return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.total_tokens, "reasoning_tokens": usage.reasoning_tokens,
-            "cached_tokens": usage.cached_tokens}
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+        "cached_tokens": usage.cached_tokens,
+    }

@@ -18,25 +18,45 @@ def archival_insert_prepare(*, agent: Agent, content: str, tags: list[str] | Non
 INSERTED = "Inserted into archival memory."
 
 
-def archival_search(*, agent: Agent, query: str, tags: list[str] | None = None, tag_match_mode: str = "any",
-                    top_k: int | None = 10, start_datetime=None, end_datetime=None) -> list[dict]:
+def archival_search(
+    *,
+    agent: Agent,
+    query: str,
+    tags: list[str] | None = None,
+    tag_match_mode: str = "any",
+    top_k: int | None = 10,
+    start_datetime=None,
+    end_datetime=None,
+) -> list[dict]:
     """The agent's passages best matching the query, as {timestamp, content, tags} dicts."""
     from memory.selectors import passages_search
 
-    hits = passages_search(agent=agent, query=query, top_k=top_k or 10, tags=tags or None,
-                           match_all_tags=tag_match_mode == "all", start=start_datetime, end=end_datetime)
+    hits = passages_search(
+        agent=agent,
+        query=query,
+        top_k=top_k or 10,
+        tags=tags or None,
+        match_all_tags=tag_match_mode == "all",
+        start=start_datetime,
+        end=end_datetime,
+    )
     return [{"timestamp": str(h.created_at), "content": h.text, "tags": h.tags} for h in hits]
 
 
-def conversation_search(*, agent: Agent, query: str, roles: list[str] | None = None, limit: int | None = 10,
-                        start_date=None, end_date=None) -> list[dict]:
+def conversation_search(
+    *, agent: Agent, query: str, roles: list[str] | None = None, limit: int | None = 10, start_date=None, end_date=None
+) -> list[dict]:
     """Messages of the agent, in and out of the window, matching the query (best first)."""
     from memory.selectors import messages_search
 
-    rows = messages_search(agent=agent, query=query, roles=roles or None, start=start_date, end=end_date,
-                           limit=limit or 10)
-    return [{"timestamp": str(m.created_at), "role": m.role, "content": visible_text(m)}
-            for m in rows if m.kind != "summary"]
+    rows = messages_search(
+        agent=agent, query=query, roles=roles or None, start=start_date, end=end_date, limit=limit or 10
+    )
+    return [
+        {"timestamp": str(m.created_at), "role": m.role, "content": visible_text(m)}
+        for m in rows
+        if m.kind != "summary"
+    ]
 
 
 def visible_text(row: Message) -> str:

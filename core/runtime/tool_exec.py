@@ -36,8 +36,13 @@ class ToolOutcome:
         return loop.format_tool_result(ok=self.ok, message=self.value, return_char_limit=return_char_limit)
 
     def tool_return(self) -> dict:
-        return {"status": "success" if self.ok else "error", "stdout": self.stdout, "stderr": self.stderr,
-                "duration_ms": round(self.duration_ms, 3), "sandbox": self.sandbox}
+        return {
+            "status": "success" if self.ok else "error",
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "duration_ms": round(self.duration_ms, 3),
+            "sandbox": self.sandbox,
+        }
 
 
 def _json(value) -> str:
@@ -55,9 +60,14 @@ def _memory_edit(call, snap, step_id: str) -> ToolOutcome:
     snap.blocks[index] = replace(snap.blocks[index], value=edit.new_value)
 
     def write():
-        snap.block_rows[index] = block_update(block=snap.block_rows[index], changes={"value": edit.new_value},
-                                              agent_id=snap.agent.id, step_id=step_id, tool_call_id=call.call.id,
-                                              enforce_read_only=True)
+        snap.block_rows[index] = block_update(
+            block=snap.block_rows[index],
+            changes={"value": edit.new_value},
+            agent_id=snap.agent.id,
+            step_id=step_id,
+            tool_call_id=call.call.id,
+            enforce_read_only=True,
+        )
 
     return ToolOutcome(True, memory_ops.edit_result_text(edit), memory_edit=True, effect=write)
 
@@ -72,16 +82,32 @@ def _builtin(call, snap, step_id: str) -> ToolOutcome:
         write = recall.archival_insert_prepare(agent=agent, content=str(a.get("content", "")), tags=a.get("tags"))
         return ToolOutcome(True, recall.INSERTED, effect=write)
     if call.name == "archival_memory_search":
-        hits = recall.archival_search(agent=agent, query=str(a.get("query", "")), tags=a.get("tags"),
-                                      tag_match_mode=a.get("tag_match_mode") or "any", top_k=a.get("top_k"),
-                                      start_datetime=a.get("start_datetime"), end_datetime=a.get("end_datetime"))
+        hits = recall.archival_search(
+            agent=agent,
+            query=str(a.get("query", "")),
+            tags=a.get("tags"),
+            tag_match_mode=a.get("tag_match_mode") or "any",
+            top_k=a.get("top_k"),
+            start_datetime=a.get("start_datetime"),
+            end_datetime=a.get("end_datetime"),
+        )
         return ToolOutcome(True, _json(hits) if hits else "No results found.")
     if call.name == "conversation_search":
-        hits = recall.conversation_search(agent=agent, query=str(a.get("query", "")), roles=a.get("roles"),
-                                          limit=a.get("limit"), start_date=a.get("start_date"), end_date=a.get("end_date"))
+        hits = recall.conversation_search(
+            agent=agent,
+            query=str(a.get("query", "")),
+            roles=a.get("roles"),
+            limit=a.get("limit"),
+            start_date=a.get("start_date"),
+            end_date=a.get("end_date"),
+        )
         return ToolOutcome(True, _json(hits) if hits else "No results found.")
-    return ToolOutcome(False, loop.tool_error_text(call.name, "this built-in tool is not available in this deployment",
-                                                   "NotImplementedError"))
+    return ToolOutcome(
+        False,
+        loop.tool_error_text(
+            call.name, "this built-in tool is not available in this deployment", "NotImplementedError"
+        ),
+    )
 
 
 def builtin_run(call, snap, step_id: str) -> ToolOutcome:
@@ -101,14 +127,25 @@ def custom_run(call, tool, snap, step_id: str) -> ToolOutcome:
     from tools.execution import tool_execute
 
     try:
-        run = tool_execute(owner=snap.agent.owner, source_code=tool.source_code, args=call.args, tool=tool,
-                           agent=snap.agent, origin="agent", step_id=step_id, record=False)
+        run = tool_execute(
+            owner=snap.agent.owner,
+            source_code=tool.source_code,
+            args=call.args,
+            tool=tool,
+            agent=snap.agent,
+            origin="agent",
+            step_id=step_id,
+            record=False,
+        )
     except DomainError as exc:
         return ToolOutcome(False, loop.tool_error_text(call.name, exc.message, "InvalidArguments"))
     result = run.result
     ok = result.status == "success"
-    value = result.tool_return if ok else loop.tool_error_text(call.name, result.error_message or result.tool_return,
-                                                                result.error_type or "Error")
+    value = (
+        result.tool_return
+        if ok
+        else loop.tool_error_text(call.name, result.error_message or result.tool_return, result.error_type or "Error")
+    )
     return ToolOutcome(ok, value, result.stdout, result.stderr, result.duration_ms, run.sandbox, tool_run=run)
 
 
@@ -117,8 +154,9 @@ def mcp_run(call, tool, snap, step_id: str) -> ToolOutcome:
     from tools.mcp_services import mcp_tool_execute
 
     try:
-        run = mcp_tool_execute(tool=tool, args=call.args, agent=snap.agent, origin="agent", step_id=step_id,
-                               record=False)
+        run = mcp_tool_execute(
+            tool=tool, args=call.args, agent=snap.agent, origin="agent", step_id=step_id, record=False
+        )
     except DomainError as exc:
         return ToolOutcome(False, loop.tool_error_text(call.name, exc.message, "InvalidArguments"))
     ok = run.status == "success"
@@ -165,5 +203,6 @@ def effects_apply(outcomes: dict[int, ToolOutcome]) -> None:
         try:
             out.effect()
         except (memory_ops.MemoryEditError, DomainError, ValueError) as exc:
-            outcomes[i] = ToolOutcome(False, getattr(exc, "message", None) or str(exc), duration_ms=out.duration_ms,
-                                      sandbox=out.sandbox)
+            outcomes[i] = ToolOutcome(
+                False, getattr(exc, "message", None) or str(exc), duration_ms=out.duration_ms, sandbox=out.sandbox
+            )

@@ -34,7 +34,7 @@ def expect_from_form(data) -> dict:
         return expect
     expect: dict = {}
     calls = []
-    for name, args in zip(data.getlist("tool_name"), data.getlist("tool_args")):
+    for name, args in zip(data.getlist("tool_name"), data.getlist("tool_args"), strict=False):
         if name.strip():
             call = {"name": name.strip()}
             if args.strip():
@@ -46,8 +46,13 @@ def expect_from_form(data) -> dict:
         expect["tools"] = {"calls": calls, "order": data.get("tools_order") or "sequence"}
     if data.get("reply_text"):
         expect["reply"] = {data.get("reply_kind") or "contains": data["reply_text"]}
-    blocks = [{"label": label.strip(), kind: text} for label, kind, text in
-              zip(data.getlist("block_label"), data.getlist("block_kind"), data.getlist("block_text")) if label.strip()]
+    blocks = [
+        {"label": label.strip(), kind: text}
+        for label, kind, text in zip(
+            data.getlist("block_label"), data.getlist("block_kind"), data.getlist("block_text"), strict=False
+        )
+        if label.strip()
+    ]
     if blocks:
         expect["blocks"] = blocks
     if data.get("archival_matches"):
@@ -65,36 +70,65 @@ def expect_from_form(data) -> dict:
 
 def test_from_form(data) -> dict:
     step_id = (data.get("start_step") or "").strip()
-    return {"id": data.get("id") or None, "name": data.get("name", ""),
-            "turns": [t for t in data.getlist("turn") if t.strip()], "expect": expect_from_form(data),
-            "start": {"step_id": step_id or None, "before": data.get("start_before") == "on"}}
+    return {
+        "id": data.get("id") or None,
+        "name": data.get("name", ""),
+        "turns": [t for t in data.getlist("turn") if t.strip()],
+        "expect": expect_from_form(data),
+        "start": {"step_id": step_id or None, "before": data.get("start_before") == "on"},
+    }
 
 
 def _form_rows(expect: dict) -> dict:
     """The form fields for an expectations object; `fits` is False when the form cannot hold all of it."""
     tools = expect.get("tools") or {}
-    calls = [{"name": c.get("name", ""), "args": json.dumps(c["args"]) if c.get("args") else ""}
-             for c in tools.get("calls") or [] if isinstance(c, dict)]
+    calls = [
+        {"name": c.get("name", ""), "args": json.dumps(c["args"]) if c.get("args") else ""}
+        for c in tools.get("calls") or []
+        if isinstance(c, dict)
+    ]
     blocks = []
     for b in expect.get("blocks") or []:
         kind = next((k for k in TEXT_KINDS if isinstance(b, dict) and k in b), "contains")
-        blocks.append({"label": b.get("label", "") if isinstance(b, dict) else "", "kind": kind,
-                       "text": b.get(kind, "") if isinstance(b, dict) else ""})
+        blocks.append(
+            {
+                "label": b.get("label", "") if isinstance(b, dict) else "",
+                "kind": kind,
+                "text": b.get(kind, "") if isinstance(b, dict) else "",
+            }
+        )
     reply = expect.get("reply") if isinstance(expect.get("reply"), dict) else {}
     reply_kind = next(iter(reply), "contains")
-    rows = {"calls": calls + [{"name": "", "args": ""}] * 2, "order": tools.get("order", "sequence"),
-            "blocks": blocks + [{"label": "", "kind": "contains", "text": ""}],
-            "reply_kind": reply_kind, "reply_text": reply.get(reply_kind, ""),
-            "archival": (expect.get("archival") or {}).get("matches", "") if isinstance(expect.get("archival"), dict) else "",
-            "stop_reason": expect.get("stop_reason", ""),
-            **{key: expect.get(key, "") for key, _ in LIMITS}}
+    rows = {
+        "calls": calls + [{"name": "", "args": ""}] * 2,
+        "order": tools.get("order", "sequence"),
+        "blocks": blocks + [{"label": "", "kind": "contains", "text": ""}],
+        "reply_kind": reply_kind,
+        "reply_text": reply.get(reply_kind, ""),
+        "archival": (expect.get("archival") or {}).get("matches", "")
+        if isinstance(expect.get("archival"), dict)
+        else "",
+        "stop_reason": expect.get("stop_reason", ""),
+        **{key: expect.get(key, "") for key, _ in LIMITS},
+    }
     try:
-        back = expect_from_form(MultiValueDict({
-            "tool_name": [c["name"] for c in calls], "tool_args": [c["args"] for c in calls],
-            "tools_order": [rows["order"]], "reply_kind": [reply_kind], "reply_text": [rows["reply_text"]],
-            "block_label": [b["label"] for b in blocks], "block_kind": [b["kind"] for b in blocks],
-            "block_text": [b["text"] for b in blocks], "archival_matches": [rows["archival"]],
-            "stop_reason": [rows["stop_reason"]], **{key: [str(rows[key])] for key, _ in LIMITS}}))
+        back = expect_from_form(
+            MultiValueDict(
+                {
+                    "tool_name": [c["name"] for c in calls],
+                    "tool_args": [c["args"] for c in calls],
+                    "tools_order": [rows["order"]],
+                    "reply_kind": [reply_kind],
+                    "reply_text": [rows["reply_text"]],
+                    "block_label": [b["label"] for b in blocks],
+                    "block_kind": [b["kind"] for b in blocks],
+                    "block_text": [b["text"] for b in blocks],
+                    "archival_matches": [rows["archival"]],
+                    "stop_reason": [rows["stop_reason"]],
+                    **{key: [str(rows[key])] for key, _ in LIMITS},
+                }
+            )
+        )
         rows["fits"] = back == expect
     except (Invalid, TypeError, AttributeError):
         rows["fits"] = False
@@ -103,12 +137,23 @@ def _form_rows(expect: dict) -> dict:
 
 def _editor(request, agent, test: dict, *, error: str = "", editor: str = "", status: int = 200, source: str = ""):
     rows = _form_rows(test.get("expect") or {})
-    return TemplateResponse(request, "core/_test_form.html", {
-        "agent": agent, "test": test, "rows": rows, "error": error, "source": source,
-        "editor": editor or ("form" if rows["fits"] else "json"),
-        "expect_json": json.dumps(test.get("expect") or {}, indent=2),
-        "turns": (test.get("turns") or []) + [""], "runs": selectors.agent_runs_recent(agent=agent, limit=15),
-        "kinds": TEXT_KINDS}, status=status)
+    return TemplateResponse(
+        request,
+        "core/_test_form.html",
+        {
+            "agent": agent,
+            "test": test,
+            "rows": rows,
+            "error": error,
+            "source": source,
+            "editor": editor or ("form" if rows["fits"] else "json"),
+            "expect_json": json.dumps(test.get("expect") or {}, indent=2),
+            "turns": (test.get("turns") or []) + [""],
+            "runs": selectors.agent_runs_recent(agent=agent, limit=15),
+            "kinds": TEXT_KINDS,
+        },
+        status=status,
+    )
 
 
 @login_required
@@ -148,11 +193,21 @@ def test_save(request, agent_id: str):
     try:
         saved = agent_tests.test_save(agent=agent, test=test_from_form(request.POST))
     except Invalid as exc:
-        draft = {"id": request.POST.get("id"), "name": request.POST.get("name", ""),
-                 "turns": [t for t in request.POST.getlist("turn") if t.strip()], "expect": _lenient_expect(request.POST),
-                 "start": {"step_id": request.POST.get("start_step"), "before": request.POST.get("start_before") == "on"}}
-        response = _editor(request, agent, draft, error=exc.message, editor=request.POST.get("editor", ""),
-                           source=request.POST.get("source", "")[:64])
+        draft = {
+            "id": request.POST.get("id"),
+            "name": request.POST.get("name", ""),
+            "turns": [t for t in request.POST.getlist("turn") if t.strip()],
+            "expect": _lenient_expect(request.POST),
+            "start": {"step_id": request.POST.get("start_step"), "before": request.POST.get("start_before") == "on"},
+        }
+        response = _editor(
+            request,
+            agent,
+            draft,
+            error=exc.message,
+            editor=request.POST.get("editor", ""),
+            source=request.POST.get("source", "")[:64],
+        )
         if request.POST.get("editor") == "json":
             response.context_data["expect_json"] = request.POST.get("expect_json", "")
         return retarget(response, "#test-editor")
@@ -190,8 +245,13 @@ def tests_run(request, agent_id: str):
     try:
         if model:
             providers.model_resolve(owner=owner, handle=model)
-        run = agent_tests.tests_start(owner=owner, agent=agent, test_ids=request.POST.getlist("test_id") or None,
-                                      model=model, keep=request.POST.get("keep") == "on")
+        run = agent_tests.tests_start(
+            owner=owner,
+            agent=agent,
+            test_ids=request.POST.getlist("test_id") or None,
+            model=model,
+            keep=request.POST.get("keep") == "on",
+        )
     except DomainError as exc:
         return TemplateResponse(request, "core/_test_run_error.html", {"error": exc.message})
     return _results(request, agent, run)
@@ -232,10 +292,25 @@ def _results(request, agent, run):
     rows = []
     for test_id in out["test_ids"]:
         r = done.get(test_id)
-        failures = [{**f, "expected_text": _shown(f.get("expected")), "actual_text": _shown(f.get("actual")),
-                     "missing_text": _shown(f["missing"]) if f.get("missing") is not None else ""}
-                    for f in (r or {}).get("failures") or []]
-        rows.append({"test_id": test_id, "name": (r or {}).get("name") or names.get(test_id, test_id), "result": r,
-                     "failures": failures})
-    return TemplateResponse(request, "core/_test_results.html", {"agent": agent, "run": out, "rows": rows,
-                                                                 "finished": out["status"] in ("passed", "failed")})
+        failures = [
+            {
+                **f,
+                "expected_text": _shown(f.get("expected")),
+                "actual_text": _shown(f.get("actual")),
+                "missing_text": _shown(f["missing"]) if f.get("missing") is not None else "",
+            }
+            for f in (r or {}).get("failures") or []
+        ]
+        rows.append(
+            {
+                "test_id": test_id,
+                "name": (r or {}).get("name") or names.get(test_id, test_id),
+                "result": r,
+                "failures": failures,
+            }
+        )
+    return TemplateResponse(
+        request,
+        "core/_test_results.html",
+        {"agent": agent, "run": out, "rows": rows, "finished": out["status"] in ("passed", "failed")},
+    )

@@ -21,9 +21,12 @@ from core.web.common import agent_or_404, org
 def _options(post):
     from core.agentfile.importer import ImportOptions
 
-    return ImportOptions(name=post.get("name") or None, model=post.get("model") or None,
-                         strip_messages=post.get("strip_messages") == "on",
-                         tool_policy="override" if post.get("tool_policy") == "override" else "reuse")
+    return ImportOptions(
+        name=post.get("name") or None,
+        model=post.get("model") or None,
+        strip_messages=post.get("strip_messages") == "on",
+        tool_policy="override" if post.get("tool_policy") == "override" else "reuse",
+    )
 
 
 def _parsed(upload):
@@ -66,8 +69,11 @@ def agent_export(request, agent_id: str):
     from core.agentfile.exporter import agentfile_export
 
     agent = agent_or_404(request, agent_id)
-    data = agentfile_export(agent=agent, include_archival=request.GET.get("archival") == "1",
-                            include_history=request.GET.get("history") == "1")
+    data = agentfile_export(
+        agent=agent,
+        include_archival=request.GET.get("archival") == "1",
+        include_history=request.GET.get("history") == "1",
+    )
     response = HttpResponse(json.dumps(data, indent=2, default=str), content_type="application/json")
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in agent.name)[:60] or "agent"
     response["Content-Disposition"] = f'attachment; filename="{safe}.af"'

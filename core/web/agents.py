@@ -10,18 +10,24 @@ from core import providers, selectors, services, services_ide
 from core.errors import DomainError
 from core.web.common import agent_or_404, org
 
-
-AGENT_TYPE_CHOICES = [("letta_v1_agent", "letta_v1_agent (Letta's default)"), ("memgpt_v2_agent", "memgpt_v2_agent"),
-                      ("", "as the template says")]
+AGENT_TYPE_CHOICES = [
+    ("letta_v1_agent", "letta_v1_agent (Letta's default)"),
+    ("memgpt_v2_agent", "memgpt_v2_agent"),
+    ("", "as the template says"),
+]
 
 
 class AgentCreateForm(forms.Form):
     name = forms.CharField(max_length=200)
     template = forms.ChoiceField(choices=())
     model = forms.CharField(max_length=200, help_text="Pick a configured model or type any litellm handle.")
-    agent_type = forms.ChoiceField(required=False, initial="letta_v1_agent", choices=AGENT_TYPE_CHOICES,
-                                   help_text="letta_v1_agent replies in plain text; memgpt_v2_agent replies through "
-                                             "send_message and chains steps with heartbeats.")
+    agent_type = forms.ChoiceField(
+        required=False,
+        initial="letta_v1_agent",
+        choices=AGENT_TYPE_CHOICES,
+        help_text="letta_v1_agent replies in plain text; memgpt_v2_agent replies through "
+        "send_message and chains steps with heartbeats.",
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -46,9 +52,23 @@ def agents_page(request, form: AgentCreateForm | None = None):
     models = _models(owner)
     from django.conf import settings
 
-    form = form or AgentCreateForm(initial={"template": "af:memgpt_chat", "agent_type": "letta_v1_agent", "model": models[0]["handle"] if models else settings.DEFAULT_MODEL})
-    ctx = {"agents": agents, "running": selectors.agents_running_ids(owner=owner), "q": q, "tag": tag,
-           "all_tags": all_tags, "form": form, "models": models, "nav": "agents"}
+    form = form or AgentCreateForm(
+        initial={
+            "template": "af:memgpt_chat",
+            "agent_type": "letta_v1_agent",
+            "model": models[0]["handle"] if models else settings.DEFAULT_MODEL,
+        }
+    )
+    ctx = {
+        "agents": agents,
+        "running": selectors.agents_running_ids(owner=owner),
+        "q": q,
+        "tag": tag,
+        "all_tags": all_tags,
+        "form": form,
+        "models": models,
+        "nav": "agents",
+    }
     template = "core/_agents_rows.html" if request.htmx and request.htmx.target == "agents-rows" else "core/agents.html"
     return TemplateResponse(request, template, ctx, status=400 if form.errors else 200)
 
@@ -58,8 +78,9 @@ def agents_status(request):
     """Running/idle badges of the listed agents, as out-of-band swaps for the list's poller (a read)."""
     owner = org(request)
     agents = _listed(owner, request.GET.get("q") or "", request.GET.get("tag") or "")
-    return TemplateResponse(request, "core/_agents_status.html",
-                            {"agents": agents, "running": selectors.agents_running_ids(owner=owner)})
+    return TemplateResponse(
+        request, "core/_agents_status.html", {"agents": agents, "running": selectors.agents_running_ids(owner=owner)}
+    )
 
 
 @login_required
@@ -68,9 +89,13 @@ def agent_create(request):
     form = AgentCreateForm(request.POST)
     if form.is_valid():
         try:
-            agent = services_ide.agent_create_from_template(owner=org(request), template=form.cleaned_data["template"],
-                                                            name=form.cleaned_data["name"], model=form.cleaned_data["model"],
-                                                            agent_type=form.cleaned_data["agent_type"] or None)
+            agent = services_ide.agent_create_from_template(
+                owner=org(request),
+                template=form.cleaned_data["template"],
+                name=form.cleaned_data["name"],
+                model=form.cleaned_data["model"],
+                agent_type=form.cleaned_data["agent_type"] or None,
+            )
         except DomainError as exc:
             form.add_error(None, str(exc))
         else:
@@ -97,5 +122,8 @@ def agent_delete(request, agent_id: str):
     from memory.selectors import agent_blocks
 
     blocks = [(b, AgentBlock.objects.filter(block=b).count() > 1) for b in agent_blocks(agent=agent)]
-    return TemplateResponse(request, "core/agent_delete.html", {"agent": agent, "blocks": blocks,
-                                                                "messages_count": agent.messages.count(), "nav": "agents"})
+    return TemplateResponse(
+        request,
+        "core/agent_delete.html",
+        {"agent": agent, "blocks": blocks, "messages_count": agent.messages.count(), "nav": "agents"},
+    )

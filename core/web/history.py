@@ -5,10 +5,10 @@ window and what evicted the others, and how system-injected messages are told ap
 import json
 
 from core.engine.loop import NON_USER_PREFIX
-from core.selectors import WindowMarks, agent_window_marks, steps_index
 from core.engine.types import uses_heartbeats
 from core.messages import message_to_letta
 from core.models import Agent, Message
+from core.selectors import WindowMarks, agent_window_marks, steps_index
 
 PAGE_SIZE = 40
 SUMMARY_SPLIT = "The following is a summary of the previous messages: "
@@ -42,33 +42,66 @@ def _user_shape(d: dict, row: Message) -> dict:
     if kind == "heartbeat":
         return {"shape": "heartbeat", "notice": (wrapped or _args(d["content"])).get("reason") or d["content"]}
     if wrapped and kind == "system_alert" and str(wrapped.get("message", "")).startswith("Note: prior messages"):
-        return {"shape": "summary", "summary": str(wrapped["message"]).split(SUMMARY_SPLIT, 1)[-1]}  # a Letta v1 summary
+        return {
+            "shape": "summary",
+            "summary": str(wrapped["message"]).split(SUMMARY_SPLIT, 1)[-1],
+        }  # a Letta v1 summary
     if wrapped and kind == "user_message":
         return {"content": str(wrapped.get("message", ""))}
     if wrapped and kind in _V1_NOTICES:
-        return {"shape": "notice", "notice_label": _V1_NOTICES[kind], "notice": str(wrapped.get("message") or d["content"])}
+        return {
+            "shape": "notice",
+            "notice_label": _V1_NOTICES[kind],
+            "notice": str(wrapped.get("message") or d["content"]),
+        }
     if row.kind:
-        return {"shape": "notice", "notice_label": _KIND_LABELS.get(row.kind, row.kind.replace("_", " ")),
-                "notice": d["content"].removeprefix(NON_USER_PREFIX)}
+        return {
+            "shape": "notice",
+            "notice_label": _KIND_LABELS.get(row.kind, row.kind.replace("_", " ")),
+            "notice": d["content"].removeprefix(NON_USER_PREFIX),
+        }
     if (d["content"] or "").startswith(NON_USER_PREFIX):
         return {"shape": "notice", "notice_label": "system", "notice": d["content"].removeprefix(NON_USER_PREFIX)}
     return {}
 
 
-def message_items(row: Message, *, names: dict[str, str] | None = None, resets: set[str] = frozenset(),
-                  call_names: dict[str, str] | None = None, agent_type: str | None = None) -> list[dict]:
+def message_items(
+    row: Message,
+    *,
+    names: dict[str, str] | None = None,
+    resets: set[str] = frozenset(),
+    call_names: dict[str, str] | None = None,
+    agent_type: str | None = None,
+) -> list[dict]:
     """One stored message as display items, in the order they happened."""
     items = []
     reply_beside_calls = agent_type is not None and not uses_heartbeats(agent_type)
     if row.role == "assistant" and row.tool_calls and row.body and not row.reasoning and not reply_beside_calls:
         # Letta v1 kept the inner monologue as the content of a tool-calling message: it is the reasoning
-        items.append({**message_to_letta(row)[0], "message_type": "reasoning_message", "reasoning": row.body,
-                      "date": row.created_at, "sender_agent_id": "", "name": row.name, "seq": row.seq, "kind": row.kind})
+        items.append(
+            {
+                **message_to_letta(row)[0],
+                "message_type": "reasoning_message",
+                "reasoning": row.body,
+                "date": row.created_at,
+                "sender_agent_id": "",
+                "name": row.name,
+                "seq": row.seq,
+                "kind": row.kind,
+            }
+        )
     # a tool return is named after its call (imported Letta v1 returns carry the agent's name instead)
     name = (call_names or {}).get(row.tool_call_id) or row.name if row.role == "tool" else row.name
     for d in message_to_letta(row, agent_type=agent_type):
-        d = {**d, "date": row.created_at, "sender_agent_id": row.sender_agent_id, "name": name,
-             "sender_name": (names or {}).get(row.sender_agent_id, ""), "seq": row.seq, "kind": row.kind}
+        d = {
+            **d,
+            "date": row.created_at,
+            "sender_agent_id": row.sender_agent_id,
+            "name": name,
+            "sender_name": (names or {}).get(row.sender_agent_id, ""),
+            "seq": row.seq,
+            "kind": row.kind,
+        }
         if d["message_type"] == "tool_call_message":
             args = _args(d["tool_call"].get("arguments"))
             if args.get("thinking") and not any(i["message_type"] == "reasoning_message" for i in items):
@@ -102,11 +135,18 @@ def history_page(*, agent, before_seq: int | None = None, size: int = PAGE_SIZE)
     more = len(rows) > size
     rows = list(reversed(rows[:size]))
     senders = {r.sender_agent_id for r in rows if r.sender_agent_id}
-    names = dict(Agent.objects.filter(owner_id=agent.owner_id, id__in=senders).values_list("id", "name")) if senders else {}
+    names = (
+        dict(Agent.objects.filter(owner_id=agent.owner_id, id__in=senders).values_list("id", "name")) if senders else {}
+    )
     marks = agent_window_marks(agent=agent, since_seq=rows[0].seq if rows else None)
     call_names = {c.get("id"): c.get("name") for r in rows for c in r.tool_calls or () if isinstance(c, dict)}
-    items = [item for row in rows for item in message_items(row, names=names, resets=marks.resets, call_names=call_names,
-                                                             agent_type=agent.agent_type)]
+    items = [
+        item
+        for row in rows
+        for item in message_items(
+            row, names=names, resets=marks.resets, call_names=call_names, agent_type=agent.agent_type
+        )
+    ]
     _mark(items, marks)
     return items, (rows[0].seq if more and rows else None)
 
@@ -114,6 +154,16 @@ def history_page(*, agent, before_seq: int | None = None, size: int = PAGE_SIZE)
 def window_marks_json(*, agent, since_seq: int | None) -> dict:
     """What the page needs to re-mark messages already shown after the window changed (a summary, a reset)."""
     marks = agent_window_marks(agent=agent, since_seq=since_seq)
-    return {"in_context": sorted(marks.in_window),
-            "evicted": {i: {"by": e.by, "step_id": e.step_id, "step_index": e.step_index, "run_id": e.run_id,
-                            "message_id": e.message_id} for i, e in marks.evicted.items()}}
+    return {
+        "in_context": sorted(marks.in_window),
+        "evicted": {
+            i: {
+                "by": e.by,
+                "step_id": e.step_id,
+                "step_index": e.step_index,
+                "run_id": e.run_id,
+                "message_id": e.message_id,
+            }
+            for i, e in marks.evicted.items()
+        },
+    }

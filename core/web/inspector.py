@@ -21,20 +21,36 @@ def context_view_model(ctx, *, limit: int | None = None, blocks=(), calibration:
     limit = limit or ctx.context_window
     ratio = (calibration or {}).get("ratio") if (calibration or {}).get("steps") else None
     scale = (lambda n: round(n * ratio)) if ratio else (lambda n: n)  # noqa: E731
-    rows = [{"name": s.name, "label": SECTION_LABELS.get(s.name, s.name), "color": SECTION_COLORS.get(s.name, "system"),
-             "tokens": scale(s.tokens), "raw": s.tokens, "pct": round(100 * scale(s.tokens) / max(limit, 1), 2)}
-            for s in ctx.sections]
+    rows = [
+        {
+            "name": s.name,
+            "label": SECTION_LABELS.get(s.name, s.name),
+            "color": SECTION_COLORS.get(s.name, "system"),
+            "tokens": scale(s.tokens),
+            "raw": s.tokens,
+            "pct": round(100 * scale(s.tokens) / max(limit, 1), 2),
+        }
+        for s in ctx.sections
+    ]
     total = sum(r["tokens"] for r in rows) if ratio else ctx.total_tokens
     sections = [{"name": s.name, "tokens": s.tokens, "text": s.text} for s in ctx.sections]
     model = ctx.request.get("model", "")
     evictable = sum(s.tokens for s in ctx.sections if s.name in ("messages", "summary"))
-    return {"rows": rows, "total": total, "raw_total": ctx.total_tokens, "calibration": calibration if ratio else None,
-            "limit": limit, "tokenizer": ctx.tokenizer,
-            "fixed": ctx.total_tokens - evictable, "fixed_over": ctx.total_tokens - evictable >= limit,
-            "free": limit - total, "over": ctx.total_tokens > limit,
-            "pct": round(100 * total / max(limit, 1), 1),
-            "parts": payload_parts(model=model, request=ctx.request, sections=sections, blocks=blocks),
-            "request_json": json.dumps(ctx.request, indent=2, ensure_ascii=False)}
+    return {
+        "rows": rows,
+        "total": total,
+        "raw_total": ctx.total_tokens,
+        "calibration": calibration if ratio else None,
+        "limit": limit,
+        "tokenizer": ctx.tokenizer,
+        "fixed": ctx.total_tokens - evictable,
+        "fixed_over": ctx.total_tokens - evictable >= limit,
+        "free": limit - total,
+        "over": ctx.total_tokens > limit,
+        "pct": round(100 * total / max(limit, 1), 1),
+        "parts": payload_parts(model=model, request=ctx.request, sections=sections, blocks=blocks),
+        "request_json": json.dumps(ctx.request, indent=2, ensure_ascii=False),
+    }
 
 
 @login_required
@@ -43,8 +59,11 @@ def context_panel(request, agent_id: str):
     from memory.selectors import agent_blocks
 
     agent = agent_or_404(request, agent_id)
-    view = context_view_model(agent_context(agent=agent), blocks=agent_blocks(agent=agent),
-                              calibration=token_calibration(owner=agent.owner, model=agent.model))
+    view = context_view_model(
+        agent_context(agent=agent),
+        blocks=agent_blocks(agent=agent),
+        calibration=token_calibration(owner=agent.owner, model=agent.model),
+    )
     return TemplateResponse(request, "core/_context.html", {"agent": agent, "context": view})
 
 
@@ -63,16 +82,34 @@ def step_detail(request, agent_id: str, step_id: str):
     prev, after = selectors.step_previous(step=step), selectors.step_next(step=step)
     parts = _step_parts(step)
     before = {s["name"]: s.get("tokens", 0) for s in (prev.context_sections if prev else [])}
-    rows = [{"name": s["name"], "label": SECTION_LABELS.get(s["name"], s["name"]), "tokens": s.get("tokens", 0),
-             "delta": s.get("tokens", 0) - before.get(s["name"], 0) if prev else None} for s in step.context_sections or []]
-    return TemplateResponse(request, "core/_step.html", {
-        "agent": agent, "step": step, "prev": prev, "rows": rows, "parts": parts,
-        "diff": payload_diff(_step_parts(prev), parts) if prev else None,
-        "next": after, "next_diff": payload_diff(parts, _step_parts(after)) if after else None,
-        "total_tokens": sum(p.tokens for p in parts),
-        "request_json": json.dumps(step.request, indent=2, ensure_ascii=False),
-        "response_json": json.dumps(step.response, indent=2, ensure_ascii=False),
-        "usage": step.usage or {}, "estimate_diff": _estimate_diff(step.usage or {})})
+    rows = [
+        {
+            "name": s["name"],
+            "label": SECTION_LABELS.get(s["name"], s["name"]),
+            "tokens": s.get("tokens", 0),
+            "delta": s.get("tokens", 0) - before.get(s["name"], 0) if prev else None,
+        }
+        for s in step.context_sections or []
+    ]
+    return TemplateResponse(
+        request,
+        "core/_step.html",
+        {
+            "agent": agent,
+            "step": step,
+            "prev": prev,
+            "rows": rows,
+            "parts": parts,
+            "diff": payload_diff(_step_parts(prev), parts) if prev else None,
+            "next": after,
+            "next_diff": payload_diff(parts, _step_parts(after)) if after else None,
+            "total_tokens": sum(p.tokens for p in parts),
+            "request_json": json.dumps(step.request, indent=2, ensure_ascii=False),
+            "response_json": json.dumps(step.response, indent=2, ensure_ascii=False),
+            "usage": step.usage or {},
+            "estimate_diff": _estimate_diff(step.usage or {}),
+        },
+    )
 
 
 def _estimate_diff(usage: dict) -> int | None:

@@ -8,11 +8,24 @@ from dataclasses import dataclass, field
 from core.engine import tokens
 from core.engine.context import SYSTEM_SECTIONS
 
-SECTION_LABELS = {"system": "System prompt", "tool_rules": "Tool rules", "core_memory": "Core memory",
-                  "memory_metadata": "External memory summary", "summary": "Summary", "messages": "Messages",
-                  "tools": "Tool definitions"}
-SECTION_COLORS = {"system": "system", "tool_rules": "rules", "core_memory": "core", "memory_metadata": "external",
-                  "summary": "summary", "messages": "messages", "tools": "tools"}
+SECTION_LABELS = {
+    "system": "System prompt",
+    "tool_rules": "Tool rules",
+    "core_memory": "Core memory",
+    "memory_metadata": "External memory summary",
+    "summary": "Summary",
+    "messages": "Messages",
+    "tools": "Tool definitions",
+}
+SECTION_COLORS = {
+    "system": "system",
+    "tool_rules": "rules",
+    "core_memory": "core",
+    "memory_metadata": "external",
+    "summary": "summary",
+    "messages": "messages",
+    "tools": "tools",
+}
 DIFF_LINES = 400  # a diff longer than this is cut, with a note: the raw payloads are one click away
 
 
@@ -73,23 +86,47 @@ def _tool_parts(model: str, request: dict) -> list[Part]:
     out = []
     for tool in request.get("tools") or []:
         fn = tool.get("function") or {}
-        out.append(Part(key=f"tool:{fn.get('name')}", label=f"tool · {fn.get('name')}", color="tools",
-                        tokens=tokens.count_tool(model, tool), text=json.dumps(fn, indent=2, ensure_ascii=False),
-                        group="tool"))
+        out.append(
+            Part(
+                key=f"tool:{fn.get('name')}",
+                label=f"tool · {fn.get('name')}",
+                color="tools",
+                tokens=tokens.count_tool(model, tool),
+                text=json.dumps(fn, indent=2, ensure_ascii=False),
+                group="tool",
+            )
+        )
     return out
 
 
 def _message_parts(model: str, messages: list[dict], start: int) -> list[Part]:
-    return [Part(key=f"message:{start + i}", label=_message_label(m), color="messages",
-                 tokens=tokens.count_message(model, m), text=message_text(m), group="message")
-            for i, m in enumerate(messages)]
+    return [
+        Part(
+            key=f"message:{start + i}",
+            label=_message_label(m),
+            color="messages",
+            tokens=tokens.count_message(model, m),
+            text=message_text(m),
+            group="message",
+        )
+        for i, m in enumerate(messages)
+    ]
 
 
 def _block_parts(model: str, blocks) -> list[Part]:
     """One part per memory block: its value and the value's own tokens (the section adds the block's framing)."""
-    return [Part(key=f"block:{b.label}", label=f"block · {b.label}", color="core", tokens=tokens.count_text(model, b.value),
-                 text=b.value, group="block", note=f"{len(b.value)} / {b.limit} chars{' · read-only' if b.read_only else ''}")
-            for b in blocks]
+    return [
+        Part(
+            key=f"block:{b.label}",
+            label=f"block · {b.label}",
+            color="core",
+            tokens=tokens.count_text(model, b.value),
+            text=b.value,
+            group="block",
+            note=f"{len(b.value)} / {b.limit} chars{' · read-only' if b.read_only else ''}",
+        )
+        for b in blocks
+    ]
 
 
 def payload_parts(*, model: str, request: dict, sections: list[dict], blocks=()) -> list[Part]:
@@ -103,20 +140,48 @@ def payload_parts(*, model: str, request: dict, sections: list[dict], blocks=())
     messages = list(request.get("messages") or [])
     parts: list[Part] = []
     if all("text" in by_name.get(n, {}) for n in SYSTEM_SECTIONS):
-        parts += [Part(key=n, label=SECTION_LABELS[n], color=SECTION_COLORS[n], tokens=by_name[n]["tokens"],
-                       text=by_name[n]["text"], group="section",
-                       children=_block_parts(model, blocks) if n == "core_memory" else [])
-                  for n in SYSTEM_SECTIONS if by_name[n]["text"]]
+        parts += [
+            Part(
+                key=n,
+                label=SECTION_LABELS[n],
+                color=SECTION_COLORS[n],
+                tokens=by_name[n]["tokens"],
+                text=by_name[n]["text"],
+                group="section",
+                children=_block_parts(model, blocks) if n == "core_memory" else [],
+            )
+            for n in SYSTEM_SECTIONS
+            if by_name[n]["text"]
+        ]
     elif messages:
-        counts = ", ".join(f"{SECTION_LABELS[n].lower()} {by_name[n]['tokens']}" for n in SYSTEM_SECTIONS if n in by_name)
-        parts.append(Part(key="system_message", label="System message", color="system",
-                          tokens=sum(by_name.get(n, {}).get("tokens", 0) for n in SYSTEM_SECTIONS) or tokens.count_message(model, messages[0]),
-                          text=message_text(messages[0]), group="section", note=counts))
+        counts = ", ".join(
+            f"{SECTION_LABELS[n].lower()} {by_name[n]['tokens']}" for n in SYSTEM_SECTIONS if n in by_name
+        )
+        parts.append(
+            Part(
+                key="system_message",
+                label="System message",
+                color="system",
+                tokens=sum(by_name.get(n, {}).get("tokens", 0) for n in SYSTEM_SECTIONS)
+                or tokens.count_message(model, messages[0]),
+                text=message_text(messages[0]),
+                group="section",
+                note=counts,
+            )
+        )
     body = messages[1:]
     has_summary = by_name.get("summary", {}).get("tokens", 0) > 0 and body
     if has_summary:
-        parts.append(Part(key="summary", label=SECTION_LABELS["summary"], color="summary",
-                          tokens=by_name["summary"]["tokens"], text=message_text(body[0]), group="section"))
+        parts.append(
+            Part(
+                key="summary",
+                label=SECTION_LABELS["summary"],
+                color="summary",
+                tokens=by_name["summary"]["tokens"],
+                text=message_text(body[0]),
+                group="section",
+            )
+        )
         body = body[1:]
     parts += _message_parts(model, body, 0)
     return parts + _tool_parts(model, request)
@@ -136,8 +201,11 @@ def _grouped(parts: list[Part]) -> dict[str, tuple[str, str, int, str]]:
     out = {p.key: (p.label, p.color, p.tokens, p.text) for p in parts if p.group == "section"}
     for group, label, color in (("message", "Messages", "messages"), ("tool", "Tool definitions", "tools")):
         members = [p for p in parts if p.group == group]
-        text = "\n".join(f"[{p.label}]\n{p.text}\n" for p in members) if group == "message" else \
-            "\n".join(f"{p.label} ({p.tokens} tokens)" for p in members)
+        text = (
+            "\n".join(f"[{p.label}]\n{p.text}\n" for p in members)
+            if group == "message"
+            else "\n".join(f"{p.label} ({p.tokens} tokens)" for p in members)
+        )
         out[group] = (f"{label} ({len(members)})", color, sum(p.tokens for p in members), text)
     return out
 
@@ -154,7 +222,9 @@ def payload_diff(before: list[Part], after: list[Part]) -> list[PartDiff]:
         if xa == xb and ta == tb:
             continue
         lines, cut = _diff_lines(xa, xb)
-        out.append(PartDiff(label=lb or la, color=cb or ca, tokens_before=ta, tokens_after=tb, lines=lines, truncated=cut))
+        out.append(
+            PartDiff(label=lb or la, color=cb or ca, tokens_before=ta, tokens_after=tb, lines=lines, truncated=cut)
+        )
     return out
 
 

@@ -16,10 +16,15 @@ def _run_row(run) -> dict:
     usage = run.usage or {}
     end = run.completed_at
     start = run.started_at or run.created_at
-    return {"run": run, "tokens": usage.get("total_tokens"), "steps": run.step_count, **_cost(usage),
-            "duration_s": (end - start).total_seconds() if end and start else None,
-            "active": run.status in RUN_ACTIVE,
-            "input": " / ".join(m.get("text", "") for m in run.input_messages or [] if isinstance(m, dict))}
+    return {
+        "run": run,
+        "tokens": usage.get("total_tokens"),
+        "steps": run.step_count,
+        **_cost(usage),
+        "duration_s": (end - start).total_seconds() if end and start else None,
+        "active": run.status in RUN_ACTIVE,
+        "input": " / ".join(m.get("text", "") for m in run.input_messages or [] if isinstance(m, dict)),
+    }
 
 
 def _cost(usage: dict) -> dict:
@@ -36,14 +41,18 @@ def runs_panel(request, agent_id: str):
     agent = agent_or_404(request, agent_id)
     rows = [_run_row(r) for r in selectors.agent_runs_recent(agent=agent)]
     totals = timetravel.usage_totals(steps=agent.steps.all())
-    return TemplateResponse(request, "core/_runs.html", {"agent": agent, "rows": rows, "totals": {**totals, **_cost(totals)}})
+    return TemplateResponse(
+        request, "core/_runs.html", {"agent": agent, "rows": rows, "totals": {**totals, **_cost(totals)}}
+    )
 
 
 @login_required
 def steps_list(request, agent_id: str):
     """The past-steps chips of the inspector, numbered as the API numbers them (index within the run)."""
     agent = agent_or_404(request, agent_id)
-    return TemplateResponse(request, "core/_steps.html", {"agent": agent, "steps": selectors.agent_steps_recent(agent=agent)})
+    return TemplateResponse(
+        request, "core/_steps.html", {"agent": agent, "steps": selectors.agent_steps_recent(agent=agent)}
+    )
 
 
 def _run_or_404(agent, run_id: str):
@@ -58,7 +67,9 @@ def run_detail(request, agent_id: str, run_id: str):
     """A run's steps (click one to open it), its input and its error."""
     agent = agent_or_404(request, agent_id)
     run = _run_or_404(agent, run_id)
-    return TemplateResponse(request, "core/_run.html", {"agent": agent, "run": run, "steps": selectors.run_steps_list(run=run)})
+    return TemplateResponse(
+        request, "core/_run.html", {"agent": agent, "run": run, "steps": selectors.run_steps_list(run=run)}
+    )
 
 
 @login_required
@@ -67,8 +78,16 @@ def run_notice(request, agent_id: str, run_id: str):
     agent = agent_or_404(request, agent_id)
     run = _run_or_404(agent, run_id)
     delivered = selectors.run_inputs_delivered(run=run)
-    return TemplateResponse(request, "core/_run_notice.html", {"agent": agent, "run": run, "delivered": delivered,
-                                                               "inputs": [m for m in run.input_messages or [] if isinstance(m, dict)]})
+    return TemplateResponse(
+        request,
+        "core/_run_notice.html",
+        {
+            "agent": agent,
+            "run": run,
+            "delivered": delivered,
+            "inputs": [m for m in run.input_messages or [] if isinstance(m, dict)],
+        },
+    )
 
 
 @login_required

@@ -22,27 +22,53 @@ class ProviderForm(forms.Form):
 
 class OwnerSettingsForm(forms.Form):
     embedding_model = forms.CharField(required=False, max_length=200)
-    sandbox_default = forms.ChoiceField(choices=[("", "deployment default"), ("local", "local"), ("e2b", "E2B")], required=False)
-    sandbox_allow_network = forms.ChoiceField(choices=[("", "deployment default"), ("on", "allowed"), ("off", "not allowed")],
-                                              required=False)
+    sandbox_default = forms.ChoiceField(
+        choices=[("", "deployment default"), ("local", "local"), ("e2b", "E2B")], required=False
+    )
+    sandbox_allow_network = forms.ChoiceField(
+        choices=[("", "deployment default"), ("on", "allowed"), ("off", "not allowed")], required=False
+    )
     e2b_api_key = forms.CharField(required=False, widget=forms.PasswordInput(render_value=False))
     e2b_template = forms.CharField(required=False, max_length=200)
 
 
 @login_required
-def settings_page(request, new_token: str | None = None, form: TokenForm | None = None,
-                  provider_form: ProviderForm | None = None, owner_form: OwnerSettingsForm | None = None, status: int = 200):
+def settings_page(
+    request,
+    new_token: str | None = None,
+    form: TokenForm | None = None,
+    provider_form: ProviderForm | None = None,
+    owner_form: OwnerSettingsForm | None = None,
+    status: int = 200,
+):
     owner = org(request)
     current = OwnerSettings.objects.filter(owner=owner).first()
-    owner_form = owner_form or OwnerSettingsForm(initial={
-        "embedding_model": current.embedding_model if current else "", "sandbox_default": current.sandbox_default if current else "",
-        "sandbox_allow_network": {None: "", True: "on", False: "off"}[current.sandbox_allow_network if current else None],
-        "e2b_template": current.e2b_template if current else ""})
-    return TemplateResponse(request, "core/settings.html", {
-        "tokens": accounts.tokens_for_user(request.user), "new_token": new_token, "form": form or TokenForm(),
-        "providers": providers.providers_list(owner=owner), "provider_rows": ProviderConfig.objects.filter(owner=owner),
-        "provider_form": provider_form or ProviderForm(), "owner_form": owner_form,
-        "e2b_key_set": bool(current and current.e2b_api_key), "nav": "settings"}, status=status)
+    owner_form = owner_form or OwnerSettingsForm(
+        initial={
+            "embedding_model": current.embedding_model if current else "",
+            "sandbox_default": current.sandbox_default if current else "",
+            "sandbox_allow_network": {None: "", True: "on", False: "off"}[
+                current.sandbox_allow_network if current else None
+            ],
+            "e2b_template": current.e2b_template if current else "",
+        }
+    )
+    return TemplateResponse(
+        request,
+        "core/settings.html",
+        {
+            "tokens": accounts.tokens_for_user(request.user),
+            "new_token": new_token,
+            "form": form or TokenForm(),
+            "providers": providers.providers_list(owner=owner),
+            "provider_rows": ProviderConfig.objects.filter(owner=owner),
+            "provider_form": provider_form or ProviderForm(),
+            "owner_form": owner_form,
+            "e2b_key_set": bool(current and current.e2b_api_key),
+            "nav": "settings",
+        },
+        status=status,
+    )
 
 
 @login_required
@@ -53,7 +79,9 @@ def provider_save(request):
     if not form.is_valid():
         return settings_page(request, provider_form=form, status=400)
     owner, data = org(request), form.cleaned_data
-    row = ProviderConfig.objects.filter(owner=owner, name=data["name"]).first() or ProviderConfig(owner=owner, name=data["name"])
+    row = ProviderConfig.objects.filter(owner=owner, name=data["name"]).first() or ProviderConfig(
+        owner=owner, name=data["name"]
+    )
     row.kind, row.base_url = data["kind"], data["base_url"]
     row.model_names = [m.strip() for m in data["model_names"].split(",") if m.strip()]
     if data["api_key"]:
@@ -77,7 +105,11 @@ def owner_settings_save(request):
         return settings_page(request, owner_form=form, status=400)
     row, _ = OwnerSettings.objects.get_or_create(owner=org(request))
     data = form.cleaned_data
-    row.embedding_model, row.sandbox_default, row.e2b_template = data["embedding_model"], data["sandbox_default"], data["e2b_template"]
+    row.embedding_model, row.sandbox_default, row.e2b_template = (
+        data["embedding_model"],
+        data["sandbox_default"],
+        data["e2b_template"],
+    )
     row.sandbox_allow_network = {"": None, "on": True, "off": False}[data["sandbox_allow_network"]]
     if data["e2b_api_key"]:
         row.e2b_api_key = data["e2b_api_key"]

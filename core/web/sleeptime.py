@@ -15,8 +15,13 @@ def _panel(request, agent, **extra):
 
     link = sleeptime.sleeptime_get(agent=agent)
     edits = [(e, block_history_diff(e)) for e in sleeptime.sleeptime_edits(link=link)] if link else []
-    ctx = {"agent": agent, "link": link, "edits": edits,
-           "runs": sleeptime.sleeptime_runs(link=link) if link else [], **extra}
+    ctx = {
+        "agent": agent,
+        "link": link,
+        "edits": edits,
+        "runs": sleeptime.sleeptime_runs(link=link) if link else [],
+        **extra,
+    }
     return TemplateResponse(request, "core/_sleeptime_panel.html", ctx)
 
 

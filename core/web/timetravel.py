@@ -37,7 +37,9 @@ def _outcome_text(content, tool_calls) -> str:
 
 def _pretty(args, *, sort: bool = False) -> str:
     try:
-        return json.dumps(json.loads(args) if isinstance(args, str) else args, indent=2, ensure_ascii=False, sort_keys=sort)
+        return json.dumps(
+            json.loads(args) if isinstance(args, str) else args, indent=2, ensure_ascii=False, sort_keys=sort
+        )
     except ValueError:
         return str(args)
 
@@ -62,29 +64,58 @@ def _calls_view(tool_calls) -> list[dict]:
 def _result_view(result: dict, actual_text: str) -> dict:
     usage = result.get("usage") or {}
     mine = _outcome_text(result.get("content"), result.get("tool_calls"))
-    return {**result, "usage": usage, "calls": _calls_view(result.get("tool_calls")),
-            "request_json": json.dumps(result["request"], indent=2, ensure_ascii=False) if result.get("request") else "",
-            "diff": None if result.get("error") else _diff(actual_text, mine),
-            "same": not result.get("error") and mine == actual_text}
+    return {
+        **result,
+        "usage": usage,
+        "calls": _calls_view(result.get("tool_calls")),
+        "request_json": json.dumps(result["request"], indent=2, ensure_ascii=False) if result.get("request") else "",
+        "diff": None if result.get("error") else _diff(actual_text, mine),
+        "same": not result.get("error") and mine == actual_text,
+    }
 
 
 def _form_state(step, replay) -> dict:
     """What the override form shows: the step's own state, with the reopened replay's overrides on top."""
     state = step.state or {}
     o = (replay.overrides if replay else None) or {}
-    blocks = [{"label": b["label"], "original": b["value"], "value": (o.get("blocks") or {}).get(b["label"], b["value"]),
-               "edited": b["label"] in (o.get("blocks") or {})} for b in state.get("blocks", [])]
+    blocks = [
+        {
+            "label": b["label"],
+            "original": b["value"],
+            "value": (o.get("blocks") or {}).get(b["label"], b["value"]),
+            "edited": b["label"] in (o.get("blocks") or {}),
+        }
+        for b in state.get("blocks", [])
+    ]
     system = (state.get("spec") or {}).get("system", "")
     dropped = set(o.get("drop_messages") or [])
     rows = {m.id: m for m in Message.objects.filter(id__in=state.get("message_ids", []))}
-    messages = [{"id": i, "role": rows[i].role, "name": rows[i].name, "text": rows[i].text or _calls_label(rows[i]),
-                 "dropped": i in dropped} for i in state.get("message_ids", []) if i in rows]
+    messages = [
+        {
+            "id": i,
+            "role": rows[i].role,
+            "name": rows[i].name,
+            "text": rows[i].text or _calls_label(rows[i]),
+            "dropped": i in dropped,
+        }
+        for i in state.get("message_ids", [])
+        if i in rows
+    ]
     removed = set(o.get("tools_remove") or [])
     tools = [{"name": x["name"], "removed": x["name"] in removed} for x in state.get("tools", [])]
-    return {"recordable": bool(state), "system": o.get("system") if o.get("system") is not None else system,
-            "system_original": system, "system_edited": o.get("system") is not None, "blocks": blocks,
-            "messages": messages, "tools": tools, "added": set(o.get("tools_add") or []),
-            "models": o.get("models") or [step.model], "temperature": o.get("temperature"), "max_tokens": o.get("max_tokens")}
+    return {
+        "recordable": bool(state),
+        "system": o.get("system") if o.get("system") is not None else system,
+        "system_original": system,
+        "system_edited": o.get("system") is not None,
+        "blocks": blocks,
+        "messages": messages,
+        "tools": tools,
+        "added": set(o.get("tools_add") or []),
+        "models": o.get("models") or [step.model],
+        "temperature": o.get("temperature"),
+        "max_tokens": o.get("max_tokens"),
+    }
 
 
 def _calls_label(message) -> str:
@@ -102,15 +133,30 @@ def _page(request, agent, step, *, replay=None, error: str = "", status: int = 2
     offered = {t["name"] for t in form["tools"]}
     handles = [m["handle"] for m in providers.models_list(owner=owner)]
     extra = [m for m in form["models"] if m not in handles]
-    ctx = {"agent": agent, "step": step, "nav": "agents", "form": form, "replays": replays, "replay": replay,
-           "error": error, "models": [{"handle": h, "checked": h in form["models"]} for h in handles],
-           "extra_models": ", ".join(extra), "sent": step.request or {},
-           "library": [{"name": t.name, "checked": t.name in form["added"]} for t in tools_list(owner=owner) if t.name not in offered]}
+    ctx = {
+        "agent": agent,
+        "step": step,
+        "nav": "agents",
+        "form": form,
+        "replays": replays,
+        "replay": replay,
+        "error": error,
+        "models": [{"handle": h, "checked": h in form["models"]} for h in handles],
+        "extra_models": ", ".join(extra),
+        "sent": step.request or {},
+        "library": [
+            {"name": t.name, "checked": t.name in form["added"]}
+            for t in tools_list(owner=owner)
+            if t.name not in offered
+        ],
+    }
     if replay is not None:
         actual = replay.actual or {}
         actual_text = _outcome_text(actual.get("content"), actual.get("tool_calls"))
-        ctx.update(actual={**actual, "calls": _calls_view(actual.get("tool_calls")), "usage": actual.get("usage") or {}},
-                   results=[_result_view(r, actual_text) for r in replay.results or []])
+        ctx.update(
+            actual={**actual, "calls": _calls_view(actual.get("tool_calls")), "usage": actual.get("usage") or {}},
+            results=[_result_view(r, actual_text) for r in replay.results or []],
+        )
     return TemplateResponse(request, "core/replay.html", ctx, status=status)
 
 
@@ -140,8 +186,12 @@ def _overrides(post, step) -> dict:
         value = post.get(f"block:{b['label']}")
         if value is not None and value.replace("\r\n", "\n") != b["value"]:
             blocks[b["label"]] = value.replace("\r\n", "\n")
-    out.update(blocks=blocks or None, drop_messages=post.getlist("drop") or None,
-               tools_remove=post.getlist("tools_remove") or None, tools_add=post.getlist("tools_add") or None)
+    out.update(
+        blocks=blocks or None,
+        drop_messages=post.getlist("drop") or None,
+        tools_remove=post.getlist("tools_remove") or None,
+        tools_add=post.getlist("tools_add") or None,
+    )
     for key, cast in (("temperature", float), ("max_tokens", int)):
         raw = post.get(key, "").strip()
         if raw:

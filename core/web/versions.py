@@ -39,8 +39,12 @@ def history_diff(request, agent_id: str):
 def history_restore(request, agent_id: str, number: int):
     agent = agent_or_404(request, agent_id)
     try:
-        version = versions.version_restore(agent=agent, number=number, restore_blocks=request.POST.get("restore_blocks") == "on",
-                                           message=request.POST.get("message", "").strip()[:versions.MAX_MESSAGE])
+        version = versions.version_restore(
+            agent=agent,
+            number=number,
+            restore_blocks=request.POST.get("restore_blocks") == "on",
+            message=request.POST.get("message", "").strip()[: versions.MAX_MESSAGE],
+        )
     except DomainError as exc:
         return TemplateResponse(request, "core/_version_flash.html", {"error": exc.message})
     # The timeline, settings and context panels reload on these events; the flash stays in the diff's place.

@@ -11,12 +11,13 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
 from core import providers, selectors, services, services_ide, timetravel
+from core.context_service import agent_context
 from core.engine import tokens
 from core.errors import DomainError
-from core.context_service import agent_context
 from core.web.common import agent_or_404, org
 from core.web.history import history_page
 from core.web.inspector import context_view_model
+
 
 class AgentSettingsForm(forms.Form):
     name = forms.CharField(max_length=200)
@@ -24,16 +25,24 @@ class AgentSettingsForm(forms.Form):
     system = forms.CharField(widget=forms.Textarea, required=False)
     temperature = forms.FloatField(min_value=0, max_value=2)
     max_steps = forms.IntegerField(min_value=1, max_value=1000)
-    context_window_limit = forms.IntegerField(min_value=services.MIN_CONTEXT_WINDOW, max_value=services.MAX_CONTEXT_WINDOW)
+    context_window_limit = forms.IntegerField(
+        min_value=services.MIN_CONTEXT_WINDOW, max_value=services.MAX_CONTEXT_WINDOW
+    )
     tags = forms.CharField(required=False, help_text="comma-separated")
 
 
 def _settings_initial(agent) -> dict:
     from core.selectors import agent_tags
 
-    return {"name": agent.name, "model": agent.model, "system": agent.system,
-            "temperature": (agent.model_settings or {}).get("temperature", 0.7), "max_steps": agent.max_steps,
-            "context_window_limit": agent.context_window_limit, "tags": ", ".join(agent_tags(agent))}
+    return {
+        "name": agent.name,
+        "model": agent.model,
+        "system": agent.system,
+        "temperature": (agent.model_settings or {}).get("temperature", 0.7),
+        "max_steps": agent.max_steps,
+        "context_window_limit": agent.context_window_limit,
+        "tags": ", ".join(agent_tags(agent)),
+    }
 
 
 def _workspace_ctx(request, agent, settings_form=None) -> dict:
@@ -49,17 +58,26 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
     models = providers.models_list(owner=owner)
     model_max = tokens.model_info(agent.model).context_window
     return {
-        "agent": agent, "nav": "agents", "items": items, "older": older, "context": context_view_model(
-            ctx, blocks=blocks, calibration=timetravel.token_calibration(owner=agent.owner, model=agent.model)),
+        "agent": agent,
+        "nav": "agents",
+        "items": items,
+        "older": older,
+        "context": context_view_model(
+            ctx, blocks=blocks, calibration=timetravel.token_calibration(owner=agent.owner, model=agent.model)
+        ),
         "settings_form": settings_form or AgentSettingsForm(initial=_settings_initial(agent)),
-        "system_tokens": tokens.count_text(agent.model, agent.system), "models": models,
+        "system_tokens": tokens.count_text(agent.model, agent.system),
+        "models": models,
         "model_configured": providers.model_is_configured(owner=owner, handle=agent.model),
-        "window_max": max(model_max, agent.context_window_limit), "tools": attached,
+        "window_max": max(model_max, agent.context_window_limit),
+        "tools": attached,
         "library": [t for t in tools_list(owner=owner) if t.id not in attached_ids],
-        "rules_json": json.dumps(agent.tool_rules or [], indent=2), "blocks": blocks,
+        "rules_json": json.dumps(agent.tool_rules or [], indent=2),
+        "blocks": blocks,
         "other_blocks": blocks_attachable(owner=owner, agent=agent),  # "Attach existing" from the first load
         "steps": selectors.agent_steps_recent(agent=agent),
-        "fork_origin": selectors.agent_fork_origin(agent=agent), "forks": selectors.agent_forks(agent=agent),
+        "fork_origin": selectors.agent_fork_origin(agent=agent),
+        "forks": selectors.agent_forks(agent=agent),
         "ide_config": _ide_config(agent),
         # names for "from agent …" links on messages arriving live from other agents
         "agent_names": selectors.agent_names(owner=owner),
@@ -69,10 +87,17 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
 def _ide_config(agent) -> dict:
     """What the workspace's scripts need: ids and URLs (a JSON island: pages run no inline script)."""
     url = lambda name, *args: reverse(name, args=[agent.id, *args])  # noqa: E731
-    return {"agentId": agent.id, "activeRunId": selectors.agent_active_run_id(agent=agent) or "",
-            "contextUrl": url("agent_context"), "stepUrl": url("agent_step", "STEP"), "toolsUrl": reverse("tools"),
-            "workspaceUrl": reverse("workspace", args=["AGENT"]), "windowUrl": url("agent_window"),
-            "runUrl": url("agent_run", "RUN"), "noticeUrl": url("agent_run_notice", "RUN")}
+    return {
+        "agentId": agent.id,
+        "activeRunId": selectors.agent_active_run_id(agent=agent) or "",
+        "contextUrl": url("agent_context"),
+        "stepUrl": url("agent_step", "STEP"),
+        "toolsUrl": reverse("tools"),
+        "workspaceUrl": reverse("workspace", args=["AGENT"]),
+        "windowUrl": url("agent_window"),
+        "runUrl": url("agent_run", "RUN"),
+        "noticeUrl": url("agent_run_notice", "RUN"),
+    }
 
 
 @login_required
@@ -97,9 +122,14 @@ def settings_save(request, agent_id: str):
             saved = True
         except DomainError as exc:
             form.add_error("model" if isinstance(exc.detail, dict) and "available" in exc.detail else None, exc.message)
-    ctx = {"agent": agent, "settings_form": form, "saved": saved, "models": providers.models_list(owner=org(request)),
-           "system_tokens": tokens.count_text(agent.model, form.data.get("system", "")),
-           "window_max": max(tokens.model_info(agent.model).context_window, agent.context_window_limit)}
+    ctx = {
+        "agent": agent,
+        "settings_form": form,
+        "saved": saved,
+        "models": providers.models_list(owner=org(request)),
+        "system_tokens": tokens.count_text(agent.model, form.data.get("system", "")),
+        "window_max": max(tokens.model_info(agent.model).context_window, agent.context_window_limit),
+    }
     response = TemplateResponse(request, "core/_settings_form.html", ctx)
     return trigger_client_event(response, "context-changed") if saved else response
 
@@ -110,7 +140,9 @@ def token_count(request, agent_id: str):
     """Tokens of an unsaved system prompt (a read: nothing is stored)."""
     agent = agent_or_404(request, agent_id)
     n = tokens.count_text(request.POST.get("model") or agent.model, request.POST.get("system", ""))
-    return TemplateResponse(request, "core/_token_count.html", {"system_tokens": n, "tokenizer": tokens.get_tokenizer(agent.model).name})
+    return TemplateResponse(
+        request, "core/_token_count.html", {"system_tokens": n, "tokenizer": tokens.get_tokenizer(agent.model).name}
+    )
 
 
 @login_required
@@ -137,14 +169,17 @@ def messages_reset(request, agent_id: str):
         agent = agent_messages_reset(agent=agent_or_404(request, agent_id))
     except DomainError as exc:
         return HttpResponse(exc.message, status=409, content_type="text/plain")
-    response = TemplateResponse(request, "core/_history.html", {"agent": agent, "items": history_page(agent=agent)[0], "older": None})
+    response = TemplateResponse(
+        request, "core/_history.html", {"agent": agent, "items": history_page(agent=agent)[0], "older": None}
+    )
     return trigger_client_event(response, "context-changed")
 
 
 @login_required
 @require_POST
 def tool_attach_toggle(request, agent_id: str, tool_id: str, action: str):
-    from tools import selectors as tool_selectors, services as tool_services
+    from tools import selectors as tool_selectors
+    from tools import services as tool_services
 
     agent = agent_or_404(request, agent_id)
     try:
@@ -155,7 +190,9 @@ def tool_attach_toggle(request, agent_id: str, tool_id: str, action: str):
     attached = tool_selectors.agent_tools(agent=agent)
     ids = {t.id for t in attached}
     library = [t for t in tool_selectors.tools_list(owner=org(request)) if t.id not in ids]
-    response = TemplateResponse(request, "core/_tools_attached.html", {"agent": agent, "tools": attached, "library": library})
+    response = TemplateResponse(
+        request, "core/_tools_attached.html", {"agent": agent, "tools": attached, "library": library}
+    )
     return trigger_client_event(response, "context-changed")
 
 
@@ -176,5 +213,7 @@ def rules_save(request, agent_id: str):
         error = f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
     except (ValueError, DomainError) as exc:
         error = str(exc)
-    response = TemplateResponse(request, "core/_rules.html", {"agent": agent, "rules_json": text, "rules_error": error, "saved": saved})
+    response = TemplateResponse(
+        request, "core/_rules.html", {"agent": agent, "rules_json": text, "rules_error": error, "saved": saved}
+    )
     return trigger_client_event(response, "context-changed") if saved else response

@@ -22,7 +22,9 @@ def embedding_handle_for_agent(agent) -> str:
 
     if agent.embedding:
         return agent.embedding
-    owner_choice = OwnerSettings.objects.filter(owner_id=agent.owner_id).values_list("embedding_model", flat=True).first()
+    owner_choice = (
+        OwnerSettings.objects.filter(owner_id=agent.owner_id).values_list("embedding_model", flat=True).first()
+    )
     return owner_choice or getattr(settings, "EMBEDDING_MODEL", "") or ""
 
 
@@ -43,8 +45,9 @@ def embedder_for_handle(*, owner, handle: str) -> Embedder | None:
         resolved = model_resolve(owner=owner, handle=handle)
     except NotConfigured:
         return None
-    return LiteLLMEmbedder(handle=handle, litellm_model=resolved.litellm_model, api_base=resolved.api_base,
-                           api_key=resolved.api_key)
+    return LiteLLMEmbedder(
+        handle=handle, litellm_model=resolved.litellm_model, api_base=resolved.api_base, api_key=resolved.api_key
+    )
 
 
 def embedder_for_agent(agent) -> Embedder | None:

@@ -4,8 +4,9 @@ from memory.embedders.base import Embedder, EmbeddingError
 
 
 class LiteLLMEmbedder(Embedder):
-    def __init__(self, *, handle: str, litellm_model: str, api_base: str | None, api_key: str | None,
-                 timeout: float = 60.0):
+    def __init__(
+        self, *, handle: str, litellm_model: str, api_base: str | None, api_key: str | None, timeout: float = 60.0
+    ):
         self.handle = handle
         self.litellm_model = litellm_model
         self.api_base = api_base
@@ -16,7 +17,8 @@ class LiteLLMEmbedder(Embedder):
         from core.engine.llm import LLMError, embed
 
         try:
-            return embed(texts, model=self.litellm_model, api_base=self.api_base, api_key=self.api_key,
-                         timeout=self.timeout)
+            return embed(
+                texts, model=self.litellm_model, api_base=self.api_base, api_key=self.api_key, timeout=self.timeout
+            )
         except LLMError as exc:
             raise EmbeddingError(f"Embedding with '{self.handle}' failed: {exc}") from exc

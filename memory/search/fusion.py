@@ -4,7 +4,9 @@
 RRF_K = 60
 
 
-def reciprocal_rank_fusion(rankings: dict[str, list[str]], *, k: int = RRF_K) -> list[tuple[str, float, tuple[str, ...]]]:
+def reciprocal_rank_fusion(
+    rankings: dict[str, list[str]], *, k: int = RRF_K
+) -> list[tuple[str, float, tuple[str, ...]]]:
     """(id, fused score, names of the rankings it appeared in), best first; ties keep first-seen order."""
     scores: dict[str, float] = {}
     sources: dict[str, list[str]] = {}

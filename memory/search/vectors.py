@@ -31,13 +31,18 @@ def pg_nearest(*, queryset: QuerySet, vector: np.ndarray, limit: int) -> list[tu
     """(id, cosine distance) of the `limit` nearest passages in `queryset` (HNSW; approximate)."""
     dim = int(len(vector))
     table = queryset.model._meta.db_table
-    distance = RawSQL(f'"{table}"."embedding"::vector({dim}) <=> %s::vector({dim})', (vector_literal(vector),),
-                      output_field=FloatField())
+    distance = RawSQL(
+        f'"{table}"."embedding"::vector({dim}) <=> %s::vector({dim})',
+        (vector_literal(vector),),
+        output_field=FloatField(),
+    )
     qs = queryset.filter(embedding_dim=dim).annotate(_distance=distance).order_by("_distance")
     with transaction.atomic(using=queryset.db), connections[queryset.db].cursor() as cursor:
         # Filtered HNSW scans keep walking the graph until `limit` rows pass the filters (pgvector >= 0.8).
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                       (str(max(EF_SEARCH, 2 * limit)),))
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+            (str(max(EF_SEARCH, 2 * limit)),),
+        )
         rows = list(qs.values_list("id", "_distance")[:limit])
     return sorted(rows, key=lambda r: r[1])
 
@@ -73,8 +78,11 @@ def _fingerprint(cursor, agent_id: str) -> tuple:
 
 
 def _load(cursor, agent_id: str, model: str, dim: int, fingerprint: tuple) -> _Matrix:
-    cursor.execute("SELECT id, embedding FROM memory_passage WHERE agent_id = %s AND embedding_model = %s "
-                   "AND embedding_dim = %s AND embedding IS NOT NULL", (agent_id, model, dim))
+    cursor.execute(
+        "SELECT id, embedding FROM memory_passage WHERE agent_id = %s AND embedding_model = %s "
+        "AND embedding_dim = %s AND embedding IS NOT NULL",
+        (agent_id, model, dim),
+    )
     rows = cursor.fetchall()
     ids = [r[0] for r in rows]
     vectors = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), dim).copy()
@@ -100,8 +108,9 @@ def _matrix(connection, agent_id: str, model: str, dim: int) -> _Matrix:
     return matrix
 
 
-def matrix_nearest(*, using: str, agent_id: str, model: str, vector: np.ndarray, limit: int,
-                   allowed_ids: set[str] | None = None) -> list[tuple[str, float]]:
+def matrix_nearest(
+    *, using: str, agent_id: str, model: str, vector: np.ndarray, limit: int, allowed_ids: set[str] | None = None
+) -> list[tuple[str, float]]:
     """(id, cosine distance) of the `limit` nearest passages of the agent (exact), optionally among `allowed_ids`."""
     matrix = _matrix(connections[using], agent_id, model, int(len(vector)))
     if not matrix.ids:
@@ -116,4 +125,4 @@ def matrix_nearest(*, using: str, agent_id: str, model: str, vector: np.ndarray,
     top = np.argpartition(-scores, k - 1)[:k]
     top = top[np.argsort(-scores[top])]
     chosen = top if positions is None else positions[top]
-    return [(matrix.ids[i], float(1.0 - s)) for i, s in zip(chosen, scores[top])]
+    return [(matrix.ids[i], float(1.0 - s)) for i, s in zip(chosen, scores[top], strict=False)]

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 
-
 def _shared_dir() -> Path:
     """The workplace's shared folder: $AGENTS_IDE_SHARED_DIR, else ../shared beside the repository, else the
     workplace's own /work/shared (a CI clone may live elsewhere on the same machine)."""
@@ -27,7 +26,9 @@ def fixture_path(name: str) -> Path:
     """The fixture's path; skips when ../shared is absent (a clone elsewhere), fails under CI=true."""
     path = FIXTURES_DIR / name
     if not path.exists():
-        message = f"Letta agent-file fixture {path} is missing (../shared/fixtures/agent-files is outside the repository)"
+        message = (
+            f"Letta agent-file fixture {path} is missing (../shared/fixtures/agent-files is outside the repository)"
+        )
         if IN_CI:
             pytest.fail(message)
         pytest.skip(message)
@@ -38,8 +39,15 @@ def fixture_names() -> list[str]:
     """Every .af fixture name; the known ones when the directory is absent (each test then skips or fails)."""
     if FIXTURES_DIR.is_dir():
         return sorted(p.name for p in FIXTURES_DIR.glob("*.af"))
-    return sorted({*V2_FILES, "customer_service.af", "deep_research_agent.af", "memgpt_agent_with_convo.af",
-                   "outreach_workflow_agent.af"})
+    return sorted(
+        {
+            *V2_FILES,
+            "customer_service.af",
+            "deep_research_agent.af",
+            "memgpt_agent_with_convo.af",
+            "outreach_workflow_agent.af",
+        }
+    )
 
 
 def load(name: str) -> dict:

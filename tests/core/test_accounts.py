@@ -16,7 +16,9 @@ def test_fresh_install_sends_first_visit_to_account_creation(db):
     client = Client()
     response = client.get("/")
     assert response.status_code == 302 and response["Location"] == "/setup/"
-    response = client.post("/setup/", {"username": "ada", "password1": "a-long-enough-pass-42", "password2": "a-long-enough-pass-42"})
+    response = client.post(
+        "/setup/", {"username": "ada", "password1": "a-long-enough-pass-42", "password2": "a-long-enough-pass-42"}
+    )
     assert response.status_code == 302
     assert User.objects.get(username="ada").is_superuser
     page = client.get("/")
@@ -26,7 +28,9 @@ def test_fresh_install_sends_first_visit_to_account_creation(db):
 
 
 def test_setup_rejects_mismatched_passwords_inline(db):
-    response = Client().post("/setup/", {"username": "ada", "password1": "a-long-enough-pass-42", "password2": "different-pass-42"})
+    response = Client().post(
+        "/setup/", {"username": "ada", "password1": "a-long-enough-pass-42", "password2": "different-pass-42"}
+    )
     assert response.status_code == 200 and b"errorlist" in response.content
     assert not User.objects.exists()
 
@@ -61,8 +65,12 @@ def test_another_owners_objects_are_not_found(account, other_account):
     agent = make_agent(other_account.org, name="secret")
     block_id = agent.blocks.first().id
     mine = ApiClient(account.token)
-    for path in (f"/v1/agents/{agent.id}", f"/v1/blocks/{block_id}", f"/v1/agents/{agent.id}/core-memory/blocks",
-                 f"/v1/agents/{agent.id}/tools"):
+    for path in (
+        f"/v1/agents/{agent.id}",
+        f"/v1/blocks/{block_id}",
+        f"/v1/agents/{agent.id}/core-memory/blocks",
+        f"/v1/agents/{agent.id}/tools",
+    ):
         assert mine.get(path).status_code == 404, path
     assert mine.delete(f"/v1/agents/{agent.id}").status_code == 404
     assert mine.patch(f"/v1/blocks/{block_id}", {"value": "pwned"}).status_code == 404

@@ -17,25 +17,45 @@ from tests.helpers import until
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TESTS = [
-    {"name": "searches and answers about tea", "turns": ["What do I like?"],
-     "expect": {"tools": {"calls": [{"name": "conversation_search", "args": {"query": {"regex": "^te"}}},
-                                    {"name": "send_message"}], "order": "sequence"},
-                "reply": {"contains": "tea"}, "stop_reason": "end_turn", "max_steps": 2}},
-    {"name": "stores the fact in archival memory", "turns": ["Remember that I like tea."],
-     "expect": {"tools": {"calls": [{"name": "archival_memory_insert"}], "order": "set"}}},
-    {"name": "remembers the coffee preference", "turns": ["I like coffee now."],
-     "expect": {"blocks": [{"label": "human", "contains": "coffee"}]}},
+    {
+        "name": "searches and answers about tea",
+        "turns": ["What do I like?"],
+        "expect": {
+            "tools": {
+                "calls": [
+                    {"name": "conversation_search", "args": {"query": {"regex": "^te"}}},
+                    {"name": "send_message"},
+                ],
+                "order": "sequence",
+            },
+            "reply": {"contains": "tea"},
+            "stop_reason": "end_turn",
+            "max_steps": 2,
+        },
+    },
+    {
+        "name": "stores the fact in archival memory",
+        "turns": ["Remember that I like tea."],
+        "expect": {"tools": {"calls": [{"name": "archival_memory_insert"}], "order": "set"}},
+    },
+    {
+        "name": "remembers the coffee preference",
+        "turns": ["I like coffee now."],
+        "expect": {"blocks": [{"label": "human", "contains": "coffee"}]},
+    },
 ]
 
 
 def _script(fake_llm):
     """One answer per test, in the order they run: the first passes, the second never inserts, the third
     writes tea where coffee is expected."""
-    fake_llm.script(FakeLLM.tool("conversation_search", {"query": "tea"}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "You like tea."}),
-                    FakeLLM.tool("send_message", {"message": "Sure."}),
-                    FakeLLM.tool("core_memory_append", {"label": "human", "content": "Likes tea."}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "Noted."}))
+    fake_llm.script(
+        FakeLLM.tool("conversation_search", {"query": "tea"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "You like tea."}),
+        FakeLLM.tool("send_message", {"message": "Sure."}),
+        FakeLLM.tool("core_memory_append", {"label": "human", "content": "Likes tea."}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "Noted."}),
+    )
 
 
 @pytest.fixture
@@ -49,9 +69,13 @@ def agent(api, account, fake_llm):
 
 def _state(agent: Agent):
     agent.refresh_from_db()
-    return (list(agent.message_ids), list(Message.objects.filter(agent=agent).values_list("id", flat=True)),
-            list(Block.objects.filter(agentblock__agent=agent).values_list("id", "value", "version")),
-            Run.objects.filter(agent=agent).count(), agent.model)
+    return (
+        list(agent.message_ids),
+        list(Message.objects.filter(agent=agent).values_list("id", flat=True)),
+        list(Block.objects.filter(agentblock__agent=agent).values_list("id", "value", "version")),
+        Run.objects.filter(agent=agent).count(),
+        agent.model,
+    )
 
 
 def _check(results: list[dict]) -> None:
@@ -72,8 +96,13 @@ def test_tests_run_over_the_api_on_copies_and_leave_the_agent_alone(api, agent, 
     started = api.post(f"/v1/agents/{agent.id}/tests/run", {})
     assert started.status_code == 200, started.content
     run_id = started.json()["id"]
-    done = until(lambda: (r := api.get(f"/v1/agents/{agent.id}/tests/results/{run_id}").json())["status"]
-                 in ("passed", "failed") and r, what="the test run")
+    done = until(
+        lambda: (
+            (r := api.get(f"/v1/agents/{agent.id}/tests/results/{run_id}").json())["status"] in ("passed", "failed")
+            and r
+        ),
+        what="the test run",
+    )
     assert done["status"] == "failed" and (done["passed"], done["failed"]) == (1, 2)
     _check(done["results"])
     assert _state(agent) == before  # nothing of the agent changed
@@ -85,9 +114,15 @@ def test_tests_run_over_the_api_on_copies_and_leave_the_agent_alone(api, agent, 
 def test_a_kept_copy_can_be_inspected_and_a_model_can_be_chosen(api, agent, fake_llm):
     fake_llm.by_model = {"other-model": FakeLLM.tool("send_message", {"message": "tea from the other model"})}
     only = api.get(f"/v1/agents/{agent.id}/tests").json()[1]["id"]
-    run = api.post(f"/v1/agents/{agent.id}/tests/run", {"test_ids": [only], "model": "openai/other-model", "keep": True}).json()
-    done = until(lambda: (r := api.get(f"/v1/agents/{agent.id}/tests/results/{run['id']}").json())["status"]
-                 in ("passed", "failed") and r)
+    run = api.post(
+        f"/v1/agents/{agent.id}/tests/run", {"test_ids": [only], "model": "openai/other-model", "keep": True}
+    ).json()
+    done = until(
+        lambda: (
+            (r := api.get(f"/v1/agents/{agent.id}/tests/results/{run['id']}").json())["status"] in ("passed", "failed")
+            and r
+        )
+    )
     [result] = done["results"]
     kept = Agent.objects.get(pk=result["copy_agent_id"])
     assert kept.model == "openai/other-model" and kept.metadata["agent_test_copy"]["agent_id"] == agent.id
@@ -96,11 +131,13 @@ def test_a_kept_copy_can_be_inspected_and_a_model_can_be_chosen(api, agent, fake
 
 def test_bad_tests_are_refused(api, agent, other_account):
     base = {"name": "x", "turns": ["hi"]}
-    for body, says in (({**base, "expect": {}}, "at least one expectation"),
-                       ({**base, "expect": {"reply": {"matches": "("}}}, "bad regular expression"),
-                       ({**base, "expect": {"tools": {"calls": []}}}, "non-empty list of calls"),
-                       ({**base, "expect": {"vibes": 1}}, "unknown expectation"),
-                       ({**base, "turns": ["  "], "expect": {"stop_reason": "end_turn"}}, "non-empty string")):
+    for body, says in (
+        ({**base, "expect": {}}, "at least one expectation"),
+        ({**base, "expect": {"reply": {"matches": "("}}}, "bad regular expression"),
+        ({**base, "expect": {"tools": {"calls": []}}}, "non-empty list of calls"),
+        ({**base, "expect": {"vibes": 1}}, "unknown expectation"),
+        ({**base, "turns": ["  "], "expect": {"stop_reason": "end_turn"}}, "non-empty string"),
+    ):
         r = api.post(f"/v1/agents/{agent.id}/tests", body)
         assert r.status_code == 422 and says in r.content.decode(), (body, r.content)
     assert len(api.get(f"/v1/agents/{agent.id}/tests").json()) == 3
@@ -129,6 +166,8 @@ def test_the_cli_exits_non_zero_and_writes_junit(agent, fake_llm, tmp_path, caps
 
 def test_tests_travel_in_agent_files(agent):
     data = agentfile_export(agent=agent)
-    result = agentfile_import(owner=agent.owner, parsed=parse_agent_file(json.dumps(data).encode()), options=ImportOptions())
+    result = agentfile_import(
+        owner=agent.owner, parsed=parse_agent_file(json.dumps(data).encode()), options=ImportOptions()
+    )
     imported = Agent.objects.get(id=result.agent_ids[0])
     assert imported.metadata["agent_tests"] == agent.metadata["agent_tests"]

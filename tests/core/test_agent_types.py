@@ -36,9 +36,15 @@ def _frames(response) -> list[dict]:
 
 # --------------------------------------------------------------------------- engine (no database)
 
-_TOOL = ToolSpec(name="lookup", description="Look up", json_schema={
-    "name": "lookup", "description": "Look up", "parameters": {"type": "object", "properties": {"q": {"type": "string"}},
-                                                                "required": ["q"]}})
+_TOOL = ToolSpec(
+    name="lookup",
+    description="Look up",
+    json_schema={
+        "name": "lookup",
+        "description": "Look up",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+    },
+)
 
 
 @pytest.mark.parametrize("agent_type,heartbeat,choice", [(V1, False, "auto"), (V2, True, "required")])
@@ -56,14 +62,23 @@ def test_extended_thinking_is_asked_of_anthropic_models_with_native_reasoning_on
 
     blocks = ({"type": "thinking", "thinking": "plan", "signature": "sig"},)
     history = [EngineMessage(id="m", role=Role.ASSISTANT, content="hi", thinking_blocks=blocks)]
-    claude = AgentSpec(id="a", name="a", system="s", model="anthropic/claude-sonnet-4-5", native_reasoning=True,
-                       thinking_budget=2000, agent_type=V2)
+    claude = AgentSpec(
+        id="a",
+        name="a",
+        system="s",
+        model="anthropic/claude-sonnet-4-5",
+        native_reasoning=True,
+        thinking_budget=2000,
+        agent_type=V2,
+    )
     req = compile_context(claude, [], history, [_TOOL], [], MemoryStats()).request
     assert req["thinking"] == {"type": "enabled", "budget_tokens": 2000} and req["max_tokens"] > 2000
     assert "temperature" not in req and req["tool_choice"] == "auto"  # the API refuses forced tools with thinking
     assert req["messages"][-1]["thinking_blocks"] == list(blocks)
-    for spec in (AgentSpec(id="a", name="a", system="s", model="openai/gpt-4o", native_reasoning=True),
-                 AgentSpec(id="a", name="a", system="s", model="anthropic/claude-sonnet-4-5")):
+    for spec in (
+        AgentSpec(id="a", name="a", system="s", model="openai/gpt-4o", native_reasoning=True),
+        AgentSpec(id="a", name="a", system="s", model="anthropic/claude-sonnet-4-5"),
+    ):
         plain = compile_context(spec, [], history, [_TOOL], [], MemoryStats()).request
         assert "thinking" not in plain and "thinking_blocks" not in plain["messages"][-1]
 
@@ -71,9 +86,16 @@ def test_extended_thinking_is_asked_of_anthropic_models_with_native_reasoning_on
 def test_v1_loop_ends_on_text_and_continues_on_any_call_without_a_heartbeat():
     def decide(result, **kw):
         parsed = loop.parse_response(result, [_TOOL])
-        return loop.decide_next(parsed=parsed, failed=[False] * len(parsed.calls), tool_rules=[], history=["lookup"],
-                                steps_taken=kw.get("steps", 1), max_steps=5, heartbeats=False,
-                                finish_reason=result.finish_reason)
+        return loop.decide_next(
+            parsed=parsed,
+            failed=[False] * len(parsed.calls),
+            tool_rules=[],
+            history=["lookup"],
+            steps_taken=kw.get("steps", 1),
+            max_steps=5,
+            heartbeats=False,
+            finish_reason=result.finish_reason,
+        )
 
     assert decide(LLMResult(content="Hello")) == loop.Decision(False, StopReason.END_TURN)
     assert decide(LLMResult(content="Hel", finish_reason="length")).stop_reason == StopReason.MAX_TOKENS_EXCEEDED
@@ -103,12 +125,20 @@ def test_v1_text_reply_is_the_assistant_message_alone(account, fake_llm):
 
 def test_v1_tool_call_continues_on_its_result_then_text_ends_the_turn(account, fake_llm):
     agent = make_agent(account.org, agent_type=V1)
-    fake_llm.script(FakeLLM.reasoning("I should remember that", "memory_insert",
-                                      {"label": "human", "new_string": "Likes tea.", "insert_line": -1}),
-                    FakeLLM.text("Noted: you like tea."))
+    fake_llm.script(
+        FakeLLM.reasoning(
+            "I should remember that", "memory_insert", {"label": "human", "new_string": "Likes tea.", "insert_line": -1}
+        ),
+        FakeLLM.text("Noted: you like tea."),
+    )
     result = _run(agent, text="I like tea")
     assert result.stop_reason == "end_turn" and result.usage["step_count"] == 2
-    assert _types(result.messages) == ["reasoning_message", "tool_call_message", "tool_return_message", "assistant_message"]
+    assert _types(result.messages) == [
+        "reasoning_message",
+        "tool_call_message",
+        "tool_return_message",
+        "assistant_message",
+    ]
     assert result.messages[0]["source"] == "reasoner_model"
     second = fake_llm.chat_requests[1]["messages"]
     assert second[-1]["role"] == "tool"  # no heartbeat: the tool's result is the model's next input
@@ -120,8 +150,10 @@ def test_v1_tool_call_continues_on_its_result_then_text_ends_the_turn(account, f
 
 def test_v1_text_beside_a_tool_call_is_shown_as_the_reply(account, fake_llm):
     agent = make_agent(account.org, agent_type=V1)
-    fake_llm.script(FakeLLM.reasoning("", "conversation_search", {"query": "tea"}, content="Let me check."),
-                    FakeLLM.text("Found nothing."))
+    fake_llm.script(
+        FakeLLM.reasoning("", "conversation_search", {"query": "tea"}, content="Let me check."),
+        FakeLLM.text("Found nothing."),
+    )
     result = _run(agent)
     assert _types(result.messages)[:2] == ["assistant_message", "tool_call_message"]
     assert result.messages[0]["content"] == "Let me check."
@@ -157,8 +189,10 @@ def test_the_ide_history_shows_send_message_returns_and_v1_replies(account, fake
     items, _ = history_page(agent=v2)
     assert "tool_return_message" in _types(items)
     v1 = make_agent(account.org, name="v1", agent_type=V1)
-    fake_llm.script(FakeLLM.reasoning("", "conversation_search", {"query": "x"}, content="Checking <b>now</b>"),
-                    FakeLLM.text("done"))
+    fake_llm.script(
+        FakeLLM.reasoning("", "conversation_search", {"query": "x"}, content="Checking <b>now</b>"),
+        FakeLLM.text("done"),
+    )
     _run(v1)
     items, _ = history_page(agent=v1)
     shown = [(i["message_type"], i.get("content")) for i in items]
@@ -212,7 +246,9 @@ def test_replay_of_a_v1_step_sends_the_v1_request(api, account, fake_llm):
     _run(agent)
     step = Step.objects.get(agent=agent)
     fake_llm.script(FakeLLM.text("replayed"))
-    out = api.post(f"/v1/steps/{step.id}/replay", {"models": ["openai/fake-model"], "tools_remove": ["conversation_search"]})
+    out = api.post(
+        f"/v1/steps/{step.id}/replay", {"models": ["openai/fake-model"], "tools_remove": ["conversation_search"]}
+    )
     assert out.status_code == 200, out.content
     sent = fake_llm.chat_requests[-1]
     assert sent["tool_choice"] == "auto"
@@ -227,8 +263,9 @@ def test_agent_file_round_trip_keeps_the_type_otid_and_v1_replies(account, fake_
     data = agentfile_export(agent=agent)
     assert data["agents"][0]["agent_type"] == V1
     assert any(m.get("otid") == "otid-xyz" for m in data["agents"][0]["messages"])
-    result = agentfile_import(owner=account.org, parsed=parse_agent_file(json.dumps(data).encode()),
-                              options=ImportOptions(name="copy"))
+    result = agentfile_import(
+        owner=account.org, parsed=parse_agent_file(json.dumps(data).encode()), options=ImportOptions(name="copy")
+    )
     copy_id = result.agent_ids[0]
     from core.models import Agent
 
@@ -236,15 +273,18 @@ def test_agent_file_round_trip_keeps_the_type_otid_and_v1_replies(account, fake_
     assert copy.agent_type == V1
     assert Message.objects.get(agent=copy, role="user").otid == "otid-xyz"
     listed = ApiClient(account.token).get(f"/v1/agents/{copy.id}/messages?order=asc").json()
-    assert [(m["message_type"], m.get("content")) for m in listed][-2:] == [("user_message", "hi"),
-                                                                           ("assistant_message", "tea is good")]
+    assert [(m["message_type"], m.get("content")) for m in listed][-2:] == [
+        ("user_message", "hi"),
+        ("assistant_message", "tea is good"),
+    ]
 
 
 def test_a_template_made_letta_v1_loses_send_message(account):
     from core.services_ide import agent_create_from_template
 
-    agent = agent_create_from_template(owner=account.org, template="af:memgpt_chat", name="t", model="openai/fake-model",
-                                       agent_type=V1)
+    agent = agent_create_from_template(
+        owner=account.org, template="af:memgpt_chat", name="t", model="openai/fake-model", agent_type=V1
+    )
     assert agent.agent_type == V1 and not agent.tools.filter(name="send_message").exists()
     kept = agent_create_from_template(owner=account.org, template="af:memgpt_chat", name="u", model="openai/fake-model")
     assert kept.agent_type == V2 and kept.tools.filter(name="send_message").exists()
@@ -273,12 +313,21 @@ def test_the_new_agent_form_creates_the_chosen_type(account):
     page = web.get("/").content.decode()
     assert 'name="agent_type"' in page and 'value="letta_v1_agent" selected' in page
     for chosen in (V1, V2):
-        r = web.post("/agents/new/", {"name": f"made-{chosen}", "template": "af:memgpt_chat", "model": "openai/fake-model",
-                                      "agent_type": chosen})
+        r = web.post(
+            "/agents/new/",
+            {
+                "name": f"made-{chosen}",
+                "template": "af:memgpt_chat",
+                "model": "openai/fake-model",
+                "agent_type": chosen,
+            },
+        )
         assert r.status_code == 302, r.content.decode()[:500]
         made = Agent.objects.get(name=f"made-{chosen}")
         assert made.agent_type == chosen
         assert made.tools.filter(name="send_message").exists() is (chosen == V2)
-    bad = web.post("/agents/new/", {"name": "x", "template": "af:memgpt_chat", "model": "openai/fake-model",
-                                    "agent_type": "nonsense"})
+    bad = web.post(
+        "/agents/new/",
+        {"name": "x", "template": "af:memgpt_chat", "model": "openai/fake-model", "agent_type": "nonsense"},
+    )
     assert bad.status_code == 400 and not Agent.objects.filter(name="x").exists()

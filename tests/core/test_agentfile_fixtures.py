@@ -21,12 +21,24 @@ def _expected(raw: dict) -> dict:
         blocks = {b["id"]: b for b in raw["blocks"]}
         tools = {t["id"]: t for t in raw["tools"]}
         by_id = {m["id"]: i for i, m in enumerate(a["messages"])}
-        return {"agent": a, "blocks": [blocks[i] for i in a["block_ids"]], "tools": [tools[i] for i in a["tool_ids"]],
-                "messages": a["messages"], "window": [by_id[i] for i in a["in_context_message_ids"]],
-                "tags": a["tags"], "secrets": a.get("tool_exec_environment_variables") or {}}
-    return {"agent": raw, "blocks": raw["core_memory"], "tools": raw["tools"], "messages": raw["messages"],
-            "window": raw["in_context_message_indices"], "tags": [t["tag"] if isinstance(t, dict) else t for t in raw["tags"]],
-            "secrets": {e["key"]: e["value"] for e in raw["tool_exec_environment_variables"]}}
+        return {
+            "agent": a,
+            "blocks": [blocks[i] for i in a["block_ids"]],
+            "tools": [tools[i] for i in a["tool_ids"]],
+            "messages": a["messages"],
+            "window": [by_id[i] for i in a["in_context_message_ids"]],
+            "tags": a["tags"],
+            "secrets": a.get("tool_exec_environment_variables") or {},
+        }
+    return {
+        "agent": raw,
+        "blocks": raw["core_memory"],
+        "tools": raw["tools"],
+        "messages": raw["messages"],
+        "window": raw["in_context_message_indices"],
+        "tags": [t["tag"] if isinstance(t, dict) else t for t in raw["tags"]],
+        "secrets": {e["key"]: e["value"] for e in raw["tool_exec_environment_variables"]},
+    }
 
 
 def _rows_for(m: dict) -> int:
@@ -50,8 +62,10 @@ def test_fixture_blocks_system_tags_and_secrets_are_restored(account, name):
     raw, agent, _ = _import(account, name)
     exp = _expected(raw)
     blocks = agent_blocks(agent=agent)
-    assert [(b.label, b.value, b.read_only) for b in blocks] == [(b["label"], b["value"], bool(b.get("read_only"))) for b in exp["blocks"]]
-    assert all(b.limit >= max(e["limit"], len(e["value"])) for b, e in zip(blocks, exp["blocks"]))
+    assert [(b.label, b.value, b.read_only) for b in blocks] == [
+        (b["label"], b["value"], bool(b.get("read_only"))) for b in exp["blocks"]
+    ]
+    assert all(b.limit >= max(e["limit"], len(e["value"])) for b, e in zip(blocks, exp["blocks"], strict=False))
     assert agent.system == exp["agent"]["system"]
     assert sorted(agent.tag_rows.values_list("tag", flat=True)) == sorted(exp["tags"])
     assert sorted(agent.secrets) == sorted(exp["secrets"])
@@ -73,8 +87,11 @@ def test_fixture_tools_and_rules_are_restored(account, name):
             assert any(t["name"] in w for w in result.warnings)
     assert len(tools) <= len(exp["tools"])
     # Rules Letta's file repeats are kept once.
-    wanted = list(dict.fromkeys((r["type"], r["tool_name"]) for r in exp["agent"]["tool_rules"]
-                                if r["type"] not in UNSUPPORTED_RULES))
+    wanted = list(
+        dict.fromkeys(
+            (r["type"], r["tool_name"]) for r in exp["agent"]["tool_rules"] if r["type"] not in UNSUPPORTED_RULES
+        )
+    )
     assert [(r["type"], r["tool_name"]) for r in agent.tool_rules] == wanted
 
 
@@ -84,7 +101,9 @@ def test_fixture_messages_and_window_are_restored(account, name):
     exp = _expected(raw)
     rows = list(Message.objects.filter(agent=agent).order_by("seq"))
     assert len(rows) == sum(_rows_for(m) for m in exp["messages"])
-    file_users = [p["text"] for m in exp["messages"] if m["role"] == "user" for p in m["content"] if p["type"] == "text"]
+    file_users = [
+        p["text"] for m in exp["messages"] if m["role"] == "user" for p in m["content"] if p["type"] == "text"
+    ]
     assert [r.text for r in rows if r.role == "user"] == file_users
     file_calls = [tc["id"] for m in exp["messages"] for tc in (m.get("tool_calls") or [])]
     assert [c["id"] for r in rows for c in r.tool_calls] == file_calls
@@ -110,8 +129,15 @@ def test_fixture_model_is_kept_and_flagged_when_unconfigured(account, name):
 def test_v2_fixture_details(account):
     raw, agent, _ = _import(account, "test_basic_agent_with_blocks_tools_messages_v2.af")
     assert agent.model == "openai/gpt-4.1-mini" and agent.model_settings["temperature"] == 1.0
-    assert {t.name for t in agent.tools.all()} == {"analyze_data", "calculate_fibonacci", "get_user_preferences",
-                                                   "conversation_search", "memory_insert", "memory_replace", "send_message"}
+    assert {t.name for t in agent.tools.all()} == {
+        "analyze_data",
+        "calculate_fibonacci",
+        "get_user_preferences",
+        "conversation_search",
+        "memory_insert",
+        "memory_replace",
+        "send_message",
+    }
     ordered = [Message.objects.get(id=i) for i in agent.message_ids]
     assert [m.role for m in ordered] == ["system", "assistant", "tool", "user", "user", "assistant", "tool"]
     assert ordered[6].tool_call_id == "call_tB2kJPFgSD5Ldk8VaUYwkMCF" and ordered[6].name == "send_message"

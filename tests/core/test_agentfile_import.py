@@ -4,7 +4,14 @@ import json
 
 import pytest
 
-from core.agentfile import ImportOptions, agentfile_import, agentfile_preview, parse_agent_file, template_load, templates_list
+from core.agentfile import (
+    ImportOptions,
+    agentfile_import,
+    agentfile_preview,
+    parse_agent_file,
+    template_load,
+    templates_list,
+)
 from core.errors import Invalid
 from core.models import Agent, Message
 from memory.models import Block
@@ -53,7 +60,12 @@ def test_override_policy_replaces_the_existing_tool_in_place(account):
 
 
 def test_a_custom_tool_named_like_a_builtin_maps_to_the_builtin(account):
-    doc = edited(v2_doc(), lambda d: d["tools"][1].update(tool_type="custom", source_code="def send_message(message: str):\n    return 1\n"))
+    doc = edited(
+        v2_doc(),
+        lambda d: d["tools"][1].update(
+            tool_type="custom", source_code="def send_message(message: str):\n    return 1\n"
+        ),
+    )
     agent, result = _import(account.org, doc)
     sent = agent.tools.get(name="send_message")
     assert sent.tool_type == "base" and sent.source_code == ""
@@ -68,11 +80,19 @@ def test_a_failure_mid_import_leaves_nothing_behind(account):
 
 
 def test_options_override_name_model_and_strip_messages(account):
-    agent, result = _import(account.org, dumps(v2_doc()), name="renamed", model="anthropic/claude-3-5-haiku-latest",
-                            strip_messages=True, append_copy_suffix=True)
+    agent, result = _import(
+        account.org,
+        dumps(v2_doc()),
+        name="renamed",
+        model="anthropic/claude-3-5-haiku-latest",
+        strip_messages=True,
+        append_copy_suffix=True,
+    )
     assert agent.name == "renamed_copy" and agent.model == "anthropic/claude-3-5-haiku-latest"
     msgs = list(Message.objects.filter(agent=agent))
-    assert [(m.role, m.text) for m in msgs] == [("system", "You roll dice for people.")] and agent.message_ids == [msgs[0].id]
+    assert [(m.role, m.text) for m in msgs] == [("system", "You roll dice for people.")] and agent.message_ids == [
+        msgs[0].id
+    ]
     assert any("anthropic/claude-3-5-haiku-latest" in w for w in result.warnings)
 
 
@@ -87,6 +107,7 @@ def test_a_block_shared_by_two_agents_stays_one_row(account):
         second = json.loads(json.dumps(d["agents"][0]))
         second.update(id="agent-1", name="second", block_ids=["block-1"], messages=[], in_context_message_ids=[])
         d["agents"].append(second)
+
     result = agentfile_import(owner=account.org, parsed=parse_agent_file(edited(v2_doc(), two_agents)))
     first, second = (Agent.objects.get(id=i) for i in result.agent_ids)
     shared = [b for b in agent_blocks(agent=first) if b.label == "rules"][0]
@@ -95,8 +116,9 @@ def test_a_block_shared_by_two_agents_stays_one_row(account):
 
 def test_preview_reports_what_would_be_created(account):
     _custom_tool(account.org, TOOL_SOURCE + "\n# mine\n")
-    view = agentfile_preview(owner=account.org, parsed=parse_agent_file(dumps(v2_doc())),
-                             options=ImportOptions(tool_policy="override"))
+    view = agentfile_preview(
+        owner=account.org, parsed=parse_agent_file(dumps(v2_doc())), options=ImportOptions(tool_policy="override")
+    )
     a = view["agents"][0]
     assert a["name"] == "dice master" and a["model"] == "openai/gpt-4o-mini" and a["model_configured"] is False
     assert [b["label"] for b in a["blocks"]] == ["persona", "rules"]
@@ -110,7 +132,9 @@ def test_templates_are_shipped_agent_files(account):
     result = agentfile_import(owner=account.org, parsed=template_load("memgpt_chat"))
     agent = Agent.objects.get(id=result.agent_ids[0])
     assert [b.label for b in agent_blocks(agent=agent)] == ["persona", "human"]
-    assert {t.tool_type for t in agent.tools.all()} == {"base"} and "send_message" in {t.name for t in agent.tools.all()}
+    assert {t.tool_type for t in agent.tools.all()} == {"base"} and "send_message" in {
+        t.name for t in agent.tools.all()
+    }
     with pytest.raises(Exception, match="not found"):
         template_load("../../etc/passwd")
 
@@ -119,8 +143,12 @@ def test_templates_are_shipped_agent_files(account):
 
 
 def test_api_import_with_letta_client_fields(api, account):
-    resp = api.client.post("/v1/agents/import", multipart(dumps(v2_doc()), override_name="from api", strip_messages="true",
-                                                          secrets=json.dumps({"DICE_API_KEY": "k"})))
+    resp = api.client.post(
+        "/v1/agents/import",
+        multipart(
+            dumps(v2_doc()), override_name="from api", strip_messages="true", secrets=json.dumps({"DICE_API_KEY": "k"})
+        ),
+    )
     assert resp.status_code == 200, resp.content
     body = resp.json()
     agent = Agent.objects.get(id=body["agent_ids"][0], owner=account.org)
@@ -133,7 +161,9 @@ def test_api_refuses_a_malformed_file_with_the_path_and_creates_nothing(api):
     bad = edited(v2_doc(), lambda d: d["agents"][0]["block_ids"].append("block-404"))
     resp = api.client.post("/v1/agents/import", multipart(bad))
     assert resp.status_code == 422
-    assert "agents[0].block_ids[2]" in resp.json()["detail"] and resp.json()["errors"]["path"] == "agents[0].block_ids[2]"
+    assert (
+        "agents[0].block_ids[2]" in resp.json()["detail"] and resp.json()["errors"]["path"] == "agents[0].block_ids[2]"
+    )
     assert Agent.objects.count() == 0 and Tool.objects.filter(tool_type="custom").count() == 0
 
 
@@ -172,8 +202,12 @@ def test_letta_client_import_and_export(account):
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
     try:
-        result = client.agents.import_file(file=("dice.af", dumps(v2_doc()), "application/json"), override_name="sdk",
-                                           override_existing_tools=False, strip_messages=False)
+        result = client.agents.import_file(
+            file=("dice.af", dumps(v2_doc()), "application/json"),
+            override_name="sdk",
+            override_existing_tools=False,
+            strip_messages=False,
+        )
         agent = Agent.objects.get(id=result.agent_ids[0])
         assert agent.name == "sdk" and len(agent.message_ids) == 6
         exported = json.loads(client.agents.export_file(agent.id))

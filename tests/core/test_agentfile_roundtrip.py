@@ -34,26 +34,41 @@ def _window(agent: Agent) -> list[Message]:
 
 def _compiled(agent: Agent):
     return compile_context(
-        mapping.agent_spec(agent), [mapping.block_spec(b) for b in agent_blocks(agent=agent)],
+        mapping.agent_spec(agent),
+        [mapping.block_spec(b) for b in agent_blocks(agent=agent)],
         [mapping.message(m) for m in _window(agent)[1:]],
-        [mapping.tool_spec(t) for t in agent.tools.order_by("name")], mapping.tool_rules(agent), MemoryStats(),
+        [mapping.tool_spec(t) for t in agent.tools.order_by("name")],
+        mapping.tool_rules(agent),
+        MemoryStats(),
         now=datetime(2025, 1, 1, tzinfo=UTC),
     )
 
 
 def _message_view(agent: Agent) -> list[tuple]:
-    return [(m.role, m.text, m.reasoning, m.tool_calls, m.tool_call_id, m.name, m.tool_return.get("status"))
-            for m in Message.objects.filter(agent=agent).order_by("seq")]
+    return [
+        (m.role, m.text, m.reasoning, m.tool_calls, m.tool_call_id, m.name, m.tool_return.get("status"))
+        for m in Message.objects.filter(agent=agent).order_by("seq")
+    ]
 
 
 def test_round_trip_keeps_blocks_tools_rules_settings_and_messages(account):
     original = _import(account.org, dumps(v2_doc()))
     copy = _round_trip(original)
     assert copy.id != original.id
-    view = lambda a: [(b.label, b.value, b.limit, b.description, b.read_only, b.metadata) for b in agent_blocks(agent=a)]
+    view = lambda a: [
+        (b.label, b.value, b.limit, b.description, b.read_only, b.metadata) for b in agent_blocks(agent=a)
+    ]
     assert view(copy) == view(original)
     assert {t.id for t in copy.tools.all()} == {t.id for t in original.tools.all()}  # same rows reused, none duplicated
-    for field in ("system", "model", "model_settings", "context_window_limit", "tool_rules", "description", "agent_type"):
+    for field in (
+        "system",
+        "model",
+        "model_settings",
+        "context_window_limit",
+        "tool_rules",
+        "description",
+        "agent_type",
+    ):
         assert getattr(copy, field) == getattr(original, field), field
     assert copy.metadata == original.metadata == {"team": "tabletop"}
     assert sorted(copy.secrets) == ["DICE_API_KEY"]
@@ -77,14 +92,16 @@ def test_imported_context_matches_the_file(account):
     sent = ctx.request["messages"]
     assert sent[0]["role"] == "system" and "COMPILED PROMPT" not in sent[0]["content"]
     assert [m["role"] for m in sent[1:]] == [m["role"] for m in doc["agents"][0]["messages"][1:]]
-    assert sent[2]["tool_calls"][0]["function"] == {"name": "roll_dice", "arguments": "{\"sides\": 20}"}
+    assert sent[2]["tool_calls"][0]["function"] == {"name": "roll_dice", "arguments": '{"sides": 20}'}
     assert {t["function"]["name"] for t in ctx.request["tools"]} == {"roll_dice", "send_message"}
 
 
 def test_export_blanks_secrets_and_can_carry_archival_passages(account):
     agent = _import(account.org, dumps(v2_doc()), secrets={"DICE_API_KEY": "s3cret"})
     assert agent.secrets == {"DICE_API_KEY": "s3cret"}
-    passages_insert(agent=agent, texts=["the dragon is red"], tags=["lore"], embeddings=[[0.1] * 4], embedding_model="x/y")
+    passages_insert(
+        agent=agent, texts=["the dragon is red"], tags=["lore"], embeddings=[[0.1] * 4], embedding_model="x/y"
+    )
     data = agentfile_export(agent=agent, include_archival=True)
     assert "s3cret" not in json.dumps(data)
     assert data["agents"][0]["tool_exec_environment_variables"] == {"DICE_API_KEY": ""}
@@ -96,7 +113,17 @@ def test_export_blanks_secrets_and_can_carry_archival_passages(account):
 
 def test_export_has_letta_s_v2_shape(account):
     data = agentfile_export(agent=_import(account.org, dumps(v2_doc())))
-    assert set(data) == {"agents", "groups", "blocks", "files", "sources", "tools", "mcp_servers", "metadata", "created_at"}
+    assert set(data) == {
+        "agents",
+        "groups",
+        "blocks",
+        "files",
+        "sources",
+        "tools",
+        "mcp_servers",
+        "metadata",
+        "created_at",
+    }
     assert all(isinstance(v, str) for v in data["metadata"].values())  # Letta types it Dict[str, str]
     a = data["agents"][0]
     assert a["id"] == "agent-0" and a["block_ids"] == ["block-0", "block-1"]

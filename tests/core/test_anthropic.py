@@ -15,8 +15,16 @@ from tests.factories import make_agent
 from tests.fake_anthropic import FakeAnthropic, sign
 
 MODEL = "anthropic/claude-sonnet-4-5"
-TOOLS = [{"type": "function", "function": {"name": "lookup", "description": "Look something up.", "parameters": {
-    "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "description": "Look something up.",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+        },
+    }
+]
 
 
 @pytest.fixture
@@ -31,8 +39,13 @@ def fake_anthropic(monkeypatch):
 
 
 def _request(**extra):
-    return {"model": MODEL, "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
-            "tools": TOOLS, "tool_choice": "auto", **extra}
+    return {
+        "model": MODEL,
+        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+        "tools": TOOLS,
+        "tool_choice": "auto",
+        **extra,
+    }
 
 
 def _frames(response) -> list[dict]:
@@ -46,16 +59,23 @@ def _frames(response) -> list[dict]:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_tool_use_and_signed_thinking_come_back_normalised(fake_anthropic, stream):
-    fake_anthropic.script(FakeAnthropic.reply(thinking="The user wants tea facts.", text="Looking.",
-                                              tool=("lookup", {"q": "tea"})))
+    fake_anthropic.script(
+        FakeAnthropic.reply(thinking="The user wants tea facts.", text="Looking.", tool=("lookup", {"q": "tea"}))
+    )
     deltas = []
-    result = llm.complete(_request(thinking={"type": "enabled", "budget_tokens": 1024}, max_tokens=4096),
-                          api_base=fake_anthropic.base_url, api_key="k", stream=stream, on_delta=deltas.append)
+    result = llm.complete(
+        _request(thinking={"type": "enabled", "budget_tokens": 1024}, max_tokens=4096),
+        api_base=fake_anthropic.base_url,
+        api_key="k",
+        stream=stream,
+        on_delta=deltas.append,
+    )
     assert result.content == "Looking." and result.reasoning == "The user wants tea facts."
     [call] = result.tool_calls
     assert call.name == "lookup" and json.loads(call.arguments) == {"q": "tea"} and call.id.startswith("toolu_")
-    assert result.thinking_blocks == ({"type": "thinking", "thinking": "The user wants tea facts.",
-                                       "signature": sign("The user wants tea facts.")},)
+    assert result.thinking_blocks == (
+        {"type": "thinking", "thinking": "The user wants tea facts.", "signature": sign("The user wants tea facts.")},
+    )
     assert result.finish_reason == "tool_calls" and result.usage.prompt_tokens > 0
     sent = fake_anthropic.message_requests[0]
     assert sent["system"][0]["text"] == "Be brief." and sent["tools"][0]["input_schema"]["required"] == ["q"]
@@ -70,24 +90,35 @@ def test_a_thinking_block_sent_back_altered_is_refused(fake_anthropic):
     fake_anthropic.script(FakeAnthropic.reply(thinking="plan", tool=("lookup", {"q": "x"})))
     thinking = {"type": "enabled", "budget_tokens": 1024}
     first = llm.complete(_request(thinking=thinking, max_tokens=4096), api_base=fake_anthropic.base_url, api_key="k")
-    reply = Message(id="m", role=Role.ASSISTANT, content="", tool_calls=first.tool_calls,
-                    thinking_blocks=first.thinking_blocks)
+    reply = Message(
+        id="m", role=Role.ASSISTANT, content="", tool_calls=first.tool_calls, thinking_blocks=first.thinking_blocks
+    )
     result_msg = {"role": "tool", "tool_call_id": first.tool_calls[0].id, "content": "found"}
     history = _request()["messages"]
-    good = llm.complete(_request(thinking=thinking, max_tokens=4096,
-                                 messages=history + [reply.to_openai(thinking_blocks=True), result_msg]),
-                        api_base=fake_anthropic.base_url, api_key="k")
+    good = llm.complete(
+        _request(
+            thinking=thinking, max_tokens=4096, messages=history + [reply.to_openai(thinking_blocks=True), result_msg]
+        ),
+        api_base=fake_anthropic.base_url,
+        api_key="k",
+    )
     assert good.content == "ok"
     assert fake_anthropic.message_requests[1]["messages"][1]["content"][0] == first.thinking_blocks[0]
     tampered = dict(reply.to_openai(thinking_blocks=True))
     tampered["thinking_blocks"] = [{**first.thinking_blocks[0], "thinking": "edited plan"}]
     with pytest.raises(llm.LLMError) as bad:
-        llm.complete(_request(thinking=thinking, max_tokens=4096, messages=history + [tampered, result_msg]),
-                     api_base=fake_anthropic.base_url, api_key="k")
+        llm.complete(
+            _request(thinking=thinking, max_tokens=4096, messages=history + [tampered, result_msg]),
+            api_base=fake_anthropic.base_url,
+            api_key="k",
+        )
     assert bad.value.kind == "bad_request" and "signature" in bad.value.message
     with pytest.raises(llm.LLMError) as missing:  # thinking on, but the blocks were not sent back at all
-        llm.complete(_request(thinking=thinking, max_tokens=4096, messages=history + [reply.to_openai(), result_msg]),
-                     api_base=fake_anthropic.base_url, api_key="k")
+        llm.complete(
+            _request(thinking=thinking, max_tokens=4096, messages=history + [reply.to_openai(), result_msg]),
+            api_base=fake_anthropic.base_url,
+            api_key="k",
+        )
     assert "thinking" in missing.value.message
 
 
@@ -96,12 +127,19 @@ def test_a_thinking_block_sent_back_altered_is_refused(fake_anthropic):
 
 @pytest.mark.django_db(transaction=True)
 def test_letta_v1_agent_with_extended_thinking_streams_and_sends_signed_blocks_back(api, account, fake_anthropic):
-    agent = make_agent(account.org, model=MODEL, agent_type="letta_v1_agent",
-                       model_settings={"native_reasoning": True, "max_reasoning_tokens": 2048})
+    agent = make_agent(
+        account.org,
+        model=MODEL,
+        agent_type="letta_v1_agent",
+        model_settings={"native_reasoning": True, "max_reasoning_tokens": 2048},
+    )
     fake_anthropic.script(
-        FakeAnthropic.reply(thinking="She likes tea; save it.",
-                            tool=("memory_insert", {"label": "human", "new_string": "Likes tea.", "insert_line": -1})),
-        FakeAnthropic.reply(thinking="Now answer.", text="Noted, you like tea."))
+        FakeAnthropic.reply(
+            thinking="She likes tea; save it.",
+            tool=("memory_insert", {"label": "human", "new_string": "Likes tea.", "insert_line": -1}),
+        ),
+        FakeAnthropic.reply(thinking="Now answer.", text="Noted, you like tea."),
+    )
     frames = _frames(api.post(f"/v1/agents/{agent.id}/messages/stream", {"input": "I like tea", "stream_tokens": True}))
     assert [f["message_type"] for f in frames][-2:] == ["stop_reason", "usage_statistics"]
     assert frames[-2]["stop_reason"] == "end_turn"
@@ -117,7 +155,11 @@ def test_letta_v1_agent_with_extended_thinking_streams_and_sends_signed_blocks_b
         assert all("request_heartbeat" not in t["input_schema"]["properties"] for t in sent["tools"])
         assert "send_message" not in {t["name"] for t in sent["tools"]}
     replayed = second["messages"][-2]["content"]
-    assert replayed[0] == {"type": "thinking", "thinking": "She likes tea; save it.", "signature": sign("She likes tea; save it.")}
+    assert replayed[0] == {
+        "type": "thinking",
+        "thinking": "She likes tea; save it.",
+        "signature": sign("She likes tea; save it."),
+    }
     assert replayed[1]["type"] == "tool_use" and second["messages"][-1]["content"][0]["type"] == "tool_result"
     stored = MessageRow.objects.filter(agent=agent, role="assistant").order_by("seq")
     assert [r.thinking_blocks[0]["signature"] for r in stored] == [sign("She likes tea; save it."), sign("Now answer.")]
@@ -130,14 +172,21 @@ def test_letta_v1_agent_with_extended_thinking_streams_and_sends_signed_blocks_b
 def test_memgpt_v2_agent_on_anthropic_forces_a_tool_and_replies_through_send_message(account, fake_anthropic):
     agent = make_agent(account.org, model=MODEL, agent_type="memgpt_v2_agent")
     fake_anthropic.script(
-        FakeAnthropic.reply(tool=("conversation_search", {"query": "tea", "request_heartbeat": True,
-                                                          "thinking": "check history"})),
-        FakeAnthropic.reply(tool=("send_message", {"message": "Nothing about tea yet.", "thinking": "reply"})))
+        FakeAnthropic.reply(
+            tool=("conversation_search", {"query": "tea", "request_heartbeat": True, "thinking": "check history"})
+        ),
+        FakeAnthropic.reply(tool=("send_message", {"message": "Nothing about tea yet.", "thinking": "reply"})),
+    )
     result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "tea?"}])
     assert result.stop_reason == "end_turn" and result.usage["step_count"] == 2
     assert [m["message_type"] for m in result.messages] == [
-        "reasoning_message", "tool_call_message", "tool_return_message", "user_message", "reasoning_message",
-        "assistant_message"]
+        "reasoning_message",
+        "tool_call_message",
+        "tool_return_message",
+        "user_message",
+        "reasoning_message",
+        "assistant_message",
+    ]
     assert result.messages[3]["kind"] == "heartbeat"
     assert result.messages[-1]["content"] == "Nothing about tea yet."
     first, second = fake_anthropic.message_requests
@@ -165,8 +214,12 @@ def test_a_real_letta_v1_agent_file_keeps_its_signed_thinking_and_continues_on_a
 
     raw = Path("/work/shared/fixtures/agent-files/test_agent.af").read_bytes()
     doc = json.loads(raw)
-    signed = {p["signature"]: p["reasoning"] for m in doc["agents"][0]["messages"] for p in m.get("content") or []
-              if p.get("type") == "reasoning" and p.get("signature")}
+    signed = {
+        p["signature"]: p["reasoning"]
+        for m in doc["agents"][0]["messages"]
+        for p in m.get("content") or []
+        if p.get("type") == "reasoning" and p.get("signature")
+    }
     result = agentfile_import(owner=account.org, parsed=parse_agent_file(raw), options=ImportOptions(model=MODEL))
     agent = Agent.objects.get(id=result.agent_ids[0])
     assert agent.agent_type == "letta_v1_agent" and agent.model_settings.get("native_reasoning")
@@ -183,9 +236,14 @@ def test_a_real_letta_v1_agent_file_keeps_its_signed_thinking_and_continues_on_a
     assert out.stop_reason == "end_turn", out.error
     assert [m["message_type"] for m in out.messages] == ["reasoning_message", "assistant_message"]
     sent = fake_anthropic.message_requests[0]
-    sent_blocks = [b for m in sent["messages"] if m["role"] == "assistant" for b in m["content"] if b["type"] == "thinking"]
-    in_window = {b["signature"] for r in MessageRow.objects.filter(id__in=agent.message_ids, role="assistant")
-                 for b in r.thinking_blocks}
+    sent_blocks = [
+        b for m in sent["messages"] if m["role"] == "assistant" for b in m["content"] if b["type"] == "thinking"
+    ]
+    in_window = {
+        b["signature"]
+        for r in MessageRow.objects.filter(id__in=agent.message_ids, role="assistant")
+        for b in r.thinking_blocks
+    }
     assert in_window and {b["signature"] for b in sent_blocks} >= in_window
     again = agentfile_export(agent=Agent.objects.get(id=agent.id))
     exported = {p["signature"] for m in again["agents"][0]["messages"] for p in m["content"] if p.get("signature")}

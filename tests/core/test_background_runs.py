@@ -24,7 +24,6 @@ def agent(account, fake_llm):
     return make_agent(account.org)
 
 
-
 def _run(api, run_id) -> dict:
     return api.get(f"/v1/runs/{run_id}").json()
 
@@ -54,7 +53,9 @@ def test_second_send_while_a_background_run_is_active_gets_409(api, agent, fake_
 
 
 def test_cancel_stops_a_background_run_at_a_step_boundary(api, agent, fake_llm):
-    fake_llm.script(*[FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True, latency=0.4) for _ in range(10)])
+    fake_llm.script(
+        *[FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True, latency=0.4) for _ in range(10)]
+    )
     run = api.post(f"/v1/agents/{agent.id}/messages/async", {"input": "search forever"}).json()
     until(lambda: Step.objects.filter(run_id=run["id"]).exists())
     r = api.post(f"/v1/agents/{agent.id}/messages/cancel", {})
@@ -74,10 +75,12 @@ def test_reaper_fails_runs_whose_lease_lapsed(agent, monkeypatch):
     events = []
     monkeypatch.setattr("core.events.send_event", lambda group, event: events.append(event))
     old = timezone.now() - timedelta(seconds=120)
-    dead = Run.objects.create(owner=agent.owner, agent=agent, status="running", worker="gone:1", heartbeat_at=old,
-                              background=True)
-    alive = Run.objects.create(owner=agent.owner, agent=agent, status="running", worker="here:2",
-                               heartbeat_at=timezone.now(), background=True)
+    dead = Run.objects.create(
+        owner=agent.owner, agent=agent, status="running", worker="gone:1", heartbeat_at=old, background=True
+    )
+    alive = Run.objects.create(
+        owner=agent.owner, agent=agent, status="running", worker="here:2", heartbeat_at=timezone.now(), background=True
+    )
     assert queue.runs_reap(lease_s=30) == [dead.id]
     dead.refresh_from_db()
     alive.refresh_from_db()
@@ -123,8 +126,13 @@ def test_reaper_fails_a_queued_run_whose_task_was_lost(agent):
 def test_a_claim_frees_an_agent_whose_run_lost_its_lease_without_the_reaper(agent):
     from core import runner
 
-    dead = Run.objects.create(owner=agent.owner, agent=agent, status="running", worker="gone:1",
-                              heartbeat_at=timezone.now() - timedelta(seconds=120))
+    dead = Run.objects.create(
+        owner=agent.owner,
+        agent=agent,
+        status="running",
+        worker="gone:1",
+        heartbeat_at=timezone.now() - timedelta(seconds=120),
+    )
     run = runner.run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
     dead.refresh_from_db()
     assert run.status == "created" and dead.status == "failed" and "worker lost" in dead.error

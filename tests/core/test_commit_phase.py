@@ -44,8 +44,10 @@ def test_any_open_transaction_counts_but_the_tests_own_wrapper_does_not(db):
 
 
 def test_archival_insert_is_embedded_before_the_step_commits(agent, fake_llm):
-    fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": "the dragon is red"}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "noted"}))
+    fake_llm.script(
+        FakeLLM.tool("archival_memory_insert", {"content": "the dragon is red"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "noted"}),
+    )
     result = _run(agent)
     assert result.status == "completed", result.error
     passage = Passage.objects.get(agent=agent)
@@ -54,17 +56,21 @@ def test_archival_insert_is_embedded_before_the_step_commits(agent, fake_llm):
 
 
 def test_calls_of_one_reply_run_in_order_and_see_earlier_edits(agent, fake_llm):
-    fake_llm.script(FakeLLM.tools(("core_memory_append", {"label": "human", "content": "Likes tea."}),
-                                  ("core_memory_replace", {"label": "human", "old_content": "Likes tea.",
-                                                           "new_content": "Likes green tea."}),
-                                  ("archival_memory_search", {"query": "tea"})),
-                    FakeLLM.tool("send_message", {"message": "ok"}))
+    fake_llm.script(
+        FakeLLM.tools(
+            ("core_memory_append", {"label": "human", "content": "Likes tea."}),
+            ("core_memory_replace", {"label": "human", "old_content": "Likes tea.", "new_content": "Likes green tea."}),
+            ("archival_memory_search", {"query": "tea"}),
+        ),
+        FakeLLM.tool("send_message", {"message": "ok"}),
+    )
     result = _run(agent)
     assert result.status == "completed", result.error
     human = Block.objects.get(agentblock__agent=agent, label="human")
     assert human.value.endswith("Likes green tea.") and human.version == 3
-    returns = [json.loads(m["tool_return"])["status"] for m in result.messages
-               if m["message_type"] == "tool_return_message"]
+    returns = [
+        json.loads(m["tool_return"])["status"] for m in result.messages if m["message_type"] == "tool_return_message"
+    ]
     assert returns == ["OK", "OK", "OK"]
 
 
@@ -78,8 +84,10 @@ def test_a_write_refused_at_commit_becomes_a_tool_error_and_nothing_else_changes
         return real(block=block, **kwargs)
 
     monkeypatch.setattr(services, "block_update", made_read_only_meanwhile)
-    fake_llm.script(FakeLLM.tool("core_memory_append", {"label": "human", "content": "x"}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "ok"}))
+    fake_llm.script(
+        FakeLLM.tool("core_memory_append", {"label": "human", "content": "x"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "ok"}),
+    )
     result = _run(agent)
     assert result.status == "completed"
     ret = [m for m in result.messages if m["message_type"] == "tool_return_message"][0]

@@ -13,6 +13,7 @@ from tests.helpers import until
 # Runs execute on the run pool's own threads and connections: the data they read must be committed.
 pytestmark = pytest.mark.django_db(transaction=True)
 
+
 @pytest.fixture
 def agent(account, fake_llm):
     return make_agent(account.org)
@@ -35,7 +36,10 @@ def test_send_returns_letta_response(api, agent, fake_llm):
 
 
 def test_send_with_content_parts_and_input_sugar(api, agent, fake_llm):
-    r = api.post(f"/v1/agents/{agent.id}/messages", {"messages": [{"role": "user", "content": [{"type": "text", "text": "parts"}]}]})
+    r = api.post(
+        f"/v1/agents/{agent.id}/messages",
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "parts"}]}]},
+    )
     assert r.status_code == 200
     r = api.post(f"/v1/agents/{agent.id}/messages", {"input": "sugar"})
     assert r.status_code == 200
@@ -115,14 +119,27 @@ def test_reset_refuses_while_a_run_is_active(api, agent, fake_llm):
 def test_context_overview_matches_next_request(api, agent, fake_llm):
     _send(api, agent)
     ctx = api.get(f"/v1/agents/{agent.id}/context").json()
-    for key in ("context_window_size_max", "context_window_size_current", "num_messages", "num_tokens_system",
-                "system_prompt", "num_tokens_core_memory", "core_memory", "num_tokens_functions_definitions",
-                "num_tokens_messages", "external_memory_summary", "tokenizer", "sections", "request"):
+    for key in (
+        "context_window_size_max",
+        "context_window_size_current",
+        "num_messages",
+        "num_tokens_system",
+        "system_prompt",
+        "num_tokens_core_memory",
+        "core_memory",
+        "num_tokens_functions_definitions",
+        "num_tokens_messages",
+        "external_memory_summary",
+        "tokenizer",
+        "sections",
+        "request",
+    ):
         assert key in ctx
     assert ctx["context_window_size_max"] == 16000
     assert sum(s["tokens"] for s in ctx["sections"]) < ctx["context_window_size_current"]
     _send(api, agent, "next")
     sent = fake_llm.chat_requests[-1]
+
     def clean(msgs):  # litellm leaves out `content: null`
         return [{k: v for k, v in m.items() if v is not None} for m in msgs]
 
@@ -131,8 +148,10 @@ def test_context_overview_matches_next_request(api, agent, fake_llm):
 
 
 def test_runs_and_steps_expose_the_exact_payload(api, agent, fake_llm):
-    fake_llm.script(FakeLLM.tool("core_memory_append", {"label": "human", "content": "x"}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "done"}))
+    fake_llm.script(
+        FakeLLM.tool("core_memory_append", {"label": "human", "content": "x"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "done"}),
+    )
     body = _send(api, agent).json()
     run = api.get(f"/v1/runs/{body['run_id']}").json()
     assert run["status"] == "completed" and run["stop_reason"] == "end_turn"
@@ -174,9 +193,14 @@ def test_stream_endpoint_sends_sse_frames_then_done(account, fake_llm):
     assert r.status_code == 200 and r["Content-Type"].startswith("text/event-stream")
     frames = _sse_events(r)
     assert frames[-1] == "data: [DONE]"
-    events = [json.loads(f[len("data: "):]) for f in frames[:-1]]
+    events = [json.loads(f[len("data: ") :]) for f in frames[:-1]]
     types = [e["message_type"] for e in events]
-    assert types == ["reasoning_message", "assistant_message", "stop_reason", "usage_statistics"]  # send_message's return: hidden
+    assert types == [
+        "reasoning_message",
+        "assistant_message",
+        "stop_reason",
+        "usage_statistics",
+    ]  # send_message's return: hidden
     assert events[1]["content"] == "streamed"
 
 

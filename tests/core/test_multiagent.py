@@ -32,7 +32,6 @@ def _returns(result) -> list[dict]:
     return [m for m in result.messages if m["message_type"] == "tool_return_message"]
 
 
-
 def _incoming(agent) -> list[Message]:
     return list(Message.objects.filter(agent=agent, kind="agent_message").order_by("seq"))
 
@@ -40,9 +39,11 @@ def _incoming(agent) -> list[Message]:
 def test_wait_for_reply_returns_the_other_agents_reply(account, fake_llm):
     a = make_agent(account.org, name="a", include_multi_agent_tools=True)
     b = make_agent(account.org, name="b")
-    fake_llm.script(FakeLLM.tool(WAIT, {"message": "ping", "other_agent_id": b.id}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "pong"}),
-                    FakeLLM.tool("send_message", {"message": "b said pong"}))
+    fake_llm.script(
+        FakeLLM.tool(WAIT, {"message": "ping", "other_agent_id": b.id}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "pong"}),
+        FakeLLM.tool("send_message", {"message": "b said pong"}),
+    )
     result = _send(a)
     ret = _returns(result)[0]
     assert ret["status"] == "success" and "pong" in json.loads(ret["tool_return"])["message"]
@@ -74,7 +75,9 @@ def test_matching_tags_fans_out_to_matching_agents_only(account, fake_llm):
     b = make_agent(account.org, name="b", tags=["worker", "eu"])
     c = make_agent(account.org, name="c", tags=["worker"])
     d = make_agent(account.org, name="d", tags=["eu"])
-    fake_llm.script(FakeLLM.tool(TAGS, {"message": "status?", "match_all": ["worker"], "match_some": []}, heartbeat=False))
+    fake_llm.script(
+        FakeLLM.tool(TAGS, {"message": "status?", "match_all": ["worker"], "match_some": []}, heartbeat=False)
+    )
     result = _send(a)
     replies = json.loads(json.loads(_returns(result)[0]["tool_return"])["message"])
     assert sorted(r["agent_id"] for r in replies) == sorted([b.id, c.id])
@@ -100,13 +103,15 @@ def test_hop_guard_refuses_and_emits_a_visible_event(account, fake_llm, settings
     a = make_agent(account.org, name="a", include_multi_agent_tools=True)
     b = make_agent(account.org, name="b", include_multi_agent_tools=True)
     c = make_agent(account.org, name="c")
-    fake_llm.script(FakeLLM.tool(WAIT, {"message": "ask c", "other_agent_id": b.id}, heartbeat=True),
-                    FakeLLM.tool(WAIT, {"message": "hello c", "other_agent_id": c.id}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "could not reach c"}),
-                    FakeLLM.tool("send_message", {"message": "done"}))
+    fake_llm.script(
+        FakeLLM.tool(WAIT, {"message": "ask c", "other_agent_id": b.id}, heartbeat=True),
+        FakeLLM.tool(WAIT, {"message": "hello c", "other_agent_id": c.id}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "could not reach c"}),
+        FakeLLM.tool("send_message", {"message": "done"}),
+    )
     result = _send(a)
     assert result.status == "completed"
-    b_returns = [m for m in Message.objects.filter(agent=b, role="tool")]
+    b_returns = list(Message.objects.filter(agent=b, role="tool"))
     assert b_returns and b_returns[0].tool_return["status"] == "error"
     assert "loop guard" in b_returns[0].text and "MULTI_AGENT_MAX_DEPTH" in b_returns[0].text
     assert not Run.objects.filter(agent=c).exists() and not _incoming(c)
@@ -132,8 +137,10 @@ def test_detached_tool_can_no_longer_be_called(account, fake_llm):
     a = make_agent(account.org, name="a", include_multi_agent_tools=True)
     b = make_agent(account.org, name="b")
     tool_detach(agent=a, tool=Tool.objects.get(owner=account.org, name=ASYNC))
-    fake_llm.script(FakeLLM.tool(ASYNC, {"message": "hi", "other_agent_id": b.id}, heartbeat=False),
-                    FakeLLM.tool("send_message", {"message": "ok then"}))
+    fake_llm.script(
+        FakeLLM.tool(ASYNC, {"message": "hi", "other_agent_id": b.id}, heartbeat=False),
+        FakeLLM.tool("send_message", {"message": "ok then"}),
+    )
     result = _send(a)
     assert _returns(result)[0]["status"] == "error"
     assert ASYNC not in [t["function"]["name"] for t in fake_llm.chat_requests[0]["tools"]]
@@ -149,13 +156,18 @@ def test_async_to_a_busy_agent_is_delivered_when_it_is_free(account, fake_llm):
 
     a = make_agent(account.org, name="a", include_multi_agent_tools=True)
     b = make_agent(account.org, name="b")
-    fake_llm.script(FakeLLM.tool("send_message", {"message": "slow"}, latency=1.5),
-                    FakeLLM.tool(ASYNC, {"message": "later", "other_agent_id": b.id}, heartbeat=False))
-    first = run_submit(owner=account.org, agent_id=b.id, input_messages=[{"role": "user", "content": "work"}],
-                       background=True)
+    fake_llm.script(
+        FakeLLM.tool("send_message", {"message": "slow"}, latency=1.5),
+        FakeLLM.tool(ASYNC, {"message": "later", "other_agent_id": b.id}, heartbeat=False),
+    )
+    first = run_submit(
+        owner=account.org, agent_id=b.id, input_messages=[{"role": "user", "content": "work"}], background=True
+    )
     until(lambda: fake_llm.chat_requests)  # b is now mid-step
     receipt = json.loads(_returns(_send(a))[0]["tool_return"])["message"]
     assert "queued" in receipt
     until(lambda: Run.objects.filter(agent=b, status="completed").count() == 2)
     later = Run.objects.filter(agent=b).exclude(pk=first.pk).get()
-    assert later.depth == 1 and [m.text for m in _incoming(b)] == [f"[Incoming message from agent with ID '{a.id}'] later"]
+    assert later.depth == 1 and [m.text for m in _incoming(b)] == [
+        f"[Incoming message from agent with ID '{a.id}'] later"
+    ]

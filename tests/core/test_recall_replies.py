@@ -15,8 +15,10 @@ def test_agents_own_reply_is_found_and_not_echoed_into_the_payload(account, fake
     run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "capital?"}])
     hits = messages_search(agent=agent, query="Ulaanbaatar")
     assert [h.role for h in hits] == ["assistant"]
-    fake_llm.script(FakeLLM.tool("conversation_search", {"query": "Ulaanbaatar"}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "found it"}))
+    fake_llm.script(
+        FakeLLM.tool("conversation_search", {"query": "Ulaanbaatar"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "found it"}),
+    )
     run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "what did you say?"}])
     second = fake_llm.chat_requests[-1]["messages"]
     tool_result = json.loads(next(m for m in reversed(second) if m["role"] == "tool")["content"])

@@ -20,7 +20,9 @@ def test_a_claim_waiting_on_the_lock_sees_the_committed_run(account):
     def first():
         try:
             with transaction.atomic():
-                outcome["first"] = run_start(owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "a"}])
+                outcome["first"] = run_start(
+                    owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "a"}]
+                )
                 first_locked.set()
                 time.sleep(1.0)  # hold the agent's lock while the second claim queues behind it
         finally:
@@ -29,7 +31,9 @@ def test_a_claim_waiting_on_the_lock_sees_the_committed_run(account):
     def second():
         first_locked.wait(10)
         try:
-            outcome["second"] = run_start(owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "b"}])
+            outcome["second"] = run_start(
+                owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "b"}]
+            )
         except Conflict as exc:
             outcome["second"] = exc
         finally:

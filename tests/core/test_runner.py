@@ -42,14 +42,21 @@ def test_one_step_reply_is_reasoning_then_assistant_message(agent, fake_llm):
     step = Step.objects.get(run_id=result.run_id)
     assert step.request["messages"][-1]["content"] == "hi"
     assert step.response["choices"][0]["message"]["tool_calls"]
-    assert step.tokenizer and {s["name"] for s in step.context_sections} >= {"system", "core_memory", "messages", "tools"}
+    assert step.tokenizer and {s["name"] for s in step.context_sections} >= {
+        "system",
+        "core_memory",
+        "messages",
+        "tools",
+    }
     assert step.model_ms > 0 and step.total_ms >= step.model_ms
     assert result.usage["step_count"] == 1 and result.usage["total_tokens"] > 0
 
 
 def test_memory_edit_with_heartbeat_then_reply_shows_in_next_context(agent, fake_llm):
-    fake_llm.script(FakeLLM.tool("core_memory_append", {"label": "human", "content": "Likes cats."}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "Noted"}))
+    fake_llm.script(
+        FakeLLM.tool("core_memory_append", {"label": "human", "content": "Likes cats."}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "Noted"}),
+    )
     result = _run(agent, "I like cats")
     assert result.stop_reason == "end_turn"
     assert result.usage["step_count"] == 2
@@ -67,8 +74,10 @@ def test_memory_edit_over_limit_comes_back_as_error_and_loop_continues(account, 
     from core.services import BlockInput
 
     agent = make_agent(account.org, memory_blocks=[BlockInput(label="human", value="x", limit=20)])
-    fake_llm.script(FakeLLM.tool("core_memory_append", {"label": "human", "content": "y" * 50}, heartbeat=False),
-                    FakeLLM.tool("send_message", {"message": "sorry"}))
+    fake_llm.script(
+        FakeLLM.tool("core_memory_append", {"label": "human", "content": "y" * 50}, heartbeat=False),
+        FakeLLM.tool("send_message", {"message": "sorry"}),
+    )
     result = _run(agent)
     ret = [m for m in result.messages if m["message_type"] == "tool_return_message"][0]
     assert ret["status"] == "error"
@@ -82,8 +91,10 @@ def test_read_only_block_refuses_edit(account, fake_llm):
     from core.services import BlockInput
 
     agent = make_agent(account.org, memory_blocks=[BlockInput(label="policy", value="fixed", read_only=True)])
-    fake_llm.script(FakeLLM.tool("memory_replace", {"label": "policy", "old_string": "fixed", "new_string": "x"}),
-                    FakeLLM.tool("send_message", {"message": "cannot"}))
+    fake_llm.script(
+        FakeLLM.tool("memory_replace", {"label": "policy", "old_string": "fixed", "new_string": "x"}),
+        FakeLLM.tool("send_message", {"message": "cannot"}),
+    )
     result = _run(agent)
     ret = [m for m in result.messages if m["message_type"] == "tool_return_message"][0]
     assert ret["status"] == "error" and "read-only" in ret["tool_return"]
@@ -91,8 +102,11 @@ def test_read_only_block_refuses_edit(account, fake_llm):
 
 
 def test_unknown_tool_and_malformed_json_are_fed_back(agent, fake_llm):
-    fake_llm.script(FakeLLM.tool("no_such_tool", {"a": 1}), FakeLLM.malformed("send_message"),
-                    FakeLLM.tool("send_message", {"message": "done"}))
+    fake_llm.script(
+        FakeLLM.tool("no_such_tool", {"a": 1}),
+        FakeLLM.malformed("send_message"),
+        FakeLLM.tool("send_message", {"message": "done"}),
+    )
     result = _run(agent)
     assert result.stop_reason == "end_turn"
     returns = [m for m in result.messages if m["message_type"] == "tool_return_message"]
@@ -129,14 +143,18 @@ def test_tool_output_truncated_with_note(agent, fake_llm):
     from memory.services import passage_insert
 
     passage_insert(agent=agent, text="cats " * 20000)
-    fake_llm.script(FakeLLM.tool("archival_memory_search", {"query": "cats"}, heartbeat=False),
-                    FakeLLM.tool("send_message", {"message": "ok"}))
+    fake_llm.script(
+        FakeLLM.tool("archival_memory_search", {"query": "cats"}, heartbeat=False),
+        FakeLLM.tool("send_message", {"message": "ok"}),
+    )
     result = _run(agent)
     ret = [m for m in result.messages if m["message_type"] == "tool_return_message"][0]
     assert "output truncated" in json.loads(ret["tool_return"])["message"]
 
 
-@pytest.mark.parametrize("reply", [FakeLLM.error(500, "boom"), FakeLLM.rate_limit_error(), FakeLLM.error(401, "bad key")])
+@pytest.mark.parametrize(
+    "reply", [FakeLLM.error(500, "boom"), FakeLLM.rate_limit_error(), FakeLLM.error(401, "bad key")]
+)
 def test_provider_error_stops_and_leaves_state_untouched(agent, fake_llm, reply):
     _run(agent)  # one good exchange first
     agent.refresh_from_db()
@@ -154,8 +172,10 @@ def test_provider_error_stops_and_leaves_state_untouched(agent, fake_llm, reply)
 
 
 def test_provider_error_after_heartbeat_keeps_first_step(agent, fake_llm):
-    fake_llm.script(FakeLLM.tool("core_memory_append", {"label": "human", "content": "A."}, heartbeat=True),
-                    FakeLLM.error(503, "overloaded"))
+    fake_llm.script(
+        FakeLLM.tool("core_memory_append", {"label": "human", "content": "A."}, heartbeat=True),
+        FakeLLM.error(503, "overloaded"),
+    )
     result = _run(agent)
     assert result.stop_reason == "llm_api_error"
     assert "overloaded" in result.error
@@ -193,12 +213,21 @@ def test_events_reach_the_agent_group_in_order_with_the_callers_marked(agent, fa
     result = _run(agent)
     assert {group for group, _, _ in sent} == {agent_group(agent.id)}
     assert all(extra["run_id"] == result.run_id for _, _, extra in sent)
-    every = [(e, caller) for _, events, extra in sent for e, caller in zip(events, extra["caller"])]
+    every = [(e, caller) for _, events, extra in sent for e, caller in zip(events, extra["caller"], strict=False)]
     chunks = [(e, caller) for e, caller in every if e.get("delta")]
     assert chunks and all(caller for _, caller in chunks)  # token chunks, streamed before the step commits
     flat = [(e["message_type"], caller) for e, caller in every if not e.get("delta")]
-    assert [t for t, caller in flat if caller] == ["reasoning_message", "assistant_message", "stop_reason",
-                                                   "usage_statistics"]
+    assert [t for t, caller in flat if caller] == [
+        "reasoning_message",
+        "assistant_message",
+        "stop_reason",
+        "usage_statistics",
+    ]
     # send_message's return is the tabs' only (Letta's callers never see it), like the caller's own input
-    assert [t for t, caller in flat if not caller] == ["run_status", "user_message", "tool_return_message",
-                                                       "context_update", "run_status"]
+    assert [t for t, caller in flat if not caller] == [
+        "run_status",
+        "user_message",
+        "tool_return_message",
+        "context_update",
+        "run_status",
+    ]

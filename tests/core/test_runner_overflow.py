@@ -14,9 +14,15 @@ MODEL = "openai/fake-model"
 
 
 def _small_agent(org, **kw):
-    return make_agent(org, system="You are a concise test agent. Reply with send_message.", include_base_tools=False,
-                      tools=["send_message", "conversation_search"], context_window_limit=WINDOW,
-                      memory_blocks=[BlockInput(label="human", value="Name: Alice")], **kw)
+    return make_agent(
+        org,
+        system="You are a concise test agent. Reply with send_message.",
+        include_base_tools=False,
+        tools=["send_message", "conversation_search"],
+        context_window_limit=WINDOW,
+        memory_blocks=[BlockInput(label="human", value="Name: Alice")],
+        **kw,
+    )
 
 
 def _request_tokens(req: dict) -> int:
@@ -47,7 +53,11 @@ def test_fifty_turns_in_a_2000_token_window(account, fake_llm):
     assert Step.objects.filter(agent=agent, kind="summarizer").count() == len(summarizer)
     agent.refresh_from_db()
     second = Message.objects.get(pk=agent.message_ids[1])
-    assert second.kind == "summary" and second.text.startswith("Note: ") and "summary of the previous messages" in second.text
+    assert (
+        second.kind == "summary"
+        and second.text.startswith("Note: ")
+        and "summary of the previous messages" in second.text
+    )
     in_window = set(agent.message_ids)
     first_turn = Message.objects.get(agent=agent, role="user", text__contains="marker00")
     assert first_turn.id not in in_window
@@ -57,7 +67,9 @@ def test_fifty_turns_in_a_2000_token_window(account, fake_llm):
     search = FakeLLM.tool("conversation_search", {"query": "marker00"}, heartbeat=True)
     fake_llm.script(search, search)
     result = _say(agent, "What was the first marker?")
-    found = [json.loads(m["tool_return"])["message"] for m in result.messages if m["message_type"] == "tool_return_message"]
+    found = [
+        json.loads(m["tool_return"])["message"] for m in result.messages if m["message_type"] == "tool_return_message"
+    ]
     assert any("marker00" in text for text in found), found
     assert max(_request_tokens(r) for r in fake_llm.chat_requests) <= WINDOW
 
@@ -78,8 +90,11 @@ def test_provider_context_length_error_evicts_and_retries(account, fake_llm):
     agent = make_agent(account.org)
     for i in range(4):
         _say(agent, _turn_text(i))
-    fake_llm.script(FakeLLM.context_length_error(), FakeLLM.text("summary of early turns"),
-                    FakeLLM.tool("send_message", {"message": "still here"}))
+    fake_llm.script(
+        FakeLLM.context_length_error(),
+        FakeLLM.text("summary of early turns"),
+        FakeLLM.tool("send_message", {"message": "still here"}),
+    )
     result = _say(agent, "next")
     assert result.stop_reason == "end_turn", result.error
     agent.refresh_from_db()
@@ -88,8 +103,11 @@ def test_provider_context_length_error_evicts_and_retries(account, fake_llm):
 
 
 def test_fixed_sections_over_the_window_is_a_clear_error(account, fake_llm):
-    agent = make_agent(account.org, context_window_limit=1024,
-                       memory_blocks=[BlockInput(label="human", value="word " * 2000, limit=20000)])
+    agent = make_agent(
+        account.org,
+        context_window_limit=1024,
+        memory_blocks=[BlockInput(label="human", value="word " * 2000, limit=20000)],
+    )
     result = _say(agent, "hi")
     assert result.stop_reason == "error" and result.status == "failed"
     assert "too small" in result.error and "context_window_limit" in result.error

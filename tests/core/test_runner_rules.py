@@ -17,8 +17,9 @@ def _offered(req) -> list[str]:
 
 def _run(account, rules, *replies, max_steps=None):
     agent = make_agent(account.org, tool_rules=rules)
-    return agent, run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "go"}],
-                            max_steps=max_steps)
+    return agent, run_agent(
+        agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "go"}], max_steps=max_steps
+    )
 
 
 def _returns(result):
@@ -26,8 +27,11 @@ def _returns(result):
 
 
 def test_run_first_offers_only_that_tool_and_forces_it(account, fake_llm):
-    fake_llm.script(FakeLLM.tool(SM, {"message": "too early"}), FakeLLM.tool(CS, {"query": "x"}, heartbeat=True),
-                    FakeLLM.tool(SM, {"message": "done"}))
+    fake_llm.script(
+        FakeLLM.tool(SM, {"message": "too early"}),
+        FakeLLM.tool(CS, {"query": "x"}, heartbeat=True),
+        FakeLLM.tool(SM, {"message": "done"}),
+    )
     agent, result = _run(account, [{"tool_name": CS, "type": "run_first"}])
     first = fake_llm.chat_requests[0]
     assert _offered(first) == [CS]
@@ -45,7 +49,8 @@ def test_exit_loop_ends_the_run(account, fake_llm):
     _, result = _run(account, [{"tool_name": CS, "type": "exit_loop"}])
     assert result.stop_reason in ("end_turn", "tool_rule") and result.usage["step_count"] == 1
     assert "request_heartbeat" not in json.dumps(
-        [t for t in fake_llm.chat_requests[0]["tools"] if t["function"]["name"] == CS])
+        [t for t in fake_llm.chat_requests[0]["tools"] if t["function"]["name"] == CS]
+    )
 
 
 def test_continue_loop_keeps_going_without_heartbeat(account, fake_llm):
@@ -64,8 +69,11 @@ def test_constrain_child_tools_narrows_the_next_step(account, fake_llm):
 
 
 def test_parent_last_tool_gates_children(account, fake_llm):
-    fake_llm.script(FakeLLM.tool(CS, {"query": "x"}), FakeLLM.tool(AMS, {"query": "y"}, heartbeat=True),
-                    FakeLLM.tool(SM, {"message": "done"}))
+    fake_llm.script(
+        FakeLLM.tool(CS, {"query": "x"}),
+        FakeLLM.tool(AMS, {"query": "y"}, heartbeat=True),
+        FakeLLM.tool(SM, {"message": "done"}),
+    )
     _, result = _run(account, [{"tool_name": CS, "type": "parent_last_tool", "children": [AMS]}])
     reqs = fake_llm.chat_requests
     assert AMS not in _offered(reqs[0]) and CS in _offered(reqs[0])
@@ -75,18 +83,28 @@ def test_parent_last_tool_gates_children(account, fake_llm):
 
 
 def test_conditional_picks_the_child_from_the_output(account, fake_llm):
-    fake_llm.script(FakeLLM.tool(CS, {"query": "nothing-matches"}), FakeLLM.tool(AMI, {"content": "note"}),
-                    FakeLLM.tool(SM, {"message": "done"}))
-    rule = {"tool_name": CS, "type": "conditional", "child_output_mapping": {"No results found.": AMI},
-            "default_child": SM}
+    fake_llm.script(
+        FakeLLM.tool(CS, {"query": "nothing-matches"}),
+        FakeLLM.tool(AMI, {"content": "note"}),
+        FakeLLM.tool(SM, {"message": "done"}),
+    )
+    rule = {
+        "tool_name": CS,
+        "type": "conditional",
+        "child_output_mapping": {"No results found.": AMI},
+        "default_child": SM,
+    }
     _, result = _run(account, [rule])
     assert _offered(fake_llm.chat_requests[1]) == [AMI]
     assert result.stop_reason in ("end_turn",)
 
 
 def test_max_count_per_step_removes_the_tool_and_rejects_extra_calls(account, fake_llm):
-    fake_llm.script(FakeLLM.tool(CS, {"query": "a"}, heartbeat=True), FakeLLM.tool(CS, {"query": "b"}, heartbeat=True),
-                    FakeLLM.tool(SM, {"message": "done"}))
+    fake_llm.script(
+        FakeLLM.tool(CS, {"query": "a"}, heartbeat=True),
+        FakeLLM.tool(CS, {"query": "b"}, heartbeat=True),
+        FakeLLM.tool(SM, {"message": "done"}),
+    )
     _, result = _run(account, [{"tool_name": CS, "type": "max_count_per_step", "max_count_limit": 1}])
     assert CS in _offered(fake_llm.chat_requests[0])
     assert CS not in _offered(fake_llm.chat_requests[1])
@@ -107,7 +125,9 @@ def test_rules_are_set_and_read_through_the_api(api, account):
     rules = [{"tool_name": CS, "type": "max_count_per_step", "max_count_limit": 2}]
     r = api.post("/v1/agents/", {"name": "ruled", "model": "openai/fake-model", "tool_rules": rules})
     assert r.status_code == 201 and r.json()["tool_rules"][0]["max_count_limit"] == 2
-    bad = api.post("/v1/agents/", {"name": "bad", "model": "openai/fake-model", "tool_rules": [{"type": "nope", "tool_name": "x"}]})
+    bad = api.post(
+        "/v1/agents/", {"name": "bad", "model": "openai/fake-model", "tool_rules": [{"type": "nope", "tool_name": "x"}]}
+    )
     assert bad.status_code == 422
 
 

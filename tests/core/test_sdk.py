@@ -16,7 +16,11 @@ def client(live_server, account, fake_llm):
 @pytest.fixture
 def agent(client):
     return client.agents.create(
-        name="sdk-agent", model="openai/fake-model", context_window_limit=16000, tags=["sdk"], agent_type="memgpt_v2_agent",
+        name="sdk-agent",
+        model="openai/fake-model",
+        context_window_limit=16000,
+        tags=["sdk"],
+        agent_type="memgpt_v2_agent",
         memory_blocks=[{"label": "human", "value": "Name: Alice"}, {"label": "persona", "value": "Helpful."}],
     )
 
@@ -100,8 +104,9 @@ def test_context_over_raw_http(client, agent):
 def test_messages_stream_with_stream_tokens_iterates_chunks(client, agent, fake_llm):
     fake_llm.stream_chunk_chars = 3
     fake_llm.script(FakeLLM.tool("send_message", {"message": "token by token"}, thinking="plan"))
-    chunks = list(client.agents.messages.stream(agent.id, messages=[{"role": "user", "content": "hi"}],
-                                                stream_tokens=True))
+    chunks = list(
+        client.agents.messages.stream(agent.id, messages=[{"role": "user", "content": "hi"}], stream_tokens=True)
+    )
     answer = [c for c in chunks if c.message_type == "assistant_message"]
     assert len(answer) > 1 and "".join(c.content for c in answer) == "token by token"
     assert len({c.id for c in answer}) == 1

@@ -16,8 +16,13 @@ def client(live_server, account, fake_llm):
 
 
 def _agent(client, **kw):
-    return client.agents.create(name="typed", model="openai/fake-model", context_window_limit=16000,
-                                memory_blocks=[{"label": "human", "value": "Name: Alice"}], **kw)
+    return client.agents.create(
+        name="typed",
+        model="openai/fake-model",
+        context_window_limit=16000,
+        memory_blocks=[{"label": "human", "value": "Name: Alice"}],
+        **kw,
+    )
 
 
 def test_default_agent_is_letta_v1_and_answers_with_the_assistant_message_alone(client, fake_llm):
@@ -54,11 +59,16 @@ def test_letta_v1_tool_then_text_and_token_stream(client, fake_llm):
     agent = _agent(client)
     fake_llm.script(FakeLLM.tool("conversation_search", {"query": "tea"}), FakeLLM.text("No tea talk yet."))
     response = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "tea?"}])
-    assert [m.message_type for m in response.messages] == ["tool_call_message", "tool_return_message", "assistant_message"]
+    assert [m.message_type for m in response.messages] == [
+        "tool_call_message",
+        "tool_return_message",
+        "assistant_message",
+    ]
     assert response.usage.step_count == 2 and response.messages[1].status == "success"
     fake_llm.script(FakeLLM.text("streamed in pieces"))
-    chunks = list(client.agents.messages.stream(agent.id, messages=[{"role": "user", "content": "again"}],
-                                                stream_tokens=True))
+    chunks = list(
+        client.agents.messages.stream(agent.id, messages=[{"role": "user", "content": "again"}], stream_tokens=True)
+    )
     pieces = [c for c in chunks if c.message_type == "assistant_message"]
     assert len(pieces) > 1 and "".join(c.content for c in pieces) == "streamed in pieces"
     assert len({c.otid for c in pieces}) == 1 and len({c.id for c in pieces}) == 1

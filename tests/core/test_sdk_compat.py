@@ -63,9 +63,13 @@ def test_runs_list_pages_and_filters_by_agent_ids(client, fake_llm):
 
 def test_run_messages_and_steps_auto_paginate(client, fake_llm):
     agent = _agent(client)
-    fake_llm.script(FakeLLM.tool("core_memory_append", {"label": "human", "content": "Likes tea."}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "noted"}))
-    run_id = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "I like tea"}]).messages[0].run_id
+    fake_llm.script(
+        FakeLLM.tool("core_memory_append", {"label": "human", "content": "Likes tea."}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "noted"}),
+    )
+    run_id = (
+        client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "I like tea"}]).messages[0].run_id
+    )
     everything = [(m.id, m.message_type) for m in client.runs.messages.list(run_id)]
     assert ("tool_call_message" in {t for _, t in everything}) and len(everything) >= 4
     assert [(m.id, m.message_type) for m in client.runs.messages.list(run_id, limit=1)] == everything
@@ -128,13 +132,21 @@ def test_delete_agent_detaches_a_standalone_block_and_deletes_its_own(client):
 
 def test_create_defaults_names_rules_initial_messages(client):
     first, second = _agent(client), _agent(client)
-    assert first.name != second.name and "agent" != first.name and first.name and second.name
+    assert first.name != second.name and first.name != "agent" and first.name and second.name
     assert first.memory.blocks[0].limit == 20000 and client.blocks.create(label="x", value="y").limit == 20000
-    assert first.llm_config.context_window == 16000 and client.agents.create(model="openai/fake-model").llm_config.context_window <= 32000
+    assert (
+        first.llm_config.context_window == 16000
+        and client.agents.create(model="openai/fake-model").llm_config.context_window <= 32000
+    )
     rule = {"type": "exit_loop", "tool_name": "send_message"}
-    agent = _agent(client, tool_rules=[rule, rule],
-                   initial_message_sequence=[{"role": "user", "content": "Remember: my name is Ada."},
-                                             {"role": "assistant", "content": "Noted, Ada."}])
+    agent = _agent(
+        client,
+        tool_rules=[rule, rule],
+        initial_message_sequence=[
+            {"role": "user", "content": "Remember: my name is Ada."},
+            {"role": "assistant", "content": "Noted, Ada."},
+        ],
+    )
     assert [(r.type, r.tool_name) for r in agent.tool_rules] == [("exit_loop", "send_message")]
     assert len(agent.message_ids) == 3
     shown = [(m.message_type, getattr(m, "content", None)) for m in client.agents.messages.list(agent.id, order="asc")]
@@ -144,8 +156,14 @@ def test_create_defaults_names_rules_initial_messages(client):
 
 
 def test_embedding_config_names_the_embedding_model(client, fake_llm):
-    agent = _agent(client, embedding_config={"embedding_endpoint_type": "openai", "embedding_model": "text-embedding-3-small",
-                                             "embedding_dim": fake_llm.embedding_dim})
+    agent = _agent(
+        client,
+        embedding_config={
+            "embedding_endpoint_type": "openai",
+            "embedding_model": "text-embedding-3-small",
+            "embedding_dim": fake_llm.embedding_dim,
+        },
+    )
     assert agent.embedding_config.handle == "openai/text-embedding-3-small"
     client.agents.passages.create(agent.id, text="The launch code is 1234.")
     assert len(fake_llm.embedding_requests) == 1  # embedded with the model the client named
@@ -155,17 +173,24 @@ def test_embedding_config_names_the_embedding_model(client, fake_llm):
 
 def test_agents_tools_run_runs_built_in_tools(client, fake_llm):
     agent = _agent(client, tools=["send_message_to_agent_async"])
-    out = client.agents.tools.run("core_memory_append", agent_id=agent.id, args={"label": "human", "content": "Likes tea."})
+    out = client.agents.tools.run(
+        "core_memory_append", agent_id=agent.id, args={"label": "human", "content": "Likes tea."}
+    )
     assert out.status == "success"
     assert client.agents.blocks.retrieve("human", agent_id=agent.id).value == "Name: Alice\nLikes tea."
-    out = client.agents.tools.run("core_memory_replace", agent_id=agent.id,
-                                  args={"label": "human", "old_content": "nothing like this", "new_content": "x"})
+    out = client.agents.tools.run(
+        "core_memory_replace",
+        agent_id=agent.id,
+        args={"label": "human", "old_content": "nothing like this", "new_content": "x"},
+    )
     assert out.status == "error" and "Likes tea." in client.agents.blocks.retrieve("human", agent_id=agent.id).value
     _say(client, agent.id, fake_llm, "the harbour at dawn")
     found = client.agents.tools.run("conversation_search", agent_id=agent.id, args={"query": "harbour"})
     assert found.status == "success" and "harbour at dawn" in found.func_return
     with pytest.raises(letta_client.UnprocessableEntityError):
-        client.agents.tools.run("send_message_to_agent_async", agent_id=agent.id, args={"message": "x", "other_agent_id": agent.id})
+        client.agents.tools.run(
+            "send_message_to_agent_async", agent_id=agent.id, args={"message": "x", "other_agent_id": agent.id}
+        )
 
 
 # --------------------------------------------------------------------------- errors
@@ -182,8 +207,12 @@ def test_unknown_routes_and_methods_answer_json(client, live_server, account):
 
 @pytest.mark.parametrize("headers", [{"Authorization": "Bearer wrong"}, {"X-API-Key": "wrong"}, {}])
 def test_bad_or_missing_credentials_are_401_on_every_method(live_server, headers):
-    for method, path in (("POST", "/v1/agents/"), ("PATCH", "/v1/blocks/block-x"), ("DELETE", "/v1/agents/agent-x"),
-                         ("GET", "/v1/agents/")):
+    for method, path in (
+        ("POST", "/v1/agents/"),
+        ("PATCH", "/v1/blocks/block-x"),
+        ("DELETE", "/v1/agents/agent-x"),
+        ("GET", "/v1/agents/"),
+    ):
         r = httpx.request(method, f"{live_server.url}{path}", headers=headers, json={})
         assert r.status_code == 401, (method, path, r.text)
         assert "Authentication required" in r.json()["detail"]
@@ -224,14 +253,29 @@ def test_import_is_lenient_about_what_it_cannot_keep(client, live_server, accoun
     agent = _agent(client, name="lenient", tools=["send_message"])
     data = json.loads(client.agents.export_file(agent.id))
     long_name = "t" * 65
-    data["tools"].append({"id": "tool-long", "name": long_name, "tool_type": "custom", "source_code": "def x(): pass",
-                          "json_schema": {"name": long_name, "parameters": {"type": "object", "properties": {}}}})
+    data["tools"].append(
+        {
+            "id": "tool-long",
+            "name": long_name,
+            "tool_type": "custom",
+            "source_code": "def x(): pass",
+            "json_schema": {"name": long_name, "parameters": {"type": "object", "properties": {}}},
+        }
+    )
     data["agents"][0]["tool_ids"].append("tool-long")
-    data["agents"][0]["tool_rules"] += [{"type": "exit_loop", "tool_name": ""}, {"type": "exit_loop", "tool_name": "send_message"}]
+    data["agents"][0]["tool_rules"] += [
+        {"type": "exit_loop", "tool_name": ""},
+        {"type": "exit_loop", "tool_name": "send_message"},
+    ]
     raw = json.dumps(data).encode()
-    preview = httpx.post(f"{live_server.url}/v1/agents/import/preview", files={"file": ("a.af", raw)},
-                         headers={"Authorization": f"Bearer {account.token}"}).json()
-    assert any("limit is 64" in w for w in preview["warnings"]) and any("names no tool" in w for w in preview["warnings"])
+    preview = httpx.post(
+        f"{live_server.url}/v1/agents/import/preview",
+        files={"file": ("a.af", raw)},
+        headers={"Authorization": f"Bearer {account.token}"},
+    ).json()
+    assert any("limit is 64" in w for w in preview["warnings"]) and any(
+        "names no tool" in w for w in preview["warnings"]
+    )
     (new_id,) = _import(client, raw)
     imported = client.agents.retrieve(new_id)
     assert long_name not in {t.name for t in imported.tools} and "send_message" in {t.name for t in imported.tools}
@@ -242,10 +286,14 @@ def test_import_is_lenient_about_what_it_cannot_keep(client, live_server, accoun
 
 def test_tool_names_up_to_64_characters(client):
     name = "n" * 64
-    tool = client.tools.create(source_code=f'def {name}(x: str) -> str:\n    """Echo.\n\n    Args:\n        x: text\n    """\n    return x\n')
+    tool = client.tools.create(
+        source_code=f'def {name}(x: str) -> str:\n    """Echo.\n\n    Args:\n        x: text\n    """\n    return x\n'
+    )
     assert tool.name == name
     with pytest.raises(letta_client.UnprocessableEntityError):
-        client.tools.create(source_code=f'def {name}n(x: str) -> str:\n    """Echo.\n\n    Args:\n        x: text\n    """\n    return x\n')
+        client.tools.create(
+            source_code=f'def {name}n(x: str) -> str:\n    """Echo.\n\n    Args:\n        x: text\n    """\n    return x\n'
+        )
 
 
 @pytest.mark.parametrize("name", fixture_names())
@@ -258,5 +306,7 @@ def test_letta_fixture_imports_with_warnings_only_and_round_trips(client, name):
     assert sorted(t.name for t in a.tools) == sorted(t.name for t in b.tools)
     assert [(r.type, r.tool_name) for r in a.tool_rules] == [(r.type, r.tool_name) for r in b.tool_rules]
     assert (a.system, a.model, len(a.message_ids)) == (b.system, b.model, len(b.message_ids))
-    texts = lambda agent_id: list(Message.objects.filter(agent_id=agent_id).order_by("seq").values_list("role", "text", "created_at"))  # noqa: E731
+    texts = lambda agent_id: list(
+        Message.objects.filter(agent_id=agent_id).order_by("seq").values_list("role", "text", "created_at")
+    )  # noqa: E731
     assert texts(first) == texts(second)

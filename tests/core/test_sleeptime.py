@@ -80,13 +80,15 @@ def test_after_n_turns_the_companion_edits_memory_in_the_background(api, agent, 
     link = _enable(api, agent, 2)
     gate = threading.Event()
     _gate(fake_llm, gate)
-    fake_llm.by_model["sleepy-model"] = FakeLLM.tool("core_memory_append",
-                                                     {"label": "human", "content": "Drinks green tea."}, heartbeat=False)
+    fake_llm.by_model["sleepy-model"] = FakeLLM.tool(
+        "core_memory_append", {"label": "human", "content": "Drinks green tea."}, heartbeat=False
+    )
     _say(api, agent, "turn one: I love green tea")
     assert not Run.objects.filter(agent_id=link["companion_id"]).exists()
     _say(api, agent, "turn two")
-    companion_run = until(lambda: Run.objects.filter(agent_id=link["companion_id"]).first(),
-                          what="the companion's run to be queued")
+    companion_run = until(
+        lambda: Run.objects.filter(agent_id=link["companion_id"]).first(), what="the companion's run to be queued"
+    )
     # The companion is held at its model call; the primary's next turn completes meanwhile.
     until(lambda: Run.objects.get(pk=companion_run.pk).status == "running", what="the companion to start")
     _say(api, agent, "turn three")
@@ -108,16 +110,19 @@ def test_after_n_turns_the_companion_edits_memory_in_the_background(api, agent, 
     # Turns three and four make the next two: a second background run, given only what came after the first.
     until(lambda: Run.objects.filter(agent_id=link["companion_id"]).count() == 2, what="the second companion run")
     # Its input is written when it starts executing.
-    until(lambda: Message.objects.filter(agent_id=link["companion_id"], role="user").count() == 2,
-          what="the second companion run's input")
+    until(
+        lambda: Message.objects.filter(agent_id=link["companion_id"], role="user").count() == 2,
+        what="the second companion run's input",
+    )
     second = Message.objects.filter(agent_id=link["companion_id"], role="user").order_by("seq").last().text
     assert "turn four" in second and "turn one" not in second
 
 
 def test_manual_trigger_runs_on_what_is_new_and_refuses_when_nothing_is(api, agent, fake_llm):
     link = _enable(api, agent, 100)
-    fake_llm.by_model["sleepy-model"] = FakeLLM.tool("memory_insert", {"label": "human", "new_string": "Has a cat."},
-                                                     heartbeat=False)
+    fake_llm.by_model["sleepy-model"] = FakeLLM.tool(
+        "memory_insert", {"label": "human", "new_string": "Has a cat."}, heartbeat=False
+    )
     _say(api, agent, "my cat is called Miso")
     resp = api.post(f"/v1/agents/{agent.id}/sleeptime/run")
     assert resp.status_code == 202, resp.content

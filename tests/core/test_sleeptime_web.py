@@ -38,22 +38,27 @@ def test_panel_enables_runs_and_shows_what_the_companion_changed(web, account, f
     assert link.frequency == 3 and 'id="sleeptime-companion"' in html and "every 3 turns" in html
     nothing = web.post(f"/agents/{agent.id}/sleeptime/run/").content.decode()
     assert "nothing new" in nothing
-    fake_llm.script(FakeLLM.tool("send_message", {"message": "hi"}),
-                    FakeLLM.tool("core_memory_append", {"label": "human", "content": "<script>x</script>"},
-                                 heartbeat=False))
+    fake_llm.script(
+        FakeLLM.tool("send_message", {"message": "hi"}),
+        FakeLLM.tool("core_memory_append", {"label": "human", "content": "<script>x</script>"}, heartbeat=False),
+    )
     from core.executor import run_submit, run_wait
 
     run_wait(run=run_submit(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hey"}]))
     started = web.post(f"/agents/{agent.id}/sleeptime/run/").content.decode()
     assert 'id="sleeptime-started"' in started
-    until(lambda: Run.objects.filter(agent_id=link.companion_id, status="completed").exists(),
-          what="the companion's run")
+    until(
+        lambda: Run.objects.filter(agent_id=link.companion_id, status="completed").exists(), what="the companion's run"
+    )
     html = web.get(f"/agents/{agent.id}/sleeptime/").content.decode()
     assert "&lt;script&gt;x&lt;/script&gt;" in html and "<script>x</script>" not in html
     assert "completed" in html and "<code>human</code>" in html
     # An edit by someone else is not listed as the companion's.
-    block_update(block=agent_block_by_label(agent=agent, label="human"), changes={"value": "by a person"},
-                 actor_user=account.user)
+    block_update(
+        block=agent_block_by_label(agent=agent, label="human"),
+        changes={"value": "by a person"},
+        actor_user=account.user,
+    )
     assert "by a person" not in web.get(f"/agents/{agent.id}/sleeptime/").content.decode()
 
 

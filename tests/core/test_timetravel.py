@@ -33,9 +33,14 @@ def agent(account, fake_llm):
 
 
 def test_a_recorded_state_compiles_to_the_request_that_was_sent(api, agent, fake_llm):
-    _turn(api, agent, fake_llm, "remember tea", FakeLLM.tool("core_memory_append", {"label": "human", "content": "Tea."},
-                                                             heartbeat=True),
-          FakeLLM.tool("send_message", {"message": "ok"}))
+    _turn(
+        api,
+        agent,
+        fake_llm,
+        "remember tea",
+        FakeLLM.tool("core_memory_append", {"label": "human", "content": "Tea."}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "ok"}),
+    )
     steps = list(Step.objects.filter(agent=agent).order_by("created_at"))
     assert len(steps) == 2
     for step in steps:
@@ -45,8 +50,10 @@ def test_a_recorded_state_compiles_to_the_request_that_was_sent(api, agent, fake
 def test_replay_on_two_models_returns_both_answers_and_leaves_the_agent_alone(api, agent, fake_llm):
     _turn(api, agent, fake_llm, "hello", FakeLLM.tool("send_message", {"message": "original"}))
     step = Step.objects.get(agent=agent)
-    fake_llm.by_model = {"model-a": FakeLLM.tool("send_message", {"message": "from a"}),
-                         "model-b": FakeLLM.text("plain text from b")}
+    fake_llm.by_model = {
+        "model-a": FakeLLM.tool("send_message", {"message": "from a"}),
+        "model-b": FakeLLM.text("plain text from b"),
+    }
     messages_before = list(Message.objects.filter(agent=agent).values_list("id", "text"))
     blocks_before = list(Block.objects.filter(agentblock__agent=agent).values_list("id", "value", "version"))
     r = api.post(f"/v1/steps/{step.id}/replay", {"models": ["openai/model-a", "openai/model-b"]})
@@ -72,7 +79,7 @@ def test_replay_on_two_models_returns_both_answers_and_leaves_the_agent_alone(ap
 
 def _block_region(system: str, label: str) -> tuple[str, str, str]:
     match = re.search(rf"<{label}>.*?</{label}>", system, re.S)
-    return system[:match.start()], match.group(0), system[match.end():]
+    return system[: match.start()], match.group(0), system[match.end() :]
 
 
 def test_replay_with_an_edited_block_changes_exactly_that_block(api, agent, fake_llm):
@@ -92,9 +99,12 @@ def test_replay_with_an_edited_block_changes_exactly_that_block(api, agent, fake
 def test_replay_overrides_are_checked(api, agent, fake_llm, other_account):
     _turn(api, agent, fake_llm, "hello", FakeLLM.tool("send_message", {"message": "hi"}))
     step = Step.objects.get(agent=agent)
-    for body, says in (({"blocks": {"nope": "x"}}, "No block labelled nope"),
-                       ({"messages": ["message-unknown"]}, "were not in this step's context"),
-                       ({"tools_add": ["no_such_tool"]}, "No tool named no_such_tool"), ({"temperature": 7}, "temperature")):
+    for body, says in (
+        ({"blocks": {"nope": "x"}}, "No block labelled nope"),
+        ({"messages": ["message-unknown"]}, "were not in this step's context"),
+        ({"tools_add": ["no_such_tool"]}, "No tool named no_such_tool"),
+        ({"temperature": 7}, "temperature"),
+    ):
         r = api.post(f"/v1/steps/{step.id}/replay", body)
         assert r.status_code == 422 and says in r.content.decode(), (body, r.content)
     assert not Replay.objects.exists()
@@ -102,7 +112,9 @@ def test_replay_overrides_are_checked(api, agent, fake_llm, other_account):
 
     assert ApiClient(other_account.token).post(f"/v1/steps/{step.id}/replay", {}).status_code == 404
     dropped = step.state["message_ids"][-1]
-    replay = api.post(f"/v1/steps/{step.id}/replay", {"messages": [dropped], "tools_remove": ["conversation_search"]}).json()
+    replay = api.post(
+        f"/v1/steps/{step.id}/replay", {"messages": [dropped], "tools_remove": ["conversation_search"]}
+    ).json()
     sent = replay["results"][0]["request"]
     assert len(sent["messages"]) == len(step.request["messages"]) - 1
     assert "conversation_search" not in [x["function"]["name"] for x in sent["tools"]]
@@ -110,15 +122,25 @@ def test_replay_overrides_are_checked(api, agent, fake_llm, other_account):
 
 def test_fork_at_a_step_starts_from_exactly_what_the_model_saw_and_goes_its_own_way(api, agent, fake_llm):
     _turn(api, agent, fake_llm, "turn one", FakeLLM.tool("send_message", {"message": "one"}))
-    _turn(api, agent, fake_llm, "turn two, remember tea",
-          FakeLLM.tool("core_memory_append", {"label": "human", "content": "Likes tea."}, heartbeat=True),
-          FakeLLM.tool("send_message", {"message": "two"}))
+    _turn(
+        api,
+        agent,
+        fake_llm,
+        "turn two, remember tea",
+        FakeLLM.tool("core_memory_append", {"label": "human", "content": "Likes tea."}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "two"}),
+    )
     _turn(api, agent, fake_llm, "turn three", FakeLLM.tool("send_message", {"message": "three"}))
     edit_step = Step.objects.get(agent=agent, run__input_messages__0__text="turn two, remember tea", index=0)
     r = api.post(f"/v1/agents/{agent.id}/fork", {"step_id": edit_step.id, "before": True})
     assert r.status_code == 200, r.content
     fork = Agent.objects.get(pk=r.json()["id"])
-    assert fork.metadata["forked_from"] == {"agent_id": agent.id, "step_id": edit_step.id, "step_index": 0, "before": True}
+    assert fork.metadata["forked_from"] == {
+        "agent_id": agent.id,
+        "step_id": edit_step.id,
+        "step_index": 0,
+        "before": True,
+    }
     assert _without_model(agent_context(agent=fork).request) == _without_model(edit_step.request)
 
     after = Agent.objects.get(pk=api.post(f"/v1/agents/{agent.id}/fork", {"step_id": edit_step.id}).json()["id"])
@@ -134,8 +156,14 @@ def test_fork_at_a_step_starts_from_exactly_what_the_model_saw_and_goes_its_own_
 
 def test_costs_add_up_from_steps_to_runs_to_the_agent(api, account, fake_llm):
     priced = make_agent(account.org, name="priced", model="openai/gpt-4o-mini")
-    _turn(api, priced, fake_llm, "one", FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True),
-          FakeLLM.tool("send_message", {"message": "a"}))
+    _turn(
+        api,
+        priced,
+        fake_llm,
+        "one",
+        FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "a"}),
+    )
     _turn(api, priced, fake_llm, "two", FakeLLM.tool("send_message", {"message": "b"}))
     steps = list(Step.objects.filter(agent=priced))
     assert len(steps) == 3
@@ -147,7 +175,9 @@ def test_costs_add_up_from_steps_to_runs_to_the_agent(api, account, fake_llm):
     usage = api.get(f"/v1/agents/{priced.id}/usage").json()
     assert usage["cost_usd"] == pytest.approx(sum(s.usage["cost_usd"] for s in steps)) and usage["unpriced_steps"] == 0
     ratios = [s.usage["prompt_tokens"] / s.usage["estimated_prompt_tokens"] for s in steps]
-    assert usage["calibration"]["steps"] == 3 and usage["calibration"]["ratio"] == pytest.approx(sum(ratios) / 3, abs=1e-4)
+    assert usage["calibration"]["steps"] == 3 and usage["calibration"]["ratio"] == pytest.approx(
+        sum(ratios) / 3, abs=1e-4
+    )
 
     unpriced = make_agent(account.org, name="unpriced")
     _turn(api, unpriced, fake_llm, "one", FakeLLM.tool("send_message", {"message": "a"}))

@@ -48,7 +48,7 @@ async def test_an_open_tab_sees_chunks_arrive_before_the_step_commits(account, a
         seen.append(await comm.receive_json_from(timeout=30))
     await comm.disconnect()
     final = next(e for e in seen if e["message_type"] == "assistant_message" and not e.get("delta"))
-    chunks = [e for e in seen[:seen.index(final)] if e.get("delta")]
+    chunks = [e for e in seen[: seen.index(final)] if e.get("delta")]
     answer = [c["content"] for c in chunks if c["message_type"] == "assistant_message"]
     assert len(answer) >= 3 and "".join(answer) == REPLY == final["content"]
     assert "".join(c["reasoning"] for c in chunks if c["message_type"] == "reasoning_message") == "pick words"
@@ -56,8 +56,10 @@ async def test_an_open_tab_sees_chunks_arrive_before_the_step_commits(account, a
 
 
 def test_sse_with_stream_tokens_sends_chunks_then_whole_tool_returns(api, agent, fake_llm):
-    fake_llm.script(FakeLLM.tool("archival_memory_search", {"query": "cats"}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": REPLY}))
+    fake_llm.script(
+        FakeLLM.tool("archival_memory_search", {"query": "cats"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": REPLY}),
+    )
     frames = _frames(api.post(f"/v1/agents/{agent.id}/messages/stream", {"input": "hi", "stream_tokens": True}))
     kinds = [f["message_type"] for f in frames]
     assert kinds[-2:] == ["stop_reason", "usage_statistics"]
@@ -82,11 +84,16 @@ def test_sse_without_stream_tokens_sends_whole_messages(api, agent, fake_llm):
 
 def _exchange(api, agent, fake_llm, streaming: bool):
     """The same exchange as a plain request, or followed token by token (a stream_tokens SSE caller)."""
-    fake_llm.script(FakeLLM.tool("core_memory_append", {"label": "human", "content": "Likes tea."}, thinking="note it",
-                                 heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": REPLY}))
+    fake_llm.script(
+        FakeLLM.tool(
+            "core_memory_append", {"label": "human", "content": "Likes tea."}, thinking="note it", heartbeat=True
+        ),
+        FakeLLM.tool("send_message", {"message": REPLY}),
+    )
     if streaming:
-        frames = _frames(api.post(f"/v1/agents/{agent.id}/messages/stream", {"input": "I like tea", "stream_tokens": True}))
+        frames = _frames(
+            api.post(f"/v1/agents/{agent.id}/messages/stream", {"input": "I like tea", "stream_tokens": True})
+        )
         assert any(f.get("delta") for f in frames)
         run_id = frames[0]["run_id"]
     else:
@@ -102,10 +109,17 @@ def _scrub(value):
 
 def _record(step) -> dict:
     message = step.response["choices"][0]["message"]
-    return _scrub({"request": step.request, "sections": [s["name"] for s in step.context_sections],
-                   "tokenizer": step.tokenizer, "message": {k: message.get(k) for k in ("role", "content", "tool_calls")},
-                   "finish": step.response["choices"][0]["finish_reason"], "model": step.response["model"],
-                   "usage": {k: step.usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}})
+    return _scrub(
+        {
+            "request": step.request,
+            "sections": [s["name"] for s in step.context_sections],
+            "tokenizer": step.tokenizer,
+            "message": {k: message.get(k) for k in ("role", "content", "tool_calls")},
+            "finish": step.response["choices"][0]["finish_reason"],
+            "model": step.response["model"],
+            "usage": {k: step.usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")},
+        }
+    )
 
 
 def test_a_streamed_step_stores_the_same_record_as_a_plain_one(account, fake_llm):

@@ -8,8 +8,8 @@ from django.test import Client
 
 from core.accounts import api_token_create
 from core.agentfile import agentfile_export, agentfile_import, parse_agent_file
-from core.services import agent_update
 from core.models import Agent, AgentTestRun, AgentVersion, Run, ToolVersion
+from core.services import agent_update
 from memory.models import Block
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
@@ -62,8 +62,15 @@ def test_api_change_is_authored_by_the_token_with_its_message(api, account, agen
 def test_ide_settings_save_is_authored_by_the_signed_in_person(account, agent):
     web = Client()
     web.force_login(account.user)
-    data = {"name": "Ada", "model": agent.model, "system": "From the IDE.", "temperature": "0.5", "max_steps": "9",
-            "context_window_limit": "8000", "tags": "x"}
+    data = {
+        "name": "Ada",
+        "model": agent.model,
+        "system": "From the IDE.",
+        "temperature": "0.5",
+        "max_steps": "9",
+        "context_window_limit": "8000",
+        "tags": "x",
+    }
     r = web.post(f"/agents/{agent.id}/settings/", data, HTTP_HX_REQUEST="true")
     assert r.status_code == 200 and b"Saved." in r.content
     v2 = _latest(agent)
@@ -154,7 +161,11 @@ def test_restore_makes_a_new_equal_version_and_leaves_block_values_alone(api, ac
     assert agent.system == v2.definition["system"] and tool.source_code == SOURCE_V1
     assert Block.objects.get(pk=block.pk).value == "The user's name is Bob."
     assert api.get(f"/v1/agents/{agent.id}/versions/5/diff?against=2").json()["changes"] == []
-    assert [v.message for v in _versions(other)] == ["created", "tool shout changed", "tool shout restored with agent Ada v2"]
+    assert [v.message for v in _versions(other)] == [
+        "created",
+        "tool shout changed",
+        "tool shout restored with agent Ada v2",
+    ]
     assert _latest(other).definition["tools"][-1]["tool_version"] == 3  # v1's code, as a new tool version
 
 
@@ -189,7 +200,10 @@ def test_a_run_is_recorded_against_the_version_it_ran_on(api, agent, fake_llm):
     web = Client()
     web.force_login(Agent.objects.get(pk=agent.pk).owner.members.get())
     html = web.get(f"/agents/{agent.id}/runs/").content.decode()
-    assert [html.split(f'data-run="{run.id}"')[1].split("</tbody>")[0].count(f">v{n}</span>") for run, n in zip(runs, (1, 2))] == [1, 1]
+    assert [
+        html.split(f'data-run="{run.id}"')[1].split("</tbody>")[0].count(f">v{n}</span>")
+        for run, n in zip(runs, (1, 2), strict=False)
+    ] == [1, 1]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -218,8 +232,9 @@ def test_history_round_trips_through_an_agent_file(api, account, agent):
     copy = Agent.objects.get(id=result.agent_ids[0])
     assert "agents_ide_version_history" not in copy.metadata
     original, imported = _versions(agent), _versions(copy)
-    assert [(v.number, v.message, v.author_kind, v.content_hash) for v in imported] == \
-           [(v.number, v.message, v.author_kind, v.content_hash) for v in original]
+    assert [(v.number, v.message, v.author_kind, v.content_hash) for v in imported] == [
+        (v.number, v.message, v.author_kind, v.content_hash) for v in original
+    ]
     assert imported[-1].definition["system"] == "Second."
     r = api.get(f"/v1/agents/{copy.id}/versions/4/diff?against=2").json()
     assert {c["field"] for c in r["changes"]} == {"system", "tools.shout"}
@@ -245,14 +260,21 @@ def test_history_tab_lists_diffs_and_restores_escaping_what_it_shows(api, accoun
     html = panel.content.decode()
     assert 'data-version="2"' in html and 'data-version="1"' in html and "&lt;b&gt;bold&lt;/b&gt;" in html
     diff = web.get(f"/agents/{agent.id}/versions/diff/?number=2&against=1", HTTP_HX_REQUEST="true").content.decode()
-    assert 'data-field="system"' in diff and "+&lt;script&gt;alert(1)&lt;/script&gt;" in diff and "<script>alert" not in diff
+    assert (
+        'data-field="system"' in diff
+        and "+&lt;script&gt;alert(1)&lt;/script&gt;" in diff
+        and "<script>alert" not in diff
+    )
     bad = web.get(f"/agents/{agent.id}/versions/diff/?number=9", HTTP_HX_REQUEST="true")
     assert bad.status_code == 200 and b"no version 9" in bad.content  # inline, in the diff's place
     r = web.post(f"/agents/{agent.id}/versions/1/restore/", {"message": "undo"}, HTTP_HX_REQUEST="true")
     assert r.status_code == 200 and b"Restored as version 3" in r.content
     v3 = _latest(agent)
     assert (v3.author_kind, v3.author, v3.message, v3.restored_from) == ("user", "alice", "undo", 1)
-    assert web.post(f"/agents/{agent.id}/versions/8/restore/", {}, HTTP_HX_REQUEST="true").content.count(b"no version 8") == 1
+    assert (
+        web.post(f"/agents/{agent.id}/versions/8/restore/", {}, HTTP_HX_REQUEST="true").content.count(b"no version 8")
+        == 1
+    )
     assert _latest(agent).number == 3
 
 
@@ -263,8 +285,13 @@ def test_history_tab_shows_the_test_results_recorded_against_each_version(api, a
     web.force_login(account.user)
     api.patch(f"/v1/agents/{agent.id}", {"system": "Broken."})
     v2 = _latest(agent)
-    TR.objects.create(owner=account.org, agent=agent, status="failed", agent_version=v2,
-                      results=[{"test_id": "t1", "name": "greets politely", "passed": False}])
+    TR.objects.create(
+        owner=account.org,
+        agent=agent,
+        status="failed",
+        agent_version=v2,
+        results=[{"test_id": "t1", "name": "greets politely", "passed": False}],
+    )
     html = web.get(f"/agents/{agent.id}/versions/").content.decode()
     row = html.split('data-version="2"')[1].split('data-version="1"')[0]
     assert "tests failed" in row and "greets politely" in row

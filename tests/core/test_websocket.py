@@ -1,6 +1,5 @@
 """The agent websocket: runs started from a tab or the API reach every open tab on the agent."""
 
-
 import pytest
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
@@ -27,7 +26,9 @@ async def _until(comm, message_type, timeout=20):
     while True:
         event = await comm.receive_json_from(timeout=timeout)
         seen.append(event)
-        if event.get("message_type") == message_type and (message_type != "run_status" or event["status"] not in ("running", "created")):
+        if event.get("message_type") == message_type and (
+            message_type != "run_status" or event["status"] not in ("running", "created")
+        ):
             return seen
 
 
@@ -45,8 +46,15 @@ async def test_two_tabs_both_receive_a_run_started_in_one(account, fake_llm):
     seen_a, seen_b = await _until(a, "run_status"), await _until(b, "run_status")
     for seen in (seen_a, seen_b):
         types = [e["message_type"] for e in seen]
-        for t in ("user_message", "reasoning_message", "assistant_message", "tool_return_message", "context_update",
-                  "stop_reason", "usage_statistics"):
+        for t in (
+            "user_message",
+            "reasoning_message",
+            "assistant_message",
+            "tool_return_message",
+            "context_update",
+            "stop_reason",
+            "usage_statistics",
+        ):
             assert t in types, (t, types)
         assert seen[-1]["status"] == "completed" and seen[-1]["stop_reason"] == "end_turn"
         assistant = [e for e in seen if e["message_type"] == "assistant_message" and not e.get("delta")][0]
@@ -105,7 +113,9 @@ async def test_cancel_from_a_tab(account, fake_llm):
     from channels.db import database_sync_to_async
 
     agent = await database_sync_to_async(_agent)(account)
-    fake_llm.script(*[FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True, latency=0.3) for _ in range(10)])
+    fake_llm.script(
+        *[FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True, latency=0.3) for _ in range(10)]
+    )
     tab = await _open(account.user, agent.id)
     await tab.send_json_to({"type": "user_message", "text": "loop", "max_steps": 10})
     await until_async(lambda: fake_llm.chat_requests, timeout=30, what="the run's first model call")
@@ -131,15 +141,19 @@ async def test_the_reply_names_the_message_it_answers_and_events_carry_their_ste
     from channels.db import database_sync_to_async
 
     agent = await database_sync_to_async(_agent)(account)
-    fake_llm.script(FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "done"}))
+    fake_llm.script(
+        FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "done"}),
+    )
     tab = await _open(account.user, agent.id)
     await tab.send_json_to({"type": "user_message", "text": "hi", "otid": "otid-123"})
     seen = await _until(tab, "run_status")
     reply, user = [e for e in seen if e.get("otid") == "otid-123"]
     assert reply["message_type"] == "run_status" and reply["status"] == "created"
     assert user["message_type"] == "user_message" and user["content"] == "hi"  # the tab's otid is kept on its message
-    stored = [e for e in seen if e["message_type"] in ("tool_return_message", "assistant_message") and not e.get("delta")]
+    stored = [
+        e for e in seen if e["message_type"] in ("tool_return_message", "assistant_message") and not e.get("delta")
+    ]
     assert [e["step_index"] for e in stored] == [0, 1, 1]  # search's return; send_message's call and return
 
     def reset():

@@ -43,15 +43,18 @@ def test_the_asgi_application_uses_the_full_origin_check():
     assert "FullOriginValidator(AuthMiddlewareStack(" in source and "AllowedHostsOriginValidator(" not in source
 
 
-@pytest.mark.parametrize("origin", [
-    "http://127.0.0.1:9999",     # same host, another port: another site
-    "http://127.0.0.1",          # same host, default port
-    "https://127.0.0.1:8000",    # another scheme
-    "http://evil.example:8000",  # another host
-    "null",
-    None,                        # no Origin at all
-    "http://127.0.0.1:8000/path",
-])
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://127.0.0.1:9999",  # same host, another port: another site
+        "http://127.0.0.1",  # same host, default port
+        "https://127.0.0.1:8000",  # another scheme
+        "http://evil.example:8000",  # another host
+        "null",
+        None,  # no Origin at all
+        "http://127.0.0.1:8000/path",
+    ],
+)
 async def test_other_origins_are_refused(account, origin):
     agent, _, key = await _setup(account)
     comm = _socket(agent.id, key, origin=origin)

@@ -16,8 +16,14 @@ from tests.helpers import database_url, free_port
 CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-artifacts" / "screenshots"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def _require_chromium():
@@ -43,8 +49,12 @@ def redis_layer(settings):
         if IN_CI:
             pytest.fail(f"Redis is not reachable at {REDIS_TEST_URL}")
         pytest.skip(f"Redis is not reachable at {REDIS_TEST_URL}")
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                           "CONFIG": {"hosts": [{"address": REDIS_TEST_URL}]}}}
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": REDIS_TEST_URL}]},
+        }
+    }
     channel_layers.backends.clear()
     try:
         yield REDIS_TEST_URL
@@ -59,14 +69,32 @@ def live_server_url(request, transactional_db, fake_llm):
     _require_chromium()
     port = free_port()
     redis_url = request.getfixturevalue("redis_layer") if "redis_layer" in request.fixturenames else ""
-    env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "tests.settings",
-           "ALLOWED_HOSTS": "127.0.0.1,localhost", "CSRF_TRUSTED_ORIGINS": f"http://127.0.0.1:{port}",
-           "REDIS_URL": redis_url, "RUNS_IN_WORKER": "", "PYTHONUNBUFFERED": "1",
-           # as scripts/serve does: the server derives the tools' callback address (PUBLIC_BASE_URL) from these
-           "HOST": "127.0.0.1", "PORT": str(port), "PUBLIC_BASE_URL": ""}
-    log = open(ROOT / "test-artifacts" / f"daphne-{port}.log", "w") if (ROOT / "test-artifacts").exists() else subprocess.DEVNULL
-    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "CSRF_TRUSTED_ORIGINS": f"http://127.0.0.1:{port}",
+        "REDIS_URL": redis_url,
+        "RUNS_IN_WORKER": "",
+        "PYTHONUNBUFFERED": "1",
+        # as scripts/serve does: the server derives the tools' callback address (PUBLIC_BASE_URL) from these
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+        "PUBLIC_BASE_URL": "",
+    }
+    log = (
+        open(ROOT / "test-artifacts" / f"daphne-{port}.log", "w")
+        if (ROOT / "test-artifacts").exists()
+        else subprocess.DEVNULL
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -114,8 +142,15 @@ def signed_in(chromium, live_server_url, account):
     client = Client()
     client.force_login(account.user)
     context = chromium.new_context(viewport={"width": 1280, "height": 860}, base_url=live_server_url)
-    context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
-                          "url": live_server_url}])
+    context.add_cookies(
+        [
+            {
+                "name": settings.SESSION_COOKIE_NAME,
+                "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                "url": live_server_url,
+            }
+        ]
+    )
     context.set_default_timeout(15000)
     try:
         yield context

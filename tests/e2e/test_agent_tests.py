@@ -27,7 +27,9 @@ def _open_tests(context, agent_id: str):
     page.goto(f"/agents/{agent_id}/")
     expect(page.locator("body[data-ws=open]")).to_have_count(1)
     page.click('.pill-nav [data-tab="tab-tests"]')
-    expect(page.locator("#tests-table .test-row")).to_have_count(len(agent_tests.tests_list(agent=Agent.objects.get(pk=agent_id))))
+    expect(page.locator("#tests-table .test-row")).to_have_count(
+        len(agent_tests.tests_list(agent=Agent.objects.get(pk=agent_id)))
+    )
     return page
 
 
@@ -57,7 +59,9 @@ def test_three_tests_run_from_the_tab_with_expected_actual_and_step_links(signed
     expect(block.locator(".failure strong")).to_have_text("block human contains")
     expect(block.locator("pre.expected")).to_have_text("coffee")
     expect(block.locator("pre.actual")).to_contain_text("Likes tea.")
-    result = agent_tests.test_run_out(agent_tests.test_run_get(agent=agent, run_id=run.get_attribute("data-test-run")))["results"][2]
+    result = agent_tests.test_run_out(agent_tests.test_run_get(agent=agent, run_id=run.get_attribute("data-test-run")))[
+        "results"
+    ][2]
     step_id, copy_id = result["failures"][0]["step_id"], result["copy_agent_id"]
     link = block.locator("a.step-link")
     expect(link).to_have_attribute("href", f"/agents/{copy_id}/?step={step_id}")
@@ -81,9 +85,11 @@ def test_save_as_test_prefills_the_turns_from_the_conversation(signed_in, accoun
     from tests.fake_llm import FakeLLM
 
     agent = make_agent(account.org, name="drafted")
-    fake_llm.script(FakeLLM.tool("conversation_search", {"query": "tea"}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "You like tea."}),
-                    FakeLLM.tool("send_message", {"message": "Noted, coffee it is."}))
+    fake_llm.script(
+        FakeLLM.tool("conversation_search", {"query": "tea"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "You like tea."}),
+        FakeLLM.tool("send_message", {"message": "Noted, coffee it is."}),
+    )
     run_agent(agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "What do I like?"}])
     run_agent(agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "I like coffee now."}])
     page = _open_tests(signed_in, agent.id)
@@ -128,8 +134,13 @@ def test_save_as_test_prefills_the_turns_from_the_conversation(signed_in, accoun
     page.fill("#test-form textarea[name=expect_json]", '{"reply": {"contains": "tea"}, "stop_reason": "end_turn"}')
     page.click("#test-save")
     expect(page.locator("#test-saved")).to_be_visible()
-    assert agent_tests.tests_list(agent=Agent.objects.get(pk=agent.id))[0]["expect"] == {"reply": {"contains": "tea"}, "stop_reason": "end_turn"}
-    fake_llm.script(FakeLLM.tool("send_message", {"message": "Hello."}), FakeLLM.tool("send_message", {"message": "Coffee, noted."}))
+    assert agent_tests.tests_list(agent=Agent.objects.get(pk=agent.id))[0]["expect"] == {
+        "reply": {"contains": "tea"},
+        "stop_reason": "end_turn",
+    }
+    fake_llm.script(
+        FakeLLM.tool("send_message", {"message": "Hello."}), FakeLLM.tool("send_message", {"message": "Coffee, noted."})
+    )
     page.click(f'[data-run-test="{saved["id"]}"]')
     box = page.locator(".test-run").first
     expect(box).to_have_attribute("data-status", "failed", timeout=RUN_S)
@@ -159,8 +170,10 @@ def test_a_run_started_elsewhere_streams_into_an_open_tab(redis_layer, signed_in
     agent = make_agent(account.org, name="watched")
     agent_tests.test_save(agent=agent, test=TESTS[1])
     page = _open_tests(signed_in, agent.id)
-    fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": "Likes tea."}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "Stored."}))
+    fake_llm.script(
+        FakeLLM.tool("archival_memory_insert", {"content": "Likes tea."}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "Stored."}),
+    )
     run = agent_tests.tests_start(owner=account.org, agent=Agent.objects.get(pk=agent.id))  # as the API does
     box = page.locator(f'[data-test-run="{run.id}"]')
     expect(box).to_have_attribute("data-status", "passed", timeout=RUN_S)

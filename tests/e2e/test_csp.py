@@ -13,8 +13,10 @@ def _watch(page) -> list[str]:
     """Collect CSP violations the page reports (console errors and securitypolicyviolation events)."""
     seen: list[str] = []
     page.on("console", lambda m: seen.append(m.text) if "Content Security Policy" in m.text else None)
-    page.add_init_script("document.addEventListener('securitypolicyviolation', e => "
-                         "console.error('Content Security Policy violation: ' + e.violatedDirective + ' ' + e.blockedURI))")
+    page.add_init_script(
+        "document.addEventListener('securitypolicyviolation', e => "
+        "console.error('Content Security Policy violation: ' + e.violatedDirective + ' ' + e.blockedURI))"
+    )
     return seen
 
 
@@ -46,8 +48,9 @@ def test_ide_pages_run_under_the_csp_without_violations(signed_in, account):
 
 
 def test_login_and_import_pages_under_the_csp(chromium, live_server_url, account, tmp_path):
-    from core.agentfile.exporter import agentfile_export
     import json
+
+    from core.agentfile.exporter import agentfile_export
 
     context = chromium.new_context(base_url=live_server_url)
     page = context.new_page()

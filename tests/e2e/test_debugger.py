@@ -37,16 +37,26 @@ def _turn(i: int) -> str:
 
 
 def _api(base: str, token: str, method: str, path: str, body: dict | None = None) -> dict:
-    req = urllib.request.Request(base + path, method=method, data=json.dumps(body).encode() if body is not None else None,
-                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        base + path,
+        method=method,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=30) as resp:
         return json.load(resp)
 
 
 def test_overflow_marks_evicted_messages_and_draws_summary_and_reset_dividers(signed_in, account, fake_llm):
-    agent = make_agent(account.org, name="Small window", system="You are a concise test agent. Reply with send_message.",
-                       include_base_tools=False, tools=["send_message", "conversation_search"], context_window_limit=2000,
-                       memory_blocks=[BlockInput(label="human", value="Name: Alice")])
+    agent = make_agent(
+        account.org,
+        name="Small window",
+        system="You are a concise test agent. Reply with send_message.",
+        include_base_tools=False,
+        tools=["send_message", "conversation_search"],
+        context_window_limit=2000,
+        memory_blocks=[BlockInput(label="human", value="Name: Alice")],
+    )
     for i in range(6):  # most of the window, filled through the real runner
         run_agent(agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": _turn(i)}])
     assert not Message.objects.filter(agent=agent, kind="summary").exists()
@@ -70,10 +80,14 @@ def test_overflow_marks_evicted_messages_and_draws_summary_and_reset_dividers(si
     summarizer = Step.objects.get(agent=agent, kind="summarizer")
     expect(evicted.locator(".ctx-mark.out .step-chip")).to_have_attribute("data-step", summarizer.id)
     agent.refresh_from_db()
-    shown = page.eval_on_selector_all("#conversation [data-id][data-ctx]", "els => els.map(e => [e.dataset.id, e.dataset.ctx])")
+    shown = page.eval_on_selector_all(
+        "#conversation [data-id][data-ctx]", "els => els.map(e => [e.dataset.id, e.dataset.ctx])"
+    )
     assert all((ctx == "in") == (mid in agent.message_ids) for mid, ctx in shown), shown
-    center = "(c, sel) => { const els = c.querySelectorAll(sel); const e = els[els.length - 1]; " \
-             "c.scrollTop += e.getBoundingClientRect().top - c.getBoundingClientRect().top - c.clientHeight / 2; }"
+    center = (
+        "(c, sel) => { const els = c.querySelectorAll(sel); const e = els[els.length - 1]; "
+        "c.scrollTop += e.getBoundingClientRect().top - c.getBoundingClientRect().top - c.clientHeight / 2; }"
+    )
     page.locator("#conversation").evaluate(center, "#history .msg[data-ctx=out]")
     shot(page, "30-overflow-evicted-messages")
     page.locator("#conversation").evaluate(center, "#live .divider")
@@ -107,10 +121,17 @@ def test_runs_view_follows_a_run_started_over_the_api(signed_in, account, fake_l
     page.click("[data-tab=tab-runs]")
     expect(page.locator("#runs-table")).to_contain_text("No runs yet")
 
-    fake_llm.script(FakeLLM.tool("conversation_search", {"query": "tea"}, heartbeat=True, latency=3),
-                    FakeLLM.tool("send_message", {"message": "Answered over the API."}))
-    run = _api(live_server_url, account.token, "POST", f"/v1/agents/{agent.id}/messages/async",
-               {"messages": [{"role": "user", "content": "from a script"}]})
+    fake_llm.script(
+        FakeLLM.tool("conversation_search", {"query": "tea"}, heartbeat=True, latency=3),
+        FakeLLM.tool("send_message", {"message": "Answered over the API."}),
+    )
+    run = _api(
+        live_server_url,
+        account.token,
+        "POST",
+        f"/v1/agents/{agent.id}/messages/async",
+        {"messages": [{"role": "user", "content": "from a script"}]},
+    )
     row = page.locator(f'.run-row[data-run="{run["id"]}"]')
     expect(row).to_have_attribute("data-status", re.compile("created|running"), timeout=FIRST_CALL_S)
     expect(page.locator("#run-status")).to_contain_text("running")
@@ -145,8 +166,10 @@ def test_runs_view_follows_a_run_started_over_the_api(signed_in, account, fake_l
 def test_step_inspector_reads_the_payload_and_diffs_a_memory_edit(signed_in, account, fake_llm):
     agent = make_agent(account.org, name="Memory editor")
     page = _open(signed_in, agent.id)
-    fake_llm.script(FakeLLM.tool("core_memory_append", {"label": "human", "content": "Loves oolong tea."}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "Noted: oolong."}))
+    fake_llm.script(
+        FakeLLM.tool("core_memory_append", {"label": "human", "content": "Loves oolong tea."}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "Noted: oolong."}),
+    )
     _send(page, "I love oolong tea")
     expect(page.locator("#live .msg.assistant_message")).to_contain_text("Noted: oolong.", timeout=FIRST_CALL_S)
 
@@ -163,8 +186,11 @@ def test_step_inspector_reads_the_payload_and_diffs_a_memory_edit(signed_in, acc
     # the step after it shows the same change as "since the previous step"
     page.locator("#live .msg.assistant_message .step-chip").click()
     expect(page.locator("#step-detail .step-card strong").first).to_have_text("Step 1")
-    expect(page.locator("#step-text-diff details.diff-part", has=system_label).locator(".add")
-           .filter(has_text="Loves oolong tea.")).to_have_count(1)
+    expect(
+        page.locator("#step-text-diff details.diff-part", has=system_label)
+        .locator(".add")
+        .filter(has_text="Loves oolong tea.")
+    ).to_have_count(1)
 
     # the payload, part by part: each message and tool definition with its token count, collapsible
     card = page.locator("#step-detail .step-card")
@@ -250,7 +276,10 @@ def test_token_chunks_render_before_the_final_message(redis_layer, signed_in, ac
     reasoning = page.locator(f'#live .msg.reasoning_message[data-id="{mid}"]')
     expect(reasoning.locator(".body")).to_have_text("Let me think ")
     chunk("reasoning_message", reasoning="about <b>tea</b>.")
-    chunk("tool_call_message", tool_call={"name": "send_message", "arguments": '{"message": "Hel', "tool_call_id": "call-1"})
+    chunk(
+        "tool_call_message",
+        tool_call={"name": "send_message", "arguments": '{"message": "Hel', "tool_call_id": "call-1"},
+    )
     expect(reasoning.locator(".body")).to_have_text("Let me think about <b>tea</b>.")
     call = page.locator(f'#live .msg.tool_call_message[data-id="{mid}"]')
     expect(call.locator("code")).to_have_text("send_message")
@@ -267,27 +296,48 @@ def test_token_chunks_render_before_the_final_message(redis_layer, signed_in, ac
 
     # the complete messages replace their chunks, in place
     final = {"id": mid, "run_id": "run-x", "step_id": None, "date": "2026-11-30T12:00:00+00:00"}
-    send_events(group, [{**final, "message_type": "reasoning_message", "reasoning": "Let me think about <b>tea</b>."},
-                        {**final, "message_type": "assistant_message", "content": "Hello there!"}])
+    send_events(
+        group,
+        [
+            {**final, "message_type": "reasoning_message", "reasoning": "Let me think about <b>tea</b>."},
+            {**final, "message_type": "assistant_message", "content": "Hello there!"},
+        ],
+    )
     expect(answer.locator(".body")).to_have_text("Hello there!")
     expect(page.locator("#live .msg.assistant_message")).to_have_count(1)
     expect(page.locator("#live .msg.reasoning_message")).to_have_count(1)
-    expect(page.locator("#live .msg.reasoning_message.streaming, #live .msg.assistant_message.streaming")).to_have_count(0)
+    expect(
+        page.locator("#live .msg.reasoning_message.streaming, #live .msg.assistant_message.streaming")
+    ).to_have_count(0)
     kinds = page.eval_on_selector_all("#live .msg", "els => els.map(e => e.dataset.type)")
     assert kinds == ["reasoning_message", "tool_call_message", "assistant_message"], kinds
 
     # send_message streamed as a tool call ends as the assistant message it stands for
     other = "message-streamed-2"
-    send_events(group, [{"message_type": "tool_call_message", "id": other, "delta": True, "run_id": "run-x",
-                         "tool_call": {"name": "send_message", "arguments": '{"message": "Bye', "tool_call_id": "call-2"}}])
+    send_events(
+        group,
+        [
+            {
+                "message_type": "tool_call_message",
+                "id": other,
+                "delta": True,
+                "run_id": "run-x",
+                "tool_call": {"name": "send_message", "arguments": '{"message": "Bye', "tool_call_id": "call-2"},
+            }
+        ],
+    )
     expect(page.locator(f'#live .msg.tool_call_message.streaming[data-id="{other}"]')).to_have_count(1)
     send_events(group, [{**final, "id": other, "message_type": "assistant_message", "content": "Bye now."}])
     expect(page.locator(f'#live .msg.assistant_message[data-id="{other}"]')).to_have_text(re.compile("Bye now."))
     expect(page.locator(f'#live .msg.tool_call_message[data-id="{other}"]')).to_have_count(0)
     # chunks of a step that never completed go when the run ends
-    send_events(group, [{"message_type": "assistant_message", "id": "message-never", "delta": True, "content": "half a"}])
+    send_events(
+        group, [{"message_type": "assistant_message", "id": "message-never", "delta": True, "content": "half a"}]
+    )
     expect(page.locator('#live .msg.streaming[data-id="message-never"]')).to_have_count(1)
-    send_events(group, [{"message_type": "run_status", "run_id": "run-x", "status": "completed", "stop_reason": "end_turn"}])
+    send_events(
+        group, [{"message_type": "run_status", "run_id": "run-x", "status": "completed", "stop_reason": "end_turn"}]
+    )
     expect(page.locator('#live [data-id="message-never"]')).to_have_count(0)
     expect(page.locator("#run-status")).to_contain_text("completed")
 
@@ -296,10 +346,14 @@ def test_an_imported_letta_v1_conversation_renders_like_a_native_one(signed_in, 
     from core.agentfile import agentfile_import, parse_agent_file
     from tests.core.agentfile_fixtures import fixture_path
 
-    result = agentfile_import(owner=account.org, parsed=parse_agent_file(fixture_path("memgpt_agent_with_convo.af").read_bytes()))
+    result = agentfile_import(
+        owner=account.org, parsed=parse_agent_file(fixture_path("memgpt_agent_with_convo.af").read_bytes())
+    )
     page = _open(signed_in, result.agent_ids[0])
     history = page.locator("#history")
-    expect(history.locator(".msg.user_message[data-ctx=in]").filter(has_text="Can you start calling me")).to_have_count(1)
+    expect(history.locator(".msg.user_message[data-ctx=in]").filter(has_text="Can you start calling me")).to_have_count(
+        1
+    )
     expect(history.locator(".divider.summary")).to_contain_text("Context summarized")  # Letta's own summary alert
     expect(history).not_to_contain_text('"type": "user_message"')
     expect(history.locator(".divider.reset")).to_have_count(0)

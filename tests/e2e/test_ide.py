@@ -39,7 +39,9 @@ def _create_from_template(page) -> str:
     shot(page, "01-agents-empty")
     page.fill("#create-agent input[name=name]", "Ada")
     page.select_option("#create-agent select[name=template]", "af:memgpt_chat")
-    page.select_option("#create-agent select[name=agent_type]", "memgpt_v2_agent")  # the script below answers with send_message
+    page.select_option(
+        "#create-agent select[name=agent_type]", "memgpt_v2_agent"
+    )  # the script below answers with send_message
     page.fill("#create-agent input[name=model]", "openai/fake-model")
     page.click("#create-agent button[type=submit]")
     page.wait_for_url(re.compile(r"/agents/agent-[^/]+/$"))
@@ -56,7 +58,9 @@ def test_create_from_template_and_stream_a_run_into_two_tabs(signed_in, fake_llm
         expect(p.locator("body[data-ws=open]")).to_have_count(1)
 
     fake_llm.script(
-        FakeLLM.tool("conversation_search", {"query": "tea"}, thinking="Did we talk about <b>tea</b> before?", heartbeat=True),
+        FakeLLM.tool(
+            "conversation_search", {"query": "tea"}, thinking="Did we talk about <b>tea</b> before?", heartbeat=True
+        ),
         FakeLLM.tool("send_message", {"message": "Hello <i>Ada</i>, nice to meet you."}, thinking="Greet her back."),
     )
     box = page.locator("#composer-input")
@@ -68,12 +72,25 @@ def test_create_from_template_and_stream_a_run_into_two_tabs(signed_in, fake_llm
 
     for p in (page, second):
         # the server's first model call imports litellm (several seconds on a small machine)
-        expect(p.locator("#live .msg.assistant_message")).to_contain_text("Hello <i>Ada</i>, nice to meet you.", timeout=60000)
+        expect(p.locator("#live .msg.assistant_message")).to_contain_text(
+            "Hello <i>Ada</i>, nice to meet you.", timeout=60000
+        )
         expect(p.locator("#live .msg.stop_reason")).to_have_count(1)
         kinds = p.eval_on_selector_all("#live .msg", "els => els.map(e => e.dataset.type || e.className.split(' ')[1])")
-        order = [k for k in kinds if k in ("user_message", "reasoning_message", "tool_call_message", "tool_return_message", "assistant_message")]
-        assert order == ["user_message", "reasoning_message", "tool_call_message", "tool_return_message",
-                         "reasoning_message", "assistant_message"], order
+        order = [
+            k
+            for k in kinds
+            if k
+            in ("user_message", "reasoning_message", "tool_call_message", "tool_return_message", "assistant_message")
+        ]
+        assert order == [
+            "user_message",
+            "reasoning_message",
+            "tool_call_message",
+            "tool_return_message",
+            "reasoning_message",
+            "assistant_message",
+        ], order
         # model output is text, never markup
         assert p.locator("#live i").count() == 0 and p.locator("#live b").count() == 0
         expect(p.locator("#live .tool_call_message pre")).to_contain_text('"query": "tea"')
@@ -157,8 +174,12 @@ def test_write_a_tool_see_its_schema_and_run_it(signed_in):
 def test_every_page_renders_for_screenshots(signed_in, account):
     agent = make_agent(account.org, name="Shown", tags=["demo"])
     page = signed_in.new_page()
-    for name, url in [("07-agents", "/"), ("08-blocks", "/blocks/"), ("09-settings", "/settings/"),
-                      ("10-delete-confirm", f"/agents/{agent.id}/delete/")]:
+    for name, url in [
+        ("07-agents", "/"),
+        ("08-blocks", "/blocks/"),
+        ("09-settings", "/settings/"),
+        ("10-delete-confirm", f"/agents/{agent.id}/delete/"),
+    ]:
         page.goto(url)
         expect(page.locator("main")).to_be_visible()
         shot(page, name)
@@ -168,7 +189,9 @@ def test_every_page_renders_for_screenshots(signed_in, account):
     page.goto(f"/agents/{agent.id}/")
     page.click("[data-tab=tab-archival]")
     expect(page.locator("#search-mode")).to_contain_text("full text")
-    page.fill("#archival textarea[name=text]", "Ada's favourite tea is oolong.") if page.locator("#archival details").first.evaluate("d => (d.open = true)") else None
+    page.fill("#archival textarea[name=text]", "Ada's favourite tea is oolong.") if page.locator(
+        "#archival details"
+    ).first.evaluate("d => (d.open = true)") else None
     page.click("#archival details button[type=submit]")
     expect(page.locator("#passages")).to_contain_text("oolong")
     shot(page, "12-archival")

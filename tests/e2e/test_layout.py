@@ -30,22 +30,45 @@ RUN_S = 90000  # ms: a test run copies the agent and runs it through the executo
 
 def _seed(account, fake_llm, tmp_path) -> dict:
     """Agents, blocks, tools, runs and tests with long unbroken names and values, through the real services."""
-    agent = make_agent(account.org, name=LONG, tags=["production-eu-north-1-very-long-tag-name", "support"],
-                       memory_blocks=[BlockInput(label="persona", value="I am a helpful support agent. " * 8),
-                                      BlockInput(label="customer_profile_with_a_long_label", value="Account " + LONG_ID)])
+    agent = make_agent(
+        account.org,
+        name=LONG,
+        tags=["production-eu-north-1-very-long-tag-name", "support"],
+        memory_blocks=[
+            BlockInput(label="persona", value="I am a helpful support agent. " * 8),
+            BlockInput(label="customer_profile_with_a_long_label", value="Account " + LONG_ID),
+        ],
+    )
     make_agent(account.org, name="Ada")
-    fake_llm.script(FakeLLM.tool("send_message", {"message": "See https://example.com/" + "very-long-path/" * 12 + " for details."}))
-    run_agent(agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "Where is my order " + LONG_ID + "?"}])
+    fake_llm.script(
+        FakeLLM.tool("send_message", {"message": "See https://example.com/" + "very-long-path/" * 12 + " for details."})
+    )
+    run_agent(
+        agent_id=agent.id,
+        owner=account.org,
+        input_messages=[{"role": "user", "content": "Where is my order " + LONG_ID + "?"}],
+    )
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Done."}))
     run_agent(agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "Thanks."}])
     step = Step.objects.filter(agent=agent).order_by("created_at").first()
-    memory_services.passage_insert(agent=Agent.objects.get(pk=agent.id), text="Refund policy: " + LONG_ID, tags=["policy"])
-    agent_tests.test_save(agent=Agent.objects.get(pk=agent.id), test={
-        "name": "answers-about-the-order-status-with-an-unbroken-test-name-" + "y" * 40, "turns": ["Where is my order?"],
-        "expect": {"reply": {"contains": "order"}}})
-    tool = tool_services.tool_create(owner=account.org, source_code=(
-        "def lookup_order_status_in_the_warehouse_system_v2(order_id: str) -> str:\n"
-        '    """Look up an order.\n\n    Args:\n        order_id: The order id.\n    """\n    return order_id\n'))
+    memory_services.passage_insert(
+        agent=Agent.objects.get(pk=agent.id), text="Refund policy: " + LONG_ID, tags=["policy"]
+    )
+    agent_tests.test_save(
+        agent=Agent.objects.get(pk=agent.id),
+        test={
+            "name": "answers-about-the-order-status-with-an-unbroken-test-name-" + "y" * 40,
+            "turns": ["Where is my order?"],
+            "expect": {"reply": {"contains": "order"}},
+        },
+    )
+    tool = tool_services.tool_create(
+        owner=account.org,
+        source_code=(
+            "def lookup_order_status_in_the_warehouse_system_v2(order_id: str) -> str:\n"
+            '    """Look up an order.\n\n    Args:\n        order_id: The order id.\n    """\n    return order_id\n'
+        ),
+    )
     block = agent.blocks.get(label="customer_profile_with_a_long_label")
     path = tmp_path / "agent.af"
     path.write_text(json.dumps(agentfile_export(agent=Agent.objects.get(pk=agent.id)), default=str))
@@ -67,9 +90,17 @@ def _shot(page, name: str) -> None:
 
 def _pages(data) -> list[tuple[str, str]]:
     a, s = data["agent"], data["step"]
-    return [("agents", "/"), ("workspace", f"/agents/{a.id}/"), ("blocks", "/blocks/"),
-            ("block", f"/blocks/{data['block'].id}/"), ("tools", f"/tools/?tool={data['tool'].id}"), ("new-tool", "/tools/"),
-            ("settings", "/settings/"), ("replay", f"/agents/{a.id}/steps/{s.id}/replay/"), ("delete", f"/agents/{a.id}/delete/")]
+    return [
+        ("agents", "/"),
+        ("workspace", f"/agents/{a.id}/"),
+        ("blocks", "/blocks/"),
+        ("block", f"/blocks/{data['block'].id}/"),
+        ("tools", f"/tools/?tool={data['tool'].id}"),
+        ("new-tool", "/tools/"),
+        ("settings", "/settings/"),
+        ("replay", f"/agents/{a.id}/steps/{s.id}/replay/"),
+        ("delete", f"/agents/{a.id}/delete/"),
+    ]
 
 
 def _reveal_inspector(page, width: int) -> None:
@@ -229,7 +260,9 @@ def test_inspector_is_a_drawer_between_768_and_1280(signed_in, account, fake_llm
     expect(page.locator("#conversation")).to_be_visible()
     expect(page.locator(".ws-tabs")).to_be_hidden()
     expect(inspector).to_be_hidden()
-    assert _width(page, "#settings-pane") + _width(page, "#conversation-pane") >= 1024 - 10  # the two panes fill the window
+    assert (
+        _width(page, "#settings-pane") + _width(page, "#conversation-pane") >= 1024 - 10
+    )  # the two panes fill the window
 
     toggle.click()
     expect(inspector).to_be_visible()
@@ -269,8 +302,11 @@ def test_one_pane_at_a_time_with_tabs_below_768(signed_in, account, fake_llm):
     page.goto(f"/agents/{agent.id}/")
     tabs = page.locator(".ws-tabs [role=tab]")
     expect(tabs).to_have_text(["Conversation", "Agent", "Context"])
-    panes = {"conversation": page.locator("#conversation-pane"), "settings": page.locator("#settings-pane"),
-             "inspector": page.locator("#inspector")}
+    panes = {
+        "conversation": page.locator("#conversation-pane"),
+        "settings": page.locator("#settings-pane"),
+        "inspector": page.locator("#inspector"),
+    }
 
     def only(name: str) -> None:
         for key, pane in panes.items():
@@ -307,8 +343,15 @@ def test_theme_follows_the_system_until_picked_and_the_pick_is_remembered(chromi
     client = Client()
     client.force_login(account.user)
     context = chromium.new_context(base_url=live_server_url, color_scheme="dark")
-    context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
-                          "url": live_server_url}])
+    context.add_cookies(
+        [
+            {
+                "name": settings.SESSION_COOKIE_NAME,
+                "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                "url": live_server_url,
+            }
+        ]
+    )
     page = context.new_page()
     page.goto("/tools/")
     root = page.locator("html")
@@ -322,7 +365,9 @@ def test_theme_follows_the_system_until_picked_and_the_pick_is_remembered(chromi
     expect(root).to_have_attribute("data-theme", "light")
     expect(page.locator("#theme-toggle")).to_have_attribute("title", "Switch to the dark theme")
     assert _background(page) != dark_bg
-    assert page.evaluate("getComputedStyle(document.querySelector('.CodeMirror')).backgroundColor") == "rgb(255, 255, 255)"
+    assert (
+        page.evaluate("getComputedStyle(document.querySelector('.CodeMirror')).backgroundColor") == "rgb(255, 255, 255)"
+    )
 
     page.click("#theme-toggle")  # the person picks dark: the system no longer decides
     expect(root).to_have_attribute("data-theme", "dark")
@@ -358,15 +403,19 @@ def test_the_audit_reports_what_it_looks_for(chromium):
     assert "horizontal scroll: document is 600px wide in 390px" in found
     assert 'cut off by the window (0..600 of 390): div#wide "Too wide for a phone"' in found
     assert 'p#faint "Faint grey text"' in found and "contrast 2.32 < 4.5" in found
-    assert 'overlap' in found and 'span#a "First label" / span#b "Second label"' in found
+    assert "overlap" in found and 'span#a "First label" / span#b "Second label"' in found
     assert "squeezed to" in found and "input#narrow" in found
     assert 'cut off by div "clipped words that go on": span "clipped words that go on"' in found
     assert "ellipsis" not in found  # truncated on purpose, with the full text in a tooltip
-    assert 'scrolls sideways (300px in 100px): div#pane' in found
+    assert "scrolls sideways (300px in 100px): div#pane" in found
     assert "p#fine" not in found
 
     # #e6e7eb at 40 % over #111318 is rgb(102, 104, 108): 3.32:1
-    page.set_content("<body style='margin:0;background:#111318;color:#e6e7eb'><p>Light on dark</p>"
-                     "<p style='opacity:.4'>Faded</p></body>")
-    assert page.evaluate(CHECKS) == ['contrast 3.32 < 4.5 (rgb(230, 231, 235) on rgb(17,19,24), opacity 0.4): p "Faded"']
+    page.set_content(
+        "<body style='margin:0;background:#111318;color:#e6e7eb'><p>Light on dark</p>"
+        "<p style='opacity:.4'>Faded</p></body>"
+    )
+    assert page.evaluate(CHECKS) == [
+        'contrast 3.32 < 4.5 (rgb(230, 231, 235) on rgb(17,19,24), opacity 0.4): p "Faded"'
+    ]
     page.close()

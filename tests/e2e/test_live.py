@@ -35,7 +35,10 @@ def test_message_from_another_agent_appears_live_with_a_link_to_the_sender(signe
     sender = _open(signed_in, alpha.id)
 
     fake_llm.script(
-        FakeLLM.tool("send_message_to_agent_async", {"message": "Hi Beta, is the <b>report</b> ready?", "other_agent_id": beta.id}),
+        FakeLLM.tool(
+            "send_message_to_agent_async",
+            {"message": "Hi Beta, is the <b>report</b> ready?", "other_agent_id": beta.id},
+        ),
         FakeLLM.tool("send_message", {"message": "Yes, it is ready."}),  # Beta's answer, in its own background run
     )
     _send(sender, "Ask Beta about the report")

@@ -60,11 +60,17 @@ def test_sleeptime_panel_enables_the_companion_runs_it_and_shows_its_edit(signed
         expect(panel).to_contain_text("every 4 turns")
         page.click("#sleeptime-run")
         expect(page.locator("#sleeptime-error")).to_contain_text("nothing new")
-        fake_llm.script(FakeLLM.tool("send_message", {"message": "noted"}),
-                        FakeLLM.tool("core_memory_append", {"label": "human", "content": "Prefers mornings."},
-                                     heartbeat=False))
-        run_wait(run=run_submit(owner=agent.owner, agent_id=agent.id,
-                                input_messages=[{"role": "user", "content": "I work best in the morning"}]))
+        fake_llm.script(
+            FakeLLM.tool("send_message", {"message": "noted"}),
+            FakeLLM.tool("core_memory_append", {"label": "human", "content": "Prefers mornings."}, heartbeat=False),
+        )
+        run_wait(
+            run=run_submit(
+                owner=agent.owner,
+                agent_id=agent.id,
+                input_messages=[{"role": "user", "content": "I work best in the morning"}],
+            )
+        )
         page.click("#sleeptime-run")
         expect(page.locator("#sleeptime-started")).to_be_visible()
         expect(page.locator("#sleeptime-runs")).to_contain_text("completed", timeout=60000)

@@ -55,14 +55,23 @@ def test_api_docs_render_offline(signed_in):
 def test_a_visit_to_every_page_logs_no_error_and_no_failed_request(signed_in, account):
     agent = make_agent(account.org, name="Ada")
     block = agent.blocks.get(label="persona")
-    tool = tool_services.tool_create(owner=account.org, source_code='def ping() -> str:\n    """Ping."""\n    return "pong"\n')
+    tool = tool_services.tool_create(
+        owner=account.org, source_code='def ping() -> str:\n    """Ping."""\n    return "pong"\n'
+    )
     page = signed_in.new_page()
     _offline(page)
     problems = _watch(page)
-    for url, ready in [("/", "#agents-rows"), (f"/agents/{agent.id}/", "body[data-ws=open]"),
-                       ("/blocks/", "main"), (f"/blocks/{block.id}/", "#history"), ("/tools/", ".CodeMirror"),
-                       (f"/tools/?tool={tool.id}", ".CodeMirror"), ("/settings/", "main"),
-                       (f"/agents/{agent.id}/delete/", "main"), ("/v1/docs", ".opblock")]:
+    for url, ready in [
+        ("/", "#agents-rows"),
+        (f"/agents/{agent.id}/", "body[data-ws=open]"),
+        ("/blocks/", "main"),
+        (f"/blocks/{block.id}/", "#history"),
+        ("/tools/", ".CodeMirror"),
+        (f"/tools/?tool={tool.id}", ".CodeMirror"),
+        ("/settings/", "main"),
+        (f"/agents/{agent.id}/delete/", "main"),
+        ("/v1/docs", ".opblock"),
+    ]:
         page.goto(url)
         expect(page.locator(ready).first).to_be_attached()
         page.wait_for_load_state("networkidle")
@@ -75,8 +84,10 @@ def test_a_visit_to_every_page_logs_no_error_and_no_failed_request(signed_in, ac
 
 def test_block_history_opens_the_step_that_made_the_edit(signed_in, account, fake_llm):
     agent = make_agent(account.org, name="Ada")
-    fake_llm.script(FakeLLM.tool("core_memory_append", {"label": "human", "content": "Loves oolong tea."}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "Noted."}))
+    fake_llm.script(
+        FakeLLM.tool("core_memory_append", {"label": "human", "content": "Loves oolong tea."}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "Noted."}),
+    )
     import threading
 
     from django.db import connection
@@ -85,7 +96,9 @@ def test_block_history_opens_the_step_that_made_the_edit(signed_in, account, fak
 
     def turn():  # outside Playwright's event loop, where the runner's sync event sending belongs
         try:
-            run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "I love oolong"}])
+            run_agent(
+                agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "I love oolong"}]
+            )
         finally:
             connection.close()
 

@@ -17,8 +17,11 @@ REPLY = "Streaming into the page, one small piece at a time, so you can watch me
 def test_the_reply_grows_in_the_page_before_the_step_ends(signed_in, account, fake_llm):
     agent = make_agent(account.org, name="Streamer")
     fake_llm.stream_chunk_chars = 3
-    fake_llm.script(dataclasses.replace(FakeLLM.tool("send_message", {"message": REPLY}, thinking="Pick friendly words."),
-                                        chunk_s=0.08))
+    fake_llm.script(
+        dataclasses.replace(
+            FakeLLM.tool("send_message", {"message": REPLY}, thinking="Pick friendly words."), chunk_s=0.08
+        )
+    )
     page = signed_in.new_page()
     page.goto(f"/agents/{agent.id}/")
     expect(page.locator("body[data-ws=open]")).to_have_count(1)
@@ -38,7 +41,7 @@ def test_the_reply_grows_in_the_page_before_the_step_ends(signed_in, account, fa
         time.sleep(0.05)
     partial = [s for s in seen if s.strip() and REPLY not in s]
     assert len(partial) >= 3, seen  # several states of a growing reply were on screen before the whole one
-    assert all(len(a) <= len(b) for a, b in zip(partial, partial[1:])), partial
+    assert all(len(a) <= len(b) for a, b in zip(partial, partial[1:], strict=False)), partial
     shot(page, "streaming-done")
     expect(page.locator("#live .msg.assistant_message")).to_have_count(1)  # chunks became the stored message
     expect(page.locator("#live .msg.reasoning_message").first).to_contain_text("Pick friendly words.")

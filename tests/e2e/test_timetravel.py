@@ -30,7 +30,9 @@ def _shots(page, name: str) -> None:
 
 def _one_turn(account, agent, fake_llm, reply: str) -> Step:
     fake_llm.script(FakeLLM.tool("send_message", {"message": reply}))
-    run_agent(agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "Where should we eat?"}])
+    run_agent(
+        agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "Where should we eat?"}]
+    )
     return Step.objects.filter(agent=agent).order_by("-created_at").first()
 
 
@@ -57,8 +59,10 @@ def test_replay_on_two_models_with_an_edited_block(signed_in, account, fake_llm)
     card.locator("#step-replay").click()
     expect(page.locator("h2")).to_contain_text(f"Replay step {step.index}")
     expect(page.locator("#replay-empty")).to_be_visible()
-    fake_llm.by_model = {"model-a": FakeLLM.tool("send_message", {"message": "Bob, the <i>taco</i> truck!"}),
-                         "model-b": FakeLLM.text("Plain answer from model b for Bob.")}
+    fake_llm.by_model = {
+        "model-a": FakeLLM.tool("send_message", {"message": "Bob, the <i>taco</i> truck!"}),
+        "model-b": FakeLLM.text("Plain answer from model b for Bob."),
+    }
     page.locator('input[name="models"][value="openai/fake-model"]').uncheck()
     page.fill("#extra-models", "openai/model-a, openai/model-b")
     edited = page.locator('[data-edited-for="block:human"]')

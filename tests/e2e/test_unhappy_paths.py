@@ -83,7 +83,10 @@ def test_an_unknown_model_is_refused_when_sending_and_when_saving(signed_in, acc
 def test_rules_naming_a_missing_tool_are_refused_in_the_editor(signed_in, account):
     agent = make_agent(account.org, name="Ruled")
     page = _open(signed_in, agent.id)
-    page.fill("#rules textarea", '[{"type": "constrain_child_tools", "tool_name": "send_message", "children": ["web_search"]}]')
+    page.fill(
+        "#rules textarea",
+        '[{"type": "constrain_child_tools", "tool_name": "send_message", "children": ["web_search"]}]',
+    )
     page.click("#rules button[type=submit]")
     expect(page.locator("#rules-error")).to_contain_text("'web_search'")
     expect(page.locator("#rules-error")).to_contain_text("does not have")
@@ -92,8 +95,12 @@ def test_rules_naming_a_missing_tool_are_refused_in_the_editor(signed_in, accoun
 
 
 def test_a_context_too_small_fails_clearly_and_keeps_the_message(signed_in, account, fake_llm):
-    agent = make_agent(account.org, name="Cramped", context_window_limit=1024,
-                       memory_blocks=[BlockInput(label="human", value="All about the human. " * 200, limit=5000)])
+    agent = make_agent(
+        account.org,
+        name="Cramped",
+        context_window_limit=1024,
+        memory_blocks=[BlockInput(label="human", value="All about the human. " * 200, limit=5000)],
+    )
     page = _open(signed_in, agent.id)
     _send(page, "Will this fit?")
     expect(page.locator("#live .run-failed")).to_contain_text("too small", timeout=FIRST_CALL_S)
@@ -106,10 +113,14 @@ def test_a_context_too_small_fails_clearly_and_keeps_the_message(signed_in, acco
 def test_sending_while_a_run_is_going_offers_cancel_or_queue(signed_in, account, fake_llm):
     agent = make_agent(account.org, name="Busy")
     page = _open(signed_in, agent.id)
-    fake_llm.script(FakeLLM.tool("send_message", {"message": "First answer."}, latency=4),
-                    FakeLLM.tool("send_message", {"message": "Second answer."}))
+    fake_llm.script(
+        FakeLLM.tool("send_message", {"message": "First answer."}, latency=4),
+        FakeLLM.tool("send_message", {"message": "Second answer."}),
+    )
     _send(page, "first")
-    expect(page.locator("#live .msg.user_message[data-state=sent]")).to_have_count(1, timeout=FIRST_CALL_S)  # its run is known
+    expect(page.locator("#live .msg.user_message[data-state=sent]")).to_have_count(
+        1, timeout=FIRST_CALL_S
+    )  # its run is known
     expect(page.locator("#run-status")).to_contain_text("running")
     expect(page.locator("#send-btn")).to_have_text("Send…")
     _send(page, "second, typed while busy")
@@ -160,14 +171,21 @@ def test_a_run_lost_to_a_server_restart_ends_usable(redis_layer, signed_in, acco
 
     agent = make_agent(account.org, name="Crashed")
     page = _open(signed_in, agent.id)
-    run = run_start(owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "lost in the crash"}])
+    run = run_start(
+        owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "lost in the crash"}]
+    )
     group = agent_group(agent.id)
     _group_send(group, [{"message_type": "run_status", "run_id": run.id, "status": "running", "stop_reason": None}])
     expect(page.locator("#run-status")).to_contain_text("running")
     expect(page.locator("#cancel-run")).to_be_visible()
     lost = "The server stopped while this run was in progress."
-    Run.objects.filter(pk=run.pk).update(status="failed", stop_reason="error", error=lost)  # as core.queue's reaper records it
-    _group_send(group, [{"message_type": "run_status", "run_id": run.id, "status": "failed", "stop_reason": "error", "error": lost}])
+    Run.objects.filter(pk=run.pk).update(
+        status="failed", stop_reason="error", error=lost
+    )  # as core.queue's reaper records it
+    _group_send(
+        group,
+        [{"message_type": "run_status", "run_id": run.id, "status": "failed", "stop_reason": "error", "error": lost}],
+    )
     expect(page.locator("#run-status")).to_contain_text("failed")
     expect(page.locator("#live .run-failed")).to_contain_text(lost)
     failed = page.locator("#live .msg.user_message.failed")

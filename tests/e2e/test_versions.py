@@ -17,8 +17,10 @@ def versioned(live_server_url, account):
     """An agent at version 2 with a block value changed since; made before the browser's event loop starts
     (a block write sends an event, which sync code may only do outside a running loop)."""
     agent = make_agent(account.org, name="versioned", system="Answer in English.\nBe kind.")
-    agent_update(agent=agent, changes={"system": "Answer in French.\nBe kind.", "tags": ["fr"],
-                                       "version_message": "<i>switch to French</i>"})
+    agent_update(
+        agent=agent,
+        changes={"system": "Answer in French.\nBe kind.", "tags": ["fr"], "version_message": "<i>switch to French</i>"},
+    )
     block = Block.objects.get(agentblock__agent=agent, label="human")
     block_update(block=block, changes={"value": "The user's name is Zoé."})
     return agent, block

@@ -18,7 +18,9 @@ def test_sends_from_several_threads_arrive_in_order_through_one_loop():
     try:
         loops = []
         for i in range(3):
-            t = threading.Thread(target=lambda i=i: (events.send_event("agent.t1", {"n": i}), loops.append(events._sender_loop)))
+            t = threading.Thread(
+                target=lambda i=i: (events.send_event("agent.t1", {"n": i}), loops.append(events._sender_loop))
+            )
             t.start()
             t.join(10)
         assert len(loops) == 3 and len({id(loop) for loop in loops}) == 1 and loops[0].is_running()
@@ -62,7 +64,9 @@ def test_sends_to_a_listening_server_loop_are_copied_at_once_and_delivered_in_or
         assert events._server_loop is loop
         channel = asyncio.run_coroutine_threadsafe(layer.new_channel(), loop).result(10)
         asyncio.run_coroutine_threadsafe(layer.group_add("agent.t3", channel), loop).result(10)
-        monkeypatch.setattr(events, "sender_loop", lambda: pytest.fail("a local tab's events must go to the server loop"))
+        monkeypatch.setattr(
+            events, "sender_loop", lambda: pytest.fail("a local tab's events must go to the server loop")
+        )
         batch = [{"n": 0}]
         events.send_events("agent.t3", batch)
         batch[0]["n"] = 99  # the sender may reuse its data at once: what was sent is a copy

@@ -12,9 +12,19 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def _get(path: str) -> dict:
     async def go():
-        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
-                 "path": path, "raw_path": path.encode(), "query_string": b"", "headers": [(b"host", b"127.0.0.1")],
-                 "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1234)}
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": b"",
+            "headers": [(b"host", b"127.0.0.1")],
+            "server": ("127.0.0.1", 80),
+            "client": ("127.0.0.1", 1234),
+        }
         comm = ApplicationCommunicator(PooledASGIHandler(), scope)
         await comm.send_input({"type": "http.request", "body": b"", "more_body": False})
         start = await comm.receive_output(10)

@@ -20,9 +20,19 @@ def _an_account_exists(account):
 
 
 async def _get(app, query: str = "") -> dict:
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
-             "path": "/whoami", "raw_path": b"/whoami", "query_string": query.encode(), "headers": [(b"host", b"testserver")],
-             "server": ("testserver", 80), "client": ("127.0.0.1", 1234)}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/whoami",
+        "raw_path": b"/whoami",
+        "query_string": query.encode(),
+        "headers": [(b"host", b"testserver")],
+        "server": ("testserver", 80),
+        "client": ("127.0.0.1", 1234),
+    }
     comm = ApplicationCommunicator(app, scope)
     await comm.send_input({"type": "http.request", "body": b"", "more_body": False})
     start = await comm.receive_output(10)

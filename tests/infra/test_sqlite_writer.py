@@ -20,10 +20,16 @@ def alias(tmp_path, django_db_blocker):
 
 def _alias(tmp_path):
     name = f"writer_{uuid.uuid4().hex[:8]}"
-    connections.settings[name] = connections.configure_settings({"default": connections.settings["default"], name: {
-        "ENGINE": "agents_ide.sqlite", "NAME": str(tmp_path / "w.sqlite3"),
-        "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 5, "init_command": "PRAGMA journal_mode=WAL"},
-    }})[name]
+    connections.settings[name] = connections.configure_settings(
+        {
+            "default": connections.settings["default"],
+            name: {
+                "ENGINE": "agents_ide.sqlite",
+                "NAME": str(tmp_path / "w.sqlite3"),
+                "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 5, "init_command": "PRAGMA journal_mode=WAL"},
+            },
+        }
+    )[name]
     opened = []
 
     def conn():
@@ -118,7 +124,7 @@ def test_a_rolled_back_transaction_hands_the_turn_on(alias, monkeypatch):
         with transaction.atomic(using=name):
             with conn().cursor() as cur:
                 cur.execute("UPDATE counter SET n = 99 WHERE id = 1")
-            1 / 0
+            raise ZeroDivisionError  # the transaction fails after its write
 
     def write_elsewhere():
         with connections[name].cursor() as cur:

@@ -5,7 +5,9 @@ import re
 from pathlib import Path
 
 VENDOR = Path(__file__).resolve().parents[2] / "static" / "vendor"
-ROW = re.compile(r"^\| `(?P<file>[^`]+)` \| `(?P<package>[^`@]+@[\d.]+)` \| `[^`]+` \| (?P<licence>[^|]+) \| `(?P<sha>[0-9a-f]{64})` \|$")
+ROW = re.compile(
+    r"^\| `(?P<file>[^`]+)` \| `(?P<package>[^`@]+@[\d.]+)` \| `[^`]+` \| (?P<licence>[^|]+) \| `(?P<sha>[0-9a-f]{64})` \|$"
+)
 
 
 def _recorded() -> dict[str, dict]:
@@ -20,7 +22,11 @@ def test_every_vendored_file_is_recorded_with_its_hash():
     recorded = _recorded()
     on_disk = {p.relative_to(VENDOR).as_posix() for p in VENDOR.rglob("*") if p.is_file() and p.name != "README.md"}
     assert on_disk, "no vendored files found"
-    assert on_disk == set(recorded), f"unrecorded: {sorted(on_disk - set(recorded))}; missing: {sorted(set(recorded) - on_disk)}"
+    assert on_disk == set(recorded), (
+        f"unrecorded: {sorted(on_disk - set(recorded))}; missing: {sorted(set(recorded) - on_disk)}"
+    )
     for name, row in recorded.items():
-        assert hashlib.sha256((VENDOR / name).read_bytes()).hexdigest() == row["sha"], f"{name} differs from {row['package']}"
+        assert hashlib.sha256((VENDOR / name).read_bytes()).hexdigest() == row["sha"], (
+            f"{name} differs from {row['package']}"
+        )
         assert row["licence"].strip(), name

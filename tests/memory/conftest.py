@@ -23,8 +23,15 @@ def other_agent(account):
 def add_message(agent, role: str, text: str, *, in_context: bool = True, kind: str = "", created_at=None) -> Message:
     """Append a message as the runtime does (next seq; listed in the window unless evicted)."""
     seq = (Message.objects.filter(agent=agent).aggregate(m=Max("seq"))["m"] or 0) + 1
-    row = Message.objects.create(owner_id=agent.owner_id, agent=agent, seq=seq, role=role, kind=kind,
-                                 content=[{"type": "text", "text": text}], text=text)
+    row = Message.objects.create(
+        owner_id=agent.owner_id,
+        agent=agent,
+        seq=seq,
+        role=role,
+        kind=kind,
+        content=[{"type": "text", "text": text}],
+        text=text,
+    )
     if created_at is not None:
         Message.objects.filter(pk=row.pk).update(created_at=created_at)
         row.created_at = created_at

@@ -25,7 +25,9 @@ def test_archival_crud_and_search(api, agent):
     assert found["count"] == 1
     assert found["results"][0]["content"] == "Alice's birthday is 3 March"
     assert set(found["results"][0]) == {"id", "timestamp", "content", "tags"}
-    both = api.get(f"{base}/search", data={"query": "birthday", "tags": ["alice", "birthday"], "tag_match_mode": "all"}).json()
+    both = api.get(
+        f"{base}/search", data={"query": "birthday", "tags": ["alice", "birthday"], "tag_match_mode": "all"}
+    ).json()
     assert [r["id"] for r in both["results"]] == [passage["id"]]
 
     status = api.get(f"{base}/status").json()
@@ -91,7 +93,9 @@ def test_letta_sdk_passages(account, agent, wsgi_app):
     assert created[0].text == "The wifi password is hunter2" and created[0].tags == ["wifi"]
     client.agents.passages.create(agent.id, text="The door code is 1234")
     assert [p.text for p in client.agents.passages.list(agent.id, limit=1)] == ["The wifi password is hunter2"]
-    result = client.agents.passages.search(agent.id, query="wifi password", tags=["wifi"], tag_match_mode="all", top_k=3)
+    result = client.agents.passages.search(
+        agent.id, query="wifi password", tags=["wifi"], tag_match_mode="all", top_k=3
+    )
     assert result.count == 1 and result.results[0].content == "The wifi password is hunter2"
     client.agents.passages.delete(created[0].id, agent_id=agent.id)
     assert [p.text for p in client.agents.passages.list(agent.id)] == ["The door code is 1234"]

@@ -1,6 +1,6 @@
 """Archival memory: insert, list, search (hybrid / full text), tags, dates, delete, on both databases."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -71,7 +71,7 @@ def test_tags_any_and_all(agent):
 
 def test_tags_and_dates_filter_vector_search_too(embedded_agent):
     agent = embedded_agent
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     services.passage_insert(agent=agent, text="old memo", tags=["memo"], created_at=now - timedelta(days=30))
     services.passage_insert(agent=agent, text="new memo", tags=["memo"])
     services.passage_insert(agent=agent, text="new memo untagged")
@@ -131,8 +131,14 @@ def test_matrix_cache_notices_writes_from_elsewhere(embedded_agent, settings):
     services.passage_insert(agent=agent, text="alpha one")
     selectors.passages_search(agent=agent, query="alpha")
     vector = np.asarray(Passage.objects.get(text="alpha one").embedding)
-    Passage.objects.create(owner_id=agent.owner_id, agent=agent, text="zzz", embedding=vector,
-                           embedding_model=EMBEDDING, embedding_dim=len(vector))  # bypasses services on purpose
+    Passage.objects.create(
+        owner_id=agent.owner_id,
+        agent=agent,
+        text="zzz",
+        embedding=vector,
+        embedding_model=EMBEDDING,
+        embedding_dim=len(vector),
+    )  # bypasses services on purpose
     if not settings.IS_POSTGRES:
         hits = vectors.matrix_nearest(using="default", agent_id=agent.id, model=EMBEDDING, vector=vector, limit=5)
         assert {Passage.objects.get(id=i).text for i, _ in hits} == {"alpha one", "zzz"}

@@ -12,9 +12,16 @@ pytestmark = pytest.mark.django_db
 
 def test_history_records_who_changed_what(agent, account):
     block = selectors.agent_block_by_label(agent=agent, label="human")
-    services.block_update(block=block, changes={"value": "The user's name is Alice.\nShe likes tea."}, actor_user=account.user)
-    services.block_update(block=block, changes={"value": "The user's name is Alice.\nShe likes coffee."},
-                          agent_id=agent.id, step_id="step-1", tool_call_id="call-1")
+    services.block_update(
+        block=block, changes={"value": "The user's name is Alice.\nShe likes tea."}, actor_user=account.user
+    )
+    services.block_update(
+        block=block,
+        changes={"value": "The user's name is Alice.\nShe likes coffee."},
+        agent_id=agent.id,
+        step_id="step-1",
+        tool_call_id="call-1",
+    )
     history = selectors.block_history(block=block)
     assert [h.version for h in history] == [3, 2, 1]
     assert history[0].actor_type == "agent" and history[0].step_id == "step-1" and history[0].tool_call_id == "call-1"
@@ -24,10 +31,17 @@ def test_history_records_who_changed_what(agent, account):
 
 def test_diff_lines(agent, account):
     block = selectors.agent_block_by_label(agent=agent, label="human")
-    services.block_update(block=block, changes={"value": "The user's name is Alice.\nShe likes tea."}, actor_user=account.user)
+    services.block_update(
+        block=block, changes={"value": "The user's name is Alice.\nShe likes tea."}, actor_user=account.user
+    )
     entry = selectors.block_history(block=block)[0]
     assert selectors.block_history_diff(entry) == [
-        "--- v1", "+++ v2", "@@ -1 +1,2 @@", " The user's name is Alice.", "+She likes tea."]
+        "--- v1",
+        "+++ v2",
+        "@@ -1 +1,2 @@",
+        " The user's name is Alice.",
+        "+She likes tea.",
+    ]
     first = selectors.block_history(block=block)[-1]
     assert selectors.block_history_diff(first)[-1] == "+The user's name is Alice."
 
@@ -53,8 +67,13 @@ def test_restore_unknown_version(agent, account):
 
 def test_deleting_an_agent_keeps_blocks_attached_elsewhere(account):
     shared = services.block_create(owner=account.org, label="team", value="shared knowledge")
-    first = make_agent(account.org, name="first", block_ids=[shared.id], include_base_tools=False,
-                       memory_blocks=[BlockInput(label="own", value="only mine")])
+    first = make_agent(
+        account.org,
+        name="first",
+        block_ids=[shared.id],
+        include_base_tools=False,
+        memory_blocks=[BlockInput(label="own", value="only mine")],
+    )
     second = make_agent(account.org, name="second", block_ids=[shared.id], include_base_tools=False, memory_blocks=[])
     own = selectors.agent_block_by_label(agent=first, label="own")
     agent_delete(agent=first)
@@ -69,7 +88,9 @@ def test_shared_block_edit_is_seen_by_every_agent(account):
     shared = services.block_create(owner=account.org, label="team", value="v1")
     a = make_agent(account.org, name="a", block_ids=[shared.id], include_base_tools=False, memory_blocks=[])
     b = make_agent(account.org, name="b", block_ids=[shared.id], include_base_tools=False, memory_blocks=[])
-    services.block_update(block=selectors.agent_block_by_label(agent=a, label="team"), changes={"value": "v2"}, agent_id=a.id)
+    services.block_update(
+        block=selectors.agent_block_by_label(agent=a, label="team"), changes={"value": "v2"}, agent_id=a.id
+    )
     assert selectors.agent_block_by_label(agent=b, label="team").value == "v2"
     assert Block.objects.filter(label="team").count() == 1
 
@@ -88,7 +109,9 @@ def test_deleting_an_agent_deletes_its_passages_and_messages_from_search(agent, 
     assert selectors.passages_search(agent=other_agent, query="doomed") == []
 
 
-def test_shared_block_edit_is_pushed_to_every_agents_group_after_commit(account, monkeypatch, django_capture_on_commit_callbacks):
+def test_shared_block_edit_is_pushed_to_every_agents_group_after_commit(
+    account, monkeypatch, django_capture_on_commit_callbacks
+):
     from core import events
 
     sent = []

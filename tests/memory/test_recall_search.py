@@ -1,6 +1,6 @@
 """conversation_search: every message of the agent, in and out of the window, on both databases."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -33,8 +33,22 @@ def test_best_match_first_and_stemming(agent):
     assert "dogs bark" not in found
 
 
-@pytest.mark.parametrize("query", ['"unbalanced', "cat:", "NEAR(cat dog)", "a*b -c", "OR AND NOT", "'; DROP TABLE x; --",
-                                   "(((", "^cat", "{cat}", "%_%", "cat's \"favourite\" toy?"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"unbalanced',
+        "cat:",
+        "NEAR(cat dog)",
+        "a*b -c",
+        "OR AND NOT",
+        "'; DROP TABLE x; --",
+        "(((",
+        "^cat",
+        "{cat}",
+        "%_%",
+        'cat\'s "favourite" toy?',
+    ],
+)
 def test_punctuation_and_query_syntax_never_crash(agent, query):
     add_message(agent, "user", "the cat's favourite toy is a red ball")
     rows = selectors.messages_search(agent=agent, query=query)
@@ -59,7 +73,7 @@ def test_system_messages_and_heartbeats_left_out_by_default(agent):
 
 
 def test_date_filters(agent):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     add_message(agent, "user", "old pizza", created_at=now - timedelta(days=10))
     add_message(agent, "user", "new pizza", created_at=now)
     yesterday = (now - timedelta(days=1)).date().isoformat()

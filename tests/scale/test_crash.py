@@ -37,16 +37,28 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
-        self.env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "tests.settings",
-                    "ALLOWED_HOSTS": "127.0.0.1,localhost", "CSRF_TRUSTED_ORIGINS": self.url, "REDIS_URL": "",
-                    "RUNS_IN_WORKER": "", "RUN_LEASE_S": str(LEASE_S), "PYTHONUNBUFFERED": "1"}
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "CSRF_TRUSTED_ORIGINS": self.url,
+            "REDIS_URL": "",
+            "RUNS_IN_WORKER": "",
+            "RUN_LEASE_S": str(LEASE_S),
+            "PYTHONUNBUFFERED": "1",
+        }
 
     def start(self) -> None:
         logs = ROOT / "test-artifacts"
         out = open(logs / f"crash-{self.port}.log", "a") if logs.exists() else subprocess.DEVNULL
-        self.proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
-                                      "agents_ide.asgi:application"], cwd=ROOT, env=self.env, stdout=out,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "agents_ide.asgi:application"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         until(self._healthy, timeout=60, what="the server to start")
 
     def _healthy(self) -> bool:
@@ -81,8 +93,12 @@ def server(transactional_db, fake_llm):
 
 
 def _post(url: str, token: str, body: dict, timeout: float = 30) -> tuple[int, bytes]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, r.read()
@@ -92,6 +108,7 @@ def _post(url: str, token: str, body: dict, timeout: float = 30) -> tuple[int, b
 
 def _in_background(fn) -> None:
     """Call fn on a thread and ignore how it ends (the server it talks to is about to die)."""
+
     def call():
         try:
             fn()
@@ -114,8 +131,9 @@ async def _ws_send(url: str, cookie: str, origin: str, agent_id: str) -> None:
     import aiohttp
 
     async with aiohttp.ClientSession() as session:
-        async with session.ws_connect(url.replace("http", "ws") + f"/ws/agents/{agent_id}/",
-                                      headers={"Cookie": cookie, "Origin": origin}) as ws:
+        async with session.ws_connect(
+            url.replace("http", "ws") + f"/ws/agents/{agent_id}/", headers={"Cookie": cookie, "Origin": origin}
+        ) as ws:
             await ws.send_json({"type": "user_message", "text": "long job"})
             async for _ in ws:  # keep listening until the server dies
                 pass
@@ -155,13 +173,17 @@ def test_killed_mid_run_the_agent_heals_within_the_lease(kind, server, account, 
     if kind == "agent_to_agent":
         caller = make_agent(account.org, name="caller", include_multi_agent_tools=True)
         # The caller waits for the other agent's reply; the other agent's model call hangs until the kill.
-        fake_llm.script(FakeLLM.tool(WAIT, {"message": "ping", "other_agent_id": agent.id}),
-                        FakeLLM.tool("send_message", {"message": "never"}, latency=30))
+        fake_llm.script(
+            FakeLLM.tool(WAIT, {"message": "ping", "other_agent_id": agent.id}),
+            FakeLLM.tool("send_message", {"message": "never"}, latency=30),
+        )
         watched, committed = [caller, agent], {caller.id: 0, agent.id: 0}
     else:
         # Step 1 commits (a search asking for another step); step 2's model call hangs until the kill.
-        fake_llm.script(FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True),
-                        FakeLLM.tool("send_message", {"message": "never"}, latency=30))
+        fake_llm.script(
+            FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True),
+            FakeLLM.tool("send_message", {"message": "never"}, latency=30),
+        )
         caller, watched, committed = agent, [agent], {agent.id: 1}
     server.start()
     _start(kind, server, account, caller)
@@ -177,15 +199,28 @@ def test_killed_mid_run_the_agent_heals_within_the_lease(kind, server, account, 
 
     # Every agent the run held takes a message again once the lease lapsed (no 409 beyond it), and answers.
     for a in watched:
-        status, raw = until(lambda a=a: (r := _post(f"{server.url}/v1/agents/{a.id}/messages/async", account.token,
-                                                     {"input": "still there?"}))[0] != 409 and r,
-                            timeout=LEASE_S * 5 + 30, interval=0.1, what="the agent to take a message again")
+        status, raw = until(
+            lambda a=a: (
+                (r := _post(f"{server.url}/v1/agents/{a.id}/messages/async", account.token, {"input": "still there?"}))[
+                    0
+                ]
+                != 409
+                and r
+            ),
+            timeout=LEASE_S * 5 + 30,
+            interval=0.1,
+            what="the agent to take a message again",
+        )
         assert status == 200, raw
-        print(f"{kind}: agent {a.name} took a message {time.monotonic() - restarted_at:.2f} s after the restart "
-              f"(RUN_LEASE_S={LEASE_S})")
-        again = until(lambda: (r := Run.objects.get(pk=json.loads(raw)["id"])).status == "completed" and r,
-                      what="the new run")
-        replies = [m for m in Message.objects.filter(run=again, role="assistant")]
+        print(
+            f"{kind}: agent {a.name} took a message {time.monotonic() - restarted_at:.2f} s after the restart "
+            f"(RUN_LEASE_S={LEASE_S})"
+        )
+        again = until(
+            lambda raw=raw: (r := Run.objects.get(pk=json.loads(raw)["id"])).status == "completed" and r,
+            what="the new run",
+        )
+        replies = list(Message.objects.filter(run=again, role="assistant"))
         assert len(replies) == 1 and "back" in json.dumps(replies[0].tool_calls)
 
     for a in watched:

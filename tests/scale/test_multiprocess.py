@@ -45,9 +45,18 @@ class Cluster:
     """The processes of one test: servers by port, workers by handle."""
 
     def __init__(self):
-        self.env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "tests.settings",
-                    "REDIS_URL": _redis_url(), "RUNS_IN_WORKER": "true", "RUN_LEASE_S": str(LEASE_S),
-                    "ALLOWED_HOSTS": "127.0.0.1,localhost", "PYTHONUNBUFFERED": "1", "RUN_POLL_S": "0.1", "LOG_LEVEL": "INFO"}
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "REDIS_URL": _redis_url(),
+            "RUNS_IN_WORKER": "true",
+            "RUN_LEASE_S": str(LEASE_S),
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "PYTHONUNBUFFERED": "1",
+            "RUN_POLL_S": "0.1",
+            "LOG_LEVEL": "INFO",
+        }
         self.procs: list[subprocess.Popen] = []
         self.logs = ROOT / "test-artifacts"
 
@@ -87,10 +96,13 @@ def _healthy(url: str) -> bool:
         return False
 
 
-
 def _post(url: str, token: str, body: dict) -> tuple[int, dict]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(req, timeout=30) as r:
             return r.status, json.loads(r.read())
@@ -137,14 +149,18 @@ async def _collect(ws_url: str, cookie: str, origin: str, started: threading.Eve
                     return events + [{"message_type": "socket_closed", "data": msg.data}]
                 event = json.loads(msg.data)
                 events.append(event)
-                if (event.get("message_type") == "run_status" and event.get("run_id") in stop_on_run
-                        and event.get("status") not in ("created", "running")):
+                if (
+                    event.get("message_type") == "run_status"
+                    and event.get("run_id") in stop_on_run
+                    and event.get("status") not in ("created", "running")
+                ):
                     return events
 
 
 def test_two_servers_one_worker(cluster, account, fake_llm):
-    from core.models import Message, Run, Step
     from django_tasks_db.models import DBTaskResult
+
+    from core.models import Message, Run, Step
     from tests.factories import make_agent
 
     agent = make_agent(account.org, name="shared")
@@ -155,8 +171,11 @@ def test_two_servers_one_worker(cluster, account, fake_llm):
     fake_llm.script(FakeLLM.tool("send_message", {"message": "across processes"}, thinking="hm", latency=0.3))
     started, run_ids, box = threading.Event(), [], {}
     ws_url = one.replace("http", "ws") + f"/ws/agents/{agent.id}/"
-    t = threading.Thread(target=lambda: box.update(events=asyncio.run(
-        _collect(ws_url, _session_cookie(account.user), one, started, run_ids))))
+    t = threading.Thread(
+        target=lambda: box.update(
+            events=asyncio.run(_collect(ws_url, _session_cookie(account.user), one, started, run_ids))
+        )
+    )
     t.start()
     assert started.wait(30)
     status, run = _post(f"{two}/v1/agents/{agent.id}/messages/async", account.token, {"input": "hello"})
@@ -166,7 +185,9 @@ def test_two_servers_one_worker(cluster, account, fake_llm):
     events = box["events"]
     types = [e["message_type"] for e in events]
     assert "assistant_message" in types and "stop_reason" in types
-    assert [e["content"] for e in events if e["message_type"] == "assistant_message" and not e.get("delta")] == ["across processes"]
+    assert [e["content"] for e in events if e["message_type"] == "assistant_message" and not e.get("delta")] == [
+        "across processes"
+    ]
     assert events[-1]["status"] == "completed"
     assert _run_row(run["id"]).worker.endswith(f":{worker.pid}")
 
@@ -192,7 +213,9 @@ def test_two_servers_one_worker(cluster, account, fake_llm):
     assert winner_seqs == list(range(winner_seqs[0], winner_seqs[0] + len(winner_seqs)))
 
     # 3. A worker killed mid-run: the run ends failed (lease lapsed), with only whole steps written.
-    fake_llm.script(*[FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True, latency=1.0) for _ in range(8)])
+    fake_llm.script(
+        *[FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True, latency=1.0) for _ in range(8)]
+    )
     status, doomed = _post(f"{one}/v1/agents/{agent.id}/messages/async", account.token, {"input": "long job"})
     assert status == 200
     until(lambda: Step.objects.filter(run_id=doomed["id"]).exists(), what="a committed step")
@@ -208,8 +231,10 @@ def test_two_servers_one_worker(cluster, account, fake_llm):
     assert Message.objects.filter(run_id=doomed["id"], role="tool").count() == steps
     agent.refresh_from_db()
     assert set(agent.message_ids) <= set(Message.objects.filter(agent=agent).values_list("id", flat=True))
+
     def task_status():
         return [t.status for t in DBTaskResult.objects.all() if t.args_kwargs["kwargs"].get("run_id") == doomed["id"]]
+
     until(lambda: task_status() == ["FAILED"], timeout=20, what="the task row to be failed")
 
     # The agent is free again and the surviving worker runs its next message.
@@ -237,21 +262,30 @@ def test_web_tier_runs_nothing_and_a_killed_worker_heals_without_another(cluster
     assert _run_row(body["run_id"]).worker.endswith(f":{worker.pid}")
 
     fake_llm.script(FakeLLM.tool("send_message", {"message": "streamed via worker"}))
-    req = urllib.request.Request(f"{web}/v1/agents/{agent.id}/messages/stream", data=json.dumps({"input": "s"}).encode(),
-                                 method="POST", headers={"Authorization": f"Bearer {account.token}",
-                                                         "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{web}/v1/agents/{agent.id}/messages/stream",
+        data=json.dumps({"input": "s"}).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {account.token}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=60) as r:
-        frames = [json.loads(line[6:]) for line in r.read().decode().splitlines()
-                  if line.startswith("data: ") and line != "data: [DONE]"]
+        frames = [
+            json.loads(line[6:])
+            for line in r.read().decode().splitlines()
+            if line.startswith("data: ") and line != "data: [DONE]"
+        ]
     [reply] = [f for f in frames if f["message_type"] == "assistant_message"]
     assert reply["content"] == "streamed via worker" and frames[-1]["message_type"] == "usage_statistics"
     assert _run_row(reply["run_id"]).worker.endswith(f":{worker.pid}")
 
-    fake_llm.script(FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "never"}, latency=30))
+    fake_llm.script(
+        FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "never"}, latency=30),
+    )
     box = {}
-    waiting = threading.Thread(target=lambda: box.update(r=_post(f"{web}/v1/agents/{agent.id}/messages", account.token,
-                                                                 {"input": "long job"})))
+    waiting = threading.Thread(
+        target=lambda: box.update(r=_post(f"{web}/v1/agents/{agent.id}/messages", account.token, {"input": "long job"}))
+    )
     waiting.start()
     until(lambda: len(fake_llm.chat_requests) == 4, what="the hanging model call")
     os.kill(worker.pid, signal.SIGKILL)

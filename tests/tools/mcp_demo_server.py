@@ -1,7 +1,7 @@
 """A real MCP server for the tests (the `mcp` SDK's FastMCP, called MCPServer in mcp 2.x).
 
-    python mcp_demo_server.py stdio
-    python mcp_demo_server.py http PORT      (streamable HTTP at http://127.0.0.1:PORT/mcp)
+python mcp_demo_server.py stdio
+python mcp_demo_server.py http PORT      (streamable HTTP at http://127.0.0.1:PORT/mcp)
 """
 
 import os

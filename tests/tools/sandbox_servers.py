@@ -55,10 +55,13 @@ class AsOrdinaryUser:
         self.root = tempfile.mkdtemp(prefix="sandbox-server-")
         os.chmod(self.root, 0o755)
         # A copy the ordinary user can read wherever the checkout lives (CI's may sit under a 0700 /root).
-        shutil.copytree(os.path.join(TOOLS_DIR, "tools", "sandbox"), os.path.join(self.root, "tools", "sandbox"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            os.path.join(TOOLS_DIR, "tools", "sandbox"),
+            os.path.join(self.root, "tools", "sandbox"),
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
         open(os.path.join(self.root, "tools", "__init__.py"), "w").close()
-        for dirpath, dirnames, filenames in os.walk(self.root):
+        for dirpath, _dirnames, filenames in os.walk(self.root):
             os.chmod(dirpath, 0o755)
             for name in filenames:
                 os.chmod(os.path.join(dirpath, name), 0o644)
@@ -69,15 +72,28 @@ class AsOrdinaryUser:
         self.config.setdefault("work_root", work)
 
     def command(self) -> list[str]:
-        return ["setpriv", f"--reuid={ORDINARY_UID}", f"--regid={ORDINARY_UID}", "--clear-groups",
-                "--inh-caps=-all", "--bounding-set=-all", "--", *self.wrap,
-                self.python, "-I", "-c", CHILD, self.root]
+        return [
+            "setpriv",
+            f"--reuid={ORDINARY_UID}",
+            f"--regid={ORDINARY_UID}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--",
+            *self.wrap,
+            self.python,
+            "-I",
+            "-c",
+            CHILD,
+            self.root,
+        ]
 
     def run(self, request: SandboxRequest, *, log_status: bool = False) -> SandboxResult:
         self.last_stderr = ""
         doc = {"config": self.config, "request": dataclasses.asdict(request), "log_status": log_status}
-        proc = subprocess.run(self.command(), input=json.dumps(doc), capture_output=True, text=True, timeout=120,
-                              cwd="/")
+        proc = subprocess.run(
+            self.command(), input=json.dumps(doc), capture_output=True, text=True, timeout=120, cwd="/"
+        )
         self.last_stderr = proc.stderr
         if proc.returncode != 0:
             raise RuntimeError(f"sandbox server exited {proc.returncode}: {proc.stderr[-2000:]}")

@@ -53,7 +53,7 @@ def test_create_with_builtin_name_conflicts(api):
 def test_create_rejects_long_name_and_bad_source(api):
     r = api.post("/v1/tools/", {"source_code": src(name="x" * 65)})
     assert r.status_code == 422 and "limit is 64" in r.json()["detail"]
-    bad = "def f(a):\n    \"\"\"Doc.\n\n    Args:\n        a: thing\n    \"\"\"\n"
+    bad = 'def f(a):\n    """Doc.\n\n    Args:\n        a: thing\n    """\n'
     r = api.post("/v1/tools/", {"source_code": bad})
     assert r.status_code == 422
     assert "parameter 'a' (line 1) has no type annotation" in r.json()["errors"]["source_code"]
@@ -61,8 +61,11 @@ def test_create_rejects_long_name_and_bad_source(api):
 
 def test_explicit_json_schema_must_name_a_function_in_the_source(api):
     source = "def raw(x):\n    return x\n"  # no docstring: not derivable, but an explicit schema is accepted
-    schema = {"name": "raw", "description": "Echo.", "parameters": {"type": "object", "properties": {"x": {"type": "string"}},
-                                                                    "required": ["x"]}}
+    schema = {
+        "name": "raw",
+        "description": "Echo.",
+        "parameters": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]},
+    }
     r = api.post("/v1/tools/", {"source_code": source, "json_schema": schema})
     assert r.status_code == 201, r.content
     assert r.json()["json_schema"]["parameters"]["required"] == ["x"] and r.json()["description"] == "Echo."
@@ -75,10 +78,15 @@ def test_return_char_limit_and_pip_requirements_are_validated(api):
     assert api.post("/v1/tools/", {"source_code": ADD, "return_char_limit": 10_000_000}).status_code == 422
     r = api.post("/v1/tools/", {"source_code": ADD, "pip_requirements": [{"name": "--index-url=http://evil"}]})
     assert r.status_code == 422 and "invalid package name" in r.json()["detail"]
-    r = api.post("/v1/tools/", {"source_code": ADD, "pip_requirements": [{"name": "requests", "version": "2.32.3"}],
-                               "return_char_limit": 100})
+    r = api.post(
+        "/v1/tools/",
+        {"source_code": ADD, "pip_requirements": [{"name": "requests", "version": "2.32.3"}], "return_char_limit": 100},
+    )
     assert r.status_code == 201
-    assert r.json()["pip_requirements"] == [{"name": "requests", "version": "2.32.3"}] and r.json()["return_char_limit"] == 100
+    assert (
+        r.json()["pip_requirements"] == [{"name": "requests", "version": "2.32.3"}]
+        and r.json()["return_char_limit"] == 100
+    )
 
 
 def test_upsert_creates_then_updates_by_name(api):

@@ -73,7 +73,13 @@ def test_success_reports_letta_shape_with_separate_streams_and_sandbox(api, acco
     assert out["id"] and out["date"] and out["tool_call_id"]
     rec = ToolRun.objects.get(id=out["tool_run_id"])
     assert (rec.owner_id, rec.tool_name, rec.origin, rec.args, rec.status, rec.sandbox) == (
-        account.org.id, "echo", "workbench", {"text": "hi", "times": 2}, "success", "local")
+        account.org.id,
+        "echo",
+        "workbench",
+        {"text": "hi", "times": 2},
+        "success",
+        "local",
+    )
     assert rec.stdout == "out: hi\n" and rec.stderr == "err: hi\n"
 
 
@@ -105,10 +111,17 @@ def test_bad_source_and_unknown_sandbox_are_rejected(api):
 
 def test_env_vars_reach_the_tool_but_the_servers_do_not(api, monkeypatch):
     monkeypatch.setenv("SERVER_ONLY_SECRET", "do-not-leak")
-    out = run(api, ENV, {"names": ["MY_VAR", "SERVER_ONLY_SECRET", "DATABASE_URL", "AIDE_API_TOKEN"]},
-              env_vars={"MY_VAR": "hello"}).json()
+    out = run(
+        api,
+        ENV,
+        {"names": ["MY_VAR", "SERVER_ONLY_SECRET", "DATABASE_URL", "AIDE_API_TOKEN"]},
+        env_vars={"MY_VAR": "hello"},
+    ).json()
     assert out["status"] == "success", out
-    assert out["tool_return"] == '{"MY_VAR": "hello", "SERVER_ONLY_SECRET": null, "DATABASE_URL": null, "AIDE_API_TOKEN": null}'
+    assert (
+        out["tool_return"]
+        == '{"MY_VAR": "hello", "SERVER_ONLY_SECRET": null, "DATABASE_URL": null, "AIDE_API_TOKEN": null}'
+    )
     assert run(api, ENV, {"names": []}, env_vars={"1BAD": "x"}).status_code == 422
 
 
@@ -117,15 +130,22 @@ def test_agent_secrets_and_agent_state_with_an_agent(api, account):
     out = run(api, STATE, agent_id=agent.id).json()
     assert out["status"] == "success", out
     got = json.loads(out["tool_return"])
-    assert got == {"id": agent.id, "name": "weatherbot", "tags": ["demo"], "human": "The user's name is Alice.",
-                   "labels": ["persona", "human"], "secret": "s3cret"}
+    assert got == {
+        "id": agent.id,
+        "name": "weatherbot",
+        "tags": ["demo"],
+        "human": "The user's name is Alice.",
+        "labels": ["persona", "human"],
+        "secret": "s3cret",
+    }
     assert ToolRun.objects.get(id=out["tool_run_id"]).agent_id == agent.id
 
 
 def test_env_layering_per_run_beats_secrets_and_aide_vars_are_given(api, account):
     agent = make_agent(account.org, secrets={"A": "secret", "B": "secret"})
-    out = run(api, ENV, {"names": ["A", "B", "AIDE_AGENT_ID", "AIDE_BASE_URL"]}, env_vars={"B": "per-run"},
-              agent_id=agent.id).json()
+    out = run(
+        api, ENV, {"names": ["A", "B", "AIDE_AGENT_ID", "AIDE_BASE_URL"]}, env_vars={"B": "per-run"}, agent_id=agent.id
+    ).json()
     env = json.loads(out["tool_return"])
     assert env["A"] == "secret" and env["B"] == "per-run"
     assert env["AIDE_AGENT_ID"] == agent.id and env["AIDE_BASE_URL"].startswith("http")
@@ -139,8 +159,15 @@ def test_tool_env_defaults_apply_to_workbench_runs_only(account):
     agent = make_agent(account.org, secrets={})
     wb = tool_execute(owner=account.org, source_code=ENV, args={"names": ["DEFAULT_VAR"]})
     assert wb.tool_return == '{"DEFAULT_VAR": "workbench"}' and wb.tool_id == tool.id
-    ag = tool_execute(owner=account.org, source_code=tool.source_code, args={"names": ["DEFAULT_VAR"]}, tool=tool,
-                      agent=agent, origin="agent", step_id="step-1")
+    ag = tool_execute(
+        owner=account.org,
+        source_code=tool.source_code,
+        args={"names": ["DEFAULT_VAR"]},
+        tool=tool,
+        agent=agent,
+        origin="agent",
+        step_id="step-1",
+    )
     assert ag.tool_return == '{"DEFAULT_VAR": null}'
     assert (ag.origin, ag.step_id, ag.agent_id) == ("agent", "step-1", agent.id)
     unsaved = tool_execute(owner=account.org, source_code=ENV, args={"names": []}, record=False)
@@ -174,7 +201,9 @@ CALLBACK = textwrap.dedent('''
 ''')
 
 
-def test_tool_calls_our_api_with_its_token_and_sees_only_its_owners_agents(live_server, account, other_account, settings):
+def test_tool_calls_our_api_with_its_token_and_sees_only_its_owners_agents(
+    live_server, account, other_account, settings
+):
     """A real callback: the sandboxed tool, allowed the network, makes an HTTP request to a live server of this
     test database."""
     from tools.execution import tool_execute
@@ -258,7 +287,9 @@ def test_runs_are_listed_per_tool_newest_first(api, account):
     api.post(f"/v1/agents/{agent.id}/tools/echo/run", {"args": {"text": "second"}})
     runs = api.get(f"/v1/tools/{tool['id']}/runs").json()
     assert [(r["args"]["text"], r["origin"], r["tool_id"]) for r in runs] == [
-        ("second", "agent", tool["id"]), ("first", "workbench", tool["id"])]
+        ("second", "agent", tool["id"]),
+        ("first", "workbench", tool["id"]),
+    ]
     assert runs[0]["agent_id"] == agent.id and runs[1]["agent_id"] is None
     assert api.get("/v1/tools/tool-nope/runs").status_code == 404
 
@@ -270,6 +301,7 @@ def test_another_owners_agent_cannot_be_used(api, other_account):
 
 
 # --- which sandbox runs a tool ---------------------------------------------------------------------
+
 
 def _prefs(owner, **fields):
     from core.models import OwnerSettings
@@ -315,8 +347,10 @@ def fake_e2b(monkeypatch):
 def test_per_tool_e2b_override_runs_in_e2b_stub_with_owner_credentials(api, account, fake_e2b, settings):
     settings.SANDBOX_DEFAULT = "local"
     _prefs(account.org, e2b_api_key="owner_e2b_key", e2b_template="owner-template")
-    tool = api.post("/v1/tools/", {"source_code": ENV, "sandbox": "e2b",
-                                   "pip_requirements": [{"name": "requests", "version": "2.32.3"}]}).json()
+    tool = api.post(
+        "/v1/tools/",
+        {"source_code": ENV, "sandbox": "e2b", "pip_requirements": [{"name": "requests", "version": "2.32.3"}]},
+    ).json()
     agent = make_agent(account.org, secrets={"WEATHER_KEY": "k"})
     api.patch(f"/v1/agents/{agent.id}/tools/attach/{tool['id']}")
     out = api.post(f"/v1/agents/{agent.id}/tools/env/run", {"args": {"names": ["WEATHER_KEY"]}}).json()
@@ -369,7 +403,9 @@ def test_the_owners_network_default_sits_between_the_tool_and_the_deployment(api
     settings.SANDBOX_ALLOW_NETWORK = False
     web = Client()
     web.force_login(account.user)
-    refuses = tool_create(owner=account.org, source_code=ECHO.replace("def echo(", "def echo_offline("), allow_network=False)
+    refuses = tool_create(
+        owner=account.org, source_code=ECHO.replace("def echo(", "def echo_offline("), allow_network=False
+    )
     form = {"sandbox_default": "", "embedding_model": "", "e2b_template": ""}
 
     assert run(api, ECHO, {"text": "x"}).json()["network"] is False

@@ -32,8 +32,9 @@ def _connections_closed():
 def http_server():
     """The demo server over streamable HTTP on a free loopback port; its URL."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, DEMO, "http", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, DEMO, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
 
     def listening():
         try:
@@ -127,16 +128,28 @@ def test_secrets_are_write_only_and_bad_configs_are_refused(api, account):
     assert server["env"] == {"API_KEY": None}
     assert "s3cret" not in json.dumps(api.get(f"/v1/mcp-servers/{server['id']}").json())
     assert "s3cret" not in json.dumps(api.get("/v1/mcp-servers/").json())
-    http = _register(api, "remote", {"mcp_server_type": "streamable_http", "server_url": "http://127.0.0.1:9/mcp",
-                                     "auth_header": "Authorization", "auth_token": "Bearer zq-9-secret",
-                                     "custom_headers": {"X-Key": "hdr-secret"}})
+    http = _register(
+        api,
+        "remote",
+        {
+            "mcp_server_type": "streamable_http",
+            "server_url": "http://127.0.0.1:9/mcp",
+            "auth_header": "Authorization",
+            "auth_token": "Bearer zq-9-secret",
+            "custom_headers": {"X-Key": "hdr-secret"},
+        },
+    )
     text = json.dumps(http)
     assert "zq-9-secret" not in text and "hdr-secret" not in text and http["auth_token_set"] is True
     assert http["last_error"]  # nothing listens there: kept, with the reason
-    for config in ({"mcp_server_type": "stdio", "command": ""}, {"mcp_server_type": "sse", "server_url": "ftp://x"},
-                   {"mcp_server_type": "nope"}, {"mcp_server_type": "stdio", "command": "x", "env": {"1BAD": "v"}},
-                   {"mcp_server_type": "stdio", "command": "x", "allow_network": "yes"},
-                   {"mcp_server_type": "stdio", "command": "x", "args": "not a list"}):
+    for config in (
+        {"mcp_server_type": "stdio", "command": ""},
+        {"mcp_server_type": "sse", "server_url": "ftp://x"},
+        {"mcp_server_type": "nope"},
+        {"mcp_server_type": "stdio", "command": "x", "env": {"1BAD": "v"}},
+        {"mcp_server_type": "stdio", "command": "x", "allow_network": "yes"},
+        {"mcp_server_type": "stdio", "command": "x", "args": "not a list"},
+    ):
         before = McpServer.objects.count()
         resp = api.post("/v1/mcp-servers/", {"server_name": "bad", "config": config})
         assert resp.status_code == 422, config
@@ -169,8 +182,9 @@ def test_the_agent_calls_an_mcp_tool_through_the_fake_model(api, account, fake_l
     agent = make_agent(account.org)
     add = Tool.objects.get(mcp_server_id=server["id"], name="add")
     assert api.patch(f"/v1/agents/{agent.id}/tools/attach/{add.id}").status_code == 200
-    fake_llm.script(FakeLLM.tool("add", {"a": 20, "b": 22}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "It is 42."}))
+    fake_llm.script(
+        FakeLLM.tool("add", {"a": 20, "b": 22}, heartbeat=True), FakeLLM.tool("send_message", {"message": "It is 42."})
+    )
     result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "20+22?"}])
     assert result.status == "completed"
     sent_tools = {t["function"]["name"] for t in fake_llm.chat_requests[0]["tools"]}
@@ -185,16 +199,20 @@ def test_the_agent_calls_an_mcp_tool_through_the_fake_model(api, account, fake_l
 def test_refresh_on_demand_and_when_the_server_says_tools_changed(api, account, transactional_db):
     server = _register(api)
     api.post(f"/v1/mcp-servers/{server['id']}/tools/grow/run", {"args": {}})
-    until(lambda: Tool.objects.filter(mcp_server_id=server["id"], name="shout").exists(), timeout=30,
-          what="the tools/list_changed refresh")
+    until(
+        lambda: Tool.objects.filter(mcp_server_id=server["id"], name="shout").exists(),
+        timeout=30,
+        what="the tools/list_changed refresh",
+    )
     report = api.patch(f"/v1/mcp-servers/{server['id']}/refresh").json()
     assert report["added"] == [] and report["removed"] == []
 
 
 def test_update_and_delete(api, account):
     server = _register(api)
-    updated = api.patch(f"/v1/mcp-servers/{server['id']}", {"server_name": "renamed",
-                                                             "config": {**STDIO, "env": {"A": "1"}}}).json()
+    updated = api.patch(
+        f"/v1/mcp-servers/{server['id']}", {"server_name": "renamed", "config": {**STDIO, "env": {"A": "1"}}}
+    ).json()
     assert updated["server_name"] == "renamed" and updated["env"] == {"A": None}
     agent = make_agent(account.org)
     add = Tool.objects.get(mcp_server_id=server["id"], name="add")

@@ -24,8 +24,16 @@ def _connections_closed():
 
 
 def test_export_then_import_into_another_account_keeps_the_mcp_tool(api, account, other_account):
-    server = mcp_services.mcp_server_create(owner=account.org, server_name="demo", config={
-        "mcp_server_type": "stdio", "command": sys.executable, "args": [DEMO, "stdio"], "env": {"GREETING": "s3cret"}})
+    server = mcp_services.mcp_server_create(
+        owner=account.org,
+        server_name="demo",
+        config={
+            "mcp_server_type": "stdio",
+            "command": sys.executable,
+            "args": [DEMO, "stdio"],
+            "env": {"GREETING": "s3cret"},
+        },
+    )
     agent = make_agent(account.org)
     add = Tool.objects.get(mcp_server=server, name="read_env")
     api.patch(f"/v1/agents/{agent.id}/tools/attach/{add.id}")
@@ -36,8 +44,9 @@ def test_export_then_import_into_another_account_keeps_the_mcp_tool(api, account
     exported = next(t for t in data["tools"] if t["name"] == "read_env")
     assert exported["tool_type"] == "external_mcp" and exported["metadata_"] == {"mcp": {"server_name": "demo"}}
 
-    result = agentfile_import(owner=other_account.org, parsed=parse_agent_file(json.dumps(data).encode()),
-                              options=ImportOptions())
+    result = agentfile_import(
+        owner=other_account.org, parsed=parse_agent_file(json.dumps(data).encode()), options=ImportOptions()
+    )
     imported = McpServer.objects.get(owner=other_account.org, server_name="demo")
     assert imported.args == [DEMO, "stdio"] and imported.env == {"GREETING": ""}
     assert any("set its secrets" in w for w in result.warnings)
@@ -60,12 +69,19 @@ def test_an_mcp_tool_whose_server_is_missing_is_left_out_with_a_warning(account)
     from tests.core.agentfile_docs import v2_doc
 
     doc = v2_doc()
-    doc["tools"].append({"id": "tool-mcp", "tool_type": "external_mcp", "name": "lookup",
-                         "json_schema": {"name": "lookup", "parameters": {"type": "object", "properties": {}}},
-                         "metadata_": {"mcp": {"server_name": "elsewhere"}}})
+    doc["tools"].append(
+        {
+            "id": "tool-mcp",
+            "tool_type": "external_mcp",
+            "name": "lookup",
+            "json_schema": {"name": "lookup", "parameters": {"type": "object", "properties": {}}},
+            "metadata_": {"mcp": {"server_name": "elsewhere"}},
+        }
+    )
     doc["agents"][0]["tool_ids"].append("tool-mcp")
-    result = agentfile_import(owner=account.org, parsed=parse_agent_file(json.dumps(doc).encode()),
-                              options=ImportOptions())
+    result = agentfile_import(
+        owner=account.org, parsed=parse_agent_file(json.dumps(doc).encode()), options=ImportOptions()
+    )
     assert any("'elsewhere'" in w for w in result.warnings)
     assert "lookup" not in {t.name for t in agent_tools(agent=result_agent(result))}
     bad = {**doc, "mcp_servers": [{"server_name": "x", "server_type": "carrier-pigeon"}]}

@@ -17,8 +17,15 @@ def _connections_closed():
 
 
 def test_sdk_mcp_servers_create_list_retrieve_tools_run_update_refresh_delete(client):  # noqa: F811
-    created = client.mcp_servers.create(server_name="demo", config={
-        "mcp_server_type": "stdio", "command": sys.executable, "args": [DEMO, "stdio"], "env": {"TOKEN": "hidden"}})
+    created = client.mcp_servers.create(
+        server_name="demo",
+        config={
+            "mcp_server_type": "stdio",
+            "command": sys.executable,
+            "args": [DEMO, "stdio"],
+            "env": {"TOKEN": "hidden"},
+        },
+    )
     assert created.server_name == "demo" and created.mcp_server_type == "stdio" and created.id.startswith("mcp_server-")
     assert [s.id for s in client.mcp_servers.list()] == [created.id]
     got = client.mcp_servers.retrieve(created.id)
@@ -29,9 +36,11 @@ def test_sdk_mcp_servers_create_list_retrieve_tools_run_update_refresh_delete(cl
     assert client.mcp_servers.tools.retrieve(add.id, mcp_server_id=created.id).name == "add"
     result = client.mcp_servers.tools.run(add.id, mcp_server_id=created.id, args={"a": 3, "b": 4})
     assert result.status == "success" and result.func_return == "7"
-    updated = client.mcp_servers.update(created.id, server_name="demo2",
-                                        config={"mcp_server_type": "stdio", "command": sys.executable,
-                                                "args": [DEMO, "stdio"]})
+    updated = client.mcp_servers.update(
+        created.id,
+        server_name="demo2",
+        config={"mcp_server_type": "stdio", "command": sys.executable, "args": [DEMO, "stdio"]},
+    )
     assert updated.server_name == "demo2"
     client.mcp_servers.refresh(created.id)
     client.mcp_servers.delete(created.id)

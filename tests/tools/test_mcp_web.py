@@ -25,8 +25,17 @@ def web(account):
 
 
 def _add(web, name="demo"):
-    return web.post("/mcp-servers/new/", {"server_name": name, "mcp_server_type": "stdio", "command": sys.executable,
-                                          "args": f"{DEMO}\nstdio", "env": "GREETING=<b>hi</b>"}, HTTP_HX_REQUEST="true")
+    return web.post(
+        "/mcp-servers/new/",
+        {
+            "server_name": name,
+            "mcp_server_type": "stdio",
+            "command": sys.executable,
+            "args": f"{DEMO}\nstdio",
+            "env": "GREETING=<b>hi</b>",
+        },
+        HTTP_HX_REQUEST="true",
+    )
 
 
 def test_add_a_server_from_the_form_and_run_its_tool(web, account):
@@ -39,7 +48,9 @@ def test_add_a_server_from_the_form_and_run_its_tool(web, account):
     page = web.get("/mcp-servers/").content.decode()
     assert "demo" in page and "GREETING" in page and "&lt;b&gt;hi" not in page  # secret values never shown
     read_env = Tool.objects.get(mcp_server=server, name="read_env")
-    out = web.post(f"/mcp-servers/{server.id}/tools/{read_env.id}/run/", {"args": '{"name": "GREETING"}'}).content.decode()
+    out = web.post(
+        f"/mcp-servers/{server.id}/tools/{read_env.id}/run/", {"args": '{"name": "GREETING"}'}
+    ).content.decode()
     assert "&lt;b&gt;hi&lt;/b&gt;" in out and "<b>hi</b>" not in out and "mcp-run-output" in out
     bad = web.post(f"/mcp-servers/{server.id}/tools/{read_env.id}/run/", {"args": "{not json"}).content.decode()
     assert "not JSON" in bad
@@ -55,15 +66,22 @@ def test_add_a_server_from_the_form_and_run_its_tool(web, account):
 
 
 def test_form_errors_come_back_inline_and_nothing_is_saved(web, account):
-    resp = web.post("/mcp-servers/new/", {"server_name": "x", "mcp_server_type": "stdio", "command": ""},
-                    HTTP_HX_REQUEST="true")
+    resp = web.post(
+        "/mcp-servers/new/", {"server_name": "x", "mcp_server_type": "stdio", "command": ""}, HTTP_HX_REQUEST="true"
+    )
     assert resp.status_code == 200 and resp["HX-Retarget"] == "#mcp-form"
     assert "a command is required" in resp.content.decode()
-    resp = web.post("/mcp-servers/new/", {"server_name": "y", "mcp_server_type": "streamable_http",
-                                          "server_url": "javascript:alert(1)"}, HTTP_HX_REQUEST="true")
+    resp = web.post(
+        "/mcp-servers/new/",
+        {"server_name": "y", "mcp_server_type": "streamable_http", "server_url": "javascript:alert(1)"},
+        HTTP_HX_REQUEST="true",
+    )
     assert "an http(s) URL is required" in resp.content.decode()
-    resp = web.post("/mcp-servers/new/", {"server_name": "z", "mcp_server_type": "stdio", "command": "x",
-                                          "env": "no equals sign"}, HTTP_HX_REQUEST="true")
+    resp = web.post(
+        "/mcp-servers/new/",
+        {"server_name": "z", "mcp_server_type": "stdio", "command": "x", "env": "no equals sign"},
+        HTTP_HX_REQUEST="true",
+    )
     assert "NAME=value" in resp.content.decode()
     assert not McpServer.objects.exists()
 

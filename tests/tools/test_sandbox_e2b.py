@@ -50,7 +50,9 @@ class FakeSandbox:
         if self.hang:
             raise TimeoutException("context deadline exceeded")
         env = {"PATH": "/usr/bin:/bin", **(envs or {})}
-        proc = subprocess.run(cmd, shell=True, cwd=self.local(cwd), env=env, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            cmd, shell=True, cwd=self.local(cwd), env=env, capture_output=True, text=True, timeout=timeout
+        )
         if proc.returncode != 0:
             raise CommandExitException(stderr=proc.stderr, stdout=proc.stdout, exit_code=proc.returncode, error=None)
         return CommandResult(stderr=proc.stderr, stdout=proc.stdout, exit_code=0, error=None)
@@ -89,13 +91,20 @@ def req(src, **kw):
 
 def test_runs_tool_and_reports_result_streams_and_backend():
     b = backend()
-    r = b.run(req('''
+    r = b.run(
+        req(
+            """
         import os, sys
         def f(x: int):
             print("hello")
             print("warn", file=sys.stderr)
             return {"double": x * 2, "token": os.environ.get("TOOL_TOKEN")}
-    ''', args={"x": 4}, env_vars={"TOOL_TOKEN": "abc"}, timeout_s=12))
+    """,
+            args={"x": 4},
+            env_vars={"TOOL_TOKEN": "abc"},
+            timeout_s=12,
+        )
+    )
     assert r.status == "success", r.stderr
     assert r.tool_return == '{"double": 8, "token": "abc"}'
     assert r.stdout == "hello\n" and r.stderr == "warn\n"
@@ -115,10 +124,12 @@ def test_exception_comes_back_as_error_with_traceback():
 
 
 def test_agent_state_reaches_the_tool():
-    r = backend().run(req(
-        "def f(agent_state):\n    return agent_state.memory.get_block('human').value\n",
-        agent_state={"id": "a1", "name": "n", "tags": [], "blocks": [{"label": "human", "value": "Bo"}]},
-    ))
+    r = backend().run(
+        req(
+            "def f(agent_state):\n    return agent_state.memory.get_block('human').value\n",
+            agent_state={"id": "a1", "name": "n", "tags": [], "blocks": [{"label": "human", "value": "Bo"}]},
+        )
+    )
     assert r.tool_return == "Bo"
 
 
@@ -165,7 +176,10 @@ def test_sdk_failure_to_create_is_reported():
 def test_sdk_is_imported_lazily():
     out = subprocess.run(
         [sys.executable, "-c", "import sys, tools.sandbox.e2b; print('e2b_code_interpreter' in sys.modules)"],
-        cwd=REPO, capture_output=True, text=True, check=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert out.stdout.strip() == "False"
 

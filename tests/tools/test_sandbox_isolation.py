@@ -16,7 +16,7 @@ from tools.sandbox import SandboxLimits, SandboxRequest
 
 PG_SOCKET = "/var/run/postgresql/.s.PGSQL.5432"
 
-CONNECT = textwrap.dedent('''
+CONNECT = textwrap.dedent("""
     import socket
 
     def f(targets: list):
@@ -35,7 +35,7 @@ CONNECT = textwrap.dedent('''
             except OSError as exc:
                 out[target] = type(exc).__name__
         return out
-''')
+""")
 
 
 @pytest.fixture
@@ -96,38 +96,63 @@ def test_allowed_network_reaches_tcp_services_but_still_not_the_socket(server, l
     assert r.status == "success", r.stderr
     assert r.network is True
     got = json.loads(r.tool_return)
-    assert got == {"127.0.0.1:5432": "connected", PG_SOCKET: "FileNotFoundError", "127.0.0.1:6379": "connected",
-                   listener: "connected"}
+    assert got == {
+        "127.0.0.1:5432": "connected",
+        PG_SOCKET: "FileNotFoundError",
+        "127.0.0.1:6379": "connected",
+        listener: "connected",
+    }
 
 
 def test_the_network_is_only_a_loopback(server):
-    r = run(server, '''
+    r = run(
+        server,
+        """
         import socket
         def f():
             return sorted(name for _, name in socket.if_nameindex())
-    ''')
+    """,
+    )
     assert r.tool_return == '["lo"]'
 
 
 def test_run_data_dir_and_host_trees_are_invisible(server):
     data_dir = str(settings.DATA_DIR)
     assert os.path.isdir(data_dir) and os.path.isdir("/run")
-    r = run(server, f'''
+    r = run(
+        server,
+        f"""
         import os
         def f():
             paths = ["/run", "/var/run", "/run/lock", "/var/run/postgresql", {data_dir!r}, {settings.BASE_DIR.as_posix()!r},
                      "/root", "/var", "/srv", "/etc/passwd", "/etc/shadow"]
             return {{"visible": [p for p in paths if os.path.lexists(p)], "root": sorted(os.listdir("/"))}}
-    ''')
+    """,
+    )
     assert r.status == "success", r.stderr
     got = json.loads(r.tool_return)
     assert got["visible"] == []
-    assert set(got["root"]) <= {"bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "opt", "proc", "sbin",
-                                "tmp", "usr"}
+    assert set(got["root"]) <= {
+        "bin",
+        "dev",
+        "etc",
+        "home",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "opt",
+        "proc",
+        "sbin",
+        "tmp",
+        "usr",
+    }
 
 
 def test_only_the_private_dir_and_tmp_are_writable(server):
-    r = run(server, '''
+    r = run(
+        server,
+        """
         import os
         def f():
             out = {}
@@ -138,28 +163,43 @@ def test_only_the_private_dir_and_tmp_are_writable(server):
                 except OSError as exc:
                     out[path] = type(exc).__name__
             return [os.getcwd(), os.environ["HOME"], os.environ["TMPDIR"], out]
-    ''')
+    """,
+    )
     cwd, home, tmpdir, out = json.loads(r.tool_return)
     assert cwd == home == "/home/user" and tmpdir == "/tmp"
-    assert out == {"/home/user/a": "written", "/tmp/b": "written", "/dev/shm/g": "written", "/usr/c": "OSError",
-                   "/etc/d": "OSError", "/e": "OSError", "/opt/f": "OSError", "/dev/h": "OSError"}
+    assert out == {
+        "/home/user/a": "written",
+        "/tmp/b": "written",
+        "/dev/shm/g": "written",
+        "/usr/c": "OSError",
+        "/etc/d": "OSError",
+        "/e": "OSError",
+        "/opt/f": "OSError",
+        "/dev/h": "OSError",
+    }
 
 
 def test_nothing_written_survives_to_the_next_run(server):
     marker = f"sandbox-survivor-{os.getpid()}"
-    first = run(server, f'''
+    first = run(
+        server,
+        f"""
         import os
         def f():
             for d in ("/tmp", "/home/user", "/dev/shm"):
                 open(os.path.join(d, {marker!r}), "w").write("left behind")
             return "ok"
-    ''')
+    """,
+    )
     assert first.tool_return == "ok", first.stderr
-    second = run(server, f'''
+    second = run(
+        server,
+        f"""
         import os
         def f():
             return [d for d in ("/tmp", "/home/user", "/dev/shm") if os.path.exists(os.path.join(d, {marker!r}))]
-    ''')
+    """,
+    )
     assert second.status == "success" and second.tool_return == "[]"
     for d in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/run"):  # nor on the host
         assert not os.path.exists(os.path.join(d, marker))
@@ -167,7 +207,9 @@ def test_nothing_written_survives_to_the_next_run(server):
 
 @pytest.mark.parametrize("directory", ["/tmp", "/home/user", "/dev/shm"])
 def test_scratch_space_is_capped(server, directory):
-    r = run(server, f'''
+    r = run(
+        server,
+        f'''
         def f():
             written = 0
             try:
@@ -178,7 +220,9 @@ def test_scratch_space_is_capped(server, directory):
             except OSError as exc:
                 return [written, exc.errno]
             return [written, None]
-    ''', limits=SandboxLimits(scratch_mb=4))
+    ''',
+        limits=SandboxLimits(scratch_mb=4),
+    )
     assert r.status == "success", r.stderr
     written, errno_ = json.loads(r.tool_return)
     assert written < 5 and errno_ == 28  # ENOSPC
@@ -186,7 +230,9 @@ def test_scratch_space_is_capped(server, directory):
 
 def test_server_environment_and_processes_are_out_of_reach(server, monkeypatch):
     monkeypatch.setenv("AGENTS_IDE_TEST_SECRET", "s3cr3t-value")
-    r = run(server, '''
+    r = run(
+        server,
+        """
         import os, signal
         def f():
             seen = {}
@@ -200,7 +246,9 @@ def test_server_environment_and_processes_are_out_of_reach(server, monkeypatch):
                 signalled = type(exc).__name__
             return {"env": sorted(os.environ), "procs": len(seen), "secret": any("s3cr3t" in e for e in seen.values()),
                     "signal": signalled}
-    ''', env_vars={"SERVER_PID": str(os.getpid())})
+    """,
+        env_vars={"SERVER_PID": str(os.getpid())},
+    )
     got = json.loads(r.tool_return)
     assert got["env"] == ["HOME", "LANG", "PATH", "SERVER_PID", "TMPDIR"]
     assert got["secret"] is False and got["procs"] <= 2  # bwrap's init and the tool
@@ -209,17 +257,23 @@ def test_server_environment_and_processes_are_out_of_reach(server, monkeypatch):
 
 def test_tool_environment_reaches_the_tool_but_not_the_launcher(server):
     """bwrap runs outside the namespaces: a tool's LD_PRELOAD must not load anything into it (or into python)."""
-    r = run(server, '''
+    r = run(
+        server,
+        """
         import os
         def f():
             return [os.environ["LD_PRELOAD"], os.environ["GIVEN"]]
-    ''', env_vars={"LD_PRELOAD": "/nonexistent/preload.so", "GIVEN": "1"})
+    """,
+        env_vars={"LD_PRELOAD": "/nonexistent/preload.so", "GIVEN": "1"},
+    )
     assert r.status == "success" and r.tool_return == '["/nonexistent/preload.so", "1"]'
     assert "preload" not in r.stderr  # the loader would complain if it had tried to load it
 
 
 def test_processes_the_tool_leaves_behind_die_with_the_run(server):
-    r = run(server, '''
+    r = run(
+        server,
+        """
         import os, time
         def f():
             if os.fork() == 0:
@@ -228,25 +282,33 @@ def test_processes_the_tool_leaves_behind_die_with_the_run(server):
                     time.sleep(600)
                 os._exit(0)
             return os.readlink("/proc/self/ns/pid")
-    ''')
+    """,
+    )
     assert r.status == "success", r.stderr
     assert _processes_in_pid_namespace(r.tool_return) == []
 
 
 def test_timed_out_run_leaves_no_process(server):
-    r = run(server, '''
+    r = run(
+        server,
+        """
         import os
         def f():
             print(os.readlink("/proc/self/ns/pid"), flush=True)
             while True:
                 pass
-    ''', timeout_s=1.0, limits=SandboxLimits(cpu_s=60))
+    """,
+        timeout_s=1.0,
+        limits=SandboxLimits(cpu_s=60),
+    )
     assert r.error_type == "TimeoutError"
     assert _processes_in_pid_namespace(r.stdout.strip()) == []
 
 
 def test_fork_bomb_is_bounded_by_its_own_namespace(server):
-    r = run(server, '''
+    r = run(
+        server,
+        """
         import os, time
         def f():
             made = 0
@@ -260,20 +322,25 @@ def test_fork_bomb_is_bounded_by_its_own_namespace(server):
                     os._exit(0)
                 made += 1
             return made
-    ''', limits=SandboxLimits(max_processes=8))
+    """,
+        limits=SandboxLimits(max_processes=8),
+    )
     assert r.status == "success", r.stderr
     assert 0 < int(r.tool_return) < 8
 
 
 def test_tool_cannot_make_namespaces_of_its_own(server):
-    r = run(server, '''
+    r = run(
+        server,
+        """
         import ctypes, errno
         def f():
             libc = ctypes.CDLL(None, use_errno=True)
             if libc.unshare(0x10000000) == 0:  # CLONE_NEWUSER
                 return "unshared"
             return errno.errorcode[ctypes.get_errno()]
-    ''')
+    """,
+    )
     assert r.status == "success", r.stderr
     assert r.tool_return in ("ENOSPC", "EPERM")
 

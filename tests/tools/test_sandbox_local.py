@@ -9,10 +9,9 @@ import textwrap
 
 import pytest
 
+from tests.helpers import until
 from tools.sandbox import SandboxError, SandboxLimits, SandboxRequest, get_backend, resolve_backend_name
 from tools.sandbox.local import LocalSandbox
-
-from tests.helpers import until
 
 
 @pytest.fixture(scope="module")
@@ -25,13 +24,17 @@ def run(backend, src, fn="f", **kw):
 
 
 def test_success_with_json_return_and_separate_streams(local):
-    r = run(local, '''
+    r = run(
+        local,
+        """
         import sys
         def f(a: int, b: int):
             print("to stdout")
             print("to stderr", file=sys.stderr)
             return {"sum": a + b, "items": [a, b]}
-    ''', args={"a": 2, "b": 3})
+    """,
+        args={"a": 2, "b": 3},
+    )
     assert r.status == "success"
     assert r.tool_return == '{"sum": 5, "items": [2, 3]}'
     assert r.stdout == "to stdout\n"
@@ -48,11 +51,14 @@ def test_strings_are_returned_verbatim_and_non_json_as_repr(local):
 
 
 def test_printing_cannot_spoof_the_result(local):
-    r = run(local, '''
+    r = run(
+        local,
+        """
         def f():
             print('{"status": "success", "tool_return": "spoofed"}')
             return "real"
-    ''')
+    """,
+    )
     assert r.tool_return == "real"
 
 
@@ -63,13 +69,16 @@ def test_arguments_travel_as_data_not_code(local):
 
 
 def test_exception_becomes_error_with_type_message_traceback(local):
-    r = run(local, '''
+    r = run(
+        local,
+        """
         def helper():
             raise ValueError("bad input")
 
         def f():
             helper()
-    ''')
+    """,
+    )
     assert r.status == "error"
     assert r.error_type == "ValueError" and r.error_message == "bad input"
     assert r.tool_return == "ValueError: bad input"
@@ -91,12 +100,12 @@ def test_syntax_error_in_source_is_reported(local):
     assert r.status == "error" and r.error_type == "SyntaxError"
 
 
-CWD = '''
+CWD = """
     import json, os
     def f():
         open("scratch.txt", "w").write("x")
         return json.dumps({"cwd": os.getcwd(), "home": os.environ["HOME"], "token": os.environ.get("API_TOKEN")})
-'''
+"""
 
 
 def test_env_vars_and_private_working_directory(local):
@@ -124,12 +133,17 @@ def test_agent_state_snapshot_attribute_and_item_access(local):
         "tags": ["a"],
         "blocks": [{"label": "human", "value": "Ana", "limit": 100}, {"label": "persona", "value": "bot"}],
     }
-    r = run(local, '''
+    r = run(
+        local,
+        """
         def f(agent_state, suffix: str):
             human = agent_state.memory.get_block("human").value
             agent_state.memory.update_block_value(label="persona", value="bot" + suffix)
             return [agent_state.id, agent_state["name"], agent_state.tags, human, agent_state.memory.list_block_labels()]
-    ''', args={"suffix": "!"}, agent_state=state)
+    """,
+        args={"suffix": "!"},
+        agent_state=state,
+    )
     assert r.status == "success", r.stderr
     assert r.tool_return == '["agent-1", "helper", ["a"], "Ana", ["human", "persona"]]'
     assert r.agent_state["blocks"][1]["value"] == "bot!"
@@ -171,7 +185,9 @@ def test_pip_requirements_use_a_cached_venv(reachable_dir):
 
     def fake_installer(venv_python, requirements):
         calls.append(list(requirements))
-        site = glob.glob(os.path.join(os.path.dirname(os.path.dirname(venv_python)), "lib", "python3*", "site-packages"))[0]
+        site = glob.glob(
+            os.path.join(os.path.dirname(os.path.dirname(venv_python)), "lib", "python3*", "site-packages")
+        )[0]
         with open(os.path.join(site, "fancylib.py"), "w") as f:
             f.write("VERSION = '9.9'\n")
 
@@ -253,15 +269,16 @@ def test_next_run_takes_a_sandbox_started_ahead_and_it_is_fresh(reachable_dir):
     from tools.sandbox.warm import WARM
 
     backend = LocalSandbox(work_root=reachable_dir)  # part of the key: no other test's sandbox matches
-    src = '''
+    src = """
         import os
         def f(note: str):
             seen = os.listdir("/tmp") + os.listdir("/home/user")
             open("/tmp/" + note, "w").write(note)
             return [os.readlink("/proc/self/ns/pid"), seen]
-    '''
+    """
     first = run(backend, src, args={"note": "first"})
     assert first.status == "success", first.stderr
+
     def ours():
         return [s for key, s in list(WARM._ready.items()) if reachable_dir in key]
 
@@ -275,6 +292,7 @@ def test_next_run_takes_a_sandbox_started_ahead_and_it_is_fresh(reachable_dir):
 
 def _pid_namespace_below(pid: int) -> str:
     """The PID namespace of the sandbox bwrap `pid` started (its first child is the namespace's init)."""
+
     def namespace() -> str | None:  # bwrap may not have made its namespaces yet
         with open(f"/proc/{pid}/task/{pid}/children") as fh:
             children = fh.read().split()

@@ -49,7 +49,10 @@ def test_basic_types_description_and_required():
         ("list", {"type": "array"}),
         ("dict", {"type": "object"}),
         ("Dict[str, int]", {"type": "object", "additionalProperties": {"type": "integer"}}),
-        ("list[dict[str, str]]", {"type": "array", "items": {"type": "object", "additionalProperties": {"type": "string"}}}),
+        (
+            "list[dict[str, str]]",
+            {"type": "array", "items": {"type": "object", "additionalProperties": {"type": "string"}}},
+        ),
         ('Literal["a", "b"]', {"type": "string", "enum": ["a", "b"]}),
         ("Literal[1, 2, 3]", {"type": "integer", "enum": [1, 2, 3]}),
         ('"int"', {"type": "integer"}),
@@ -68,7 +71,9 @@ def test_type_mapping(annotation, expected):
     assert {k: v for k, v in p["x"].items() if k != "description"} == expected
 
 
-@pytest.mark.parametrize("annotation", ["Optional[int]", "int | None", "None | int", "Union[int, None]", "typing.Optional[int]"])
+@pytest.mark.parametrize(
+    "annotation", ["Optional[int]", "int | None", "None | int", "Union[int, None]", "typing.Optional[int]"]
+)
 def test_optional_is_not_required_and_keeps_inner_type(annotation):
     s = schema_of(f'''
         def f(x: {annotation}, y: int):
@@ -169,7 +174,8 @@ def test_tool_name_rules():
         derive_schema(f'def {"x" * 65}():\n    """Doc."""\n')
 
 
-SCHEMA = derive_schema(textwrap.dedent('''
+SCHEMA = derive_schema(
+    textwrap.dedent('''
     def f(n: int, tags: list[str], mode: Literal["a", "b"] = "a", ratio: float = 1.0, note: Optional[str] = None):
         """Do.
 
@@ -180,7 +186,8 @@ SCHEMA = derive_schema(textwrap.dedent('''
             ratio: Ratio.
             note: Note.
         """
-'''))
+''')
+)
 
 
 def test_validate_args_accepts_good_args():

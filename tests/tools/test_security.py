@@ -18,9 +18,7 @@ from tests.tools.sandbox_servers import AsOrdinaryUser
 from tools.sandbox import SandboxLimits, SandboxRequest
 from tools.sandbox.local import LocalSandbox
 
-needs_root = pytest.mark.skipif(
-    os.geteuid() != 0, reason="dropping to a throwaway uid needs root (CI runs as root)"
-)
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="dropping to a throwaway uid needs root (CI runs as root)")
 
 
 @pytest.fixture
@@ -49,11 +47,15 @@ def root_owned_dir():
 def test_tool_cannot_see_server_environment_in_weak_mode(weak, monkeypatch):
     monkeypatch.setenv("AGENTS_IDE_TEST_SECRET", "s3cr3t-value")
     monkeypatch.setenv("DATABASE_URL", "postgres://user:pw@db/prod")
-    r = run(weak, '''
+    r = run(
+        weak,
+        """
         import os
         def f():
             return sorted(os.environ)
-    ''', env_vars={"GIVEN": "1"})
+    """,
+        env_vars={"GIVEN": "1"},
+    )
     assert r.status == "success" and r.network is True  # the weak mode cannot cut the network off
     assert r.tool_return == '["GIVEN", "HOME", "LANG", "PATH", "TMPDIR"]'
 
@@ -61,12 +63,15 @@ def test_tool_cannot_see_server_environment_in_weak_mode(weak, monkeypatch):
 @needs_root
 def test_tool_cannot_read_server_environment_through_proc_in_weak_mode(weak, monkeypatch):
     monkeypatch.setenv("AGENTS_IDE_TEST_SECRET", "s3cr3t-value")
-    r = run(weak, '''
+    r = run(
+        weak,
+        """
         import os
         def f():
             with open(f"/proc/{os.getppid()}/environ", "rb") as fh:
                 return fh.read().decode(errors="replace")
-    ''')
+    """,
+    )
     assert r.status == "error" and r.error_type == "PermissionError"
     assert "s3cr3t-value" not in r.tool_return + r.stdout + r.stderr
 
@@ -79,10 +84,13 @@ def test_tool_cannot_read_database_file_in_private_dir_in_weak_mode(weak, root_o
     with open(db, "w") as fh:
         fh.write("SQLite format 3 secret-rows")
     os.chmod(db, 0o644)  # even a world-readable file is protected by its 0700 directory
-    r = run(weak, f'''
+    r = run(
+        weak,
+        f"""
         def f():
             return open({db!r}).read()
-    ''')
+    """,
+    )
     assert r.status == "error" and r.error_type == "PermissionError"
     assert "secret-rows" not in r.tool_return + r.stdout + r.stderr
 
@@ -91,7 +99,9 @@ def test_tool_cannot_read_database_file_in_private_dir_in_weak_mode(weak, root_o
 def test_tool_cannot_write_outside_its_directory_in_weak_mode(weak, root_owned_dir):
     repo_target = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "sandbox-escape.txt")
     targets = [os.path.join(root_owned_dir, "escape.txt"), repo_target]
-    r = run(weak, f'''
+    r = run(
+        weak,
+        f"""
         def f():
             results = []
             for path in {targets!r}:
@@ -102,7 +112,8 @@ def test_tool_cannot_write_outside_its_directory_in_weak_mode(weak, root_owned_d
                     results.append("denied")
             open("inside.txt", "w").write("fine")
             return results
-    ''')
+    """,
+    )
     try:
         assert r.tool_return == '["denied", "denied"]'
         assert not any(os.path.exists(t) for t in targets)
@@ -115,14 +126,17 @@ def test_tool_cannot_write_outside_its_directory_in_weak_mode(weak, root_owned_d
 @needs_root
 def test_files_left_in_shared_tmp_dirs_are_removed_in_weak_mode(weak):
     name = f"sandbox-leftover-{os.getpid()}"
-    r = run(weak, f'''
+    r = run(
+        weak,
+        f'''
         import os
         def f():
             os.mkdir("/tmp/{name}-dir")
             open("/tmp/{name}-dir/inner", "w").write("x")
             open("/tmp/{name}", "w").write("x")
             return sorted(p for p in os.listdir("/tmp") if p.startswith("{name}"))
-    ''')
+    ''',
+    )
     assert r.tool_return == f'["{name}", "{name}-dir"]'
     assert not os.path.exists(f"/tmp/{name}") and not os.path.exists(f"/tmp/{name}-dir")
 
@@ -134,13 +148,18 @@ def test_tool_cannot_signal_the_server_in_weak_mode(weak):
 
 
 def test_infinite_loop_is_killed_at_timeout_in_weak_mode(weak):
-    r = run(weak, '''
+    r = run(
+        weak,
+        """
         import os, sys
         def f():
             print(os.getpid(), flush=True)
             while True:
                 pass
-    ''', timeout_s=1.0, limits=SandboxLimits(cpu_s=60))
+    """,
+        timeout_s=1.0,
+        limits=SandboxLimits(cpu_s=60),
+    )
     assert r.status == "error" and r.error_type == "TimeoutError"
     pid = int(r.stdout.split()[0])
     with pytest.raises(ProcessLookupError):
@@ -154,31 +173,41 @@ def test_cpu_limit_kills_busy_loop(sandbox):
 
 
 def test_memory_bomb_is_contained(sandbox):
-    r = run(sandbox, '''
+    r = run(
+        sandbox,
+        """
         def f():
             hog = []
             while True:
                 hog.append(bytearray(64 * 1024 * 1024))
-    ''', limits=SandboxLimits(memory_mb=256))
+    """,
+        limits=SandboxLimits(memory_mb=256),
+    )
     assert r.status == "error" and r.error_type == "MemoryError"
     r = run(sandbox, "def f():\n    return len(bytearray(8 * 1024 ** 3))\n", limits=SandboxLimits(memory_mb=256))
     assert r.error_type == "MemoryError"
 
 
 def test_file_size_limit(sandbox):
-    r = run(sandbox, '''
+    r = run(
+        sandbox,
+        """
         import signal
         def f():
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
             with open("big.bin", "wb") as fh:
                 fh.write(b"x" * (3 * 1024 * 1024))
-    ''', limits=SandboxLimits(file_size_mb=1))
+    """,
+        limits=SandboxLimits(file_size_mb=1),
+    )
     assert r.status == "error" and r.error_type == "OSError" and "too large" in r.error_message.lower()
 
 
 @needs_root
 def test_fork_bomb_is_bounded_and_cleaned_up_in_weak_mode(weak):
-    r = run(weak, '''
+    r = run(
+        weak,
+        """
         import os, time
         def f():
             made = 0
@@ -194,7 +223,9 @@ def test_fork_bomb_is_bounded_and_cleaned_up_in_weak_mode(weak):
                 made += 1
             print(os.getuid())
             return made
-    ''', limits=SandboxLimits(max_processes=8))
+    """,
+        limits=SandboxLimits(max_processes=8),
+    )
     assert r.status == "success", r.stderr
     assert int(r.tool_return) < 8
     uid = int(r.stdout)
@@ -203,7 +234,9 @@ def test_fork_bomb_is_bounded_and_cleaned_up_in_weak_mode(weak):
 
 
 def test_recursive_fork_bomb_is_contained(sandbox):
-    r = run(sandbox, '''
+    r = run(
+        sandbox,
+        """
         import os
         def f():
             while True:
@@ -211,18 +244,25 @@ def test_recursive_fork_bomb_is_contained(sandbox):
                     os.fork()
                 except OSError:
                     pass
-    ''', timeout_s=1.5, limits=SandboxLimits(max_processes=10))
+    """,
+        timeout_s=1.5,
+        limits=SandboxLimits(max_processes=10),
+    )
     assert r.status == "error" and r.error_type == "TimeoutError"
 
 
 def test_output_flood_is_truncated(sandbox):
-    r = run(sandbox, '''
+    r = run(
+        sandbox,
+        """
         import sys
         def f():
             sys.stdout.write("x" * 5_000_000)
             sys.stderr.write("y" * 5_000_000)
             return "done"
-    ''', limits=SandboxLimits(max_output_bytes=1000))
+    """,
+        limits=SandboxLimits(max_output_bytes=1000),
+    )
     assert r.status == "success" and r.tool_return == "done"
     assert r.stdout.startswith("x" * 1000) and "x" * 1001 not in r.stdout
     assert "[output truncated: 4999000 of 5000000 bytes omitted" in r.stdout
@@ -230,12 +270,17 @@ def test_output_flood_is_truncated(sandbox):
 
 
 def test_endless_output_stops_at_timeout(sandbox):
-    r = run(sandbox, '''
+    r = run(
+        sandbox,
+        """
         import sys
         def f():
             while True:
                 sys.stdout.write("z" * 65536)
-    ''', timeout_s=1.0, limits=SandboxLimits(max_output_bytes=2048))
+    """,
+        timeout_s=1.0,
+        limits=SandboxLimits(max_output_bytes=2048),
+    )
     assert r.error_type == "TimeoutError" and "output truncated" in r.stdout
 
 
@@ -243,7 +288,9 @@ def test_server_stays_responsive_during_a_bomb(sandbox):
     bomb_result = {}
 
     def bomb():
-        bomb_result["r"] = run(sandbox, '''
+        bomb_result["r"] = run(
+            sandbox,
+            """
             import os
             def f():
                 hog = []
@@ -253,7 +300,10 @@ def test_server_stays_responsive_during_a_bomb(sandbox):
                         hog.append(bytearray(16 * 1024 * 1024))
                     except (OSError, MemoryError):
                         pass
-        ''', timeout_s=6.0, limits=SandboxLimits(max_processes=10, memory_mb=128))
+        """,
+            timeout_s=6.0,
+            limits=SandboxLimits(max_processes=10, memory_mb=128),
+        )
 
     thread = threading.Thread(target=bomb)
     thread.start()
@@ -278,8 +328,15 @@ def _owned_live(pid: str, uid: int) -> bool:
 
 # --- where user namespaces are unavailable ---------------------------------------------------------
 
-NO_USERNS = ["unshare", "--user", "--map-root-user", "sh", "-c",
-             'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "sh"]
+NO_USERNS = [
+    "unshare",
+    "--user",
+    "--map-root-user",
+    "sh",
+    "-c",
+    'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"',
+    "sh",
+]
 
 
 @pytest.fixture
@@ -303,16 +360,18 @@ def test_runs_are_refused_and_the_server_says_why(server_without_user_namespaces
     srv = server_without_user_namespaces()
     r = srv.run(SandboxRequest(source_code="def f():\n    return 1\n", function_name="f"), log_status=True)
     assert r.status == "error" and r.error_type == "SandboxError"
-    assert r.error_message.startswith("local tool runs are refused: bubblewrap could not create the sandbox's "
-                                      "namespaces (bwrap: ")
+    assert r.error_message.startswith(
+        "local tool runs are refused: bubblewrap could not create the sandbox's namespaces (bwrap: "
+    )
     assert "SANDBOX_LOCAL_WEAK_ISOLATION=1" in r.error_message
     assert "ERROR local tool sandbox: local tool runs are refused" in srv.last_stderr
 
 
 def test_the_operator_may_opt_in_to_the_weak_mode(server_without_user_namespaces):
     srv = server_without_user_namespaces(allow_weak_isolation=True)
-    r = srv.run(SandboxRequest(source_code="import os\ndef f():\n    return os.getcwd()\n", function_name="f"),
-                log_status=True)
+    r = srv.run(
+        SandboxRequest(source_code="import os\ndef f():\n    return os.getcwd()\n", function_name="f"), log_status=True
+    )
     assert r.status == "success" and r.network is True
     assert "/tool-run-" in r.tool_return
     assert "WARNING local tool sandbox: bubblewrap could not create the sandbox's namespaces" in srv.last_stderr

@@ -50,8 +50,10 @@ def test_customer_support_answers_from_its_archival_knowledge_base(web, fake_llm
     agent = _create(web, "customer_support", "Support")
     assert Passage.objects.filter(agent=agent).count() == 4
     assert {b.label for b in Block.objects.filter(agentblock__agent=agent)} == {"persona", "human", "ticket"}
-    fake_llm.script(FakeLLM.tool("archival_memory_search", {"query": "refund"}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "Within 30 days of delivery, if unused."}))
+    fake_llm.script(
+        FakeLLM.tool("archival_memory_search", {"query": "refund"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "Within 30 days of delivery, if unused."}),
+    )
     result = _turn(agent, "Can I get a refund?")
     assert result.status == "completed"
     found = _returns(result)[0]
@@ -61,10 +63,12 @@ def test_customer_support_answers_from_its_archival_knowledge_base(web, fake_llm
 
 def test_research_agent_follows_its_tool_rule_chain(web, fake_llm):
     agent = _create(web, "research", "Researcher")
-    fake_llm.script(FakeLLM.tool("plan_research", {"question": "Who built it and when?"}, heartbeat=True),
-                    FakeLLM.tool("archival_memory_search", {"query": "built"}, heartbeat=True),
-                    FakeLLM.tool("record_finding", {"finding": "Nothing in memory yet."}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "I found nothing yet."}))
+    fake_llm.script(
+        FakeLLM.tool("plan_research", {"question": "Who built it and when?"}, heartbeat=True),
+        FakeLLM.tool("archival_memory_search", {"query": "built"}, heartbeat=True),
+        FakeLLM.tool("record_finding", {"finding": "Nothing in memory yet."}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "I found nothing yet."}),
+    )
     result = _turn(agent, "Who built it and when?")
     assert result.status == "completed"
     plan, search, note = _returns(result)[:3]
@@ -85,9 +89,11 @@ def test_supervisor_delegates_to_its_worker(web, fake_llm):
         team = Block.objects.get(agentblock__agent=supervisor, label="team")
         assert Block.objects.filter(agentblock__agent=worker, label="team").get() == team  # shared
         assert f"- Team: {supervisor.id}" in team.value and f"- Team · Worker: {worker.id}" in team.value
-        fake_llm.script(FakeLLM.tool(WAIT, {"message": "Summarise: tea is good.", "other_agent_id": worker.id}, heartbeat=True),
-                        FakeLLM.tool("send_message", {"message": "Tea is good."}),
-                        FakeLLM.tool("send_message", {"message": "My worker says: tea is good."}))
+        fake_llm.script(
+            FakeLLM.tool(WAIT, {"message": "Summarise: tea is good.", "other_agent_id": worker.id}, heartbeat=True),
+            FakeLLM.tool("send_message", {"message": "Tea is good."}),
+            FakeLLM.tool("send_message", {"message": "My worker says: tea is good."}),
+        )
         result = _turn(supervisor, "Please get this summarised.")
         assert result.status == "completed"
         reply = _returns(result)[0]

@@ -18,8 +18,13 @@ from tests.factories import make_account, make_agent
 EXAMPLES = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "20"))
 # What "contradicts the spec" means here; the data-acceptance checks are left out because a well-formed request
 # may still be refused for what it refers to (an unknown id is 404, a taken name 409), as the spec declares.
-CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conformance", "response_schema_conformance",
-          "response_headers_conformance")
+CHECKS = (
+    "not_a_server_error",
+    "status_code_conformance",
+    "content_type_conformance",
+    "response_schema_conformance",
+    "response_headers_conformance",
+)
 
 
 @pytest.fixture
@@ -49,12 +54,17 @@ def token(db):
 
 
 @schema.parametrize()
-@settings(max_examples=EXAMPLES, deadline=None, phases=[Phase.explicit, Phase.generate],
-          suppress_health_check=list(HealthCheck), database=None)
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+    database=None,
+)
 def test_api_answers_as_its_spec_says(case, token):
+    from schemathesis import checks as core_checks
     from schemathesis.checks import load_all_checks
     from schemathesis.specs.openapi import checks as openapi_checks
-    from schemathesis import checks as core_checks
 
     load_all_checks()
     raw, _ = token

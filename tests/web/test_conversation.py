@@ -27,9 +27,14 @@ def _say(agent, text):
 
 
 def _overflowed(org, turns: int = 14):
-    agent = make_agent(org, system="You are a concise test agent. Reply with send_message.", include_base_tools=False,
-                       tools=["send_message", "conversation_search"], context_window_limit=2000,
-                       memory_blocks=[BlockInput(label="human", value="Name: Alice")])
+    agent = make_agent(
+        org,
+        system="You are a concise test agent. Reply with send_message.",
+        include_base_tools=False,
+        tools=["send_message", "conversation_search"],
+        context_window_limit=2000,
+        memory_blocks=[BlockInput(label="human", value="Name: Alice")],
+    )
     for i in range(turns):
         _say(agent, f"Turn {i}: remember marker{i:02d}. " + "Filler to make the turn long enough to matter. " * 3)
     agent.refresh_from_db()
@@ -78,31 +83,47 @@ def test_injected_messages_are_notices_and_imported_v1_json_shows_its_text(web, 
     from tests.core.agentfile_docs import edited, v1_doc
 
     def letta_v1_wrapping(doc):  # how Letta v1 stored what the agent was told
-        doc["messages"][1]["content"] = [{"type": "text", "text": json.dumps({"type": "user_message", "message": "roll a <b>d20</b>", "time": "now"})}]
-        doc["messages"].insert(2, {"role": "user", "content": [{"type": "text", "text": json.dumps({"type": "login", "last_login": "never"})}]})
+        doc["messages"][1]["content"] = [
+            {
+                "type": "text",
+                "text": json.dumps({"type": "user_message", "message": "roll a <b>d20</b>", "time": "now"}),
+            }
+        ]
+        doc["messages"].insert(
+            2,
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": json.dumps({"type": "login", "last_login": "never"})}],
+            },
+        )
         doc["in_context_message_indices"] = list(range(len(doc["messages"])))
 
     result = agentfile_import(owner=account.org, parsed=parse_agent_file(edited(v1_doc(), letta_v1_wrapping)))
     imported = Agent.objects.get(id=result.agent_ids[0])
     page = web.get(f"/agents/{imported.id}/").content.decode()
-    html = page[page.index('<div id="history">'):page.index('<div id="live">')]  # the payload keeps the JSON, as sent
+    html = page[page.index('<div id="history">') : page.index('<div id="live">')]  # the payload keeps the JSON, as sent
     assert "roll a &lt;b&gt;d20&lt;/b&gt;" in html and "&quot;type&quot;: &quot;user_message&quot;" not in html
     assert 'data-type="notice"' in html and "<span>login</span>" in html
     assert 'data-type="tool_return_message"' in html and "roll_dice" in html
 
     agent = make_agent(account.org)
-    fake_llm.script(FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True), FakeLLM.tool("send_message", {"message": "done"}))
+    fake_llm.script(
+        FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "done"}),
+    )
     _say(agent, "search please")
     page = web.get(f"/agents/{agent.id}/").content.decode()
-    html = page[page.index('<div id="history">'):page.index('<div id="live">')]
+    html = page[page.index('<div id="history">') : page.index('<div id="live">')]
     assert 'data-type="heartbeat"' in html
     assert len(re.findall(r"^\s*you\s*$", html, re.M)) == 1  # the heartbeat is not shown as the person's message
 
 
 def test_step_shows_readable_parts_and_the_memory_change_as_a_diff(web, account, fake_llm):
     agent = make_agent(account.org)
-    fake_llm.script(FakeLLM.tool("core_memory_append", {"label": "human", "content": "Loves oolong tea."}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "Noted."}))
+    fake_llm.script(
+        FakeLLM.tool("core_memory_append", {"label": "human", "content": "Loves oolong tea."}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "Noted."}),
+    )
     _say(agent, "I love oolong")
     first, second = Step.objects.filter(agent=agent, kind="agent").order_by("created_at")
     html = web.get(f"/agents/{agent.id}/steps/{second.id}/").content.decode()
@@ -138,14 +159,23 @@ def test_runs_view_lists_runs_with_outcome_and_steps(web, account, fake_llm):
 
 def test_saving_a_model_no_provider_serves_is_refused_with_the_available_ones(web, account, fake_llm):
     agent = make_agent(account.org)
-    form = {"name": "Ada", "model": "openai/not-a-model", "system": "s", "temperature": "0.7", "max_steps": "10",
-            "context_window_limit": "8000", "tags": ""}
+    form = {
+        "name": "Ada",
+        "model": "openai/not-a-model",
+        "system": "s",
+        "temperature": "0.7",
+        "max_steps": "10",
+        "context_window_limit": "8000",
+        "tags": "",
+    }
     html = web.post(f"/agents/{agent.id}/settings/", form).content.decode()
     assert "does not serve" in html and "openai/fake-model" in html
     assert Agent.objects.get(id=agent.id).model == "openai/fake-model"
     html = web.post(f"/agents/{agent.id}/settings/", {**form, "model": "nobody/x"}).content.decode()
     assert "No configured provider serves" in html and "openai/fake-model" in html
-    html = web.post(f"/agents/{agent.id}/settings/", {**form, "model": "openai/fake-model", "max_steps": "12"}).content.decode()
+    html = web.post(
+        f"/agents/{agent.id}/settings/", {**form, "model": "openai/fake-model", "max_steps": "12"}
+    ).content.decode()
     assert "Saved." in html and Agent.objects.get(id=agent.id).max_steps == 12
 
 
@@ -171,8 +201,12 @@ def test_history_and_runs_cost_the_same_queries_however_long_the_history(web, ac
         return len(ctx.captured_queries)
 
     _say(agent, "one")
-    urls = [f"/agents/{agent.id}/history/?before=100000", f"/agents/{agent.id}/runs/", f"/agents/{agent.id}/steps/",
-            f"/agents/{agent.id}/window/"]
+    urls = [
+        f"/agents/{agent.id}/history/?before=100000",
+        f"/agents/{agent.id}/runs/",
+        f"/agents/{agent.id}/steps/",
+        f"/agents/{agent.id}/window/",
+    ]
     before = [count(u) for u in urls]
     assert before == [9, 7, 6, 7]  # session and user included; runs: one more for the agent's usage totals
     for i in range(5):
@@ -184,7 +218,9 @@ def test_an_imported_letta_v1_conversation_reads_like_a_native_one(web, account)
     from core.agentfile import agentfile_import, parse_agent_file
     from tests.core.agentfile_fixtures import fixture_path
 
-    result = agentfile_import(owner=account.org, parsed=parse_agent_file(fixture_path("memgpt_agent_with_convo.af").read_bytes()))
+    result = agentfile_import(
+        owner=account.org, parsed=parse_agent_file(fixture_path("memgpt_agent_with_convo.af").read_bytes())
+    )
     agent = Agent.objects.get(id=result.agent_ids[0])
     page = web.get(f"/agents/{agent.id}/history/?before=40").content.decode()  # the first 40 messages
     assert "Conversation reset" not in page  # Letta v1 rebuilt its prompt mid-conversation: not resets

@@ -23,7 +23,9 @@ def agent(account):
 
 def _raw(api, method: str, path: str, text: str):
     """Send `text` as the JSON body unchanged (json.dumps would escape a lone surrogate the same way)."""
-    return getattr(api.client, method)(path, data=text.encode("utf-8", "surrogatepass"), content_type="application/json")
+    return getattr(api.client, method)(
+        path, data=text.encode("utf-8", "surrogatepass"), content_type="application/json"
+    )
 
 
 def _refused(r, status=422):
@@ -35,19 +37,23 @@ def _refused(r, status=422):
 
 # --- NUL characters and lone surrogates ---
 
-@pytest.mark.parametrize("path, method, body", [
-    ("/v1/agents/", "post", {"name": NUL}),
-    ("/v1/agents/", "post", {"name": "a", "system": NUL}),
-    ("/v1/agents/", "post", {"name": "a", "tags": [NUL]}),
-    ("/v1/agents/", "post", {"name": "a", "metadata": {"k": NUL}}),
-    ("/v1/agents/", "post", {"name": "a", "metadata": {NUL: 1}}),
-    ("/v1/agents/", "post", {"name": "a", "memory_blocks": [{"label": "persona", "value": NUL}]}),
-    ("/v1/blocks/", "post", {"label": "notes", "value": NUL}),
-    ("AGENT/archival-memory", "post", {"text": NUL}),
-    ("AGENT/messages", "post", {"messages": [{"role": "user", "content": NUL}]}),
-    ("AGENT", "patch", {"system": NUL}),
-    ("AGENT", "patch", {"description": NUL}),
-])
+
+@pytest.mark.parametrize(
+    "path, method, body",
+    [
+        ("/v1/agents/", "post", {"name": NUL}),
+        ("/v1/agents/", "post", {"name": "a", "system": NUL}),
+        ("/v1/agents/", "post", {"name": "a", "tags": [NUL]}),
+        ("/v1/agents/", "post", {"name": "a", "metadata": {"k": NUL}}),
+        ("/v1/agents/", "post", {"name": "a", "metadata": {NUL: 1}}),
+        ("/v1/agents/", "post", {"name": "a", "memory_blocks": [{"label": "persona", "value": NUL}]}),
+        ("/v1/blocks/", "post", {"label": "notes", "value": NUL}),
+        ("AGENT/archival-memory", "post", {"text": NUL}),
+        ("AGENT/messages", "post", {"messages": [{"role": "user", "content": NUL}]}),
+        ("AGENT", "patch", {"system": NUL}),
+        ("AGENT", "patch", {"description": NUL}),
+    ],
+)
 def test_nul_in_any_json_field_is_422_naming_it(api, agent, path, method, body):
     path = path.replace("AGENT", f"/v1/agents/{agent.id}")
     detail = _refused(getattr(api, method)(path, body))
@@ -62,21 +68,32 @@ def test_nul_in_a_block_value_leaves_the_block_unchanged(api, agent):
     assert Block.objects.get(pk=block.pk).value == block.value
 
 
-@pytest.mark.parametrize("path", [
-    "/v1/agents/%00x", "/v1/blocks/a%00b", "/v1/runs/%00", "/v1/agents/AGENT/messages?after=%00",
-    "/v1/agents/?after=x%00", "/v1/agents/AGENT/archival-memory?after=%00", "/v1/tools/?name=%00",
-    "/v1/agents/AGENT/recall-memory/search?query=%00",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/agents/%00x",
+        "/v1/blocks/a%00b",
+        "/v1/runs/%00",
+        "/v1/agents/AGENT/messages?after=%00",
+        "/v1/agents/?after=x%00",
+        "/v1/agents/AGENT/archival-memory?after=%00",
+        "/v1/tools/?name=%00",
+        "/v1/agents/AGENT/recall-memory/search?query=%00",
+    ],
+)
 def test_nul_in_path_ids_and_cursors_is_422(api, agent, path):
     assert "NUL" in _refused(api.get(path.replace("AGENT", agent.id)))
 
 
-@pytest.mark.parametrize("body", [
-    '{"name": "\\ud800"}',
-    '{"name": "ok", "system": "a\\udc00b"}',
-    '{"name": "ok", "tags": ["\\udfff"]}',
-    '{"name": "ok", "metadata": {"\\ud83d": 1}}',
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name": "\\ud800"}',
+        '{"name": "ok", "system": "a\\udc00b"}',
+        '{"name": "ok", "tags": ["\\udfff"]}',
+        '{"name": "ok", "metadata": {"\\ud83d": 1}}',
+    ],
+)
 def test_lone_surrogates_are_422(api, body):
     assert "surrogate" in _refused(_raw(api, "post", "/v1/agents/", body))
     assert not Agent.objects.exists()
@@ -84,7 +101,7 @@ def test_lone_surrogates_are_422(api, body):
 
 def test_a_valid_surrogate_pair_is_an_emoji_and_is_stored(api):
     r = _raw(api, "post", "/v1/agents/", '{"name": "\\ud83d\\ude00 bot"}')
-    assert r.status_code == 201 and Agent.objects.get().name == "\U0001F600 bot"
+    assert r.status_code == 201 and Agent.objects.get().name == "\U0001f600 bot"
 
 
 def test_lone_surrogate_in_a_block_value_and_archival_text(api, agent):
@@ -102,35 +119,71 @@ def test_malformed_json_is_400_json(api):
 def test_nul_in_ide_form_fields_is_refused_before_any_write(account, agent):
     web = Client()
     web.force_login(account.user)
-    r = web.post(f"/agents/{agent.id}/settings/", {"name": "x", "model": agent.model, "system": NUL, "temperature": "0.5",
-                                                 "max_steps": "10", "context_window_limit": "16000", "tags": ""})
+    r = web.post(
+        f"/agents/{agent.id}/settings/",
+        {
+            "name": "x",
+            "model": agent.model,
+            "system": NUL,
+            "temperature": "0.5",
+            "max_steps": "10",
+            "context_window_limit": "16000",
+            "tags": "",
+        },
+    )
     assert r.status_code == 422 and b"NUL" in r.content
     assert Agent.objects.get(pk=agent.pk).system == agent.system
 
 
 # --- lengths, ranges and enums, on create and update alike ---
 
-@pytest.mark.parametrize("field, value", [
-    ("agent_type", "x" * 60), ("agent_type", "not_a_type"), ("embedding", "e" * 201),
-    ("overflow_strategy", "o" * 40), ("overflow_strategy", "drop_everything"),
-    ("context_window_limit", 2**31), ("context_window_limit", 10**30), ("context_window_limit", 20_000_000),
-    ("context_window_limit", 10), ("name", "n" * 201), ("model", "m" * 201), ("tags", ["t" * 101]),
-    ("max_steps", 0), ("max_steps", 2**40), ("temperature", 3), ("max_tokens", 2**63),
-])
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("agent_type", "x" * 60),
+        ("agent_type", "not_a_type"),
+        ("embedding", "e" * 201),
+        ("overflow_strategy", "o" * 40),
+        ("overflow_strategy", "drop_everything"),
+        ("context_window_limit", 2**31),
+        ("context_window_limit", 10**30),
+        ("context_window_limit", 20_000_000),
+        ("context_window_limit", 10),
+        ("name", "n" * 201),
+        ("model", "m" * 201),
+        ("tags", ["t" * 101]),
+        ("max_steps", 0),
+        ("max_steps", 2**40),
+        ("temperature", 3),
+        ("max_tokens", 2**63),
+    ],
+)
 def test_out_of_range_fields_are_422_on_create(api, field, value):
     _refused(api.post("/v1/agents/", {"name": "a", field: value}))
     assert not Agent.objects.exists()
 
 
-@pytest.mark.parametrize("field, value", [
-    ("embedding", "e" * 201), ("overflow_strategy", "o" * 40), ("overflow_strategy", "drop"),
-    ("context_window_limit", 2**31), ("context_window_limit", 10**30), ("name", ""), ("max_steps", -1),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("embedding", "e" * 201),
+        ("overflow_strategy", "o" * 40),
+        ("overflow_strategy", "drop"),
+        ("context_window_limit", 2**31),
+        ("context_window_limit", 10**30),
+        ("name", ""),
+        ("max_steps", -1),
+    ],
+)
 def test_out_of_range_fields_are_422_on_update(api, agent, field, value):
     _refused(api.patch(f"/v1/agents/{agent.id}", {field: value}))
     fresh = Agent.objects.get(pk=agent.pk)
-    assert (fresh.embedding, fresh.overflow_strategy, fresh.context_window_limit) == \
-        (agent.embedding, agent.overflow_strategy, agent.context_window_limit)
+    assert (fresh.embedding, fresh.overflow_strategy, fresh.context_window_limit) == (
+        agent.embedding,
+        agent.overflow_strategy,
+        agent.context_window_limit,
+    )
 
 
 def test_llm_config_context_window_is_bounded_too(api, agent):
@@ -140,8 +193,15 @@ def test_llm_config_context_window_is_bounded_too(api, agent):
 
 
 def test_known_enum_values_are_accepted(api, agent):
-    r = api.post("/v1/agents/", {"name": "b", "agent_type": "letta_v1_agent", "overflow_strategy": "truncate",
-                                 "context_window_limit": 2_000_000})
+    r = api.post(
+        "/v1/agents/",
+        {
+            "name": "b",
+            "agent_type": "letta_v1_agent",
+            "overflow_strategy": "truncate",
+            "context_window_limit": 2_000_000,
+        },
+    )
     assert r.status_code == 201, r.content
     assert api.patch(f"/v1/agents/{agent.id}", {"overflow_strategy": "truncate"}).json()["id"] == agent.id
 
@@ -155,9 +215,16 @@ def test_block_list_and_history_limits_are_clamped(api, agent, query):
     assert history.status_code == 200 and history.json()[0]["version"] == 1
 
 
-@pytest.mark.parametrize("query", ["limit=-1&offset=-10", "limit=10**9&offset=99999999999999999999999",
-                                   "limit=99999999999999999999&offset=9223372036854775807", "query=hi&offset=-3&limit=-3",
-                                   "query=hi&offset=99999999999999999999999"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "limit=-1&offset=-10",
+        "limit=10**9&offset=99999999999999999999999",
+        "limit=99999999999999999999&offset=9223372036854775807",
+        "query=hi&offset=-3&limit=-3",
+        "query=hi&offset=99999999999999999999999",
+    ],
+)
 def test_recall_search_limits_and_offsets_are_clamped(api, agent, query):
     r = api.get(f"/v1/agents/{agent.id}/recall-memory/search?{query.replace('10**9', str(10**9))}")
     assert r.status_code in (200, 422), r.content  # 422 only for a value that is not an integer at all
@@ -181,6 +248,7 @@ def test_paths_with_huge_integers_are_not_found(api, agent):
 
 
 # --- blocks: null value, unique labels per agent, limit at least 1 ---
+
 
 def test_null_block_value_label_or_limit_is_422(api, agent):
     block = agent.blocks.get(label="persona")
@@ -260,7 +328,7 @@ def test_a_step_whose_tool_prints_nul_commits(account, fake_llm):
 def test_storable_text_replaces_only_what_cannot_be_stored():
     from core.text import storable, storable_text
 
-    assert storable_text("a\x00b\ud800c\U0001F600\ufffd") == "a\ufffdb\ufffdc\U0001F600\ufffd"
+    assert storable_text("a\x00b\ud800c\U0001f600\ufffd") == "a\ufffdb\ufffdc\U0001f600\ufffd"
     clean = {"a": ["b", 1, None]}
     assert storable(clean) is clean
     assert storable({"k\x00": ["\udc00", {"x": "y\x00"}]}) == {"k\ufffd": ["\ufffd", {"x": "y\ufffd"}]}
@@ -268,8 +336,11 @@ def test_storable_text_replaces_only_what_cannot_be_stored():
 
 # --- database errors that slip through are 4xx JSON ---
 
-@pytest.mark.parametrize("exc, status", [(IntegrityError("duplicate key"), 409), (DataError("value too long"), 422),
-                                         (OverflowError("int too large"), 422)])
+
+@pytest.mark.parametrize(
+    "exc, status",
+    [(IntegrityError("duplicate key"), 409), (DataError("value too long"), 422), (OverflowError("int too large"), 422)],
+)
 def test_database_errors_become_4xx_json(api, agent, monkeypatch, exc, status):
     from core import services
 
@@ -281,6 +352,7 @@ def test_database_errors_become_4xx_json(api, agent, monkeypatch, exc, status):
 
 
 # --- body size ---
+
 
 def test_a_10_mb_body_is_json_413(api):
     body = json.dumps({"name": "a", "system": "x" * (10 * 1024 * 1024)})
@@ -309,6 +381,7 @@ def test_a_body_without_content_length_over_the_limit_is_413(api, settings):
 
 # --- the IDE's import posts the file ---
 
+
 def _exported(web, agent) -> bytes:
     return web.get(f"/agents/{agent.id}/export/").content
 
@@ -318,7 +391,9 @@ def test_ide_import_posts_the_file_for_preview_and_confirm(account, agent):
     web.force_login(account.user)
     data = _exported(web, agent)
     preview = web.post("/agents/import/", {"file": SimpleUploadedFile("a.af", data)}, HTTP_HX_REQUEST="true")
-    assert preview.status_code == 200 and b'id="import-preview"' in preview.content and b"payload" not in preview.content
+    assert (
+        preview.status_code == 200 and b'id="import-preview"' in preview.content and b"payload" not in preview.content
+    )
     assert Agent.objects.count() == 1
     done = web.post("/agents/import/", {"file": SimpleUploadedFile("a.af", data), "confirm": "1", "name": "Copy"})
     assert done.status_code == 302 and Agent.objects.filter(name="Copy").exists()
@@ -334,12 +409,13 @@ def test_ide_import_of_a_file_over_two_megabytes(account, agent):
     raw = json.dumps(doc).encode()
     assert len(raw) > 2_100_000  # as base64 in a form field, over Django's 2.5 MB limit
     done = web.post("/agents/import/", {"file": SimpleUploadedFile("big.af", raw), "confirm": "1", "name": "Big"})
-    assert done.status_code == 302, done.content[done.content.find(b"import-error"):][:300]
+    assert done.status_code == 302, done.content[done.content.find(b"import-error") :][:300]
     assert sorted(len(b.value) for b in Agent.objects.get(name="Big").blocks.all()) == [990_000, 990_000]
 
 
-@pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe", b'{"agents": [{"name": "\\u0000"}]}', b"[]", b"",
-                                     b'{"agents": "x"}'])
+@pytest.mark.parametrize(
+    "content", [b"{not json", b"\xff\xfe", b'{"agents": [{"name": "\\u0000"}]}', b"[]", b"", b'{"agents": "x"}']
+)
 def test_ide_import_malformed_file_is_an_inline_error(account, content):
     web = Client()
     web.force_login(account.user)
@@ -375,6 +451,7 @@ def test_api_import_of_a_file_with_nul_strings_is_4xx(api):
 
 # --- the spec declares what the server enforces ---
 
+
 def test_openapi_declares_error_responses_and_constraints(api):
     spec = api.get("/v1/openapi.json").json()
     assert spec["components"]["schemas"]["Error"]["required"] == ["detail"]
@@ -393,12 +470,16 @@ def test_openapi_declares_error_responses_and_constraints(api):
 
 # --- sending messages (a provider configured, so the request reaches the run) ---
 
-@pytest.mark.parametrize("body", [
-    {"messages": [{"role": "user", "content": "hi"}], "max_steps": 10**30},
-    {"messages": [{"role": "user", "content": "hi"}], "max_steps": 2**31},
-    {"messages": [{"role": "user", "content": "hi\x00"}]},
-    {"input": "\x00"},
-])
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"messages": [{"role": "user", "content": "hi"}], "max_steps": 10**30},
+        {"messages": [{"role": "user", "content": "hi"}], "max_steps": 2**31},
+        {"messages": [{"role": "user", "content": "hi\x00"}]},
+        {"input": "\x00"},
+    ],
+)
 def test_bad_sends_are_4xx_and_start_no_run(api, agent, fake_llm, body):
     from core.models import Run
 
@@ -415,14 +496,35 @@ NASTY = [
     {"limit": "99999999999999999999999", "value": "x", "label": "l" * 300, "description": "d"},
     {"limit": "-1", "value": "", "label": "", "text": "", "tags": "," * 50},
     {"limit": "0", "value": "v", "label": "ok", "text": "t" * 200_000, "tags": "t" * 300},
-    {"name": "n" * 300, "model": "m" * 300, "system": "s", "temperature": "nan", "max_steps": str(2**40),
-     "context_window_limit": str(2**40), "tags": "a,b"},
-    {"name": "x", "model": "openai/fake-model", "system": "", "temperature": "inf", "max_steps": "-5",
-     "context_window_limit": "9223372036854775808", "tags": ""},
-    {"tool_rules": "[1, 2]"}, {"tool_rules": '[{"type": "exit_loop"}]'}, {"tool_rules": "{" * 5000},
+    {
+        "name": "n" * 300,
+        "model": "m" * 300,
+        "system": "s",
+        "temperature": "nan",
+        "max_steps": str(2**40),
+        "context_window_limit": str(2**40),
+        "tags": "a,b",
+    },
+    {
+        "name": "x",
+        "model": "openai/fake-model",
+        "system": "",
+        "temperature": "inf",
+        "max_steps": "-5",
+        "context_window_limit": "9223372036854775808",
+        "tags": "",
+    },
+    {"tool_rules": "[1, 2]"},
+    {"tool_rules": '[{"type": "exit_loop"}]'},
+    {"tool_rules": "{" * 5000},
     {"source_code": "def f(:", "env_vars": "[]", "prefill": "[]", "sandbox": "x" * 100},
-    {"source_code": 'def f(a: int) -> int:\n    """F.\n\n    Args:\n        a: A.\n    """\n    return a\n',
-     "arg_a": "99999999999999999999999999999", "env_vars": '{"A": {"b": 1}}', "tool_id": "tool-nope", "agent_id": "x"},
+    {
+        "source_code": 'def f(a: int) -> int:\n    """F.\n\n    Args:\n        a: A.\n    """\n    return a\n',
+        "arg_a": "99999999999999999999999999999",
+        "env_vars": '{"A": {"b": 1}}',
+        "tool_id": "tool-nope",
+        "agent_id": "x",
+    },
     {"block_id": "block-nope", "q": "%", "before": str(10**30), "template": "nope"},
 ]
 
@@ -431,17 +533,34 @@ def test_ide_forms_never_answer_500(account, agent):
     block = agent.blocks.get(label="persona")
     web = Client(raise_request_exception=False)
     web.force_login(account.user)
-    urls = [f"/agents/{agent.id}/settings/", f"/agents/{agent.id}/rules/", f"/agents/{agent.id}/tokens/",
-            f"/agents/{agent.id}/blocks/new/", f"/agents/{agent.id}/blocks/attach/", f"/agents/{agent.id}/blocks/detach/",
-            f"/agents/{agent.id}/blocks/{block.id}/save/", f"/agents/{agent.id}/archival/insert/", f"/blocks/{block.id}/",
-            f"/blocks/{block.id}/restore/99999999999999999999/", "/agents/new/", "/tools/schema/", "/tools/save/",
-            "/settings/tokens/", "/settings/providers/", "/settings/owner/"]
+    urls = [
+        f"/agents/{agent.id}/settings/",
+        f"/agents/{agent.id}/rules/",
+        f"/agents/{agent.id}/tokens/",
+        f"/agents/{agent.id}/blocks/new/",
+        f"/agents/{agent.id}/blocks/attach/",
+        f"/agents/{agent.id}/blocks/detach/",
+        f"/agents/{agent.id}/blocks/{block.id}/save/",
+        f"/agents/{agent.id}/archival/insert/",
+        f"/blocks/{block.id}/",
+        f"/blocks/{block.id}/restore/99999999999999999999/",
+        "/agents/new/",
+        "/tools/schema/",
+        "/tools/save/",
+        "/settings/tokens/",
+        "/settings/providers/",
+        "/settings/owner/",
+    ]
     for url in urls:
         for data in NASTY:
             r = web.post(url, data)
             assert r.status_code < 500, (url, data, r.status_code)
-    for url in (f"/agents/{agent.id}/history/?before={10**30}", f"/agents/{agent.id}/recall/?q=%25&limit=-4",
-                f"/agents/{agent.id}/archival/?q=x&limit=99999999999999999999", "/?q=%25&tag=" + "t" * 500):
+    for url in (
+        f"/agents/{agent.id}/history/?before={10**30}",
+        f"/agents/{agent.id}/recall/?q=%25&limit=-4",
+        f"/agents/{agent.id}/archival/?q=x&limit=99999999999999999999",
+        "/?q=%25&tag=" + "t" * 500,
+    ):
         assert web.get(url).status_code < 500, url
     assert Block.objects.get(pk=block.pk).limit >= 1
 

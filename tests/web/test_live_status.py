@@ -49,11 +49,18 @@ def test_status_partial_is_per_owner(web, account, other_account):
 def test_history_marks_a_message_from_another_agent_with_its_name_and_link(web, account):
     sender = make_agent(account.org, name="Sender <b>one</b>")
     receiver = make_agent(account.org, name="Receiver")
-    Message.objects.create(owner=account.org, agent=receiver, seq=10_000, role="system", kind="agent_message",
-                           sender_agent_id=sender.id, text=f"[Incoming message from agent with ID '{sender.id}'] hi")
+    Message.objects.create(
+        owner=account.org,
+        agent=receiver,
+        seq=10_000,
+        role="system",
+        kind="agent_message",
+        sender_agent_id=sender.id,
+        text=f"[Incoming message from agent with ID '{sender.id}'] hi",
+    )
     html = web.get(f"/agents/{receiver.id}/").content.decode()
-    item = html[html.index('class="msg system_message from-agent"'):]
-    item = item[:item.index("</div>\n</div>")]
+    item = html[html.index('class="msg system_message from-agent"') :]
+    item = item[: item.index("</div>\n</div>")]
     assert f'href="/agents/{sender.id}/"' in item
     assert "Sender &lt;b&gt;one&lt;/b&gt;" in item and "<b>one" not in item
     assert ">message" in item.replace("\n", "").replace(" ", "")

@@ -39,12 +39,16 @@ def test_history_links_an_agents_edit_to_its_step_and_tool_call(web, account, fa
     from core.runner import run_agent
 
     agent = make_agent(account.org, name="Ada")
-    fake_llm.script(FakeLLM.tool("core_memory_append", {"label": "human", "content": "Loves oolong tea."}, heartbeat=True),
-                    FakeLLM.tool("send_message", {"message": "Noted."}))
+    fake_llm.script(
+        FakeLLM.tool("core_memory_append", {"label": "human", "content": "Loves oolong tea."}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "Noted."}),
+    )
     run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "I love oolong"}])
     entry = BlockHistory.objects.get(agent_id=agent.id, actor_type="agent")
     step = Step.objects.get(id=entry.step_id)
     assert step.agent_id == agent.id and entry.tool_call_id
     page = web.get(f"/blocks/{entry.block_id}/").content.decode()
-    assert (f'<a class="history-step" href="/agents/{agent.id}/#step={step.id}&amp;call={entry.tool_call_id}">'
-            f'step, tool call <code>{entry.tool_call_id}</code></a>') in page
+    assert (
+        f'<a class="history-step" href="/agents/{agent.id}/#step={step.id}&amp;call={entry.tool_call_id}">'
+        f"step, tool call <code>{entry.tool_call_id}</code></a>"
+    ) in page

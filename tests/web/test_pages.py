@@ -25,7 +25,11 @@ def agent(account):
 
 def _snapshot(agent_id):
     row = Agent.objects.filter(id=agent_id).values().get()
-    return row, Message.objects.filter(agent_id=agent_id).count(), list(Block.objects.values_list("id", "version", "value"))
+    return (
+        row,
+        Message.objects.filter(agent_id=agent_id).count(),
+        list(Block.objects.values_list("id", "version", "value")),
+    )
 
 
 def test_reading_every_page_never_writes(web, agent):
@@ -33,14 +37,34 @@ def test_reading_every_page_never_writes(web, agent):
     web.get("/tools/")  # creates the owner's built-in tool rows once, not an agent change
     before = _snapshot(agent.id)
     block = Block.objects.filter(agentblock__agent=agent).first()
-    for url in ["/", f"/agents/{agent.id}/", f"/agents/{agent.id}/context/", f"/agents/{agent.id}/blocks/",
-                f"/agents/{agent.id}/archival/", f"/agents/{agent.id}/recall/?rq=x", f"/agents/{agent.id}/delete/",
-                "/blocks/", f"/blocks/{block.id}/", "/tools/", "/settings/", "/?q=Ad", "/?tag=demo"]:
+    for url in [
+        "/",
+        f"/agents/{agent.id}/",
+        f"/agents/{agent.id}/context/",
+        f"/agents/{agent.id}/blocks/",
+        f"/agents/{agent.id}/archival/",
+        f"/agents/{agent.id}/recall/?rq=x",
+        f"/agents/{agent.id}/delete/",
+        "/blocks/",
+        f"/blocks/{block.id}/",
+        "/tools/",
+        "/settings/",
+        "/?q=Ad",
+        "/?tag=demo",
+    ]:
         response = web.get(url)
         assert response.status_code == 200, url
     # previews are POSTs that store nothing
     assert web.post(f"/agents/{agent.id}/tokens/", {"system": "hello there"}).status_code == 200
-    assert web.post("/tools/schema/", {"source_code": "def f(x: int) -> int:\n    \"\"\"Doc.\n\n    Args:\n        x: a number\n    \"\"\"\n    return x\n"}).status_code == 200
+    assert (
+        web.post(
+            "/tools/schema/",
+            {
+                "source_code": 'def f(x: int) -> int:\n    """Doc.\n\n    Args:\n        x: a number\n    """\n    return x\n'
+            },
+        ).status_code
+        == 200
+    )
     assert _snapshot(agent.id) == before
 
 
@@ -74,8 +98,15 @@ def test_create_form_errors_inline(web):
 
 
 def test_settings_save_and_inline_errors(web, agent):
-    data = {"name": "Ada 2", "model": agent.model, "system": "Be brief.", "temperature": "0.3", "max_steps": "7",
-            "context_window_limit": "4096", "tags": "a, b"}
+    data = {
+        "name": "Ada 2",
+        "model": agent.model,
+        "system": "Be brief.",
+        "temperature": "0.3",
+        "max_steps": "7",
+        "context_window_limit": "4096",
+        "tags": "a, b",
+    }
     response = web.post(f"/agents/{agent.id}/settings/", data, HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and b"Saved." in response.content
     agent.refresh_from_db()
@@ -92,7 +123,9 @@ def test_tool_rules_invalid_json_and_invalid_rule_shown_inline(web, agent):
     assert b"Not valid JSON" in r.content
     r = web.post(f"/agents/{agent.id}/rules/", {"tool_rules": json.dumps([{"type": "nope", "tool_name": "x"}])})
     assert b"tool_rules[0] is invalid" in r.content
-    r = web.post(f"/agents/{agent.id}/rules/", {"tool_rules": json.dumps([{"type": "exit_loop", "tool_name": "send_message"}])})
+    r = web.post(
+        f"/agents/{agent.id}/rules/", {"tool_rules": json.dumps([{"type": "exit_loop", "tool_name": "send_message"}])}
+    )
     assert b"Saved." in r.content
     agent.refresh_from_db()
     assert agent.tool_rules[0]["type"] == "exit_loop"
@@ -142,9 +175,9 @@ def test_context_panel_shows_sections_tokenizer_and_payload(web, agent):
 
 
 def test_tools_page_schema_preview_errors_and_run(web, account):
-    src = "def add(a: int, b: int) -> int:\n    \"\"\"Add.\n\n    Args:\n        a: first\n        b: second\n    \"\"\"\n    print('adding')\n    return a + b\n"
+    src = 'def add(a: int, b: int) -> int:\n    """Add.\n\n    Args:\n        a: first\n        b: second\n    """\n    print(\'adding\')\n    return a + b\n'
     r = web.post("/tools/schema/", {"source_code": src}).content.decode()
-    assert 'name="arg_a"' in r and '&quot;required&quot;' in r
+    assert 'name="arg_a"' in r and "&quot;required&quot;" in r
     bad = web.post("/tools/schema/", {"source_code": "def add(a, b):\n    return a\n"}).content.decode()
     assert "Schema error" in bad and "a" in bad
     run = web.post("/tools/run/", {"source_code": src, "arg_a": "2", "arg_b": "3", "env_vars": "{}"}).content.decode()
@@ -174,5 +207,7 @@ def test_import_previews_before_creating_then_confirms(web, account, agent):
     again = SimpleUploadedFile("ada.af", exported.content, content_type="application/json")
     done = web.post("/agents/import/", {"file": again, "confirm": "1", "name": "Ada imported"})
     assert done.status_code == 302 and Agent.objects.filter(name="Ada imported").exists()
-    bad = web.post("/agents/import/", {"file": SimpleUploadedFile("x.af", b"{not json", content_type="application/json")})
+    bad = web.post(
+        "/agents/import/", {"file": SimpleUploadedFile("x.af", b"{not json", content_type="application/json")}
+    )
     assert bad.status_code == 400 and b"not valid JSON" in bad.content

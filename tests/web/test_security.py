@@ -27,6 +27,7 @@ def _logged_in(client: Client) -> bool:
 
 # --- login throttling ---
 
+
 def test_an_account_is_throttled_after_repeated_failures(account, settings):
     for _ in range(settings.LOGIN_FAILURES_PER_ACCOUNT):
         _, r = _login("alice", "wrong")
@@ -100,6 +101,7 @@ def test_limits_are_settings(account, settings):
 
 # --- security headers ---
 
+
 def _nonce(response) -> str:
     policy = response["Content-Security-Policy"]
     return re.search(r"'nonce-([^']+)'", policy).group(1)
@@ -168,19 +170,40 @@ def test_hsts_and_secure_cookies_behind_settings(account, settings):
 
 
 def test_https_settings_come_from_the_environment():
-    code = ("from django.conf import settings as s; import json; print(json.dumps([s.SESSION_COOKIE_SECURE, "
-            "s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS, s.SECURE_PROXY_SSL_HEADER, s.MAX_REQUEST_BYTES, "
-            "s.DATA_UPLOAD_MAX_MEMORY_SIZE, s.LOGIN_FAILURES_PER_ACCOUNT]))")
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "SECURE_COOKIES": "true",
-           "HSTS_SECONDS": "600", "TRUST_X_FORWARDED_PROTO": "1", "MAX_REQUEST_BYTES": "12345",
-           "LOGIN_FAILURES_PER_ACCOUNT": "3"}
-    out = subprocess.run([sys.executable, "-c", "import django; django.setup(); " + code], env=env, check=True,
-                         capture_output=True, text=True).stdout
-    assert json.loads(out.strip().splitlines()[-1]) == [True, True, 600, ["HTTP_X_FORWARDED_PROTO", "https"], 12345,
-                                                        12345, 3]
+    code = (
+        "from django.conf import settings as s; import json; print(json.dumps([s.SESSION_COOKIE_SECURE, "
+        "s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS, s.SECURE_PROXY_SSL_HEADER, s.MAX_REQUEST_BYTES, "
+        "s.DATA_UPLOAD_MAX_MEMORY_SIZE, s.LOGIN_FAILURES_PER_ACCOUNT]))"
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "SECURE_COOKIES": "true",
+        "HSTS_SECONDS": "600",
+        "TRUST_X_FORWARDED_PROTO": "1",
+        "MAX_REQUEST_BYTES": "12345",
+        "LOGIN_FAILURES_PER_ACCOUNT": "3",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); " + code],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == [
+        True,
+        True,
+        600,
+        ["HTTP_X_FORWARDED_PROTO", "https"],
+        12345,
+        12345,
+        3,
+    ]
 
 
 # --- model listings from owner-configured providers are per owner ---
+
 
 class _FakeListing:
     """urlopen stand-in: which models a provider lists depends on the key it is asked with."""
@@ -220,9 +243,16 @@ def test_model_listings_are_cached_per_owner(db, monkeypatch, same_key):
     monkeypatch.setattr(providers, "_listing_cache", {})
     alice, bob = make_account("alice"), make_account("bob")
     url = "http://127.0.0.1:9/v1"
-    ProviderConfig.objects.create(owner=alice.org, kind="openai_compatible", name="mine", api_key="alice-key", base_url=url)
-    ProviderConfig.objects.create(owner=bob.org, kind="openai_compatible", name="mine",
-                                  api_key="alice-key" if same_key else "bob-key", base_url=url)
+    ProviderConfig.objects.create(
+        owner=alice.org, kind="openai_compatible", name="mine", api_key="alice-key", base_url=url
+    )
+    ProviderConfig.objects.create(
+        owner=bob.org,
+        kind="openai_compatible",
+        name="mine",
+        api_key="alice-key" if same_key else "bob-key",
+        base_url=url,
+    )
     handles = lambda org: [m["handle"] for m in providers.models_list(owner=org) if m["provider_name"] == "mine"]  # noqa: E731
     assert handles(alice.org) == ["mine/model-of-alice-key"]
     assert handles(alice.org) == ["mine/model-of-alice-key"]  # cached: asked once

@@ -51,15 +51,23 @@ def test_replay_page_offers_the_steps_state_as_overrides(web, agent, step):
 
 
 def test_replay_on_two_models_with_an_edited_block_shows_both_and_changes_nothing(web, agent, step, fake_llm):
-    fake_llm.by_model = {"model-a": FakeLLM.tool("send_message", {"message": "<script>alert(1)</script> from a"}),
-                         "model-b": FakeLLM.text("plain <img src=x onerror=alert(2)> from b")}
+    fake_llm.by_model = {
+        "model-a": FakeLLM.tool("send_message", {"message": "<script>alert(1)</script> from a"}),
+        "model-b": FakeLLM.text("plain <img src=x onerror=alert(2)> from b"),
+    }
     blocks_before = list(Block.objects.filter(agentblock__agent=agent).values_list("id", "value", "version"))
     messages_before = Message.objects.filter(agent=agent).count()
     human = next(b for b in step.state["blocks"] if b["label"] == "human")
-    response = web.post(f"/agents/{agent.id}/steps/{step.id}/replay/run/", {
-        "models": ["openai/model-a"], "extra_models": "openai/model-b", "block:human": "The user's name is Bob.",
-        "system": step.state["spec"]["system"], **{f"block:{b['label']}": b["value"] for b in step.state["blocks"]
-                                                    if b["label"] != "human"}})
+    response = web.post(
+        f"/agents/{agent.id}/steps/{step.id}/replay/run/",
+        {
+            "models": ["openai/model-a"],
+            "extra_models": "openai/model-b",
+            "block:human": "The user's name is Bob.",
+            "system": step.state["spec"]["system"],
+            **{f"block:{b['label']}": b["value"] for b in step.state["blocks"] if b["label"] != "human"},
+        },
+    )
     assert response.status_code == 302
     replay = Replay.objects.get()
     assert response["Location"].endswith(f"/replay/?replay={replay.id}")
@@ -82,11 +90,13 @@ def test_replay_on_two_models_with_an_edited_block_shows_both_and_changes_nothin
 
 
 def test_a_bad_override_is_shown_on_the_page_and_nothing_is_stored(web, agent, step):
-    response = web.post(f"/agents/{agent.id}/steps/{step.id}/replay/run/", {"models": ["openai/fake-model"],
-                                                                            "temperature": "9"})
+    response = web.post(
+        f"/agents/{agent.id}/steps/{step.id}/replay/run/", {"models": ["openai/fake-model"], "temperature": "9"}
+    )
     assert response.status_code == 422 and "temperature must be between 0 and 2" in response.content.decode()
-    response = web.post(f"/agents/{agent.id}/steps/{step.id}/replay/run/", {"models": ["openai/fake-model"],
-                                                                            "drop": ["message-nope"]})
+    response = web.post(
+        f"/agents/{agent.id}/steps/{step.id}/replay/run/", {"models": ["openai/fake-model"], "drop": ["message-nope"]}
+    )
     assert response.status_code == 422 and "were not in this step&#x27;s context" in response.content.decode()
     assert not Replay.objects.exists()
 
@@ -108,8 +118,12 @@ def test_fork_here_opens_the_fork_and_lineage_shows_both_ways(web, agent, step):
     response = web.post(f"/agents/{agent.id}/steps/{step.id}/fork/", {"before": "0"})
     fork = Agent.objects.exclude(id=agent.id).get()
     assert response.status_code == 302 and response["Location"] == f"/agents/{fork.id}/"
-    assert fork.metadata["forked_from"] == {"agent_id": agent.id, "step_id": step.id, "step_index": step.index,
-                                            "before": False}
+    assert fork.metadata["forked_from"] == {
+        "agent_id": agent.id,
+        "step_id": step.id,
+        "step_index": step.index,
+        "before": False,
+    }
     html = web.get(f"/agents/{fork.id}/").content.decode()
     assert 'id="forked-from"' in html and f'href="/agents/{agent.id}/"' in html and f"at step {step.index}" in html
     html = web.get(f"/agents/{agent.id}/").content.decode()
@@ -120,7 +134,10 @@ def test_fork_here_opens_the_fork_and_lineage_shows_both_ways(web, agent, step):
 
 def test_inspector_offers_replay_and_fork_and_compares_token_counts(web, agent, step):
     html = web.get(f"/agents/{agent.id}/steps/{step.id}/").content.decode()
-    assert f'href="/agents/{agent.id}/steps/{step.id}/replay/"' in html and f'action="/agents/{agent.id}/steps/{step.id}/fork/"' in html
+    assert (
+        f'href="/agents/{agent.id}/steps/{step.id}/replay/"' in html
+        and f'action="/agents/{agent.id}/steps/{step.id}/fork/"' in html
+    )
     usage = step.usage
     diff = usage["prompt_tokens"] - usage["estimated_prompt_tokens"]
     assert f"ours {usage['estimated_prompt_tokens']} · provider {usage['prompt_tokens']}" in html
@@ -179,14 +196,20 @@ def test_a_step_recorded_without_its_state_replays_only_as_sent_and_cannot_fork(
     assert response.status_code == 422 and "before steps kept their state" in response.content.decode()
     assert Agent.objects.count() == 1
     # as sent, on another model, still works
-    assert web.post(f"/agents/{agent.id}/steps/{step.id}/replay/run/", {"models": ["openai/fake-model"],
-                                                                        "temperature": "0.2"}).status_code == 302
+    assert (
+        web.post(
+            f"/agents/{agent.id}/steps/{step.id}/replay/run/", {"models": ["openai/fake-model"], "temperature": "0.2"}
+        ).status_code
+        == 302
+    )
     assert Replay.objects.get().results[0]["request"]["temperature"] == 0.2
 
 
 def test_a_model_no_provider_serves_is_a_failed_column_beside_the_others(web, agent, step):
-    web.post(f"/agents/{agent.id}/steps/{step.id}/replay/run/", {"models": ["openai/fake-model"],
-                                                                 "extra_models": "nowhere/model-x"})
+    web.post(
+        f"/agents/{agent.id}/steps/{step.id}/replay/run/",
+        {"models": ["openai/fake-model"], "extra_models": "nowhere/model-x"},
+    )
     html = web.get(f"/agents/{agent.id}/steps/{step.id}/replay/").content.decode()
     assert 'class="card replay-col failed" data-model="nowhere/model-x"' in html
     assert "is not served by a configured provider" in html

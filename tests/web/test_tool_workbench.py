@@ -38,25 +38,42 @@ def web(account):
 
 
 def test_saving_a_new_tool_keeps_the_page_and_gives_it_its_id(web, account):
-    r = web.post("/tools/save/", {"source_code": GREET, "env_vars": "{}", "sandbox": "", "allow_network": "",
-                                  "pip_requirements": ""}, HTTP_HX_REQUEST="true")
+    r = web.post(
+        "/tools/save/",
+        {"source_code": GREET, "env_vars": "{}", "sandbox": "", "allow_network": "", "pip_requirements": ""},
+        HTTP_HX_REQUEST="true",
+    )
     tool = Tool.objects.get(owner=account.org, name="greet")
     assert r.status_code == 200 and "HX-Redirect" not in r.headers
     assert r.headers["HX-Push-Url"] == f"/tools/?tool={tool.id}"
     body = r.content.decode()
     assert f'id="tool-id" value="{tool.id}" hx-swap-oob="true"' in body and "Saved" in body
     # saving again (now with the id) updates the same tool and pushes nothing
-    again = web.post("/tools/save/", {"source_code": GREET.replace("Greet someone", "Say hello"), "tool_id": tool.id,
-                                      "env_vars": "{}"}, HTTP_HX_REQUEST="true")
-    assert again.status_code == 200 and "HX-Push-Url" not in again.headers and 'id="tool-id"' not in again.content.decode()
+    again = web.post(
+        "/tools/save/",
+        {"source_code": GREET.replace("Greet someone", "Say hello"), "tool_id": tool.id, "env_vars": "{}"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert (
+        again.status_code == 200 and "HX-Push-Url" not in again.headers and 'id="tool-id"' not in again.content.decode()
+    )
     assert Tool.objects.filter(owner=account.org, name="greet").count() == 1
 
 
 def test_tool_page_edits_pip_network_sandbox_and_write_only_secrets(web, account):
     tool = services.tool_create(owner=account.org, source_code=GREET, env_vars={"API_KEY": "s3cret-value"})
-    r = web.post("/tools/save/", {"source_code": GREET, "tool_id": tool.id, "sandbox": "local", "allow_network": "true",
-                                  "pip_requirements": "requests==2.32.3\nrich>=13\n\n",
-                                  "env_vars": '{"OTHER": "x"}'}, HTTP_HX_REQUEST="true")
+    r = web.post(
+        "/tools/save/",
+        {
+            "source_code": GREET,
+            "tool_id": tool.id,
+            "sandbox": "local",
+            "allow_network": "true",
+            "pip_requirements": "requests==2.32.3\nrich>=13\n\n",
+            "env_vars": '{"OTHER": "x"}',
+        },
+        HTTP_HX_REQUEST="true",
+    )
     assert r.status_code == 200, r.content
     tool.refresh_from_db()
     assert tool.sandbox == "local" and tool.allow_network is True
@@ -66,15 +83,22 @@ def test_tool_page_edits_pip_network_sandbox_and_write_only_secrets(web, account
     assert "s3cret-value" not in page and "<code>API_KEY</code>" in page and "<code>OTHER</code>" in page
     assert "requests==2.32.3\nrich&gt;=13" in page
     assert '<option value="true" selected>allowed</option>' in page
-    web.post("/tools/save/", {"source_code": GREET, "tool_id": tool.id, "env_vars": '{"API_KEY": null}',
-                              "allow_network": "false"}, HTTP_HX_REQUEST="true")
+    web.post(
+        "/tools/save/",
+        {"source_code": GREET, "tool_id": tool.id, "env_vars": '{"API_KEY": null}', "allow_network": "false"},
+        HTTP_HX_REQUEST="true",
+    )
     tool.refresh_from_db()
     assert tool.env_vars == {"OTHER": "x"} and tool.allow_network is False and tool.pip_requirements == []
-    bad = web.post("/tools/save/", {"source_code": GREET, "tool_id": tool.id, "pip_requirements": "--index-url=http://x"},
-                   HTTP_HX_REQUEST="true").content.decode()
+    bad = web.post(
+        "/tools/save/",
+        {"source_code": GREET, "tool_id": tool.id, "pip_requirements": "--index-url=http://x"},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
     assert 'id="save-error"' in bad and "invalid package name" in bad
-    bad = web.post("/tools/save/", {"source_code": GREET, "tool_id": tool.id, "pip_requirements": "==1"},
-                   HTTP_HX_REQUEST="true").content.decode()
+    bad = web.post(
+        "/tools/save/", {"source_code": GREET, "tool_id": tool.id, "pip_requirements": "==1"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
     assert 'id="save-error"' in bad and "invalid package name" in bad
 
 
@@ -95,11 +119,14 @@ def test_schema_shows_defaults_and_arguments_come_back_from_the_last_run(web, ac
     tool = services.tool_create(owner=account.org, source_code=GREET)
     page = web.get(f"/tools/?tool={tool.id}").content.decode()
     assert 'default <code class="arg-default">2</code>' in page and 'id="prefill-note"' not in page
-    run = web.post("/tools/run/", {"source_code": GREET, "tool_id": tool.id, "arg_name": "Bob", "arg_times": "3",
-                                   "env_vars": "{}"}).content.decode()
+    run = web.post(
+        "/tools/run/", {"source_code": GREET, "tool_id": tool.id, "arg_name": "Bob", "arg_times": "3", "env_vars": "{}"}
+    ).content.decode()
     assert 'id="run-return">hi Bob hi Bob hi Bob<' in run
     page = web.get(f"/tools/?tool={tool.id}").content.decode()
-    assert 'name="arg_name" value="Bob"' in page and 'name="arg_times" value="3"' in page and 'id="prefill-note"' in page
+    assert (
+        'name="arg_name" value="Bob"' in page and 'name="arg_times" value="3"' in page and 'id="prefill-note"' in page
+    )
 
 
 def test_run_without_an_agent_says_what_it_lacks_and_as_an_agent_gets_it(web, account):
@@ -109,7 +136,9 @@ def test_run_without_an_agent_says_what_it_lacks_and_as_an_agent_gets_it(web, ac
     alone = web.post("/tools/run/", {"source_code": WHO_AM_I, "env_vars": "{}"}).content.decode()
     assert 'id="run-lacks"' in alone and "<code>AIDE_API_TOKEN</code>" in alone and "<code>agent_state</code>" in alone
     assert 'id="run-return">-|-|no-token|-<' in alone
-    as_agent = web.post("/tools/run/", {"source_code": WHO_AM_I, "env_vars": "{}", "agent_id": agent.id}).content.decode()
+    as_agent = web.post(
+        "/tools/run/", {"source_code": WHO_AM_I, "env_vars": "{}", "agent_id": agent.id}
+    ).content.decode()
     assert 'id="run-lacks"' not in as_agent and 'id="run-agent-name">Ada<' in as_agent
     assert f'id="run-return">{agent.id}|Ada|token|hello<' in as_agent
     assert ToolRun.objects.filter(owner=account.org, tool_name="who_am_i", agent_id=agent.id).exists()
@@ -117,16 +146,20 @@ def test_run_without_an_agent_says_what_it_lacks_and_as_an_agent_gets_it(web, ac
 
 @pytest.mark.django_db(transaction=True)
 def test_cancel_stops_a_running_tool(web, account):
-    sleeper = 'def nap() -> str:\n    """Sleep a long time."""\n    import time\n    time.sleep(300)\n    return "woke"\n'
+    sleeper = (
+        'def nap() -> str:\n    """Sleep a long time."""\n    import time\n    time.sleep(300)\n    return "woke"\n'
+    )
     results = {}
 
     def run():
-        from tools import web_workbench
-
         from django.db import connection
 
+        from tools import web_workbench
+
         try:
-            results["run"] = web_workbench.run(owner=account.org, source_code=sleeper, args={}, env_vars={}, run_key="k1")
+            results["run"] = web_workbench.run(
+                owner=account.org, source_code=sleeper, args={}, env_vars={}, run_key="k1"
+            )
         finally:
             connection.close()
 

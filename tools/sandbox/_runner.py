@@ -24,7 +24,7 @@ def _open(spec, mode):
 
 
 # A json.dumps(ensure_ascii=False) equivalent for plain data, so the common case needs no `json` import.
-_ESCAPES = {i: "\\u%04x" % i for i in range(32)}
+_ESCAPES = {i: f"\\u{i:04x}" for i in range(32)}
 _ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\", 8: "\\b", 9: "\\t", 10: "\\n", 12: "\\f", 13: "\\r"})
 _FLOATS = {float("inf"): "Infinity", float("-inf"): "-Infinity"}
 
@@ -82,7 +82,9 @@ def _apply_limits(limits):
         if hard != resource.RLIM_INFINITY:
             target = min(target, hard)
         # One spare CPU second between SIGXCPU (soft) and SIGKILL (hard).
-        hard_target = target + 1 if name == "RLIMIT_CPU" and (hard == resource.RLIM_INFINITY or target < hard) else target
+        hard_target = (
+            target + 1 if name == "RLIMIT_CPU" and (hard == resource.RLIM_INFINITY or target < hard) else target
+        )
         resource.setrlimit(which, (target, hard_target))
 
 
@@ -121,7 +123,7 @@ class Memory:
 
     def get_block(self, label):
         if label not in self._blocks:
-            raise KeyError("no memory block labelled %r (have: %s)" % (label, ", ".join(self._blocks) or "none"))
+            raise KeyError("no memory block labelled {!r} (have: {})".format(label, ", ".join(self._blocks) or "none"))
         return self._blocks[label]
 
     def update_block_value(self, label, value):
@@ -184,7 +186,7 @@ def _run_tool(payload):
     exec(compile(source, "<tool>", "exec"), module.__dict__)
     fn = module.__dict__.get(payload["function_name"])
     if not callable(fn):
-        raise NameError("the tool source defines no function named %r" % payload["function_name"])
+        raise NameError("the tool source defines no function named {!r}".format(payload["function_name"]))
     args = dict(payload.get("args") or {})
     state = None
     if _declares(fn, "agent_state"):

@@ -18,7 +18,9 @@ from typing import Any, Literal
 RUNNER_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_runner.py")
 
 # Conservative: name, optional extras and version specifiers; nothing that pip would read as an option.
-_REQUIREMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?\s*([<>=!~]=?\s*[A-Za-z0-9.*+!_-]+\s*,?\s*)*$")
+_REQUIREMENT_RE = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?\s*([<>=!~]=?\s*[A-Za-z0-9.*+!_-]+\s*,?\s*)*$"
+)
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -113,8 +115,15 @@ def validate_request(request: SandboxRequest) -> None:
 
 
 def error_result(
-    *, backend: str, started: float, error_type: str, message: str, stdout: str = "", stderr: str = "",
-    traceback: str | None = None, network: bool = False,
+    *,
+    backend: str,
+    started: float,
+    error_type: str,
+    message: str,
+    stdout: str = "",
+    stderr: str = "",
+    traceback: str | None = None,
+    network: bool = False,
 ) -> SandboxResult:
     """Build an error result whose `tool_return` is the short error text, as Letta reports it."""
     return SandboxResult(

@@ -28,8 +28,17 @@ _ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # Read-only /etc files: `localhost` and the time zone for every run; name resolution, TLS roots and service
 # names only for a run with network (each is a mount, a few hundred microseconds).
 _ETC = ("hosts", "localtime")
-_ETC_NETWORK = _ETC + ("resolv.conf", "nsswitch.conf", "host.conf", "gai.conf", "services", "protocols", "ssl",
-                       "ca-certificates", "pki")
+_ETC_NETWORK = _ETC + (
+    "resolv.conf",
+    "nsswitch.conf",
+    "host.conf",
+    "gai.conf",
+    "services",
+    "protocols",
+    "ssl",
+    "ca-certificates",
+    "pki",
+)
 
 
 def find_bwrap() -> str | None:
@@ -45,8 +54,9 @@ def python_mounts(python: str) -> list[str]:
     if not _under_usr(prefix):
         # Only a real installation (bin/ beside lib/python3.x): never, say, a home directory with a bin/.
         if prefix == "/" or not glob.glob(os.path.join(prefix, "lib", "python3*", "os.py")):
-            raise SandboxError(f"{exe} is not inside a Python installation that can be mounted read-only "
-                               f"(no {prefix}/lib/python3.x)")
+            raise SandboxError(
+                f"{exe} is not inside a Python installation that can be mounted read-only (no {prefix}/lib/python3.x)"
+            )
         mounts.append(prefix)
     venv = os.path.dirname(os.path.dirname(os.path.abspath(python)))
     if os.path.exists(os.path.join(venv, "pyvenv.cfg")) and not _under_usr(venv):
@@ -61,8 +71,19 @@ def _under_usr(path: str) -> bool:
 
 def bwrap_argv(*, bwrap: str, mounts: list[str], runner: str, allow_network: bool, scratch_mb: int) -> list[str]:
     """The bwrap options for one run (the command to run inside follows them)."""
-    argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--disable-userns", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    argv = [
+        bwrap,
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "sandbox",
+    ]
     if not allow_network:
         argv.append("--unshare-net")
     argv += ["--ro-bind", "/usr", "/usr"]
@@ -78,8 +99,26 @@ def bwrap_argv(*, bwrap: str, mounts: list[str], runner: str, allow_network: boo
             argv += ["--ro-bind", path, path]
     size = str(max(1, scratch_mb) * _MB)
     # bwrap's /dev is an uncapped tmpfs: cap /dev/shm like the others and make the rest read-only.
-    argv += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-             "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", SANDBOX_HOME]
+    argv += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        size,
+        "--tmpfs",
+        "/dev/shm",
+        "--remount-ro",
+        "/dev",
+        "--size",
+        size,
+        "--tmpfs",
+        "/tmp",
+        "--size",
+        size,
+        "--tmpfs",
+        SANDBOX_HOME,
+    ]
     for path in mounts:  # after /tmp's tmpfs, which would hide a venv cached under /tmp
         argv += ["--ro-bind", path, path]
     argv += ["--ro-bind", runner, RUNNER_IN_SANDBOX, "--chdir", SANDBOX_HOME, "--remount-ro", "/"]
@@ -97,8 +136,16 @@ def probe(*, bwrap: str | None, python: str, runner: str, user: int | None) -> s
     argv += ["--", python, "-I", "-S", "-c", f"open({RUNNER_IN_SANDBOX!r}).close()"]
     ids = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"},
-                              stdin=subprocess.DEVNULL, cwd="/", **ids)
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={"PATH": "/usr/bin:/bin"},
+            stdin=subprocess.DEVNULL,
+            cwd="/",
+            **ids,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"bubblewrap could not start: {exc}"
     if proc.returncode != 0:

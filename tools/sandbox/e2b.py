@@ -103,8 +103,12 @@ class E2BSandbox(SandboxBackend):
             try:
                 sandbox.commands.run(cmd, timeout=self.pip_timeout_s)
             except Exception as exc:  # noqa: BLE001
-                return error_result(backend=self.name, started=started, error_type="SandboxError",
-                                    message=f"pip install failed in the E2B sandbox: {_exc_text(exc)}")
+                return error_result(
+                    backend=self.name,
+                    started=started,
+                    error_type="SandboxError",
+                    message=f"pip install failed in the E2B sandbox: {_exc_text(exc)}",
+                )
         with open(RUNNER_PATH, encoding="utf-8") as f:
             sandbox.files.write(self._path("tool_runner.py"), f.read())
         sandbox.files.write(self._path("tool_payload.json"), json.dumps(request.payload()))
@@ -113,8 +117,12 @@ class E2BSandbox(SandboxBackend):
             out = sandbox.commands.run(cmd, cwd=self.workdir, envs=dict(request.env_vars), timeout=request.timeout_s)
         except Exception as exc:  # noqa: BLE001 - CommandExitException carries the output too
             if _is_timeout(exc):
-                return error_result(backend=self.name, started=started, error_type="TimeoutError",
-                                    message=f"tool exceeded the wall-time limit of {request.timeout_s:g} s")
+                return error_result(
+                    backend=self.name,
+                    started=started,
+                    error_type="TimeoutError",
+                    message=f"tool exceeded the wall-time limit of {request.timeout_s:g} s",
+                )
             out = exc
         stdout = _cap(getattr(out, "stdout", "") or "", limit)
         stderr = _cap(getattr(out, "stderr", "") or "", limit)
@@ -123,8 +131,14 @@ class E2BSandbox(SandboxBackend):
             doc = json.loads(raw)
         except Exception:  # noqa: BLE001 - no result file: the process died before reporting
             code = getattr(out, "exit_code", None)
-            return error_result(backend=self.name, started=started, error_type="NoResult", stdout=stdout,
-                                stderr=stderr, message=f"the tool process exited (code {code}) without reporting a result")
+            return error_result(
+                backend=self.name,
+                started=started,
+                error_type="NoResult",
+                stdout=stdout,
+                stderr=stderr,
+                message=f"the tool process exited (code {code}) without reporting a result",
+            )
         return result_from_runner(doc, backend=self.name, started=started, stdout=stdout, stderr=stderr)
 
 

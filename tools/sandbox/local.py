@@ -143,8 +143,12 @@ class LocalSandbox(SandboxBackend):
                 runner = _shared_runner_path(self.work_root)
                 lease = UidLease.acquire(self.uid_range, self.work_root) if self.drop_privileges else None
                 try:
-                    reason = probe(bwrap=self.bwrap, python=self.python_executable, runner=runner,
-                                   user=lease.uid if lease else None)
+                    reason = probe(
+                        bwrap=self.bwrap,
+                        python=self.python_executable,
+                        runner=runner,
+                        user=lease.uid if lease else None,
+                    )
                 finally:
                     if lease:
                         kill_uid_processes(lease.uid)
@@ -186,8 +190,13 @@ class LocalSandbox(SandboxBackend):
         )
 
     def _run_namespaced(self, request, python, started) -> SandboxResult:
-        argv = bwrap_argv(bwrap=self.bwrap, mounts=python_mounts(python), runner=_shared_runner_path(self.work_root),
-                          allow_network=request.allow_network, scratch_mb=request.limits.scratch_mb)
+        argv = bwrap_argv(
+            bwrap=self.bwrap,
+            mounts=python_mounts(python),
+            runner=_shared_runner_path(self.work_root),
+            allow_network=request.allow_network,
+            scratch_mb=request.limits.scratch_mb,
+        )
         argv += ["--", *_runner_argv(python, RUNNER_IN_SANDBOX, site=bool(request.pip_requirements))]
         # bwrap runs outside the namespaces, so it gets a fixed environment; the runner sets the tool's own.
         env = {"PATH": BASE_PATH, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
@@ -207,8 +216,15 @@ class LocalSandbox(SandboxBackend):
         if self.warm:
             WARM.refill(key, spawn)
         # The run's user namespace counts only its own processes, bwrap's init among them.
-        return self._collect(request, spawned, started, nproc=request.limits.max_processes + 1,
-                             network=request.allow_network, namespaced=True, tool_env={**env, **request.env_vars})
+        return self._collect(
+            request,
+            spawned,
+            started,
+            nproc=request.limits.max_processes + 1,
+            network=request.allow_network,
+            namespaced=True,
+            tool_env={**env, **request.env_vars},
+        )
 
     def _run_weak(self, request, python, lease, started) -> SandboxResult:
         workdir = tempfile.mkdtemp(prefix="tool-run-", dir=self.work_root)
@@ -221,8 +237,13 @@ class LocalSandbox(SandboxBackend):
             try:
                 spawned = self._spawn(argv, workdir, env, lease)
             except OSError as exc:
-                return error_result(backend=self.name, started=started, error_type="SandboxError", network=True,
-                                    message=f"could not start the sandbox process: {exc}")
+                return error_result(
+                    backend=self.name,
+                    started=started,
+                    error_type="SandboxError",
+                    network=True,
+                    message=f"could not start the sandbox process: {exc}",
+                )
             # Without our own uid, NPROC counts all of the server user's processes too.
             nproc = request.limits.max_processes + (0 if lease else count_uid_tasks(os.getuid()))
             return self._collect(request, spawned, started, nproc=nproc, network=True, namespaced=False)
@@ -251,24 +272,37 @@ class LocalSandbox(SandboxBackend):
             os.close(result_w)
         return Spawned(proc, result_r, lease)
 
-    def _collect(self, request, spawned: Spawned, started, *, nproc, network, namespaced,
-                 tool_env=None) -> SandboxResult:
+    def _collect(
+        self, request, spawned: Spawned, started, *, nproc, network, namespaced, tool_env=None
+    ) -> SandboxResult:
         """Give the sandbox its payload, enforce wall time and output caps, and read its result."""
         limits = request.limits
         payload = request.payload()
-        payload["limits"] = {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb,
-                             "file_size_mb": limits.file_size_mb, "nproc": nproc}
+        payload["limits"] = {
+            "cpu_s": limits.cpu_s,
+            "memory_mb": limits.memory_mb,
+            "file_size_mb": limits.file_size_mb,
+            "nproc": nproc,
+        }
         if tool_env is not None:
             payload["env"] = tool_env
         proc, lease = spawned.proc, spawned.lease
-        io = Pump(proc, spawned.result_r, _encode_payload(payload), limits.max_output_bytes, self.max_result_bytes,
-                  early=namespaced)
+        io = Pump(
+            proc,
+            spawned.result_r,
+            _encode_payload(payload),
+            limits.max_output_bytes,
+            self.max_result_bytes,
+            early=namespaced,
+        )
         register_stop(lambda: kill_run(proc, None if namespaced else lease))
         try:
             # The wall clock starts with the payload: building a venv first must not eat the tool's time.
             # Namespaced, killing bwrap ends the whole PID namespace; its uid is swept when it is reaped.
-            io.run(deadline=time.monotonic() + request.timeout_s,
-                   on_finish=lambda: kill_run(proc, None if namespaced else lease))
+            io.run(
+                deadline=time.monotonic() + request.timeout_s,
+                on_finish=lambda: kill_run(proc, None if namespaced else lease),
+            )
         finally:
             if namespaced:
                 # Killed already; waiting for the namespaces to be torn down needn't delay the result.
@@ -280,11 +314,17 @@ class LocalSandbox(SandboxBackend):
         stderr = truncate_output(io.data["stderr"], io.total["stderr"], request.limits.max_output_bytes)
         common = {"backend": self.name, "started": started, "stdout": stdout, "stderr": stderr, "network": network}
         if io.timed_out:
-            return error_result(**common, error_type="TimeoutError",
-                                message=f"tool exceeded the wall-time limit of {request.timeout_s:g} s and was killed")
+            return error_result(
+                **common,
+                error_type="TimeoutError",
+                message=f"tool exceeded the wall-time limit of {request.timeout_s:g} s and was killed",
+            )
         if io.total["result"] > self.max_result_bytes:
-            return error_result(**common, error_type="ResultTooLarge",
-                                message=f"the return value exceeded {self.max_result_bytes} bytes")
+            return error_result(
+                **common,
+                error_type="ResultTooLarge",
+                message=f"the return value exceeded {self.max_result_bytes} bytes",
+            )
         raw = io.data["result"]
         if raw:
             try:
@@ -298,15 +338,18 @@ class LocalSandbox(SandboxBackend):
             sig = signal.Signals(-code)
             meaning = _SIGNAL_MEANING.get(sig, "killed by a signal")
             return error_result(**common, error_type="SandboxKilled", message=f"{meaning} ({sig.name})")
-        return error_result(**common, error_type="NoResult",
-                            message=f"the tool process exited (code {code}) without reporting a result")
+        return error_result(
+            **common, error_type="NoResult", message=f"the tool process exited (code {code}) without reporting a result"
+        )
 
 
 def refusal_message(reason: str | None) -> str:
     """Why local runs are refused, and the operator's ways out."""
-    return (f"local tool runs are refused: {reason}. Install bubblewrap and allow unprivileged user namespaces, "
-            f"use the e2b backend, or set {WEAK_ISOLATION_SETTING}=1 to run tools without namespaces (no file "
-            f"or network isolation)")
+    return (
+        f"local tool runs are refused: {reason}. Install bubblewrap and allow unprivileged user namespaces, "
+        f"use the e2b backend, or set {WEAK_ISOLATION_SETTING}=1 to run tools without namespaces (no file "
+        f"or network isolation)"
+    )
 
 
 def log_isolation_status(backend: LocalSandbox) -> str:
@@ -315,8 +358,11 @@ def log_isolation_status(backend: LocalSandbox) -> str:
     if mode == "namespaces":
         logger.info("local tool sandbox: bubblewrap namespaces (%s)", backend.bwrap)
     elif mode == "weak" and reason:
-        logger.warning("local tool sandbox: %s; %s is set, so local tools run WITHOUT namespaces: no file or network "
-                       "isolation", reason, WEAK_ISOLATION_SETTING)
+        logger.warning(
+            "local tool sandbox: %s; %s is set, so local tools run WITHOUT namespaces: no file or network isolation",
+            reason,
+            WEAK_ISOLATION_SETTING,
+        )
     elif mode == "refused":
         logger.error("local tool sandbox: %s", refusal_message(reason))
     return mode

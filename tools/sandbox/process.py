@@ -98,7 +98,7 @@ class Pump:
 
     def _write(self, sel, fd, pending: memoryview) -> memoryview:
         try:
-            pending = pending[os.write(fd, pending):]
+            pending = pending[os.write(fd, pending) :]
         except (BrokenPipeError, OSError):
             pending = pending[:0]
         if not pending:

@@ -25,8 +25,18 @@ Installer = Callable[[str, Sequence[str]], None]
 
 def pip_installer(venv_python: str, requirements: Sequence[str], timeout_s: float = 600) -> None:
     """Install `requirements` into the venv of `venv_python` with the server's pip (network: PyPI)."""
-    cmd = [sys.executable, "-m", "pip", "--python", venv_python, "install", "--no-input",
-           "--disable-pip-version-check", "--quiet", *requirements]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        venv_python,
+        "install",
+        "--no-input",
+        "--disable-pip-version-check",
+        "--quiet",
+        *requirements,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
     if proc.returncode != 0:
         raise SandboxError(f"pip install {' '.join(requirements)} failed:\n{proc.stderr[-4000:]}")
@@ -68,8 +78,9 @@ def ensure_venv(
             return venv_python(venv_dir)
         shutil.rmtree(venv_dir, ignore_errors=True)  # a half-built leftover from a crash
         try:
-            subprocess.run([interpreter, "-m", "venv", "--without-pip", venv_dir], check=True,
-                           capture_output=True, timeout=120)
+            subprocess.run(
+                [interpreter, "-m", "venv", "--without-pip", venv_dir], check=True, capture_output=True, timeout=120
+            )
             (installer or pip_installer)(venv_python(venv_dir), list(requirements))
             _make_world_readable(venv_dir)
         except subprocess.SubprocessError as exc:
@@ -93,7 +104,7 @@ def _check_cache_dir(cache_dir: str) -> None:
 
 
 def _make_world_readable(root: str) -> None:
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, _dirnames, filenames in os.walk(root):
         os.chmod(dirpath, 0o755)
         for name in filenames:
             path = os.path.join(dirpath, name)

@@ -25,23 +25,30 @@ class Command(BaseCommand):
 
         if not agent_ids and not all:
             raise CommandError("Name agents, or pass --all.")
-        agents = list(Agent.objects.filter(id__in=agent_ids)) if agent_ids else \
-            [a for a in Agent.objects.order_by("created_at") if agent_tests.tests_list(agent=a)]
+        agents = (
+            list(Agent.objects.filter(id__in=agent_ids))
+            if agent_ids
+            else [a for a in Agent.objects.order_by("created_at") if agent_tests.tests_list(agent=a)]
+        )
         missing = set(agent_ids) - {a.id for a in agents}
         if missing:
             raise CommandError(f"No agent {', '.join(sorted(missing))}")
         suites = []
         try:
             for agent in agents:
-                results = [agent_tests.test_execute(agent=agent, test=t, model=model, keep=keep)
-                           for t in agent_tests.tests_list(agent=agent)]
+                results = [
+                    agent_tests.test_execute(agent=agent, test=t, model=model, keep=keep)
+                    for t in agent_tests.tests_list(agent=agent)
+                ]
                 suites.append((agent, results))
                 for r in results:
                     mark = "PASS" if r["passed"] else "FAIL"
                     self.stdout.write(f"{mark} {agent.name} :: {r['name']} ({r['duration_ms']:.0f} ms)")
                     for f in r["failures"]:
-                        self.stdout.write(f"    {f['expectation']}: expected {f['expected']!r}, got {f['actual']!r}"
-                                          + (f" (step {f['step_id']})" if f.get("step_id") else ""))
+                        self.stdout.write(
+                            f"    {f['expectation']}: expected {f['expected']!r}, got {f['actual']!r}"
+                            + (f" (step {f['step_id']})" if f.get("step_id") else "")
+                        )
                     if r.get("error"):
                         self.stdout.write(f"    could not run: {r['error']}")
         finally:
@@ -58,12 +65,18 @@ class Command(BaseCommand):
 def _junit(suites) -> ET.ElementTree:
     root = ET.Element("testsuites")
     for agent, results in suites:
-        suite = ET.SubElement(root, "testsuite", name=agent.name, tests=str(len(results)),
-                              failures=str(sum(1 for r in results if r["failures"])),
-                              errors=str(sum(1 for r in results if r.get("error"))))
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=agent.name,
+            tests=str(len(results)),
+            failures=str(sum(1 for r in results if r["failures"])),
+            errors=str(sum(1 for r in results if r.get("error"))),
+        )
         for r in results:
-            case = ET.SubElement(suite, "testcase", classname=agent.id, name=r["name"],
-                                 time=f"{r['duration_ms'] / 1000:.3f}")
+            case = ET.SubElement(
+                suite, "testcase", classname=agent.id, name=r["name"], time=f"{r['duration_ms'] / 1000:.3f}"
+            )
             for f in r["failures"]:
                 node = ET.SubElement(case, "failure", message=f"{f['expectation']}: expected {f['expected']!r}")
                 node.text = f"actual: {f['actual']!r}" + (f"\nstep: {f['step_id']}" if f.get("step_id") else "")

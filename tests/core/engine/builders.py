@@ -13,4 +13,7 @@ def msg(i: int, role: Role = Role.USER, content: str = "", **kw) -> Message:
 
 def tool_exchange(i: int, name: str = "core_memory_append") -> list[Message]:
     call = ToolCall(id=f"call-{i}", name=name, arguments='{"label": "human", "content": "x"}')
-    return [msg(i, Role.ASSISTANT, " ", tool_calls=(call,)), msg(i + 1, Role.TOOL, '{"status": "OK"}', tool_call_id=f"call-{i}", name=name)]
+    return [
+        msg(i, Role.ASSISTANT, " ", tool_calls=(call,)),
+        msg(i + 1, Role.TOOL, '{"status": "OK"}', tool_call_id=f"call-{i}", name=name),
+    ]

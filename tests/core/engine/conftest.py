@@ -23,4 +23,3 @@ def blocks() -> list[BlockSpec]:
 @pytest.fixture
 def tools():
     return base_tools.base_tool_specs()
-

@@ -23,12 +23,24 @@ def test_sections_are_ordered_and_sum_to_total(agent, blocks, tools):
 
 def test_system_message_holds_instructions_rules_memory_and_metadata(agent, blocks, tools):
     stats = MemoryStats(recall_outside_window=12, archival_count=3)
-    ctx = compile_(agent, blocks, [msg(1)], tools, [ExitLoop(tool_name="send_message")], stats,
-                   now=datetime(2025, 1, 2, tzinfo=UTC))
+    ctx = compile_(
+        agent,
+        blocks,
+        [msg(1)],
+        tools,
+        [ExitLoop(tool_name="send_message")],
+        stats,
+        now=datetime(2025, 1, 2, tzinfo=UTC),
+    )
     system = ctx.request["messages"][0]
     assert system["role"] == "system"
     text = system["content"]
-    assert text.index(agent.system) < text.index("<tool_usage_rules>") < text.index("<memory_blocks>") < text.index("<memory_metadata>")
+    assert (
+        text.index(agent.system)
+        < text.index("<tool_usage_rules>")
+        < text.index("<memory_blocks>")
+        < text.index("<memory_metadata>")
+    )
     assert "<persona>\n<description>\nWho I am.\n</description>" in text
     assert "- chars_current=9\n- chars_limit=200" in text
     assert "<human>" in text and "- read_only=true" in text and "<value>\nName: Bob\n</value>" in text
@@ -86,8 +98,12 @@ def test_allowed_tools_and_tool_choice_narrow_the_request(agent, blocks, tools):
 
 def test_tool_rules_section(agent, blocks, tools):
     empty = compile_(agent, blocks, [], tools)
-    assert empty.section("tool_rules").tokens == 0 and "<tool_usage_rules>" not in empty.request["messages"][0]["content"]
-    ruled = compile_(agent, blocks, [], tools, [ConstrainChildTools(tool_name="core_memory_append", children=("send_message",))])
+    assert (
+        empty.section("tool_rules").tokens == 0 and "<tool_usage_rules>" not in empty.request["messages"][0]["content"]
+    )
+    ruled = compile_(
+        agent, blocks, [], tools, [ConstrainChildTools(tool_name="core_memory_append", children=("send_message",))]
+    )
     assert ruled.section("tool_rules").tokens > 0
     assert "After core_memory_append, you must call one of: send_message." in ruled.request["messages"][0]["content"]
 

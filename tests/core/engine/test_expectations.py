@@ -4,12 +4,21 @@ from core.engine.expectations import evaluate, validate
 
 
 def _observed(**kw):
-    base = {"tool_calls": [{"name": "search", "arguments": {"query": "tea time"}, "step_id": "s1"},
-                           {"name": "append", "arguments": {"label": "human"}, "step_id": "s1"},
-                           {"name": "send_message", "arguments": {"message": "hi"}, "step_id": "s2"}],
-            "reply": "hi", "reply_step_id": "s2", "blocks": {"human": "Likes tea."}, "block_steps": {"human": "s1"},
-            "passages": ["the dragon is red"], "stop_reason": "end_turn",
-            "steps": [{"id": "s1", "prompt_tokens": 900}, {"id": "s2", "prompt_tokens": 1200}], "cost_usd": 0.002}
+    base = {
+        "tool_calls": [
+            {"name": "search", "arguments": {"query": "tea time"}, "step_id": "s1"},
+            {"name": "append", "arguments": {"label": "human"}, "step_id": "s1"},
+            {"name": "send_message", "arguments": {"message": "hi"}, "step_id": "s2"},
+        ],
+        "reply": "hi",
+        "reply_step_id": "s2",
+        "blocks": {"human": "Likes tea."},
+        "block_steps": {"human": "s1"},
+        "passages": ["the dragon is red"],
+        "stop_reason": "end_turn",
+        "steps": [{"id": "s1", "prompt_tokens": 900}, {"id": "s2", "prompt_tokens": 1200}],
+        "cost_usd": 0.002,
+    }
     return {**base, **kw}
 
 
@@ -27,15 +36,32 @@ def test_argument_matchers_take_values_and_regexes():
 
 
 def test_each_expectation_reports_expected_actual_and_the_step():
-    spec = {"reply": {"matches": "^bye"}, "blocks": [{"label": "human", "equals": "Likes coffee."}],
-            "archival": {"matches": "blue"}, "stop_reason": "max_steps", "max_steps": 1,
-            "max_prompt_tokens_per_step": 1000, "max_cost_usd": 0.001}
+    spec = {
+        "reply": {"matches": "^bye"},
+        "blocks": [{"label": "human", "equals": "Likes coffee."}],
+        "archival": {"matches": "blue"},
+        "stop_reason": "max_steps",
+        "max_steps": 1,
+        "max_prompt_tokens_per_step": 1000,
+        "max_cost_usd": 0.001,
+    }
     failures = {f["expectation"]: f for f in evaluate(spec, _observed())}
-    assert set(failures) == {"reply matches", "block human equals", "archival memory has a passage matching",
-                             "stop reason", "steps at most", "prompt tokens per step at most", "cost at most (USD)"}
+    assert set(failures) == {
+        "reply matches",
+        "block human equals",
+        "archival memory has a passage matching",
+        "stop reason",
+        "steps at most",
+        "prompt tokens per step at most",
+        "cost at most (USD)",
+    }
     assert failures["reply matches"]["step_id"] == "s2" and failures["block human equals"]["step_id"] == "s1"
-    assert failures["prompt tokens per step at most"] == {"expectation": "prompt tokens per step at most",
-                                                         "expected": 1000, "actual": 1200, "step_id": "s2"}
+    assert failures["prompt tokens per step at most"] == {
+        "expectation": "prompt tokens per step at most",
+        "expected": 1000,
+        "actual": 1200,
+        "step_id": "s2",
+    }
     assert evaluate({"max_cost_usd": 1}, _observed(cost_usd=None))[0]["actual"].startswith("unknown")
     assert evaluate({"blocks": [{"label": "persona", "contains": "x"}]}, _observed())[0]["actual"] is None
 

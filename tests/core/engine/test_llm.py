@@ -8,15 +8,30 @@ from core.engine import llm
 from tests.fake_llm import FakeLLM
 
 MODEL = "openai/fake-model"
-TOOLS = [{"type": "function", "function": {"name": "send_message", "description": "Say something.", "parameters": {
-    "type": "object",
-    "properties": {"thinking": {"type": "string"}, "message": {"type": "string"}},
-    "required": ["thinking", "message"],
-}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "send_message",
+            "description": "Say something.",
+            "parameters": {
+                "type": "object",
+                "properties": {"thinking": {"type": "string"}, "message": {"type": "string"}},
+                "required": ["thinking", "message"],
+            },
+        },
+    }
+]
 
 
 def _request(**extra):
-    return {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS, "tool_choice": "required", **extra}
+    return {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": TOOLS,
+        "tool_choice": "required",
+        **extra,
+    }
 
 
 def _call(fake, **kw):
@@ -37,8 +52,11 @@ def test_tool_call_is_parsed_and_schema_args_are_filled(fake_llm):
 def test_default_policy_calls_send_message_or_replies_text(fake_llm):
     result = _call(fake_llm)
     assert json.loads(result.tool_calls[0].arguments)["message"] == "ok"
-    plain = llm.complete({"model": MODEL, "messages": [{"role": "user", "content": "summarize"}]},
-                         api_base=fake_llm.base_url, api_key="fake")
+    plain = llm.complete(
+        {"model": MODEL, "messages": [{"role": "user", "content": "summarize"}]},
+        api_base=fake_llm.base_url,
+        api_key="fake",
+    )
     assert plain.content == "ok" and plain.tool_calls == ()
 
 
@@ -66,20 +84,28 @@ def test_streaming_emits_deltas_and_assembles_the_result(fake_llm):
 def test_streaming_text_reply(fake_llm):
     fake_llm.script(FakeLLM.text("plain streamed text"))
     deltas = []
-    result = llm.complete({"model": MODEL, "messages": [{"role": "user", "content": "x"}]}, api_base=fake_llm.base_url,
-                          api_key="fake", stream=True, on_delta=deltas.append)
+    result = llm.complete(
+        {"model": MODEL, "messages": [{"role": "user", "content": "x"}]},
+        api_base=fake_llm.base_url,
+        api_key="fake",
+        stream=True,
+        on_delta=deltas.append,
+    )
     assert result.content == "plain streamed text"
     assert "".join(d.text for d in deltas if d.kind == "text") == "plain streamed text"
 
 
-@pytest.mark.parametrize(("reply", "kind", "status"), [
-    (FakeLLM.context_length_error(), "context_length", 400),
-    (FakeLLM.rate_limit_error(), "rate_limit", 429),
-    (FakeLLM.error(500, "upstream exploded", type_="server_error"), "api_error", 500),
-    (FakeLLM.error(503, "overloaded", type_="server_error"), "api_error", 503),
-    (FakeLLM.error(401, "invalid api key", type_="authentication_error"), "auth", 401),
-    (FakeLLM.error(400, "bad parameter"), "bad_request", 400),
-])
+@pytest.mark.parametrize(
+    ("reply", "kind", "status"),
+    [
+        (FakeLLM.context_length_error(), "context_length", 400),
+        (FakeLLM.rate_limit_error(), "rate_limit", 429),
+        (FakeLLM.error(500, "upstream exploded", type_="server_error"), "api_error", 500),
+        (FakeLLM.error(503, "overloaded", type_="server_error"), "api_error", 503),
+        (FakeLLM.error(401, "invalid api key", type_="authentication_error"), "auth", 401),
+        (FakeLLM.error(400, "bad parameter"), "bad_request", 400),
+    ],
+)
 def test_provider_errors_are_typed(fake_llm, reply, kind, status):
     fake_llm.script(reply)
     with pytest.raises(llm.LLMError) as info:
@@ -117,7 +143,9 @@ def test_malformed_arguments_pass_through_raw(fake_llm):
 
 
 def test_embeddings_are_deterministic_unit_vectors(fake_llm):
-    vecs = llm.embed(["cats are great", "dogs"], model="openai/fake-embedding", api_base=fake_llm.base_url, api_key="fake")
+    vecs = llm.embed(
+        ["cats are great", "dogs"], model="openai/fake-embedding", api_base=fake_llm.base_url, api_key="fake"
+    )
     again = llm.embed(["cats are great"], model="openai/fake-embedding", api_base=fake_llm.base_url, api_key="fake")
     assert len(vecs) == 2 and len(vecs[0]) == 384
     assert vecs[0] == again[0] and vecs[0] != vecs[1]

@@ -20,7 +20,10 @@ from tests.core.engine.builders import msg, tool_exchange
 
 
 def reply(*calls, reasoning=None, content=None):
-    tcs = tuple(ToolCall(id=f"c{i}", name=n, arguments=a if isinstance(a, str) else json.dumps(a)) for i, (n, a) in enumerate(calls))
+    tcs = tuple(
+        ToolCall(id=f"c{i}", name=n, arguments=a if isinstance(a, str) else json.dumps(a))
+        for i, (n, a) in enumerate(calls)
+    )
     return LLMResult(tool_calls=tcs, reasoning=reasoning, content=content)
 
 
@@ -32,7 +35,10 @@ def parse(tools, *calls, allowed=None, **kw):
 
 
 def test_thinking_and_heartbeat_are_split_from_args(tools):
-    p = parse(tools, ("core_memory_append", {"thinking": "save it", "label": "human", "content": "x", "request_heartbeat": True}))
+    p = parse(
+        tools,
+        ("core_memory_append", {"thinking": "save it", "label": "human", "content": "x", "request_heartbeat": True}),
+    )
     call = p.calls[0]
     assert call.valid and call.args == {"label": "human", "content": "x"}
     assert call.thinking == "save it" and call.request_heartbeat is True
@@ -47,7 +53,11 @@ def test_native_reasoning_is_reasoning(tools):
 
 def test_heartbeat_string_values(tools):
     assert parse(tools, ("conversation_search", {"query": "q", "request_heartbeat": "true"})).calls[0].request_heartbeat
-    assert not parse(tools, ("conversation_search", {"query": "q", "request_heartbeat": "false"})).calls[0].request_heartbeat
+    assert (
+        not parse(tools, ("conversation_search", {"query": "q", "request_heartbeat": "false"}))
+        .calls[0]
+        .request_heartbeat
+    )
 
 
 def test_malformed_json_is_an_error_result(tools):
@@ -68,10 +78,15 @@ def test_missing_required_argument(tools):
 
 def test_rule_violation_is_an_error_result(tools):
     names = [t.name for t in tools]
-    allowed = rules.allowed_tools([ConstrainChildTools(tool_name="conversation_search", children=("send_message",))], names,
-                                  ["conversation_search"])
+    allowed = rules.allowed_tools(
+        [ConstrainChildTools(tool_name="conversation_search", children=("send_message",))],
+        names,
+        ["conversation_search"],
+    )
     call = parse(tools, ("archival_memory_search", {"query": "x"}), allowed=allowed).calls[0]
-    assert call.error == "[ToolConstraintError] Cannot call archival_memory_search, valid tools include: ['send_message']."
+    assert (
+        call.error == "[ToolConstraintError] Cannot call archival_memory_search, valid tools include: ['send_message']."
+    )
 
 
 # ---------------------------------------------------------------- continue or stop
@@ -80,7 +95,9 @@ def test_rule_violation_is_an_error_result(tools):
 def decide(p, failed=None, tool_rules=(), history=None, steps=1, max_steps=10):
     failed = failed if failed is not None else [not c.valid for c in p.calls]
     history = history if history is not None else [c.name for c in p.calls if c.valid]
-    return loop.decide_next(parsed=p, failed=failed, tool_rules=list(tool_rules), history=history, steps_taken=steps, max_steps=max_steps)
+    return loop.decide_next(
+        parsed=p, failed=failed, tool_rules=list(tool_rules), history=history, steps_taken=steps, max_steps=max_steps
+    )
 
 
 def test_send_message_ends_the_turn(tools):
@@ -118,13 +135,18 @@ def test_max_steps_bounds_the_run(tools):
 
 def test_exit_loop_rule_stops_even_with_heartbeat(tools):
     r = [ExitLoop(tool_name="conversation_search")]
-    assert decide(parse(tools, ("conversation_search", {"query": "q"})), tool_rules=r).stop_reason == StopReason.END_TURN
+    assert (
+        decide(parse(tools, ("conversation_search", {"query": "q"})), tool_rules=r).stop_reason == StopReason.END_TURN
+    )
     d = decide(parse(tools, ("conversation_search", {"query": "q", "request_heartbeat": True})), tool_rules=r)
     assert d.stop_reason == StopReason.TOOL_RULE
 
 
 def test_continue_loop_rule_continues_without_heartbeat(tools):
-    d = decide(parse(tools, ("conversation_search", {"query": "q"})), tool_rules=[ContinueLoop(tool_name="conversation_search")])
+    d = decide(
+        parse(tools, ("conversation_search", {"query": "q"})),
+        tool_rules=[ContinueLoop(tool_name="conversation_search")],
+    )
     assert d.continue_loop and d.heartbeat_reason == loop.RULE_CONTINUE_REASON
 
 
@@ -132,7 +154,11 @@ def test_required_before_exit_keeps_going(tools):
     r = [RequiredBeforeExit(tool_name="archival_memory_insert")]
     d = decide(parse(tools, ("send_message", {"message": "bye"})), tool_rules=r)
     assert d.continue_loop and "archival_memory_insert" in d.heartbeat_reason
-    done = decide(parse(tools, ("send_message", {"message": "bye"})), tool_rules=r, history=["archival_memory_insert", "send_message"])
+    done = decide(
+        parse(tools, ("send_message", {"message": "bye"})),
+        tool_rules=r,
+        history=["archival_memory_insert", "send_message"],
+    )
     assert done.stop_reason == StopReason.END_TURN
 
 
@@ -171,7 +197,9 @@ def test_memory_pressure_levels():
     assert loop.memory_pressure(700, 1000) == "ok"
     assert loop.memory_pressure(750, 1000) == "warn"
     assert loop.memory_pressure(900, 1000) == "evict"
-    assert "75%" in loop.memory_pressure_warning(750, 1000) and "archival memory" in loop.memory_pressure_warning(750, 1000)
+    assert "75%" in loop.memory_pressure_warning(750, 1000) and "archival memory" in loop.memory_pressure_warning(
+        750, 1000
+    )
 
 
 def test_plan_eviction_keeps_system_and_never_splits_tool_pairs():
@@ -221,5 +249,14 @@ def test_summarizer_request_caps_input_length():
 
 @pytest.mark.parametrize("reason", list(StopReason))
 def test_stop_reasons_are_letta_strings(reason):
-    assert reason.value in {"end_turn", "no_tool_call", "max_steps", "invalid_tool_call", "llm_api_error", "tool_rule", "cancelled", "error",
-                            "max_tokens_exceeded"}
+    assert reason.value in {
+        "end_turn",
+        "no_tool_call",
+        "max_steps",
+        "invalid_tool_call",
+        "llm_api_error",
+        "tool_rule",
+        "cancelled",
+        "error",
+        "max_tokens_exceeded",
+    }

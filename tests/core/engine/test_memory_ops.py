@@ -29,9 +29,15 @@ def test_memory_replace_needs_exactly_one_match():
         ops.memory_replace(block(), "nope", "x")
 
 
-@pytest.mark.parametrize(("line", "expected"), [
-    (0, "new\nline one\nline two"), (1, "line one\nnew\nline two"), (-1, "line one\nline two\nnew"), (2, "line one\nline two\nnew"),
-])
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (0, "new\nline one\nline two"),
+        (1, "line one\nnew\nline two"),
+        (-1, "line one\nline two\nnew"),
+        (2, "line one\nline two\nnew"),
+    ],
+)
 def test_memory_insert(line, expected):
     assert ops.memory_insert(block(), "new", line) == expected
 
@@ -50,8 +56,12 @@ def test_over_limit_names_the_limit_and_suggests_archival():
 
 def test_read_only_refuses_every_edit():
     ro = block(read_only=True)
-    for fn, args in [(ops.core_memory_append, ("x",)), (ops.core_memory_replace, ("line", "x")),
-                     (ops.memory_replace, ("line one", "x")), (ops.memory_insert, ("x",))]:
+    for fn, args in [
+        (ops.core_memory_append, ("x",)),
+        (ops.core_memory_replace, ("line", "x")),
+        (ops.memory_replace, ("line one", "x")),
+        (ops.memory_insert, ("x",)),
+    ]:
         with pytest.raises(ops.BlockReadOnlyError, match="read-only"):
             fn(ro, *args)
 

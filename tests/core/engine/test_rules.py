@@ -92,7 +92,10 @@ def test_required_before_exit():
 
 
 def test_rules_intersect():
-    r = [ConstrainChildTools(tool_name="search", children=("fetch", "answer")), MaxCountPerStep(tool_name="fetch", max_count_limit=1)]
+    r = [
+        ConstrainChildTools(tool_name="search", children=("fetch", "answer")),
+        MaxCountPerStep(tool_name="fetch", max_count_limit=1),
+    ]
     assert rules.allowed_tools(r, TOOLS, ["fetch", "search"]).tools == ("answer",)
 
 
@@ -102,27 +105,38 @@ def test_violation_message():
     assert rules.check_call("log", a) == "[ToolConstraintError] Cannot call log, valid tools include: ['fetch']."
 
 
-@pytest.mark.parametrize("data", [
-    {"tool_name": "a", "type": "run_first", "args": {"x": 1}},
-    {"tool_name": "a", "type": "exit_loop"},
-    {"tool_name": "a", "type": "continue_loop"},
-    {"tool_name": "a", "type": "constrain_child_tools", "children": ["b", "c"]},
-    {"tool_name": "a", "type": "parent_last_tool", "children": ["b"]},
-    {"tool_name": "a", "type": "conditional", "child_output_mapping": {"x": "b"}, "default_child": "c",
-     "require_output_mapping": True},
-    {"tool_name": "a", "type": "max_count_per_step", "max_count_limit": 3},
-    {"tool_name": "a", "type": "required_before_exit", "prompt_template": "call {tool_name} before leaving"},
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"tool_name": "a", "type": "run_first", "args": {"x": 1}},
+        {"tool_name": "a", "type": "exit_loop"},
+        {"tool_name": "a", "type": "continue_loop"},
+        {"tool_name": "a", "type": "constrain_child_tools", "children": ["b", "c"]},
+        {"tool_name": "a", "type": "parent_last_tool", "children": ["b"]},
+        {
+            "tool_name": "a",
+            "type": "conditional",
+            "child_output_mapping": {"x": "b"},
+            "default_child": "c",
+            "require_output_mapping": True,
+        },
+        {"tool_name": "a", "type": "max_count_per_step", "max_count_limit": 3},
+        {"tool_name": "a", "type": "required_before_exit", "prompt_template": "call {tool_name} before leaving"},
+    ],
+)
 def test_letta_json_round_trip(data):
     assert tool_rule_to_dict(tool_rule_from_dict(data)) == data
 
 
-@pytest.mark.parametrize(("data", "needle"), [
-    ({"tool_name": "a", "type": "teleport"}, "unknown tool rule type"),
-    ({"type": "exit_loop"}, "tool_name"),
-    ({"tool_name": "a", "type": "constrain_child_tools", "children": "b"}, "children"),
-    ({"tool_name": "a", "type": "max_count_per_step", "max_count_limit": 0}, "max_count_limit"),
-])
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        ({"tool_name": "a", "type": "teleport"}, "unknown tool rule type"),
+        ({"type": "exit_loop"}, "tool_name"),
+        ({"tool_name": "a", "type": "constrain_child_tools", "children": "b"}, "children"),
+        ({"tool_name": "a", "type": "max_count_per_step", "max_count_limit": 0}, "max_count_limit"),
+    ],
+)
 def test_invalid_rules_are_rejected(data, needle):
     with pytest.raises(ValueError, match=needle):
         tool_rule_from_dict(data)
@@ -130,10 +144,14 @@ def test_invalid_rules_are_rejected(data, needle):
 
 def test_render_rules():
     assert rules.render_rules([]) == ""
-    text = rules.render_rules([
-        ExitLoop(tool_name="answer"), ConstrainChildTools(tool_name="search", children=("fetch", "answer")),
-        MaxCountPerStep(tool_name="fetch", max_count_limit=2), RequiredBeforeExit(tool_name="log", prompt_template="Always {tool_name}."),
-    ])
+    text = rules.render_rules(
+        [
+            ExitLoop(tool_name="answer"),
+            ConstrainChildTools(tool_name="search", children=("fetch", "answer")),
+            MaxCountPerStep(tool_name="fetch", max_count_limit=2),
+            RequiredBeforeExit(tool_name="log", prompt_template="Always {tool_name}."),
+        ]
+    )
     assert text.startswith("<tool_usage_rules>") and text.endswith("</tool_usage_rules>")
     assert "After search, you must call one of: fetch, answer." in text
     assert "fetch may be called at most 2 time(s)" in text

@@ -9,25 +9,29 @@ from core.engine.stream import ChunkBuilder, partial_string_values
 
 
 def _builder(**kw) -> ChunkBuilder:
-    return ChunkBuilder(message_id="message-1", run_id="run-1", step_id="step-1", date="2026-01-01T00:00:00+00:00", **kw)
+    return ChunkBuilder(
+        message_id="message-1", run_id="run-1", step_id="step-1", date="2026-01-01T00:00:00+00:00", **kw
+    )
 
 
 def _feed_arguments(builder, name, arguments: str, size: int, index=0, call_id="call_1"):
     chunks = builder.feed(Delta("tool_call", "", index, call_id, name))
     for i in range(0, len(arguments), size):
-        chunks += builder.feed(Delta("tool_call", arguments[i:i + size], index, call_id, name))
+        chunks += builder.feed(Delta("tool_call", arguments[i : i + size], index, call_id, name))
     return chunks
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 7, 1000])
 def test_send_message_streams_only_its_message_and_thinking_whatever_the_fragment_size(size):
     message = 'Caf\u00e9 "quoted" \\ back\nslash \u2603 done'
-    arguments = json.dumps({"thinking": "the user wants \"this\"", "message": message, "request_heartbeat": False})
+    arguments = json.dumps({"thinking": 'the user wants "this"', "message": message, "request_heartbeat": False})
     chunks = _feed_arguments(_builder(), "send_message", arguments, size)
     assert all(c["id"] == "message-1" and c["delta"] is True and c["step_id"] == "step-1" for c in chunks)
     assert {c["message_type"] for c in chunks} == {"reasoning_message", "assistant_message"}
     assert "".join(c["content"] for c in chunks if c["message_type"] == "assistant_message") == message
-    assert "".join(c["reasoning"] for c in chunks if c["message_type"] == "reasoning_message") == 'the user wants "this"'
+    assert (
+        "".join(c["reasoning"] for c in chunks if c["message_type"] == "reasoning_message") == 'the user wants "this"'
+    )
     assert all(c["source"] == "non_reasoner_model" for c in chunks if c["message_type"] == "reasoning_message")
 
 
@@ -35,7 +39,9 @@ def test_other_tools_stream_their_argument_fragments_and_their_thinking():
     arguments = json.dumps({"thinking": "look it up", "query": "cats", "request_heartbeat": True})
     chunks = _feed_arguments(_builder(), "archival_memory_search", arguments, 5)
     calls = [c for c in chunks if c["message_type"] == "tool_call_message"]
-    assert calls[0]["tool_call"]["name"] == "archival_memory_search" and calls[0]["tool_call"]["tool_call_id"] == "call_1"
+    assert (
+        calls[0]["tool_call"]["name"] == "archival_memory_search" and calls[0]["tool_call"]["tool_call_id"] == "call_1"
+    )
     assert "".join(c["tool_call"]["arguments"] or "" for c in calls) == arguments
     # The reasoning streams first and the call follows, in the order the stored message shows them.
     kinds = [c["message_type"] for c in chunks]
@@ -48,7 +54,10 @@ def test_native_reasoning_and_text_stream_as_they_arrive():
     b = _builder()
     chunks = b.feed(Delta("reasoning", "hmm ")) + b.feed(Delta("reasoning", "ok")) + b.feed(Delta("text", "Hi"))
     assert [(c["message_type"], c.get("reasoning") or c.get("content")) for c in chunks] == [
-        ("reasoning_message", "hmm "), ("reasoning_message", "ok"), ("assistant_message", "Hi")]
+        ("reasoning_message", "hmm "),
+        ("reasoning_message", "ok"),
+        ("assistant_message", "Hi"),
+    ]
     assert chunks[0]["source"] == "reasoner_model" and b.feed(Delta("text", "")) == []
 
 
@@ -64,9 +73,17 @@ def test_two_calls_in_one_reply_stream_separately():
     assert "".join(c["content"] for c in first) == "one" and "".join(c["content"] for c in second) == "two"
 
 
-@pytest.mark.parametrize("text, expected", [
-    ('{"message": "hel', {"message": "hel"}), ('{"message": "a\\', {"message": "a"}),
-    ('{"message": "a\\u00', {"message": "a"}), ('{"mess', {}), ("not json", {}), ('["list"]', {}),
-    ('{"message": 3, "x": "y"}', {"x": "y"})])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"message": "hel', {"message": "hel"}),
+        ('{"message": "a\\', {"message": "a"}),
+        ('{"message": "a\\u00', {"message": "a"}),
+        ('{"mess', {}),
+        ("not json", {}),
+        ('["list"]', {}),
+        ('{"message": 3, "x": "y"}', {"x": "y"}),
+    ],
+)
 def test_partial_values(text, expected):
     assert partial_string_values(text) == expected

@@ -8,15 +8,18 @@ from core.engine.types import Message, Role, ToolCall
 TEXT = "The quick brown fox jumps over the lazy dog. " * 20
 
 
-@pytest.mark.parametrize(("model", "name"), [
-    ("openai/gpt-4o-mini", "tiktoken:o200k_base"),
-    ("gpt-4.1", "tiktoken:o200k_base"),
-    ("openai/gpt-4", "tiktoken:cl100k_base"),
-    ("deepseek/deepseek-chat", "hf:deepseek"),
-    ("anthropic/claude-sonnet-4-5", "hf:anthropic(claude-2)+15%"),
-    ("ollama/llama3", "tiktoken:cl100k_base+10%(fallback)"),
-    ("openai/fake-model", "tiktoken:cl100k_base+10%(fallback)"),
-])
+@pytest.mark.parametrize(
+    ("model", "name"),
+    [
+        ("openai/gpt-4o-mini", "tiktoken:o200k_base"),
+        ("gpt-4.1", "tiktoken:o200k_base"),
+        ("openai/gpt-4", "tiktoken:cl100k_base"),
+        ("deepseek/deepseek-chat", "hf:deepseek"),
+        ("anthropic/claude-sonnet-4-5", "hf:anthropic(claude-2)+15%"),
+        ("ollama/llama3", "tiktoken:cl100k_base+10%(fallback)"),
+        ("openai/fake-model", "tiktoken:cl100k_base+10%(fallback)"),
+    ],
+)
 def test_tokenizer_selection(model, name):
     tok = tokens.get_tokenizer(model)
     assert tok.name == name
@@ -41,8 +44,12 @@ def test_empty_text_is_zero_and_tokenizer_cached():
 
 def test_message_count_includes_tool_calls_and_overhead():
     plain = Message(id="m1", role=Role.ASSISTANT, content="hello")
-    call = Message(id="m2", role=Role.ASSISTANT, content="hello",
-                   tool_calls=(ToolCall(id="c1", name="send_message", arguments='{"message": "' + "word " * 50 + '"}'),))
+    call = Message(
+        id="m2",
+        role=Role.ASSISTANT,
+        content="hello",
+        tool_calls=(ToolCall(id="c1", name="send_message", arguments='{"message": "' + "word " * 50 + '"}'),),
+    )
     a, b = tokens.count_message("openai/gpt-4o", plain), tokens.count_message("openai/gpt-4o", call)
     assert a == tokens.MESSAGE_OVERHEAD_TOKENS + tokens.count_text("openai/gpt-4o", "hello")
     assert b > a + 50
