@@ -195,8 +195,10 @@ def version_record(
 
 
 def version_current(*, agent: Agent) -> AgentVersion:
-    """The version the agent is at now (recording one if a change slipped past the hooks, or none exists yet)."""
-    return version_record(agent=agent) or AgentVersion.objects.filter(agent=agent).order_by("-number").first()
+    """The version the agent is at now: its latest, since every write of a definition records one in its own
+    transaction (one indexed read: every run asks). An agent without any yet gets its first recorded here."""
+    latest = AgentVersion.objects.filter(agent=agent).only("id", "number").order_by("-number").first()
+    return latest or version_record(agent=agent)
 
 
 def tool_changed(*, tool, message: str = "") -> None:

@@ -8,7 +8,7 @@ from core.runner import run_agent
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
 
-STEP_QUERIES = 21  # one model call and its reply: load, compile, the step's transaction, the run's end
+STEP_QUERIES = 22  # one model call and its reply: load, compile, the step's transaction, the run's end
 CONTEXT_QUERIES = 6  # GET /v1/agents/{id}/context (auth included)
 AGENTS_LIST_QUERIES = 5  # GET /v1/agents/, whatever the number of agents (no query per agent)
 
@@ -51,7 +51,7 @@ def test_agents_list_does_not_grow_with_the_agents(account, fake_llm, agents, dj
     assert response.status_code == 200 and len(response.json()) == agents
 
 
-SEND_REQUEST_QUERIES = 12  # POST …/messages on the request's own thread: auth, claim + queue, wait, the reply
+SEND_REQUEST_QUERIES = 13  # POST …/messages on the request's own thread: auth, claim + queue, wait, the reply
 
 
 @pytest.mark.django_db(transaction=True)  # the run executes on a pool thread, which sees only committed rows
