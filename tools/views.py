@@ -274,10 +274,10 @@ def tool_save(request):
     from django.urls import reverse
     from django_htmx.http import push_url
 
-    from tools import web_workbench
+    from tools.workbench import tool_save_source
 
     try:
-        tool = web_workbench.save(
+        tool = tool_save_source(
             owner=org(request),
             source_code=request.POST.get("source_code", ""),
             tool_id=request.POST.get("tool_id") or None,

@@ -1,9 +1,9 @@
-"""What the tools page's views call to save and run a tool: the tools app's workbench service."""
+"""What the tools page's views call to run a tool in the workbench (saving is tools.workbench.tool_save_source)."""
 
 import re
 
 from core.models import Organization
-from tools.models import Tool, ToolRun
+from tools.models import ToolRun
 
 # What a run inside the agent loop is given that a workbench run without an agent lacks.
 _AGENT_ONLY_ENV = ("AIDE_API_TOKEN", "AIDE_BASE_URL", "AIDE_AGENT_ID")
@@ -72,27 +72,3 @@ def missing_without_agent(source_code: str, schema: dict) -> list[str]:
     if schema.get("name") and declares_agent_state(source_code, schema["name"]):
         missing.append("agent_state")
     return missing
-
-
-def save(
-    *,
-    owner: Organization,
-    source_code: str,
-    tool_id: str | None,
-    env_vars: dict,
-    sandbox: str = "",
-    pip_requirements: list | None = None,
-    allow_network: bool | None = None,
-) -> Tool:
-    """Create a custom tool from source, or update the one with `tool_id`; `env_vars` are merged in (null removes)."""
-    from tools.workbench import tool_save_source
-
-    return tool_save_source(
-        owner=owner,
-        source_code=source_code,
-        tool_id=tool_id,
-        env_vars=env_vars,
-        sandbox=sandbox,
-        pip_requirements=pip_requirements or [],
-        allow_network=allow_network,
-    )
