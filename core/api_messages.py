@@ -47,11 +47,16 @@ def _inputs(body: LettaRequest) -> list[dict]:
     return [{"role": "user", "content": body.input}] if body.input else []
 
 
-def _submit(request, agent_id: str, body: LettaRequest):
+def _submit(request, agent_id: str, body: LettaRequest, *, call: bool = False):
+    """Start the run (`call`: execute it here and return it ended)."""
     org = owner(request)
     agent = agent_get(owner=org, agent_id=agent_id)
     inputs = runner.input_normalize(_inputs(body))
-    model_resolve(owner=org, handle=agent.model)  # 400 with a how-to when no provider serves it
+    resolved = model_resolve(owner=org, handle=agent.model)  # 400 with a how-to when no provider serves it
+    if call:
+        return executor.run_call(
+            owner=org, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps, resolved=resolved
+        )
     return executor.run_submit(
         owner=org, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps, stream_tokens=body.stream_tokens
     )
@@ -77,10 +82,9 @@ def _stream(request, run, body: LettaRequest) -> StreamingHttpResponse:
 @router.post("/agents/{agent_id}/messages", response=dict)
 def messages_send(request, agent_id: str, body: LettaRequest):
     """Run the agent and answer when the run ends (or stream it as SSE with `streaming: true`)."""
-    run = _submit(request, agent_id, body)
     if body.streaming:
-        return _stream(request, run, body)
-    run = executor.run_wait(run=run)
+        return _stream(request, _submit(request, agent_id, body), body)
+    run = _submit(request, agent_id, body, call=True)
     messages = executor.run_reply(run=run, use_assistant_message=body.use_assistant_message)
     if body.include_return_message_types:
         messages = [m for m in messages if m["message_type"] in body.include_return_message_types]

@@ -6,6 +6,12 @@ enqueued in the same transaction, so a claimed run always has a task and a task 
 thread (this process's on the embedded default, a `run_worker` process's with RUNS_IN_WORKER) executes it
 under a lease (core.queue); callers only wait for the run (`run_wait`) or follow the agent's events
 (core.streaming). One rule finds dead runs: a lapsed lease.
+
+A synchronous caller that would only block until its run ends (`run_call`) lends its own thread instead: when
+this process's pool has a free slot, the run is claimed and leased in one transaction and executed in that slot
+on the caller's thread, which saves the hand-offs to a pool thread and back and the task row's writes. It is
+leased like any other run, so a crash heals the same way; with RUNS_IN_WORKER, or with every slot taken, the run
+is queued as usual.
 """
 
 import threading
@@ -58,6 +64,33 @@ def run_submit(
     return run
 
 
+def run_call(
+    *, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None, resolved=None
+) -> Run:
+    """Run the agent for a caller that waits for the end; returns the ended run (status, stop reason, usage and
+    error current). Executes on this thread in a free slot of the local pool, else queues the run and waits.
+    `resolved`: the agent's model, if the caller resolved it already."""
+    pool = queue.slot_take()
+    if pool is None:
+        return run_wait(
+            run=run_submit(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps)
+        )
+    try:
+        with transaction.atomic():
+            run = runner.run_start(
+                owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps, leased=True
+            )
+    except BaseException:
+        queue.slot_give(pool)
+        raise
+    try:
+        with queue.in_slot(pool), queue.lease_held(run.id):
+            runner.run_agent(agent_id=run.agent_id, owner=owner, input_messages=[], run=run, resolved=resolved)
+    finally:
+        _ended(run)
+    return run
+
+
 def run_execute(*, run_id: str) -> str:
     """Task body: execute a queued run to its end under this process's lease; returns its final status."""
     run = Run.objects.select_related("owner", "agent").filter(pk=run_id).first()
@@ -71,10 +104,15 @@ def run_execute(*, run_id: str) -> str:
             result = runner.run_agent(agent_id=run.agent_id, owner=run.owner, input_messages=[], run=run)
         return result.status
     finally:
-        _notify(run_id)
-        from core.sleeptime import sleeptime_after_run
+        _ended(run)
 
-        sleeptime_after_run(run_id=run_id)  # after waking waiters: the primary's caller never waits for it
+
+def _ended(run: Run) -> None:
+    """Wake the run's waiters, then the sleep-time hook (`run` is current: the runner keeps it so)."""
+    _notify(run.id)
+    from core.sleeptime import sleeptime_after_run
+
+    sleeptime_after_run(run_id=run.id, agent_id=run.agent_id, completed=run.status == RunStatus.COMPLETED)
 
 
 # --------------------------------------------------------------------------- waiting for a run

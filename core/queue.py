@@ -52,10 +52,18 @@ def lease(run_id: str, **fields):
     if not taken:
         yield False
         return
+    with lease_held(run_id):
+        yield True
+
+
+@contextmanager
+def lease_held(run_id: str):
+    """Renew the lease of a run this process already leased (its row names WORKER_ID) while the block runs."""
+    lease_thread_ensure()
     with _leased_lock:
         _leased.add(run_id)
     try:
-        yield True
+        yield
     finally:
         with _leased_lock:
             _leased.discard(run_id)
@@ -210,6 +218,33 @@ def waiting():
         _slot.pool = pool
 
 
+def slot_take():
+    """A free slot of this process's pool for a run its caller executes on its own thread, or None (every slot
+    taken, or RUNS_IN_WORKER: web processes execute no runs). Give it back with `slot_give`."""
+    if settings.RUNS_IN_WORKER:
+        return None
+    pool = pool_start_in_process()
+    if pool.stopping.is_set() or not pool.free.acquire(blocking=False):
+        return None
+    return pool
+
+
+def slot_give(pool) -> None:
+    pool.free.release()
+
+
+@contextmanager
+def in_slot(pool):
+    """Execute the block as a run of `pool` on the calling thread: it may lend the slot while it waits
+    (`waiting`), and gives the slot back at the end."""
+    _slot.pool = pool
+    try:
+        yield
+    finally:
+        _slot.pool = None
+        pool.free.release()
+
+
 class Pool:
     """Claims ready tasks while it has free slots and runs them; `wake()` skips the poll wait.
 
@@ -264,18 +299,16 @@ class Pool:
             self.executor.submit(self._execute, task)
 
     def _execute(self, task=None, *, enqueued=None) -> None:
-        _slot.pool = self
         try:
-            if task is None:
-                task = _claim_enqueued(enqueued)
-            if task is not None:
-                _task_run(task)
+            with in_slot(self):
+                if task is None:
+                    task = _claim_enqueued(enqueued)
+                if task is not None:
+                    _task_run(task)
         except Exception:  # noqa: BLE001 - a failed claim leaves the task ready for the dispatcher
             log.exception("could not claim task %s", getattr(enqueued, "id", None))
         finally:
-            _slot.pool = None
             _connection_keep_or_drop()
-            self.free.release()
 
 
 _pool_connections: set = set()

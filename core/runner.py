@@ -118,11 +118,13 @@ def run_start(
     parent_run_id: str | None = None,
     kinds: dict[int, str] | None = None,
     stream_tokens: bool = False,
+    leased: bool = False,
 ) -> Run:
     """Claim the agent for a new run, stored as `created` (row lock); Conflict if another run of the agent is in
     progress. A run whose lease lapsed (its process died) is failed here rather than blocking the agent.
     `background` marks runs whose caller does not wait (…/messages/async); `kinds` marks input messages by index;
-    `stream_tokens` says the caller follows the reply token by token.
+    `stream_tokens` says the caller follows the reply token by token; `leased` stores it already `running` under
+    this process's lease (its caller executes it at once).
     """
     agent = Agent.objects.select_for_update().filter(owner=owner, id=agent_id).first()
     if agent is None:
@@ -148,7 +150,6 @@ def run_start(
     return Run.objects.create(
         owner=owner,
         agent=agent,
-        status=RunStatus.CREATED,
         input_messages=inputs,
         max_steps=steps,
         background=background,
@@ -156,7 +157,13 @@ def run_start(
         parent_run_id=parent_run_id,
         stream_tokens=stream_tokens,
         agent_version=versions.version_current(agent=agent),
+        **(_lease_fields() if leased else {}),
     )
+
+
+def _lease_fields() -> dict:
+    now = timezone.now()
+    return {"status": RunStatus.RUNNING, "started_at": now, "worker": queue.WORKER_ID, "heartbeat_at": now}
 
 
 def run_cancel(*, owner: Organization, agent_id: str, run_ids: list[str] | None = None) -> list[str]:
@@ -179,10 +186,11 @@ def run_agent(
     input_messages: list[dict],
     max_steps: int | None = None,
     run: Run | None = None,
+    resolved=None,
 ) -> RunResult:
     """Execute a run to its end on this thread (LLM calls, tool runs, one transaction per step, events after
     each commit). The executor passes the claimed `run` it leased; without one (tests of the loop itself) the
-    agent is claimed here.
+    agent is claimed here. `resolved` is the agent's model as its caller already resolved it (saves a read).
     """
     from core.providers import model_resolve
 
@@ -193,7 +201,7 @@ def run_agent(
     emitter = Emitter(agent_id, run.id)
     agent = run.agent
     try:
-        resolved = model_resolve(owner=owner, handle=agent.model)
+        resolved = resolved or model_resolve(owner=owner, handle=agent.model)
     except Exception as exc:
         return _finish(_RunState(run, None, emitter, run.max_steps, error=str(exc)), StopReason.ERROR)
     rs = _RunState(run, resolved, emitter, run.max_steps)
@@ -525,6 +533,14 @@ def _finish(rs: _RunState, stop: StopReason) -> RunResult:
         Run.objects.filter(pk=rs.run.pk).update(
             status=status, stop_reason=str(stop), usage=usage, error=rs.error, completed_at=now
         )
+    # the caller's run object stays current (a synchronous caller answers from it without reading it back)
+    rs.run.status, rs.run.stop_reason, rs.run.usage, rs.run.error, rs.run.completed_at = (
+        status,
+        str(stop),
+        usage,
+        rs.error,
+        now,
+    )
     rs.emitter.emit(stop_reason_message(str(stop)), flush=False)
     rs.emitter.emit(usage_statistics(usage), flush=False)
     rs.emitter.emit(

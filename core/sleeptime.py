@@ -156,15 +156,15 @@ def sleeptime_run_submit(*, link: SleeptimeCompanion, manual: bool = False) -> R
     return run
 
 
-def sleeptime_after_run(*, run_id: str) -> None:
+def sleeptime_after_run(*, run_id: str, agent_id: str, completed: bool) -> None:
     """Hook after a run ends (the executor calls it after waking waiters): count a completed turn of an agent
     with an enabled companion and, every `frequency` turns, queue the companion's run. Never raises."""
     try:
-        run = Run.objects.filter(pk=run_id, status="completed").only("agent_id").first()
-        if run is None:
+        companions = SleeptimeCompanion.objects.filter(agent_id=agent_id, enabled=True)
+        if not completed or not companions.exists():  # one read for the agents without one
             return
         with transaction.atomic():
-            link = SleeptimeCompanion.objects.select_for_update().filter(agent_id=run.agent_id, enabled=True).first()
+            link = companions.select_for_update().first()
             if link is None:
                 return
             link.turns_since += 1

@@ -51,10 +51,12 @@ def test_agents_list_does_not_grow_with_the_agents(account, fake_llm, agents, dj
     assert response.status_code == 200 and len(response.json()) == agents
 
 
-SEND_REQUEST_QUERIES = 13  # POST …/messages on the request's own thread: auth, claim + queue, wait, the reply
+# POST …/messages, which executes its run on the request's own thread: auth, the agent and its model, the claim
+# (lock, busy check, version, insert), one step (load, lock, step, message, agent), the end, the reply
+SEND_REQUEST_QUERIES = 26
 
 
-@pytest.mark.django_db(transaction=True)  # the run executes on a pool thread, which sees only committed rows
+@pytest.mark.django_db(transaction=True)  # a queued run would execute on a pool thread, which sees committed rows
 def test_message_send_on_the_request_thread(account, fake_llm, django_assert_max_num_queries):
     agent = make_agent(account.org)
     api = ApiClient(account.token)
