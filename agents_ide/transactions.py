@@ -12,6 +12,16 @@ class IOInTransaction(RuntimeError):
 
 
 def outside_transaction(what: str) -> None:
-    """Raise IOInTransaction if a transaction is open on this thread (a test's own wrapping one aside)."""
+    """Raise IOInTransaction if a transaction is open on this thread (a test's own wrapping one aside); else,
+    before the slow call, give a pooled connection back (`connection_lend`)."""
     if any(not getattr(block, "_from_testcase", False) for block in connection.atomic_blocks):
         raise IOInTransaction(f"{what} must not run inside a database transaction: do it before the commit phase")
+    connection_lend()
+
+
+def connection_lend() -> None:
+    """Give this thread's connection back to the pool while it waits (a model, a sandbox, another run): the next
+    query borrows one again. Only pooled connections outside any transaction; others stay (reopening a SQLite
+    connection re-reads the schema)."""
+    if connection.connection is not None and not connection.in_atomic_block and getattr(connection, "pool", None):
+        connection.close()

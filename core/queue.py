@@ -23,6 +23,8 @@ from django.conf import settings
 from django.db import OperationalError, close_old_connections, connection, transaction
 from django.utils import timezone
 
+from agents_ide.transactions import connection_lend
+
 log = logging.getLogger(__name__)
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
 LOST = "worker lost: the process executing this run stopped (lease expired)"
@@ -203,8 +205,9 @@ _slot = threading.local()
 
 @contextmanager
 def waiting():
-    """While a pool thread blocks on other runs (an agent waiting for another's reply), lend its slot to the
-    pool, so the runs it waits for can start even when every slot is taken by waiting parents."""
+    """While a thread blocks on other runs (an agent waiting for another's reply), lend its slot to the pool, so
+    the runs it waits for can start even when every slot is taken by waiting parents, and a pooled connection."""
+    connection_lend()
     pool = getattr(_slot, "pool", None)
     if pool is None:
         yield

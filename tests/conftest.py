@@ -57,6 +57,18 @@ def _run_pool_stopped_after():
         queue.shutdown()
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's test databases; before it drops them, close PostgreSQL's connection pool (it keeps idle
+    connections open, and a database with open sessions cannot be dropped)."""
+    yield
+    from django.db import connections
+
+    for alias in connections:
+        if getattr(connections[alias], "pool", None) is not None:
+            connections[alias].close_pool()
+
+
 @pytest.fixture
 def fake_llm(monkeypatch):
     """A running fake OpenAI-compatible server, configured as the `openai` provider for this test."""

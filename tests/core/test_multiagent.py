@@ -157,7 +157,7 @@ def test_async_to_a_busy_agent_is_delivered_when_it_is_free(account, fake_llm):
     a = make_agent(account.org, name="a", include_multi_agent_tools=True)
     b = make_agent(account.org, name="b")
     fake_llm.script(
-        FakeLLM.tool("send_message", {"message": "slow"}, latency=1.5),
+        FakeLLM.tool("send_message", {"message": "slow"}, latency=4.0),  # b stays busy while a runs, loaded machine too
         FakeLLM.tool(ASYNC, {"message": "later", "other_agent_id": b.id}, heartbeat=False),
     )
     first = run_submit(
