@@ -46,7 +46,8 @@ def blocks_page(
     agents_lt: int | None = None,
 ) -> list[Block]:
     """One page of the owner's blocks by creation time, with Letta's `GET /v1/blocks/` filters and id cursors."""
-    qs = Block.objects.filter(owner=owner)
+    scope = Block.objects.filter(owner=owner)
+    qs = scope
     for value, lookup in (
         (label, "label"),
         (label_search, "label__icontains"),
@@ -60,7 +61,7 @@ def blocks_page(
         for value, lookup in ((agents_eq, "_agents__in"), (agents_gt, "_agents__gt"), (agents_lt, "_agents__lt")):
             if value is not None and value != []:
                 qs = qs.filter(**{lookup: value})
-    return queryset_page(qs, after=after, before=before, limit=limit, order=order)
+    return queryset_page(qs, after=after, before=before, limit=limit, order=order, scope=scope)
 
 
 def blocks_attachable(*, owner: Organization, agent: Agent, limit: int = 200) -> list[Block]:
