@@ -19,7 +19,7 @@ _WHY = {
     400: "Malformed request (the body is not JSON), or the deployment lacks what it needs (e.g. no model provider).",
     401: "Authentication required: send `Authorization: Bearer <API token>`.",
     403: "Built-in tools cannot be modified or deleted.",
-    404: "Not found (another owner's ids answer 404 too).",
+    404: "Not found (another owner's ids answer 404 too, and so does a list's unknown `after`/`before` cursor).",
     409: "Conflict with the current state (a name or label already taken, the agent is busy).",
     413: "The request body is over the limit (MAX_REQUEST_BYTES; agent files 16 MiB).",
     422: "A field is invalid: wrong type, out of range, too long, not one of the allowed values, or text with "
@@ -32,11 +32,16 @@ _NOT_ALLOWED = {
 }
 
 
+def _has_cursor(operation: dict) -> bool:
+    """Whether a list takes `after`/`before`, whose unknown ids answer 404 (core.pagination)."""
+    return any(p.get("in") == "query" and p.get("name") in ("after", "before") for p in operation.get("parameters", ()))
+
+
 def _statuses(path: str, method: str, operation: dict) -> list[int]:
     codes = [400, 422]
     if operation.get("security"):
         codes.append(401)
-    if "{" in path or method in _WRITES:
+    if "{" in path or method in _WRITES or _has_cursor(operation):
         codes.append(404)
     if method in _WRITES:
         codes.append(409)

@@ -1,8 +1,10 @@
 """REST endpoints of the core app: agents, models, API tokens. Thin: parse, call a service, present."""
 
+from typing import Literal
+
 from django.conf import settings
 from django.http import HttpRequest
-from ninja import Query, Router, Schema
+from ninja import Field, Query, Router, Schema
 
 from core import presenters, selectors, services
 from core.errors import Invalid
@@ -113,28 +115,38 @@ def agent_create(request, body: AgentCreateIn):
 
 
 class AgentListQuery(Schema):
+    """Letta's filters; identity_id, project_id, template_id, base_template_id, created_by_id, identifier_keys,
+    include and include_relationships are accepted and ignored (nothing here models them)."""
+
     name: str | None = None
     tags: list[str] | None = None
     match_all_tags: bool = False
     query_text: str | None = None
+    last_stop_reason: str | None = None
     before: str | None = None
     after: str | None = None
     limit: int = 50
-    order: str = "desc"
+    order: Literal["asc", "desc"] = "desc"
+    ascending: bool | None = Field(None, description="Deprecated by Letta in favour of order.")
+    order_by: Literal["created_at", "updated_at", "last_run_completion"] | None = None
+    sort_by: str | None = Field(None, description="Deprecated by Letta in favour of order_by.")
 
 
 @router.get("/agents/", response=list[dict])
 def agents_list(request, q: Query[AgentListQuery]):
+    ascending = q.order == "asc" if q.ascending is None else q.ascending
     agents = selectors.agents_list(
         owner=owner(request),
         name=q.name,
         tags=q.tags,
         match_all_tags=q.match_all_tags,
         query_text=q.query_text,
+        last_stop_reason=q.last_stop_reason,
         before=q.before,
         after=q.after,
         limit=q.limit,
-        ascending=q.order == "asc",
+        ascending=ascending,
+        order_by=q.order_by or q.sort_by or "created_at",
     )
     return presenters.agents_state(agents)
 

@@ -103,10 +103,14 @@ def messages_stream(request, agent_id: str, body: LettaRequest):
 
 
 class MessageListQuery(Schema):
+    """Letta's parameters; group_id, conversation_id, include_err, assistant_message_tool_name and
+    assistant_message_tool_kwarg are accepted and ignored (one conversation per agent; send_message/message)."""
+
     before: str | None = None
     after: str | None = None
     limit: int = 100
-    order: str = "desc"
+    order: Literal["asc", "desc"] = "desc"
+    order_by: Literal["created_at"] = "created_at"
     use_assistant_message: bool = True
     include_return_message_types: list[str] | None = None
 
@@ -115,14 +119,18 @@ class MessageListQuery(Schema):
 def messages_list(request, agent_id: str, q: Query[MessageListQuery]):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     rows = history.agent_messages_list(
-        agent=agent, before=q.before, after=q.after, limit=q.limit, ascending=q.order == "asc"
+        agent=agent,
+        before=q.before,
+        after=q.after,
+        limit=q.limit,
+        ascending=q.order == "asc",
+        hide_assistant_returns=q.use_assistant_message,
     )
     return messages_to_letta(
         rows,
         use_assistant_message=q.use_assistant_message,
         types=q.include_return_message_types,
         agent_type=agent.agent_type,
-        hide_assistant_returns=True,
     )
 
 
@@ -201,6 +209,7 @@ class RunListQuery(Schema):
     before: str | None = None
     limit: int = Field(50, description="Page size; values outside 1..1000 are clamped to it.")
     order: Literal["asc", "desc"] = "desc"
+    order_by: Literal["created_at"] = "created_at"
     ascending: bool | None = Field(None, description="Deprecated by Letta in favour of order.")
 
 
@@ -209,6 +218,7 @@ class PageQuery(Schema):
     before: str | None = None
     limit: int | None = Field(None, description="Page size (all rows when absent); clamped to 1..10000.")
     order: Literal["asc", "desc"] = "asc"
+    order_by: Literal["created_at"] = "created_at"
 
 
 @router.get("/runs/", response=list[dict], tags=["runs"])
@@ -238,10 +248,10 @@ def run_retrieve(request, run_id: str):
 @router.get("/runs/{run_id}/messages", response=list[dict], tags=["runs"])
 def run_messages(request, run_id: str, q: Query[PageQuery]):
     run = history.run_get(owner=owner(request), run_id=run_id)
-    return messages_to_letta(
-        history.run_messages(run=run, after=q.after, before=q.before, limit=q.limit, order=q.order),
-        agent_type=run.agent.agent_type,
+    rows = history.run_messages(
+        run=run, after=q.after, before=q.before, limit=q.limit, order=q.order, hide_assistant_returns=True
     )
+    return messages_to_letta(rows, agent_type=run.agent.agent_type)
 
 
 @router.get("/runs/{run_id}/steps", response=list[dict], tags=["runs"])

@@ -210,16 +210,12 @@ def _refresh(run: Run) -> None:
 
 
 def run_reply(*, run: Run, use_assistant_message: bool = True) -> list[dict]:
-    """What the run's caller receives: its committed messages as Letta messages, without the caller's own input
-    (system notices the run added, such as heartbeats, stay; summaries of evicted messages are the tabs')."""
+    """What the run's caller receives: its committed messages as Letta messages, without the user-role ones (its
+    input, heartbeats, warnings) and summaries, as Letta answers; GET /v1/runs/{id}/messages lists those too."""
     from core import history
-    from core.messages import messages_to_letta
+    from core.messages import in_reply, messages_to_letta
 
-    rows = [
-        m
-        for m in history.run_messages(run=run)
-        if not (m.kind == "" and m.role in ("user", "system")) and m.kind != "summary"
-    ]
+    rows = [m for m in history.run_messages(run=run) if in_reply(m)]
     return messages_to_letta(
         rows, use_assistant_message=use_assistant_message, agent_type=run.agent.agent_type, hide_assistant_returns=True
     )

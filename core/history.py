@@ -4,30 +4,31 @@ from django.db import transaction
 from django.db.models import Max
 
 from core.errors import Conflict, NotFound
+from core.messages import assistant_returns
 from core.models import RUN_ACTIVE, Agent, Message, Organization, Run, Step
 from core.pagination import queryset_page
 
 
 def agent_messages_list(
-    *, agent: Agent, before: str | None = None, after: str | None = None, limit: int = 100, ascending: bool = False
+    *,
+    agent: Agent,
+    before: str | None = None,
+    after: str | None = None,
+    limit: int = 100,
+    ascending: bool = False,
+    hide_assistant_returns: bool = False,
 ) -> list[Message]:
-    """The agent's messages (all history, in and out of the window) by seq.
+    """The agent's messages (all history, in and out of the window) by seq, optionally without send_message's
+    returns (left out before paging, so pages stay full); NotFound for a cursor that is not one of its messages.
 
     Cursors are message ids relative to the sort order, as the Letta SDK pages: `after` continues in the
     order asked for, `before` goes back (the `limit` rows nearest the cursor, still in the order asked for).
     """
-    qs = Message.objects.filter(agent=agent)
-    for cursor, forward in ((after, True), (before, False)):
-        if cursor:
-            seq = Message.objects.filter(agent=agent, id=cursor).values_list("seq", flat=True).first()
-            if seq is None:
-                raise NotFound(f"Message '{cursor}' not found")
-            qs = qs.filter(**{"seq__gt" if forward == ascending else "seq__lt": seq})
-    limit = max(1, min(limit, 1000))
-    backwards = bool(before and not after)
-    order = "seq" if ascending != backwards else "-seq"
-    rows = list(qs.order_by(order)[:limit])
-    return rows[::-1] if backwards else rows
+    scope = Message.objects.filter(agent=agent)
+    qs = scope.exclude(assistant_returns()) if hide_assistant_returns else scope
+    return queryset_page(
+        qs, after=after, before=before, limit=limit, order="asc" if ascending else "desc", field="seq", scope=scope
+    )
 
 
 def run_get(*, owner: Organization, run_id: str) -> Run:
@@ -51,7 +52,8 @@ def runs_list(
     order: str = "desc",
 ) -> list[Run]:
     """One page of the owner's runs by creation time, with Letta's `GET /v1/runs/` filters and id cursors."""
-    qs = Run.objects.filter(owner=owner)
+    scope = Run.objects.filter(owner=owner)
+    qs = scope
     if agent_ids:
         qs = qs.filter(agent_id__in=agent_ids)
     if active:
@@ -62,21 +64,30 @@ def runs_list(
         qs = qs.filter(background=background)
     if stop_reason:
         qs = qs.filter(stop_reason=stop_reason)
-    return queryset_page(qs, after=after, before=before, limit=limit, order=order)
+    return queryset_page(qs, after=after, before=before, limit=limit, order=order, scope=scope)
 
 
 def run_messages(
-    *, run: Run, after: str | None = None, before: str | None = None, limit: int | None = None, order: str = "asc"
+    *,
+    run: Run,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int | None = None,
+    order: str = "asc",
+    hide_assistant_returns: bool = False,
 ) -> list[Message]:
-    """The run's messages by seq (all of them unless a limit or cursor is given)."""
+    """The run's messages by seq (all of them unless a limit or cursor is given), optionally without
+    send_message's returns (left out before paging, so pages stay full)."""
+    scope = Message.objects.filter(run=run)
     return queryset_page(
-        Message.objects.filter(run=run),
+        scope.exclude(assistant_returns()) if hide_assistant_returns else scope,
         after=after,
         before=before,
         limit=limit,
         order=order,
         field="seq",
         maximum=10_000,
+        scope=scope,
     )
 
 

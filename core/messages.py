@@ -11,6 +11,8 @@ assistant_message unless asked otherwise, and then its tool return is what Letta
 import json
 from typing import Any
 
+from django.db.models import Q
+
 from core.engine.stream import segment_otid as derived_otid
 from core.engine.types import uses_heartbeats
 from core.models import Message
@@ -120,6 +122,22 @@ def is_assistant_return(row: Message, calls: dict[str, dict]) -> bool:
         return False  # a send_message that failed (a rule refused it, say) shows why
     call = calls.get(row.tool_call_id)
     return shown_as_assistant(call) if call is not None else row.name == ASSISTANT_TOOL
+
+
+def in_reply(row: Message) -> bool:
+    """Whether a run's stored message goes back to the caller that asked for the run: Letta answers with the call's
+    new messages minus the user-role ones (the input, heartbeats, warnings, summaries) and another agent's input."""
+    if row.role == "user" or row.kind == "summary":
+        return False
+    return not (row.role == "system" and row.kind in ("", "agent_message"))
+
+
+def assistant_returns() -> Q:
+    """The rows `is_assistant_return` picks out, as a filter, so a list can leave them out before paging (a page
+    is then never short for what it hid): successful returns of send_message (a failed one shows why)."""
+    return Q(role="tool", name=ASSISTANT_TOOL) & (
+        Q(tool_return__status="success") | Q(tool_return__status__isnull=True)
+    )
 
 
 def assistant_calls(rows) -> dict[str, dict]:

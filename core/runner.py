@@ -32,7 +32,14 @@ from core.engine.tokens import step_cost
 from core.engine.types import StopReason
 from core.errors import Conflict, Invalid, NotFound
 from core.events import group_listened
-from core.messages import assistant_calls, is_assistant_return, messages_to_letta, stop_reason_message, usage_statistics
+from core.messages import (
+    assistant_calls,
+    in_reply,
+    is_assistant_return,
+    messages_to_letta,
+    stop_reason_message,
+    usage_statistics,
+)
 from core.models import RUN_ACTIVE, Agent, Organization, Run, RunStatus
 from core.runtime import overflow, persistence, tool_exec
 from core.runtime.emit import Emitter
@@ -479,7 +486,7 @@ def _commit_step(
     rs.history = history
     valid = [i for i, c in enumerate(parsed.calls) if c.valid and i in outcomes]
     rs.last_output = outcomes[valid[-1]].value if valid else rs.last_output
-    _emit_step(rs, rows, inputs, step.index, snap.spec.agent_type)
+    _emit_step(rs, rows, step.index, snap.spec.agent_type)
     if not decision.continue_loop:
         return decision.stop_reason
     # letta_v1_agent continues on the tool results alone; a heartbeat goes only where the decision gives a reason.
@@ -505,14 +512,13 @@ def _account(rs: _RunState, usage: dict) -> None:
         rs.usage["cost_usd"] = round(rs.usage.get("cost_usd", 0.0) + usage["cost_usd"], 10)
 
 
-def _emit_step(rs: _RunState, rows, inputs, step_index: int, agent_type: str) -> None:
-    input_ids = {r.id for r in inputs if r.kind == ""}
+def _emit_step(rs: _RunState, rows, step_index: int, agent_type: str) -> None:
     calls = assistant_calls(rows)
     for row in rows:
         for event in messages_to_letta([row], agent_type=agent_type):
             event["step_index"] = step_index
-            # the caller's own input, and send_message's return (Letta hides it), go to the IDE's tabs only
-            is_input = row.id in input_ids or is_assistant_return(row, calls)
+            # user-role rows (input, heartbeats) and send_message's return (Letta hides it) go to the IDE's tabs only
+            is_input = not in_reply(row) or is_assistant_return(row, calls)
             if not is_input:
                 rs.out.append(event)
             rs.emitter.emit(event, to_caller=not is_input, flush=False)

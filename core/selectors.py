@@ -2,10 +2,12 @@
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q, Value
+from django.db.models.functions import Coalesce
 
-from core.errors import NotFound
+from core.errors import Invalid, NotFound
 from core.models import RUN_ACTIVE, Agent, Message, Organization, Run, Step
 from core.pagination import queryset_page
 
@@ -18,6 +20,11 @@ def agent_get(*, owner: Organization, agent_id: str) -> Agent:
     return agent
 
 
+# Letta's `order_by` values for agents (letta/services/helpers/agent_manager_helper.py).
+AGENT_ORDER_FIELDS = ("created_at", "updated_at", "last_run_completion")
+_NEVER = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def agents_list(
     *,
     owner: Organization,
@@ -25,17 +32,26 @@ def agents_list(
     tags: list[str] | None = None,
     match_all_tags: bool = False,
     query_text: str | None = None,
+    last_stop_reason: str | None = None,
     before: str | None = None,
     after: str | None = None,
     limit: int = 50,
     ascending: bool = False,
+    order_by: str = "created_at",
 ) -> list[Agent]:
-    """The owner's agents, filtered as Letta's `GET /v1/agents/` does (name, tags any/all, text, cursors)."""
-    qs = Agent.objects.filter(owner=owner)
+    """The owner's agents, filtered as Letta's `GET /v1/agents/` does (name, tags any/all, text, last stop reason,
+    cursors), sorted by `order_by` (created_at, updated_at or last_run_completion); Invalid for another sort."""
+    if order_by not in AGENT_ORDER_FIELDS:
+        raise Invalid(f"order_by must be one of {', '.join(AGENT_ORDER_FIELDS)}, not '{order_by}'.")
+    # Agents that never ran sort as the oldest by last_run_completion: a cursor needs a value to compare with.
+    scope = Agent.objects.filter(owner=owner).annotate(_sort=Coalesce(F(order_by), Value(_NEVER)))
+    qs = scope
     if name:
         qs = qs.filter(name=name)
     if query_text:
         qs = qs.filter(Q(name__icontains=query_text) | Q(description__icontains=query_text))
+    if last_stop_reason:
+        qs = qs.filter(last_stop_reason=last_stop_reason)
     if tags:
         if match_all_tags:
             qs = (
@@ -46,7 +62,13 @@ def agents_list(
         else:
             qs = qs.filter(tag_rows__tag__in=tags).distinct()
     return queryset_page(
-        qs.prefetch_related("tag_rows"), after=after, before=before, limit=limit, order="asc" if ascending else "desc"
+        qs.prefetch_related("tag_rows"),
+        after=after,
+        before=before,
+        limit=limit,
+        order="asc" if ascending else "desc",
+        field="_sort",
+        scope=scope,
     )
 
 

@@ -42,6 +42,7 @@ class BlockListQuery(Schema):
     before: str | None = None
     limit: int = Field(50, description=_CLAMPED.format(1000))
     order: Literal["asc", "desc"] = "asc"
+    order_by: Literal["created_at"] = "created_at"
 
 
 @router.get("/blocks/", response=list[dict])
@@ -83,9 +84,19 @@ def block_delete(request, block_id: str):
 
 
 @router.get("/blocks/{block_id}/agents", response=list[dict])
-def block_agents(request, block_id: str):
+def block_agents(
+    request,
+    block_id: str,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int | None = None,
+    order: Literal["asc", "desc"] = "asc",
+):
+    from core.pagination import page
+
     block = selectors.block_get(owner=owner(request), block_id=block_id)
-    return [{"id": a.id, "name": a.name} for a in selectors.block_agents(block=block)]
+    agents = page(selectors.block_agents(block=block), after=after, before=before, limit=limit, order=order)
+    return [{"id": a.id, "name": a.name} for a in agents]
 
 
 @router.get("/blocks/{block_id}/history", response=list[dict])

@@ -10,7 +10,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from core.errors import Invalid, NotFound
 from core.models import Agent, Message, Organization
-from core.pagination import clamp_limit, clamp_offset, queryset_page
+from core.pagination import clamp_limit, clamp_offset, cursor_unknown, queryset_page
 from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,8 @@ def blocks_page(
     agents_lt: int | None = None,
 ) -> list[Block]:
     """One page of the owner's blocks by creation time, with Letta's `GET /v1/blocks/` filters and id cursors."""
-    qs = Block.objects.filter(owner=owner)
+    scope = Block.objects.filter(owner=owner)
+    qs = scope
     for value, lookup in (
         (label, "label"),
         (label_search, "label__icontains"),
@@ -60,7 +61,7 @@ def blocks_page(
         for value, lookup in ((agents_eq, "_agents__in"), (agents_gt, "_agents__gt"), (agents_lt, "_agents__lt")):
             if value is not None and value != []:
                 qs = qs.filter(**{lookup: value})
-    return queryset_page(qs, after=after, before=before, limit=limit, order=order)
+    return queryset_page(qs, after=after, before=before, limit=limit, order=order, scope=scope)
 
 
 def blocks_attachable(*, owner: Organization, agent: Agent, limit: int = 200) -> list[Block]:
@@ -194,9 +195,11 @@ def passages_list(
     qs = Passage.objects.filter(agent=agent).defer("embedding")
     if source:
         qs = qs.filter(source=source)
-    for cursor_id, op in ((after, "gt"), (before, "lt")):
+    for name, cursor_id, op in (("after", after, "gt"), ("before", before, "lt")):
         if cursor_id:
-            pivot = passage_get(agent=agent, passage_id=cursor_id)
+            pivot = qs.filter(id=cursor_id).first()
+            if pivot is None:
+                raise cursor_unknown(name, cursor_id)
             qs = qs.filter(
                 Q(**{f"created_at__{op}": pivot.created_at}) | Q(created_at=pivot.created_at, **{f"id__{op}": pivot.id})
             )

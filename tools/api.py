@@ -28,6 +28,8 @@ def tools_list(request, q: Query[ToolListQuery]):
         ascending=q.order == "asc",
         name=q.name,
         names=q.names,
+        ids=q.tool_ids,
+        letta_only=q.return_only_letta_tools,
         search=q.search,
         tool_types=q.tool_types,
         exclude_tool_types=q.exclude_tool_types,

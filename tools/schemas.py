@@ -1,6 +1,6 @@
 """Request bodies of the tools API (Letta's field names; unknown fields such as npm_requirements are ignored)."""
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
 from pydantic import Field
@@ -73,9 +73,12 @@ class ToolListQuery(Schema):
     after: str | None = None
     before: str | None = None
     limit: int = 50
-    order: str = "desc"
+    order: Literal["asc", "desc"] = "desc"
+    order_by: Literal["created_at"] = "created_at"
     name: str | None = None
     names: list[str] | None = None
+    tool_ids: list[str] | None = None
+    return_only_letta_tools: bool = False
     search: str | None = None
     tool_types: list[str] | None = None
     exclude_tool_types: list[str] | None = None

@@ -45,23 +45,30 @@ def tools_page(
     ascending: bool = False,
     name: str | None = None,
     names: list[str] | None = None,
+    ids: list[str] | None = None,
+    letta_only: bool = False,
     search: str | None = None,
     tool_types: list[str] | None = None,
     exclude_tool_types: list[str] | None = None,
 ) -> list[Tool]:
     """One page of the owner's tools by creation time, with Letta's `GET /v1/tools/` filters and id cursors."""
-    qs = Tool.objects.filter(owner=owner)
+    scope = Tool.objects.filter(owner=owner)
+    qs = scope
     if name:
         qs = qs.filter(name=name)
     if names:
         qs = qs.filter(name__in=names)
+    if ids:
+        qs = qs.filter(id__in=ids)
+    if letta_only:
+        qs = qs.exclude(tool_type__in=("custom", "external_mcp"))
     if search:
         qs = qs.filter(name__icontains=search)
     if tool_types:
         qs = qs.filter(tool_type__in=_our_types(tool_types))
     if exclude_tool_types:
         qs = qs.exclude(tool_type__in=_our_types(exclude_tool_types))
-    return queryset_page(qs, after=after, before=before, limit=limit, order="asc" if ascending else "desc")
+    return queryset_page(qs, after=after, before=before, limit=limit, order="asc" if ascending else "desc", scope=scope)
 
 
 def agent_tools(*, agent: Agent) -> list[Tool]:

@@ -163,7 +163,8 @@ def test_runs_and_steps_expose_the_exact_payload(api, agent, fake_llm):
     one = api.get(f"/v1/steps/{steps[0]['id']}").json()
     assert one["id"] == steps[0]["id"] and one["tokenizer"]
     msgs = api.get(f"/v1/runs/{body['run_id']}/messages").json()
-    assert msgs[0]["message_type"] == "user_message" and msgs[-1]["message_type"] == "tool_return_message"
+    # send_message's return is hidden, as in the agent's messages list
+    assert msgs[0]["message_type"] == "user_message" and msgs[-1]["message_type"] == "assistant_message"
 
 
 def test_llm_error_response(api, agent, fake_llm):

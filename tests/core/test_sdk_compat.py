@@ -46,7 +46,8 @@ def test_blocks_list_auto_paginates_each_block_once_in_both_orders(client):
     assert [b.id for b in page.items] == made[1:3]
     assert [b.id for b in client.blocks.list(before=made[3], limit=1)] == made[:3][::-1]  # SDK walks backwards
     assert [b.id for b in client.blocks.list(label_search="notes_4")] == [made[4]]
-    assert client.blocks.list(after="block-00000000-0000-4000-8000-000000000000").items == []
+    with pytest.raises(letta_client.NotFoundError):  # an unknown cursor is a 404, as in Letta
+        client.blocks.list(after="block-00000000-0000-4000-8000-000000000000")
 
 
 def test_runs_list_pages_and_filters_by_agent_ids(client, fake_llm):
