@@ -49,7 +49,9 @@ def _lines(diff: list[str]) -> list[tuple[str, str]]:
 
 def _json_diff(before, after) -> list[tuple[str, str]]:
     text = lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True, indent=2).splitlines() if v else []  # noqa: E731
-    return _lines(list(difflib.unified_diff(text(before), text(after), lineterm="", n=2))[2:])
+    lines = _lines(list(difflib.unified_diff(text(before), text(after), lineterm="", n=2))[2:])
+    # a value set or cleared entirely is one hunk: its "@@ -0,0 +1,n @@" marker says nothing
+    return [(kind, line) for kind, line in lines if kind != "hunk"] if not before or not after else lines
 
 
 def change_view(change: dict) -> dict:
