@@ -11,6 +11,7 @@ from django_htmx.http import trigger_client_event
 from core import versions
 from core.errors import DomainError
 from core.web.common import agent_or_404
+from core.web.workspace import definition_ctx
 
 # What the IDE calls each field of a definition (the API keeps the field names).
 LABELS = {
@@ -119,8 +120,11 @@ def history_restore(request, agent_id: str, number: int):
         )
     except DomainError as exc:
         return TemplateResponse(request, "core/_version_flash.html", {"error": exc.message})
-    # The timeline, settings and context panels reload on these events; the flash stays in the diff's place.
-    response = TemplateResponse(request, "core/_version_flash.html", {"restored": version})
+    # The timeline, context and memory panels reload on these events; the settings, tools and rules sections come
+    # along out of band (left as they were, a later "Save settings" would undo the restore); the flash stays in
+    # the diff's place.
+    ctx = {"restored": version, "agent": agent_or_404(request, agent_id), "saved": False}
+    response = TemplateResponse(request, "core/_version_flash.html", {**ctx, **definition_ctx(request, ctx["agent"])})
     for event in ("context-changed", "blocks-changed", "versions-changed"):
         response = trigger_client_event(response, event)
     return response

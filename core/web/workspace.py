@@ -46,18 +46,31 @@ def _settings_initial(agent) -> dict:
     }
 
 
+def definition_ctx(request, agent) -> dict:
+    """What the settings, tools and rules sections render, from the agent as stored."""
+    from tools.selectors import agent_tools, tools_list
+
+    attached = agent_tools(agent=agent)
+    attached_ids = {t.id for t in attached}
+    return {
+        "settings_form": AgentSettingsForm(initial=_settings_initial(agent)),
+        "system_tokens": tokens.count_text(agent.model, agent.system),
+        "models": providers.models_list(owner=org(request)),
+        "window_max": max(tokens.model_info(agent.model).context_window, agent.context_window_limit),
+        "tools": attached,
+        "library": [t for t in tools_list(owner=org(request)) if t.id not in attached_ids],
+        "rules_json": json.dumps(agent.tool_rules or [], indent=2),
+    }
+
+
 def _workspace_ctx(request, agent, settings_form=None) -> dict:
     from memory.selectors import agent_blocks, blocks_attachable
-    from tools.selectors import agent_tools, tools_list
 
     owner = org(request)
     ctx = agent_context(agent=agent)
     items, older = history_page(agent=agent)
-    attached = agent_tools(agent=agent)
     blocks = agent_blocks(agent=agent)
-    attached_ids = {t.id for t in attached}
-    models = providers.models_list(owner=owner)
-    model_max = tokens.model_info(agent.model).context_window
+    definition = definition_ctx(request, agent)
     return {
         "agent": agent,
         "nav": "agents",
@@ -66,14 +79,9 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
         "context": context_view_model(
             ctx, blocks=blocks, calibration=timetravel.token_calibration(owner=agent.owner, model=agent.model)
         ),
-        "settings_form": settings_form or AgentSettingsForm(initial=_settings_initial(agent)),
-        "system_tokens": tokens.count_text(agent.model, agent.system),
-        "models": models,
+        **definition,
+        "settings_form": settings_form or definition["settings_form"],
         "model_configured": providers.model_is_configured(owner=owner, handle=agent.model),
-        "window_max": max(model_max, agent.context_window_limit),
-        "tools": attached,
-        "library": [t for t in tools_list(owner=owner) if t.id not in attached_ids],
-        "rules_json": json.dumps(agent.tool_rules or [], indent=2),
         "blocks": blocks,
         "other_blocks": blocks_attachable(owner=owner, agent=agent),  # "Attach existing" from the first load
         "steps": selectors.agent_steps_recent(agent=agent),

@@ -202,3 +202,17 @@ def test_the_diff_labels_fields_and_shows_structured_values_as_json(api, web, ag
     assert '<span class="del">16000</span>' in fields["context_window_limit"]
     assert '<span class="add">9000</span>' in fields["context_window_limit"]
     assert '<span class="del">—</span>' in fields["tags"] and '<span class="add">a, b</span>' in fields["tags"]
+
+
+def test_restore_in_the_ide_sends_the_restored_settings_tools_and_rules_along(api, account, web, agent):
+    tool = tool_services.tool_create(owner=account.org, source_code=SOURCE)
+    api.patch(f"/v1/agents/{agent.id}", {"system": "Later prompt.", "tags": ["later"], "tool_rules": []})
+    tool_services.tool_attach(agent=agent, tool=tool)
+    r = web.post(f"/agents/{agent.id}/versions/1/restore/", {}, HTTP_HX_REQUEST="true")
+    html = r.content.decode()
+    assert "Restored as version 4" in html
+    settings, rest = html.split('<section id="settings-form" hx-swap-oob="true">')[1].split("</section>", 1)
+    assert agent.system in settings and "Later prompt." not in settings and 'value="later"' not in settings
+    tools = rest.split('<section id="tools-attached" hx-swap-oob="true">')[1].split("</section>")[0]
+    assert ">shout</option>" in tools and "Detach shout" not in tools  # detached again, attachable
+    assert '<section id="rules" hx-swap-oob="true">' in rest
