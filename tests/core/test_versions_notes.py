@@ -216,3 +216,27 @@ def test_restore_in_the_ide_sends_the_restored_settings_tools_and_rules_along(ap
     tools = rest.split('<section id="tools-attached" hx-swap-oob="true">')[1].split("</section>")[0]
     assert ">shout</option>" in tools and "Detach shout" not in tools  # detached again, attachable
     assert '<section id="rules" hx-swap-oob="true">' in rest
+
+
+def test_a_change_made_in_process_during_a_step_names_the_step(account, agent, fake_llm, monkeypatch):
+    """Built-in tools run in the runner's own thread: a definition they changed would name the step too."""
+    from core.runtime import tool_exec
+    from core.services import agent_update
+
+    builtin = tool_exec._builtin
+
+    def tagging_search(call, snap, step_id):
+        if call.name == "conversation_search":
+            agent_update(agent=snap.agent, changes={"tags": ["searched"]})
+        return builtin(call, snap, step_id)
+
+    monkeypatch.setattr(tool_exec, "_builtin", tagging_search)
+    fake_llm.script(
+        FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "ok"}),
+    )
+    result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "go"}])
+    ret = next(m for m in result.messages if m["message_type"] == "tool_return_message")
+    made = _latest(agent)
+    assert made.definition["tags"] == ["searched"]
+    assert (made.author_kind, made.author) == ("agent", ret["step_id"])
