@@ -360,7 +360,8 @@ def _step(rs: _RunState) -> StopReason | None:
         except (llm.LLMError, overflow.ContextTooLarge) as again:
             return _failed_step(rs, snap, ctx, step_id, again, started, state)
     model_ms = (time.perf_counter() - model_started) * 1000
-    return _commit_step(rs, snap, ctx, allowed, step_id, message_id, request, result, model_ms, started, state)
+    with versions.authored_by(versions.Author("agent", step_id)):  # a definition the step's tools change names it
+        return _commit_step(rs, snap, ctx, allowed, step_id, message_id, request, result, model_ms, started, state)
 
 
 def _failed_step(rs: _RunState, snap, ctx, step_id: str, exc, started: float, state: dict) -> StopReason:

@@ -2,7 +2,9 @@
 
 Every write of a definition calls `version_record` inside its transaction; a version is written only when the
 definition's hash changed, so a no-op save writes nothing. Who made the change comes from `authored_by(...)` if
-a caller set it, else from the request being served (VersionAuthorMiddleware), else "system".
+a caller set it, else from the request being served (VersionAuthorMiddleware), else "system"; why, from the
+writer's own description unless a person's note was given with `noted(...)` (the IDE's "Version note", the API's
+`version_message`).
 """
 
 import difflib
@@ -52,6 +54,7 @@ class Author:
 _author: ContextVar[Author | None] = ContextVar("version_author", default=None)
 _request: ContextVar = ContextVar("version_request", default=None)
 _paused: ContextVar[bool] = ContextVar("versions_paused", default=False)
+_note: ContextVar[str] = ContextVar("version_note", default="")
 
 
 @contextmanager
@@ -62,6 +65,17 @@ def authored_by(author: Author):
         yield
     finally:
         _author.reset(token)
+
+
+@contextmanager
+def noted(message: str | None):
+    """Versions recorded inside this block carry `message` (a person's note on why) in place of the writer's own
+    description ("attached x", "tool x changed"); an empty note changes nothing."""
+    token = _note.set((message or "").strip()[:MAX_MESSAGE])
+    try:
+        yield
+    finally:
+        _note.reset(token)
 
 
 @contextmanager
@@ -188,7 +202,7 @@ def version_record(
             blocks=_blocks(agent),
             author_kind=author.kind,
             author=author.name[:200],
-            message=(message or "")[:MAX_MESSAGE],
+            message=(_note.get() or message or "")[:MAX_MESSAGE],
             restored_from=restored_from,
             created_at=timezone.now(),
         )

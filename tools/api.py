@@ -6,6 +6,7 @@ from core.api import owner
 from core.errors import NotFound
 from core.presenters import agent_state, tool_out
 from core.selectors import agent_get
+from core.versions import noted
 from tools import execution, presenters, selectors, services
 from tools.schemas import AgentToolRunIn, GenerateSchemaIn, ToolCreateIn, ToolListQuery, ToolRunIn, ToolUpdateIn
 
@@ -100,7 +101,8 @@ def tool_update(request, tool_id: str, body: ToolUpdateIn):
         changes["json_schema"] = body.schema_
     if body.args_json_schema:
         changes["args_json_schema"] = body.args_json_schema
-    return tool_out(services.tool_update(tool=tool, changes=changes))
+    with noted(body.version_message):
+        return tool_out(services.tool_update(tool=tool, changes=changes))
 
 
 @router.delete("/tools/{tool_id}", response=dict)

@@ -128,7 +128,7 @@ def _token_user(owner: Organization):
 
 
 def tool_env_build(
-    *, tool: Tool | None, agent: Agent | None, env_vars: dict | None, origin: str, timeout_s: float
+    *, tool: Tool | None, agent: Agent | None, env_vars: dict | None, origin: str, timeout_s: float, step_id: str = ""
 ) -> tuple[dict[str, str], Any]:
     """Layer the tool's env: workbench defaults → agent secrets → per-run vars → AIDE_* (creates a token)."""
     env: dict[str, str] = {}
@@ -148,7 +148,8 @@ def tool_env_build(
             token, raw = api_token_create(
                 user=user,
                 org=agent.owner,
-                name=f"tool run for {agent.id}",
+                # a call made in a step is named by the step: what the tool changes through the API is the step's doing
+                name=step_id or f"tool run for {agent.id}",
                 agent_id=agent.id,
                 ttl=timedelta(seconds=timeout_s + TOKEN_GRACE_S),
             )
@@ -208,7 +209,9 @@ def tool_execute(
     )
     if agent_state is None and agent is not None and declares_agent_state(source_code, schema["name"]):
         agent_state = agent_state_for(agent=agent)
-    env, token = tool_env_build(tool=tool, agent=agent, env_vars=env_vars, origin=origin, timeout_s=config["timeout_s"])
+    env, token = tool_env_build(
+        tool=tool, agent=agent, env_vars=env_vars, origin=origin, timeout_s=config["timeout_s"], step_id=step_id
+    )
     try:
         result = _backend(backend_name, config).run(
             SandboxRequest(

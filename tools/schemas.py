@@ -45,6 +45,9 @@ class ToolUpdateIn(Schema):
     sandbox: Sandbox | None = None
     env_vars: dict[str, Any] | None = None
     allow_network: bool | None = Field(None, description="Network for the tool's runs; null = the deployment default.")
+    version_message: str | None = Field(
+        None, max_length=500, description="why: kept with the version of each agent using the tool that this makes"
+    )
 
 
 class GenerateSchemaIn(Schema):

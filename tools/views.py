@@ -274,18 +274,20 @@ def tool_save(request):
     from django.urls import reverse
     from django_htmx.http import push_url
 
+    from core.versions import noted
     from tools.workbench import tool_save_source
 
     try:
-        tool = tool_save_source(
-            owner=org(request),
-            source_code=request.POST.get("source_code", ""),
-            tool_id=request.POST.get("tool_id") or None,
-            env_vars=_env_changes(request.POST),
-            sandbox=request.POST.get("sandbox", ""),
-            pip_requirements=pip_parse(request.POST.get("pip_requirements", "")),
-            allow_network=_network_choice(request.POST.get("allow_network", "")),
-        )
+        with noted(request.POST.get("version_message")):  # the note goes with the versions of the agents using it
+            tool = tool_save_source(
+                owner=org(request),
+                source_code=request.POST.get("source_code", ""),
+                tool_id=request.POST.get("tool_id") or None,
+                env_vars=_env_changes(request.POST),
+                sandbox=request.POST.get("sandbox", ""),
+                pip_requirements=pip_parse(request.POST.get("pip_requirements", "")),
+                allow_network=_network_choice(request.POST.get("allow_network", "")),
+            )
     except (DomainError, ValueError, tool_schema.SchemaError) as exc:
         return TemplateResponse(request, "tools/_saved.html", {"error": str(exc)})
     created = not request.POST.get("tool_id")

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
-from core import providers, selectors, services, services_ide, timetravel
+from core import providers, selectors, services, services_ide, timetravel, versions
 from core.context_service import agent_context
 from core.engine import tokens
 from core.errors import DomainError
@@ -29,6 +29,7 @@ class AgentSettingsForm(forms.Form):
         min_value=services.MIN_CONTEXT_WINDOW, max_value=services.MAX_CONTEXT_WINDOW
     )
     tags = forms.CharField(required=False, help_text="comma-separated")
+    version_message = forms.CharField(required=False, max_length=versions.MAX_MESSAGE)
 
 
 def _settings_initial(agent) -> dict:
@@ -45,18 +46,31 @@ def _settings_initial(agent) -> dict:
     }
 
 
+def definition_ctx(request, agent) -> dict:
+    """What the settings, tools and rules sections render, from the agent as stored."""
+    from tools.selectors import agent_tools, tools_list
+
+    attached = agent_tools(agent=agent)
+    attached_ids = {t.id for t in attached}
+    return {
+        "settings_form": AgentSettingsForm(initial=_settings_initial(agent)),
+        "system_tokens": tokens.count_text(agent.model, agent.system),
+        "models": providers.models_list(owner=org(request)),
+        "window_max": max(tokens.model_info(agent.model).context_window, agent.context_window_limit),
+        "tools": attached,
+        "library": [t for t in tools_list(owner=org(request)) if t.id not in attached_ids],
+        "rules_json": json.dumps(agent.tool_rules or [], indent=2),
+    }
+
+
 def _workspace_ctx(request, agent, settings_form=None) -> dict:
     from memory.selectors import agent_blocks, blocks_attachable
-    from tools.selectors import agent_tools, tools_list
 
     owner = org(request)
     ctx = agent_context(agent=agent)
     items, older = history_page(agent=agent)
-    attached = agent_tools(agent=agent)
     blocks = agent_blocks(agent=agent)
-    attached_ids = {t.id for t in attached}
-    models = providers.models_list(owner=owner)
-    model_max = tokens.model_info(agent.model).context_window
+    definition = definition_ctx(request, agent)
     return {
         "agent": agent,
         "nav": "agents",
@@ -65,14 +79,9 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
         "context": context_view_model(
             ctx, blocks=blocks, calibration=timetravel.token_calibration(owner=agent.owner, model=agent.model)
         ),
-        "settings_form": settings_form or AgentSettingsForm(initial=_settings_initial(agent)),
-        "system_tokens": tokens.count_text(agent.model, agent.system),
-        "models": models,
+        **definition,
+        "settings_form": settings_form or definition["settings_form"],
         "model_configured": providers.model_is_configured(owner=owner, handle=agent.model),
-        "window_max": max(model_max, agent.context_window_limit),
-        "tools": attached,
-        "library": [t for t in tools_list(owner=owner) if t.id not in attached_ids],
-        "rules_json": json.dumps(agent.tool_rules or [], indent=2),
         "blocks": blocks,
         "other_blocks": blocks_attachable(owner=owner, agent=agent),  # "Attach existing" from the first load
         "steps": selectors.agent_steps_recent(agent=agent),
@@ -117,6 +126,7 @@ def settings_save(request, agent_id: str):
         changes = {k: data[k] for k in ("name", "model", "system", "max_steps", "context_window_limit")}
         changes["model_settings"] = {**(agent.model_settings or {}), "temperature": data["temperature"]}
         changes["tags"] = [t.strip() for t in data["tags"].split(",") if t.strip()]
+        changes["version_message"] = data["version_message"]
         try:
             agent = services_ide.agent_settings_update(agent=agent, changes=changes)
             saved = True
@@ -186,7 +196,8 @@ def tool_attach_toggle(request, agent_id: str, tool_id: str, action: str):
         tool = tool_selectors.tool_get(owner=org(request), tool_id=tool_id)
     except DomainError as exc:
         raise Http404(str(exc)) from exc
-    (tool_services.tool_attach if action == "attach" else tool_services.tool_detach)(agent=agent, tool=tool)
+    with versions.noted(request.POST.get("version_message")):
+        (tool_services.tool_attach if action == "attach" else tool_services.tool_detach)(agent=agent, tool=tool)
     attached = tool_selectors.agent_tools(agent=agent)
     ids = {t.id for t in attached}
     library = [t for t in tool_selectors.tools_list(owner=org(request)) if t.id not in ids]
@@ -201,19 +212,19 @@ def rules_save(request, agent_id: str):
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     agent = agent_or_404(request, agent_id)
-    text = request.POST.get("tool_rules", "")
+    text, note = request.POST.get("tool_rules", ""), request.POST.get("version_message", "")
     error, saved = "", False
     try:
         rules = json.loads(text or "[]")
         if not isinstance(rules, list):
             raise ValueError("tool rules must be a JSON list of rule objects")
-        agent = services_ide.agent_rules_update(agent=agent, rules=rules)
+        with versions.noted(note):
+            agent = services_ide.agent_rules_update(agent=agent, rules=rules)
         text, saved = json.dumps(agent.tool_rules, indent=2), True
     except json.JSONDecodeError as exc:
         error = f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
     except (ValueError, DomainError) as exc:
         error = str(exc)
-    response = TemplateResponse(
-        request, "core/_rules.html", {"agent": agent, "rules_json": text, "rules_error": error, "saved": saved}
-    )
+    ctx = {"agent": agent, "rules_json": text, "rules_error": error, "saved": saved, "version_note": note}
+    response = TemplateResponse(request, "core/_rules.html", ctx)
     return trigger_client_event(response, "context-changed") if saved else response

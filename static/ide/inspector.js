@@ -110,9 +110,13 @@
       return;
     }
     if (e.target.closest("[data-close-step]")) { $("#step-detail").textContent = ""; return; }
+    if (e.target.closest("[data-close-diff]")) { $("#version-diff").textContent = ""; return; }
     const runRow = e.target.closest(".run-main");
     if (runRow && !e.target.closest("a, button")) { toggleRun(runRow.closest(".run-row")); return; }
-    if (e.target.id === "attach-btn") htmx.ajax("POST", $("#attach-select").value, {target: "#tools-attached"});
+    if (e.target.id === "attach-btn") {
+      const note = $("#tools-version-note");
+      htmx.ajax("POST", $("#attach-select").value, {target: "#tools-attached", values: {version_message: note ? note.value : ""}});
+    }
   });
   document.addEventListener("keydown", (e) => {
     const runRow = e.target.closest && e.target.closest(".run-main");
