@@ -140,14 +140,14 @@ def health(request):
 
 
 def _register_routers() -> None:
-    from core.api import router as core_router
-    from core.api_agent_tests import router as agent_tests_router
-    from core.api_agentfiles import router as agentfile_router
-    from core.api_messages import router as messages_router
-    from core.api_runs import router as runs_router
-    from core.api_sleeptime import router as sleeptime_router
-    from core.api_timetravel import router as timetravel_router
-    from core.api_versions import router as versions_router
+    from core.api.agent_tests import router as agent_tests_router
+    from core.api.agentfiles import router as agentfile_router
+    from core.api.agents import router as core_router
+    from core.api.messages import router as messages_router
+    from core.api.runs import router as runs_router
+    from core.api.sleeptime import router as sleeptime_router
+    from core.api.timetravel import router as timetravel_router
+    from core.api.versions import router as versions_router
     from memory.api import router as memory_router
     from tools.api import router as tools_router
     from tools.mcp_api import router as mcp_router

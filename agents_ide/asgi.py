@@ -42,6 +42,6 @@ if os.environ.get("AIDE_WARM_UP", "1") != "0":
 if os.environ.get("AIDE_START_RUNS", "1") != "0":
     # Sweep lapsed run leases now (a crashed process's runs heal without waiting for a new run) and, on the
     # embedded default, start the run pool.
-    from core.queue import start_with_server  # noqa: E402
+    from core.runs.queue import start_with_server  # noqa: E402
 
     start_with_server()

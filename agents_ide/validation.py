@@ -26,7 +26,7 @@ class TooLarge(Exception):
 
 def body_limit(request: HttpRequest) -> int:
     """Bytes a request body may have: MAX_REQUEST_BYTES, plus the agent-file limit for multipart uploads."""
-    from core.agentfile.model import MAX_FILE_BYTES
+    from core.agents.agentfile.model import MAX_FILE_BYTES
 
     limit = settings.MAX_REQUEST_BYTES
     if request.content_type == "multipart/form-data":

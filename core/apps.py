@@ -7,4 +7,4 @@ class CoreConfig(AppConfig):
 
     def ready(self):
         # Signal receivers: login throttling counts failures; logout closes the session's websockets.
-        from core import consumers, throttle  # noqa: F401
+        from core import throttle  # noqa: F401

@@ -84,7 +84,7 @@ def send_event(group: str, event: dict) -> None:
 
 def send_events(group: str, events: list[dict], **extra) -> None:
     """Send several events to a group in one channel-layer message (tabs receive them one by one, in order);
-    `extra` keys ride along for listeners other than tabs (a run's caller flags, core.runtime.emit)."""
+    `extra` keys ride along for listeners other than tabs (a run's caller flags, core.runs.emit)."""
     layer = get_channel_layer()
     if layer is not None and events:
         _group_send(layer, group, {"type": "agent.event", "events": events, **extra})

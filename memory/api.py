@@ -4,8 +4,8 @@ from typing import Literal
 
 from ninja import Field, Query, Router, Schema
 
-from core.api import owner
-from core.presenters import block_out
+from core.agents.presenters import block_out
+from core.api.agents import owner
 from core.selectors import agent_get
 from memory import selectors, services
 from memory.presenters import passage_out, passage_search_result
@@ -152,7 +152,7 @@ def agent_block_modify(request, agent_id: str, label: str, body: BlockUpdateIn):
 
 @router.patch("/agents/{agent_id}/core-memory/blocks/attach/{block_id}", response=dict, tags=["agents"])
 def agent_block_attach(request, agent_id: str, block_id: str):
-    from core.presenters import agent_state
+    from core.agents.presenters import agent_state
 
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     services.block_attach_by_id(agent=agent, block_id=block_id)
@@ -161,7 +161,7 @@ def agent_block_attach(request, agent_id: str, block_id: str):
 
 @router.patch("/agents/{agent_id}/core-memory/blocks/detach/{block_id}", response=dict, tags=["agents"])
 def agent_block_detach(request, agent_id: str, block_id: str):
-    from core.presenters import agent_state
+    from core.agents.presenters import agent_state
 
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     services.block_detach(agent=agent, block_id=block_id)
@@ -261,7 +261,7 @@ def messages_search(
     limit: int = Query(10, description=_CLAMPED.format(500)),
     offset: int = Query(0, description="Rows to skip; negative counts as 0."),
 ):
-    from core.messages import messages_to_letta
+    from core.agents.messages import messages_to_letta
 
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     rows = selectors.messages_search(

@@ -2,9 +2,9 @@
 
 from ninja import Query, Router
 
-from core.api import owner
+from core.agents.presenters import agent_state, tool_out
+from core.api.agents import owner
 from core.errors import NotFound
-from core.presenters import agent_state, tool_out
 from core.selectors import agent_get
 from tools import execution, presenters, selectors, services
 from tools.schemas import AgentToolRunIn, GenerateSchemaIn, ToolCreateIn, ToolListQuery, ToolRunIn, ToolUpdateIn

@@ -17,7 +17,7 @@ from django.conf import settings
 
 from core.errors import Invalid
 from core.models import Agent, Organization
-from tools import schema as tool_schema
+from tools import json_schema as tool_schema
 from tools.models import Tool, ToolRun
 from tools.sandbox import SandboxError, SandboxRequest, SandboxResult, get_backend, resolve_backend_name
 from tools.services import env_vars_clean, pip_requirement_strings, pip_requirements_clean, tool_schema_resolve
@@ -273,14 +273,14 @@ def agent_builtin_tool_run(*, agent: Agent, name: str, args: dict) -> dict:
 
     from django.db import transaction
 
-    from core.context_service import agent_snapshot
+    from core.agents.context import agent_snapshot
     from core.engine import types as t
     from core.engine.base_tools import MULTI_AGENT_TOOL_NAMES
     from core.engine.loop import ParsedCall
     from core.errors import Conflict
     from core.ids import new_id
     from core.models import RUN_ACTIVE, Run
-    from core.runtime.tool_exec import builtin_run
+    from core.runs.tool_exec import builtin_run
 
     if name in MULTI_AGENT_TOOL_NAMES:
         raise Invalid(f"'{name}' messages other agents; it runs only inside the agent's steps")

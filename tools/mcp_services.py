@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from core.errors import Conflict, Invalid, NotFound
 from core.models import Agent, Organization
-from tools import schema as tool_schema
+from tools import json_schema as tool_schema
 from tools.mcp_client import McpRefused, McpUnavailable, ServerSpec, manager
 from tools.models import McpServer, Tool, ToolRun
 

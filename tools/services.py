@@ -6,11 +6,11 @@ from typing import Any
 
 from django.db import transaction
 
-from core import versions
+from core.agents import versions
 from core.engine.base_tools import BASE_TOOL_NAMES, MULTI_AGENT_TOOL_NAMES
 from core.errors import Conflict, DomainError, Invalid, NotFound
 from core.models import Agent, Organization
-from tools import schema as tool_schema
+from tools import json_schema as tool_schema
 from tools.models import Tool
 
 

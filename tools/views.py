@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 
 from core.errors import DomainError
 from core.web.common import org
-from tools import schema as tool_schema
+from tools import json_schema as tool_schema
 from tools import selectors
 from tools.execution import local_sandbox_notice
 

@@ -6,7 +6,8 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
-from core import providers, selectors, services, services_ide
+from core import providers, selectors
+from core.agents import services, services_ide
 from core.errors import DomainError
 from core.web.common import agent_or_404, org
 

@@ -8,9 +8,9 @@ from django.http import Http404
 from django.template.response import TemplateResponse
 
 from core import selectors
-from core.context_service import agent_context
+from core.agents.context import agent_context
 from core.errors import NotFound
-from core.timetravel import token_calibration
+from core.runs.timetravel import token_calibration
 from core.web.common import agent_or_404
 from core.web.payload import SECTION_COLORS, SECTION_LABELS, payload_diff, payload_parts
 

@@ -5,8 +5,8 @@ from django.contrib.auth.decorators import login_required
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
-from core import sleeptime
 from core.errors import DomainError
+from core.runs import sleeptime
 from core.web.common import agent_or_404
 
 

@@ -1,5 +1,5 @@
 """Time travel in the IDE: the replay comparison of a step (overrides on the left, one column per model, each
-diffed against what the agent actually did), past replays, and "Fork here". Thin: parse, call core.timetravel,
+diffed against what the agent actually did), past replays, and "Fork here". Thin: parse, call core.runs.timetravel,
 render."""
 
 import difflib
@@ -12,9 +12,10 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from core import providers, selectors, timetravel
+from core import providers, selectors
 from core.errors import DomainError, NotFound
 from core.models import Message
+from core.runs import timetravel
 from core.web.common import agent_or_404, org
 
 MAX_DIFF_LINES = 400

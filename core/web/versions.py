@@ -5,7 +5,7 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
-from core import versions
+from core.agents import versions
 from core.errors import DomainError
 from core.web.common import agent_or_404
 

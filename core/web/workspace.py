@@ -10,10 +10,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
-from core import providers, selectors, services, services_ide, timetravel
-from core.context_service import agent_context
+from core import providers, selectors
+from core.agents import services, services_ide
+from core.agents.context import agent_context
 from core.engine import tokens
 from core.errors import DomainError
+from core.runs import timetravel
 from core.web.common import agent_or_404, org
 from core.web.history import history_page
 from core.web.inspector import context_view_model
@@ -163,7 +165,7 @@ def history_older(request, agent_id: str):
 def messages_reset(request, agent_id: str):
     from django.http import HttpResponse
 
-    from core.history import agent_messages_reset
+    from core.agents.history import agent_messages_reset
 
     try:
         agent = agent_messages_reset(agent=agent_or_404(request, agent_id))

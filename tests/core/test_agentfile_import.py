@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from core.agentfile import (
+from core.agents.agentfile import (
     ImportOptions,
     agentfile_import,
     agentfile_preview,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import pytest
 
 from core import mapping
-from core.agentfile import ImportOptions, agentfile_export, agentfile_import, parse_agent_file
+from core.agents.agentfile import ImportOptions, agentfile_export, agentfile_import, parse_agent_file
 from core.engine.context import compile_context
 from core.engine.types import MemoryStats
 from core.models import Agent, Message

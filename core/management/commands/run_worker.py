@@ -15,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--poll", type=float, default=None, help="seconds between queue polls (RUN_POLL_S)")
 
     def handle(self, *args, threads=None, poll=None, **options):
-        from core import queue
+        from core.runs import queue
 
         # A stopped worker's runs are not abandoned silently: their leases lapse and a reaper fails them.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

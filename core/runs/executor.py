@@ -1,0 +1,187 @@
+"""The one way to run an agent: claim and enqueue in one transaction, execute on the run pool under a lease.
+
+Every run — a synchronous `POST …/messages`, an SSE stream, a websocket send, `…/messages/async`, an
+agent-to-agent message — is claimed (`runner.run_start`, the agent's row lock; 409 if busy) and its task
+enqueued in the same transaction, so a claimed run always has a task and a task always has its run. A pool
+thread (this process's on the embedded default, a `run_worker` process's with RUNS_IN_WORKER) executes it
+under a lease (core.runs.queue); callers only wait for the run (`run_wait`) or follow the agent's events
+(core.runs.streaming). One rule finds dead runs: a lapsed lease.
+"""
+
+import threading
+import time
+from contextlib import contextmanager
+
+from django.db import transaction
+from django.utils import timezone
+
+from core.models import RUN_ACTIVE, RUN_TERMINAL, Organization, Run, RunStatus
+from core.runs import queue, runner
+
+WAIT_POLL_S = 1.0
+
+_waiters: dict[str, set[threading.Event]] = {}
+_waiters_lock = threading.Lock()
+
+
+@transaction.atomic
+def run_submit(
+    *,
+    owner: Organization,
+    agent_id: str,
+    input_messages: list[dict],
+    max_steps: int | None = None,
+    background: bool = False,
+    depth: int = 0,
+    parent_run_id: str | None = None,
+    kinds: dict[int, str] | None = None,
+    stream_tokens: bool = False,
+) -> Run:
+    """Claim the agent and queue the run in one transaction; returns the run (status created).
+
+    Raises Conflict if the agent is busy, Invalid for bad input. The task reaches a pool thread after commit.
+    """
+    run = runner.run_start(
+        owner=owner,
+        agent_id=agent_id,
+        input_messages=input_messages,
+        max_steps=max_steps,
+        background=background,
+        depth=depth,
+        parent_run_id=parent_run_id,
+        kinds=kinds,
+        stream_tokens=stream_tokens,
+    )
+    from core.runs.tasks import run_execute_task
+
+    queue.woken_after_commit(run_execute_task.enqueue(run_id=run.id))
+    return run
+
+
+def run_execute(*, run_id: str) -> str:
+    """Task body: execute a queued run to its end under this process's lease; returns its final status."""
+    run = Run.objects.select_related("owner", "agent").filter(pk=run_id).first()
+    if run is None or run.status not in RUN_ACTIVE:
+        return run.status if run else "missing"
+    try:
+        with queue.lease(run.id, status=RunStatus.RUNNING, started_at=timezone.now()) as taken:
+            if not taken:  # cancelled, reaped or started elsewhere meanwhile
+                return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or "missing"
+            run.status = RunStatus.RUNNING
+            result = runner.run_agent(agent_id=run.agent_id, owner=run.owner, input_messages=[], run=run)
+        return result.status
+    finally:
+        _notify(run_id)
+        from core.runs.sleeptime import sleeptime_after_run
+
+        sleeptime_after_run(run_id=run_id)  # after waking waiters: the primary's caller never waits for it
+
+
+# --------------------------------------------------------------------------- waiting for a run
+
+
+def _notify(run_id: str) -> None:
+    with _waiters_lock:
+        events = list(_waiters.get(run_id, ()))
+    for event in events:
+        event.set()
+
+
+@contextmanager
+def _watch_local(run_id: str, event: threading.Event):
+    with _waiters_lock:
+        _waiters.setdefault(run_id, set()).add(event)
+    try:
+        yield
+    finally:
+        with _waiters_lock:
+            waiting = _waiters.get(run_id)
+            if waiting is not None:
+                waiting.discard(event)
+                if not waiting:
+                    del _waiters[run_id]
+
+
+@contextmanager
+def _watch_remote(run: Run, event: threading.Event):
+    """Wake `event` when another process announces the run's end on the agent's channel group (a shared layer:
+    a worker, or another web process's pool, may execute it)."""
+    import asyncio
+
+    from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+    from core.events import agent_group, sender_loop
+
+    layer = get_channel_layer()
+    if layer is None or isinstance(layer, InMemoryChannelLayer):
+        yield  # one process: runs execute here, and the local notification is enough
+        return
+    group = agent_group(run.agent_id)
+
+    async def watch():
+        channel = await layer.new_channel()
+        await layer.group_add(group, channel)
+        try:
+            while True:
+                message = await layer.receive(channel)
+                if any(
+                    e.get("message_type") == "run_status"
+                    and e.get("run_id") == run.id
+                    and e.get("status") in RUN_TERMINAL
+                    for e in message.get("events") or [message.get("event") or {}]
+                ):
+                    event.set()
+                    return
+        finally:
+            await layer.group_discard(group, channel)
+
+    future = asyncio.run_coroutine_threadsafe(watch(), sender_loop())
+    try:
+        yield
+    finally:
+        future.cancel()
+
+
+def run_wait(*, run: Run, timeout: float | None = None) -> Run:
+    """Block until the run ends (or `timeout` seconds pass); returns `run`, refreshed from the database.
+
+    Woken at once when this process executed it, or by its announcement from another process; the database
+    is read again every WAIT_POLL_S as a backstop (a reaped run, a lost event).
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    done = threading.Event()
+    with _watch_local(run.id, done), _watch_remote(run, done):
+        if not Run.objects.filter(pk=run.pk, status__in=RUN_TERMINAL).exists():
+            while True:
+                left = WAIT_POLL_S if deadline is None else min(WAIT_POLL_S, deadline - time.monotonic())
+                if left <= 0:
+                    break
+                with queue.waiting():
+                    done.wait(left)
+                done.clear()  # before the read: a notification after it is the next loop's
+                _refresh(run)
+                if run.status in RUN_TERMINAL:
+                    return run
+    _refresh(run)
+    return run
+
+
+def _refresh(run: Run) -> None:
+    """Re-read the run's own columns; its agent and owner, already loaded, stay (a full refresh drops them)."""
+    run.refresh_from_db(fields=[f.attname for f in Run._meta.concrete_fields if not f.is_relation])
+
+
+def run_reply(*, run: Run, use_assistant_message: bool = True) -> list[dict]:
+    """What the run's caller receives: its committed messages as Letta messages, without the caller's own input
+    (system notices the run added, such as heartbeats, stay; summaries of evicted messages are the tabs')."""
+    from core.agents import history
+    from core.agents.messages import messages_to_letta
+
+    rows = [
+        m
+        for m in history.run_messages(run=run)
+        if not (m.kind == "" and m.role in ("user", "system")) and m.kind != "summary"
+    ]
+    return messages_to_letta(
+        rows, use_assistant_message=use_assistant_message, agent_type=run.agent.agent_type, hide_assistant_returns=True
+    )

@@ -1,0 +1,208 @@
+"""Running an agent's tool calls in two phases: every call runs before the step's transaction, in the order
+the model made them (sandboxes, provider calls for embeddings, waits on other agents' runs); what a call
+writes (a block edit, an archival insert) is kept as an `effect` and applied in the commit phase, so the
+step's transaction holds its locks only for its own writes.
+"""
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from agents_ide.transactions import outside_transaction
+from core.engine import loop, memory_ops
+from core.engine.base_tools import MEMORY_EDIT_TOOLS, MULTI_AGENT_TOOL_NAMES, is_builtin
+from core.errors import DomainError
+from core.runs import recall
+
+
+@dataclass
+class ToolOutcome:
+    """What one call produced: the raw return (or error text) plus what the sandbox captured."""
+
+    ok: bool
+    value: str
+    stdout: str = ""
+    stderr: str = ""
+    duration_ms: float = 0.0
+    sandbox: str = ""
+    tool_run: object | None = None  # an unsaved tools.models.ToolRun for custom tools
+    memory_edit: bool = False
+    extra: dict = field(default_factory=dict)
+    effect: Callable[[], object] | None = None  # the write to apply in the commit phase
+
+    def content(self, return_char_limit: int) -> str:
+        """The tool message the model reads ({status, message, time}, truncated with a note)."""
+        return loop.format_tool_result(ok=self.ok, message=self.value, return_char_limit=return_char_limit)
+
+    def tool_return(self) -> dict:
+        return {
+            "status": "success" if self.ok else "error",
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "duration_ms": round(self.duration_ms, 3),
+            "sandbox": self.sandbox,
+        }
+
+
+def _json(value) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _memory_edit(call, snap, step_id: str) -> ToolOutcome:
+    """Compute the edit now (later calls of the same reply see it); write the block in the commit phase."""
+    from memory.services import block_update
+
+    edit = memory_ops.apply_memory_tool(call.name, call.args, snap.blocks)
+    index = next(i for i, b in enumerate(snap.block_rows) if b.label == edit.label)
+    if snap.blocks[index].read_only:
+        raise memory_ops.MemoryEditError(f"Block '{edit.label}' is read-only; it cannot be edited by the agent.")
+    snap.blocks[index] = replace(snap.blocks[index], value=edit.new_value)
+
+    def write():
+        snap.block_rows[index] = block_update(
+            block=snap.block_rows[index],
+            changes={"value": edit.new_value},
+            agent_id=snap.agent.id,
+            step_id=step_id,
+            tool_call_id=call.call.id,
+            enforce_read_only=True,
+        )
+
+    return ToolOutcome(True, memory_ops.edit_result_text(edit), memory_edit=True, effect=write)
+
+
+def _builtin(call, snap, step_id: str) -> ToolOutcome:
+    a, agent = call.args, snap.agent
+    if call.name == "send_message":
+        return ToolOutcome(True, "None")
+    if call.name in MEMORY_EDIT_TOOLS:
+        return _memory_edit(call, snap, step_id)
+    if call.name == "archival_memory_insert":
+        write = recall.archival_insert_prepare(agent=agent, content=str(a.get("content", "")), tags=a.get("tags"))
+        return ToolOutcome(True, recall.INSERTED, effect=write)
+    if call.name == "archival_memory_search":
+        hits = recall.archival_search(
+            agent=agent,
+            query=str(a.get("query", "")),
+            tags=a.get("tags"),
+            tag_match_mode=a.get("tag_match_mode") or "any",
+            top_k=a.get("top_k"),
+            start_datetime=a.get("start_datetime"),
+            end_datetime=a.get("end_datetime"),
+        )
+        return ToolOutcome(True, _json(hits) if hits else "No results found.")
+    if call.name == "conversation_search":
+        hits = recall.conversation_search(
+            agent=agent,
+            query=str(a.get("query", "")),
+            roles=a.get("roles"),
+            limit=a.get("limit"),
+            start_date=a.get("start_date"),
+            end_date=a.get("end_date"),
+        )
+        return ToolOutcome(True, _json(hits) if hits else "No results found.")
+    return ToolOutcome(
+        False,
+        loop.tool_error_text(
+            call.name, "this built-in tool is not available in this deployment", "NotImplementedError"
+        ),
+    )
+
+
+def builtin_run(call, snap, step_id: str) -> ToolOutcome:
+    """Run one built-in tool call in-process (reads, embeddings; its write becomes the outcome's effect)."""
+    started = time.perf_counter()
+    try:
+        out = _builtin(call, snap, step_id)
+    except (memory_ops.MemoryEditError, DomainError, ValueError) as exc:
+        out = ToolOutcome(False, getattr(exc, "message", None) or str(exc))
+    out.duration_ms = (time.perf_counter() - started) * 1000
+    out.sandbox = "in-process"
+    return out
+
+
+def custom_run(call, tool, snap, step_id: str) -> ToolOutcome:
+    """Run one custom tool call in its sandbox (subprocess or E2B; seconds); its ToolRun is returned unsaved."""
+    from tools.execution import tool_execute
+
+    try:
+        run = tool_execute(
+            owner=snap.agent.owner,
+            source_code=tool.source_code,
+            args=call.args,
+            tool=tool,
+            agent=snap.agent,
+            origin="agent",
+            step_id=step_id,
+            record=False,
+        )
+    except DomainError as exc:
+        return ToolOutcome(False, loop.tool_error_text(call.name, exc.message, "InvalidArguments"))
+    result = run.result
+    ok = result.status == "success"
+    value = (
+        result.tool_return
+        if ok
+        else loop.tool_error_text(call.name, result.error_message or result.tool_return, result.error_type or "Error")
+    )
+    return ToolOutcome(ok, value, result.stdout, result.stderr, result.duration_ms, run.sandbox, tool_run=run)
+
+
+def mcp_run(call, tool, snap, step_id: str) -> ToolOutcome:
+    """Run one MCP tool call on its server (starts or restarts it; seconds); its ToolRun is returned unsaved."""
+    from tools.mcp_services import mcp_tool_execute
+
+    try:
+        run = mcp_tool_execute(
+            tool=tool, args=call.args, agent=snap.agent, origin="agent", step_id=step_id, record=False
+        )
+    except DomainError as exc:
+        return ToolOutcome(False, loop.tool_error_text(call.name, exc.message, "InvalidArguments"))
+    ok = run.status == "success"
+    value = run.tool_return if ok else loop.tool_error_text(call.name, run.tool_return, run.error_type or "Error")
+    return ToolOutcome(ok, value, "", run.stderr, run.duration_ms, f"mcp:{run.mcp_server}", tool_run=run)
+
+
+def multi_agent_run(call, snap, step_id: str) -> ToolOutcome:
+    """Run one multi-agent tool call (outside the step's transaction: it may wait for another agent's run)."""
+    from core.runs.multiagent import tool_run
+
+    started = time.perf_counter()
+    out = tool_run(call, snap, step_id)
+    out.duration_ms = (time.perf_counter() - started) * 1000
+    out.sandbox = "in-process"
+    return out
+
+
+def calls_run(parsed, snap, step_id: str) -> dict[int, ToolOutcome]:
+    """Run the reply's valid calls in order, outside any transaction, keyed by their position in the reply."""
+    outside_transaction("running tool calls")
+    tools = {t.name: t for t in snap.tool_rows}
+    out: dict[int, ToolOutcome] = {}
+    for i, call in enumerate(parsed.calls):
+        if not call.valid:
+            continue
+        if call.name in MULTI_AGENT_TOOL_NAMES:
+            out[i] = multi_agent_run(call, snap, step_id)
+        elif is_builtin(call.name):
+            out[i] = builtin_run(call, snap, step_id)
+        elif tools[call.name].tool_type == "external_mcp":
+            out[i] = mcp_run(call, tools[call.name], snap, step_id)
+        else:
+            out[i] = custom_run(call, tools[call.name], snap, step_id)
+    return out
+
+
+def effects_apply(outcomes: dict[int, ToolOutcome]) -> None:
+    """Commit phase (caller holds the agent's lock in the step's transaction): apply each call's write; a write
+    refused now (a block made read-only or too small meanwhile) turns its call into an error for the model."""
+    for i, out in outcomes.items():
+        if out.effect is None:
+            continue
+        try:
+            out.effect()
+        except (memory_ops.MemoryEditError, DomainError, ValueError) as exc:
+            outcomes[i] = ToolOutcome(
+                False, getattr(exc, "message", None) or str(exc), duration_ms=out.duration_ms, sandbox=out.sandbox
+            )
