@@ -228,7 +228,7 @@ def passages_search(
 @router.get("/agents/{agent_id}/archival-memory/status", response=dict, tags=["archival-memory"])
 def archival_status(request, agent_id: str):
     """Which search archival memory uses for this agent (the IDE shows it), and how much is stored."""
-    from memory.embedders import embedding_handle_for_agent
+    from memory.embedders.selection import embedding_handle_for_agent
 
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     stats = selectors.memory_stats(agent=agent)

@@ -233,7 +233,7 @@ def _passages_filtered(agent: Agent, tags, match_all_tags: bool, start, end) -> 
 
 def archival_search_mode(agent: Agent, *, embedder=None) -> str:
     """How archival search runs for this agent: "hybrid" (vectors + full text), "vector" or "full_text"."""
-    from memory.embedders import embedder_for_agent
+    from memory.embedders.selection import embedder_for_agent
     from memory.search.fulltext import fulltext_available
 
     embedder = embedder or embedder_for_agent(agent)
@@ -255,7 +255,8 @@ def passages_search(
 ) -> list[Passage]:
     """The agent's passages best matching `query` (one embedding call when an embedder is configured), best first.
     Each result carries `.score` (fused) and `.matched_by` ("vector", "full_text" or both)."""
-    from memory.embedders import EmbeddingError, embedder_for_agent
+    from memory.embedders.base import EmbeddingError
+    from memory.embedders.selection import embedder_for_agent
     from memory.search import fulltext, fusion
 
     top_k = max(1, min(int(top_k or 10), 100))

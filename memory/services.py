@@ -209,7 +209,8 @@ def _clean_tags(tags) -> list[str]:
 def passages_embed(*, agent: Agent, texts: list[str]):
     """(handle, vectors or None, error text) for the texts with the agent's embedder (provider calls, outside any
     transaction); never raises: a failed embedding is stored as `metadata.embedding_error`."""
-    from memory.embedders import EmbeddingError, embedder_for_agent
+    from memory.embedders.base import EmbeddingError
+    from memory.embedders.selection import embedder_for_agent
 
     embedder = embedder_for_agent(agent)
     if embedder is None:
@@ -312,7 +313,8 @@ def passage_delete(*, agent: Agent, passage_id: str) -> None:
 
 def passages_reembed(*, agent: Agent, limit: int = 10_000) -> int:
     """Embed the agent's passages that have no vector from its current embedder (provider calls); returns how many."""
-    from memory.embedders import EmbeddingError, embedder_for_agent
+    from memory.embedders.base import EmbeddingError
+    from memory.embedders.selection import embedder_for_agent
 
     embedder = embedder_for_agent(agent)
     if embedder is None:

@@ -19,7 +19,8 @@ from core.errors import Invalid
 from core.models import Agent, Organization
 from tools import json_schema as tool_schema
 from tools.models import Tool, ToolRun
-from tools.sandbox import SandboxError, SandboxRequest, SandboxResult, get_backend, resolve_backend_name
+from tools.sandbox.base import SandboxError, SandboxRequest, SandboxResult
+from tools.sandbox.selection import get_backend, resolve_backend_name
 from tools.services import env_vars_clean, pip_requirement_strings, pip_requirements_clean, tool_schema_resolve
 
 # How long a tool's API token outlives the run's own timeout (it is revoked as soon as the run ends).

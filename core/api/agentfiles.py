@@ -11,8 +11,10 @@ from ninja import File, Form, Router, Schema
 from ninja.files import UploadedFile
 
 from core import selectors
-from core.agents import agentfile
+from core.agents.agentfile.exporter import agentfile_export, legacy_from_v2
+from core.agents.agentfile.importer import ImportOptions, agentfile_import, agentfile_preview
 from core.agents.agentfile.model import MAX_FILE_BYTES, AgentFileError
+from core.agents.agentfile.parse import parse_agent_file
 from core.errors import Invalid
 
 router = Router(tags=["agents"])
@@ -48,10 +50,10 @@ def _secrets(raw: str | None, field: str) -> dict | None:
     return {str(k): None if v is None else str(v) for k, v in value.items()}
 
 
-def _options(form: ImportForm) -> agentfile.ImportOptions:
+def _options(form: ImportForm) -> ImportOptions:
     # Letta's import overwrites a same-named tool unless told not to (override_existing_tools defaults to true).
     policy = form.tool_policy or ("reuse" if form.override_existing_tools is False else "override")
-    return agentfile.ImportOptions(
+    return ImportOptions(
         name=form.name or form.override_name,
         model=form.model or form.override_model_handle,
         embedding=form.embedding or form.override_embedding_handle,
@@ -65,19 +67,19 @@ def _options(form: ImportForm) -> agentfile.ImportOptions:
 def _parsed(file: UploadedFile):
     if file.size is not None and file.size > MAX_FILE_BYTES:
         raise AgentFileError("", f"the file is {file.size} bytes; the limit is {MAX_FILE_BYTES} bytes")
-    return agentfile.parse_agent_file(file.read(MAX_FILE_BYTES + 1))
+    return parse_agent_file(file.read(MAX_FILE_BYTES + 1))
 
 
 @router.post("/agents/import", response={200: dict})
 def agent_import(request: HttpRequest, file: File[UploadedFile], form: Form[ImportForm]):
     options = _options(form)
-    return agentfile.agentfile_import(owner=request.principal.org, parsed=_parsed(file), options=options).as_dict()
+    return agentfile_import(owner=request.principal.org, parsed=_parsed(file), options=options).as_dict()
 
 
 @router.post("/agents/import/preview", response={200: dict})
 def agent_import_preview(request: HttpRequest, file: File[UploadedFile], form: Form[ImportForm]):
     options = _options(form)
-    return agentfile.agentfile_preview(owner=request.principal.org, parsed=_parsed(file), options=options)
+    return agentfile_preview(owner=request.principal.org, parsed=_parsed(file), options=options)
 
 
 @router.get("/agents/{agent_id}/export")
@@ -90,11 +92,11 @@ def agent_export(
     include_history: bool = False,
 ):
     agent = selectors.agent_get(owner=request.principal.org, agent_id=agent_id)
-    data = agentfile.agentfile_export(
+    data = agentfile_export(
         agent=agent, include_archival=include_archival, scrub_messages=scrub_messages, include_history=include_history
     )
     if use_legacy_format:
-        data = agentfile.legacy_from_v2(data)
+        data = legacy_from_v2(data)
     filename = re.sub(r"[^A-Za-z0-9_.-]+", "_", agent.name).strip("_") or "agent"
     response = HttpResponse(json.dumps(data, indent=2, ensure_ascii=False), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{filename}.af"'

@@ -7,7 +7,9 @@ import uuid
 
 import pytest
 
-from core.agents.agentfile import ImportOptions, agentfile_export, agentfile_import, parse_agent_file
+from core.agents.agentfile.exporter import agentfile_export
+from core.agents.agentfile.importer import ImportOptions, agentfile_import
+from core.agents.agentfile.parse import parse_agent_file
 from core.engine import loop
 from core.engine.context import compile_context
 from core.engine.types import AgentSpec, LLMResult, MemoryStats, StopReason, ToolCall, ToolSpec

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from core.agents.agentfile import agentfile_import, parse_agent_file
+from core.agents.agentfile.importer import agentfile_import
+from core.agents.agentfile.parse import parse_agent_file
 from core.models import Agent, Message
 from memory.selectors import agent_blocks
 from tests.core.agentfile_fixtures import fixture_names, fixture_path

@@ -209,7 +209,9 @@ def test_anthropic_errors_become_llm_api_errors_and_change_nothing(account, fake
 def test_a_real_letta_v1_agent_file_keeps_its_signed_thinking_and_continues_on_anthropic(account, fake_anthropic):
     from pathlib import Path
 
-    from core.agents.agentfile import ImportOptions, agentfile_export, agentfile_import, parse_agent_file
+    from core.agents.agentfile.exporter import agentfile_export
+    from core.agents.agentfile.importer import ImportOptions, agentfile_import
+    from core.agents.agentfile.parse import parse_agent_file
     from core.models import Agent
 
     raw = Path("/work/shared/fixtures/agent-files/test_agent.af").read_bytes()

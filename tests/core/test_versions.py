@@ -7,7 +7,9 @@ import pytest
 from django.test import Client
 
 from core.accounts import api_token_create
-from core.agents.agentfile import agentfile_export, agentfile_import, parse_agent_file
+from core.agents.agentfile.exporter import agentfile_export
+from core.agents.agentfile.importer import agentfile_import
+from core.agents.agentfile.parse import parse_agent_file
 from core.agents.services import agent_update
 from core.models import Agent, AgentTestRun, AgentVersion, Run, ToolVersion
 from memory.models import Block

@@ -343,7 +343,8 @@ def test_token_chunks_render_before_the_final_message(redis_layer, signed_in, ac
 
 
 def test_an_imported_letta_v1_conversation_renders_like_a_native_one(signed_in, account):
-    from core.agents.agentfile import agentfile_import, parse_agent_file
+    from core.agents.agentfile.importer import agentfile_import
+    from core.agents.agentfile.parse import parse_agent_file
     from tests.core.agentfile_fixtures import fixture_path
 
     result = agentfile_import(

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import tempfile
 
-from tools.sandbox import SandboxLimits, SandboxRequest, SandboxResult
+from tools.sandbox.base import SandboxLimits, SandboxRequest, SandboxResult
 from tools.sandbox.local import LocalSandbox, find_interpreter
 
 ORDINARY_UID = 51999  # outside the sandbox's own uid range; no passwd entry needed

@@ -79,7 +79,8 @@ def test_a_reset_is_a_divider_and_marks_older_messages_out(web, account, fake_ll
 
 
 def test_injected_messages_are_notices_and_imported_v1_json_shows_its_text(web, account, fake_llm):
-    from core.agents.agentfile import agentfile_import, parse_agent_file
+    from core.agents.agentfile.importer import agentfile_import
+    from core.agents.agentfile.parse import parse_agent_file
     from tests.core.agentfile_docs import edited, v1_doc
 
     def letta_v1_wrapping(doc):  # how Letta v1 stored what the agent was told
@@ -215,7 +216,8 @@ def test_history_and_runs_cost_the_same_queries_however_long_the_history(web, ac
 
 
 def test_an_imported_letta_v1_conversation_reads_like_a_native_one(web, account):
-    from core.agents.agentfile import agentfile_import, parse_agent_file
+    from core.agents.agentfile.importer import agentfile_import
+    from core.agents.agentfile.parse import parse_agent_file
     from tests.core.agentfile_fixtures import fixture_path
 
     result = agentfile_import(
