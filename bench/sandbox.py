@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tools.sandbox.base import SandboxRequest
+from tools.sandbox.base import SandboxRequest  # noqa: E402
 from tools.sandbox.selection import get_backend  # noqa: E402
 
 TRIVIAL = '''

@@ -5,6 +5,7 @@ from ninja import Query, Router
 from core.agents.presenters import agent_state, tool_out
 from core.api.agents import owner
 from core.errors import NotFound
+from core.runs.tool_exec import agent_builtin_tool_run
 from core.selectors import agent_get
 from tools import execution, presenters, selectors, services
 from tools.schemas import AgentToolRunIn, GenerateSchemaIn, ToolCreateIn, ToolListQuery, ToolRunIn, ToolUpdateIn
@@ -144,7 +145,7 @@ def agent_tool_run(request, agent_id: str, tool_name: str, body: AgentToolRunIn)
             mcp_tool_execute(tool=tool, args=body.args, agent=agent, origin="agent")
         )
     if tool.tool_type != "custom":
-        return execution.agent_builtin_tool_run(agent=agent, name=tool.name, args=body.args)
+        return agent_builtin_tool_run(agent=agent, name=tool.name, args=body.args)
     run = execution.tool_execute(
         owner=agent.owner, source_code=tool.source_code, args=body.args, tool=tool, agent=agent, origin="agent"
     )

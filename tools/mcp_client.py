@@ -328,6 +328,10 @@ def _describe(exc: BaseException | None, stderr_tail: str) -> str:
 _manager: McpManager | None = None
 _manager_lock = threading.Lock()
 
+# What the manager calls when a server says its tools changed: tools.mcp_services.mcp_tools_changed, set by
+# ToolsConfig.ready (the services use this client, so it must not import them).
+tools_changed_hook: Callable[[str], None] | None = None
+
 
 def manager() -> McpManager:
     """The process's connection manager (created on first use with the deployment's idle timeout)."""
@@ -337,7 +341,5 @@ def manager() -> McpManager:
             from django.conf import settings
 
             _manager = McpManager(idle_timeout_s=float(getattr(settings, "MCP_IDLE_TIMEOUT_S", 300)))
-            from tools.mcp_services import mcp_tools_changed
-
-            _manager.on_tools_changed = mcp_tools_changed
+            _manager.on_tools_changed = tools_changed_hook
         return _manager

@@ -1,4 +1,4 @@
-"""Agent versions: immutable snapshots of an agent's definition (tools' code included), their diffs and restore.
+"""Agent versions: immutable snapshots of an agent's definition (tools' code included) and their diffs.
 
 Every write of a definition calls `version_record` inside its transaction; a version is written only when the
 definition's hash changed, so a no-op save writes nothing. Who made the change comes from `authored_by(...)` if
@@ -39,7 +39,7 @@ TEXT_FIELDS = ("system", "description")
 _TOOL_CODE = ("name", "tool_type", "source_code", "json_schema", "pip_requirements")
 _TOOL_REFS = ("tool_id", "tool_version")
 # Metadata keys that are the agent's data, not its definition: saving a test is not a new version of the agent.
-_METADATA_NOT_DEFINITION = ("agent_tests",)  # where the code lives on this server: not part of the hash
+METADATA_NOT_DEFINITION = ("agent_tests",)  # where the code lives on this server: not part of the hash
 MAX_MESSAGE = 500
 
 
@@ -75,7 +75,7 @@ def serving(request):
 
 
 @contextmanager
-def _recording_paused():
+def recording_paused():
     token = _paused.set(True)
     try:
         yield
@@ -138,7 +138,7 @@ def agent_definition(*, agent: Agent) -> dict:
     from tools.selectors import agent_tools
 
     out = {key: getattr(agent, key) for key in FIELDS}
-    out["metadata"] = {k: v for k, v in (agent.metadata or {}).items() if k not in _METADATA_NOT_DEFINITION}
+    out["metadata"] = {k: v for k, v in (agent.metadata or {}).items() if k not in METADATA_NOT_DEFINITION}
     out["tags"] = sorted(agent_tags(agent))
     out["secret_names"] = sorted(agent.secrets or {})  # values are secrets: never snapshotted
     tools = []
@@ -212,6 +212,16 @@ def agents_record(*, agents: list[Agent], message: str) -> None:
     """Record a version of each agent (after a write that touched several, e.g. a deleted tool)."""
     for agent in agents:
         version_record(agent=agent, message=message)
+
+
+def on_agent_tools_changed(sender, *, agents: list[Agent], message: str, **kwargs) -> None:
+    """Receiver of tools.signals.agent_tools_changed (connected in CoreConfig.ready)."""
+    agents_record(agents=agents, message=message)
+
+
+def on_tool_code_changed(sender, *, tool, **kwargs) -> None:
+    """Receiver of tools.signals.tool_code_changed (connected in CoreConfig.ready)."""
+    tool_changed(tool=tool)
 
 
 # --------------------------------------------------------------------------- reads
@@ -294,85 +304,6 @@ def version_diff(*, agent: Agent, number: int, against: int | None = None) -> di
         "against": against,
         "changes": definitions_diff(base, version.definition, old=against, new=number),
     }
-
-
-# --------------------------------------------------------------------------- restore
-
-
-@transaction.atomic
-def version_restore(*, agent: Agent, number: int, restore_blocks: bool = False, message: str = "") -> AgentVersion:
-    """Make the agent's definition equal to version `number` again, as a new version; block values change only
-    if `restore_blocks`. Restores a changed tool's code (a new tool version, seen by every agent using it) and
-    recreates a deleted custom tool."""
-    from core.agents.services import agent_update
-
-    version = version_get(agent=agent, number=number)
-    d = version.definition
-    with _recording_paused():
-        changes = {key: d[key] for key in FIELDS if key in d}
-        kept = {k: v for k, v in (agent.metadata or {}).items() if k in _METADATA_NOT_DEFINITION}
-        changes["metadata"] = {**(d.get("metadata") or {}), **kept}
-        changes["tags"] = d.get("tags", [])
-        agent_update(agent=agent, changes=changes)
-        changed_tools = _tools_restore(agent=agent, tools=d.get("tools", []))
-        if d.get("agent_type") and agent.agent_type != d["agent_type"]:  # agent_update leaves the type as created
-            agent.agent_type = d["agent_type"]
-            agent.save(update_fields=["agent_type", "updated_at"])
-        if restore_blocks:
-            _blocks_restore(agent=agent, blocks=version.blocks)
-    restored = version_record(agent=agent, restored_from=number, message=message or f"Restored version {number}")
-    for tool in changed_tools:  # the other agents using a tool whose code went back
-        tool_changed(tool=tool, message=f"tool {tool.name} restored with agent {agent.name} v{number}")
-    return restored
-
-
-def _tools_restore(*, agent: Agent, tools: list[dict]) -> list:
-    """Attach exactly the version's tools (their code as it was); returns the existing tools whose code changed."""
-    from tools import services as tool_services
-    from tools.models import Tool
-
-    owned = {t.name: t for t in Tool.objects.filter(owner=agent.owner)}
-    builtins = None
-    wanted, changed = [], []
-    for spec in tools:
-        tool = owned.get(spec["name"])
-        if tool is None and spec.get("tool_type") != "custom":
-            builtins = builtins or tool_services.builtin_tools_ensure(owner=agent.owner)
-            tool = builtins.get(spec["name"])
-        elif tool is None:
-            tool = tool_services.tool_create(
-                owner=agent.owner,
-                source_code=spec["source_code"],
-                json_schema=spec.get("json_schema") or None,
-                pip_requirements=spec.get("pip_requirements"),
-            )
-        elif tool.tool_type == "custom" and any(
-            getattr(tool, k) != spec.get(k) for k in ("source_code", "json_schema", "pip_requirements")
-        ):
-            tool = tool_services.tool_update(
-                tool=tool,
-                changes={
-                    "source_code": spec["source_code"],
-                    "json_schema": spec.get("json_schema") or None,
-                    "pip_requirements": spec.get("pip_requirements"),
-                },
-            )
-            changed.append(tool)
-        if tool is not None:
-            wanted.append(tool)
-    agent.tools.set(wanted)
-    return changed
-
-
-def _blocks_restore(*, agent: Agent, blocks: list[dict]) -> None:
-    from memory.models import Block
-    from memory.services import block_update
-
-    by_label = {b.label: b for b in Block.objects.filter(agentblock__agent=agent)}
-    for saved in blocks:
-        block = by_label.get(saved["label"])
-        if block is not None and block.value != saved["value"]:
-            block_update(block=block, changes={"value": saved["value"]})
 
 
 # --------------------------------------------------------------------------- agent files

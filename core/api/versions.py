@@ -2,7 +2,7 @@
 
 from ninja import Field, Router, Schema
 
-from core.agents import versions
+from core.agents import restore, versions
 from core.api.agents import owner
 from core.models import AgentVersion
 from core.selectors import agent_get
@@ -69,7 +69,7 @@ def version_diff(request, agent_id: str, number: int, against: int | None = None
 def version_restore(request, agent_id: str, number: int, body: RestoreIn | None = None):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     body = body or RestoreIn()
-    version = versions.version_restore(
+    version = restore.version_restore(
         agent=agent, number=number, restore_blocks=body.restore_blocks, message=body.message or ""
     )
     return _out(version, True)

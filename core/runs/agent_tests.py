@@ -11,6 +11,7 @@ import time
 
 from django.db import transaction
 from django.utils import timezone
+from django_tasks import task
 
 from core import ids
 from core.agents import versions
@@ -108,8 +109,6 @@ def tests_start(
     keep: bool = False,
 ) -> AgentTestRun:
     """Queue a run of the agent's tests (all, or the given ids) as a background task; returns the test run."""
-    from core.runs.tasks import agent_tests_task
-
     tests = _selected(agent, test_ids)
     with transaction.atomic():
         run = AgentTestRun.objects.create(
@@ -325,3 +324,9 @@ def test_propose(*, agent: Agent, run_id: str | None = None) -> dict:
         expect["stop_reason"] = runs[-1].stop_reason
     name = turns[0][:60] if turns else "new test"
     return {"name": name, "turns": turns, "expect": expect}
+
+
+@task()
+def agent_tests_task(*, test_run_id: str) -> str:
+    """Task-queue entry point of tests_execute."""
+    return tests_execute(test_run_id=test_run_id)

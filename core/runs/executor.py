@@ -13,12 +13,18 @@ import time
 from contextlib import contextmanager
 
 from django.db import transaction
+from django.dispatch import Signal
 from django.utils import timezone
+from django_tasks import task
 
 from core.models import RUN_ACTIVE, RUN_TERMINAL, Organization, Run, RunStatus
 from core.runs import queue, runner
 
 WAIT_POLL_S = 1.0
+
+# Sent with run_id after every run ends, once its waiters are woken. Layers above the executor connect to it in
+# CoreConfig.ready (sleep-time companions count turns), so it imports none of them.
+run_ended = Signal()
 
 _waiters: dict[str, set[threading.Event]] = {}
 _waiters_lock = threading.Lock()
@@ -52,8 +58,6 @@ def run_submit(
         kinds=kinds,
         stream_tokens=stream_tokens,
     )
-    from core.runs.tasks import run_execute_task
-
     queue.woken_after_commit(run_execute_task.enqueue(run_id=run.id))
     return run
 
@@ -72,9 +76,13 @@ def run_execute(*, run_id: str) -> str:
         return result.status
     finally:
         _notify(run_id)
-        from core.runs.sleeptime import sleeptime_after_run
+        run_ended.send(sender=Run, run_id=run_id)  # after waking waiters: the primary's caller never waits for it
 
-        sleeptime_after_run(run_id=run_id)  # after waking waiters: the primary's caller never waits for it
+
+@task()
+def run_execute_task(*, run_id: str) -> str:
+    """Task-queue entry point of run_execute (arguments are JSON values)."""
+    return run_execute(run_id=run_id)
 
 
 # --------------------------------------------------------------------------- waiting for a run

@@ -16,6 +16,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django_tasks import task
 
 from core.agents import history
 from core.agents.messages import messages_to_letta
@@ -103,8 +104,6 @@ def _send_async(agent: Agent, args: dict, caller: Run | None, depth: int) -> str
     try:
         run = _submit(agent, target.id, message, depth, caller)
     except Conflict:
-        from core.runs.tasks import agent_message_deliver_task
-
         with transaction.atomic():
             agent_message_deliver_task.enqueue(
                 owner_id=agent.owner_id,
@@ -221,8 +220,6 @@ def agent_message_deliver(
     attempt: int = 0,
 ) -> str:
     """Queue task body: claim the receiver and queue its run (retrying later while it is busy)."""
-    from core.runs.tasks import agent_message_deliver_task
-
     sender = Agent.objects.filter(pk=sender_id, owner_id=owner_id).first()
     if sender is None or not Agent.objects.filter(pk=target_id, owner_id=owner_id).exists():
         return "gone"
@@ -242,3 +239,26 @@ def agent_message_deliver(
         )
         return "receiver busy: retry queued"
     return f"delivered: run {run.id}"
+
+
+@task()
+def agent_message_deliver_task(
+    *,
+    owner_id: str,
+    target_id: str,
+    sender_id: str,
+    message: str,
+    depth: int,
+    parent_run_id: str | None,
+    attempt: int = 0,
+) -> str:
+    """Task-queue entry point of agent_message_deliver: once the receiver is free, claim it and queue its run."""
+    return agent_message_deliver(
+        owner_id=owner_id,
+        target_id=target_id,
+        sender_id=sender_id,
+        message=message,
+        depth=depth,
+        parent_run_id=parent_run_id,
+        attempt=attempt,
+    )

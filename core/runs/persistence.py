@@ -40,7 +40,7 @@ def message_build(
         agent_id=agent.id,
         role=role,
         content=[{"type": "text", "text": text}] if text else [],
-        text=search_text(text, tool_calls),
+        text=mapping.search_text(text, tool_calls),
         kind=kind,
         reasoning=reasoning,
         reasoning_source=reasoning_source,
@@ -54,23 +54,6 @@ def message_build(
     )
     row.token_count = tokens.count_message(agent.model, mapping.message(row))
     return row
-
-
-def search_text(text: str, tool_calls: Sequence[dict] = ()) -> str:
-    """The searchable text of a message: its content plus what the agent said through send_message."""
-    import json
-
-    said = []
-    for call in tool_calls or ():
-        if call.get("name") != "send_message":
-            continue
-        try:
-            args = json.loads(call.get("arguments") or "{}")
-        except ValueError:
-            continue
-        if isinstance(args, dict) and isinstance(args.get("message"), str):
-            said.append(args["message"])
-    return "\n".join(x for x in (text, *said) if x)
 
 
 def agent_lock(agent_id: str) -> Agent:

@@ -156,8 +156,8 @@ def sleeptime_run_submit(*, link: SleeptimeCompanion, manual: bool = False) -> R
     return run
 
 
-def sleeptime_after_run(*, run_id: str) -> None:
-    """Hook after a run ends (the executor calls it after waking waiters): count a completed turn of an agent
+def sleeptime_after_run(sender=None, *, run_id: str, **kwargs) -> None:
+    """Receiver of executor.run_ended (connected in CoreConfig.ready; sent after waking waiters): count a completed turn of an agent
     with an enabled companion and, every `frequency` turns, queue the companion's run. Never raises."""
     try:
         run = Run.objects.filter(pk=run_id, status="completed").only("agent_id").first()

@@ -9,10 +9,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from django.db import transaction
+
 from agents_ide.transactions import outside_transaction
+from core.agents.context import agent_snapshot
 from core.engine import loop, memory_ops
+from core.engine import types as t
 from core.engine.base_tools import MEMORY_EDIT_TOOLS, MULTI_AGENT_TOOL_NAMES, is_builtin
-from core.errors import DomainError
+from core.engine.loop import ParsedCall
+from core.errors import Conflict, DomainError, Invalid
+from core.ids import new_id
+from core.models import RUN_ACTIVE, Agent, Run
 from core.runs import recall
 
 
@@ -164,12 +171,17 @@ def mcp_run(call, tool, snap, step_id: str) -> ToolOutcome:
     return ToolOutcome(ok, value, "", run.stderr, run.duration_ms, f"mcp:{run.mcp_server}", tool_run=run)
 
 
+# The multi-agent tools' runner, core.runs.multiagent.tool_run, set by CoreConfig.ready: it starts other agents'
+# runs through the executor, which calls the runner that calls this module, so importing it would close a cycle.
+multi_agent_tool_run: Callable[..., ToolOutcome] | None = None
+
+
 def multi_agent_run(call, snap, step_id: str) -> ToolOutcome:
     """Run one multi-agent tool call (outside the step's transaction: it may wait for another agent's run)."""
-    from core.runs.multiagent import tool_run
-
+    if multi_agent_tool_run is None:
+        raise RuntimeError("core.runs.multiagent is not connected: CoreConfig.ready has not run")
     started = time.perf_counter()
-    out = tool_run(call, snap, step_id)
+    out = multi_agent_tool_run(call, snap, step_id)
     out.duration_ms = (time.perf_counter() - started) * 1000
     out.sandbox = "in-process"
     return out
@@ -206,3 +218,43 @@ def effects_apply(outcomes: dict[int, ToolOutcome]) -> None:
             outcomes[i] = ToolOutcome(
                 False, getattr(exc, "message", None) or str(exc), duration_ms=out.duration_ms, sandbox=out.sandbox
             )
+
+
+def agent_builtin_tool_run(*, agent: Agent, name: str, args: dict) -> dict:
+    """Run one of the agent's built-in tools outside a step, as Letta's `agents.tools.run` does: reads (searches)
+    answer at once; a write (a block edit, an archival insert) is applied under the agent's row lock in its own
+    transaction. Conflict while a run of the agent is active; multi-agent tools are refused (they wait on other
+    agents). Returns Letta's ToolExecutionResult shape."""
+    if name in MULTI_AGENT_TOOL_NAMES:
+        raise Invalid(f"'{name}' messages other agents; it runs only inside the agent's steps")
+    if not isinstance(args, dict):
+        raise Invalid("args must be an object of the tool's arguments")
+    call = ParsedCall(
+        call=t.ToolCall(id=new_id("call"), name=name, arguments=json.dumps(args, default=str)),
+        args=args,
+        thinking=None,
+        request_heartbeat=False,
+    )
+    started = time.perf_counter()
+    out = builtin_run(call, agent_snapshot(agent=agent), "")
+    if out.ok and out.effect is not None:
+        with transaction.atomic():
+            Agent.objects.select_for_update().filter(pk=agent.pk).first()
+            busy = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).values_list("id", flat=True).first()
+            if busy is not None:
+                raise Conflict(
+                    f"The agent is busy with run '{busy}'; wait for it before running '{name}'.",
+                    detail={"run_id": busy},
+                )
+            out.effect()
+    return {
+        "status": "success" if out.ok else "error",
+        "func_return": out.value,
+        "tool_return": out.value,
+        "stdout": [],
+        "stderr": [],
+        "agent_state": None,
+        "sandbox_config_fingerprint": None,
+        "sandbox": "in-process",
+        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+    }

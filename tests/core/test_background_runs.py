@@ -100,7 +100,7 @@ def test_a_task_handed_to_the_pool_is_claimed_once(agent):
     from django_tasks_db.compat import TaskResultStatus
     from django_tasks_db.models import DBTaskResult
 
-    from core.runs.tasks import run_execute_task
+    from core.runs.executor import run_execute_task
 
     enqueued = run_execute_task.enqueue(run_id="run-none")  # enqueued only: no pool was told
     first = queue._claim_enqueued(enqueued)
@@ -112,7 +112,7 @@ def test_a_task_handed_to_the_pool_is_claimed_once(agent):
 
 
 def test_reaper_fails_a_queued_run_whose_task_was_lost(agent):
-    from core.runs.tasks import run_execute_task
+    from core.runs.executor import run_execute_task
 
     old = timezone.now() - timedelta(seconds=120)
     lost = Run.objects.create(owner=agent.owner, agent=agent, status="created")  # its task never existed

@@ -268,7 +268,7 @@ def _message_row(agent: Agent, m: ParsedMessage, seq: int) -> Message:
     from core.engine import types as t
     from core.engine.tokens import count_message
     from core.ids import new_id
-    from core.runs.persistence import search_text
+    from core.mapping import search_text
 
     engine_msg = t.Message(
         id="",
