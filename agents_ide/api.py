@@ -13,7 +13,18 @@ from ninja.security import APIKeyHeader, HttpBearer, django_auth
 from agents_ide.openapi import add_error_responses
 from agents_ide.validation import StrictParser, TooLarge, too_large_message
 from core.accounts import principal_from_token, principal_from_user
+from core.api.agent_tests import router as agent_tests_router
+from core.api.agentfiles import router as agentfile_router
+from core.api.agents import router as core_router
+from core.api.messages import router as messages_router
+from core.api.runs import router as runs_router
+from core.api.sleeptime import router as sleeptime_router
+from core.api.timetravel import router as timetravel_router
+from core.api.versions import router as versions_router
 from core.errors import DomainError
+from memory.api import router as memory_router
+from tools.api import router as tools_router
+from tools.mcp_api import router as mcp_router
 
 log = logging.getLogger(__name__)
 
@@ -140,17 +151,6 @@ def health(request):
 
 
 def _register_routers() -> None:
-    from core.api.agent_tests import router as agent_tests_router
-    from core.api.agentfiles import router as agentfile_router
-    from core.api.agents import router as core_router
-    from core.api.messages import router as messages_router
-    from core.api.runs import router as runs_router
-    from core.api.sleeptime import router as sleeptime_router
-    from core.api.timetravel import router as timetravel_router
-    from core.api.versions import router as versions_router
-    from memory.api import router as memory_router
-    from tools.api import router as tools_router
-    from tools.mcp_api import router as mcp_router
 
     api.add_router("", agentfile_router)  # first: /agents/import must not be taken for /agents/{agent_id}
     api.add_router("", core_router)

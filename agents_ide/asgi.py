@@ -12,8 +12,10 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from agents_ide.gc_tuning import settle  # noqa: E402
 from agents_ide.routing import websocket_urlpatterns  # noqa: E402
 from agents_ide.security import FullOriginValidator  # noqa: E402
+from core.engine.llm import warm_up  # noqa: E402  (cheap: litellm itself is imported by warm_up)
 
 application = ProtocolTypeRouter(
     {
@@ -25,9 +27,6 @@ application = ProtocolTypeRouter(
 
 
 def _warm_up_llm() -> None:
-    from agents_ide.gc_tuning import settle
-    from core.engine.llm import warm_up
-
     warm_up()
     settle()
 

@@ -10,6 +10,7 @@ import threading
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from core.channel_layer import LocalChannelLayer
+from memory.models import AgentBlock
 
 _server_loop: asyncio.AbstractEventLoop | None = None
 _sender_loop: asyncio.AbstractEventLoop | None = None
@@ -98,7 +99,6 @@ async def asend_event(group: str, event: dict) -> None:
 
 def broadcast_block_update(block) -> None:
     """Push a block's new value to every tab showing an agent that has the block."""
-    from memory.models import AgentBlock
 
     event = {
         "message_type": "block_update",

@@ -7,8 +7,12 @@ from django.db import transaction
 from django.db.models import Max
 
 from core.errors import Conflict, Invalid, NotConfigured, NotFound
+from core.events import broadcast_block_update
 from core.models import Agent, Organization
+from memory.embedders.base import EmbeddingError
+from memory.embedders.selection import embedder_for_agent
 from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
+from memory.search.vectors import matrix_invalidate
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +135,6 @@ def _label_free_for_agents(*, block: Block, label: str) -> None:
 
 
 def _broadcast_block(block: Block) -> None:
-    from core.events import broadcast_block_update
 
     broadcast_block_update(block)
 
@@ -209,8 +212,6 @@ def _clean_tags(tags) -> list[str]:
 def passages_embed(*, agent: Agent, texts: list[str]):
     """(handle, vectors or None, error text) for the texts with the agent's embedder (provider calls, outside any
     transaction); never raises: a failed embedding is stored as `metadata.embedding_error`."""
-    from memory.embedders.base import EmbeddingError
-    from memory.embedders.selection import embedder_for_agent
 
     embedder = embedder_for_agent(agent)
     if embedder is None:
@@ -313,8 +314,6 @@ def passage_delete(*, agent: Agent, passage_id: str) -> None:
 
 def passages_reembed(*, agent: Agent, limit: int = 10_000) -> int:
     """Embed the agent's passages that have no vector from its current embedder (provider calls); returns how many."""
-    from memory.embedders.base import EmbeddingError
-    from memory.embedders.selection import embedder_for_agent
 
     embedder = embedder_for_agent(agent)
     if embedder is None:
@@ -343,6 +342,5 @@ def passages_reembed(*, agent: Agent, limit: int = 10_000) -> int:
 
 
 def _vectors_changed(agent_id: str) -> None:
-    from memory.search.vectors import matrix_invalidate
 
     matrix_invalidate(agent_id=agent_id)

@@ -5,9 +5,11 @@ from ninja import Query, Router
 from core.agents.presenters import agent_state, tool_out
 from core.api.agents import owner
 from core.errors import NotFound
+from core.pagination import page
 from core.runs.tool_exec import agent_builtin_tool_run
 from core.selectors import agent_get
 from tools import execution, presenters, selectors, services
+from tools.mcp_services import mcp_tool_execute
 from tools.schemas import AgentToolRunIn, GenerateSchemaIn, ToolCreateIn, ToolListQuery, ToolRunIn, ToolUpdateIn
 
 router = Router(tags=["tools"])
@@ -125,7 +127,6 @@ def agent_tools(
     limit: int | None = None,
     order: str = "asc",
 ):
-    from core.pagination import page
 
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     tools = page(selectors.agent_tools(agent=agent), after=after, before=before, limit=limit, order=order)
@@ -139,8 +140,6 @@ def agent_tool_run(request, agent_id: str, tool_name: str, body: AgentToolRunIn)
     if tool is None:
         raise NotFound(f"Tool '{tool_name}' is not attached to agent '{agent_id}'")
     if tool.tool_type == "external_mcp":
-        from tools.mcp_services import mcp_tool_execute
-
         return presenters.tool_execution_result(
             mcp_tool_execute(tool=tool, args=body.args, agent=agent, origin="agent")
         )

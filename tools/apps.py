@@ -15,6 +15,7 @@ class ToolsConfig(AppConfig):
         # Say at start whether local tool runs get namespaces, run weakly isolated, or are refused.
         from django.conf import settings
 
+        # (the sandbox modules import models too)
         from tools.sandbox.base import SandboxError
         from tools.sandbox.local import LocalSandbox, log_isolation_status
 

@@ -14,12 +14,17 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
+from core.accounts import api_token_create
 from core.errors import Invalid
-from core.models import Agent, Organization
+from core.models import Agent, Membership, Organization, OwnerSettings
+from core.selectors import agent_tags
+from memory.selectors import agent_blocks
 from tools import json_schema as tool_schema
 from tools.models import Tool, ToolRun
 from tools.sandbox.base import SandboxError, SandboxRequest, SandboxResult
+from tools.sandbox.local import LocalSandbox, refusal_message
 from tools.sandbox.selection import get_backend, resolve_backend_name
 from tools.services import env_vars_clean, pip_requirement_strings, pip_requirements_clean, tool_schema_resolve
 
@@ -29,7 +34,6 @@ TOKEN_GRACE_S = 60
 
 def sandbox_config_for(*, owner: Organization) -> dict[str, Any]:
     """The owner's sandbox settings: default backend, timeout and each backend's constructor config."""
-    from core.models import OwnerSettings
 
     prefs = OwnerSettings.objects.filter(owner=owner).first()
     return {
@@ -57,7 +61,6 @@ def local_sandbox_notice() -> str:
 
     The first call per process starts one trial sandbox (cached).
     """
-    from tools.sandbox.local import LocalSandbox, refusal_message
 
     try:
         mode, reason = LocalSandbox(allow_weak_isolation=bool(settings.SANDBOX_LOCAL_WEAK_ISOLATION)).isolation_status()
@@ -111,8 +114,6 @@ def declares_agent_state(source_code: str, function_name: str) -> bool:
 
 def agent_state_for(*, agent: Agent) -> dict[str, Any]:
     """The snapshot a tool's `agent_state` receives: id, name, tags and blocks (the runner indexes by label)."""
-    from core.selectors import agent_tags
-    from memory.selectors import agent_blocks
 
     blocks = [
         {"id": b.id, "label": b.label, "value": b.value, "limit": b.limit, "description": b.description}
@@ -122,7 +123,6 @@ def agent_state_for(*, agent: Agent) -> dict[str, Any]:
 
 
 def _token_user(owner: Organization):
-    from core.models import Membership
 
     m = Membership.objects.filter(organization=owner).select_related("user").order_by("created_at").first()
     return m.user if m else None
@@ -140,8 +140,6 @@ def tool_env_build(
     env.update(env_vars_clean(env_vars))
     token = None
     if agent is not None:
-        from core.accounts import api_token_create
-
         env["AIDE_AGENT_ID"] = agent.id
         env["AIDE_BASE_URL"] = settings.PUBLIC_BASE_URL.rstrip("/")
         user = _token_user(agent.owner)
@@ -158,7 +156,6 @@ def tool_env_build(
 
 
 def _revoke(token) -> None:
-    from django.utils import timezone
 
     if token is not None:
         type(token).objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())

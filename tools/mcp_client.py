@@ -22,8 +22,11 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
+
+from tools.sandbox.bwrap import SANDBOX_HOME, bwrap_argv, find_bwrap, python_mounts
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +58,6 @@ class ServerSpec:
 
 def stdio_argv(spec: ServerSpec) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that start a stdio server in its sandbox (bwrap unless weak)."""
-    from tools.sandbox.bwrap import SANDBOX_HOME, bwrap_argv, find_bwrap, python_mounts
 
     executable = shutil.which(spec.command, path=BASE_PATH) or shutil.which(spec.command) or spec.command
     env = {"PATH": BASE_PATH, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8", **dict(spec.env)}
@@ -338,8 +340,6 @@ def manager() -> McpManager:
     global _manager
     with _manager_lock:
         if _manager is None:
-            from django.conf import settings
-
             _manager = McpManager(idle_timeout_s=float(getattr(settings, "MCP_IDLE_TIMEOUT_S", 300)))
             _manager.on_tools_changed = tools_changed_hook
         return _manager

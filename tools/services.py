@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db import transaction
 
-from core.engine.base_tools import BASE_TOOL_NAMES, MULTI_AGENT_TOOL_NAMES
+from core.engine.base_tools import BASE_TOOL_NAMES, BASE_TOOL_SCHEMAS, MULTI_AGENT_TOOL_NAMES, MULTI_AGENT_TOOL_SCHEMAS
 from core.errors import Conflict, DomainError, Invalid, NotFound
 from core.models import Agent, Organization
 from tools import json_schema as tool_schema
@@ -17,7 +17,6 @@ from tools.signals import agent_tools_changed, tool_code_changed
 @transaction.atomic
 def builtin_tools_ensure(*, owner: Organization) -> dict[str, Tool]:
     """Create or refresh the owner's rows for the built-in tools (base and multi-agent); returns them by name."""
-    from core.engine.base_tools import BASE_TOOL_SCHEMAS, MULTI_AGENT_TOOL_SCHEMAS
 
     schemas = {**BASE_TOOL_SCHEMAS, **MULTI_AGENT_TOOL_SCHEMAS}
     existing = {t.name: t for t in Tool.objects.filter(owner=owner, name__in=list(schemas))}

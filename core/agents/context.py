@@ -14,6 +14,9 @@ from core import mapping
 from core.engine import types as t
 from core.engine.context import compile_context, overview
 from core.models import Agent, Message
+from memory.models import Passage
+from memory.selectors import agent_blocks
+from tools.selectors import agent_tools
 
 
 @dataclass
@@ -79,7 +82,6 @@ def messages_cache_put(rows: Sequence[Message]) -> None:
 
 
 def _stats(agent: Agent, in_context: int, max_seq: int, block_rows) -> t.MemoryStats:
-    from memory.models import Passage
 
     last_edit = max((b.updated_at for b in block_rows), default=None)
     return t.MemoryStats(
@@ -91,8 +93,6 @@ def _stats(agent: Agent, in_context: int, max_seq: int, block_rows) -> t.MemoryS
 
 def agent_snapshot(*, agent: Agent) -> AgentSnapshot:
     """Load an agent's blocks, tools, rules, in-context messages and memory statistics (reads only)."""
-    from memory.selectors import agent_blocks
-    from tools.selectors import agent_tools
 
     block_rows = agent_blocks(agent=agent)
     tool_rows = agent_tools(agent=agent)

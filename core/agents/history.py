@@ -3,6 +3,7 @@
 from django.db import transaction
 from django.db.models import Max
 
+from core import events
 from core.errors import Conflict, NotFound
 from core.models import RUN_ACTIVE, Agent, Message, Organization, Run, Step
 from core.pagination import queryset_page
@@ -130,6 +131,4 @@ def agent_messages_reset(*, agent: Agent) -> Agent:
 
 
 def _announce_reset(agent_id: str) -> None:
-    from core.events import agent_group, send_event
-
-    send_event(agent_group(agent_id), {"message_type": "context_update", "reason": "reset"})
+    events.send_event(events.agent_group(agent_id), {"message_type": "context_update", "reason": "reset"})

@@ -1,6 +1,9 @@
 """Letta-shaped JSON for stored objects (the API's response side); one function per shape."""
 
 from core.models import Agent
+from core.selectors import agent_tags
+from memory.selectors import agent_blocks, agents_blocks
+from tools.selectors import agent_tools, agents_tools
 
 
 def llm_config(agent: Agent) -> dict:
@@ -74,8 +77,6 @@ def tool_out(tool) -> dict:
 
 def agents_state(agents: list[Agent]) -> list[dict]:
     """agent_state of many agents, their blocks and tools read in one query each (not one per agent)."""
-    from memory.selectors import agents_blocks
-    from tools.selectors import agents_tools
 
     ids = [a.id for a in agents]
     blocks, tools = agents_blocks(agent_ids=ids), agents_tools(agent_ids=ids)
@@ -84,9 +85,6 @@ def agents_state(agents: list[Agent]) -> list[dict]:
 
 def agent_state(agent: Agent, *, blocks=None, tools=None, tags=None) -> dict:
     """The AgentState shape of Letta's API (blocks, tools and tags passed in when already loaded)."""
-    from core.selectors import agent_tags
-    from memory.selectors import agent_blocks
-    from tools.selectors import agent_tools
 
     blocks = agent_blocks(agent=agent) if blocks is None else blocks
     tools = agent_tools(agent=agent) if tools is None else tools

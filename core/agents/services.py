@@ -1,13 +1,20 @@
 """Writes to agents: create, modify, duplicate, delete. Memory and tool writes live in their apps."""
 
+import secrets
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
 
 from core.agents import versions
+from core.engine import types as t
+from core.engine.tokens import count_message, model_info
+from core.engine.types import tool_rule_from_dict, tool_rule_to_dict, uses_heartbeats
 from core.errors import Invalid
 from core.models import Agent, AgentTag, Message, Organization
+from memory import services as memory_services
+from memory.services import blocks_orphaned_by_delete
+from tools import services as tool_services
 
 DEFAULT_SYSTEM = (
     "You are a helpful, stateful agent. You remember across conversations through your memory blocks, "
@@ -121,9 +128,6 @@ def agent_create(
 ) -> Agent:
     """Create an agent with its blocks, tools, tags and system message, all in one transaction. `initial_messages`
     ({role, text}, Letta's `initial_message_sequence`) follow the system message in the context window."""
-    from core.engine.types import uses_heartbeats
-    from memory import services as memory_services
-    from tools import services as tool_services
 
     model = model or settings.DEFAULT_MODEL
     if system is None:
@@ -193,8 +197,6 @@ def agent_create(
 
 
 def _initial_messages(agent: Agent, messages) -> list[str]:
-    from core.engine import types as t
-    from core.engine.tokens import count_message
 
     ids = []
     for seq, m in enumerate(messages, start=1):
@@ -255,7 +257,6 @@ _NOUNS = (
 
 def agent_name_generate(*, owner: Organization) -> str:
     """A readable name no agent of the owner has yet (Letta names an agent created without one); reads only."""
-    import secrets
 
     taken = set(Agent.objects.filter(owner=owner).values_list("name", flat=True))
     while True:
@@ -266,7 +267,6 @@ def agent_name_generate(*, owner: Organization) -> str:
 
 def _parse_rules(rules) -> list[dict]:
     """Validate tool rules (Letta JSON shapes) and return them normalized."""
-    from core.engine.types import tool_rule_from_dict, tool_rule_to_dict
 
     out = []
     for i, raw in enumerate(rules or []):
@@ -280,7 +280,6 @@ def _parse_rules(rules) -> list[dict]:
 
 
 def _default_window(model: str) -> int:
-    from core.engine.tokens import model_info
 
     return min(model_info(model).context_window, 32000)
 
@@ -341,7 +340,6 @@ def agent_update(*, agent: Agent, changes: dict) -> Agent:
 def agent_delete(*, agent: Agent) -> None:
     """Delete an agent, its messages, runs and passages, and the blocks made with it that no other agent uses
     (blocks made on their own, as `POST /v1/blocks/` does, are only detached, as in Letta)."""
-    from memory.services import blocks_orphaned_by_delete
 
     orphaned = blocks_orphaned_by_delete(agent=agent)
     agent.delete()

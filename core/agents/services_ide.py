@@ -4,9 +4,17 @@ from django.db import transaction
 
 from core import providers
 from core.agents import services
+from core.agents.agentfile.importer import ImportOptions, agentfile_import
+from core.agents.agentfile.templates import template_load
 from core.agents.services import BlockInput, agent_create
+from core.engine.types import tool_rule_from_dict
 from core.errors import Invalid, NotConfigured
 from core.models import Agent, Organization
+from core.selectors import agent_tags
+from memory import services as memory_services
+from memory.models import Block
+from memory.selectors import agent_blocks
+from tools.selectors import agent_tools
 
 # Built-in starting points until the agent-file templates land (core/agents/agentfile/); key -> (label, blocks).
 BUILTIN_TEMPLATES = {
@@ -43,9 +51,6 @@ def agent_create_from_template(
     """Create an agent from a template key (a shipped agent file or a built-in); writes the agent and its blocks.
     `agent_type` overrides the template's (None: the template's own)."""
     if template.startswith("af:"):
-        from core.agents.agentfile.importer import ImportOptions, agentfile_import
-        from core.agents.agentfile.templates import template_load
-
         result = agentfile_import(
             owner=owner,
             parsed=template_load(template[3:]),
@@ -66,24 +71,18 @@ def agent_create_from_template(
 
 def team_block_fill(*, agents: list[Agent]) -> None:
     """A team template's agents share a `team` block: list each member's name and id in it (a block update)."""
-    from memory.models import Block
-    from memory.services import block_update
-
     if len(agents) < 2:
         return
     block = Block.objects.filter(agentblock__agent=agents[0], label="team").first()
     if block is None:
         return
     lines = "\n".join(f"- {a.name}: {a.id}" for a in agents)
-    block_update(block=block, changes={"value": f"{block.value.rstrip()}\n{lines}"})
+    memory_services.block_update(block=block, changes={"value": f"{block.value.rstrip()}\n{lines}"})
 
 
 @transaction.atomic
 def agent_duplicate(*, agent: Agent, name: str | None = None) -> Agent:
     """Copy an agent's settings, tools, rules, tags and (unshared copies of) its blocks; no messages."""
-    from core.selectors import agent_tags
-    from memory.selectors import agent_blocks
-    from tools.selectors import agent_tools
 
     blocks = [
         BlockInput(
@@ -156,8 +155,6 @@ def agent_settings_update(*, agent: Agent, changes: dict) -> Agent:
 
 def agent_rules_update(*, agent: Agent, rules: list) -> Agent:
     """Save tool rules edited in the IDE; a rule naming a tool the agent does not have is refused (Invalid)."""
-    from core.engine.types import tool_rule_from_dict
-    from tools.selectors import agent_tools
 
     try:
         parsed = [tool_rule_from_dict(dict(r)).to_dict() for r in rules]

@@ -18,7 +18,10 @@ from django.db.models import Max, OuterRef, Subquery
 from django.utils import timezone
 
 from core.errors import Invalid, NotFound
-from core.models import Agent, AgentVersion, ToolVersion
+from core.models import Agent, AgentTestRun, AgentVersion, ToolVersion
+from core.selectors import agent_tags
+from memory.selectors import agent_blocks
+from tools.selectors import agent_tools
 
 # The definition's fields besides tools and tags, in the order the IDE shows them.
 FIELDS = (
@@ -134,8 +137,6 @@ def tool_version_current(*, tool, latest: ToolVersion | None = None, known: bool
 def agent_definition(*, agent: Agent) -> dict:
     """The agent's definition as plain JSON (fields, sorted tags, secret names, tools with their code); writes
     a ToolVersion for a tool whose code changed."""
-    from core.selectors import agent_tags
-    from tools.selectors import agent_tools
 
     out = {key: getattr(agent, key) for key in FIELDS}
     out["metadata"] = {k: v for k, v in (agent.metadata or {}).items() if k not in METADATA_NOT_DEFINITION}
@@ -158,7 +159,6 @@ def definition_hash(definition: dict) -> str:
 
 
 def _blocks(agent: Agent) -> list[dict]:
-    from memory.selectors import agent_blocks
 
     return [{"label": b.label, "value": b.value, "limit": b.limit} for b in agent_blocks(agent=agent)]
 
@@ -372,7 +372,6 @@ def latest_number(*, agent: Agent) -> int:
 
 def versions_with_tests(*, agent: Agent) -> list[dict]:
     """The timeline the IDE shows: each version (newest first) with the agent-test runs recorded against it."""
-    from core.models import AgentTestRun
 
     runs: dict[int, list] = {}
     for run in AgentTestRun.objects.filter(agent=agent, agent_version__isnull=False).order_by("-created_at"):

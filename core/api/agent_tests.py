@@ -3,6 +3,7 @@
 from ninja import Field, Router, Schema
 
 from core.api.agents import owner
+from core.providers import model_resolve
 from core.runs import agent_tests
 from core.selectors import agent_get
 
@@ -51,8 +52,6 @@ def tests_run(request, agent_id: str, body: TestsRunIn | None = None):
     org = owner(request)
     agent = agent_get(owner=org, agent_id=agent_id)
     if body.model:
-        from core.providers import model_resolve
-
         model_resolve(owner=org, handle=body.model)
     run = agent_tests.tests_start(owner=org, agent=agent, test_ids=body.test_ids, model=body.model, keep=body.keep)
     return agent_tests.test_run_out(run)

@@ -6,9 +6,11 @@ from ninja import Query, Router, Schema
 
 from core import selectors
 from core.agents import presenters, services
+from core.agents.services import BlockInput
 from core.api.schemas import AgentCreateIn, AgentUpdateIn
 from core.errors import Invalid
 from core.providers import models_list
+from core.runs.sleeptime import sleeptime_configure
 
 router = Router(tags=["agents"])
 
@@ -65,7 +67,6 @@ def _text(content) -> str:
 
 @router.post("/agents/", response={201: dict})
 def agent_create(request, body: AgentCreateIn):
-    from core.agents.services import BlockInput
 
     blocks = [
         BlockInput(
@@ -107,8 +108,6 @@ def agent_create(request, body: AgentCreateIn):
         embedding_config=body.embedding_config,
     )
     if body.enable_sleeptime:
-        from core.runs.sleeptime import sleeptime_configure
-
         sleeptime_configure(agent=agent, enabled=True)
     return 201, presenters.agent_state(agent)
 
@@ -162,8 +161,6 @@ def agent_modify(request, agent_id: str, body: AgentUpdateIn):
     sleeptime = changes.pop("enable_sleeptime", None)
     agent = services.agent_update(agent=agent, changes=changes)
     if sleeptime is not None and (sleeptime or hasattr(agent, "sleeptime")):
-        from core.runs.sleeptime import sleeptime_configure
-
         sleeptime_configure(agent=agent, enabled=sleeptime)
     return presenters.agent_state(agent)
 

@@ -12,6 +12,7 @@ from core.agents.messages import messages_to_letta, stop_reason_message, usage_s
 from core.api.agents import owner
 from core.providers import model_resolve
 from core.runs import executor, runner
+from core.runs.streaming import sse_events
 from core.selectors import agent_get
 
 router = Router(tags=["messages"])
@@ -59,7 +60,6 @@ def _submit(request, agent_id: str, body: LettaRequest):
 
 
 def _stream(request, run, body: LettaRequest) -> StreamingHttpResponse:
-    from core.runs.streaming import sse_events
 
     response = StreamingHttpResponse(
         sse_events(

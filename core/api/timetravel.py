@@ -3,6 +3,7 @@ Thin: parse, call a service, present."""
 
 from ninja import Field, Router, Schema
 
+from core.agents import presenters
 from core.api.agents import owner
 from core.runs import timetravel
 from core.selectors import agent_get
@@ -61,7 +62,6 @@ def step_replays(request, step_id: str):
 @router.post("/agents/{agent_id}/fork", response=dict)
 def agent_fork(request, agent_id: str, body: ForkIn):
     """A new agent with the original's state at a step (after it, or with `before` as the step saw it)."""
-    from core.agents import presenters
 
     org = owner(request)
     agent = agent_get(owner=org, agent_id=agent_id)

@@ -22,7 +22,7 @@ import json
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -159,7 +159,6 @@ def count_tool(model: str, tool: dict[str, Any]) -> int:
 
 def with_token_count(model: str, message: Message) -> Message:
     """A copy of the message with `token_count` filled in (the runner does this once, before storing)."""
-    from dataclasses import replace
 
     return replace(message, token_count=count_message(model, message))
 

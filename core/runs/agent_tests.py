@@ -6,6 +6,7 @@ step), its turns go through the run executor like any message, what happened is 
 checked by the pure expectations (core.engine.expectations); the copy is deleted unless kept.
 """
 
+import json
 import logging
 import time
 
@@ -15,11 +16,15 @@ from django_tasks import task
 
 from core import ids
 from core.agents import versions
+from core.agents.messages import messages_to_letta
+from core.agents.services import agent_delete
 from core.engine import expectations
 from core.errors import Invalid, NotFound
 from core.events import agent_group, send_event
 from core.models import Agent, AgentTestRun, Message, Organization, Run, RunStatus, Step
 from core.runs import executor, timetravel
+from memory.models import BlockHistory, Passage
+from memory.selectors import agent_blocks
 
 log = logging.getLogger(__name__)
 METADATA_KEY = "agent_tests"
@@ -128,9 +133,6 @@ def tests_start(
 
 def _observed(copy: Agent, runs: list[Run]) -> dict:
     """What happened on the copy, as plain data for the expectations."""
-    from core.agents.messages import messages_to_letta
-    from memory.models import BlockHistory, Passage
-    from memory.selectors import agent_blocks
 
     run_ids = [r.id for r in runs]
     rows = list(Message.objects.filter(run_id__in=run_ids).order_by("seq"))
@@ -168,7 +170,6 @@ def _observed(copy: Agent, runs: list[Run]) -> dict:
 
 
 def expectations_args(arguments) -> dict:
-    import json
 
     try:
         parsed = json.loads(arguments or "{}")
@@ -242,8 +243,6 @@ def test_execute(*, agent: Agent, test: dict, model: str = "", keep: bool = Fals
             if keep:
                 result["copy_agent_id"] = copy.id
             else:
-                from core.agents.services import agent_delete
-
                 agent_delete(agent=copy)  # its blocks are copies no one else uses: they go too
     result["duration_ms"] = round((time.perf_counter() - started) * 1000, 1)
     return result
@@ -295,7 +294,6 @@ def test_run_out(run: AgentTestRun) -> dict:
 def test_propose(*, agent: Agent, run_id: str | None = None) -> dict:
     """A test drafted from what happened (reads only): the user turns of the current conversation (or of one run),
     the tools called in order, a reply-contains from the last reply and the stop reason."""
-    from core.agents.messages import messages_to_letta
 
     if run_id:
         runs = list(Run.objects.filter(agent=agent, id=run_id))

@@ -8,6 +8,7 @@ under a lease (core.runs.queue); callers only wait for the run (`run_wait`) or f
 (core.runs.streaming). One rule finds dead runs: a lapsed lease.
 """
 
+import asyncio
 import threading
 import time
 from contextlib import contextmanager
@@ -17,6 +18,9 @@ from django.dispatch import Signal
 from django.utils import timezone
 from django_tasks import task
 
+from core.agents import history
+from core.agents.messages import messages_to_letta
+from core.events import agent_group, sender_loop
 from core.models import RUN_ACTIVE, RUN_TERMINAL, Organization, Run, RunStatus
 from core.runs import queue, runner
 
@@ -114,11 +118,8 @@ def _watch_local(run_id: str, event: threading.Event):
 def _watch_remote(run: Run, event: threading.Event):
     """Wake `event` when another process announces the run's end on the agent's channel group (a shared layer:
     a worker, or another web process's pool, may execute it)."""
-    import asyncio
 
     from channels.layers import InMemoryChannelLayer, get_channel_layer
-
-    from core.events import agent_group, sender_loop
 
     layer = get_channel_layer()
     if layer is None or isinstance(layer, InMemoryChannelLayer):
@@ -182,8 +183,6 @@ def _refresh(run: Run) -> None:
 def run_reply(*, run: Run, use_assistant_message: bool = True) -> list[dict]:
     """What the run's caller receives: its committed messages as Letta messages, without the caller's own input
     (system notices the run added, such as heartbeats, stay; summaries of evicted messages are the tabs')."""
-    from core.agents import history
-    from core.agents.messages import messages_to_letta
 
     rows = [
         m

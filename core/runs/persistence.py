@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
 from core import ids, mapping
+from core.agents.context import messages_cache_put
 from core.engine import tokens
 from core.engine.context import SYSTEM_SECTIONS
 from core.models import Agent, Message, Run, Step
@@ -65,7 +66,6 @@ def agent_lock(agent_id: str) -> Agent:
 
 def messages_store(*, agent: Agent, rows: Iterable[Message], run: Run | None, step: Step | None) -> list[Message]:
     """Number rows with the agent's next seqs and insert them. `agent` comes from agent_lock (caller holds it)."""
-    from core.agents.context import messages_cache_put
 
     rows = list(rows)
     if not rows:

@@ -23,6 +23,9 @@ from django.conf import settings
 from django.db import OperationalError, close_old_connections, connection, transaction
 from django.utils import timezone
 
+from core import events
+from core.models import RUN_ACTIVE, Run, RunStatus
+
 log = logging.getLogger(__name__)
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
 LOST = "worker lost: the process executing this run stopped (lease expired)"
@@ -43,7 +46,6 @@ def lease(run_id: str, **fields):
     """Hold the lease of a queued run while this block executes it (renewed by this process's lease thread);
     `fields` are written in the same statement that takes the lease. Yields False (and holds nothing) if the
     run is no longer waiting to start: cancelled, reaped or taken by another process."""
-    from core.models import Run, RunStatus
 
     lease_thread_ensure()
     taken = Run.objects.filter(pk=run_id, status=RunStatus.CREATED).update(
@@ -63,7 +65,6 @@ def lease(run_id: str, **fields):
 
 def leases_renew() -> int:
     """Push the heartbeat of every run this process executes; returns how many."""
-    from core.models import RUN_ACTIVE, Run
 
     with _leased_lock:
         ids = list(_leased)
@@ -84,9 +85,6 @@ def lease_lapsed(run) -> bool:
 def runs_reap(*, lease_s: float | None = None) -> list[str]:
     """Mark runs whose lease lapsed as failed (and queued runs whose task was lost: a process died between
     claiming the task and leasing the run), fail their task rows, and tell open tabs; returns their ids."""
-    from core.events import agent_group, send_event
-    from core.models import RUN_ACTIVE, Run, RunStatus
-
     limit = timezone.now() - timedelta(seconds=lease_s if lease_s is not None else settings.RUN_LEASE_S)
     stale = list(
         Run.objects.filter(status__in=RUN_ACTIVE, heartbeat_at__lt=limit)
@@ -114,8 +112,8 @@ def runs_reap(*, lease_s: float | None = None) -> list[str]:
     log.warning("reaped runs with lapsed leases: %s", [run_id for run_id, _ in reaped])
     for run_id, agent_id in reaped:
         try:
-            send_event(
-                agent_group(agent_id),
+            events.send_event(
+                events.agent_group(agent_id),
                 {
                     "message_type": "run_status",
                     "run_id": run_id,
@@ -133,8 +131,6 @@ def _orphaned_queued_runs(limit) -> list[tuple[str, str]]:
     """Queued runs older than `limit` whose task is no longer waiting to be claimed, yet nobody leased them."""
     from django_tasks_db.compat import TaskResultStatus
     from django_tasks_db.models import DBTaskResult
-
-    from core.models import Run, RunStatus
 
     old = list(
         Run.objects.filter(status=RunStatus.CREATED, worker="", created_at__lt=limit).values_list("id", "agent_id")

@@ -41,6 +41,7 @@ from core.engine.types import StopReason
 from core.errors import Conflict, Invalid, NotFound
 from core.events import group_listened
 from core.models import RUN_ACTIVE, Agent, Organization, Run, RunStatus
+from core.providers import model_resolve
 from core.runs import overflow, persistence, queue, tool_exec
 from core.runs.emit import Emitter
 from core.runs.timetravel import step_state
@@ -191,7 +192,6 @@ def run_agent(
     each commit). The executor passes the claimed `run` it leased; without one (tests of the loop itself) the
     agent is claimed here.
     """
-    from core.providers import model_resolve
 
     if run is None:
         run = run_start(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps)

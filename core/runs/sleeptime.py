@@ -10,8 +10,12 @@ import logging
 
 from django.db import transaction
 
+from core.agents.services import agent_create
 from core.errors import Conflict, Invalid, NotFound
 from core.models import Agent, Message, Run, SleeptimeCompanion
+from core.runs.executor import run_submit
+from memory.models import AgentBlock, BlockHistory
+from memory.services import block_attach
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +59,6 @@ def sleeptime_configure(
 ) -> SleeptimeCompanion:
     """Enable/disable the agent's companion or change how often it runs; the first enable creates the
     companion agent (same model, the memory tools only) and shares every block of the primary with it."""
-    from core.agents.services import agent_create
 
     if frequency is not None:
         _frequency_checked(frequency)
@@ -91,8 +94,6 @@ def sleeptime_configure(
 
 def _share_blocks(link: SleeptimeCompanion) -> None:
     """Attach to the companion every block of the primary it does not have yet (blocks added since)."""
-    from memory.models import AgentBlock
-    from memory.services import block_attach
 
     have = set(AgentBlock.objects.filter(agent=link.companion).values_list("block_id", flat=True))
     for row in AgentBlock.objects.filter(agent=link.agent).select_related("block").order_by("position"):
@@ -126,7 +127,6 @@ def sleeptime_run_submit(*, link: SleeptimeCompanion, manual: bool = False) -> R
     Manual: raises Invalid when there is nothing new and Conflict when the companion is still running; automatic
     (manual=False): returns None in both cases and the turn count carries over to the next turn.
     """
-    from core.runs.executor import run_submit
 
     text, last_seq = transcript_since(agent=link.agent, after_seq=link.last_seq)
     if not text:
@@ -178,7 +178,6 @@ def sleeptime_after_run(sender=None, *, run_id: str, **kwargs) -> None:
 
 def sleeptime_edits(*, link: SleeptimeCompanion, limit: int = 20):
     """The companion's block edits, newest first (block history rows attributed to it)."""
-    from memory.models import BlockHistory
 
     return list(
         BlockHistory.objects.filter(agent_id=link.companion_id).select_related("block").order_by("-created_at")[:limit]

@@ -15,8 +15,10 @@ import json
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
+from core.agents.messages import stop_reason_message, usage_statistics
 from core.events import agent_group, server_loop_remember
-from core.models import RUN_TERMINAL, RunStatus
+from core.models import RUN_TERMINAL, Run, RunStatus
+from core.runs.executor import run_reply
 
 PING_SECONDS = 15.0
 ALWAYS = ("stop_reason", "usage_statistics", "error_message")
@@ -35,8 +37,6 @@ def _key(event: dict):
 
 def _committed(run_id: str):
     """The run's row and the caller's messages it committed so far (one read, outside the event loop)."""
-    from core.models import Run
-    from core.runs.executor import run_reply
 
     run = Run.objects.get(pk=run_id)
     return run, run_reply(run=run)
@@ -45,7 +45,6 @@ def _committed(run_id: str):
 def _ending(run) -> list[dict]:
     """The closing events of a run that ended without us seeing its own (it ended before we listened, or
     its process died and the reaper failed it)."""
-    from core.agents.messages import stop_reason_message, usage_statistics
 
     out = []
     if run.status == RunStatus.FAILED and run.error:

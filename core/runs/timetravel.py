@@ -23,6 +23,10 @@ from core.engine.context import compile_context
 from core.engine.tokens import step_cost
 from core.errors import Invalid, NotFound
 from core.models import Agent, AgentTag, Message, Organization, Replay, Step
+from core.providers import model_resolve
+from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
+from memory.selectors import agent_blocks
+from tools.models import Tool
 
 log = logging.getLogger(__name__)
 MAX_REPLAY_MODELS = 8
@@ -120,7 +124,6 @@ def state_compile(
 def _tools_changed(owner: Organization, state: dict, add: list[str], remove: list[str]) -> list[t.ToolSpec] | None:
     if not add and not remove:
         return None
-    from tools.models import Tool
 
     current = [t.ToolSpec(**x) for x in state["tools"]]
     missing = set(remove) - {x.name for x in current}
@@ -136,7 +139,6 @@ def _tools_changed(owner: Organization, state: dict, add: list[str], remove: lis
 
 def _one_model(owner, handle: str, request: dict) -> dict:
     """Send the request to one model (outside any transaction); never raises: errors are part of the result."""
-    from core.providers import model_resolve
 
     out = {
         "model": handle,
@@ -266,7 +268,6 @@ def replays_list(*, step: Step) -> list[Replay]:
 
 
 def _after_step_blocks(step: Step, state: dict) -> list[dict]:
-    from memory.models import BlockHistory
 
     edits = {h.block_id: h.new_value for h in BlockHistory.objects.filter(step_id=step.id).order_by("version")}
     return [{**b, "value": edits.get(b["id"], b["value"])} for b in state["blocks"]]
@@ -294,7 +295,6 @@ def _copy(
 ) -> Agent:
     """A new agent with the original's settings, tools, rules and tags, the given blocks and window, its messages
     up to the window's end (recall memory, same times) and the given passages. Caller holds a transaction."""
-    from memory.models import AgentBlock, Block, Passage, PassageTag
 
     keep = [summary_id, *window] if summary_id else list(window)
     rows = _messages(keep)
@@ -363,7 +363,6 @@ def agent_fork(
     compiled from (its input included); otherwise as right after it (its reply, tool results and block edits).
     Messages up to there are copied (recall memory), blocks copied unless `share_blocks`, passages written
     before the step copied; tools, rules and settings are the original's. The original is not touched."""
-    from memory.models import Passage
 
     if step.agent_id != agent.id or step.kind != "agent":
         raise Invalid("Fork at one of this agent's own steps.")
@@ -398,8 +397,6 @@ def agent_fork(
 @transaction.atomic
 def agent_copy(*, agent: Agent, name: str, metadata: dict | None = None) -> Agent:
     """A throwaway copy of the agent as it is now (messages, window, blocks as copies, passages, settings)."""
-    from memory.models import Passage
-    from memory.selectors import agent_blocks
 
     window = list(agent.message_ids or [])[1:]
     summary_id = None

@@ -21,6 +21,9 @@ from core.errors import Conflict, DomainError, Invalid
 from core.ids import new_id
 from core.models import RUN_ACTIVE, Agent, Run
 from core.runs import recall
+from memory import services as memory_services
+from tools.execution import tool_execute
+from tools.mcp_services import mcp_tool_execute
 
 
 @dataclass
@@ -58,8 +61,6 @@ def _json(value) -> str:
 
 def _memory_edit(call, snap, step_id: str) -> ToolOutcome:
     """Compute the edit now (later calls of the same reply see it); write the block in the commit phase."""
-    from memory.services import block_update
-
     edit = memory_ops.apply_memory_tool(call.name, call.args, snap.blocks)
     index = next(i for i, b in enumerate(snap.block_rows) if b.label == edit.label)
     if snap.blocks[index].read_only:
@@ -67,7 +68,7 @@ def _memory_edit(call, snap, step_id: str) -> ToolOutcome:
     snap.blocks[index] = replace(snap.blocks[index], value=edit.new_value)
 
     def write():
-        snap.block_rows[index] = block_update(
+        snap.block_rows[index] = memory_services.block_update(
             block=snap.block_rows[index],
             changes={"value": edit.new_value},
             agent_id=snap.agent.id,
@@ -131,7 +132,6 @@ def builtin_run(call, snap, step_id: str) -> ToolOutcome:
 
 def custom_run(call, tool, snap, step_id: str) -> ToolOutcome:
     """Run one custom tool call in its sandbox (subprocess or E2B; seconds); its ToolRun is returned unsaved."""
-    from tools.execution import tool_execute
 
     try:
         run = tool_execute(
@@ -158,7 +158,6 @@ def custom_run(call, tool, snap, step_id: str) -> ToolOutcome:
 
 def mcp_run(call, tool, snap, step_id: str) -> ToolOutcome:
     """Run one MCP tool call on its server (starts or restarts it; seconds); its ToolRun is returned unsaved."""
-    from tools.mcp_services import mcp_tool_execute
 
     try:
         run = mcp_tool_execute(

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from core import accounts
 from core.web.forms import FirstAccountForm, LoginForm, TokenForm
+from core.web.settings_pages import settings_page as full_page
 
 
 class LoginView(auth_views.LoginView):
@@ -48,7 +49,6 @@ def setup(request):
 
 @login_required
 def settings_page(request, new_token: str | None = None, form: TokenForm | None = None):
-    from core.web.settings_pages import settings_page as full_page
 
     return full_page(request, new_token=new_token, form=form)
 

@@ -1,6 +1,7 @@
 """Agents list: search, tags, running; create from a template; duplicate; delete with confirmation."""
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -10,6 +11,8 @@ from core import providers, selectors
 from core.agents import services, services_ide
 from core.errors import DomainError
 from core.web.common import agent_or_404, org
+from memory.models import AgentBlock
+from memory.selectors import agent_blocks
 
 AGENT_TYPE_CHOICES = [
     ("letta_v1_agent", "letta_v1_agent (Letta's default)"),
@@ -51,7 +54,6 @@ def agents_page(request, form: AgentCreateForm | None = None):
     agents = _listed(owner, q, tag)
     all_tags = sorted({t.tag for a in agents for t in a.tag_rows.all()} | ({tag} if tag else set()))
     models = _models(owner)
-    from django.conf import settings
 
     form = form or AgentCreateForm(
         initial={
@@ -119,8 +121,6 @@ def agent_delete(request, agent_id: str):
     if request.method == "POST":
         services.agent_delete(agent=agent)
         return redirect("agents")
-    from memory.models import AgentBlock
-    from memory.selectors import agent_blocks
 
     blocks = [(b, AgentBlock.objects.filter(block=b).count() > 1) for b in agent_blocks(agent=agent)]
     return TemplateResponse(

@@ -7,14 +7,20 @@ sent after the session ended is refused, and the socket closes when the session 
 import asyncio
 import hashlib
 import json
+from importlib import import_module
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.contrib.auth import SESSION_KEY
 from django.contrib.auth.signals import user_logged_out
 from django.dispatch import receiver
 
+from core.accounts import principal_from_user
 from core.events import agent_group, send_event, server_loop_remember
+from core.models import Agent
 from core.text import first_bad_string
+from core.web.ws_handlers import handle_client_message
 
 SESSION_ENDED = 4401  # close code: the session that opened the socket ended (logout or expiry)
 SESSION_ENDED_EVENT = "session_ended"
@@ -78,7 +84,6 @@ class AgentConsumer(AsyncWebsocketConsumer):
                 {"message_type": "error_message", "message": f"{found[0]} contains {found[1]}, which cannot be stored."}
             )
             return
-        from core.web.ws_handlers import handle_client_message
 
         reply = await handle_client_message(principal=self.principal, agent_id=self.agent_id, payload=payload)
         if reply is not None:
@@ -97,8 +102,6 @@ class AgentConsumer(AsyncWebsocketConsumer):
 
 
 def _principal_for(user, agent_id: str):
-    from core.accounts import principal_from_user
-    from core.models import Agent
 
     if user is None or not user.is_authenticated:
         return None
@@ -111,10 +114,6 @@ def _principal_for(user, agent_id: str):
 def _session_alive(session_key: str, user_pk) -> bool:
     """Whether the session still exists, unexpired, for the same user (read from the session store, not the copy
     the socket loaded when it connected)."""
-    from importlib import import_module
-
-    from django.conf import settings
-    from django.contrib.auth import SESSION_KEY
 
     store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
     return str(store.load().get(SESSION_KEY)) == str(user_pk)

@@ -8,10 +8,10 @@ from django.views.decorators.http import require_POST
 from core.errors import DomainError
 from core.runs import sleeptime
 from core.web.common import agent_or_404
+from memory.selectors import block_history_diff
 
 
 def _panel(request, agent, **extra):
-    from memory.selectors import block_history_diff
 
     link = sleeptime.sleeptime_get(agent=agent)
     edits = [(e, block_history_diff(e)) for e in sleeptime.sleeptime_edits(link=link)] if link else []

@@ -17,6 +17,7 @@ from core.errors import DomainError, NotFound
 from core.models import Message
 from core.runs import timetravel
 from core.web.common import agent_or_404, org
+from tools.selectors import tools_list
 
 MAX_DIFF_LINES = 400
 
@@ -124,7 +125,6 @@ def _calls_label(message) -> str:
 
 
 def _page(request, agent, step, *, replay=None, error: str = "", status: int = 200):
-    from tools.selectors import tools_list
 
     owner = org(request)
     replays = timetravel.replays_list(step=step)

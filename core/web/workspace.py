@@ -4,7 +4,7 @@ import json
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponseNotAllowed
+from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -13,12 +13,18 @@ from django_htmx.http import trigger_client_event
 from core import providers, selectors
 from core.agents import services, services_ide
 from core.agents.context import agent_context
+from core.agents.history import agent_messages_reset
 from core.engine import tokens
 from core.errors import DomainError
 from core.runs import timetravel
+from core.selectors import agent_tags
 from core.web.common import agent_or_404, org
 from core.web.history import history_page
 from core.web.inspector import context_view_model
+from memory.selectors import agent_blocks, blocks_attachable
+from tools import selectors as tool_selectors
+from tools import services as tool_services
+from tools.selectors import agent_tools, tools_list
 
 
 class AgentSettingsForm(forms.Form):
@@ -34,7 +40,6 @@ class AgentSettingsForm(forms.Form):
 
 
 def _settings_initial(agent) -> dict:
-    from core.selectors import agent_tags
 
     return {
         "name": agent.name,
@@ -48,8 +53,6 @@ def _settings_initial(agent) -> dict:
 
 
 def _workspace_ctx(request, agent, settings_form=None) -> dict:
-    from memory.selectors import agent_blocks, blocks_attachable
-    from tools.selectors import agent_tools, tools_list
 
     owner = org(request)
     ctx = agent_context(agent=agent)
@@ -163,9 +166,6 @@ def history_older(request, agent_id: str):
 @login_required
 @require_POST
 def messages_reset(request, agent_id: str):
-    from django.http import HttpResponse
-
-    from core.agents.history import agent_messages_reset
 
     try:
         agent = agent_messages_reset(agent=agent_or_404(request, agent_id))
@@ -180,8 +180,6 @@ def messages_reset(request, agent_id: str):
 @login_required
 @require_POST
 def tool_attach_toggle(request, agent_id: str, tool_id: str, action: str):
-    from tools import selectors as tool_selectors
-    from tools import services as tool_services
 
     agent = agent_or_404(request, agent_id)
     try:

@@ -9,6 +9,10 @@ from channels.db import database_sync_to_async
 
 from core.accounts import Principal
 from core.errors import DomainError
+from core.providers import model_resolve
+from core.runs import executor, runner
+from core.runs.runner import run_cancel
+from core.selectors import agent_get
 
 
 def _error(message: str, detail=None) -> dict:
@@ -16,9 +20,6 @@ def _error(message: str, detail=None) -> dict:
 
 
 def _submit(principal: Principal, agent_id: str, text: str, max_steps, otid: str | None = None):
-    from core.providers import model_resolve
-    from core.runs import executor, runner
-    from core.selectors import agent_get
 
     agent = agent_get(owner=principal.org, agent_id=agent_id)
     inputs = runner.input_normalize([{"role": "user", "content": text, **({"otid": otid} if otid else {})}])
@@ -27,7 +28,6 @@ def _submit(principal: Principal, agent_id: str, text: str, max_steps, otid: str
 
 
 def _cancel(principal: Principal, agent_id: str) -> list[str]:
-    from core.runs.runner import run_cancel
 
     return run_cancel(owner=principal.org, agent_id=agent_id)
 

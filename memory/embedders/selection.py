@@ -7,7 +7,14 @@ memory then searches by full text only.
 
 import logging
 
+from django.conf import settings
+
+from core.errors import NotConfigured
+from core.models import OwnerSettings
+from core.providers import model_resolve
+from memory.embedders import local
 from memory.embedders.base import Embedder, EmbeddingError
+from memory.embedders.litellm_backend import LiteLLMEmbedder
 
 __all__ = ["Embedder", "EmbeddingError", "embedder_for_agent", "embedding_handle_for_agent"]
 
@@ -16,9 +23,6 @@ log = logging.getLogger(__name__)
 
 def embedding_handle_for_agent(agent) -> str:
     """The embedding handle in force for the agent, or "" when none is configured anywhere."""
-    from django.conf import settings
-
-    from core.models import OwnerSettings
 
     if agent.embedding:
         return agent.embedding
@@ -30,16 +34,11 @@ def embedding_handle_for_agent(agent) -> str:
 
 def embedder_for_handle(*, owner, handle: str) -> Embedder | None:
     """An embedder for the handle, or None when no configured provider (or installed extra) serves it."""
-    from core.errors import NotConfigured
-    from core.providers import model_resolve
 
     if not handle:
         return None
     if handle.startswith("local/"):
-        from memory.embedders import local
-
         return local.LocalEmbedder() if local.available() else None
-    from memory.embedders.litellm_backend import LiteLLMEmbedder
 
     try:
         resolved = model_resolve(owner=owner, handle=handle)

@@ -13,7 +13,13 @@ from typing import Any
 
 from core.agents.agentfile.mcp_servers import mcp_servers_export
 from core.agents.agentfile.model import ARCHIVAL_METADATA_KEY, HISTORY_METADATA_KEY, MAX_MESSAGES, MAX_PASSAGES
+from core.agents.versions import history_export
+from core.engine.base_tools import MEMORY_EDIT_TOOLS
 from core.models import Agent, Message
+from core.selectors import agent_tags
+from memory.models import Passage
+from memory.selectors import agent_blocks
+from tools.selectors import agent_tools
 
 FORMAT_REVISION = "agents-ide-1"
 _LETTA_ENDPOINT_TYPES = frozenset(
@@ -45,8 +51,6 @@ def agentfile_export(
     *, agent: Agent, include_archival: bool = False, scrub_messages: bool = False, include_history: bool = False
 ) -> dict[str, Any]:
     """The agent as a v2 agent file (a JSON-ready dict), its current definition and optionally its version history."""
-    from memory.selectors import agent_blocks
-    from tools.selectors import agent_tools
 
     blocks = agent_blocks(agent=agent)
     tools = agent_tools(agent=agent)
@@ -56,8 +60,6 @@ def agentfile_export(
     if include_archival:
         metadata[ARCHIVAL_METADATA_KEY] = _passages(agent)
     if include_history:
-        from core.agents.versions import history_export
-
         metadata[HISTORY_METADATA_KEY] = history_export(agent=agent)
     agent_out = _agent(agent, metadata)
     agent_out.update(
@@ -98,7 +100,6 @@ def _messages(agent: Agent) -> tuple[list[Message], list[str]]:
 
 
 def _passages(agent: Agent) -> list[dict[str, Any]]:
-    from memory.models import Passage
 
     rows = Passage.objects.filter(agent=agent).order_by("created_at", "id")[:MAX_PASSAGES]
     return [{"text": p.text, "tags": list(p.tags or []), "created_at": p.created_at.isoformat()} for p in rows]
@@ -183,7 +184,6 @@ def legacy_from_v2(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _agent(agent: Agent, metadata: dict[str, Any]) -> dict[str, Any]:
-    from core.selectors import agent_tags
 
     blank = dict.fromkeys(agent.secrets or {}, "")
     return {
@@ -256,7 +256,6 @@ def _block(block, key: str) -> dict[str, Any]:
 
 
 def _tool(tool, key: str) -> dict[str, Any]:
-    from core.engine.base_tools import MEMORY_EDIT_TOOLS
 
     kind = "letta_memory_core" if tool.name in MEMORY_EDIT_TOOLS else _TOOL_TYPES.get(tool.tool_type, "custom")
     if tool.tool_type == "external_mcp":

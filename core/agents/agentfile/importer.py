@@ -9,15 +9,31 @@ Messages keep the file's order (`seq`), in-context window and timestamps (the im
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import UTC
 
 from django.conf import settings
 from django.db import transaction
+from django.utils.dateparse import parse_datetime
+from django.utils.timezone import is_naive, make_aware
 
+from core.agents.agentfile.mcp_servers import mcp_servers_import, mcp_tool_import
 from core.agents.agentfile.model import ParsedAgent, ParsedFile, ParsedMessage, ParsedTool
+from core.agents.agentfile.preview import preview
+from core.agents.services import AGENT_TYPES, agent_create
+from core.agents.versions import history_import
+from core.engine import types as t
+from core.engine.tokens import count_message
 from core.engine.types import uses_heartbeats
 from core.errors import Invalid
+from core.ids import new_id
+from core.mapping import search_text
 from core.models import Agent, Message, Organization
+from core.providers import model_is_configured
+from memory.models import Passage, PassageTag
+from memory.services import block_create
+from tools.json_schema import SchemaError, derive_schema
 from tools.models import Tool
+from tools.services import builtin_tools_ensure
 
 TOOL_POLICIES = ("reuse", "override")
 
@@ -64,13 +80,11 @@ def _check_options(options: ImportOptions) -> None:
 @transaction.atomic
 def agentfile_import(*, owner: Organization, parsed: ParsedFile, options: ImportOptions | None = None) -> ImportResult:
     """Create the file's agents with their blocks, tools, rules, messages and passages, atomically."""
-    from tools.services import builtin_tools_ensure
 
     options = options or ImportOptions()
     _check_options(options)
     result = ImportResult(agent_ids=[], warnings=list(parsed.warnings))
     builtins = builtin_tools_ensure(owner=owner)
-    from core.agents.agentfile.mcp_servers import mcp_servers_import
 
     mcp_servers_import(owner=owner, servers=parsed.mcp_servers, warnings=result.warnings)
     rows = {
@@ -94,8 +108,6 @@ def _tool_row(
     if tool.builtin:
         return builtins[tool.name]
     if tool.letta_type == "external_mcp":
-        from core.agents.agentfile.mcp_servers import mcp_tool_import
-
         return mcp_tool_import(owner=owner, tool=tool, warnings=result.warnings)
     existing = Tool.objects.filter(owner=owner, name=tool.name).first()
     fields = _tool_fields(tool, result)
@@ -126,8 +138,6 @@ def _tool_row(
 def _tool_fields(tool: ParsedTool, result: ImportResult) -> dict:
     schema = tool.json_schema
     if not schema and tool.source_code:
-        from tools.json_schema import SchemaError, derive_schema
-
         try:
             schema = derive_schema(tool.source_code, tool.name)
         except SchemaError as exc:
@@ -144,7 +154,6 @@ def _tool_fields(tool: ParsedTool, result: ImportResult) -> dict:
 
 def _blocks_create(*, owner: Organization, parsed: ParsedFile) -> dict[str, str]:
     """One block row per file block that some agent uses (a block two agents share stays shared)."""
-    from memory.services import block_create
 
     used = dict.fromkeys(k for a in parsed.agents for k in a.block_keys)
     out = {}
@@ -171,8 +180,6 @@ def _agent_create(
     tool_ids: dict[str, str],
     result: ImportResult,
 ) -> Agent:
-    from core.agents.services import AGENT_TYPES, agent_create
-    from core.providers import model_is_configured
 
     model = options.model or pa.model or settings.DEFAULT_MODEL
     if not pa.model and not options.model:
@@ -219,8 +226,6 @@ def _agent_create(
         agent.embedding_config = pa.embedding_config
         agent.save(update_fields=["embedding_config"])
     if pa.history:
-        from core.agents.versions import history_import
-
         history_import(agent=agent, history=list(pa.history))
     if not options.strip_messages:
         _messages_replace(agent=agent, pa=pa)
@@ -249,10 +254,6 @@ def _messages_replace(*, agent: Agent, pa: ParsedAgent) -> None:
 
 def _set_time(row: Message, stamp: str) -> bool:
     """Give the row the file's timestamp; False when the file has none (or none that parses)."""
-    from datetime import UTC
-
-    from django.utils.dateparse import parse_datetime
-    from django.utils.timezone import is_naive, make_aware
 
     try:
         when = parse_datetime(stamp) if stamp else None
@@ -265,10 +266,6 @@ def _set_time(row: Message, stamp: str) -> bool:
 
 
 def _message_row(agent: Agent, m: ParsedMessage, seq: int) -> Message:
-    from core.engine import types as t
-    from core.engine.tokens import count_message
-    from core.ids import new_id
-    from core.mapping import search_text
 
     engine_msg = t.Message(
         id="",
@@ -302,7 +299,6 @@ def _message_row(agent: Agent, m: ParsedMessage, seq: int) -> Message:
 def _passages_create(*, agent: Agent, pa: ParsedAgent) -> None:
     """Archival passages from our export extension, stored without embeddings (source "import"): embedding them
     here would put provider calls inside the import transaction."""
-    from memory.models import Passage, PassageTag
 
     for p in pa.passages:
         row = Passage.objects.create(
@@ -313,8 +309,6 @@ def _passages_create(*, agent: Agent, pa: ParsedAgent) -> None:
 
 def agentfile_preview(*, owner: Organization, parsed: ParsedFile, options: ImportOptions | None = None) -> dict:
     """preview() with the owner's configured models and existing tools looked up (reads only)."""
-    from core.agents.agentfile.preview import preview
-    from core.providers import model_is_configured
 
     options = options or ImportOptions()
     names = [t.name for t in parsed.tools.values() if not t.builtin]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.agents.agentfile import checks as c
+from tools.models import McpServer, Tool
 
 SERVER_FIELDS = frozenset(
     {
@@ -73,7 +74,6 @@ def mcp_tool_server(raw_tool: dict) -> str:
 def mcp_servers_import(*, owner, servers, warnings: list[str]) -> None:
     """Create the file's servers the owner does not have (by name), not started: secrets are set on the MCP page.
     Caller holds the import's transaction."""
-    from tools.models import McpServer
 
     for s in servers:
         if McpServer.objects.filter(owner=owner, server_name=s["server_name"]).exists():
@@ -97,7 +97,6 @@ def mcp_servers_import(*, owner, servers, warnings: list[str]) -> None:
 def mcp_tool_import(*, owner, tool, warnings: list[str]):
     """The Tool row for a file's MCP tool: the owner's tool of that name from that server, else a new reference
     (its schema from the file) that runs once the server is configured."""
-    from tools.models import McpServer, Tool
 
     server = McpServer.objects.filter(owner=owner, server_name=tool.mcp_server).first()
     if server is None:

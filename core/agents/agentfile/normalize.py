@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from core.agents.agentfile import checks as c
+from core.agents.agentfile.mcp_servers import mcp_tool_server
 from core.agents.agentfile.model import (
     MAX_CONTEXT_WINDOW,
     MAX_NAME,
@@ -27,7 +28,10 @@ from core.agents.agentfile.model import (
     ParsedMessage,
     ParsedTool,
 )
+from core.engine.base_tools import is_builtin
+from core.engine.types import RULE_TYPES, tool_rule_from_dict, tool_rule_to_dict
 from memory.services import DEFAULT_BLOCK_LIMIT
+from tools.json_schema import SchemaError, validate_tool_name
 
 ROLES = ("system", "user", "assistant", "tool", "function", "approval", "summary")
 PART_TYPES = (
@@ -74,8 +78,6 @@ def block(raw: Any, path: str, key: str, warn: list[str]) -> ParsedBlock:
 
 def tool(raw: Any, path: str, key: str, warn: list[str]) -> ParsedTool | None:
     """A tool of the file, or None for a Letta built-in we have no equivalent of (warned)."""
-    from core.engine.base_tools import is_builtin
-    from tools.json_schema import SchemaError, validate_tool_name
 
     d = c.obj(raw, path, c.TOOL)
     name = c.string(d.get("name"), c.join(path, "name"), optional=False, limit=200)
@@ -92,8 +94,6 @@ def tool(raw: Any, path: str, key: str, warn: list[str]) -> ParsedTool | None:
             warn.append(f"Tool '{name}' has the name of a built-in tool; the built-in is used, not the file's code.")
         return ParsedTool(key=key, name=name, builtin=True, letta_type=letta_type)
     if letta_type == "external_mcp":
-        from core.agents.agentfile.mcp_servers import mcp_tool_server
-
         schema = c.obj(d.get("json_schema") or {}, c.join(path, "json_schema"))
         return ParsedTool(
             key=key,
@@ -157,7 +157,6 @@ def _pip(raw: Any, path: str) -> dict[str, Any]:
 
 def tool_rules(raw: Any, path: str, warn: list[str]) -> tuple[dict[str, Any], ...]:
     """Validated rules in Letta's shape; types our engine does not enforce (e.g. requires_approval) are dropped."""
-    from core.engine.types import RULE_TYPES, tool_rule_from_dict, tool_rule_to_dict
 
     out: list[dict[str, Any]] = []
     dropped: dict[str, list[str]] = {}

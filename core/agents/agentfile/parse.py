@@ -14,6 +14,7 @@ from typing import Any
 
 from core.agents.agentfile import checks as c
 from core.agents.agentfile import normalize as n
+from core.agents.agentfile.mcp_servers import mcp_servers_parse
 from core.agents.agentfile.model import (
     ARCHIVAL_METADATA_KEY,
     HISTORY_METADATA_KEY,
@@ -33,6 +34,7 @@ from core.agents.agentfile.model import (
     ParsedPassage,
     ParsedTool,
 )
+from core.engine.base_tools import is_builtin
 
 
 def parse_agent_file(raw: bytes | str | dict) -> ParsedFile:
@@ -55,7 +57,6 @@ def parse_agent_file(raw: bytes | str | dict) -> ParsedFile:
 
 def _v2(d: dict, warn: list[str]) -> ParsedFile:
     c.obj(d, "", c.V2_TOP)
-    from core.agents.agentfile.mcp_servers import mcp_servers_parse
 
     mcp_servers = mcp_servers_parse(d.get("mcp_servers"), warn)
     for key in ("groups", "files", "sources"):
@@ -199,7 +200,6 @@ def _agent_v2(
 
 def _builtin_names(raw: Any, path: str, tools: dict[str, ParsedTool]) -> list[str]:
     """CreateAgent's `tools: [names]`: only built-in names can be honoured (others would be undefined)."""
-    from core.engine.base_tools import is_builtin
 
     out = []
     for i, name in enumerate(c.lst(raw, path, limit=MAX_TOOLS)):

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from core.agents.agentfile.model import ParsedFile
+from core.agents.agentfile.parse import parse_agent_file
 from core.errors import NotFound
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "agent_templates"
@@ -24,7 +25,6 @@ def templates_list() -> list[dict[str, str]]:
 
 def template_load(name: str) -> ParsedFile:
     """The parsed template called `name` (a file stem from templates_list), or NotFound."""
-    from core.agents.agentfile.parse import parse_agent_file
 
     if name not in {t["name"] for t in templates_list()}:  # never build a path from user input
         raise NotFound(f"Template '{name}' not found")
