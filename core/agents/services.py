@@ -1,4 +1,5 @@
-"""Writes to agents: create, modify, duplicate, delete. Memory and tool writes live in their apps."""
+"""Writes to agents: create, modify (settings and rules checked against what the owner has), duplicate, delete.
+Memory and tool writes live in their apps; creating from a template is in core.agents.agentfile.templates."""
 
 import secrets
 from dataclasses import dataclass, field
@@ -6,15 +7,19 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import transaction
 
+from core import providers
 from core.agents import versions
 from core.engine import types as t
 from core.engine.tokens import count_message, model_info
 from core.engine.types import tool_rule_from_dict, tool_rule_to_dict, uses_heartbeats
-from core.errors import Invalid
+from core.errors import Invalid, NotConfigured
 from core.models import Agent, AgentTag, Message, Organization
+from core.selectors import agent_tags
 from memory import services as memory_services
+from memory.selectors import agent_blocks
 from memory.services import blocks_orphaned_by_delete
 from tools import services as tool_services
+from tools.selectors import agent_tools
 
 DEFAULT_SYSTEM = (
     "You are a helpful, stateful agent. You remember across conversations through your memory blocks, "
@@ -345,3 +350,94 @@ def agent_delete(*, agent: Agent) -> None:
     agent.delete()
     for block in orphaned:
         block.delete()
+
+
+@transaction.atomic
+def agent_duplicate(*, agent: Agent, name: str | None = None) -> Agent:
+    """Copy an agent's settings, tools, rules, tags and (unshared copies of) its blocks; no messages."""
+
+    blocks = [
+        BlockInput(
+            label=b.label,
+            value=b.value,
+            limit=b.limit,
+            description=b.description,
+            read_only=b.read_only,
+            metadata=dict(b.metadata or {}),
+        )
+        for b in agent_blocks(agent=agent)
+    ]
+    return agent_create(
+        owner=agent.owner,
+        name=name or f"{agent.name} (copy)",
+        model=agent.model,
+        system=agent.system,
+        description=agent.description,
+        memory_blocks=blocks,
+        tool_ids=[t.id for t in agent_tools(agent=agent)],
+        include_base_tools=False,
+        tool_rules=list(agent.tool_rules or []),
+        context_window_limit=agent.context_window_limit,
+        tags=agent_tags(agent),
+        metadata=dict(agent.metadata or {}),
+        secrets=dict(agent.secrets or {}),
+        embedding=agent.embedding,
+        model_settings=dict(agent.model_settings or {}),
+        max_steps=agent.max_steps,
+        overflow_strategy=agent.overflow_strategy,
+        agent_type=agent.agent_type,
+    )
+
+
+def model_served_check(*, owner: Organization, handle: str) -> None:
+    """Invalid, listing the models that are served, unless a configured provider serves this handle.
+
+    A provider that lists its models (a server's /models, or the names given in Settings) serves only those;
+    one without a listing (a hosted API with a key) serves any model under its prefix.
+    """
+    listed = providers.models_list(owner=owner)
+    handles = sorted({m["handle"] for m in listed})
+    available = f" Available: {', '.join(handles)}." if handles else " No provider is configured: add one in Settings."
+    try:
+        resolved = providers.model_resolve(owner=owner, handle=handle)
+    except NotConfigured:
+        raise Invalid(
+            f"No configured provider serves the model '{handle}'.{available}", detail={"available": handles}
+        ) from None
+    provider = next((p for p in providers.providers_list(owner=owner) if p.name == resolved.provider), None)
+    own = [m["handle"] for m in listed if m["provider_name"] == resolved.provider]
+    if provider is not None and (provider.models or provider.base_url) and own and handle not in own:
+        raise Invalid(
+            f"The provider '{provider.name}' does not serve '{handle}'.{available}", detail={"available": handles}
+        )
+
+
+def _rule_tool_names(rule: dict) -> list[str]:
+    names = [rule.get("tool_name"), *(rule.get("children") or ())]
+    names += list((rule.get("child_output_mapping") or {}).values()) + [rule.get("default_child")]
+    return [n for n in names if isinstance(n, str) and n]
+
+
+def agent_settings_update(*, agent: Agent, changes: dict) -> Agent:
+    """Save settings edited in the IDE; a new model must be served by a configured provider (Invalid otherwise)."""
+    if changes.get("model") and changes["model"] != agent.model:
+        model_served_check(owner=agent.owner, handle=changes["model"])
+    return agent_update(agent=agent, changes=changes)
+
+
+def agent_rules_update(*, agent: Agent, rules: list) -> Agent:
+    """Save tool rules edited in the IDE; a rule naming a tool the agent does not have is refused (Invalid)."""
+
+    try:
+        parsed = [tool_rule_from_dict(dict(r)).to_dict() for r in rules]
+    except (ValueError, TypeError, KeyError):
+        parsed = []  # agent_update names the malformed rule
+    have = {t.name for t in agent_tools(agent=agent)}
+    for i, rule in enumerate(parsed):
+        missing = [n for n in _rule_tool_names(rule) if n not in have]
+        if missing:
+            raise Invalid(
+                f"Rule {i + 1} names {', '.join(repr(n) for n in dict.fromkeys(missing))}, which this agent "
+                f"does not have. Attach the tool first, or use one of: {', '.join(sorted(have)) or 'no tools attached'}."
+            )
+    return agent_update(agent=agent, changes={"tool_rules": rules})

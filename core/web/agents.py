@@ -8,7 +8,8 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
 from core import providers, selectors
-from core.agents import services, services_ide
+from core.agents import services
+from core.agents.agentfile import templates
 from core.errors import DomainError
 from core.web.common import agent_or_404, org
 from memory.models import AgentBlock
@@ -35,7 +36,7 @@ class AgentCreateForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["template"].choices = services_ide.agent_templates()
+        self.fields["template"].choices = templates.agent_templates()
 
 
 def _models(owner) -> list[dict]:
@@ -92,7 +93,7 @@ def agent_create(request):
     form = AgentCreateForm(request.POST)
     if form.is_valid():
         try:
-            agent = services_ide.agent_create_from_template(
+            agent = templates.agent_create_from_template(
                 owner=org(request),
                 template=form.cleaned_data["template"],
                 name=form.cleaned_data["name"],
@@ -110,7 +111,7 @@ def agent_create(request):
 @login_required
 @require_POST
 def agent_duplicate(request, agent_id: str):
-    copy = services_ide.agent_duplicate(agent=agent_or_404(request, agent_id))
+    copy = services.agent_duplicate(agent=agent_or_404(request, agent_id))
     return redirect("workspace", agent_id=copy.id)
 
 

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
 from core import providers, selectors
-from core.agents import services, services_ide
+from core.agents import services
 from core.agents.context import agent_context
 from core.agents.history import agent_messages_reset
 from core.engine import tokens
@@ -123,7 +123,7 @@ def settings_save(request, agent_id: str):
         changes["model_settings"] = {**(agent.model_settings or {}), "temperature": data["temperature"]}
         changes["tags"] = [t.strip() for t in data["tags"].split(",") if t.strip()]
         try:
-            agent = services_ide.agent_settings_update(agent=agent, changes=changes)
+            agent = services.agent_settings_update(agent=agent, changes=changes)
             saved = True
         except DomainError as exc:
             form.add_error("model" if isinstance(exc.detail, dict) and "available" in exc.detail else None, exc.message)
@@ -207,7 +207,7 @@ def rules_save(request, agent_id: str):
         rules = json.loads(text or "[]")
         if not isinstance(rules, list):
             raise ValueError("tool rules must be a JSON list of rule objects")
-        agent = services_ide.agent_rules_update(agent=agent, rules=rules)
+        agent = services.agent_rules_update(agent=agent, rules=rules)
         text, saved = json.dumps(agent.tool_rules, indent=2), True
     except json.JSONDecodeError as exc:
         error = f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"

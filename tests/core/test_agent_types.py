@@ -282,7 +282,7 @@ def test_agent_file_round_trip_keeps_the_type_otid_and_v1_replies(account, fake_
 
 
 def test_a_template_made_letta_v1_loses_send_message(account):
-    from core.agents.services_ide import agent_create_from_template
+    from core.agents.agentfile.templates import agent_create_from_template
 
     agent = agent_create_from_template(
         owner=account.org, template="af:memgpt_chat", name="t", model="openai/fake-model", agent_type=V1
