@@ -1,1 +1,2 @@
-"""Agents: their writes, reads, presenters, versions, compiled context and agent files. Imports only core's foundation, memory and tools."""
+"""Agents: their writes and reads, presenters, versions and restore, compiled context, history and agent files.
+Imports only core's foundation modules, memory and tools; core.runs and the entry points import it."""
