@@ -12,6 +12,7 @@ from core.engine.types import MemoryStats
 from core.errors import Invalid, NotFound
 from core.models import Agent, Message, Organization
 from core.pagination import clamp_limit, clamp_offset, queryset_page
+from core.selectors import owned_get
 from memory.embedders.base import EmbeddingError
 from memory.embedders.selection import embedder_for_agent
 from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
@@ -22,10 +23,7 @@ log = logging.getLogger(__name__)
 
 
 def block_get(*, owner: Organization, block_id: str) -> Block:
-    block = Block.objects.filter(owner=owner, id=block_id).first()
-    if block is None:
-        raise NotFound(f"Block '{block_id}' not found")
-    return block
+    return owned_get(Block, owner=owner, id=block_id)
 
 
 def blocks_list(*, owner: Organization, label: str | None = None, limit: int = 200) -> QuerySet[Block]:

@@ -9,6 +9,7 @@ from django.db.models import Max
 from core.errors import Conflict, Invalid, NotConfigured, NotFound
 from core.events import broadcast_block_update
 from core.models import Agent, Organization
+from core.selectors import owned_get
 from memory.embedders.base import EmbeddingError
 from memory.embedders.selection import embedder_for_agent
 from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
@@ -165,9 +166,7 @@ def block_attach(*, agent: Agent, block: Block, position: int | None = None) -> 
 
 
 def block_attach_by_id(*, agent: Agent, block_id: str) -> Block:
-    block = Block.objects.filter(owner_id=agent.owner_id, id=block_id).first()
-    if block is None:
-        raise NotFound(f"Block '{block_id}' not found")
+    block = owned_get(Block, owner=agent.owner_id, id=block_id)
     block_attach(agent=agent, block=block)
     return block
 

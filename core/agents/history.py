@@ -7,6 +7,7 @@ from core import events
 from core.errors import Conflict, NotFound
 from core.models import RUN_ACTIVE, Agent, Message, Organization, Run, Step
 from core.pagination import queryset_page
+from core.selectors import owned_get
 
 
 def agent_messages_list(
@@ -32,10 +33,7 @@ def agent_messages_list(
 
 
 def run_get(*, owner: Organization, run_id: str) -> Run:
-    run = Run.objects.filter(owner=owner, id=run_id).first()
-    if run is None:
-        raise NotFound(f"Run '{run_id}' not found")
-    return run
+    return owned_get(Run, owner=owner, id=run_id)
 
 
 def runs_list(
@@ -97,10 +95,7 @@ def run_steps(
 
 
 def step_get(*, owner: Organization, step_id: str) -> Step:
-    step = Step.objects.filter(owner=owner, id=step_id).first()
-    if step is None:
-        raise NotFound(f"Step '{step_id}' not found")
-    return step
+    return owned_get(Step, owner=owner, id=step_id)
 
 
 @transaction.atomic

@@ -38,13 +38,14 @@ from core.engine import rules as rule_solver
 from core.engine.stream import ChunkBuilder
 from core.engine.tokens import step_cost
 from core.engine.types import StopReason
-from core.errors import Conflict, Invalid, NotFound
+from core.errors import Conflict, Invalid
 from core.events import group_listened
 from core.models import RUN_ACTIVE, Agent, Organization, Run, RunStatus
 from core.providers import model_resolve
 from core.runs import overflow, persistence, queue, tool_exec
 from core.runs.emit import Emitter
 from core.runs.timetravel import step_state
+from core.selectors import owned_get
 
 log = logging.getLogger(__name__)
 
@@ -132,9 +133,7 @@ def run_start(
     `background` marks runs whose caller does not wait (…/messages/async); `kinds` marks input messages by index;
     `stream_tokens` says the caller follows the reply token by token.
     """
-    agent = Agent.objects.select_for_update().filter(owner=owner, id=agent_id).first()
-    if agent is None:
-        raise NotFound(f"Agent '{agent_id}' not found")
+    agent = owned_get(Agent.objects.select_for_update(), owner=owner, id=agent_id)
     # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
     busy = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).order_by("created_at").first()

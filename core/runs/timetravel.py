@@ -21,9 +21,10 @@ from core.engine import llm
 from core.engine import types as t
 from core.engine.context import compile_context
 from core.engine.tokens import step_cost
-from core.errors import Invalid, NotFound
+from core.errors import Invalid
 from core.models import Agent, AgentTag, Message, Organization, Replay, Step
 from core.providers import model_resolve
+from core.selectors import owned_get
 from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
 from memory.selectors import agent_blocks
 from tools.models import Tool
@@ -254,10 +255,7 @@ def step_replay(
 
 
 def step_get(*, owner: Organization, step_id: str) -> Step:
-    step = Step.objects.select_related("agent").filter(owner=owner, id=step_id).first()
-    if step is None:
-        raise NotFound(f"Step '{step_id}' not found")
-    return step
+    return owned_get(Step.objects.select_related("agent"), owner=owner, id=step_id)
 
 
 def replays_list(*, step: Step) -> list[Replay]:
