@@ -10,6 +10,7 @@ from core.errors import Conflict, Invalid, NotConfigured, NotFound
 from core.events import broadcast_block_update
 from core.models import Agent, Organization
 from core.selectors import owned_get
+from core.updates import model_update
 from memory.embedders.base import EmbeddingError
 from memory.embedders.selection import embedder_for_agent
 from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
@@ -94,11 +95,12 @@ def block_update(
     _validate(label=changes.get("label"), value=new_value, limit=new_limit)
     if changes.get("label") is not None and changes["label"] != block.label:
         _label_free_for_agents(block=block, label=changes["label"])
-    other = {}
-    for key in ("label", "limit", "description", "read_only", "metadata"):
-        if key in changes and changes[key] is not None and changes[key] != getattr(block, key):
-            other[key] = [getattr(block, key), changes[key]]
-            setattr(block, key, changes[key])
+    other = model_update(
+        block,
+        fields=("label", "limit", "description", "read_only", "metadata"),
+        data={key: value for key, value in changes.items() if value is not None},
+        save=False,  # saved below with the value and its version
+    )
     if new_value == block.value and not other:
         return block
     old_value = block.value

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from core.errors import Conflict, Invalid, NotFound
 from core.models import Agent, Organization
+from core.updates import model_update
 from tools import json_schema as tool_schema
 from tools.execution import sandbox_config_for
 from tools.mcp_client import McpRefused, McpUnavailable, ServerSpec, manager
@@ -124,9 +125,7 @@ def mcp_server_update(*, server: McpServer, server_name: str | None = None, conf
     if server_name is not None and server_name != server.server_name:
         fields["server_name"] = _name_checked(owner=server.owner, server_name=server_name, exclude_pk=server.pk)
     with transaction.atomic():
-        for name, value in fields.items():
-            setattr(server, name, value)
-        server.save()
+        model_update(server, fields=list(fields), data=fields)
     manager().close(server.id)
     if config:
         _refresh_quietly(server)

@@ -9,6 +9,7 @@ from django.db import transaction
 from core.engine.base_tools import BASE_TOOL_NAMES, BASE_TOOL_SCHEMAS, MULTI_AGENT_TOOL_NAMES, MULTI_AGENT_TOOL_SCHEMAS
 from core.errors import Conflict, DomainError, Invalid, NotFound
 from core.models import Agent, Organization
+from core.updates import model_update
 from tools import json_schema as tool_schema
 from tools.models import Tool
 from tools.signals import agent_tools_changed, tool_code_changed
@@ -243,8 +244,7 @@ def _apply(tool: Tool, *, schema: dict | None, source_code: str | None, descript
     elif description is not None:
         tool.description = description
         tool.json_schema = {**(tool.json_schema or {}), "description": description}
-    for key, value in fields.items():
-        setattr(tool, key, value)
+    model_update(tool, fields=list(fields), data=fields, save=False)  # the caller saves the whole row
     return tool
 
 

@@ -15,6 +15,7 @@ from core.engine.types import tool_rule_from_dict, tool_rule_to_dict, uses_heart
 from core.errors import Invalid, NotConfigured
 from core.models import Agent, AgentTag, Message, Organization
 from core.selectors import agent_tags
+from core.updates import model_update
 from memory import services as memory_services
 from memory.selectors import agent_blocks
 from memory.services import blocks_orphaned_by_delete
@@ -322,19 +323,12 @@ def agent_update(*, agent: Agent, changes: dict) -> Agent:
         overflow_strategy=changes.get("overflow_strategy"),
         embedding=changes.get("embedding"),
     )
-    fields = []
-    for key in _SIMPLE_FIELDS:
-        if key in changes and changes[key] is not None:
-            setattr(agent, key, changes[key])
-            fields.append(key)
-    if changes.get("tool_rules") is not None:
-        agent.tool_rules = _parse_rules(changes["tool_rules"])
-        fields.append("tool_rules")
-    if changes.get("secrets") is not None:
-        agent.secrets = _clean_secrets(changes["secrets"])
-        fields.append("secrets")
-    if fields:
-        agent.save(update_fields=[*fields, "updated_at"])
+    data = {key: value for key, value in changes.items() if value is not None}
+    if "tool_rules" in data:
+        data["tool_rules"] = _parse_rules(data["tool_rules"])
+    if "secrets" in data:
+        data["secrets"] = _clean_secrets(data["secrets"])
+    model_update(agent, fields=(*_SIMPLE_FIELDS, "tool_rules", "secrets"), data=data)
     if changes.get("tags") is not None:
         _set_tags(agent, changes["tags"])
     versions.version_record(agent=agent, message=changes.get("version_message") or "")

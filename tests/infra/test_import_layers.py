@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "core.selectors",
             "core.text",
             "core.throttle",
+            "core.updates",
             "memory.fields",
             "memory.models",
             "tools.models",

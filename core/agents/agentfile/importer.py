@@ -29,6 +29,7 @@ from core.ids import new_id
 from core.mapping import search_text
 from core.models import Agent, Message, Organization
 from core.providers import model_is_configured
+from core.updates import model_update
 from memory.models import Passage, PassageTag
 from memory.services import block_create
 from tools.json_schema import SchemaError, derive_schema
@@ -125,9 +126,7 @@ def _tool_row(
                 "tool was kept (import with tool_policy=override to replace it)."
             )
         return existing
-    for key, value in fields.items():
-        setattr(existing, key, value)
-    existing.save(update_fields=[*fields, "updated_at"])
+    model_update(existing, fields=list(fields), data=fields)
     result.tools_overridden.append(tool.name)
     result.warnings.append(
         f"Tool '{tool.name}' was overwritten with the file's version (other agents using it see the change)."
