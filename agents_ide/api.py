@@ -151,7 +151,6 @@ def health(request):
 
 
 def _register_routers() -> None:
-
     api.add_router("", agentfile_router)  # first: /agents/import must not be taken for /agents/{agent_id}
     api.add_router("", core_router)
     api.add_router("", messages_router)

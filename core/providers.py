@@ -84,7 +84,6 @@ _listing_cache: dict[tuple[str, str, str], tuple[float, list[str]]] = {}
 
 
 def _listing_key(owner_id: str, base_url: str, api_key: str) -> tuple[str, str, str]:
-
     return owner_id, base_url, hashlib.sha256(api_key.encode()).hexdigest()
 
 

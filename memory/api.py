@@ -131,7 +131,6 @@ def agent_blocks(
     limit: int | None = None,
     order: str = "asc",
 ):
-
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     blocks = page(selectors.agent_blocks(agent=agent), after=after, before=before, limit=limit, order=order)
     return [block_out(b) for b in blocks]
@@ -154,7 +153,6 @@ def agent_block_modify(request, agent_id: str, label: str, body: BlockUpdateIn):
 
 @router.patch("/agents/{agent_id}/core-memory/blocks/attach/{block_id}", response=dict, tags=["agents"])
 def agent_block_attach(request, agent_id: str, block_id: str):
-
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     services.block_attach_by_id(agent=agent, block_id=block_id)
     return agent_state(agent)
@@ -162,7 +160,6 @@ def agent_block_attach(request, agent_id: str, block_id: str):
 
 @router.patch("/agents/{agent_id}/core-memory/blocks/detach/{block_id}", response=dict, tags=["agents"])
 def agent_block_detach(request, agent_id: str, block_id: str):
-
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     services.block_detach(agent=agent, block_id=block_id)
     return agent_state(agent)
@@ -260,7 +257,6 @@ def messages_search(
     limit: int = Query(10, description=_CLAMPED.format(500)),
     offset: int = Query(0, description="Rows to skip; negative counts as 0."),
 ):
-
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     rows = selectors.messages_search(
         agent=agent, query=query, roles=roles, start=start_date, end=end_date, limit=limit, offset=offset

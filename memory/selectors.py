@@ -276,7 +276,6 @@ def passages_search(
 
 
 def _nearest(agent: Agent, qs: QuerySet, handle: str, vector, limit: int, *, filtered: bool) -> list[tuple[str, float]]:
-
     qs = qs.filter(embedding_model=handle)
     if connections[qs.db].vendor == "postgresql":
         return vectors.pg_nearest(queryset=qs, vector=vector, limit=limit)

@@ -138,7 +138,6 @@ def _label_free_for_agents(*, block: Block, label: str) -> None:
 
 
 def _broadcast_block(block: Block) -> None:
-
     broadcast_block_update(block)
 
 
@@ -343,5 +342,4 @@ def passages_reembed(*, agent: Agent, limit: int = 10_000) -> int:
 
 
 def _vectors_changed(agent_id: str) -> None:
-
     matrix_invalidate(agent_id=agent_id)

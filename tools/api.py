@@ -127,7 +127,6 @@ def agent_tools(
     limit: int | None = None,
     order: str = "asc",
 ):
-
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     tools = page(selectors.agent_tools(agent=agent), after=after, before=before, limit=limit, order=order)
     return [tool_out(t) for t in tools]

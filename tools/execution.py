@@ -123,7 +123,6 @@ def agent_state_for(*, agent: Agent) -> dict[str, Any]:
 
 
 def _token_user(owner: Organization):
-
     m = Membership.objects.filter(organization=owner).select_related("user").order_by("created_at").first()
     return m.user if m else None
 
@@ -156,7 +155,6 @@ def tool_env_build(
 
 
 def _revoke(token) -> None:
-
     if token is not None:
         type(token).objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
 

@@ -8,6 +8,7 @@ from django.http import Http404, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from core.errors import DomainError
 from core.models import Message
@@ -270,7 +271,6 @@ def tool_run(request):
 @require_POST
 def tool_save(request):
     """Save the editor's tool; the page stays as it is (arguments, result), a new tool gets its id and URL."""
-    from django_htmx.http import push_url
 
     try:
         tool = tool_save_source(
@@ -312,7 +312,6 @@ def tool_run_cancel(request):
 @require_POST
 def tool_delete(request, tool_id: str):
     """Delete a custom tool (the page listed the agents using it in its confirmation) and go back to the library."""
-    from django_htmx.http import HttpResponseClientRedirect
 
     try:
         services.tool_delete(tool=selectors.tool_get(owner=org(request), tool_id=tool_id))
@@ -324,7 +323,6 @@ def tool_delete(request, tool_id: str):
 @login_required
 @require_POST
 def tool_attach(request, tool_id: str):
-
     owner = org(request)
     try:
         tool = selectors.tool_get(owner=owner, tool_id=tool_id)

@@ -82,7 +82,6 @@ def messages_cache_put(rows: Sequence[Message]) -> None:
 
 
 def _stats(agent: Agent, in_context: int, max_seq: int, block_rows) -> t.MemoryStats:
-
     last_edit = max((b.updated_at for b in block_rows), default=None)
     return t.MemoryStats(
         recall_outside_window=max(0, max_seq + 1 - in_context),

@@ -203,7 +203,6 @@ def agent_create(
 
 
 def _initial_messages(agent: Agent, messages) -> list[str]:
-
     ids = []
     for seq, m in enumerate(messages, start=1):
         role, text = m["role"], m["text"]
@@ -286,7 +285,6 @@ def _parse_rules(rules) -> list[dict]:
 
 
 def _default_window(model: str) -> int:
-
     return min(model_info(model).context_window, 32000)
 
 

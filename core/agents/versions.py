@@ -159,7 +159,6 @@ def definition_hash(definition: dict) -> str:
 
 
 def _blocks(agent: Agent) -> list[dict]:
-
     return [{"label": b.label, "value": b.value, "limit": b.limit} for b in agent_blocks(agent=agent)]
 
 

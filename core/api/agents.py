@@ -67,7 +67,6 @@ def _text(content) -> str:
 
 @router.post("/agents/", response={201: dict})
 def agent_create(request, body: AgentCreateIn):
-
     blocks = [
         BlockInput(
             label=b.label,

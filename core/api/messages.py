@@ -60,7 +60,6 @@ def _submit(request, agent_id: str, body: LettaRequest):
 
 
 def _stream(request, run, body: LettaRequest) -> StreamingHttpResponse:
-
     response = StreamingHttpResponse(
         sse_events(
             run=run,

@@ -170,7 +170,6 @@ def _observed(copy: Agent, runs: list[Run]) -> dict:
 
 
 def expectations_args(arguments) -> dict:
-
     try:
         parsed = json.loads(arguments or "{}")
     except ValueError:

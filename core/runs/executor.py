@@ -13,6 +13,7 @@ import threading
 import time
 from contextlib import contextmanager
 
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
@@ -118,8 +119,6 @@ def _watch_local(run_id: str, event: threading.Event):
 def _watch_remote(run: Run, event: threading.Event):
     """Wake `event` when another process announces the run's end on the agent's channel group (a shared layer:
     a worker, or another web process's pool, may execute it)."""
-
-    from channels.layers import InMemoryChannelLayer, get_channel_layer
 
     layer = get_channel_layer()
     if layer is None or isinstance(layer, InMemoryChannelLayer):

@@ -22,6 +22,9 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import OperationalError, close_old_connections, connection, transaction
 from django.utils import timezone
+from django_tasks_db.compat import TaskResultStatus
+from django_tasks_db.models import DBTaskResult
+from django_tasks_db.utils import exclusive_transaction
 
 from core import events
 from core.models import RUN_ACTIVE, Run, RunStatus
@@ -129,8 +132,6 @@ def runs_reap(*, lease_s: float | None = None) -> list[str]:
 
 def _orphaned_queued_runs(limit) -> list[tuple[str, str]]:
     """Queued runs older than `limit` whose task is no longer waiting to be claimed, yet nobody leased them."""
-    from django_tasks_db.compat import TaskResultStatus
-    from django_tasks_db.models import DBTaskResult
 
     old = list(
         Run.objects.filter(status=RunStatus.CREATED, worker="", created_at__lt=limit).values_list("id", "agent_id")
@@ -151,9 +152,6 @@ def _orphaned_queued_runs(limit) -> list[tuple[str, str]]:
 
 
 def _tasks_fail(run_ids: list[str]) -> None:
-    from django_tasks_db.compat import TaskResultStatus
-    from django_tasks_db.models import DBTaskResult
-
     for row in DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING):
         if (row.args_kwargs or {}).get("kwargs", {}).get("run_id") in run_ids:
             row.set_failed(RuntimeError(LOST))
@@ -304,9 +302,6 @@ def _pool_connections_close() -> None:
 
 
 def _claim():
-    from django_tasks_db.models import DBTaskResult
-    from django_tasks_db.utils import exclusive_transaction
-
     tasks = DBTaskResult.objects.ready().filter(backend_name="default")
     try:
         with exclusive_transaction(tasks.db):
@@ -323,8 +318,6 @@ def _claim():
 def _claim_enqueued(enqueued):
     """Claim a task this process enqueued (its TaskResult, which holds the row) with one conditional UPDATE; the
     row's fields are set in memory rather than read back. None if someone else claimed it first."""
-    from django_tasks_db.compat import TaskResultStatus
-    from django_tasks_db.models import DBTaskResult
 
     row, now = enqueued.db_result, timezone.now()
     if (

@@ -266,7 +266,6 @@ def replays_list(*, step: Step) -> list[Replay]:
 
 
 def _after_step_blocks(step: Step, state: dict) -> list[dict]:
-
     edits = {h.block_id: h.new_value for h in BlockHistory.objects.filter(step_id=step.id).order_by("version")}
     return [{**b, "value": edits.get(b["id"], b["value"])} for b in state["blocks"]]
 

@@ -49,7 +49,6 @@ def setup(request):
 
 @login_required
 def settings_page(request, new_token: str | None = None, form: TokenForm | None = None):
-
     return full_page(request, new_token=new_token, form=form)
 
 

@@ -22,7 +22,6 @@ from core.web.common import agent_or_404, org
 
 
 def _options(post):
-
     return ImportOptions(
         name=post.get("name") or None,
         model=post.get("model") or None,
@@ -32,7 +31,6 @@ def _options(post):
 
 
 def _parsed(upload):
-
     if upload is None:
         raise Invalid("Choose an agent file (.af) to import.")
     if upload.size is not None and upload.size > MAX_FILE_BYTES:
@@ -65,7 +63,6 @@ def agent_import(request):
 
 @login_required
 def agent_export(request, agent_id: str):
-
     agent = agent_or_404(request, agent_id)
     data = agentfile_export(
         agent=agent,

@@ -102,7 +102,6 @@ class AgentConsumer(AsyncWebsocketConsumer):
 
 
 def _principal_for(user, agent_id: str):
-
     if user is None or not user.is_authenticated:
         return None
     principal = principal_from_user(user)

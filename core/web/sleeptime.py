@@ -12,7 +12,6 @@ from memory.selectors import block_history_diff
 
 
 def _panel(request, agent, **extra):
-
     link = sleeptime.sleeptime_get(agent=agent)
     edits = [(e, block_history_diff(e)) for e in sleeptime.sleeptime_edits(link=link)] if link else []
     ctx = {

@@ -125,7 +125,6 @@ def _calls_label(message) -> str:
 
 
 def _page(request, agent, step, *, replay=None, error: str = "", status: int = 200):
-
     owner = org(request)
     replays = timetravel.replays_list(step=step)
     if replay is None and replays and not error:

@@ -40,7 +40,6 @@ class AgentSettingsForm(forms.Form):
 
 
 def _settings_initial(agent) -> dict:
-
     return {
         "name": agent.name,
         "model": agent.model,
@@ -53,7 +52,6 @@ def _settings_initial(agent) -> dict:
 
 
 def _workspace_ctx(request, agent, settings_form=None) -> dict:
-
     owner = org(request)
     ctx = agent_context(agent=agent)
     items, older = history_page(agent=agent)
@@ -166,7 +164,6 @@ def history_older(request, agent_id: str):
 @login_required
 @require_POST
 def messages_reset(request, agent_id: str):
-
     try:
         agent = agent_messages_reset(agent=agent_or_404(request, agent_id))
     except DomainError as exc:
@@ -180,7 +177,6 @@ def messages_reset(request, agent_id: str):
 @login_required
 @require_POST
 def tool_attach_toggle(request, agent_id: str, tool_id: str, action: str):
-
     agent = agent_or_404(request, agent_id)
     try:
         tool = tool_selectors.tool_get(owner=org(request), tool_id=tool_id)

@@ -20,7 +20,6 @@ def _error(message: str, detail=None) -> dict:
 
 
 def _submit(principal: Principal, agent_id: str, text: str, max_steps, otid: str | None = None):
-
     agent = agent_get(owner=principal.org, agent_id=agent_id)
     inputs = runner.input_normalize([{"role": "user", "content": text, **({"otid": otid} if otid else {})}])
     model_resolve(owner=principal.org, handle=agent.model)
@@ -28,7 +27,6 @@ def _submit(principal: Principal, agent_id: str, text: str, max_steps, otid: str
 
 
 def _cancel(principal: Principal, agent_id: str) -> list[str]:
-
     return run_cancel(owner=principal.org, agent_id=agent_id)
 
 

@@ -15,7 +15,6 @@ class LiteLLMEmbedder(Embedder):
         self.timeout = timeout
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
-
         try:
             return embed(
                 texts, model=self.litellm_model, api_base=self.api_base, api_key=self.api_key, timeout=self.timeout

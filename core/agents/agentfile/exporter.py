@@ -100,7 +100,6 @@ def _messages(agent: Agent) -> tuple[list[Message], list[str]]:
 
 
 def _passages(agent: Agent) -> list[dict[str, Any]]:
-
     rows = Passage.objects.filter(agent=agent).order_by("created_at", "id")[:MAX_PASSAGES]
     return [{"text": p.text, "tags": list(p.tags or []), "created_at": p.created_at.isoformat()} for p in rows]
 
@@ -184,7 +183,6 @@ def legacy_from_v2(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _agent(agent: Agent, metadata: dict[str, Any]) -> dict[str, Any]:
-
     blank = dict.fromkeys(agent.secrets or {}, "")
     return {
         "name": agent.name,
@@ -256,7 +254,6 @@ def _block(block, key: str) -> dict[str, Any]:
 
 
 def _tool(tool, key: str) -> dict[str, Any]:
-
     kind = "letta_memory_core" if tool.name in MEMORY_EDIT_TOOLS else _TOOL_TYPES.get(tool.tool_type, "custom")
     if tool.tool_type == "external_mcp":
         kind = "external_mcp"

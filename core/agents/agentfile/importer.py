@@ -179,7 +179,6 @@ def _agent_create(
     tool_ids: dict[str, str],
     result: ImportResult,
 ) -> Agent:
-
     model = options.model or pa.model or settings.DEFAULT_MODEL
     if not pa.model and not options.model:
         result.warnings.append(f"Agent '{pa.name}': the file names no model; {model} was used.")
@@ -265,7 +264,6 @@ def _set_time(row: Message, stamp: str) -> bool:
 
 
 def _message_row(agent: Agent, m: ParsedMessage, seq: int) -> Message:
-
     engine_msg = t.Message(
         id="",
         role=t.Role(m.role),

@@ -23,7 +23,6 @@ class Command(BaseCommand):
         parser.add_argument("--keep", action="store_true", help="keep each test's copy of its agent")
 
     def handle(self, *args, agent_ids=(), all=False, model="", junit_xml="", keep=False, **options):
-
         if not agent_ids and not all:
             raise CommandError("Name agents, or pass --all.")
         agents = (
