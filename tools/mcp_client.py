@@ -137,7 +137,7 @@ class McpManager:
         async def op(session):
             tools, cursor = [], None
             while True:
-                from mcp import types
+                from mcp import types  # the SDK's submodules load with the first connection; most processes open none
 
                 page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
                 tools += page.tools
@@ -243,7 +243,7 @@ class McpManager:
 
     async def _hold(self, conn: _Connection) -> None:
         """Open the transport and session and keep them open until asked to close (same task: anyio scopes)."""
-        from mcp.client.session import ClientSession
+        from mcp.client.session import ClientSession  # loaded with the first connection (most processes open none)
 
         try:
             async with AsyncExitStack() as stack:
@@ -267,7 +267,7 @@ class McpManager:
     def _transport(self, conn: _Connection):
         spec = conn.spec
         if spec.server_type == "stdio":
-            from mcp.client.stdio import StdioServerParameters, stdio_client
+            from mcp.client.stdio import StdioServerParameters, stdio_client  # each transport loads when first used
 
             argv, env = stdio_argv(spec)
             conn.errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
@@ -276,9 +276,10 @@ class McpManager:
             )
         headers = dict(spec.headers)
         if spec.server_type == "sse":
-            from mcp.client.sse import sse_client
+            from mcp.client.sse import sse_client  # each transport loads when first used
 
             return sse_client(spec.url, headers=headers, timeout=self.connect_timeout_s)
+        # each transport loads when first used
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -286,7 +287,7 @@ class McpManager:
 
     def _message_handler(self, key: str):
         async def handle(message) -> None:
-            from mcp import types
+            from mcp import types  # loaded with the first connection (most processes open none)
 
             if isinstance(message, types.ToolListChangedNotification) and self.on_tools_changed is not None:
                 # The refresh writes the database: off the loop, in a worker thread.

@@ -78,7 +78,7 @@ def _tiktoken(encoding: str) -> Callable[[str], int]:
     if cache and not os.environ.get("TIKTOKEN_CACHE_DIR"):
         # tiktoken otherwise downloads its BPE files; litellm's copies are keyed the same way.
         os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
-    import tiktoken
+    import tiktoken  # after TIKTOKEN_CACHE_DIR is set: it reads it at import
 
     enc = tiktoken.get_encoding(encoding)
     return lambda text: len(enc.encode(text, disallowed_special=()))
@@ -86,7 +86,7 @@ def _tiktoken(encoding: str) -> Callable[[str], int]:
 
 @lru_cache(maxsize=8)
 def _hf(filename: str) -> Callable[[str], int]:
-    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import Tokenizer as HFTokenizer  # only models counted with a Hugging Face tokenizer need it
 
     directory = _tokenizers_dir()
     if directory is None or not (directory / filename).exists():
