@@ -64,6 +64,13 @@ def session_auth(request: HttpRequest):
 
 
 class AgentsAPI(NinjaAPI):
+    def get_openapi_operation_id(self, operation) -> str:
+        """Ninja's id (module + function), except that core/api/agents.py's endpoints keep the ids they had as
+        core/api.py, so generated clients do not see them renamed."""
+        module = operation.view_func.__module__
+        module = "core.api" if module == "core.api.agents" else module
+        return f"{module}_{operation.view_func.__name__}".replace(".", "_")
+
     def get_openapi_schema(self, **kwargs):
         """Ninja's schema plus the error responses and the Error body every operation may answer with."""
         return add_error_responses(super().get_openapi_schema(**kwargs))
