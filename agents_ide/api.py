@@ -13,7 +13,18 @@ from ninja.security import APIKeyHeader, HttpBearer, django_auth
 from agents_ide.openapi import add_error_responses
 from agents_ide.validation import StrictParser, TooLarge, too_large_message
 from core.accounts import principal_from_token, principal_from_user
+from core.api.agent_tests import router as agent_tests_router
+from core.api.agentfiles import router as agentfile_router
+from core.api.agents import router as core_router
+from core.api.messages import router as messages_router
+from core.api.runs import router as runs_router
+from core.api.sleeptime import router as sleeptime_router
+from core.api.timetravel import router as timetravel_router
+from core.api.versions import router as versions_router
 from core.errors import DomainError
+from memory.api import router as memory_router
+from tools.api import router as tools_router
+from tools.mcp_api import router as mcp_router
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +64,13 @@ def session_auth(request: HttpRequest):
 
 
 class AgentsAPI(NinjaAPI):
+    def get_openapi_operation_id(self, operation) -> str:
+        """Ninja's id (module + function), except that core/api/agents.py's endpoints keep the ids they had as
+        core/api.py, so generated clients do not see them renamed."""
+        module = operation.view_func.__module__
+        module = "core.api" if module == "core.api.agents" else module
+        return f"{module}_{operation.view_func.__name__}".replace(".", "_")
+
     def get_openapi_schema(self, **kwargs):
         """Ninja's schema plus the error responses and the Error body every operation may answer with."""
         return add_error_responses(super().get_openapi_schema(**kwargs))
@@ -140,18 +158,6 @@ def health(request):
 
 
 def _register_routers() -> None:
-    from core.api import router as core_router
-    from core.api_agent_tests import router as agent_tests_router
-    from core.api_agentfiles import router as agentfile_router
-    from core.api_messages import router as messages_router
-    from core.api_runs import router as runs_router
-    from core.api_sleeptime import router as sleeptime_router
-    from core.api_timetravel import router as timetravel_router
-    from core.api_versions import router as versions_router
-    from memory.api import router as memory_router
-    from tools.api import router as tools_router
-    from tools.mcp_api import router as mcp_router
-
     api.add_router("", agentfile_router)  # first: /agents/import must not be taken for /agents/{agent_id}
     api.add_router("", core_router)
     api.add_router("", messages_router)

@@ -12,8 +12,10 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from agents_ide.gc_tuning import settle  # noqa: E402
 from agents_ide.routing import websocket_urlpatterns  # noqa: E402
 from agents_ide.security import FullOriginValidator  # noqa: E402
+from core.engine.llm import warm_up  # noqa: E402  (cheap: litellm itself is imported by warm_up)
 
 application = ProtocolTypeRouter(
     {
@@ -25,9 +27,6 @@ application = ProtocolTypeRouter(
 
 
 def _warm_up_llm() -> None:
-    from agents_ide.gc_tuning import settle
-    from core.engine.llm import warm_up
-
     warm_up()
     settle()
 
@@ -42,6 +41,6 @@ if os.environ.get("AIDE_WARM_UP", "1") != "0":
 if os.environ.get("AIDE_START_RUNS", "1") != "0":
     # Sweep lapsed run leases now (a crashed process's runs heal without waiting for a new run) and, on the
     # embedded default, start the run pool.
-    from core.queue import start_with_server  # noqa: E402
+    from core.runs.queue import start_with_server  # noqa: E402
 
     start_with_server()

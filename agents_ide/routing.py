@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from core.consumers import AgentConsumer
+from core.web.consumers import AgentConsumer
 
 websocket_urlpatterns = [
     path("ws/agents/<str:agent_id>/", AgentConsumer.as_asgi()),

@@ -72,8 +72,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "core.middleware.FirstRunMiddleware",
-    "core.middleware.VersionAuthorMiddleware",
+    "core.web.middleware.FirstRunMiddleware",
+    "core.web.middleware.VersionAuthorMiddleware",
 ]
 
 ROOT_URLCONF = "agents_ide.urls"

@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja.parser import Parser
 
 from agents_ide.middleware import SyncAsyncMiddleware
+from core.agents.agentfile.model import MAX_FILE_BYTES
 from core.errors import Invalid
 from core.text import first_bad_string, text_problem
 
@@ -26,7 +27,6 @@ class TooLarge(Exception):
 
 def body_limit(request: HttpRequest) -> int:
     """Bytes a request body may have: MAX_REQUEST_BYTES, plus the agent-file limit for multipart uploads."""
-    from core.agentfile.model import MAX_FILE_BYTES
 
     limit = settings.MAX_REQUEST_BYTES
     if request.content_type == "multipart/form-data":

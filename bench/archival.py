@@ -67,7 +67,7 @@ def _setup_django(database_url: str) -> None:
 
 def _make_agent():
     from core.accounts import org_for_user, user_create
-    from core.services import agent_create
+    from core.agents.services import agent_create
 
     user = user_create(username=f"bench-{time.time_ns()}", password=None)
     return agent_create(

@@ -16,7 +16,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tools.sandbox import SandboxRequest, get_backend  # noqa: E402
+from tools.sandbox.base import SandboxRequest  # noqa: E402
+from tools.sandbox.selection import get_backend  # noqa: E402
 
 TRIVIAL = '''
 def add(a: int, b: int) -> int:

@@ -53,7 +53,7 @@ def _measure_runs(agent, fake, script, runs: int):
     from django.test.utils import CaptureQueriesContext
 
     from core.models import Step
-    from core.runner import run_agent
+    from core.runs.runner import run_agent
 
     overhead, wall, model, queries, steps = [], [], [], [], []
     for i in range(runs):
@@ -78,8 +78,8 @@ def _measure_runs(agent, fake, script, runs: int):
 
 def _measure_executor(agent, runs: int):
     """The synchronous POST's path: claim + enqueue, a pool thread executes under a lease, the caller waits."""
-    from core import executor
     from core.models import Step
+    from core.runs import executor
 
     overhead, wall = [], []
     for i in range(runs):
@@ -140,7 +140,7 @@ def bench_steps(runs: int) -> None:
     print(f"-- one-step reply through the run executor (claim + queue + pool thread + wait): {runs} runs")
     print(_summary("  wall time per run", wall))
     print(_summary("  server overhead per run (wall - model)", overhead))
-    from core import queue
+    from core.runs import queue
 
     queue.shutdown()
     fake.stop()
@@ -150,7 +150,7 @@ def _history(owner, agent, total: int) -> None:
     from django.db import transaction
 
     from core.models import Message
-    from core.runtime.persistence import message_build
+    from core.runs.persistence import message_build
 
     rows = []
     for i in range(1, total):
@@ -163,7 +163,7 @@ def _history(owner, agent, total: int) -> None:
 
 
 def bench_compile(history: int) -> None:
-    from core.context_service import agent_snapshot, context_compile
+    from core.agents.context import agent_snapshot, context_compile
     from core.models import Agent, Message
     from tests.factories import make_account, make_agent
 

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.models import ApiToken, Membership, Organization
+from tools.services import builtin_tools_ensure
 
 TOKEN_PREFIX = "aide_"
 
@@ -36,7 +37,6 @@ def user_create(*, username: str, password: str | None, email: str = "", is_supe
         user.save(update_fields=["is_superuser", "is_staff"])
     org = Organization.objects.create(name=f"{username}'s workspace", personal=True)
     Membership.objects.create(user=user, organization=org, role="owner")
-    from tools.services import builtin_tools_ensure
 
     builtin_tools_ensure(owner=org)
     return user

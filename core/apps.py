@@ -6,5 +6,15 @@ class CoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        # Signal receivers: login throttling counts failures; logout closes the session's websockets.
-        from core import consumers, throttle  # noqa: F401
+        # Imported here, once every app's models are loaded (they import models, which AppConfig modules cannot).
+        from core import throttle  # noqa: F401  (its signal receivers count failed logins)
+        from core.agents import versions
+        from core.runs import executor, multiagent, sleeptime, tool_exec
+        from core.web import consumers  # noqa: F401  (its receiver closes a session's websockets at logout)
+        from tools import signals
+
+        # Lower layers call up through these instead of importing the modules above them.
+        signals.agent_tools_changed.connect(versions.on_agent_tools_changed, dispatch_uid="core.versions.tools")
+        signals.tool_code_changed.connect(versions.on_tool_code_changed, dispatch_uid="core.versions.tool_code")
+        executor.run_ended.connect(sleeptime.sleeptime_after_run, dispatch_uid="core.sleeptime.after_run")
+        tool_exec.multi_agent_tool_run = multiagent.tool_run

@@ -10,6 +10,7 @@ import threading
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from core.channel_layer import LocalChannelLayer
+from memory.models import AgentBlock
 
 _server_loop: asyncio.AbstractEventLoop | None = None
 _sender_loop: asyncio.AbstractEventLoop | None = None
@@ -84,7 +85,7 @@ def send_event(group: str, event: dict) -> None:
 
 def send_events(group: str, events: list[dict], **extra) -> None:
     """Send several events to a group in one channel-layer message (tabs receive them one by one, in order);
-    `extra` keys ride along for listeners other than tabs (a run's caller flags, core.runtime.emit)."""
+    `extra` keys ride along for listeners other than tabs (a run's caller flags, core.runs.emit)."""
     layer = get_channel_layer()
     if layer is not None and events:
         _group_send(layer, group, {"type": "agent.event", "events": events, **extra})
@@ -98,7 +99,6 @@ async def asend_event(group: str, event: dict) -> None:
 
 def broadcast_block_update(block) -> None:
     """Push a block's new value to every tab showing an agent that has the block."""
-    from memory.models import AgentBlock
 
     event = {
         "message_type": "block_update",

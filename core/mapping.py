@@ -1,5 +1,8 @@
 """The one place ORM rows become engine types (the engine must not import Django)."""
 
+import json
+from collections.abc import Sequence
+
 from core.engine import types as t
 from core.models import Agent, Message
 
@@ -60,3 +63,18 @@ def message(row: Message) -> t.Message:
 
 def tool_rules(agent: Agent) -> list[t.ToolRule]:
     return [t.tool_rule_from_dict(r) for r in agent.tool_rules or ()]
+
+
+def search_text(text: str, tool_calls: Sequence[dict] = ()) -> str:
+    """The searchable text of a message: its content plus what the agent said through send_message."""
+    said = []
+    for call in tool_calls or ():
+        if call.get("name") != "send_message":
+            continue
+        try:
+            args = json.loads(call.get("arguments") or "{}")
+        except ValueError:
+            continue
+        if isinstance(args, dict) and isinstance(args.get("message"), str):
+            said.append(args["message"])
+    return "\n".join(x for x in (text, *said) if x)

@@ -156,7 +156,7 @@ class Run(models.Model):
     parent_run = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_runs")
     stream_tokens = models.BooleanField(default=False)  # the caller follows the reply token by token
     worker = models.CharField(max_length=200, blank=True, default="")
-    # Renewed by the process executing the run; a lapsed lease means that process died (see core.queue).
+    # Renewed by the process executing the run; a lapsed lease means that process died (see core.runs.queue).
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -189,7 +189,7 @@ class Step(models.Model):
     total_ms = models.FloatField(default=0)
     stop_reason = models.CharField(max_length=32, blank=True, default="")
     error = StorableTextField(blank=True, default="")
-    # What the compiler got (core.timetravel.step_state): replays and forks start from exactly this.
+    # What the compiler got (core.runs.timetravel.step_state): replays and forks start from exactly this.
     state = StorableJSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -198,7 +198,7 @@ class Step(models.Model):
 
 
 class AgentTestRun(models.Model):
-    """One run of an agent's tests (core.agent_tests): which tests, on which model, and each one's result."""
+    """One run of an agent's tests (core.runs.agent_tests): which tests, on which model, and each one's result."""
 
     STATUSES = [("created", "created"), ("running", "running"), ("passed", "passed"), ("failed", "failed")]
     id = models.CharField(primary_key=True, max_length=64, default=ids.new_testrun_id, editable=False)
@@ -300,7 +300,7 @@ class ToolVersion(models.Model):
 
 
 class AgentVersion(models.Model):
-    """An immutable snapshot of an agent's definition (core.versions); a new one only when the definition changed."""
+    """An immutable snapshot of an agent's definition (core.agents.versions); a new one only when the definition changed."""
 
     AUTHORS = [("user", "person"), ("token", "API token"), ("agent", "agent step"), ("system", "system")]
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="versions")

@@ -1,12 +1,14 @@
 """LLM providers: what is configured (environment, litellm conventions, plus per-owner settings) and how a
 model handle resolves to a call. Real provider keys never leave the server process."""
 
+import hashlib
 import json
 import os
 import time
 import urllib.request
 from dataclasses import dataclass
 
+from core.engine.tokens import model_info
 from core.errors import NotConfigured
 from core.models import Organization, ProviderConfig
 
@@ -82,8 +84,6 @@ _listing_cache: dict[tuple[str, str, str], tuple[float, list[str]]] = {}
 
 
 def _listing_key(owner_id: str, base_url: str, api_key: str) -> tuple[str, str, str]:
-    import hashlib
-
     return owner_id, base_url, hashlib.sha256(api_key.encode()).hexdigest()
 
 
@@ -106,7 +106,6 @@ def _listed_models(base_url: str, api_key: str, *, owner_id: str = "") -> list[s
 
 def models_list(*, owner: Organization | None) -> list[dict]:
     """Model handles the owner can run, with their context windows."""
-    from core.engine.tokens import model_info
 
     out = []
     for p in providers_list(owner=owner):

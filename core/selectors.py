@@ -3,21 +3,31 @@
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypeVar
 
-from django.db.models import Count, F, Q, Value
+from django.db.models import Count, F, Model, Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 
 from core.errors import Invalid, NotFound
 from core.models import RUN_ACTIVE, Agent, Message, Organization, Run, Step
 from core.pagination import queryset_page
 
+M = TypeVar("M", bound=Model)
+
+
+def owned_get(model_or_queryset: type[M] | QuerySet[M], *, owner: Organization | str, id: str) -> M:
+    """The owner's row with this id, or NotFound naming it ("Agent 'agent-…' not found"): another owner's id is
+    simply not found. Takes a model, or a queryset for select_related or select_for_update."""
+    qs = model_or_queryset._default_manager.all() if isinstance(model_or_queryset, type) else model_or_queryset
+    found = qs.filter(owner=owner, id=id).first()
+    if found is None:
+        raise NotFound(f"{qs.model._meta.verbose_name.capitalize()} '{id}' not found")
+    return found
+
 
 def agent_get(*, owner: Organization, agent_id: str) -> Agent:
     """The owner's agent with this id, or NotFound."""
-    agent = Agent.objects.filter(owner=owner, id=agent_id).first()
-    if agent is None:
-        raise NotFound(f"Agent '{agent_id}' not found")
-    return agent
+    return owned_get(Agent, owner=owner, id=agent_id)
 
 
 # Letta's `order_by` values for agents (letta/services/helpers/agent_manager_helper.py).

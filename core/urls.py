@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from core import views
+from core.web import accounts as views
 from core.web import (
     agent_tests,
     agentfiles,

@@ -4,10 +4,13 @@ from typing import Literal
 
 from ninja import Field, Query, Router, Schema
 
-from core.api import owner
-from core.presenters import block_out
+from core.agents.messages import messages_to_letta
+from core.agents.presenters import agent_state, block_out
+from core.api.agents import owner
+from core.pagination import page
 from core.selectors import agent_get
 from memory import selectors, services
+from memory.embedders.selection import embedding_handle_for_agent
 from memory.presenters import passage_out, passage_search_result
 from memory.schemas import BlockIn, BlockUpdateIn, PassageIn
 
@@ -92,8 +95,6 @@ def block_agents(
     limit: int | None = None,
     order: Literal["asc", "desc"] = "asc",
 ):
-    from core.pagination import page
-
     block = selectors.block_get(owner=owner(request), block_id=block_id)
     agents = page(selectors.block_agents(block=block), after=after, before=before, limit=limit, order=order)
     return [{"id": a.id, "name": a.name} for a in agents]
@@ -139,8 +140,6 @@ def agent_blocks(
     limit: int | None = None,
     order: str = "asc",
 ):
-    from core.pagination import page
-
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     blocks = page(selectors.agent_blocks(agent=agent), after=after, before=before, limit=limit, order=order)
     return [block_out(b) for b in blocks]
@@ -163,8 +162,6 @@ def agent_block_modify(request, agent_id: str, label: str, body: BlockUpdateIn):
 
 @router.patch("/agents/{agent_id}/core-memory/blocks/attach/{block_id}", response=dict, tags=["agents"])
 def agent_block_attach(request, agent_id: str, block_id: str):
-    from core.presenters import agent_state
-
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     services.block_attach_by_id(agent=agent, block_id=block_id)
     return agent_state(agent)
@@ -172,8 +169,6 @@ def agent_block_attach(request, agent_id: str, block_id: str):
 
 @router.patch("/agents/{agent_id}/core-memory/blocks/detach/{block_id}", response=dict, tags=["agents"])
 def agent_block_detach(request, agent_id: str, block_id: str):
-    from core.presenters import agent_state
-
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     services.block_detach(agent=agent, block_id=block_id)
     return agent_state(agent)
@@ -239,7 +234,6 @@ def passages_search(
 @router.get("/agents/{agent_id}/archival-memory/status", response=dict, tags=["archival-memory"])
 def archival_status(request, agent_id: str):
     """Which search archival memory uses for this agent (the IDE shows it), and how much is stored."""
-    from memory.embedders import embedding_handle_for_agent
 
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     stats = selectors.memory_stats(agent=agent)
@@ -272,8 +266,6 @@ def messages_search(
     limit: int = Query(10, description=_CLAMPED.format(500)),
     offset: int = Query(0, description="Rows to skip; negative counts as 0."),
 ):
-    from core.messages import messages_to_letta
-
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     rows = selectors.messages_search(
         agent=agent, query=query, roles=roles, start=start_date, end=end_date, limit=limit, offset=offset

@@ -6,6 +6,7 @@ def _repair_fulltext(sender, using, **kwargs) -> None:
     from django.db import connections
     from django.db.migrations.recorder import MigrationRecorder
 
+    # post_migrate receivers run with the app registry ready; AppConfig modules are imported before it is
     from memory.search.fts_schema import fts_ensure
 
     connection = connections[using]

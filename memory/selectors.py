@@ -5,22 +5,25 @@ import logging
 from datetime import UTC, date, datetime, time
 
 from django.db import connections
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 from django.utils.dateparse import parse_date, parse_datetime
 
+from core.engine.types import MemoryStats
 from core.errors import Invalid, NotFound
 from core.models import Agent, Message, Organization
 from core.pagination import clamp_limit, clamp_offset, cursor_unknown, queryset_page
+from core.selectors import owned_get
+from memory.embedders.base import EmbeddingError
+from memory.embedders.selection import embedder_for_agent
 from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
+from memory.search import fulltext, fusion, vectors
+from memory.search.fulltext import fulltext_available, query_terms, ranked_ids
 
 log = logging.getLogger(__name__)
 
 
 def block_get(*, owner: Organization, block_id: str) -> Block:
-    block = Block.objects.filter(owner=owner, id=block_id).first()
-    if block is None:
-        raise NotFound(f"Block '{block_id}' not found")
-    return block
+    return owned_get(Block, owner=owner, id=block_id)
 
 
 def blocks_list(*, owner: Organization, label: str | None = None, limit: int = 200) -> QuerySet[Block]:
@@ -66,9 +69,6 @@ def blocks_page(
 
 def blocks_attachable(*, owner: Organization, agent: Agent, limit: int = 200) -> list[Block]:
     """The owner's blocks not attached to `agent`, each with `used_by`: the names of the agents it is attached to."""
-    from django.db.models import Prefetch
-
-    from memory.models import AgentBlock
 
     rows = (
         Block.objects.filter(owner=owner)
@@ -205,8 +205,6 @@ def passages_list(
             )
     limit = max(1, min(limit, 1000))
     if search and search.strip():
-        from memory.search.fulltext import ranked_ids
-
         return _ordered(Passage, ranked_ids(queryset=qs, query=search, limit=limit))
     ordering = ("created_at", "id") if ascending else ("-created_at", "-id")
     return list(qs.order_by(*ordering)[:limit])
@@ -236,8 +234,6 @@ def _passages_filtered(agent: Agent, tags, match_all_tags: bool, start, end) -> 
 
 def archival_search_mode(agent: Agent, *, embedder=None) -> str:
     """How archival search runs for this agent: "hybrid" (vectors + full text), "vector" or "full_text"."""
-    from memory.embedders import embedder_for_agent
-    from memory.search.fulltext import fulltext_available
 
     embedder = embedder or embedder_for_agent(agent)
     text = fulltext_available(connections[Passage.objects.db])
@@ -258,8 +254,6 @@ def passages_search(
 ) -> list[Passage]:
     """The agent's passages best matching `query` (one embedding call when an embedder is configured), best first.
     Each result carries `.score` (fused) and `.matched_by` ("vector", "full_text" or both)."""
-    from memory.embedders import EmbeddingError, embedder_for_agent
-    from memory.search import fulltext, fusion
 
     top_k = max(1, min(int(top_k or 10), 100))
     qs = _passages_filtered(agent, tags, match_all_tags, start, end)
@@ -285,8 +279,6 @@ def passages_search(
 
 
 def _nearest(agent: Agent, qs: QuerySet, handle: str, vector, limit: int, *, filtered: bool) -> list[tuple[str, float]]:
-    from memory.search import vectors
-
     qs = qs.filter(embedding_model=handle)
     if connections[qs.db].vendor == "postgresql":
         return vectors.pg_nearest(queryset=qs, vector=vector, limit=limit)
@@ -304,7 +296,6 @@ def messages_search(
 ) -> list[Message]:
     """Every message of the agent (in the window or evicted) matching `query`, best match first, newest first among
     equals; an empty query lists the newest. Without `roles`, system messages and heartbeats are left out."""
-    from memory.search.fulltext import query_terms, ranked_ids
 
     qs = _in_range(Message.objects.filter(agent=agent), start, end)
     if roles:
@@ -323,7 +314,6 @@ def messages_search(
 
 def memory_stats(*, agent: Agent):
     """Counts for the agent's `<memory_metadata>` and context overview (engine MemoryStats)."""
-    from core.engine.types import MemoryStats
 
     total = Message.objects.filter(agent=agent).count()
     edited = block_last_edit(agent=agent)

@@ -7,8 +7,14 @@ from django.db import transaction
 from django.db.models import Max
 
 from core.errors import Conflict, Invalid, NotConfigured, NotFound
+from core.events import broadcast_block_update
 from core.models import Agent, Organization
+from core.selectors import owned_get
+from core.updates import model_update
+from memory.embedders.base import EmbeddingError
+from memory.embedders.selection import embedder_for_agent
 from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
+from memory.search.vectors import matrix_invalidate
 
 log = logging.getLogger(__name__)
 
@@ -89,11 +95,12 @@ def block_update(
     _validate(label=changes.get("label"), value=new_value, limit=new_limit)
     if changes.get("label") is not None and changes["label"] != block.label:
         _label_free_for_agents(block=block, label=changes["label"])
-    other = {}
-    for key in ("label", "limit", "description", "read_only", "metadata"):
-        if key in changes and changes[key] is not None and changes[key] != getattr(block, key):
-            other[key] = [getattr(block, key), changes[key]]
-            setattr(block, key, changes[key])
+    other = model_update(
+        block,
+        fields=("label", "limit", "description", "read_only", "metadata"),
+        data={key: value for key, value in changes.items() if value is not None},
+        save=False,  # saved below with the value and its version
+    )
     if new_value == block.value and not other:
         return block
     old_value = block.value
@@ -131,8 +138,6 @@ def _label_free_for_agents(*, block: Block, label: str) -> None:
 
 
 def _broadcast_block(block: Block) -> None:
-    from core.events import broadcast_block_update
-
     broadcast_block_update(block)
 
 
@@ -162,9 +167,7 @@ def block_attach(*, agent: Agent, block: Block, position: int | None = None) -> 
 
 
 def block_attach_by_id(*, agent: Agent, block_id: str) -> Block:
-    block = Block.objects.filter(owner_id=agent.owner_id, id=block_id).first()
-    if block is None:
-        raise NotFound(f"Block '{block_id}' not found")
+    block = owned_get(Block, owner=agent.owner_id, id=block_id)
     block_attach(agent=agent, block=block)
     return block
 
@@ -209,7 +212,6 @@ def _clean_tags(tags) -> list[str]:
 def passages_embed(*, agent: Agent, texts: list[str]):
     """(handle, vectors or None, error text) for the texts with the agent's embedder (provider calls, outside any
     transaction); never raises: a failed embedding is stored as `metadata.embedding_error`."""
-    from memory.embedders import EmbeddingError, embedder_for_agent
 
     embedder = embedder_for_agent(agent)
     if embedder is None:
@@ -312,7 +314,6 @@ def passage_delete(*, agent: Agent, passage_id: str) -> None:
 
 def passages_reembed(*, agent: Agent, limit: int = 10_000) -> int:
     """Embed the agent's passages that have no vector from its current embedder (provider calls); returns how many."""
-    from memory.embedders import EmbeddingError, embedder_for_agent
 
     embedder = embedder_for_agent(agent)
     if embedder is None:
@@ -341,6 +342,4 @@ def passages_reembed(*, agent: Agent, limit: int = 10_000) -> int:
 
 
 def _vectors_changed(agent_id: str) -> None:
-    from memory.search.vectors import matrix_invalidate
-
     matrix_invalidate(agent_id=agent_id)

@@ -8,15 +8,13 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
 from core.errors import DomainError
-from core.web.common import agent_or_404, org
+from core.web.common import agent_or_404, org, owned_or_404
 from memory import selectors, services
+from memory.models import Block
 
 
 def _block_or_404(request, block_id: str):
-    try:
-        return selectors.block_get(owner=org(request), block_id=block_id)
-    except DomainError as exc:
-        raise Http404(str(exc)) from exc
+    return owned_or_404(request, Block, block_id)
 
 
 def _agent_blocks_ctx(request, agent, **extra) -> dict:

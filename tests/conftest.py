@@ -52,7 +52,7 @@ def _run_pool_stopped_after():
     yield
     import sys
 
-    queue = sys.modules.get("core.queue")
+    queue = sys.modules.get("core.runs.queue")
     if queue is not None and (queue._pool is not None or queue._lease_thread is not None):
         queue.shutdown()
 

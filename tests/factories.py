@@ -24,7 +24,7 @@ def make_account(username: str, password: str | None = "correct horse battery st
 
 
 def make_agent(owner: Organization, *, name: str = "agent", model: str = "openai/fake-model", **kwargs) -> Agent:
-    from core.services import BlockInput, agent_create
+    from core.agents.services import BlockInput, agent_create
 
     blocks = kwargs.pop("memory_blocks", None)
     if blocks is None:

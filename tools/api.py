@@ -2,12 +2,15 @@
 
 from ninja import Query, Router
 
-from core.api import owner
+from core.agents.presenters import agent_state, tool_out
+from core.agents.versions import noted
+from core.api.agents import owner
 from core.errors import NotFound
-from core.presenters import agent_state, tool_out
+from core.pagination import page
+from core.runs.tool_exec import agent_builtin_tool_run
 from core.selectors import agent_get
-from core.versions import noted
 from tools import execution, presenters, selectors, services
+from tools.mcp_services import mcp_tool_execute
 from tools.schemas import AgentToolRunIn, GenerateSchemaIn, ToolCreateIn, ToolListQuery, ToolRunIn, ToolUpdateIn
 
 router = Router(tags=["tools"])
@@ -128,8 +131,6 @@ def agent_tools(
     limit: int | None = None,
     order: str = "asc",
 ):
-    from core.pagination import page
-
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     tools = page(selectors.agent_tools(agent=agent), after=after, before=before, limit=limit, order=order)
     return [tool_out(t) for t in tools]
@@ -142,13 +143,11 @@ def agent_tool_run(request, agent_id: str, tool_name: str, body: AgentToolRunIn)
     if tool is None:
         raise NotFound(f"Tool '{tool_name}' is not attached to agent '{agent_id}'")
     if tool.tool_type == "external_mcp":
-        from tools.mcp_services import mcp_tool_execute
-
         return presenters.tool_execution_result(
             mcp_tool_execute(tool=tool, args=body.args, agent=agent, origin="agent")
         )
     if tool.tool_type != "custom":
-        return execution.agent_builtin_tool_run(agent=agent, name=tool.name, args=body.args)
+        return agent_builtin_tool_run(agent=agent, name=tool.name, args=body.args)
     run = execution.tool_execute(
         owner=agent.owner, source_code=tool.source_code, args=body.args, tool=tool, agent=agent, origin="agent"
     )

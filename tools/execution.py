@@ -14,12 +14,18 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
+from core.accounts import api_token_create
 from core.errors import Invalid
-from core.models import Agent, Organization
-from tools import schema as tool_schema
+from core.models import Agent, Membership, Organization, OwnerSettings
+from core.selectors import agent_tags
+from memory.selectors import agent_blocks
+from tools import json_schema as tool_schema
 from tools.models import Tool, ToolRun
-from tools.sandbox import SandboxError, SandboxRequest, SandboxResult, get_backend, resolve_backend_name
+from tools.sandbox.base import SandboxError, SandboxRequest, SandboxResult
+from tools.sandbox.local import LocalSandbox, refusal_message
+from tools.sandbox.selection import get_backend, resolve_backend_name
 from tools.services import env_vars_clean, pip_requirement_strings, pip_requirements_clean, tool_schema_resolve
 
 # How long a tool's API token outlives the run's own timeout (it is revoked as soon as the run ends).
@@ -28,7 +34,6 @@ TOKEN_GRACE_S = 60
 
 def sandbox_config_for(*, owner: Organization) -> dict[str, Any]:
     """The owner's sandbox settings: default backend, timeout and each backend's constructor config."""
-    from core.models import OwnerSettings
 
     prefs = OwnerSettings.objects.filter(owner=owner).first()
     return {
@@ -56,7 +61,6 @@ def local_sandbox_notice() -> str:
 
     The first call per process starts one trial sandbox (cached).
     """
-    from tools.sandbox.local import LocalSandbox, refusal_message
 
     try:
         mode, reason = LocalSandbox(allow_weak_isolation=bool(settings.SANDBOX_LOCAL_WEAK_ISOLATION)).isolation_status()
@@ -110,8 +114,6 @@ def declares_agent_state(source_code: str, function_name: str) -> bool:
 
 def agent_state_for(*, agent: Agent) -> dict[str, Any]:
     """The snapshot a tool's `agent_state` receives: id, name, tags and blocks (the runner indexes by label)."""
-    from core.selectors import agent_tags
-    from memory.selectors import agent_blocks
 
     blocks = [
         {"id": b.id, "label": b.label, "value": b.value, "limit": b.limit, "description": b.description}
@@ -121,8 +123,6 @@ def agent_state_for(*, agent: Agent) -> dict[str, Any]:
 
 
 def _token_user(owner: Organization):
-    from core.models import Membership
-
     m = Membership.objects.filter(organization=owner).select_related("user").order_by("created_at").first()
     return m.user if m else None
 
@@ -139,8 +139,6 @@ def tool_env_build(
     env.update(env_vars_clean(env_vars))
     token = None
     if agent is not None:
-        from core.accounts import api_token_create
-
         env["AIDE_AGENT_ID"] = agent.id
         env["AIDE_BASE_URL"] = settings.PUBLIC_BASE_URL.rstrip("/")
         user = _token_user(agent.owner)
@@ -158,8 +156,6 @@ def tool_env_build(
 
 
 def _revoke(token) -> None:
-    from django.utils import timezone
-
     if token is not None:
         type(token).objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
@@ -264,57 +260,3 @@ def _tool_run(
         run.save()
     run.result = result  # transient: error type/message, traceback and the agent_state the tool left
     return run
-
-
-def agent_builtin_tool_run(*, agent: Agent, name: str, args: dict) -> dict:
-    """Run one of the agent's built-in tools outside a step, as Letta's `agents.tools.run` does: reads (searches)
-    answer at once; a write (a block edit, an archival insert) is applied under the agent's row lock in its own
-    transaction. Conflict while a run of the agent is active; multi-agent tools are refused (they wait on other
-    agents). Returns Letta's ToolExecutionResult shape."""
-    import json
-    import time
-
-    from django.db import transaction
-
-    from core.context_service import agent_snapshot
-    from core.engine import types as t
-    from core.engine.base_tools import MULTI_AGENT_TOOL_NAMES
-    from core.engine.loop import ParsedCall
-    from core.errors import Conflict
-    from core.ids import new_id
-    from core.models import RUN_ACTIVE, Run
-    from core.runtime.tool_exec import builtin_run
-
-    if name in MULTI_AGENT_TOOL_NAMES:
-        raise Invalid(f"'{name}' messages other agents; it runs only inside the agent's steps")
-    if not isinstance(args, dict):
-        raise Invalid("args must be an object of the tool's arguments")
-    call = ParsedCall(
-        call=t.ToolCall(id=new_id("call"), name=name, arguments=json.dumps(args, default=str)),
-        args=args,
-        thinking=None,
-        request_heartbeat=False,
-    )
-    started = time.perf_counter()
-    out = builtin_run(call, agent_snapshot(agent=agent), "")
-    if out.ok and out.effect is not None:
-        with transaction.atomic():
-            Agent.objects.select_for_update().filter(pk=agent.pk).first()
-            busy = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).values_list("id", flat=True).first()
-            if busy is not None:
-                raise Conflict(
-                    f"The agent is busy with run '{busy}'; wait for it before running '{name}'.",
-                    detail={"run_id": busy},
-                )
-            out.effect()
-    return {
-        "status": "success" if out.ok else "error",
-        "func_return": out.value,
-        "tool_return": out.value,
-        "stdout": [],
-        "stderr": [],
-        "agent_state": None,
-        "sandbox_config_fingerprint": None,
-        "sandbox": "in-process",
-        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-    }

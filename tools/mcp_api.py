@@ -5,9 +5,9 @@ from typing import Any
 from ninja import Router, Schema
 from pydantic import Field
 
-from core.api import owner
+from core.agents.presenters import tool_out
+from core.api.agents import owner
 from core.errors import NotFound
-from core.presenters import tool_out
 from tools import mcp_services, presenters
 from tools.models import McpServer, Tool
 

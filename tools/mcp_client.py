@@ -22,8 +22,11 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
+
+from tools.sandbox.bwrap import SANDBOX_HOME, bwrap_argv, find_bwrap, python_mounts
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +58,6 @@ class ServerSpec:
 
 def stdio_argv(spec: ServerSpec) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that start a stdio server in its sandbox (bwrap unless weak)."""
-    from tools.sandbox.bwrap import SANDBOX_HOME, bwrap_argv, find_bwrap, python_mounts
 
     executable = shutil.which(spec.command, path=BASE_PATH) or shutil.which(spec.command) or spec.command
     env = {"PATH": BASE_PATH, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8", **dict(spec.env)}
@@ -135,7 +137,7 @@ class McpManager:
         async def op(session):
             tools, cursor = [], None
             while True:
-                from mcp import types
+                from mcp import types  # the SDK's submodules load with the first connection; most processes open none
 
                 page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
                 tools += page.tools
@@ -241,7 +243,7 @@ class McpManager:
 
     async def _hold(self, conn: _Connection) -> None:
         """Open the transport and session and keep them open until asked to close (same task: anyio scopes)."""
-        from mcp.client.session import ClientSession
+        from mcp.client.session import ClientSession  # loaded with the first connection (most processes open none)
 
         try:
             async with AsyncExitStack() as stack:
@@ -265,7 +267,7 @@ class McpManager:
     def _transport(self, conn: _Connection):
         spec = conn.spec
         if spec.server_type == "stdio":
-            from mcp.client.stdio import StdioServerParameters, stdio_client
+            from mcp.client.stdio import StdioServerParameters, stdio_client  # each transport loads when first used
 
             argv, env = stdio_argv(spec)
             conn.errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
@@ -274,9 +276,10 @@ class McpManager:
             )
         headers = dict(spec.headers)
         if spec.server_type == "sse":
-            from mcp.client.sse import sse_client
+            from mcp.client.sse import sse_client  # each transport loads when first used
 
             return sse_client(spec.url, headers=headers, timeout=self.connect_timeout_s)
+        # each transport loads when first used
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -284,7 +287,7 @@ class McpManager:
 
     def _message_handler(self, key: str):
         async def handle(message) -> None:
-            from mcp import types
+            from mcp import types  # loaded with the first connection (most processes open none)
 
             if isinstance(message, types.ToolListChangedNotification) and self.on_tools_changed is not None:
                 # The refresh writes the database: off the loop, in a worker thread.
@@ -328,16 +331,16 @@ def _describe(exc: BaseException | None, stderr_tail: str) -> str:
 _manager: McpManager | None = None
 _manager_lock = threading.Lock()
 
+# What the manager calls when a server says its tools changed: tools.mcp_services.mcp_tools_changed, set by
+# ToolsConfig.ready (the services use this client, so it must not import them).
+tools_changed_hook: Callable[[str], None] | None = None
+
 
 def manager() -> McpManager:
     """The process's connection manager (created on first use with the deployment's idle timeout)."""
     global _manager
     with _manager_lock:
         if _manager is None:
-            from django.conf import settings
-
             _manager = McpManager(idle_timeout_s=float(getattr(settings, "MCP_IDLE_TIMEOUT_S", 300)))
-            from tools.mcp_services import mcp_tools_changed
-
-            _manager.on_tools_changed = mcp_tools_changed
+            _manager.on_tools_changed = tools_changed_hook
         return _manager

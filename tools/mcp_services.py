@@ -11,12 +11,14 @@ from typing import Any
 from urllib.parse import urlparse
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 from django.utils import timezone
 
 from core.errors import Conflict, Invalid, NotFound
 from core.models import Agent, Organization
-from tools import schema as tool_schema
+from core.updates import model_update
+from tools import json_schema as tool_schema
+from tools.execution import sandbox_config_for
 from tools.mcp_client import McpRefused, McpUnavailable, ServerSpec, manager
 from tools.models import McpServer, Tool, ToolRun
 
@@ -123,9 +125,7 @@ def mcp_server_update(*, server: McpServer, server_name: str | None = None, conf
     if server_name is not None and server_name != server.server_name:
         fields["server_name"] = _name_checked(owner=server.owner, server_name=server_name, exclude_pk=server.pk)
     with transaction.atomic():
-        for name, value in fields.items():
-            setattr(server, name, value)
-        server.save()
+        model_update(server, fields=list(fields), data=fields)
     manager().close(server.id)
     if config:
         _refresh_quietly(server)
@@ -140,7 +140,6 @@ def mcp_server_delete(*, server: McpServer) -> None:
 
 def server_spec(server: McpServer) -> ServerSpec:
     """How to reach this server (network for a stdio server: its own choice, else the owner's sandbox default)."""
-    from tools.execution import sandbox_config_for
 
     headers = dict(server.custom_headers or {})
     if server.auth_token:
@@ -233,7 +232,6 @@ def _refresh_quietly(server: McpServer) -> None:
 
 def mcp_tools_changed(server_id: str) -> None:
     """A server said its tools changed (runs in a worker thread of the connection loop): refresh them."""
-    from django.db import connections
 
     try:
         server = McpServer.objects.filter(pk=server_id).first()

@@ -2,17 +2,14 @@
 
 from django.db.models import QuerySet
 
-from core.errors import NotFound
 from core.models import Agent, Organization
 from core.pagination import clamp_limit, queryset_page
+from core.selectors import owned_get
 from tools.models import Tool, ToolRun
 
 
 def tool_get(*, owner: Organization, tool_id: str) -> Tool:
-    tool = Tool.objects.filter(owner=owner, id=tool_id).first()
-    if tool is None:
-        raise NotFound(f"Tool '{tool_id}' not found")
-    return tool
+    return owned_get(Tool, owner=owner, id=tool_id)
 
 
 def tools_list(*, owner: Organization, name: str | None = None, limit: int = 500) -> QuerySet[Tool]:

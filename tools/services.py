@@ -6,18 +6,18 @@ from typing import Any
 
 from django.db import transaction
 
-from core import versions
-from core.engine.base_tools import BASE_TOOL_NAMES, MULTI_AGENT_TOOL_NAMES
+from core.engine.base_tools import BASE_TOOL_NAMES, BASE_TOOL_SCHEMAS, MULTI_AGENT_TOOL_NAMES, MULTI_AGENT_TOOL_SCHEMAS
 from core.errors import Conflict, DomainError, Invalid, NotFound
 from core.models import Agent, Organization
-from tools import schema as tool_schema
+from core.updates import model_update
+from tools import json_schema as tool_schema
 from tools.models import Tool
+from tools.signals import agent_tools_changed, tool_code_changed
 
 
 @transaction.atomic
 def builtin_tools_ensure(*, owner: Organization) -> dict[str, Tool]:
     """Create or refresh the owner's rows for the built-in tools (base and multi-agent); returns them by name."""
-    from core.engine.base_tools import BASE_TOOL_SCHEMAS, MULTI_AGENT_TOOL_SCHEMAS
 
     schemas = {**BASE_TOOL_SCHEMAS, **MULTI_AGENT_TOOL_SCHEMAS}
     existing = {t.name: t for t in Tool.objects.filter(owner=owner, name__in=list(schemas))}
@@ -73,13 +73,13 @@ def tool_attach(*, agent: Agent, tool: Tool) -> None:
     if tool.owner_id != agent.owner_id:
         raise NotFound(f"Tool '{tool.id}' not found")
     agent.tools.add(tool)
-    versions.version_record(agent=agent, message=f"attached {tool.name}")
+    agent_tools_changed.send(sender=Tool, agents=[agent], message=f"attached {tool.name}")
 
 
 def tool_detach(*, agent: Agent, tool: Tool) -> None:
     """Detach a tool; the agent can no longer call it (the next compiled context omits it)."""
     agent.tools.remove(tool)
-    versions.version_record(agent=agent, message=f"detached {tool.name}")
+    agent_tools_changed.send(sender=Tool, agents=[agent], message=f"detached {tool.name}")
 
 
 # --- custom tool CRUD ------------------------------------------------------------------------------
@@ -244,8 +244,7 @@ def _apply(tool: Tool, *, schema: dict | None, source_code: str | None, descript
     elif description is not None:
         tool.description = description
         tool.json_schema = {**(tool.json_schema or {}), "description": description}
-    for key, value in fields.items():
-        setattr(tool, key, value)
+    model_update(tool, fields=list(fields), data=fields, save=False)  # the caller saves the whole row
     return tool
 
 
@@ -345,7 +344,7 @@ def tool_update(*, tool: Tool, changes: dict) -> Tool:
         tool, schema=schema, source_code=source, description=changes.get("description"), fields=_clean_fields(changes)
     )
     tool.save()
-    versions.tool_changed(tool=tool)
+    tool_code_changed.send(sender=Tool, tool=tool)
     return tool
 
 
@@ -356,4 +355,4 @@ def tool_delete(*, tool: Tool) -> None:
         raise ToolLocked(f"'{tool.name}' is a built-in tool and cannot be deleted")
     affected = list(Agent.objects.filter(tools=tool))
     tool.delete()
-    versions.agents_record(agents=affected, message=f"tool {tool.name} deleted")
+    agent_tools_changed.send(sender=Tool, agents=affected, message=f"tool {tool.name} deleted")

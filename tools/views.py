@@ -1,17 +1,24 @@
 """The tools page: library, editor with a live schema preview, an arguments form from the schema, Run, history."""
 
 import json
+import re
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect, push_url
 
+from core.agents.versions import noted
 from core.errors import DomainError
+from core.models import Message
+from core.selectors import agent_get, agents_list
 from core.web.common import org
-from tools import schema as tool_schema
-from tools import selectors
+from tools import json_schema as tool_schema
+from tools import selectors, services, web_workbench
 from tools.execution import local_sandbox_notice
+from tools.workbench import tool_save_source
 
 NEW_TOOL_SOURCE = '''def roll_dice(sides: int = 6, times: int = 1) -> str:
     """Roll a die and report the results.
@@ -65,7 +72,6 @@ def _fields(schema: dict, prefill: dict | None = None) -> list[dict]:
 
 def _recorded_call(request, message_id: str, call_id: str) -> dict | None:
     """A tool call from a conversation, to open in the workbench with its arguments."""
-    from core.models import Message
 
     row = Message.objects.filter(owner=org(request), id=message_id).first()
     for call in (row.tool_calls if row else []) or []:
@@ -86,11 +92,9 @@ def _recorded_call(request, message_id: str, call_id: str) -> dict | None:
 @login_required
 def tools_page(request):
     owner = org(request)
-    from tools.services import builtin_tools_ensure  # the library shows the built-ins even before any agent exists
-
     library = list(selectors.tools_list(owner=owner))
-    if not any(t.tool_type != "custom" for t in library):
-        builtin_tools_ensure(owner=owner)
+    if not any(t.tool_type != "custom" for t in library):  # the library shows the built-ins before any agent exists
+        services.builtin_tools_ensure(owner=owner)
         library = list(selectors.tools_list(owner=owner))
     tool, recorded = None, None
     if request.GET.get("message"):
@@ -103,7 +107,6 @@ def tools_page(request):
             raise Http404("tool not found")
     source = tool.source_code if tool else ("" if recorded else NEW_TOOL_SOURCE)
     schema, error = _derive(source, tool)
-    from core.selectors import agents_list
 
     runs = selectors.tool_runs(owner=owner, tool_name=tool.name) if tool else []
     # Arguments: a recorded call's when opened from one, else the last run's (a workbench session resumes).
@@ -148,7 +151,6 @@ def pip_text(requirements: list) -> str:
 
 def pip_parse(text: str) -> list[dict]:
     """One requirement a line (`name`, `name==1.2`, `name>=2`) as `[{name, version?}]`; the service validates it."""
-    import re
 
     out = []
     for line in (text or "").splitlines():
@@ -235,7 +237,6 @@ def collect_args(post, fields: list[dict]) -> tuple[dict, dict]:
 @require_POST
 def tool_run(request):
     """Run unsaved source with the form's arguments in the sandbox; shows status, value, output, duration, sandbox."""
-    from tools import web_workbench
 
     source = request.POST.get("source_code", "")
     schema, error = _derive(source)
@@ -271,12 +272,6 @@ def tool_run(request):
 @require_POST
 def tool_save(request):
     """Save the editor's tool; the page stays as it is (arguments, result), a new tool gets its id and URL."""
-    from django.urls import reverse
-    from django_htmx.http import push_url
-
-    from core.versions import noted
-    from tools.workbench import tool_save_source
-
     try:
         with noted(request.POST.get("version_message")):  # the note goes with the versions of the agents using it
             tool = tool_save_source(
@@ -308,9 +303,6 @@ def tool_save(request):
 @require_POST
 def tool_run_cancel(request):
     """Stop the page's run in progress (its `run_key`); the run's own request then answers "cancelled"."""
-    from django.http import JsonResponse
-
-    from tools import web_workbench
 
     return JsonResponse(
         {"cancelled": web_workbench.cancel(owner=org(request), run_key=request.POST.get("run_key", "")[:64])}
@@ -321,10 +313,6 @@ def tool_run_cancel(request):
 @require_POST
 def tool_delete(request, tool_id: str):
     """Delete a custom tool (the page listed the agents using it in its confirmation) and go back to the library."""
-    from django.urls import reverse
-    from django_htmx.http import HttpResponseClientRedirect
-
-    from tools import services
 
     try:
         services.tool_delete(tool=selectors.tool_get(owner=org(request), tool_id=tool_id))
@@ -336,9 +324,6 @@ def tool_delete(request, tool_id: str):
 @login_required
 @require_POST
 def tool_attach(request, tool_id: str):
-    from core.selectors import agent_get
-    from tools import services
-
     owner = org(request)
     try:
         tool = selectors.tool_get(owner=owner, tool_id=tool_id)
@@ -346,7 +331,6 @@ def tool_attach(request, tool_id: str):
     except DomainError as exc:
         raise Http404(str(exc)) from exc
     (services.tool_detach if request.POST.get("action") == "detach" else services.tool_attach)(agent=agent, tool=tool)
-    from core.selectors import agents_list
 
     return TemplateResponse(
         request,

@@ -3,7 +3,11 @@
 import re
 
 from core.models import Organization
+from tools.execution import declares_agent_state
 from tools.models import ToolRun
+from tools.sandbox.cancel import cancel as sandbox_cancel
+from tools.sandbox.cancel import cancellable
+from tools.workbench import tool_run_source
 
 # What a run inside the agent loop is given that a workbench run without an agent lacks.
 _AGENT_ONLY_ENV = ("AIDE_API_TOKEN", "AIDE_BASE_URL", "AIDE_AGENT_ID")
@@ -24,8 +28,6 @@ def run(
 
     With a `run_key`, `cancel(owner=..., run_key=...)` from another request stops the run (`cancelled` in the result).
     """
-    from tools.sandbox.cancel import cancellable
-    from tools.workbench import tool_run_source
 
     with cancellable(_cancel_key(owner, run_key)) as state:
         result = tool_run_source(
@@ -54,7 +56,6 @@ def run(
 
 def cancel(*, owner: Organization, run_key: str) -> bool:
     """Stop the owner's workbench run started with `run_key` (kills its sandbox processes); False if none runs."""
-    from tools.sandbox.cancel import cancel as sandbox_cancel
 
     return bool(run_key) and sandbox_cancel(_cancel_key(owner, run_key))
 
@@ -66,7 +67,6 @@ def _cancel_key(owner: Organization, run_key: str) -> str:
 
 def missing_without_agent(source_code: str, schema: dict) -> list[str]:
     """What the source uses that only a run as an agent provides (the AIDE_* variables, `agent_state`)."""
-    from tools.execution import declares_agent_state
 
     missing = [name for name in _AGENT_ONLY_ENV if re.search(rf"\b{name}\b", source_code)]
     if schema.get("name") and declares_agent_state(source_code, schema["name"]):

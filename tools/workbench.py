@@ -1,6 +1,7 @@
 """The IDE tools page's entry points (`tools.web_workbench` delegates here): save source, run source."""
 
 from core.models import Organization
+from core.selectors import agent_get
 from tools import execution, selectors, services
 from tools.models import Tool
 
@@ -20,7 +21,6 @@ def tool_run_source(
     With `agent_id` the run is given what the agent loop gives it: the agent's secrets, `agent_state` and a
     short-lived API token (AIDE_API_TOKEN/AIDE_BASE_URL/AIDE_AGENT_ID), revoked when the run ends.
     """
-    from core.selectors import agent_get
 
     tool = selectors.tool_get(owner=owner, tool_id=tool_id) if tool_id else None
     agent = agent_get(owner=owner, agent_id=agent_id) if agent_id else None

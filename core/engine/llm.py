@@ -64,7 +64,7 @@ def _lib() -> Any:
             if _litellm is None:
                 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                import litellm
+                import litellm  # here, not at module level: it takes seconds, and reads the variables above
 
                 litellm.suppress_debug_info = True
                 litellm.telemetry = False

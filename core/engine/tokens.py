@@ -22,7 +22,7 @@ import json
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -78,7 +78,7 @@ def _tiktoken(encoding: str) -> Callable[[str], int]:
     if cache and not os.environ.get("TIKTOKEN_CACHE_DIR"):
         # tiktoken otherwise downloads its BPE files; litellm's copies are keyed the same way.
         os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
-    import tiktoken
+    import tiktoken  # after TIKTOKEN_CACHE_DIR is set: it reads it at import
 
     enc = tiktoken.get_encoding(encoding)
     return lambda text: len(enc.encode(text, disallowed_special=()))
@@ -86,7 +86,7 @@ def _tiktoken(encoding: str) -> Callable[[str], int]:
 
 @lru_cache(maxsize=8)
 def _hf(filename: str) -> Callable[[str], int]:
-    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import Tokenizer as HFTokenizer  # only models counted with a Hugging Face tokenizer need it
 
     directory = _tokenizers_dir()
     if directory is None or not (directory / filename).exists():
@@ -159,7 +159,6 @@ def count_tool(model: str, tool: dict[str, Any]) -> int:
 
 def with_token_count(model: str, message: Message) -> Message:
     """A copy of the message with `token_count` filled in (the runner does this once, before storing)."""
-    from dataclasses import replace
 
     return replace(message, token_count=count_message(model, message))
 

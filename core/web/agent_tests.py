@@ -10,8 +10,9 @@ from django.utils.datastructures import MultiValueDict
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import retarget, trigger_client_event
 
-from core import agent_tests, providers, selectors
+from core import providers, selectors
 from core.errors import DomainError, Invalid, NotFound
+from core.runs import agent_tests
 from core.web.common import agent_or_404, org
 
 TEXT_KINDS = ("contains", "matches", "equals")

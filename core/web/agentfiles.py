@@ -13,14 +13,15 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
-from core.agentfile.model import MAX_FILE_BYTES
+from core.agents.agentfile.exporter import agentfile_export
+from core.agents.agentfile.importer import ImportOptions, agentfile_import, agentfile_preview
+from core.agents.agentfile.model import MAX_FILE_BYTES, AgentFileError
+from core.agents.agentfile.parse import parse_agent_file
 from core.errors import DomainError, Invalid
 from core.web.common import agent_or_404, org
 
 
 def _options(post):
-    from core.agentfile.importer import ImportOptions
-
     return ImportOptions(
         name=post.get("name") or None,
         model=post.get("model") or None,
@@ -30,9 +31,6 @@ def _options(post):
 
 
 def _parsed(upload):
-    from core.agentfile.model import AgentFileError
-    from core.agentfile.parse import parse_agent_file
-
     if upload is None:
         raise Invalid("Choose an agent file (.af) to import.")
     if upload.size is not None and upload.size > MAX_FILE_BYTES:
@@ -44,7 +42,6 @@ def _parsed(upload):
 @require_POST
 def agent_import(request):
     """POST the file with the options: without `confirm`, preview (nothing stored); with it, import atomically."""
-    from core.agentfile.importer import agentfile_import, agentfile_preview
 
     upload = request.FILES.get("file")
     options = _options(request.POST)
@@ -66,8 +63,6 @@ def agent_import(request):
 
 @login_required
 def agent_export(request, agent_id: str):
-    from core.agentfile.exporter import agentfile_export
-
     agent = agent_or_404(request, agent_id)
     data = agentfile_export(
         agent=agent,

@@ -1,14 +1,19 @@
 """Agents list: search, tags, running; create from a template; duplicate; delete with confirmation."""
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
-from core import providers, selectors, services, services_ide
+from core import providers, selectors
+from core.agents import services
+from core.agents.agentfile import templates
 from core.errors import DomainError
 from core.web.common import agent_or_404, org
+from memory.models import AgentBlock
+from memory.selectors import agent_blocks
 
 AGENT_TYPE_CHOICES = [
     ("letta_v1_agent", "letta_v1_agent (Letta's default)"),
@@ -31,7 +36,7 @@ class AgentCreateForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["template"].choices = services_ide.agent_templates()
+        self.fields["template"].choices = templates.agent_templates()
 
 
 def _models(owner) -> list[dict]:
@@ -50,7 +55,6 @@ def agents_page(request, form: AgentCreateForm | None = None):
     agents = _listed(owner, q, tag)
     all_tags = sorted({t.tag for a in agents for t in a.tag_rows.all()} | ({tag} if tag else set()))
     models = _models(owner)
-    from django.conf import settings
 
     form = form or AgentCreateForm(
         initial={
@@ -89,7 +93,7 @@ def agent_create(request):
     form = AgentCreateForm(request.POST)
     if form.is_valid():
         try:
-            agent = services_ide.agent_create_from_template(
+            agent = templates.agent_create_from_template(
                 owner=org(request),
                 template=form.cleaned_data["template"],
                 name=form.cleaned_data["name"],
@@ -107,7 +111,7 @@ def agent_create(request):
 @login_required
 @require_POST
 def agent_duplicate(request, agent_id: str):
-    copy = services_ide.agent_duplicate(agent=agent_or_404(request, agent_id))
+    copy = services.agent_duplicate(agent=agent_or_404(request, agent_id))
     return redirect("workspace", agent_id=copy.id)
 
 
@@ -118,8 +122,6 @@ def agent_delete(request, agent_id: str):
     if request.method == "POST":
         services.agent_delete(agent=agent)
         return redirect("agents")
-    from memory.models import AgentBlock
-    from memory.selectors import agent_blocks
 
     blocks = [(b, AgentBlock.objects.filter(block=b).count() > 1) for b in agent_blocks(agent=agent)]
     return TemplateResponse(

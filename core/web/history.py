@@ -1,12 +1,12 @@
 """Server-rendered conversation history: the same Letta message dicts the websocket streams
-(core.messages), plus what the page shows (pretty arguments, the sender, which rows are in the context
+(core.agents.messages), plus what the page shows (pretty arguments, the sender, which rows are in the context
 window and what evicted the others, and how system-injected messages are told apart from the person)."""
 
 import json
 
+from core.agents.messages import message_to_letta
 from core.engine.loop import NON_USER_PREFIX
 from core.engine.types import uses_heartbeats
-from core.messages import message_to_letta
 from core.models import Agent, Message
 from core.selectors import WindowMarks, agent_window_marks, steps_index
 

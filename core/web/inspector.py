@@ -8,11 +8,12 @@ from django.http import Http404
 from django.template.response import TemplateResponse
 
 from core import selectors
-from core.context_service import agent_context
+from core.agents.context import agent_context
 from core.errors import NotFound
-from core.timetravel import token_calibration
+from core.runs.timetravel import token_calibration
 from core.web.common import agent_or_404
 from core.web.payload import SECTION_COLORS, SECTION_LABELS, payload_diff, payload_parts
+from memory.selectors import agent_blocks
 
 
 def context_view_model(ctx, *, limit: int | None = None, blocks=(), calibration: dict | None = None) -> dict:
@@ -56,7 +57,6 @@ def context_view_model(ctx, *, limit: int | None = None, blocks=(), calibration:
 @login_required
 def context_panel(request, agent_id: str):
     """The context window breakdown and the next call's exact payload (read-only)."""
-    from memory.selectors import agent_blocks
 
     agent = agent_or_404(request, agent_id)
     view = context_view_model(

@@ -5,9 +5,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
 from django.template.response import TemplateResponse
 
-from core import selectors, timetravel
+from core import selectors
 from core.errors import NotFound
 from core.models import RUN_ACTIVE
+from core.runs import timetravel
 from core.web.common import agent_or_404
 from core.web.history import window_marks_json
 

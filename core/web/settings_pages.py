@@ -7,9 +7,9 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
 from core import accounts, providers
-from core.forms import TokenForm
 from core.models import OwnerSettings, ProviderConfig
 from core.web.common import org
+from core.web.forms import TokenForm
 
 
 class ProviderForm(forms.Form):

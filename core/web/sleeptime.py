@@ -5,14 +5,13 @@ from django.contrib.auth.decorators import login_required
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
-from core import sleeptime
 from core.errors import DomainError
+from core.runs import sleeptime
 from core.web.common import agent_or_404
+from memory.selectors import block_history_diff
 
 
 def _panel(request, agent, **extra):
-    from memory.selectors import block_history_diff
-
     link = sleeptime.sleeptime_get(agent=agent)
     edits = [(e, block_history_diff(e)) for e in sleeptime.sleeptime_edits(link=link)] if link else []
     ctx = {

@@ -1,5 +1,5 @@
 """Time travel in the IDE: the replay comparison of a step (overrides on the left, one column per model, each
-diffed against what the agent actually did), past replays, and "Fork here". Thin: parse, call core.timetravel,
+diffed against what the agent actually did), past replays, and "Fork here". Thin: parse, call core.runs.timetravel,
 render."""
 
 import difflib
@@ -12,10 +12,12 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from core import providers, selectors, timetravel
+from core import providers, selectors
 from core.errors import DomainError, NotFound
 from core.models import Message
+from core.runs import timetravel
 from core.web.common import agent_or_404, org
+from tools.selectors import tools_list
 
 MAX_DIFF_LINES = 400
 
@@ -123,8 +125,6 @@ def _calls_label(message) -> str:
 
 
 def _page(request, agent, step, *, replay=None, error: str = "", status: int = 200):
-    from tools.selectors import tools_list
-
     owner = org(request)
     replays = timetravel.replays_list(step=step)
     if replay is None and replays and not error:

@@ -8,7 +8,7 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
-from core import versions
+from core.agents import restore, versions
 from core.errors import DomainError
 from core.web.common import agent_or_404
 from core.web.workspace import definition_ctx
@@ -112,7 +112,7 @@ def history_diff(request, agent_id: str):
 def history_restore(request, agent_id: str, number: int):
     agent = agent_or_404(request, agent_id)
     try:
-        version = versions.version_restore(
+        version = restore.version_restore(
             agent=agent,
             number=number,
             restore_blocks=request.POST.get("restore_blocks") == "on",

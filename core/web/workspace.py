@@ -4,19 +4,27 @@ import json
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponseNotAllowed
+from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
-from core import providers, selectors, services, services_ide, timetravel, versions
-from core.context_service import agent_context
+from core import providers, selectors
+from core.agents import services, versions
+from core.agents.context import agent_context
+from core.agents.history import agent_messages_reset
 from core.engine import tokens
 from core.errors import DomainError
+from core.runs import timetravel
+from core.selectors import agent_tags
 from core.web.common import agent_or_404, org
 from core.web.history import history_page
 from core.web.inspector import context_view_model
+from memory.selectors import agent_blocks, blocks_attachable
+from tools import selectors as tool_selectors
+from tools import services as tool_services
+from tools.selectors import agent_tools, tools_list
 
 
 class AgentSettingsForm(forms.Form):
@@ -33,8 +41,6 @@ class AgentSettingsForm(forms.Form):
 
 
 def _settings_initial(agent) -> dict:
-    from core.selectors import agent_tags
-
     return {
         "name": agent.name,
         "model": agent.model,
@@ -48,8 +54,6 @@ def _settings_initial(agent) -> dict:
 
 def definition_ctx(request, agent) -> dict:
     """What the settings, tools and rules sections render, from the agent as stored."""
-    from tools.selectors import agent_tools, tools_list
-
     attached = agent_tools(agent=agent)
     attached_ids = {t.id for t in attached}
     return {
@@ -64,8 +68,6 @@ def definition_ctx(request, agent) -> dict:
 
 
 def _workspace_ctx(request, agent, settings_form=None) -> dict:
-    from memory.selectors import agent_blocks, blocks_attachable
-
     owner = org(request)
     ctx = agent_context(agent=agent)
     items, older = history_page(agent=agent)
@@ -128,7 +130,7 @@ def settings_save(request, agent_id: str):
         changes["tags"] = [t.strip() for t in data["tags"].split(",") if t.strip()]
         changes["version_message"] = data["version_message"]
         try:
-            agent = services_ide.agent_settings_update(agent=agent, changes=changes)
+            agent = services.agent_settings_update(agent=agent, changes=changes)
             saved = True
         except DomainError as exc:
             form.add_error("model" if isinstance(exc.detail, dict) and "available" in exc.detail else None, exc.message)
@@ -171,10 +173,6 @@ def history_older(request, agent_id: str):
 @login_required
 @require_POST
 def messages_reset(request, agent_id: str):
-    from django.http import HttpResponse
-
-    from core.history import agent_messages_reset
-
     try:
         agent = agent_messages_reset(agent=agent_or_404(request, agent_id))
     except DomainError as exc:
@@ -188,9 +186,6 @@ def messages_reset(request, agent_id: str):
 @login_required
 @require_POST
 def tool_attach_toggle(request, agent_id: str, tool_id: str, action: str):
-    from tools import selectors as tool_selectors
-    from tools import services as tool_services
-
     agent = agent_or_404(request, agent_id)
     try:
         tool = tool_selectors.tool_get(owner=org(request), tool_id=tool_id)
@@ -219,7 +214,7 @@ def rules_save(request, agent_id: str):
         if not isinstance(rules, list):
             raise ValueError("tool rules must be a JSON list of rule objects")
         with versions.noted(note):
-            agent = services_ide.agent_rules_update(agent=agent, rules=rules)
+            agent = services.agent_rules_update(agent=agent, rules=rules)
         text, saved = json.dumps(agent.tool_rules, indent=2), True
     except json.JSONDecodeError as exc:
         error = f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"

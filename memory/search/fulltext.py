@@ -11,7 +11,7 @@ from django.db import connections
 from django.db.models import BooleanField, FloatField, QuerySet
 from django.db.models.expressions import RawSQL
 
-from memory.search.fts_schema import TABLES
+from memory.search.fts_schema import TABLES, sqlite_fts_installed
 
 MAX_TERMS = 32
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -84,6 +84,5 @@ def fulltext_available(connection) -> bool:
     """Whether this database can run full-text search (PostgreSQL always; SQLite when built with FTS5)."""
     if connection.vendor == "postgresql":
         return True
-    from memory.search.fts_schema import sqlite_fts_installed
 
     return sqlite_fts_installed(connection)

@@ -7,7 +7,9 @@ import xml.etree.ElementTree as ET
 import pytest
 from django.core.management import call_command
 
-from core.agentfile import ImportOptions, agentfile_export, agentfile_import, parse_agent_file
+from core.agents.agentfile.exporter import agentfile_export
+from core.agents.agentfile.importer import ImportOptions, agentfile_import
+from core.agents.agentfile.parse import parse_agent_file
 from core.models import Agent, AgentTestRun, Message, Run
 from memory.models import Block
 from tests.factories import make_agent

@@ -7,12 +7,14 @@ import uuid
 
 import pytest
 
-from core.agentfile import ImportOptions, agentfile_export, agentfile_import, parse_agent_file
+from core.agents.agentfile.exporter import agentfile_export
+from core.agents.agentfile.importer import ImportOptions, agentfile_import
+from core.agents.agentfile.parse import parse_agent_file
 from core.engine import loop
 from core.engine.context import compile_context
 from core.engine.types import AgentSpec, LLMResult, MemoryStats, StopReason, ToolCall, ToolSpec
 from core.models import Message, Step
-from core.runner import run_agent
+from core.runs.runner import run_agent
 from memory.selectors import agent_block_by_label
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
@@ -280,7 +282,7 @@ def test_agent_file_round_trip_keeps_the_type_otid_and_v1_replies(account, fake_
 
 
 def test_a_template_made_letta_v1_loses_send_message(account):
-    from core.services_ide import agent_create_from_template
+    from core.agents.agentfile.templates import agent_create_from_template
 
     agent = agent_create_from_template(
         owner=account.org, template="af:memgpt_chat", name="t", model="openai/fake-model", agent_type=V1

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from core.agentfile import agentfile_import, parse_agent_file
+from core.agents.agentfile.importer import agentfile_import
+from core.agents.agentfile.parse import parse_agent_file
 from core.models import Agent, Message
 from memory.selectors import agent_blocks
 from tests.core.agentfile_fixtures import fixture_names, fixture_path
@@ -42,7 +43,7 @@ def _expected(raw: dict) -> dict:
 
 
 def _rows_for(m: dict) -> int:
-    """How many of our messages one Letta message becomes (see core/agentfile/normalize.py)."""
+    """How many of our messages one Letta message becomes (see core/agents/agentfile/normalize.py)."""
     text = any(p.get("type") == "text" and p.get("text") for p in m.get("content") or [])
     if m["role"] == "approval" and not m.get("tool_calls"):
         return 0

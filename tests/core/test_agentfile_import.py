@@ -4,14 +4,9 @@ import json
 
 import pytest
 
-from core.agentfile import (
-    ImportOptions,
-    agentfile_import,
-    agentfile_preview,
-    parse_agent_file,
-    template_load,
-    templates_list,
-)
+from core.agents.agentfile.importer import ImportOptions, agentfile_import, agentfile_preview
+from core.agents.agentfile.parse import parse_agent_file
+from core.agents.agentfile.templates import template_load, templates_list
 from core.errors import Invalid
 from core.models import Agent, Message
 from memory.models import Block

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from core.agentfile import AgentFileError, parse_agent_file
-from core.agentfile.model import MAX_FILE_BYTES, MAX_STRING
+from core.agents.agentfile.model import MAX_FILE_BYTES, MAX_STRING, AgentFileError
+from core.agents.agentfile.parse import parse_agent_file
 from tests.core.agentfile_docs import dumps, edited, v1_doc, v2_doc
 
 

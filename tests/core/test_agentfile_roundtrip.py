@@ -6,7 +6,9 @@ from datetime import UTC, datetime
 import pytest
 
 from core import mapping
-from core.agentfile import ImportOptions, agentfile_export, agentfile_import, parse_agent_file
+from core.agents.agentfile.exporter import agentfile_export
+from core.agents.agentfile.importer import ImportOptions, agentfile_import
+from core.agents.agentfile.parse import parse_agent_file
 from core.engine.context import compile_context
 from core.engine.types import MemoryStats
 from core.models import Agent, Message

@@ -9,7 +9,7 @@ import pytest
 from core.engine import llm
 from core.engine.types import Message, Role
 from core.models import Message as MessageRow
-from core.runner import run_agent
+from core.runs.runner import run_agent
 from memory.selectors import agent_block_by_label
 from tests.factories import make_agent
 from tests.fake_anthropic import FakeAnthropic, sign
@@ -208,7 +208,9 @@ def test_anthropic_errors_become_llm_api_errors_and_change_nothing(account, fake
 def test_a_real_letta_v1_agent_file_keeps_its_signed_thinking_and_continues_on_anthropic(account, fake_anthropic):
     from pathlib import Path
 
-    from core.agentfile import ImportOptions, agentfile_export, agentfile_import, parse_agent_file
+    from core.agents.agentfile.exporter import agentfile_export
+    from core.agents.agentfile.importer import ImportOptions, agentfile_import
+    from core.agents.agentfile.parse import parse_agent_file
     from core.models import Agent
 
     raw = Path("/work/shared/fixtures/agent-files/test_agent.af").read_bytes()
@@ -226,7 +228,7 @@ def test_a_real_letta_v1_agent_file_keeps_its_signed_thinking_and_continues_on_a
     assert stored and {b["signature"]: b["thinking"] for b in stored}.items() <= signed.items()
     fake_anthropic.trusted.update(signed)  # the provider signed these; any change to them is refused
     # the file ends on a tool call still awaiting approval; leave it out of the window so the turn can go on
-    from core.runtime.persistence import window_set
+    from core.runs.persistence import window_set
 
     window_set(agent_id=agent.id, message_ids=list(agent.message_ids)[:-1])
     agent.refresh_from_db()

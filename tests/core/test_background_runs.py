@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from core import queue
 from core.models import Message, Run, Step
+from core.runs import queue
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 from tests.helpers import until
@@ -100,7 +100,7 @@ def test_a_task_handed_to_the_pool_is_claimed_once(agent):
     from django_tasks_db.compat import TaskResultStatus
     from django_tasks_db.models import DBTaskResult
 
-    from core.tasks import run_execute_task
+    from core.runs.executor import run_execute_task
 
     enqueued = run_execute_task.enqueue(run_id="run-none")  # enqueued only: no pool was told
     first = queue._claim_enqueued(enqueued)
@@ -112,7 +112,7 @@ def test_a_task_handed_to_the_pool_is_claimed_once(agent):
 
 
 def test_reaper_fails_a_queued_run_whose_task_was_lost(agent):
-    from core.tasks import run_execute_task
+    from core.runs.executor import run_execute_task
 
     old = timezone.now() - timedelta(seconds=120)
     lost = Run.objects.create(owner=agent.owner, agent=agent, status="created")  # its task never existed
@@ -124,7 +124,7 @@ def test_reaper_fails_a_queued_run_whose_task_was_lost(agent):
 
 
 def test_a_claim_frees_an_agent_whose_run_lost_its_lease_without_the_reaper(agent):
-    from core import runner
+    from core.runs import runner
 
     dead = Run.objects.create(
         owner=agent.owner,
@@ -139,7 +139,7 @@ def test_a_claim_frees_an_agent_whose_run_lost_its_lease_without_the_reaper(agen
 
 
 def test_a_run_no_longer_queued_is_not_executed(agent, fake_llm):
-    from core import executor, runner
+    from core.runs import executor, runner
 
     run = runner.run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
     Run.objects.filter(pk=run.pk).update(status="cancelled")
@@ -148,7 +148,7 @@ def test_a_run_no_longer_queued_is_not_executed(agent, fake_llm):
 
 
 def test_waiting_for_a_run_returns_when_it_ends_or_at_the_timeout(agent, fake_llm):
-    from core import executor
+    from core.runs import executor
 
     fake_llm.script(FakeLLM.tool("send_message", {"message": "slow"}, latency=0.5))
     run = executor.run_submit(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])

@@ -7,10 +7,10 @@ import pytest
 from django.db import transaction
 
 from agents_ide.transactions import IOInTransaction, outside_transaction
+from core.agents.services import agent_update
 from core.models import Message
-from core.runner import run_agent
-from core.services import agent_update
-from memory.embedders import embedder_for_agent
+from core.runs.runner import run_agent
+from memory.embedders.selection import embedder_for_agent
 from memory.models import Block, Passage
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM

@@ -109,7 +109,7 @@ def test_reset_keeps_rows_and_empties_window(api, agent, fake_llm):
 
 
 def test_reset_refuses_while_a_run_is_active(api, agent, fake_llm):
-    from core import runner
+    from core.runs import runner
 
     run = runner.run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
     r = api.patch(f"/v1/agents/{agent.id}/reset-messages", {})

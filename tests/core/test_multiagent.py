@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from core import queue
 from core.models import Message, Run
-from core.runner import run_agent
+from core.runs import queue
+from core.runs.runner import run_agent
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 from tests.helpers import until
@@ -86,7 +86,7 @@ def test_matching_tags_fans_out_to_matching_agents_only(account, fake_llm):
 
 
 def test_match_some_needs_one_of_the_tags(account, fake_llm):
-    from core.multiagent import agents_matching_tags
+    from core.runs.multiagent import agents_matching_tags
 
     a = make_agent(account.org, name="a", tags=["x"])
     b = make_agent(account.org, name="b", tags=["x", "eu"])
@@ -99,7 +99,7 @@ def test_match_some_needs_one_of_the_tags(account, fake_llm):
 def test_hop_guard_refuses_and_emits_a_visible_event(account, fake_llm, settings, monkeypatch):
     settings.MULTI_AGENT_MAX_DEPTH = 1
     events = []
-    monkeypatch.setattr("core.multiagent.send_event", lambda group, event: events.append((group, event)))
+    monkeypatch.setattr("core.runs.multiagent.send_event", lambda group, event: events.append((group, event)))
     a = make_agent(account.org, name="a", include_multi_agent_tools=True)
     b = make_agent(account.org, name="b", include_multi_agent_tools=True)
     c = make_agent(account.org, name="c")
@@ -152,7 +152,7 @@ def test_detached_tool_can_no_longer_be_called(account, fake_llm):
 
 
 def test_async_to_a_busy_agent_is_delivered_when_it_is_free(account, fake_llm):
-    from core.executor import run_submit
+    from core.runs.executor import run_submit
 
     a = make_agent(account.org, name="a", include_multi_agent_tools=True)
     b = make_agent(account.org, name="b")

@@ -4,7 +4,7 @@ call, as in a running server (the model list and the message cache are filled)."
 
 import pytest
 
-from core.runner import run_agent
+from core.runs.runner import run_agent
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
 

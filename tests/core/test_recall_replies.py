@@ -3,7 +3,7 @@ exactly the assistant content it produced (the searchable words are not sent bac
 
 import json
 
-from core.runner import run_agent
+from core.runs.runner import run_agent
 from memory.selectors import messages_search
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection, transaction
 
 from core.errors import Conflict
-from core.runner import run_start
+from core.runs.runner import run_start
 from tests.factories import make_agent
 
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from core.models import Message, Run, Step
-from core.runner import run_agent
+from core.runs.runner import run_agent
 from memory.models import BlockHistory
 from memory.selectors import agent_block_by_label
 from tests.factories import make_agent
@@ -71,7 +71,7 @@ def test_memory_edit_with_heartbeat_then_reply_shows_in_next_context(agent, fake
 
 
 def test_memory_edit_over_limit_comes_back_as_error_and_loop_continues(account, fake_llm):
-    from core.services import BlockInput
+    from core.agents.services import BlockInput
 
     agent = make_agent(account.org, memory_blocks=[BlockInput(label="human", value="x", limit=20)])
     fake_llm.script(
@@ -88,7 +88,7 @@ def test_memory_edit_over_limit_comes_back_as_error_and_loop_continues(account, 
 
 
 def test_read_only_block_refuses_edit(account, fake_llm):
-    from core.services import BlockInput
+    from core.agents.services import BlockInput
 
     agent = make_agent(account.org, memory_blocks=[BlockInput(label="policy", value="fixed", read_only=True)])
     fake_llm.script(
@@ -185,7 +185,7 @@ def test_provider_error_after_heartbeat_keeps_first_step(agent, fake_llm):
 
 
 def test_cancel_requested_stops_at_step_boundary(agent, fake_llm):
-    from core.runner import run_cancel, run_start
+    from core.runs.runner import run_cancel, run_start
 
     run = run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
     assert run_cancel(owner=agent.owner, agent_id=agent.id) == [run.id]
@@ -196,7 +196,7 @@ def test_cancel_requested_stops_at_step_boundary(agent, fake_llm):
 
 def test_second_claim_conflicts(agent):
     from core.errors import Conflict
-    from core.runner import run_start
+    from core.runs.runner import run_start
 
     run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "a"}])
     with pytest.raises(Conflict):
@@ -205,11 +205,11 @@ def test_second_claim_conflicts(agent):
 
 def test_events_reach_the_agent_group_in_order_with_the_callers_marked(agent, fake_llm, monkeypatch):
     from core.events import agent_group
-    from core.runtime import emit
+    from core.runs import emit
 
     sent = []
     monkeypatch.setattr(emit, "send_events", lambda group, events, **extra: sent.append((group, events, extra)))
-    monkeypatch.setattr("core.runner.group_listened", lambda group: True)  # a tab follows the agent
+    monkeypatch.setattr("core.runs.runner.group_listened", lambda group: True)  # a tab follows the agent
     result = _run(agent)
     assert {group for group, _, _ in sent} == {agent_group(agent.id)}
     assert all(extra["run_id"] == result.run_id for _, _, extra in sent)

@@ -2,10 +2,10 @@
 
 import json
 
+from core.agents.services import BlockInput
 from core.engine import tokens
 from core.models import Message, Step
-from core.runner import run_agent
-from core.services import BlockInput
+from core.runs.runner import run_agent
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 

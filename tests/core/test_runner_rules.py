@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from core.runner import run_agent
+from core.runs.runner import run_agent
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from core import queue
 from core.models import Agent, Message, Run, SleeptimeCompanion
+from core.runs import queue
 from memory.models import BlockHistory
 from memory.selectors import agent_block_by_label
 from tests.factories import make_agent

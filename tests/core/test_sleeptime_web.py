@@ -4,8 +4,8 @@ run, read the companion's edits (escaped) and its runs; another owner's agent is
 import pytest
 from django.test import Client
 
-from core import queue
 from core.models import Run, SleeptimeCompanion
+from core.runs import queue
 from memory.selectors import agent_block_by_label
 from memory.services import block_update
 from tests.factories import make_agent
@@ -42,7 +42,7 @@ def test_panel_enables_runs_and_shows_what_the_companion_changed(web, account, f
         FakeLLM.tool("send_message", {"message": "hi"}),
         FakeLLM.tool("core_memory_append", {"label": "human", "content": "<script>x</script>"}, heartbeat=False),
     )
-    from core.executor import run_submit, run_wait
+    from core.runs.executor import run_submit, run_wait
 
     run_wait(run=run_submit(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hey"}]))
     started = web.post(f"/agents/{agent.id}/sleeptime/run/").content.decode()

@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from core.context_service import agent_context
+from core.agents.context import agent_context
 from core.engine.tokens import step_cost
 from core.models import Agent, Message, Replay, Run, Step
-from core.timetravel import state_compile
+from core.runs.timetravel import state_compile
 from memory.models import Block
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM

@@ -123,7 +123,7 @@ def _record(step) -> dict:
 
 
 def test_a_streamed_step_stores_the_same_record_as_a_plain_one(account, fake_llm):
-    from core.executor import run_reply
+    from core.runs.executor import run_reply
 
     api = ApiClient(account.token)
     records, replies = [], []

@@ -7,9 +7,11 @@ import pytest
 from django.test import Client
 
 from core.accounts import api_token_create
-from core.agentfile import agentfile_export, agentfile_import, parse_agent_file
+from core.agents.agentfile.exporter import agentfile_export
+from core.agents.agentfile.importer import agentfile_import
+from core.agents.agentfile.parse import parse_agent_file
+from core.agents.services import agent_update
 from core.models import Agent, AgentTestRun, AgentVersion, Run, ToolVersion
-from core.services import agent_update
 from memory.models import Block
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM

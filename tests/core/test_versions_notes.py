@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from core.models import AgentVersion
-from core.runner import run_agent
+from core.runs.runner import run_agent
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 from tools import services as tool_services
@@ -173,7 +173,7 @@ def test_a_tool_that_changes_its_agent_in_a_step_names_the_step(live_server, acc
 
 
 def test_the_history_tab_names_a_step_author_and_links_to_its_step(web, account, agent):
-    from core import versions
+    from core.agents import versions
 
     with versions.authored_by(versions.Author("agent", "step-0123-abcdef01")):
         tool_services.tool_attach(agent=agent, tool=tool_services.tool_create(owner=account.org, source_code=SOURCE))
@@ -220,8 +220,8 @@ def test_restore_in_the_ide_sends_the_restored_settings_tools_and_rules_along(ap
 
 def test_a_change_made_in_process_during_a_step_names_the_step(account, agent, fake_llm, monkeypatch):
     """Built-in tools run in the runner's own thread: a definition they changed would name the step too."""
-    from core.runtime import tool_exec
-    from core.services import agent_update
+    from core.agents.services import agent_update
+    from core.runs import tool_exec
 
     builtin = tool_exec._builtin
 

@@ -10,7 +10,7 @@ from django.test import Client
 
 from agents_ide.routing import websocket_urlpatterns
 from agents_ide.security import FullOriginValidator
-from core.consumers import SESSION_ENDED
+from core.web.consumers import SESSION_ENDED
 from tests.factories import make_agent
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from core import agent_tests
 from core.models import Agent, Message
-from core.runner import run_agent
+from core.runs import agent_tests
+from core.runs.runner import run_agent
 from tests.core.test_agent_tests import TESTS, _script
 from tests.e2e.conftest import shot
 from tests.factories import make_agent

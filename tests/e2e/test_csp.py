@@ -50,7 +50,7 @@ def test_ide_pages_run_under_the_csp_without_violations(signed_in, account):
 def test_login_and_import_pages_under_the_csp(chromium, live_server_url, account, tmp_path):
     import json
 
-    from core.agentfile.exporter import agentfile_export
+    from core.agents.agentfile.exporter import agentfile_export
 
     context = chromium.new_context(base_url=live_server_url)
     page = context.new_page()

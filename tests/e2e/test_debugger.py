@@ -10,9 +10,9 @@ import urllib.request
 
 from playwright.sync_api import expect
 
+from core.agents.services import BlockInput
 from core.models import Message, Step
-from core.runner import run_agent
-from core.services import BlockInput
+from core.runs.runner import run_agent
 from tests.e2e.conftest import shot
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
@@ -343,7 +343,8 @@ def test_token_chunks_render_before_the_final_message(redis_layer, signed_in, ac
 
 
 def test_an_imported_letta_v1_conversation_renders_like_a_native_one(signed_in, account):
-    from core.agentfile import agentfile_import, parse_agent_file
+    from core.agents.agentfile.importer import agentfile_import
+    from core.agents.agentfile.parse import parse_agent_file
     from tests.core.agentfile_fixtures import fixture_path
 
     result = agentfile_import(

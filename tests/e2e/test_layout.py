@@ -9,11 +9,11 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from core import agent_tests
-from core.agentfile.exporter import agentfile_export
+from core.agents.agentfile.exporter import agentfile_export
+from core.agents.services import BlockInput
 from core.models import Agent, Step
-from core.runner import run_agent
-from core.services import BlockInput
+from core.runs import agent_tests
+from core.runs.runner import run_agent
 from memory import services as memory_services
 from tests.e2e.conftest import SHOTS
 from tests.factories import make_agent

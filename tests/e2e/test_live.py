@@ -126,7 +126,7 @@ def _upload_and_preview(page, path, expect_name: str):
 
 
 def test_upload_an_exported_agent_file_preview_and_import(signed_in, account, tmp_path):
-    from core.agentfile.exporter import agentfile_export
+    from core.agents.agentfile.exporter import agentfile_export
 
     source = make_agent(account.org, name="Exported", tags=["shared"])
     path = tmp_path / "exported.af"

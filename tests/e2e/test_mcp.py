@@ -5,7 +5,7 @@ import sys
 
 from playwright.sync_api import expect
 
-from core.executor import run_submit, run_wait
+from core.runs.executor import run_submit, run_wait
 from tests.e2e.conftest import shot
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM

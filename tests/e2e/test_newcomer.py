@@ -92,7 +92,7 @@ def test_block_history_opens_the_step_that_made_the_edit(signed_in, account, fak
 
     from django.db import connection
 
-    from core.runner import run_agent
+    from core.runs.runner import run_agent
 
     def turn():  # outside Playwright's event loop, where the runner's sync event sending belongs
         try:

@@ -8,7 +8,7 @@ from django.template.defaultfilters import floatformat
 from playwright.sync_api import expect
 
 from core.models import Agent, Message, Step
-from core.runner import run_agent
+from core.runs.runner import run_agent
 from memory.models import Block
 from tests.e2e.conftest import shot
 from tests.e2e.test_csp import _watch

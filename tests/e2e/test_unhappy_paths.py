@@ -5,8 +5,8 @@ or queue the message. Screenshots go to test-artifacts/screenshots/ (and /tmp/sh
 
 from playwright.sync_api import expect
 
+from core.agents.services import BlockInput, agent_update
 from core.models import Run
-from core.services import BlockInput, agent_update
 from tests.e2e.conftest import shot
 from tests.e2e.test_debugger import FIRST_CALL_S, _group_send, _open, _send
 from tests.factories import make_agent
@@ -167,7 +167,7 @@ def test_cancelling_leaves_a_usable_page(signed_in, account, fake_llm):
 
 def test_a_run_lost_to_a_server_restart_ends_usable(redis_layer, signed_in, account, fake_llm):
     from core.events import agent_group
-    from core.runner import run_start
+    from core.runs.runner import run_start
 
     agent = make_agent(account.org, name="Crashed")
     page = _open(signed_in, agent.id)
@@ -181,7 +181,7 @@ def test_a_run_lost_to_a_server_restart_ends_usable(redis_layer, signed_in, acco
     lost = "The server stopped while this run was in progress."
     Run.objects.filter(pk=run.pk).update(
         status="failed", stop_reason="error", error=lost
-    )  # as core.queue's reaper records it
+    )  # as core.runs.queue's reaper records it
     _group_send(
         group,
         [{"message_type": "run_status", "run_id": run.id, "status": "failed", "stop_reason": "error", "error": lost}],
@@ -200,7 +200,7 @@ def test_a_run_lost_to_a_server_restart_ends_usable(redis_layer, signed_in, acco
 
 
 def test_a_run_the_page_did_not_hear_of_makes_the_send_say_which_run_is_busy(signed_in, account, fake_llm):
-    from core.runner import run_start
+    from core.runs.runner import run_start
 
     agent = make_agent(account.org, name="Claimed elsewhere")
     page = _open(signed_in, agent.id)

@@ -4,8 +4,8 @@ left alone), and a version note given with a save. Screenshots go to test-artifa
 import pytest
 from playwright.sync_api import expect
 
+from core.agents.services import agent_update
 from core.models import Agent, AgentVersion
-from core.services import agent_update
 from memory.models import Block
 from memory.services import block_update
 from tests.e2e.conftest import shot

@@ -6,8 +6,8 @@ import threading
 import pytest
 from django.db import connection, connections
 
-from core import queue
 from core.models import Run
+from core.runs import queue
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,4 +1,4 @@
-"""Fixtures for memory tests: an agent made through core.services, messages appended like the runtime does."""
+"""Fixtures for memory tests: an agent made through core.agents.services, messages appended like the runtime does."""
 
 import pytest
 from django.db.models import Max

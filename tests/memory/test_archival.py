@@ -5,8 +5,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from core.agents.services import agent_update
 from core.errors import Invalid, NotFound
-from core.services import agent_update
 from memory import selectors, services
 from memory.models import Passage
 

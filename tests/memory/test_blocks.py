@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.services import BlockInput, agent_delete
+from core.agents.services import BlockInput, agent_delete
 from memory import selectors, services
 from memory.models import Block
 from tests.factories import make_agent

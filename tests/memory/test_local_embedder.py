@@ -11,7 +11,7 @@ pytestmark = [
 
 
 def test_semantic_search_offline(agent):
-    from core.services import agent_update
+    from core.agents.services import agent_update
     from memory import selectors, services
 
     agent = agent_update(agent=agent, changes={"embedding": local.HANDLE})

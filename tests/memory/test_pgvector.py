@@ -51,7 +51,7 @@ def test_passage_and_message_full_text_use_gin(agent):
 
 def test_search_end_to_end_on_pgvector(agent, fake_llm):
     postgres_required()
-    from core.services import agent_update
+    from core.agents.services import agent_update
     from memory import selectors, services
 
     agent = agent_update(agent=agent, changes={"embedding": "openai/text-embedding-3-small"})

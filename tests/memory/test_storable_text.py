@@ -2,7 +2,7 @@
 surrogates): the agent's memory tools and archival inserts commit, with U+FFFD in place of the bad characters."""
 
 from core.models import Message
-from core.runner import run_agent
+from core.runs.runner import run_agent
 from memory.models import BlockHistory, Passage
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM

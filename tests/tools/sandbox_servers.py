@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import tempfile
 
-from tools.sandbox import SandboxLimits, SandboxRequest, SandboxResult
+from tools.sandbox.base import SandboxLimits, SandboxRequest, SandboxResult
 from tools.sandbox.local import LocalSandbox, find_interpreter
 
 ORDINARY_UID = 51999  # outside the sandbox's own uid range; no passwd entry needed
@@ -20,7 +20,7 @@ TOOLS_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 CHILD = """
 import json, logging, sys
 sys.path.insert(0, sys.argv[1])
-from tools.sandbox import SandboxLimits, SandboxRequest
+from tools.sandbox.base import SandboxLimits, SandboxRequest
 from tools.sandbox.local import LocalSandbox, log_isolation_status
 doc = json.load(sys.stdin)
 backend = LocalSandbox(**doc["config"])

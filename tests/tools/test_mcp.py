@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from core.models import Step
-from core.runner import run_agent
+from core.runs.runner import run_agent
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 from tests.helpers import free_port, until

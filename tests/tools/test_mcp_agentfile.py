@@ -7,8 +7,10 @@ import sys
 
 import pytest
 
-from core.agentfile import ImportOptions, agentfile_export, agentfile_import, parse_agent_file
-from core.agentfile.checks import AgentFileError
+from core.agents.agentfile.checks import AgentFileError
+from core.agents.agentfile.exporter import agentfile_export
+from core.agents.agentfile.importer import ImportOptions, agentfile_import
+from core.agents.agentfile.parse import parse_agent_file
 from tests.factories import ApiClient, make_agent
 from tests.tools.test_mcp import DEMO
 from tools import mcp_services

@@ -17,7 +17,8 @@ import textwrap
 import pytest
 from e2b import CommandExitException, CommandResult, TimeoutException
 
-from tools.sandbox import SandboxLimits, SandboxRequest, get_backend
+from tools.sandbox.base import SandboxLimits, SandboxRequest
+from tools.sandbox.selection import get_backend
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 from django.conf import settings
 
-from tools.sandbox import SandboxLimits, SandboxRequest
+from tools.sandbox.base import SandboxLimits, SandboxRequest
 
 PG_SOCKET = "/var/run/postgresql/.s.PGSQL.5432"
 

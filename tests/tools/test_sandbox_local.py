@@ -10,8 +10,9 @@ import textwrap
 import pytest
 
 from tests.helpers import until
-from tools.sandbox import SandboxError, SandboxLimits, SandboxRequest, get_backend, resolve_backend_name
+from tools.sandbox.base import SandboxError, SandboxLimits, SandboxRequest
 from tools.sandbox.local import LocalSandbox
+from tools.sandbox.selection import get_backend, resolve_backend_name
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from tools.schema import ArgumentError, SchemaError, derive_schema, validate_args, validate_tool_name
+from tools.json_schema import ArgumentError, SchemaError, derive_schema, validate_args, validate_tool_name
 
 
 def schema_of(src: str, name: str | None = None) -> dict:

@@ -15,7 +15,7 @@ import threading
 import pytest
 
 from tests.tools.sandbox_servers import AsOrdinaryUser
-from tools.sandbox import SandboxLimits, SandboxRequest
+from tools.sandbox.base import SandboxLimits, SandboxRequest
 from tools.sandbox.local import LocalSandbox
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="dropping to a throwaway uid needs root (CI runs as root)")

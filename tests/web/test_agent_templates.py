@@ -6,10 +6,10 @@ import json
 import pytest
 from django.test import Client
 
-from core import queue
-from core.agentfile.templates import templates_list
+from core.agents.agentfile.templates import templates_list
 from core.models import Agent, Run
-from core.runner import run_agent
+from core.runs import queue
+from core.runs.runner import run_agent
 from memory.models import Block, Passage
 from tests.fake_llm import FakeLLM
 

@@ -6,9 +6,9 @@ import json
 import pytest
 from django.test import Client
 
-from core import agent_tests
 from core.models import Agent
-from core.runner import run_agent
+from core.runs import agent_tests
+from core.runs.runner import run_agent
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 from tests.helpers import until

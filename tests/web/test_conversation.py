@@ -8,9 +8,9 @@ import re
 import pytest
 from django.test import Client
 
+from core.agents.services import BlockInput
 from core.models import Agent, Message, Run, Step
-from core.runner import run_agent
-from core.services import BlockInput
+from core.runs.runner import run_agent
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 
@@ -79,7 +79,8 @@ def test_a_reset_is_a_divider_and_marks_older_messages_out(web, account, fake_ll
 
 
 def test_injected_messages_are_notices_and_imported_v1_json_shows_its_text(web, account, fake_llm):
-    from core.agentfile import agentfile_import, parse_agent_file
+    from core.agents.agentfile.importer import agentfile_import
+    from core.agents.agentfile.parse import parse_agent_file
     from tests.core.agentfile_docs import edited, v1_doc
 
     def letta_v1_wrapping(doc):  # how Letta v1 stored what the agent was told
@@ -215,7 +216,8 @@ def test_history_and_runs_cost_the_same_queries_however_long_the_history(web, ac
 
 
 def test_an_imported_letta_v1_conversation_reads_like_a_native_one(web, account):
-    from core.agentfile import agentfile_import, parse_agent_file
+    from core.agents.agentfile.importer import agentfile_import
+    from core.agents.agentfile.parse import parse_agent_file
     from tests.core.agentfile_fixtures import fixture_path
 
     result = agentfile_import(

@@ -310,7 +310,7 @@ def test_workbench_tool_printing_nul_is_stored(api):
 
 
 def test_a_step_whose_tool_prints_nul_commits(account, fake_llm):
-    from core.runner import run_agent
+    from core.runs.runner import run_agent
     from tests.fake_llm import FakeLLM
     from tools.services import tool_attach, tool_create
 
@@ -342,7 +342,7 @@ def test_storable_text_replaces_only_what_cannot_be_stored():
     [(IntegrityError("duplicate key"), 409), (DataError("value too long"), 422), (OverflowError("int too large"), 422)],
 )
 def test_database_errors_become_4xx_json(api, agent, monkeypatch, exc, status):
-    from core import services
+    from core.agents import services
 
     def boom(**kwargs):
         raise exc
@@ -435,7 +435,7 @@ def test_ide_import_without_a_file_or_with_the_old_payload_field(account):
 
 
 def test_ide_import_over_the_documented_size_is_refused(account):
-    from core.agentfile.model import MAX_FILE_BYTES
+    from core.agents.agentfile.model import MAX_FILE_BYTES
 
     web = Client()
     web.force_login(account.user)

@@ -36,7 +36,7 @@ def test_attach_existing_is_on_the_first_load_and_names_the_blocks_users(web, ac
 
 
 def test_history_links_an_agents_edit_to_its_step_and_tool_call(web, account, fake_llm):
-    from core.runner import run_agent
+    from core.runs.runner import run_agent
 
     agent = make_agent(account.org, name="Ada")
     fake_llm.script(

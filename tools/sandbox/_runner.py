@@ -7,7 +7,8 @@ are never spliced into code. It is JSON, or marshal when the server and runner s
 (marshal is built in, and importing `json` would double this script's start-up time; the payload
 comes from the server, so it is trusted input). The result goes to RESULT as JSON — the server
 parses it with `json`, never marshal, because the tool controls it — on a channel separate from
-stdout, so whatever the tool prints cannot pose as its return value. Standard library only.
+stdout, so whatever the tool prints cannot pose as its return value. Standard library only, each module imported
+where it is first needed, for the same start-up time.
 """
 
 import os

@@ -8,6 +8,9 @@ from xml.etree import ElementTree as ET
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.models import Agent
+from core.runs import agent_tests, queue
+
 
 class Command(BaseCommand):
     help = "Run agents' regression tests; exit 1 if any fails."
@@ -20,9 +23,6 @@ class Command(BaseCommand):
         parser.add_argument("--keep", action="store_true", help="keep each test's copy of its agent")
 
     def handle(self, *args, agent_ids=(), all=False, model="", junit_xml="", keep=False, **options):
-        from core import agent_tests, queue
-        from core.models import Agent
-
         if not agent_ids and not all:
             raise CommandError("Name agents, or pass --all.")
         agents = (

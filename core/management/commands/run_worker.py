@@ -6,6 +6,10 @@ import sys
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from agents_ide.gc_tuning import settle
+from core.engine.llm import warm_up
+from core.runs import queue
+
 
 class Command(BaseCommand):
     help = "Execute queued agent runs (django-tasks database queue) with a pool of threads."
@@ -15,15 +19,12 @@ class Command(BaseCommand):
         parser.add_argument("--poll", type=float, default=None, help="seconds between queue polls (RUN_POLL_S)")
 
     def handle(self, *args, threads=None, poll=None, **options):
-        from core import queue
 
         # A stopped worker's runs are not abandoned silently: their leases lapse and a reaper fails them.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         n = threads or settings.RUN_WORKER_THREADS
-        from core.engine.llm import warm_up
 
         warm_up()  # litellm takes seconds to import: pay it before taking the first run
-        from agents_ide.gc_tuning import settle
 
         settle()
         self.stdout.write(f"run worker {queue.WORKER_ID}: {n} threads", ending="\n")

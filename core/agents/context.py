@@ -1,0 +1,171 @@
+"""The agent's state as the engine sees it, loaded from the database, and its compiled context.
+
+This is the one compile path: the runner compiles through `context_compile`, and the `/context` endpoint
+and IDE panels read `agent_context`. Loading costs a fixed number of queries whatever the history size:
+message token counts are stored on the rows, and recall size comes from the indexed max(seq).
+"""
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from core import mapping
+from core.engine import types as t
+from core.engine.context import compile_context, overview
+from core.models import Agent, Message
+from memory.models import Passage
+from memory.selectors import agent_blocks
+from tools.selectors import agent_tools
+
+
+@dataclass
+class AgentSnapshot:
+    """Everything one step needs about an agent: rows (for writes) and their engine types (for the engine)."""
+
+    agent: Agent
+    spec: t.AgentSpec
+    block_rows: list
+    blocks: list[t.BlockSpec]
+    tool_rows: list
+    tools: list[t.ToolSpec]
+    rules: list[t.ToolRule]
+    summary: t.Message | None
+    body: list[t.Message]
+    kinds: dict[str, str]
+    stats: t.MemoryStats
+    max_seq: int
+
+
+# Stored messages never change (edits are new messages), so their engine form is cached by id in this
+# process: loading a window then costs one query for the ids not seen yet, whatever the window size.
+_CACHE_SIZE = 50_000
+_cache: OrderedDict[str, tuple[t.Message, str, str]] = OrderedDict()
+_cache_lock = threading.Lock()
+_FIELDS = (
+    "id",
+    "role",
+    "text",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "reasoning",
+    "token_count",
+    "kind",
+    "thinking_blocks",
+)
+
+
+def messages_cached(ids: Sequence[str]) -> dict[str, tuple[t.Message, str, str]]:
+    """(engine message, kind, role) for each stored message id, from the cache or one query for the rest."""
+    with _cache_lock:
+        found = {i: _cache[i] for i in ids if i in _cache}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        for row in Message.objects.filter(id__in=missing).only(*_FIELDS):
+            found[row.id] = (mapping.message(row), row.kind, row.role)
+        with _cache_lock:
+            for i in missing:
+                if i in found:
+                    _cache[i] = found[i]
+            while len(_cache) > _CACHE_SIZE:
+                _cache.popitem(last=False)
+    return found
+
+
+def messages_cache_put(rows: Sequence[Message]) -> None:
+    """Remember just-written rows, so the next step's load needs no query for them."""
+    with _cache_lock:
+        for row in rows:
+            _cache[row.id] = (mapping.message(row), row.kind, row.role)
+
+
+def _stats(agent: Agent, in_context: int, max_seq: int, block_rows) -> t.MemoryStats:
+    last_edit = max((b.updated_at for b in block_rows), default=None)
+    return t.MemoryStats(
+        recall_outside_window=max(0, max_seq + 1 - in_context),
+        archival_count=Passage.objects.filter(agent_id=agent.id).count(),
+        last_memory_edit=last_edit.strftime("%Y-%m-%d %I:%M:%S %p UTC") if last_edit else None,
+    )
+
+
+def agent_snapshot(*, agent: Agent) -> AgentSnapshot:
+    """Load an agent's blocks, tools, rules, in-context messages and memory statistics (reads only)."""
+
+    block_rows = agent_blocks(agent=agent)
+    tool_rows = agent_tools(agent=agent)
+    cached = messages_cached(list(agent.message_ids or []))
+    window = [cached[i] for i in agent.message_ids or [] if i in cached]
+    in_context = len(window)
+    if window and window[0][2] == "system":
+        window = window[1:]
+    summary = window[0][0] if window and window[0][1] == "summary" else None
+    body = window[1:] if summary else window
+    last = Message.objects.filter(agent_id=agent.id).order_by("-seq").values_list("seq", flat=True).first()
+    max_seq = last or 0
+    return AgentSnapshot(
+        agent=agent,
+        spec=mapping.agent_spec(agent),
+        block_rows=block_rows,
+        blocks=[mapping.block_spec(b) for b in block_rows],
+        tool_rows=tool_rows,
+        tools=[mapping.tool_spec(x) for x in tool_rows],
+        rules=mapping.tool_rules(agent),
+        summary=summary,
+        body=[m for m, _, _ in body],
+        kinds={m.id: kind for m, kind, _ in window if kind},
+        stats=_stats(agent, in_context, max_seq, block_rows),
+        max_seq=max_seq,
+    )
+
+
+def context_compile(
+    snap: AgentSnapshot,
+    *,
+    extra: Sequence[t.Message] = (),
+    body: Sequence[t.Message] | None = None,
+    summary: t.Message | None = None,
+    allowed_tools: Sequence[str] | None = None,
+    tool_choice=None,
+    spec: t.AgentSpec | None = None,
+) -> t.CompiledContext:
+    """Compile the snapshot (plus not-yet-stored `extra` messages) into the exact next request (pure)."""
+    messages = list(snap.body if body is None else body) + list(extra)
+    return compile_context(
+        spec or snap.spec,
+        snap.blocks,
+        messages,
+        snap.tools,
+        snap.rules,
+        snap.stats,
+        allowed_tools=allowed_tools,
+        tool_choice=tool_choice,
+        summary=summary if summary is not None else snap.summary,
+    )
+
+
+def agent_context(
+    *, agent: Agent, context_window_limit: int | None = None, model: str | None = None, system: str | None = None
+) -> t.CompiledContext:
+    """The agent's context as its next call would send it; the overrides preview unsaved settings."""
+    snap = agent_snapshot(agent=agent)
+    spec = snap.spec
+    if context_window_limit or model or system is not None:
+        spec = replace(
+            spec,
+            context_window_limit=context_window_limit or spec.context_window_limit,
+            model=model or spec.model,
+            system=spec.system if system is None else system,
+        )
+    return context_compile(snap, spec=spec)
+
+
+def context_overview(*, agent: Agent) -> dict:
+    """Letta's context-window overview fields, our sections with text, the tokenizer and the exact request."""
+    ctx = agent_context(agent=agent)
+    out = overview(ctx)
+    out["sections"] = [{"name": s.name, "tokens": s.tokens, "text": s.text} for s in ctx.sections]
+    out["request"] = ctx.request
+    out["allowed_tools"] = list(ctx.allowed_tools)
+    return out

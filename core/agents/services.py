@@ -1,0 +1,435 @@
+"""Writes to agents: create, modify (settings and rules checked against what the owner has), duplicate, delete.
+Memory and tool writes live in their apps; creating from a template is in core.agents.agentfile.templates."""
+
+import secrets
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+
+from core import providers
+from core.agents import versions
+from core.engine import types as t
+from core.engine.tokens import count_message, model_info
+from core.engine.types import tool_rule_from_dict, tool_rule_to_dict, uses_heartbeats
+from core.errors import Invalid, NotConfigured
+from core.models import Agent, AgentTag, Message, Organization
+from core.selectors import agent_tags
+from core.updates import model_update
+from memory import services as memory_services
+from memory.selectors import agent_blocks
+from memory.services import blocks_orphaned_by_delete
+from tools import services as tool_services
+from tools.selectors import agent_tools
+
+DEFAULT_SYSTEM = (
+    "You are a helpful, stateful agent. You remember across conversations through your memory blocks, "
+    "which you can edit with your memory tools, through archival memory (a searchable store you can "
+    "insert into), and through recall memory (every past message, searchable). Think before you act; "
+    "reply to the user with send_message."
+)
+# letta_v1_agent answers in plain text and has no send_message (Letta's letta_v1 prompt, in short).
+DEFAULT_SYSTEM_V1 = (
+    "You are a helpful, stateful agent. You remember across conversations through your memory blocks, "
+    "which you can edit with your memory tools, through archival memory (a searchable store you can "
+    "insert into), and through recall memory (every past message, searchable). Keep calling tools until "
+    "the task is done; to reply and yield control to the user, end your response without a tool call."
+)
+MIN_CONTEXT_WINDOW = 1024
+# No model has a window near this; a bound well inside the column's 2^31 keeps token arithmetic sane.
+MAX_CONTEXT_WINDOW = 10_000_000
+MAX_STEPS = 1000
+# Letta's agent types (the API and agent files speak them); every one runs on this server's one loop.
+AGENT_TYPES = (
+    "memgpt_agent",
+    "memgpt_v2_agent",
+    "letta_v1_agent",
+    "react_agent",
+    "workflow_agent",
+    "split_thread_agent",
+    "sleeptime_agent",
+    "voice_convo_agent",
+    "voice_sleeptime_agent",
+)
+OVERFLOW_STRATEGIES = tuple(dict(Agent.OVERFLOW))
+
+
+@dataclass
+class BlockInput:
+    label: str
+    value: str = ""
+    limit: int | None = None
+    description: str = ""
+    read_only: bool = False
+    metadata: dict = field(default_factory=dict)
+
+
+def _validate_agent_fields(
+    *,
+    name: str | None = None,
+    model: str | None = None,
+    context_window_limit: int | None = None,
+    tags: list[str] | None = None,
+    max_steps: int | None = None,
+    agent_type: str | None = None,
+    overflow_strategy: str | None = None,
+    embedding: str | None = None,
+) -> None:
+    """Raise Invalid for a field the columns cannot hold or the engine cannot use (create and update alike)."""
+    if name is not None and not name.strip():
+        raise Invalid("Agent name must not be empty")
+    if name is not None and len(name) > 200:
+        raise Invalid("Agent name is longer than 200 characters")
+    if model is not None and (not isinstance(model, str) or not model.strip() or len(model) > 200):
+        raise Invalid("model must be a model handle such as 'openai/gpt-4o-mini'")
+    if context_window_limit is not None and (
+        not isinstance(context_window_limit, int)
+        or isinstance(context_window_limit, bool)
+        or not MIN_CONTEXT_WINDOW <= context_window_limit <= MAX_CONTEXT_WINDOW
+    ):
+        raise Invalid(f"context_window_limit must be between {MIN_CONTEXT_WINDOW} and {MAX_CONTEXT_WINDOW} tokens")
+    if tags is not None and any((not isinstance(t, str)) or not t.strip() or len(t) > 100 for t in tags):
+        raise Invalid("tags must be non-empty strings of at most 100 characters")
+    if max_steps is not None and not 1 <= max_steps <= MAX_STEPS:
+        raise Invalid(f"max_steps must be between 1 and {MAX_STEPS}")
+    if agent_type is not None and agent_type not in AGENT_TYPES:
+        raise Invalid(f"agent_type must be one of {', '.join(AGENT_TYPES)}")
+    if overflow_strategy is not None and overflow_strategy not in OVERFLOW_STRATEGIES:
+        raise Invalid(f"overflow_strategy must be one of {', '.join(OVERFLOW_STRATEGIES)}")
+    if embedding is not None and len(embedding) > 200:
+        raise Invalid("embedding must be a model handle of at most 200 characters")
+
+
+def _set_tags(agent: Agent, tags: list[str]) -> None:
+    AgentTag.objects.filter(agent=agent).delete()
+    AgentTag.objects.bulk_create([AgentTag(agent=agent, tag=t.strip()) for t in dict.fromkeys(tags)])
+
+
+@transaction.atomic
+def agent_create(
+    *,
+    owner: Organization,
+    name: str,
+    model: str | None = None,
+    system: str | None = None,
+    description: str = "",
+    memory_blocks: list[BlockInput] = (),
+    block_ids: list[str] = (),
+    tools: list[str] = (),
+    tool_ids: list[str] = (),
+    include_base_tools: bool = True,
+    include_multi_agent_tools: bool = False,
+    tool_rules: list[dict] = (),
+    context_window_limit: int | None = None,
+    tags: list[str] = (),
+    metadata: dict | None = None,
+    secrets: dict | None = None,
+    embedding: str = "",
+    model_settings: dict | None = None,
+    max_steps: int = 50,
+    overflow_strategy: str = "summarize",
+    agent_type: str = "memgpt_v2_agent",
+    initial_messages: list[dict] = (),
+    embedding_config: dict | None = None,
+) -> Agent:
+    """Create an agent with its blocks, tools, tags and system message, all in one transaction. `initial_messages`
+    ({role, text}, Letta's `initial_message_sequence`) follow the system message in the context window."""
+
+    model = model or settings.DEFAULT_MODEL
+    if system is None:
+        system = DEFAULT_SYSTEM if uses_heartbeats(agent_type) else DEFAULT_SYSTEM_V1
+    _validate_agent_fields(
+        name=name,
+        model=model,
+        context_window_limit=context_window_limit,
+        tags=list(tags),
+        max_steps=max_steps,
+        agent_type=agent_type,
+        overflow_strategy=overflow_strategy,
+        embedding=embedding,
+    )
+    rules = _parse_rules(tool_rules)
+    agent = Agent.objects.create(
+        owner=owner,
+        name=name.strip(),
+        model=model,
+        system=system if system is not None else DEFAULT_SYSTEM,
+        description=description,
+        context_window_limit=context_window_limit or _default_window(model),
+        tool_rules=rules,
+        metadata=metadata or {},
+        secrets=_clean_secrets(secrets or {}),
+        embedding=embedding,
+        model_settings=model_settings or {},
+        max_steps=max_steps,
+        overflow_strategy=overflow_strategy,
+        agent_type=agent_type,
+        **({"embedding_config": embedding_config} if embedding_config else {}),
+    )
+    _set_tags(agent, list(tags))
+    for position, spec in enumerate(memory_blocks):
+        block = memory_services.block_create(
+            owner=owner,
+            label=spec.label,
+            value=spec.value,
+            limit=spec.limit,
+            description=spec.description,
+            read_only=spec.read_only,
+            metadata=spec.metadata,
+        )
+        memory_services.block_attach(agent=agent, block=block, position=position)
+    for block_id in block_ids:
+        memory_services.block_attach_by_id(agent=agent, block_id=block_id)
+    tool_services.agent_tools_attach_initial(
+        agent=agent,
+        names=list(tools),
+        ids=list(tool_ids),
+        include_base=include_base_tools,
+        include_multi_agent=include_multi_agent_tools,
+        without=() if uses_heartbeats(agent_type) else ("send_message",),
+    )
+    system_message = Message.objects.create(
+        owner=owner,
+        agent=agent,
+        seq=0,
+        role="system",
+        content=[{"type": "text", "text": agent.system}],
+        text=agent.system,
+    )
+    agent.message_ids = [system_message.id, *_initial_messages(agent, initial_messages)]
+    agent.save(update_fields=["message_ids"])
+    versions.version_record(agent=agent, message="created")
+    return agent
+
+
+def _initial_messages(agent: Agent, messages) -> list[str]:
+    ids = []
+    for seq, m in enumerate(messages, start=1):
+        role, text = m["role"], m["text"]
+        if role not in ("user", "system", "assistant"):
+            raise Invalid(f"initial_message_sequence[{seq - 1}].role must be user, system or assistant, not {role!r}")
+        tokens = count_message(agent.model, t.Message(id="", role=t.Role(role), content=text))
+        row = Message.objects.create(
+            owner=agent.owner,
+            agent=agent,
+            seq=seq,
+            role=role,
+            text=text,
+            token_count=tokens,
+            content=[{"type": "text", "text": text}] if text else [],
+        )
+        ids.append(row.id)
+    return ids
+
+
+_ADJECTIVES = (
+    "amber",
+    "brisk",
+    "calm",
+    "deft",
+    "eager",
+    "fond",
+    "keen",
+    "lucid",
+    "merry",
+    "nimble",
+    "quiet",
+    "sly",
+    "swift",
+    "tidy",
+    "vivid",
+    "wise",
+)
+_NOUNS = (
+    "badger",
+    "comet",
+    "falcon",
+    "fern",
+    "harbor",
+    "heron",
+    "lantern",
+    "maple",
+    "otter",
+    "pebble",
+    "quill",
+    "raven",
+    "sparrow",
+    "thistle",
+    "willow",
+    "zephyr",
+)
+
+
+def agent_name_generate(*, owner: Organization) -> str:
+    """A readable name no agent of the owner has yet (Letta names an agent created without one); reads only."""
+
+    taken = set(Agent.objects.filter(owner=owner).values_list("name", flat=True))
+    while True:
+        name = f"{secrets.choice(_ADJECTIVES)}-{secrets.choice(_NOUNS)}-{secrets.token_hex(2)}"
+        if name not in taken:
+            return name
+
+
+def _parse_rules(rules) -> list[dict]:
+    """Validate tool rules (Letta JSON shapes) and return them normalized."""
+
+    out = []
+    for i, raw in enumerate(rules or []):
+        try:
+            rule = tool_rule_to_dict(tool_rule_from_dict(dict(raw)))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise Invalid(f"tool_rules[{i}] is invalid: {exc}") from exc
+        if rule not in out:  # a repeated rule changes nothing; Letta keeps it once
+            out.append(rule)
+    return out
+
+
+def _default_window(model: str) -> int:
+    return min(model_info(model).context_window, 32000)
+
+
+def _clean_secrets(secrets: dict) -> dict:
+    if not all(isinstance(k, str) and k.isidentifier() for k in secrets):
+        raise Invalid("secret names must be valid environment variable names")
+    return {k: "" if v is None else str(v) for k, v in secrets.items()}
+
+
+_SIMPLE_FIELDS = (
+    "name",
+    "description",
+    "system",
+    "model",
+    "context_window_limit",
+    "embedding",
+    "metadata",
+    "max_steps",
+    "overflow_strategy",
+    "model_settings",
+)
+
+
+@transaction.atomic
+def agent_update(*, agent: Agent, changes: dict) -> Agent:
+    """Modify an agent's settings; only the fields given change (the IDE never writes on read)."""
+    _validate_agent_fields(
+        name=changes.get("name"),
+        model=changes.get("model"),
+        context_window_limit=changes.get("context_window_limit"),
+        tags=changes.get("tags"),
+        max_steps=changes.get("max_steps"),
+        agent_type=changes.get("agent_type"),
+        overflow_strategy=changes.get("overflow_strategy"),
+        embedding=changes.get("embedding"),
+    )
+    data = {key: value for key, value in changes.items() if value is not None}
+    if "tool_rules" in data:
+        data["tool_rules"] = _parse_rules(data["tool_rules"])
+    if "secrets" in data:
+        data["secrets"] = _clean_secrets(data["secrets"])
+    model_update(agent, fields=(*_SIMPLE_FIELDS, "tool_rules", "secrets"), data=data)
+    if changes.get("tags") is not None:
+        _set_tags(agent, changes["tags"])
+    versions.version_record(agent=agent, message=changes.get("version_message") or "")
+    return agent
+
+
+@transaction.atomic
+def agent_delete(*, agent: Agent) -> None:
+    """Delete an agent, its messages, runs and passages, and the blocks made with it that no other agent uses
+    (blocks made on their own, as `POST /v1/blocks/` does, are only detached, as in Letta)."""
+
+    orphaned = blocks_orphaned_by_delete(agent=agent)
+    agent.delete()
+    for block in orphaned:
+        block.delete()
+
+
+@transaction.atomic
+def agent_duplicate(*, agent: Agent, name: str | None = None) -> Agent:
+    """Copy an agent's settings, tools, rules, tags and (unshared copies of) its blocks; no messages."""
+
+    blocks = [
+        BlockInput(
+            label=b.label,
+            value=b.value,
+            limit=b.limit,
+            description=b.description,
+            read_only=b.read_only,
+            metadata=dict(b.metadata or {}),
+        )
+        for b in agent_blocks(agent=agent)
+    ]
+    return agent_create(
+        owner=agent.owner,
+        name=name or f"{agent.name} (copy)",
+        model=agent.model,
+        system=agent.system,
+        description=agent.description,
+        memory_blocks=blocks,
+        tool_ids=[t.id for t in agent_tools(agent=agent)],
+        include_base_tools=False,
+        tool_rules=list(agent.tool_rules or []),
+        context_window_limit=agent.context_window_limit,
+        tags=agent_tags(agent),
+        metadata=dict(agent.metadata or {}),
+        secrets=dict(agent.secrets or {}),
+        embedding=agent.embedding,
+        model_settings=dict(agent.model_settings or {}),
+        max_steps=agent.max_steps,
+        overflow_strategy=agent.overflow_strategy,
+        agent_type=agent.agent_type,
+    )
+
+
+def model_served_check(*, owner: Organization, handle: str) -> None:
+    """Invalid, listing the models that are served, unless a configured provider serves this handle.
+
+    A provider that lists its models (a server's /models, or the names given in Settings) serves only those;
+    one without a listing (a hosted API with a key) serves any model under its prefix.
+    """
+    listed = providers.models_list(owner=owner)
+    handles = sorted({m["handle"] for m in listed})
+    available = f" Available: {', '.join(handles)}." if handles else " No provider is configured: add one in Settings."
+    try:
+        resolved = providers.model_resolve(owner=owner, handle=handle)
+    except NotConfigured:
+        raise Invalid(
+            f"No configured provider serves the model '{handle}'.{available}", detail={"available": handles}
+        ) from None
+    provider = next((p for p in providers.providers_list(owner=owner) if p.name == resolved.provider), None)
+    own = [m["handle"] for m in listed if m["provider_name"] == resolved.provider]
+    if provider is not None and (provider.models or provider.base_url) and own and handle not in own:
+        raise Invalid(
+            f"The provider '{provider.name}' does not serve '{handle}'.{available}", detail={"available": handles}
+        )
+
+
+def _rule_tool_names(rule: dict) -> list[str]:
+    names = [rule.get("tool_name"), *(rule.get("children") or ())]
+    names += list((rule.get("child_output_mapping") or {}).values()) + [rule.get("default_child")]
+    return [n for n in names if isinstance(n, str) and n]
+
+
+def agent_settings_update(*, agent: Agent, changes: dict) -> Agent:
+    """Save settings edited in the IDE; a new model must be served by a configured provider (Invalid otherwise)."""
+    if changes.get("model") and changes["model"] != agent.model:
+        model_served_check(owner=agent.owner, handle=changes["model"])
+    return agent_update(agent=agent, changes=changes)
+
+
+def agent_rules_update(*, agent: Agent, rules: list) -> Agent:
+    """Save tool rules edited in the IDE; a rule naming a tool the agent does not have is refused (Invalid)."""
+
+    try:
+        parsed = [tool_rule_from_dict(dict(r)).to_dict() for r in rules]
+    except (ValueError, TypeError, KeyError):
+        parsed = []  # agent_update names the malformed rule
+    have = {t.name for t in agent_tools(agent=agent)}
+    for i, rule in enumerate(parsed):
+        missing = [n for n in _rule_tool_names(rule) if n not in have]
+        if missing:
+            raise Invalid(
+                f"Rule {i + 1} names {', '.join(repr(n) for n in dict.fromkeys(missing))}, which this agent "
+                f"does not have. Attach the tool first, or use one of: {', '.join(sorted(have)) or 'no tools attached'}."
+            )
+    return agent_update(agent=agent, changes={"tool_rules": rules})

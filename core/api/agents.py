@@ -1,0 +1,193 @@
+"""REST endpoints of the core app: agents, models, API tokens. Thin: parse, call a service, present."""
+
+from typing import Literal
+
+from django.conf import settings
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema
+
+from core import selectors
+from core.agents import presenters, services
+from core.agents.services import BlockInput
+from core.api.schemas import AgentCreateIn, AgentUpdateIn
+from core.errors import Invalid
+from core.providers import models_list
+from core.runs.sleeptime import sleeptime_configure
+
+router = Router(tags=["agents"])
+
+
+def owner(request: HttpRequest):
+    return request.principal.org
+
+
+def _model_settings(body, base: dict | None = None) -> dict:
+    ms = dict(base or {})
+    cfg = body.llm_config or {}
+    for key, src in (("temperature", body.temperature), ("max_tokens", body.max_tokens)):
+        if src is not None:
+            ms[key] = src
+        elif cfg.get(key) is not None:
+            ms[key] = cfg[key]
+    if "put_inner_thoughts_in_kwargs" in cfg:
+        ms["put_inner_thoughts"] = bool(cfg["put_inner_thoughts_in_kwargs"])
+    if cfg.get("enable_reasoner") is not None:  # native reasoning (Anthropic: extended thinking)
+        ms["enable_reasoner"] = ms["native_reasoning"] = bool(cfg["enable_reasoner"])
+    if isinstance(cfg.get("max_reasoning_tokens"), int) and cfg["max_reasoning_tokens"] > 0:
+        ms["max_reasoning_tokens"] = min(cfg["max_reasoning_tokens"], 128_000)
+    return ms
+
+
+def _model_handle(body) -> str | None:
+    if body.model:
+        return body.model
+    cfg = body.llm_config or {}
+    if cfg.get("handle"):
+        return cfg["handle"]
+    if cfg.get("model"):
+        return f"{cfg.get('model_endpoint_type') or 'openai'}/{cfg['model']}"
+    return None
+
+
+def _embedding_handle(body) -> str:
+    """The `embedding` handle, else the one Letta's `embedding_config` names (its handle, or type/model)."""
+    if body.embedding:
+        return body.embedding
+    cfg = body.embedding_config or {}
+    if isinstance(cfg.get("handle"), str) and cfg["handle"]:
+        return cfg["handle"][:200]
+    if isinstance(cfg.get("embedding_model"), str) and cfg["embedding_model"]:
+        return f"{cfg.get('embedding_endpoint_type') or 'openai'}/{cfg['embedding_model']}"[:200]
+    return ""
+
+
+def _text(content) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type", "text") == "text")
+
+
+@router.post("/agents/", response={201: dict})
+def agent_create(request, body: AgentCreateIn):
+    blocks = [
+        BlockInput(
+            label=b.label,
+            value=b.value,
+            limit=b.limit,
+            description=b.description or "",
+            read_only=b.read_only,
+            metadata=b.metadata or {},
+        )
+        for b in body.memory_blocks
+    ]
+    window = body.context_window_limit or (body.llm_config or {}).get("context_window")
+    org = owner(request)
+    initial = [{"role": m.role, "text": _text(m.content)} for m in body.initial_message_sequence or []]
+    agent = services.agent_create(
+        owner=org,
+        name=body.name or services.agent_name_generate(owner=org),
+        model=_model_handle(body),
+        system=body.system,
+        description=body.description or "",
+        memory_blocks=blocks,
+        block_ids=body.block_ids,
+        tools=body.tools,
+        tool_ids=body.tool_ids,
+        include_base_tools=body.include_base_tools,
+        include_multi_agent_tools=body.include_multi_agent_tools,
+        tool_rules=body.tool_rules,
+        context_window_limit=window,
+        tags=body.tags,
+        metadata=body.metadata,
+        secrets=body.secrets or body.tool_exec_environment_variables,
+        embedding=_embedding_handle(body),
+        model_settings=_model_settings(body),
+        max_steps=body.max_steps or 50,
+        overflow_strategy=body.overflow_strategy or "summarize",
+        agent_type=body.agent_type or "letta_v1_agent",
+        initial_messages=initial,
+        embedding_config=body.embedding_config,
+    )
+    if body.enable_sleeptime:
+        sleeptime_configure(agent=agent, enabled=True)
+    return 201, presenters.agent_state(agent)
+
+
+class AgentListQuery(Schema):
+    """Letta's filters; identity_id, project_id, template_id, base_template_id, created_by_id, identifier_keys,
+    include and include_relationships are accepted and ignored (nothing here models them)."""
+
+    name: str | None = None
+    tags: list[str] | None = None
+    match_all_tags: bool = False
+    query_text: str | None = None
+    last_stop_reason: str | None = None
+    before: str | None = None
+    after: str | None = None
+    limit: int = 50
+    order: Literal["asc", "desc"] = "desc"
+    ascending: bool | None = Field(None, description="Deprecated by Letta in favour of order.")
+    order_by: Literal["created_at", "updated_at", "last_run_completion"] | None = None
+    sort_by: str | None = Field(None, description="Deprecated by Letta in favour of order_by.")
+
+
+@router.get("/agents/", response=list[dict])
+def agents_list(request, q: Query[AgentListQuery]):
+    ascending = q.order == "asc" if q.ascending is None else q.ascending
+    agents = selectors.agents_list(
+        owner=owner(request),
+        name=q.name,
+        tags=q.tags,
+        match_all_tags=q.match_all_tags,
+        query_text=q.query_text,
+        last_stop_reason=q.last_stop_reason,
+        before=q.before,
+        after=q.after,
+        limit=q.limit,
+        ascending=ascending,
+        order_by=q.order_by or q.sort_by or "created_at",
+    )
+    return presenters.agents_state(agents)
+
+
+@router.get("/agents/{agent_id}", response=dict)
+def agent_retrieve(request, agent_id: str):
+    return presenters.agent_state(selectors.agent_get(owner=owner(request), agent_id=agent_id))
+
+
+@router.patch("/agents/{agent_id}", response=dict)
+def agent_modify(request, agent_id: str, body: AgentUpdateIn):
+    agent = selectors.agent_get(owner=owner(request), agent_id=agent_id)
+    changes = body.dict(exclude_unset=True)
+    if "model" not in changes and _model_handle(body):
+        changes["model"] = _model_handle(body)
+    if body.llm_config and body.llm_config.get("context_window") and "context_window_limit" not in changes:
+        changes["context_window_limit"] = body.llm_config["context_window"]
+    if body.tool_exec_environment_variables is not None and body.secrets is None:
+        changes["secrets"] = body.tool_exec_environment_variables
+    if body.temperature is not None or body.max_tokens is not None or body.llm_config:
+        changes["model_settings"] = _model_settings(body, agent.model_settings)
+    if changes.pop("message_ids", None) is not None:
+        raise Invalid("message_ids cannot be set directly; use reset-messages")
+    sleeptime = changes.pop("enable_sleeptime", None)
+    agent = services.agent_update(agent=agent, changes=changes)
+    if sleeptime is not None and (sleeptime or hasattr(agent, "sleeptime")):
+        sleeptime_configure(agent=agent, enabled=sleeptime)
+    return presenters.agent_state(agent)
+
+
+@router.delete("/agents/{agent_id}", response={200: dict})
+def agent_delete(request, agent_id: str):
+    services.agent_delete(agent=selectors.agent_get(owner=owner(request), agent_id=agent_id))
+    return 200, {"deleted": agent_id}
+
+
+@router.get("/models/", response=list[dict], tags=["models"])
+def models(request):
+    return models_list(owner=owner(request))
+
+
+@router.get("/models/embedding", response=list[dict], tags=["models"])
+def embedding_models(request):
+    handle = settings.EMBEDDING_MODEL
+    return [{"handle": handle, "embedding_model": handle.partition("/")[2] or handle}] if handle else []

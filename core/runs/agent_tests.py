@@ -1,0 +1,329 @@
+"""Agent regression tests: pinned behaviour, run on throwaway copies of the agent.
+
+A test lives in its agent's metadata (`agent_tests`), so it travels in `.af` exports and is restored on
+import. Running tests never touches the agent: each test gets a copy (the agent as it is now, or a fork at a
+step), its turns go through the run executor like any message, what happened is gathered as plain data and
+checked by the pure expectations (core.engine.expectations); the copy is deleted unless kept.
+"""
+
+import json
+import logging
+import time
+
+from django.db import transaction
+from django.utils import timezone
+from django_tasks import task
+
+from core import ids
+from core.agents import versions
+from core.agents.messages import messages_to_letta
+from core.agents.services import agent_delete
+from core.engine import expectations
+from core.errors import Invalid, NotFound
+from core.events import agent_group, send_event
+from core.models import Agent, AgentTestRun, Message, Organization, Run, RunStatus, Step
+from core.runs import executor, timetravel
+from memory.models import BlockHistory, Passage
+from memory.selectors import agent_blocks
+
+log = logging.getLogger(__name__)
+METADATA_KEY = "agent_tests"
+MAX_TURNS = 20
+
+
+def tests_list(*, agent: Agent) -> list[dict]:
+    return list((agent.metadata or {}).get(METADATA_KEY) or [])
+
+
+def _clean(test: dict) -> dict:
+    name = str(test.get("name") or "").strip()
+    turns = test.get("turns")
+    if not name:
+        raise Invalid("A test needs a name.")
+    if (
+        not isinstance(turns, list)
+        or not turns
+        or len(turns) > MAX_TURNS
+        or any(not isinstance(t, str) or not t.strip() for t in turns)
+    ):
+        raise Invalid(f"A test needs 1 to {MAX_TURNS} user turns, each a non-empty string.")
+    expect = test.get("expect") or {}
+    if not isinstance(expect, dict) or not expect:
+        raise Invalid("A test needs at least one expectation.")
+    problems = expectations.validate(expect)
+    if problems:
+        raise Invalid("Expectations: " + "; ".join(problems))
+    start = test.get("start") or {}
+    return {
+        "id": test.get("id") or ids.new_id("test"),
+        "name": name[:200],
+        "turns": turns,
+        "expect": expect,
+        "start": {"step_id": start.get("step_id"), "before": bool(start.get("before"))},
+    }
+
+
+@transaction.atomic
+def test_save(*, agent: Agent, test: dict) -> dict:
+    """Add a test to the agent, or replace the one with the same id; returns it (validated)."""
+    agent = Agent.objects.select_for_update().get(pk=agent.pk)
+    clean = _clean(test)
+    if clean["start"]["step_id"] and not Step.objects.filter(agent=agent, id=clean["start"]["step_id"]).exists():
+        raise Invalid(f"Step '{clean['start']['step_id']}' is not one of this agent's steps.")
+    kept = [t for t in tests_list(agent=agent) if t["id"] != clean["id"]]
+    agent.metadata = {**(agent.metadata or {}), METADATA_KEY: kept + [clean]}
+    agent.save(update_fields=["metadata", "updated_at"])
+    return clean
+
+
+@transaction.atomic
+def test_delete(*, agent: Agent, test_id: str) -> None:
+    agent = Agent.objects.select_for_update().get(pk=agent.pk)
+    tests = tests_list(agent=agent)
+    if not any(t["id"] == test_id for t in tests):
+        raise NotFound(f"Test '{test_id}' not found")
+    agent.metadata = {**agent.metadata, METADATA_KEY: [t for t in tests if t["id"] != test_id]}
+    agent.save(update_fields=["metadata", "updated_at"])
+
+
+def test_run_get(*, agent: Agent, run_id: str) -> AgentTestRun:
+    found = AgentTestRun.objects.filter(agent=agent, id=run_id).first()
+    if found is None:
+        raise NotFound(f"Test run '{run_id}' not found")
+    return found
+
+
+def _selected(agent: Agent, test_ids: list[str] | None) -> list[dict]:
+    tests = tests_list(agent=agent)
+    if test_ids:
+        unknown = set(test_ids) - {t["id"] for t in tests}
+        if unknown:
+            raise NotFound(f"No test {', '.join(sorted(unknown))} on this agent")
+        tests = [t for t in tests if t["id"] in test_ids]
+    if not tests:
+        raise Invalid("This agent has no tests to run.")
+    return tests
+
+
+def tests_start(
+    *,
+    owner: Organization,
+    agent: Agent,
+    test_ids: list[str] | None = None,
+    model: str | None = None,
+    keep: bool = False,
+) -> AgentTestRun:
+    """Queue a run of the agent's tests (all, or the given ids) as a background task; returns the test run."""
+    tests = _selected(agent, test_ids)
+    with transaction.atomic():
+        run = AgentTestRun.objects.create(
+            owner=owner,
+            agent=agent,
+            test_ids=[t["id"] for t in tests],
+            model=model or "",
+            keep=keep,
+            agent_version=versions.version_current(agent=agent),
+        )
+        executor.queue.woken_after_commit(agent_tests_task.enqueue(test_run_id=run.id))
+    return run
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _observed(copy: Agent, runs: list[Run]) -> dict:
+    """What happened on the copy, as plain data for the expectations."""
+
+    run_ids = [r.id for r in runs]
+    rows = list(Message.objects.filter(run_id__in=run_ids).order_by("seq"))
+    calls = [
+        {"name": c.get("name"), "arguments": expectations_args(c.get("arguments")), "step_id": m.step_id}
+        for m in rows
+        if m.role == "assistant"
+        for c in m.tool_calls or []
+    ]
+    replies = [
+        (e.get("content"), e.get("step_id"))
+        for e in messages_to_letta([r for r in rows if r.role == "assistant"])
+        if e["message_type"] == "assistant_message"
+    ]
+    steps = list(Step.objects.filter(run_id__in=run_ids, kind="agent").order_by("created_at"))
+    costs = [s.usage.get("cost_usd") for s in steps]
+    blocks = agent_blocks(agent=copy)
+    block_steps = {
+        h.block.label: h.step_id
+        for h in BlockHistory.objects.filter(block__in=blocks, step_id__in=[s.id for s in steps])
+        .select_related("block")
+        .order_by("version")
+    }
+    return {
+        "tool_calls": calls,
+        "reply": replies[-1][0] if replies else None,
+        "reply_step_id": replies[-1][1] if replies else None,
+        "blocks": {b.label: b.value for b in blocks},
+        "block_steps": block_steps,
+        "passages": list(Passage.objects.filter(agent=copy).order_by("created_at").values_list("text", flat=True)),
+        "stop_reason": runs[-1].stop_reason if runs else None,
+        "steps": [{"id": s.id, "prompt_tokens": s.usage.get("prompt_tokens")} for s in steps],
+        "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 10),
+    }
+
+
+def expectations_args(arguments) -> dict:
+    try:
+        parsed = json.loads(arguments or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(parsed, dict):
+        return {}
+    return {k: v for k, v in parsed.items() if k not in ("thinking", "request_heartbeat")}
+
+
+def _copy_for(agent: Agent, test: dict, model: str) -> Agent:
+    meta = {"agent_test_copy": {"agent_id": agent.id, "test_id": test["id"]}}
+    name = f"{agent.name} · test {test['name']}"
+    step_id = test["start"].get("step_id")
+    if step_id:
+        step = Step.objects.filter(agent=agent, id=step_id).first()
+        if step is None:
+            raise Invalid(f"The test starts at step '{step_id}', which no longer exists.")
+        copy = timetravel.agent_fork(agent=agent, step=step, before=test["start"].get("before", False), name=name)
+        Agent.objects.filter(pk=copy.pk).update(metadata={**copy.metadata, **meta})
+    else:
+        copy = timetravel.agent_copy(agent=agent, name=name, metadata={**(agent.metadata or {}), **meta})
+    if model:
+        Agent.objects.filter(pk=copy.pk).update(model=model)
+    return Agent.objects.get(pk=copy.pk)
+
+
+def test_execute(*, agent: Agent, test: dict, model: str = "", keep: bool = False) -> dict:
+    """Run one test on a throwaway copy (every turn through the run executor) and check it; returns its result."""
+    started = time.perf_counter()
+    result = {
+        "test_id": test["id"],
+        "name": test["name"],
+        "passed": False,
+        "failures": [],
+        "run_ids": [],
+        "copy_agent_id": None,
+        "error": None,
+    }
+    copy = None
+    try:
+        copy = _copy_for(agent, test, model)
+        runs = []
+        for turn in test["turns"]:
+            run = executor.run_submit(
+                owner=agent.owner, agent_id=copy.id, input_messages=[{"role": "user", "content": turn}]
+            )
+            runs.append(executor.run_wait(run=run))
+            if runs[-1].status != RunStatus.COMPLETED:
+                break
+        result["run_ids"] = [r.id for r in runs]
+        observed = _observed(copy, runs)
+        result["failures"] = expectations.evaluate(test["expect"], observed)
+        if runs and runs[-1].status != RunStatus.COMPLETED and not result["failures"]:
+            result["failures"] = [
+                {
+                    "expectation": "the run completes",
+                    "expected": "completed",
+                    "actual": f"{runs[-1].status}: {runs[-1].error or runs[-1].stop_reason}",
+                    "step_id": None,
+                }
+            ]
+        result["passed"] = not result["failures"]
+        result["cost_usd"] = observed["cost_usd"]
+        result["steps"] = len(observed["steps"])
+    except Exception as exc:  # noqa: BLE001 - a broken test is a failed test with its reason, never a crashed suite
+        log.exception("agent test %s failed to run", test["id"])
+        result["error"] = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+    finally:
+        if copy is not None:
+            if keep:
+                result["copy_agent_id"] = copy.id
+            else:
+                agent_delete(agent=copy)  # its blocks are copies no one else uses: they go too
+    result["duration_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    return result
+
+
+def tests_execute(*, test_run_id: str) -> str:
+    """Task body: run the tests of a test run one after another, recording each result as it comes (and telling
+    open tabs); returns "passed" or "failed"."""
+    run = AgentTestRun.objects.select_related("agent").get(pk=test_run_id)
+    by_id = {t["id"]: t for t in tests_list(agent=run.agent)}
+    AgentTestRun.objects.filter(pk=run.pk).update(status="running", started_at=timezone.now())
+    results = []
+    for test_id in run.test_ids:
+        test = by_id.get(test_id)
+        if test is None:
+            results.append({"test_id": test_id, "passed": False, "failures": [], "error": "the test was deleted"})
+        else:
+            results.append(test_execute(agent=run.agent, test=test, model=run.model, keep=run.keep))
+        AgentTestRun.objects.filter(pk=run.pk).update(results=results)
+        send_event(
+            agent_group(run.agent_id),
+            {"message_type": "agent_test_result", "test_run_id": run.id, "result": results[-1]},
+        )
+    status = "passed" if all(r["passed"] for r in results) else "failed"
+    AgentTestRun.objects.filter(pk=run.pk).update(status=status, completed_at=timezone.now())
+    send_event(agent_group(run.agent_id), {"message_type": "agent_test_run", "test_run_id": run.id, "status": status})
+    return status
+
+
+def test_run_out(run: AgentTestRun) -> dict:
+    results = run.results or []
+    return {
+        "id": run.id,
+        "agent_id": run.agent_id,
+        "status": run.status,
+        "test_ids": run.test_ids,
+        "model": run.model or None,
+        "results": results,
+        "passed": sum(1 for r in results if r.get("passed")),
+        "failed": sum(1 for r in results if not r.get("passed")),
+        "created_at": run.created_at,
+        "completed_at": run.completed_at,
+    }
+
+
+# --------------------------------------------------------------------------- proposals
+
+
+def test_propose(*, agent: Agent, run_id: str | None = None) -> dict:
+    """A test drafted from what happened (reads only): the user turns of the current conversation (or of one run),
+    the tools called in order, a reply-contains from the last reply and the stop reason."""
+
+    if run_id:
+        runs = list(Run.objects.filter(agent=agent, id=run_id))
+        if not runs:
+            raise NotFound(f"Run '{run_id}' not found")
+        rows = list(Message.objects.filter(agent=agent, run_id=run_id).order_by("seq"))
+    else:
+        rows = list(Message.objects.filter(agent=agent, id__in=agent.message_ids or []).order_by("seq"))
+        runs = list(Run.objects.filter(agent=agent, id__in={m.run_id for m in rows if m.run_id}).order_by("created_at"))
+    texts = [(m.body or m.text).strip() for m in rows if m.role == "user" and not m.kind]
+    turns = [t for t in texts if t][-MAX_TURNS:]
+    calls = [
+        {"name": c.get("name")} for m in rows if m.role == "assistant" for c in m.tool_calls or [] if c.get("name")
+    ]
+    replies = [
+        e.get("content")
+        for e in messages_to_letta([m for m in rows if m.role == "assistant"])
+        if e["message_type"] == "assistant_message" and e.get("content")
+    ]
+    expect: dict = {}
+    if calls:
+        expect["tools"] = {"calls": calls, "order": "sequence"}
+    if replies:
+        expect["reply"] = {"contains": replies[-1].strip()[:80]}
+    if runs and runs[-1].stop_reason:
+        expect["stop_reason"] = runs[-1].stop_reason
+    name = turns[0][:60] if turns else "new test"
+    return {"name": name, "turns": turns, "expect": expect}
+
+
+@task()
+def agent_tests_task(*, test_run_id: str) -> str:
+    """Task-queue entry point of tests_execute."""
+    return tests_execute(test_run_id=test_run_id)

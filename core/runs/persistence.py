@@ -1,0 +1,141 @@
+"""Writes of the runtime: message rows (with their token counts), step records, the in-context window.
+
+Every function that writes expects to run inside the step's transaction, with the agent's row locked
+(`agent_lock`), so `seq` numbers and `message_ids` never interleave between writers.
+"""
+
+from collections.abc import Iterable, Sequence
+
+from django.db import transaction
+from django.db.models import OuterRef, Subquery
+
+from core import ids, mapping
+from core.agents.context import messages_cache_put
+from core.engine import tokens
+from core.engine.context import SYSTEM_SECTIONS
+from core.models import Agent, Message, Run, Step
+
+
+def message_build(
+    *,
+    agent: Agent,
+    role: str,
+    text: str = "",
+    kind: str = "",
+    reasoning: str = "",
+    reasoning_source: str = "",
+    tool_calls: Sequence[dict] = (),
+    tool_call_id: str = "",
+    name: str = "",
+    tool_return: dict | None = None,
+    sender_agent_id: str = "",
+    message_id: str | None = None,
+    otid: str = "",
+    thinking_blocks: Sequence[dict] = (),
+) -> Message:
+    """An unsaved message row with its token count computed once, for the agent's model (no queries); `message_id`
+    is given when events already named the message (token chunks streamed before it was stored)."""
+    row = Message(
+        id=message_id or ids.new_id("message"),
+        owner_id=agent.owner_id,
+        agent_id=agent.id,
+        role=role,
+        content=[{"type": "text", "text": text}] if text else [],
+        text=mapping.search_text(text, tool_calls),
+        kind=kind,
+        reasoning=reasoning,
+        reasoning_source=reasoning_source,
+        tool_calls=list(tool_calls),
+        tool_call_id=tool_call_id,
+        name=name,
+        tool_return=tool_return or {},
+        sender_agent_id=sender_agent_id,
+        otid=otid,
+        thinking_blocks=list(thinking_blocks),
+    )
+    row.token_count = tokens.count_message(agent.model, mapping.message(row))
+    return row
+
+
+def agent_lock(agent_id: str) -> Agent:
+    """The agent's row, locked for this transaction (PostgreSQL row lock; SQLite: IMMEDIATE transactions),
+    annotated with `max_seq`, its highest message seq (read under the lock, so it is authoritative)."""
+    last = Message.objects.filter(agent_id=OuterRef("pk")).order_by("-seq").values("seq")[:1]
+    return Agent.objects.select_for_update().annotate(max_seq=Subquery(last)).get(pk=agent_id)
+
+
+def messages_store(*, agent: Agent, rows: Iterable[Message], run: Run | None, step: Step | None) -> list[Message]:
+    """Number rows with the agent's next seqs and insert them. `agent` comes from agent_lock (caller holds it)."""
+
+    rows = list(rows)
+    if not rows:
+        return rows
+    seq = (agent.max_seq or 0) + 1
+    agent.max_seq = seq + len(rows) - 1
+    for offset, row in enumerate(rows):
+        row.seq, row.run, row.step = seq + offset, run, step
+    Message.objects.bulk_create(rows)
+    transaction.on_commit(lambda: messages_cache_put(rows))
+    return rows
+
+
+def window_set(*, agent_id: str, message_ids: list[str]) -> None:
+    """Replace the agent's in-context message list. Caller holds the agent's lock."""
+    Agent.objects.filter(pk=agent_id).update(message_ids=message_ids)
+
+
+def step_record(
+    *,
+    run: Run | None,
+    agent: Agent,
+    step_id: str,
+    index: int,
+    kind: str = "agent",
+    request: dict,
+    response: dict | None = None,
+    sections=(),
+    tokenizer: str = "",
+    usage: dict | None = None,
+    model_ms: float = 0,
+    tools_ms: float = 0,
+    total_ms: float = 0,
+    stop_reason: str = "",
+    error: str = "",
+    state: dict | None = None,
+) -> Step:
+    """Insert one step record: the exact request, the raw response, usage and timings, and the state it was
+    compiled from (core.runs.timetravel). Sections keep their text only for the system message's parts: the
+    messages' and tools' text is the request's own."""
+    return Step.objects.create(
+        id=step_id,
+        owner_id=agent.owner_id,
+        agent_id=agent.id,
+        run=run,
+        index=index,
+        kind=kind,
+        model=request.get("model", agent.model),
+        request=request,
+        response=response or {},
+        context_sections=[
+            {"name": s.name, "tokens": s.tokens, **({"text": s.text} if s.name in SYSTEM_SECTIONS else {})}
+            for s in sections
+        ],
+        tokenizer=tokenizer,
+        usage=usage or {},
+        model_ms=round(model_ms, 3),
+        tools_ms=round(tools_ms, 3),
+        total_ms=round(total_ms, 3),
+        stop_reason=stop_reason,
+        error=error,
+        state=state or {},
+    )
+
+
+def usage_dict(usage) -> dict:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+        "cached_tokens": usage.cached_tokens,
+    }

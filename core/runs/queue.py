@@ -1,0 +1,439 @@
+"""The run queue's executor: a pool of threads claiming django-tasks database tasks, plus run leases.
+
+Tasks are stored by django-tasks' DatabaseBackend (the DBTaskResult table), so the queue lives in the same
+database as everything else: SQLite on the embedded default, PostgreSQL when scaled out. One process runs
+one pool: the daphne process itself on the embedded default (started on the first enqueue), or each
+`manage.py run_worker` process when RUNS_IN_WORKER is set. A pool executes up to RUN_WORKER_THREADS tasks
+at once (`db_worker` runs one at a time, and runs spend their time waiting on the LLM, not the CPU).
+
+Leases: a process renews `Run.heartbeat_at` of the runs it executes every RUN_LEASE_S/3 seconds; any
+process's reaper marks runs whose lease lapsed as failed (their steps committed atomically, so the state
+they leave is consistent) and fails their task rows.
+"""
+
+import logging
+import os
+import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import OperationalError, close_old_connections, connection, transaction
+from django.utils import timezone
+from django_tasks_db.compat import TaskResultStatus
+from django_tasks_db.models import DBTaskResult
+from django_tasks_db.utils import exclusive_transaction
+
+from agents_ide.transactions import connection_lend
+from core import events
+from core.models import RUN_ACTIVE, Run, RunStatus
+
+log = logging.getLogger(__name__)
+WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
+LOST = "worker lost: the process executing this run stopped (lease expired)"
+
+_leased: set[str] = set()
+_leased_lock = threading.Lock()
+_pool = None
+_pool_lock = threading.Lock()
+_lease_thread: threading.Thread | None = None
+_lease_stop = threading.Event()
+
+
+# --------------------------------------------------------------------------- leases
+
+
+@contextmanager
+def lease(run_id: str, **fields):
+    """Hold the lease of a queued run while this block executes it (renewed by this process's lease thread);
+    `fields` are written in the same statement that takes the lease. Yields False (and holds nothing) if the
+    run is no longer waiting to start: cancelled, reaped or taken by another process."""
+
+    lease_thread_ensure()
+    taken = Run.objects.filter(pk=run_id, status=RunStatus.CREATED).update(
+        worker=WORKER_ID, heartbeat_at=timezone.now(), **fields
+    )
+    if not taken:
+        yield False
+        return
+    with lease_held(run_id):
+        yield True
+
+
+@contextmanager
+def lease_held(run_id: str):
+    """Renew the lease of a run this process already leased (its row names WORKER_ID) while the block runs."""
+    lease_thread_ensure()
+    with _leased_lock:
+        _leased.add(run_id)
+    try:
+        yield
+    finally:
+        with _leased_lock:
+            _leased.discard(run_id)
+
+
+def leases_renew() -> int:
+    """Push the heartbeat of every run this process executes; returns how many."""
+
+    with _leased_lock:
+        ids = list(_leased)
+    if ids:
+        Run.objects.filter(pk__in=ids, status__in=RUN_ACTIVE).update(heartbeat_at=timezone.now())
+    return len(ids)
+
+
+def lease_lapsed(run) -> bool:
+    """Whether a leased run's process stopped renewing it (died or hung) for longer than RUN_LEASE_S."""
+    return (
+        bool(run.worker)
+        and run.heartbeat_at is not None
+        and (timezone.now() - run.heartbeat_at).total_seconds() > settings.RUN_LEASE_S
+    )
+
+
+def runs_reap(*, lease_s: float | None = None) -> list[str]:
+    """Mark runs whose lease lapsed as failed (and queued runs whose task was lost: a process died between
+    claiming the task and leasing the run), fail their task rows, and tell open tabs; returns their ids."""
+    limit = timezone.now() - timedelta(seconds=lease_s if lease_s is not None else settings.RUN_LEASE_S)
+    stale = list(
+        Run.objects.filter(status__in=RUN_ACTIVE, heartbeat_at__lt=limit)
+        .exclude(worker="")
+        .values_list("id", "agent_id")
+    )
+    reaped = [
+        (run_id, agent_id)
+        for run_id, agent_id in stale
+        if Run.objects.filter(pk=run_id, status__in=RUN_ACTIVE, heartbeat_at__lt=limit).update(
+            status=RunStatus.FAILED, stop_reason="error", error=LOST, completed_at=timezone.now()
+        )
+    ]
+    orphans = _orphaned_queued_runs(limit)
+    reaped += [
+        (run_id, agent_id)
+        for run_id, agent_id in orphans
+        if Run.objects.filter(pk=run_id, status=RunStatus.CREATED, worker="").update(
+            status=RunStatus.FAILED, stop_reason="error", error=LOST, completed_at=timezone.now()
+        )
+    ]
+    if not reaped:
+        return []
+    _tasks_fail([run_id for run_id, _ in reaped])
+    log.warning("reaped runs with lapsed leases: %s", [run_id for run_id, _ in reaped])
+    for run_id, agent_id in reaped:
+        try:
+            events.send_event(
+                events.agent_group(agent_id),
+                {
+                    "message_type": "run_status",
+                    "run_id": run_id,
+                    "status": "failed",
+                    "stop_reason": "error",
+                    "error": LOST,
+                },
+            )
+        except Exception:  # noqa: BLE001 - tabs learn it on reload; the reaper must go on
+            log.exception("could not announce reaped run %s", run_id)
+    return [run_id for run_id, _ in reaped]
+
+
+def _orphaned_queued_runs(limit) -> list[tuple[str, str]]:
+    """Queued runs older than `limit` whose task is no longer waiting to be claimed, yet nobody leased them."""
+
+    old = list(
+        Run.objects.filter(status=RunStatus.CREATED, worker="", created_at__lt=limit).values_list("id", "agent_id")
+    )
+    if not old:
+        return []
+    ready = {
+        (row or {}).get("kwargs", {}).get("run_id")
+        for row in DBTaskResult.objects.ready().values_list("args_kwargs", flat=True)
+    }
+    claimed_now = {
+        (row or {}).get("kwargs", {}).get("run_id")
+        for row in DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING, started_at__gte=limit).values_list(
+            "args_kwargs", flat=True
+        )
+    }
+    return [(run_id, agent_id) for run_id, agent_id in old if run_id not in ready and run_id not in claimed_now]
+
+
+def _tasks_fail(run_ids: list[str]) -> None:
+    for row in DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING):
+        if (row.args_kwargs or {}).get("kwargs", {}).get("run_id") in run_ids:
+            row.set_failed(RuntimeError(LOST))
+
+
+def _lease_loop() -> None:
+    while True:  # sweep at once on start: runs of a process that died before this one started heal now
+        try:
+            close_old_connections()
+            leases_renew()
+            runs_reap()
+        except Exception:  # noqa: BLE001 - the lease thread must outlive database hiccups
+            log.exception("lease renewal failed")
+        finally:
+            connection.close()
+        if _lease_stop.wait(max(0.5, settings.RUN_LEASE_S / 3)):
+            return
+
+
+def lease_thread_ensure() -> None:
+    """Start this process's lease renewal + reaper thread once."""
+    global _lease_thread
+    with _pool_lock:
+        if _lease_thread is None or not _lease_thread.is_alive():
+            _lease_stop.clear()
+            _lease_thread = threading.Thread(target=_lease_loop, name="run-leases", daemon=True)
+            _lease_thread.start()
+
+
+# --------------------------------------------------------------------------- the pool
+
+
+_slot = threading.local()
+
+
+@contextmanager
+def waiting():
+    """While a thread blocks on other runs (an agent waiting for another's reply), lend its slot to the pool, so
+    the runs it waits for can start even when every slot is taken by waiting parents, and a pooled connection."""
+    connection_lend()
+    pool = getattr(_slot, "pool", None)
+    if pool is None:
+        yield
+        return
+    _slot.pool = None
+    pool.free.release()
+    try:
+        yield
+    finally:
+        pool.free.acquire()
+        _slot.pool = pool
+
+
+def slot_take():
+    """A free slot of this process's pool for a run its caller executes on its own thread, or None (every slot
+    taken, or RUNS_IN_WORKER: web processes execute no runs). Give it back with `slot_give`."""
+    if settings.RUNS_IN_WORKER:
+        return None
+    pool = pool_start_in_process()
+    if pool.stopping.is_set() or not pool.free.acquire(blocking=False):
+        return None
+    return pool
+
+
+def slot_give(pool) -> None:
+    pool.free.release()
+
+
+@contextmanager
+def in_slot(pool):
+    """Execute the block as a run of `pool` on the calling thread: it may lend the slot while it waits
+    (`waiting`), and gives the slot back at the end."""
+    _slot.pool = pool
+    try:
+        yield
+    finally:
+        _slot.pool = None
+        pool.free.release()
+
+
+class Pool:
+    """Claims ready tasks while it has free slots and runs them; `wake()` skips the poll wait.
+
+    Slots bound the runs executing at once; a thread waiting on other runs lends its slot (`waiting`), so
+    the pool has threads for the nested runs of agent-to-agent messages (at most MULTI_AGENT_MAX_DEPTH deep).
+    """
+
+    def __init__(self, *, threads: int, poll_s: float):
+        self.threads = threads
+        self.poll_s = poll_s
+        self.free = threading.Semaphore(threads)
+        self.executor = ThreadPoolExecutor(
+            max_workers=threads * (1 + settings.MULTI_AGENT_MAX_DEPTH), thread_name_prefix="run"
+        )
+        self.woken = threading.Event()
+        self.stopping = threading.Event()
+        self.dispatcher: threading.Thread | None = None
+
+    def wake(self) -> None:
+        self.woken.set()
+
+    def submit(self, enqueued) -> None:
+        """Start a task this process just enqueued (its TaskResult) on a free thread, which claims it by id;
+        without a free thread, leave it to the dispatcher's next claim. Claims are conditional, so a task runs
+        once."""
+        if self.stopping.is_set() or not self.free.acquire(blocking=False):
+            self.wake()
+            return
+        self.executor.submit(self._execute, enqueued=enqueued)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.woken.set()
+
+    def serve(self) -> None:
+        """Dispatch until stopped (blocks the calling thread)."""
+        lease_thread_ensure()
+        while not self.stopping.is_set():
+            if not self.free.acquire(timeout=self.poll_s):
+                continue
+            task = None
+            try:
+                task = _claim()
+            except Exception:  # noqa: BLE001 - keep dispatching through transient database errors
+                log.exception("could not claim a task")
+                connection.close()
+            if task is None:
+                self.free.release()
+                self.woken.wait(self.poll_s)
+                self.woken.clear()
+                continue
+            self.executor.submit(self._execute, task)
+
+    def _execute(self, task=None, *, enqueued=None) -> None:
+        try:
+            with in_slot(self):
+                if task is None:
+                    task = _claim_enqueued(enqueued)
+                if task is not None:
+                    _task_run(task)
+        except Exception:  # noqa: BLE001 - a failed claim leaves the task ready for the dispatcher
+            log.exception("could not claim task %s", getattr(enqueued, "id", None))
+        finally:
+            _connection_keep_or_drop()
+
+
+_pool_connections: set = set()
+_pool_connections_lock = threading.Lock()
+
+
+def _connection_keep_or_drop() -> None:
+    """After a task: keep the pool thread's connection for its next task (opening one costs more than most
+    queries of a step: SQLite re-reads the schema), unless Django's own rules retire it (broken, left in a
+    transaction, or older than DB_CONN_MAX_AGE). Kept connections are remembered for shutdown."""
+    raw = connection.connection
+    if raw is None:
+        return
+    connection.close_if_unusable_or_obsolete()
+    with _pool_connections_lock:
+        if connection.connection is raw:
+            _pool_connections.add(raw)
+        else:
+            _pool_connections.discard(raw)
+
+
+def _pool_connections_close() -> None:
+    # The pool's threads have ended; close the database connections they kept (tests drop databases next).
+    with _pool_connections_lock:
+        kept = list(_pool_connections)
+        _pool_connections.clear()
+    for raw in kept:
+        with suppress(Exception):  # already closed or broken
+            raw.close()
+
+
+def _claim():
+    tasks = DBTaskResult.objects.ready().filter(backend_name="default")
+    try:
+        with exclusive_transaction(tasks.db):
+            task = tasks.get_locked()
+            if task is not None:
+                task.claim(WORKER_ID)
+            return task
+    except OperationalError as exc:
+        if "locked" in str(exc).lower():
+            return None
+        raise
+
+
+def _claim_enqueued(enqueued):
+    """Claim a task this process enqueued (its TaskResult, which holds the row) with one conditional UPDATE; the
+    row's fields are set in memory rather than read back. None if someone else claimed it first."""
+
+    row, now = enqueued.db_result, timezone.now()
+    if (
+        not DBTaskResult.objects.ready()
+        .filter(pk=row.pk)
+        .update(status=TaskResultStatus.RUNNING, started_at=now, worker_ids=[WORKER_ID])
+    ):
+        return None
+    row.status, row.started_at, row.worker_ids = TaskResultStatus.RUNNING, now, [WORKER_ID]
+    row.enqueued = enqueued  # the Task and its arguments, already resolved (saves import_string + Task.using)
+    return row
+
+
+def _task_run(db_task) -> None:
+    try:
+        result = getattr(db_task, "enqueued", None) or db_task.task_result
+        task = result.task
+        log.info("task %s %s started", db_task.task_path, result.kwargs)
+        value = task.call(*result.args, **result.kwargs)
+        db_task.set_successful(value)
+        log.info("task %s ended: %s", db_task.id, value)
+    except BaseException as exc:  # noqa: BLE001 - record every failure on the task row
+        log.exception("task %s failed", db_task.id)
+        db_task.set_failed(exc)
+
+
+def pool_start_in_process() -> Pool:
+    """Start this process's pool on a daemon thread (once); used by the embedded server on first enqueue."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = Pool(threads=settings.RUN_WORKER_THREADS, poll_s=max(settings.RUN_POLL_S, 1.0))
+            _pool.dispatcher = threading.Thread(target=_pool.serve, name="run-dispatcher", daemon=True)
+            _pool.dispatcher.start()
+    return _pool
+
+
+def start_with_server() -> None:
+    """At server start: sweep and watch leases now (runs a dead process left heal without waiting for this one's
+    first run), and on the embedded default start the pool, which also takes runs queued before a restart."""
+    lease_thread_ensure()
+    if not settings.RUNS_IN_WORKER:
+        pool_start_in_process()
+
+
+def shutdown(*, timeout: float = 30) -> None:
+    """Stop this process's pool (waiting for its runs) and lease thread; tests call it before dropping databases."""
+    global _pool
+    with _pool_lock:
+        pool, _pool = _pool, None
+        lease_thread = _lease_thread
+    if pool is not None:
+        pool.stop()
+        pool.executor.shutdown(wait=True)
+        if pool.dispatcher is not None:
+            pool.dispatcher.join(timeout)
+        _pool_connections_close()
+    _lease_stop.set()
+    if lease_thread is not None:
+        lease_thread.join(timeout)
+
+
+def pool_serve_forever(*, threads: int, poll_s: float) -> None:
+    """Run a pool on this thread (the `run_worker` command)."""
+    global _pool
+    _pool = Pool(threads=threads, poll_s=poll_s)
+    _pool.serve()
+
+
+def woken_after_commit(enqueued=None) -> None:
+    """After the current transaction commits, hand the enqueued task (its TaskResult) to the local pool
+    (starting it if embedded) or make it look for tasks now; a separate worker process finds it on its next
+    poll."""
+
+    def wake():
+        pool = pool_start_in_process() if not settings.RUNS_IN_WORKER else _pool
+        if pool is None:
+            return
+        if enqueued is not None:
+            pool.submit(enqueued)
+        else:
+            pool.wake()
+
+    transaction.on_commit(wake)

@@ -1,0 +1,565 @@
+"""The one orchestrator of agent runs: load → compile → call → run tools → decide → persist → emit.
+
+`run_agent` executes a claimed run synchronously; the executor (core.runs.executor) calls it on a run-pool
+thread under a lease, and its events reach the agent's channel group. One run per agent at a time:
+`run_start` claims the agent atomically and a second claim gets Conflict (HTTP 409).
+
+A step has two phases. First everything slow, outside any transaction: the model call, the tool calls
+(sandboxes, embeddings, other agents' runs). Then the commit phase, one durable transaction: messages,
+block edits, archival inserts, the step record and the window change; events go out only after it
+commits. A slow call inside that transaction raises (agents_ide.transactions). A failed model call
+writes only a step record carrying the error, so the agent's state stays exactly as before that step
+(the run's input included: it is stored with the first successful step, and the run record keeps it).
+"""
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Exists
+from django.utils import timezone
+
+from agents_ide.transactions import outside_transaction
+from core import ids, mapping
+from core.agents import versions
+from core.agents.context import AgentSnapshot, agent_snapshot, context_compile
+from core.agents.messages import (
+    assistant_calls,
+    in_reply,
+    is_assistant_return,
+    messages_to_letta,
+    stop_reason_message,
+    usage_statistics,
+)
+from core.engine import llm, loop
+from core.engine import rules as rule_solver
+from core.engine.stream import ChunkBuilder
+from core.engine.tokens import step_cost
+from core.engine.types import StopReason
+from core.errors import Conflict, Invalid
+from core.events import group_listened
+from core.models import RUN_ACTIVE, Agent, Organization, Run, RunStatus
+from core.providers import model_resolve
+from core.runs import overflow, persistence, queue, tool_exec
+from core.runs.emit import Emitter
+from core.runs.timetravel import step_state
+from core.selectors import owned_get
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    status: str
+    stop_reason: str
+    messages: list[dict]
+    usage: dict
+    error: str = ""
+
+
+@dataclass
+class _RunState:
+    run: Run
+    resolved: object
+    emitter: Emitter
+    max_steps: int
+    pending: list = field(default_factory=list)
+    history: list[str] = field(default_factory=list)
+    last_output: str | None = None
+    steps: int = 0
+    step_index: int = 0
+    usage: dict = field(
+        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "step_count": 0}
+    )
+    out: list[dict] = field(default_factory=list)
+    error: str = ""
+    streams: bool | None = None  # whether the provider streamed (None: not tried yet in this run)
+
+
+# --------------------------------------------------------------------------- claiming, cancelling
+
+
+def input_normalize(messages: list[dict]) -> list[dict]:
+    """Validate API input messages ({role, content: str | [{type: text, text}]}) into {role, text} dicts."""
+    out = []
+    for i, m in enumerate(messages or []):
+        role = m.get("role", "user")
+        content = m["text"] if "text" in m and "content" not in m else m.get("content", "")
+        text = (
+            content
+            if isinstance(content, str)
+            else "".join(
+                p.get("text", "") for p in content or [] if isinstance(p, dict) and p.get("type", "text") == "text"
+            )
+        )
+        if role not in ("user", "system"):
+            raise Invalid(f"messages[{i}].role must be 'user' or 'system'")
+        if not text.strip():
+            raise Invalid(f"messages[{i}] has no text")
+        otid = m.get("otid")
+        if otid is not None and (not isinstance(otid, str) or len(otid) > 100):
+            raise Invalid(f"messages[{i}].otid must be a string of at most 100 characters")
+        out.append(
+            {
+                "role": role,
+                "text": text,
+                "sender_agent_id": m.get("sender_agent_id", ""),
+                "otid": otid or str(uuid.uuid4()),
+            }
+        )
+    if not out:
+        raise Invalid("Send at least one message")
+    return out
+
+
+@transaction.atomic(savepoint=False)  # inside run_submit's transaction: no savepoint (nothing catches in between)
+def run_start(
+    *,
+    owner: Organization,
+    agent_id: str,
+    input_messages: list[dict],
+    max_steps: int | None = None,
+    background: bool = False,
+    depth: int = 0,
+    parent_run_id: str | None = None,
+    kinds: dict[int, str] | None = None,
+    stream_tokens: bool = False,
+    leased: bool = False,
+) -> Run:
+    """Claim the agent for a new run, stored as `created` (row lock); Conflict if another run of the agent is in
+    progress. A run whose lease lapsed (its process died) is failed here rather than blocking the agent.
+    `background` marks runs whose caller does not wait (…/messages/async); `kinds` marks input messages by index;
+    `stream_tokens` says the caller follows the reply token by token; `leased` stores it already `running` under
+    this process's lease (its caller executes it at once).
+    """
+    agent = owned_get(Agent.objects.select_for_update(), owner=owner, id=agent_id)
+    # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
+    # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
+    busy = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).order_by("created_at").first()
+    if busy is not None and not queue.lease_lapsed(busy):
+        raise Conflict(
+            f"Agent '{agent_id}' is busy with run '{busy.id}'; wait for it to finish or cancel it.",
+            detail={"run_id": busy.id},
+        )
+    if busy is not None:
+        Run.objects.filter(pk=busy.pk).update(
+            status=RunStatus.FAILED, stop_reason="error", error=queue.LOST, completed_at=timezone.now()
+        )
+    steps = max_steps or agent.max_steps
+    if not 1 <= steps <= 1000:
+        raise Invalid("max_steps must be between 1 and 1000")
+    inputs = input_normalize(input_messages)
+    for i, kind in (kinds or {}).items():
+        inputs[i]["kind"] = kind
+    return Run.objects.create(
+        owner=owner,
+        agent=agent,
+        input_messages=inputs,
+        max_steps=steps,
+        background=background,
+        depth=depth,
+        parent_run_id=parent_run_id,
+        stream_tokens=stream_tokens,
+        agent_version=versions.version_current(agent=agent),
+        **(_lease_fields() if leased else {}),
+    )
+
+
+def _lease_fields() -> dict:
+    now = timezone.now()
+    return {"status": RunStatus.RUNNING, "started_at": now, "worker": queue.WORKER_ID, "heartbeat_at": now}
+
+
+def run_cancel(*, owner: Organization, agent_id: str, run_ids: list[str] | None = None) -> list[str]:
+    """Ask the agent's active runs (or the given ones) to stop at their next step boundary."""
+    qs = Run.objects.filter(owner=owner, agent_id=agent_id, status__in=RUN_ACTIVE)
+    if run_ids:
+        qs = qs.filter(id__in=run_ids)
+    found = list(qs.values_list("id", flat=True))
+    Run.objects.filter(id__in=found).update(cancel_requested=True)
+    return found
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+def run_agent(
+    *,
+    agent_id: str,
+    owner: Organization,
+    input_messages: list[dict],
+    max_steps: int | None = None,
+    run: Run | None = None,
+    resolved=None,
+) -> RunResult:
+    """Execute a run to its end on this thread (LLM calls, tool runs, one transaction per step, events after
+    each commit). The executor passes the claimed `run` it leased; without one (tests of the loop itself) the
+    agent is claimed here. `resolved` is the agent's model as its caller already resolved it (saves a read).
+    """
+
+    if run is None:
+        run = run_start(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps)
+    if run.status == RunStatus.CREATED:
+        Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=timezone.now())
+    emitter = Emitter(agent_id, run.id)
+    agent = run.agent
+    try:
+        resolved = resolved or model_resolve(owner=owner, handle=agent.model)
+    except Exception as exc:
+        return _finish(_RunState(run, None, emitter, run.max_steps, error=str(exc)), StopReason.ERROR)
+    rs = _RunState(run, resolved, emitter, run.max_steps)
+    rs.pending = [
+        persistence.message_build(
+            agent=agent,
+            role=m["role"],
+            text=m["text"],
+            kind=m.get("kind", ""),
+            sender_agent_id=m.get("sender_agent_id", ""),
+            otid=m.get("otid", ""),
+        )
+        for m in run.input_messages
+    ]
+    emitter.emit(
+        {"message_type": "run_status", "run_id": run.id, "status": "running", "stop_reason": None}, to_caller=False
+    )
+    try:
+        stop = None
+        while stop is None:
+            stop = _step(rs)
+    except Exception as exc:  # noqa: BLE001 - the run must end with a status whatever went wrong
+        log.exception("run %s failed", run.id)
+        rs.error = rs.error or f"{type(exc).__name__}: {exc}"
+        stop = StopReason.ERROR
+    return _finish(rs, stop)
+
+
+def _agent_unless_cancelled(run: Run) -> Agent | None:
+    """The agent's current row, or None if the run was asked to stop (one query for both)."""
+    cancelled = Exists(Run.objects.filter(pk=run.pk, cancel_requested=True))
+    agent = Agent.objects.annotate(cancelled=cancelled).get(pk=run.agent_id)
+    return None if agent.cancelled else agent
+
+
+def _compile(rs: _RunState, snap: AgentSnapshot):
+    allowed = rule_solver.allowed_tools(
+        snap.rules,
+        [t.name for t in snap.tools],
+        rs.history,
+        rs.last_output,
+        default_choice="required" if snap.spec.heartbeats else "auto",
+    )
+    extra = [mapping.message(r) for r in rs.pending]
+    ctx = context_compile(snap, extra=extra, allowed_tools=allowed.tools, tool_choice=allowed.tool_choice)
+    return allowed, ctx
+
+
+def _fit(rs: _RunState, snap: AgentSnapshot, *, force: bool = False):
+    """Compile; evict and summarize first if the context is too full; add the memory-pressure warning."""
+    allowed, ctx = _compile(rs, snap)
+    extra_tokens = sum(r.token_count for r in rs.pending)
+    if force or loop.memory_pressure(ctx.total_tokens, ctx.context_window) == "evict" or not ctx.fits:
+        row = overflow.evict(
+            snap=snap,
+            ctx=ctx,
+            extra_tokens=extra_tokens,
+            resolved=rs.resolved,
+            run=rs.run,
+            step_index=rs.step_index,
+            force=force,
+        )
+        if row is not None:
+            rs.step_index += 1
+            rs.emitter.emit({**messages_to_letta([row])[0]}, to_caller=False)
+            snap = agent_snapshot(agent=Agent.objects.get(pk=snap.agent.id))
+            allowed, ctx = _compile(rs, snap)
+    if not ctx.fits:
+        raise overflow.ContextTooLarge(overflow.too_large_message(ctx))
+    warned = "memory_warning" in snap.kinds.values() or any(r.kind == "memory_warning" for r in rs.pending)
+    if not warned and loop.memory_pressure(ctx.total_tokens, ctx.context_window) == "warn":
+        rs.pending.append(
+            persistence.message_build(
+                agent=snap.agent,
+                role="user",
+                kind="memory_warning",
+                text=loop.memory_pressure_warning(ctx.total_tokens, ctx.context_window),
+            )
+        )
+        allowed, ctx = _compile(rs, snap)
+    return snap, allowed, ctx
+
+
+def _watched(rs: _RunState) -> bool:
+    """Whether anyone follows this run's tokens: its caller asked for them, or a tab (or stream) listens to the
+    agent. Streaming costs CPU per chunk, so a reply nobody watches is fetched whole."""
+    return rs.run.stream_tokens or group_listened(rs.emitter.group) is not False
+
+
+def _call(rs: _RunState, ctx, step_id: str, message_id: str):
+    """The model call, streamed when LLM_STREAMING is on and someone watches: token chunks of the message it
+    will store go to the agent's group as they arrive. A provider that refuses to stream is asked again
+    without streaming; a stream that breaks after chunks went out fails the step (LLMError), leaving the
+    state as before it."""
+    outside_transaction("the model call")
+    request = {**ctx.request, "model": rs.resolved.litellm_model}
+    call = {"api_base": rs.resolved.api_base, "api_key": rs.resolved.api_key, "timeout": settings.LLM_TIMEOUT_S}
+    if not (settings.LLM_STREAMING and rs.streams is not False and _watched(rs)):
+        return request, llm.complete(request, **call)
+    chunks = ChunkBuilder(
+        message_id=message_id, run_id=rs.run.id, step_id=step_id, date=timezone.now().isoformat(timespec="seconds")
+    )
+
+    def on_delta(delta) -> None:
+        for chunk in chunks.feed(delta):
+            rs.emitter.stream(chunk)
+
+    try:
+        result = llm.complete(request, stream=True, on_delta=on_delta, **call)
+    except llm.LLMError as exc:
+        if chunks.count or exc.kind != "bad_request":  # only a refusal to stream is worth asking again
+            raise
+        log.info("streaming failed before any token (%s); asking %s without streaming", exc.message, request["model"])
+        rs.streams = False  # this run's provider does not stream: don't try again on its next steps
+        return request, llm.complete(request, **call)
+    finally:
+        rs.emitter.flush()
+    rs.streams = True
+    return request, result
+
+
+def _step(rs: _RunState) -> StopReason | None:
+    """One step: returns a stop reason, or None to continue."""
+    started = time.perf_counter()
+    agent = _agent_unless_cancelled(rs.run)
+    if agent is None:
+        return StopReason.CANCELLED
+    snap = agent_snapshot(agent=agent)
+    try:
+        snap, allowed, ctx = _fit(rs, snap)
+    except rule_solver.ToolRuleError as exc:
+        rs.error = str(exc)
+        return StopReason.TOOL_RULE
+    except overflow.ContextTooLarge as exc:
+        rs.error = str(exc)
+        return StopReason.ERROR
+    state = step_state(snap, allowed, rs.pending)
+    step_id, message_id = ids.new_id("step"), ids.new_id("message")
+    model_started = time.perf_counter()
+    try:
+        request, result = _call(rs, ctx, step_id, message_id)
+    except llm.LLMError as exc:
+        if exc.kind != "context_length":
+            return _failed_step(rs, snap, ctx, step_id, exc, started, state)
+        try:  # our count was too low for this provider: evict harder once, then retry
+            snap, allowed, ctx = _fit(rs, snap, force=True)
+            state = step_state(snap, allowed, rs.pending)
+            request, result = _call(rs, ctx, step_id, message_id)
+        except (llm.LLMError, overflow.ContextTooLarge) as again:
+            return _failed_step(rs, snap, ctx, step_id, again, started, state)
+    model_ms = (time.perf_counter() - model_started) * 1000
+    with versions.authored_by(versions.Author("agent", step_id)):  # a definition the step's tools change names it
+        return _commit_step(rs, snap, ctx, allowed, step_id, message_id, request, result, model_ms, started, state)
+
+
+def _failed_step(rs: _RunState, snap, ctx, step_id: str, exc, started: float, state: dict) -> StopReason:
+    message = getattr(exc, "message", None) or str(exc)
+    rs.error = message
+    with transaction.atomic(durable=True):
+        persistence.step_record(
+            run=rs.run,
+            agent=snap.agent,
+            step_id=step_id,
+            index=rs.step_index,
+            request=ctx.request,
+            sections=ctx.sections,
+            tokenizer=ctx.tokenizer,
+            total_ms=(time.perf_counter() - started) * 1000,
+            stop_reason="llm_api_error",
+            error=message,
+            state=state,
+        )
+    rs.step_index += 1
+    rs.emitter.emit(
+        {
+            "message_type": "error_message",
+            "run_id": rs.run.id,
+            "step_id": step_id,
+            "error_type": "llm_error",
+            "message": message,
+            "detail": getattr(exc, "kind", None),
+        }
+    )
+    return StopReason.ERROR if isinstance(exc, overflow.ContextTooLarge) else StopReason.LLM_API_ERROR
+
+
+def _assistant_row(agent, result, parsed, message_id: str):
+    reasoning, source = "", ""
+    parts = parsed.reasoning_parts()
+    if parts:
+        reasoning = "\n\n".join(p[0] for p in parts)
+        source = "native" if parts[0][1] == "reasoner_model" else "thinking_arg"
+    calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls]
+    return persistence.message_build(
+        agent=agent,
+        role="assistant",
+        text=result.content or "",
+        reasoning=reasoning,
+        reasoning_source=source,
+        tool_calls=calls,
+        message_id=message_id,
+        thinking_blocks=result.thinking_blocks,
+    )
+
+
+def _tool_rows(agent, snap, parsed, outcomes) -> tuple[list, list[bool]]:
+    limits = {t.name: t.return_char_limit for t in snap.tools}
+    rows, failed = [], []
+    for i, call in enumerate(parsed.calls):
+        out = outcomes.get(i) or tool_exec.ToolOutcome(False, call.error or "not run")
+        failed.append(not out.ok)
+        rows.append(
+            persistence.message_build(
+                agent=agent,
+                role="tool",
+                text=out.content(limits.get(call.name, 50000)),
+                tool_call_id=call.call.id,
+                name=call.name,
+                tool_return=out.tool_return(),
+            )
+        )
+    return rows, failed
+
+
+def _commit_step(
+    rs: _RunState, snap, ctx, allowed, step_id, message_id, request, result, model_ms, started, state
+) -> StopReason | None:
+    parsed = loop.parse_response(result, snap.tools, allowed=allowed)
+    tools_started = time.perf_counter()
+    outcomes = tool_exec.calls_run(parsed, snap, step_id)
+    tools_ms = (time.perf_counter() - tools_started) * 1000
+    with transaction.atomic(durable=True):  # the commit phase: writes only
+        agent = persistence.agent_lock(snap.agent.id)
+        tool_exec.effects_apply(outcomes)
+        tool_rows, failed = _tool_rows(agent, snap, parsed, outcomes)
+        history = rs.history + [c.name for c in parsed.calls if c.valid]
+        rs.steps += 1
+        decision = loop.decide_next(
+            parsed=parsed,
+            failed=failed,
+            tool_rules=snap.rules,
+            history=history,
+            steps_taken=rs.steps,
+            max_steps=rs.max_steps,
+            heartbeats=snap.spec.heartbeats,
+            finish_reason=result.finish_reason,
+        )
+        usage = persistence.usage_dict(result.usage)
+        # Our own pre-call count beside the provider's, and the price (None: the model has no known price).
+        usage.update(estimated_prompt_tokens=ctx.total_tokens, cost_usd=step_cost(snap.spec.model, usage))
+        step = persistence.step_record(
+            run=rs.run,
+            agent=agent,
+            step_id=step_id,
+            index=rs.step_index,
+            request=request,
+            response=result.raw,
+            sections=ctx.sections,
+            tokenizer=ctx.tokenizer,
+            usage=usage,
+            model_ms=model_ms,
+            tools_ms=tools_ms,
+            total_ms=(time.perf_counter() - started) * 1000,
+            stop_reason=str(decision.stop_reason or ""),
+            state=state,
+        )
+        inputs = rs.pending
+        rows = [*inputs, _assistant_row(agent, result, parsed, message_id), *tool_rows]
+        persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=step)
+        persistence.window_set(agent_id=agent.id, message_ids=list(agent.message_ids) + [r.id for r in rows])
+        tool_runs = [o.tool_run for o in outcomes.values() if o.tool_run is not None]
+        if tool_runs:
+            type(tool_runs[0]).objects.bulk_create(tool_runs)
+    rs.step_index += 1
+    _account(rs, usage)
+    rs.history = history
+    valid = [i for i, c in enumerate(parsed.calls) if c.valid and i in outcomes]
+    rs.last_output = outcomes[valid[-1]].value if valid else rs.last_output
+    _emit_step(rs, rows, step.index, snap.spec.agent_type)
+    if not decision.continue_loop:
+        return decision.stop_reason
+    # letta_v1_agent continues on the tool results alone; a heartbeat goes only where the decision gives a reason.
+    rs.pending = (
+        [
+            persistence.message_build(
+                agent=agent, role="user", kind="heartbeat", text=loop.heartbeat_message(decision.heartbeat_reason)
+            )
+        ]
+        if decision.heartbeat_reason
+        else []
+    )
+    return None
+
+
+def _account(rs: _RunState, usage: dict) -> None:
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        rs.usage[key] += usage.get(key, 0)
+    rs.usage["step_count"] += 1
+    if usage.get("cost_usd") is None:
+        rs.usage["unpriced_steps"] = rs.usage.get("unpriced_steps", 0) + 1
+    else:
+        rs.usage["cost_usd"] = round(rs.usage.get("cost_usd", 0.0) + usage["cost_usd"], 10)
+
+
+def _emit_step(rs: _RunState, rows, step_index: int, agent_type: str) -> None:
+    calls = assistant_calls(rows)
+    for row in rows:
+        for event in messages_to_letta([row], agent_type=agent_type):
+            event["step_index"] = step_index
+            # user-role rows (input, heartbeats) and send_message's return (Letta hides it) go to the IDE's tabs only
+            is_input = not in_reply(row) or is_assistant_return(row, calls)
+            if not is_input:
+                rs.out.append(event)
+            rs.emitter.emit(event, to_caller=not is_input, flush=False)
+    rs.emitter.emit({"message_type": "context_update", "run_id": rs.run.id}, to_caller=False)
+
+
+def _finish(rs: _RunState, stop: StopReason) -> RunResult:
+    """Record the run's outcome on the run and the agent, then emit stop_reason, usage and run_status."""
+    status = {
+        StopReason.CANCELLED: RunStatus.CANCELLED,
+        StopReason.ERROR: RunStatus.FAILED,
+        StopReason.LLM_API_ERROR: RunStatus.FAILED,
+    }.get(stop, RunStatus.COMPLETED)
+    now = timezone.now()
+    usage = {**rs.usage, "run_ids": [rs.run.id]}
+    with transaction.atomic():  # one commit for both (the agent's row first, as everywhere)
+        Agent.objects.filter(pk=rs.run.agent_id).update(last_stop_reason=str(stop), last_run_completion=now)
+        Run.objects.filter(pk=rs.run.pk).update(
+            status=status, stop_reason=str(stop), usage=usage, error=rs.error, completed_at=now
+        )
+    # the caller's run object stays current (a synchronous caller answers from it without reading it back)
+    rs.run.status, rs.run.stop_reason, rs.run.usage, rs.run.error, rs.run.completed_at = (
+        status,
+        str(stop),
+        usage,
+        rs.error,
+        now,
+    )
+    rs.emitter.emit(stop_reason_message(str(stop)), flush=False)
+    rs.emitter.emit(usage_statistics(usage), flush=False)
+    rs.emitter.emit(
+        {
+            "message_type": "run_status",
+            "run_id": rs.run.id,
+            "status": status,
+            "stop_reason": str(stop),
+            "error": rs.error or None,
+        },
+        to_caller=False,
+    )
+    return RunResult(
+        run_id=rs.run.id, status=status, stop_reason=str(stop), messages=rs.out, usage=usage, error=rs.error
+    )

@@ -1,0 +1,259 @@
+"""Running an agent's tool calls in two phases: every call runs before the step's transaction, in the order
+the model made them (sandboxes, provider calls for embeddings, waits on other agents' runs); what a call
+writes (a block edit, an archival insert) is kept as an `effect` and applied in the commit phase, so the
+step's transaction holds its locks only for its own writes.
+"""
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from django.db import transaction
+
+from agents_ide.transactions import outside_transaction
+from core.agents.context import agent_snapshot
+from core.engine import loop, memory_ops
+from core.engine import types as t
+from core.engine.base_tools import MEMORY_EDIT_TOOLS, MULTI_AGENT_TOOL_NAMES, is_builtin
+from core.engine.loop import ParsedCall
+from core.errors import Conflict, DomainError, Invalid
+from core.ids import new_id
+from core.models import RUN_ACTIVE, Agent, Run
+from core.runs import recall
+from memory import services as memory_services
+from tools.execution import tool_execute
+from tools.mcp_services import mcp_tool_execute
+
+
+@dataclass
+class ToolOutcome:
+    """What one call produced: the raw return (or error text) plus what the sandbox captured."""
+
+    ok: bool
+    value: str
+    stdout: str = ""
+    stderr: str = ""
+    duration_ms: float = 0.0
+    sandbox: str = ""
+    tool_run: object | None = None  # an unsaved tools.models.ToolRun for custom tools
+    memory_edit: bool = False
+    extra: dict = field(default_factory=dict)
+    effect: Callable[[], object] | None = None  # the write to apply in the commit phase
+
+    def content(self, return_char_limit: int) -> str:
+        """The tool message the model reads ({status, message, time}, truncated with a note)."""
+        return loop.format_tool_result(ok=self.ok, message=self.value, return_char_limit=return_char_limit)
+
+    def tool_return(self) -> dict:
+        return {
+            "status": "success" if self.ok else "error",
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "duration_ms": round(self.duration_ms, 3),
+            "sandbox": self.sandbox,
+        }
+
+
+def _json(value) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _memory_edit(call, snap, step_id: str) -> ToolOutcome:
+    """Compute the edit now (later calls of the same reply see it); write the block in the commit phase."""
+    edit = memory_ops.apply_memory_tool(call.name, call.args, snap.blocks)
+    index = next(i for i, b in enumerate(snap.block_rows) if b.label == edit.label)
+    if snap.blocks[index].read_only:
+        raise memory_ops.MemoryEditError(f"Block '{edit.label}' is read-only; it cannot be edited by the agent.")
+    snap.blocks[index] = replace(snap.blocks[index], value=edit.new_value)
+
+    def write():
+        snap.block_rows[index] = memory_services.block_update(
+            block=snap.block_rows[index],
+            changes={"value": edit.new_value},
+            agent_id=snap.agent.id,
+            step_id=step_id,
+            tool_call_id=call.call.id,
+            enforce_read_only=True,
+        )
+
+    return ToolOutcome(True, memory_ops.edit_result_text(edit), memory_edit=True, effect=write)
+
+
+def _builtin(call, snap, step_id: str) -> ToolOutcome:
+    a, agent = call.args, snap.agent
+    if call.name == "send_message":
+        return ToolOutcome(True, "None")
+    if call.name in MEMORY_EDIT_TOOLS:
+        return _memory_edit(call, snap, step_id)
+    if call.name == "archival_memory_insert":
+        write = recall.archival_insert_prepare(agent=agent, content=str(a.get("content", "")), tags=a.get("tags"))
+        return ToolOutcome(True, recall.INSERTED, effect=write)
+    if call.name == "archival_memory_search":
+        hits = recall.archival_search(
+            agent=agent,
+            query=str(a.get("query", "")),
+            tags=a.get("tags"),
+            tag_match_mode=a.get("tag_match_mode") or "any",
+            top_k=a.get("top_k"),
+            start_datetime=a.get("start_datetime"),
+            end_datetime=a.get("end_datetime"),
+        )
+        return ToolOutcome(True, _json(hits) if hits else "No results found.")
+    if call.name == "conversation_search":
+        hits = recall.conversation_search(
+            agent=agent,
+            query=str(a.get("query", "")),
+            roles=a.get("roles"),
+            limit=a.get("limit"),
+            start_date=a.get("start_date"),
+            end_date=a.get("end_date"),
+        )
+        return ToolOutcome(True, _json(hits) if hits else "No results found.")
+    return ToolOutcome(
+        False,
+        loop.tool_error_text(
+            call.name, "this built-in tool is not available in this deployment", "NotImplementedError"
+        ),
+    )
+
+
+def builtin_run(call, snap, step_id: str) -> ToolOutcome:
+    """Run one built-in tool call in-process (reads, embeddings; its write becomes the outcome's effect)."""
+    started = time.perf_counter()
+    try:
+        out = _builtin(call, snap, step_id)
+    except (memory_ops.MemoryEditError, DomainError, ValueError) as exc:
+        out = ToolOutcome(False, getattr(exc, "message", None) or str(exc))
+    out.duration_ms = (time.perf_counter() - started) * 1000
+    out.sandbox = "in-process"
+    return out
+
+
+def custom_run(call, tool, snap, step_id: str) -> ToolOutcome:
+    """Run one custom tool call in its sandbox (subprocess or E2B; seconds); its ToolRun is returned unsaved."""
+
+    try:
+        run = tool_execute(
+            owner=snap.agent.owner,
+            source_code=tool.source_code,
+            args=call.args,
+            tool=tool,
+            agent=snap.agent,
+            origin="agent",
+            step_id=step_id,
+            record=False,
+        )
+    except DomainError as exc:
+        return ToolOutcome(False, loop.tool_error_text(call.name, exc.message, "InvalidArguments"))
+    result = run.result
+    ok = result.status == "success"
+    value = (
+        result.tool_return
+        if ok
+        else loop.tool_error_text(call.name, result.error_message or result.tool_return, result.error_type or "Error")
+    )
+    return ToolOutcome(ok, value, result.stdout, result.stderr, result.duration_ms, run.sandbox, tool_run=run)
+
+
+def mcp_run(call, tool, snap, step_id: str) -> ToolOutcome:
+    """Run one MCP tool call on its server (starts or restarts it; seconds); its ToolRun is returned unsaved."""
+
+    try:
+        run = mcp_tool_execute(
+            tool=tool, args=call.args, agent=snap.agent, origin="agent", step_id=step_id, record=False
+        )
+    except DomainError as exc:
+        return ToolOutcome(False, loop.tool_error_text(call.name, exc.message, "InvalidArguments"))
+    ok = run.status == "success"
+    value = run.tool_return if ok else loop.tool_error_text(call.name, run.tool_return, run.error_type or "Error")
+    return ToolOutcome(ok, value, "", run.stderr, run.duration_ms, f"mcp:{run.mcp_server}", tool_run=run)
+
+
+# The multi-agent tools' runner, core.runs.multiagent.tool_run, set by CoreConfig.ready: it starts other agents'
+# runs through the executor, which calls the runner that calls this module, so importing it would close a cycle.
+multi_agent_tool_run: Callable[..., ToolOutcome] | None = None
+
+
+def multi_agent_run(call, snap, step_id: str) -> ToolOutcome:
+    """Run one multi-agent tool call (outside the step's transaction: it may wait for another agent's run)."""
+    if multi_agent_tool_run is None:
+        raise RuntimeError("core.runs.multiagent is not connected: CoreConfig.ready has not run")
+    started = time.perf_counter()
+    out = multi_agent_tool_run(call, snap, step_id)
+    out.duration_ms = (time.perf_counter() - started) * 1000
+    out.sandbox = "in-process"
+    return out
+
+
+def calls_run(parsed, snap, step_id: str) -> dict[int, ToolOutcome]:
+    """Run the reply's valid calls in order, outside any transaction, keyed by their position in the reply."""
+    outside_transaction("running tool calls")
+    tools = {t.name: t for t in snap.tool_rows}
+    out: dict[int, ToolOutcome] = {}
+    for i, call in enumerate(parsed.calls):
+        if not call.valid:
+            continue
+        if call.name in MULTI_AGENT_TOOL_NAMES:
+            out[i] = multi_agent_run(call, snap, step_id)
+        elif is_builtin(call.name):
+            out[i] = builtin_run(call, snap, step_id)
+        elif tools[call.name].tool_type == "external_mcp":
+            out[i] = mcp_run(call, tools[call.name], snap, step_id)
+        else:
+            out[i] = custom_run(call, tools[call.name], snap, step_id)
+    return out
+
+
+def effects_apply(outcomes: dict[int, ToolOutcome]) -> None:
+    """Commit phase (caller holds the agent's lock in the step's transaction): apply each call's write; a write
+    refused now (a block made read-only or too small meanwhile) turns its call into an error for the model."""
+    for i, out in outcomes.items():
+        if out.effect is None:
+            continue
+        try:
+            out.effect()
+        except (memory_ops.MemoryEditError, DomainError, ValueError) as exc:
+            outcomes[i] = ToolOutcome(
+                False, getattr(exc, "message", None) or str(exc), duration_ms=out.duration_ms, sandbox=out.sandbox
+            )
+
+
+def agent_builtin_tool_run(*, agent: Agent, name: str, args: dict) -> dict:
+    """Run one of the agent's built-in tools outside a step, as Letta's `agents.tools.run` does: reads (searches)
+    answer at once; a write (a block edit, an archival insert) is applied under the agent's row lock in its own
+    transaction. Conflict while a run of the agent is active; multi-agent tools are refused (they wait on other
+    agents). Returns Letta's ToolExecutionResult shape."""
+    if name in MULTI_AGENT_TOOL_NAMES:
+        raise Invalid(f"'{name}' messages other agents; it runs only inside the agent's steps")
+    if not isinstance(args, dict):
+        raise Invalid("args must be an object of the tool's arguments")
+    call = ParsedCall(
+        call=t.ToolCall(id=new_id("call"), name=name, arguments=json.dumps(args, default=str)),
+        args=args,
+        thinking=None,
+        request_heartbeat=False,
+    )
+    started = time.perf_counter()
+    out = builtin_run(call, agent_snapshot(agent=agent), "")
+    if out.ok and out.effect is not None:
+        with transaction.atomic():
+            Agent.objects.select_for_update().filter(pk=agent.pk).first()
+            busy = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).values_list("id", flat=True).first()
+            if busy is not None:
+                raise Conflict(
+                    f"The agent is busy with run '{busy}'; wait for it before running '{name}'.",
+                    detail={"run_id": busy},
+                )
+            out.effect()
+    return {
+        "status": "success" if out.ok else "error",
+        "func_return": out.value,
+        "tool_return": out.value,
+        "stdout": [],
+        "stderr": [],
+        "agent_state": None,
+        "sandbox_config_fingerprint": None,
+        "sandbox": "in-process",
+        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+    }

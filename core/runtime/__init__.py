@@ -1,1 +1,0 @@
-"""The impure half of the agent runtime, split by job; `core.runner` orchestrates them."""

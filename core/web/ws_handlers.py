@@ -1,0 +1,63 @@
+"""What the agent websocket does with a message from the browser.
+
+Client → server: {"type": "user_message", "text": "...", "max_steps"?: N}, {"type": "cancel"}, {"type": "ping"}.
+Server → client: Letta message dicts (as SSE sends them), run_status, context_update, block_update and
+error_message; run events go to the agent's channel group, so every open tab receives them.
+"""
+
+from channels.db import database_sync_to_async
+
+from core.accounts import Principal
+from core.errors import DomainError
+from core.providers import model_resolve
+from core.runs import executor, runner
+from core.runs.runner import run_cancel
+from core.selectors import agent_get
+
+
+def _error(message: str, detail=None) -> dict:
+    return {"message_type": "error_message", "message": message, "detail": detail}
+
+
+def _submit(principal: Principal, agent_id: str, text: str, max_steps, otid: str | None = None):
+    agent = agent_get(owner=principal.org, agent_id=agent_id)
+    inputs = runner.input_normalize([{"role": "user", "content": text, **({"otid": otid} if otid else {})}])
+    model_resolve(owner=principal.org, handle=agent.model)
+    return executor.run_submit(owner=principal.org, agent_id=agent_id, input_messages=inputs, max_steps=max_steps)
+
+
+def _cancel(principal: Principal, agent_id: str) -> list[str]:
+    return run_cancel(owner=principal.org, agent_id=agent_id)
+
+
+async def _user_message(principal: Principal, agent_id: str, payload: dict) -> dict | None:
+    text = payload.get("text")
+    max_steps = payload.get("max_steps")
+    if not isinstance(text, str) or not text.strip():
+        return _error("Type a message first: the text is empty.")
+    if max_steps is not None and not isinstance(max_steps, int):
+        return _error("max_steps must be a whole number.")
+    try:
+        otid = payload["otid"][:100] if isinstance(payload.get("otid"), str) else None  # stored on the message
+        run = await database_sync_to_async(_submit)(principal, agent_id, text, max_steps, otid)
+    except DomainError as exc:
+        return _error(exc.message, exc.detail)
+    reply = {"message_type": "run_status", "run_id": run.id, "status": "created", "stop_reason": None}
+    if isinstance(payload.get("otid"), str):
+        reply["otid"] = payload["otid"][:100]  # lets the tab match this reply to the message it sent
+    return reply
+
+
+async def handle_client_message(*, principal: Principal, agent_id: str, payload: dict) -> dict | None:
+    """Dispatch one client message; returns a direct reply for this socket, or None."""
+    kind = payload.get("type")
+    if kind == "ping":
+        return {"message_type": "pong"}
+    if kind == "user_message":
+        return await _user_message(principal, agent_id, payload)
+    if kind == "cancel":
+        ids = await database_sync_to_async(_cancel)(principal, agent_id)
+        if not ids:
+            return _error("Nothing to cancel: the agent is not running.")
+        return {"message_type": "cancel_requested", "run_ids": ids}
+    return _error(f"Unknown message type: {kind!r}")
