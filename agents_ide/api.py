@@ -14,6 +14,7 @@ from agents_ide.openapi import add_error_responses
 from agents_ide.validation import StrictParser, TooLarge, too_large_message
 from core.accounts import principal_from_token, principal_from_user
 from core.errors import DomainError
+from core.schemas import HealthOut
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +135,7 @@ def _data_error(request, exc):
     )
 
 
-@api.get("/health/", auth=None, tags=["health"])
+@api.get("/health/", auth=None, tags=["health"], response=HealthOut)
 def health(request):
     return {"status": "ok", "version": "0.1.0"}
 

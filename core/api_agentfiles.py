@@ -13,6 +13,7 @@ from ninja.files import UploadedFile
 from core import agentfile, selectors
 from core.agentfile.model import MAX_FILE_BYTES, AgentFileError
 from core.errors import Invalid
+from core.schemas import AgentFileOut, ImportPreviewOut, ImportResultOut
 
 router = Router(tags=["agents"])
 
@@ -67,19 +68,19 @@ def _parsed(file: UploadedFile):
     return agentfile.parse_agent_file(file.read(MAX_FILE_BYTES + 1))
 
 
-@router.post("/agents/import", response={200: dict})
+@router.post("/agents/import", response={200: ImportResultOut})
 def agent_import(request: HttpRequest, file: File[UploadedFile], form: Form[ImportForm]):
     options = _options(form)
     return agentfile.agentfile_import(owner=request.principal.org, parsed=_parsed(file), options=options).as_dict()
 
 
-@router.post("/agents/import/preview", response={200: dict})
+@router.post("/agents/import/preview", response={200: ImportPreviewOut})
 def agent_import_preview(request: HttpRequest, file: File[UploadedFile], form: Form[ImportForm]):
     options = _options(form)
     return agentfile.agentfile_preview(owner=request.principal.org, parsed=_parsed(file), options=options)
 
 
-@router.get("/agents/{agent_id}/export")
+@router.get("/agents/{agent_id}/export", response=AgentFileOut)
 def agent_export(
     request: HttpRequest,
     agent_id: str,
