@@ -87,7 +87,7 @@ def _stream(request, run, body: LettaRequest) -> StreamingHttpResponse:
     return response
 
 
-@router.post("/agents/{agent_id}/messages", response=LettaResponseOut, openapi_extra=SSE_ALSO)
+@router.post("/agents/{agent_id}/messages", response=LettaResponseOut, openapi_extra=SSE_ALSO, exclude_unset=True)
 def messages_send(request, agent_id: str, body: LettaRequest):
     """Run the agent and answer when the run ends (or stream it as SSE with `streaming: true`)."""
     run = _submit(request, agent_id, body)

@@ -191,6 +191,7 @@ def test_messages_runs_steps_and_time_travel_answer_as_documented(client, fake_l
     reply = c.post(f"{a}/messages", {"messages": [{"role": "user", "content": "I like tea"}]})
     types = {m["message_type"] for m in reply["messages"]}
     assert {"reasoning_message", "tool_call_message", "tool_return_message", "assistant_message"} <= types
+    assert not any("kind" in m for m in reply["messages"])  # optional keys stay absent, not null
     c.post(f"{a}/messages", {"input": "and coffee", "use_assistant_message": False})
     c.get(f"{a}/messages")
     c.get(f"{a}/messages?use_assistant_message=false")
