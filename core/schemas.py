@@ -161,8 +161,8 @@ class EmbeddingConfigOut(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    embedding_model: str
-    embedding_endpoint_type: str
+    embedding_model: str | None
+    embedding_endpoint_type: str | None
     handle: str | None
     embedding_dim: int | None
     embedding_chunk_size: int | None

@@ -21,7 +21,7 @@ MCP_DEMO = str(Path(__file__).parent.parent / "tools" / "mcp_demo_server.py")
 
 
 class CheckedClient:
-    """An ApiClient whose every JSON answer is validated against the document; records what it covered."""
+    """An ApiClient whose every JSON answer is validated against the document."""
 
     def __init__(self, token: str):
         self.api = ApiClient(token)
@@ -37,7 +37,6 @@ class CheckedClient:
             ),
             key=lambda r: r[0],
         )
-        self.covered: set[tuple[str, str, int]] = set()
 
     def operation(self, method: str, path: str) -> tuple[str, dict]:
         """The path template and operation that serve this request (fixed segments win over parameters)."""
@@ -61,7 +60,6 @@ class CheckedClient:
         assert not errors, f"{method.upper()} {template} {status}: " + "; ".join(
             f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}" for e in errors[:5]
         )
-        self.covered.add((method, template, status))
         return body
 
     def get(self, path, status=200):
