@@ -18,6 +18,7 @@ from core.api.agentfiles import router as agentfile_router
 from core.api.agents import router as core_router
 from core.api.messages import router as messages_router
 from core.api.runs import router as runs_router
+from core.api.schemas import HealthOut
 from core.api.sleeptime import router as sleeptime_router
 from core.api.timetravel import router as timetravel_router
 from core.api.versions import router as versions_router
@@ -152,7 +153,7 @@ def _data_error(request, exc):
     )
 
 
-@api.get("/health/", auth=None, tags=["health"])
+@api.get("/health/", auth=None, tags=["health"], response=HealthOut)
 def health(request):
     return {"status": "ok", "version": "0.1.0"}
 

@@ -4,15 +4,9 @@ Errors are mapped in one place (agents_ide/api.py); this declares the same statu
 schemathesis) can tell a refusal from a contradiction of the spec.
 """
 
-ERROR_SCHEMA = {
-    "title": "Error",
-    "type": "object",
-    "properties": {
-        "detail": {"type": "string", "description": "What was wrong, in a sentence meant for people."},
-        "errors": {"description": "Per-field problems when there are several (validation errors: loc, msg, type)."},
-    },
-    "required": ["detail"],
-}
+from core.api.schemas import ErrorOut
+
+ERROR_SCHEMA = {**ErrorOut.model_json_schema(), "title": "Error"}
 _REF = {"$ref": "#/components/schemas/Error"}
 _WRITES = {"post", "put", "patch", "delete"}
 _WHY = {

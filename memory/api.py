@@ -7,18 +7,29 @@ from ninja import Field, Query, Router, Schema
 from core.agents.messages import messages_to_letta
 from core.agents.presenters import agent_state, block_out
 from core.api.agents import owner
+from core.api.schemas import AgentStateOut, DeletedOut, LettaMessageOut
 from core.pagination import page
 from core.selectors import agent_get
 from memory import selectors, services
 from memory.embedders.selection import embedding_handle_for_agent
 from memory.presenters import passage_out, passage_search_result
-from memory.schemas import BlockIn, BlockUpdateIn, PassageIn
+from memory.schemas import (
+    ArchivalStatusOut,
+    BlockAgentOut,
+    BlockHistoryOut,
+    BlockIn,
+    BlockOut,
+    BlockUpdateIn,
+    PassageIn,
+    PassageOut,
+    PassageSearchOut,
+)
 
 router = Router(tags=["blocks"])
 _CLAMPED = "Page size; values outside 1..{} are clamped to it."
 
 
-@router.post("/blocks/", response={201: dict})
+@router.post("/blocks/", response={201: BlockOut})
 def block_create(request, body: BlockIn):
     block = services.block_create(
         owner=owner(request),
@@ -48,7 +59,7 @@ class BlockListQuery(Schema):
     order_by: Literal["created_at"] = "created_at"
 
 
-@router.get("/blocks/", response=list[dict])
+@router.get("/blocks/", response=list[BlockOut])
 def blocks_list(request, q: Query[BlockListQuery]):
     blocks = selectors.blocks_page(
         owner=owner(request),
@@ -67,12 +78,12 @@ def blocks_list(request, q: Query[BlockListQuery]):
     return [block_out(b) for b in blocks]
 
 
-@router.get("/blocks/{block_id}", response=dict)
+@router.get("/blocks/{block_id}", response=BlockOut)
 def block_retrieve(request, block_id: str):
     return block_out(selectors.block_get(owner=owner(request), block_id=block_id))
 
 
-@router.patch("/blocks/{block_id}", response=dict)
+@router.patch("/blocks/{block_id}", response=BlockOut)
 def block_modify(request, block_id: str, body: BlockUpdateIn):
     block = selectors.block_get(owner=owner(request), block_id=block_id)
     return block_out(
@@ -80,13 +91,13 @@ def block_modify(request, block_id: str, body: BlockUpdateIn):
     )
 
 
-@router.delete("/blocks/{block_id}", response=dict)
+@router.delete("/blocks/{block_id}", response=DeletedOut)
 def block_delete(request, block_id: str):
     services.block_delete(block=selectors.block_get(owner=owner(request), block_id=block_id))
     return {"deleted": block_id}
 
 
-@router.get("/blocks/{block_id}/agents", response=list[dict])
+@router.get("/blocks/{block_id}/agents", response=list[BlockAgentOut])
 def block_agents(
     request,
     block_id: str,
@@ -100,7 +111,7 @@ def block_agents(
     return [{"id": a.id, "name": a.name} for a in agents]
 
 
-@router.get("/blocks/{block_id}/history", response=list[dict])
+@router.get("/blocks/{block_id}/history", response=list[BlockHistoryOut])
 def block_history(request, block_id: str, limit: int = Query(100, description=_CLAMPED.format(1000))):
     block = selectors.block_get(owner=owner(request), block_id=block_id)
     return [
@@ -122,7 +133,7 @@ def block_history(request, block_id: str, limit: int = Query(100, description=_C
     ]
 
 
-@router.post("/blocks/{block_id}/restore/{version}", response=dict)
+@router.post("/blocks/{block_id}/restore/{version}", response=BlockOut)
 def block_restore(request, block_id: str, version: int):
     block = selectors.block_get(owner=owner(request), block_id=block_id)
     return block_out(services.block_restore(block=block, version=version, actor_user=request.principal.user))
@@ -131,7 +142,7 @@ def block_restore(request, block_id: str, version: int):
 # --- per agent: /v1/agents/{id}/core-memory/blocks ---
 
 
-@router.get("/agents/{agent_id}/core-memory/blocks", response=list[dict], tags=["agents"])
+@router.get("/agents/{agent_id}/core-memory/blocks", response=list[BlockOut], tags=["agents"])
 def agent_blocks(
     request,
     agent_id: str,
@@ -145,13 +156,13 @@ def agent_blocks(
     return [block_out(b) for b in blocks]
 
 
-@router.get("/agents/{agent_id}/core-memory/blocks/{label}", response=dict, tags=["agents"])
+@router.get("/agents/{agent_id}/core-memory/blocks/{label}", response=BlockOut, tags=["agents"])
 def agent_block_retrieve(request, agent_id: str, label: str):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     return block_out(selectors.agent_block_by_label(agent=agent, label=label))
 
 
-@router.patch("/agents/{agent_id}/core-memory/blocks/{label}", response=dict, tags=["agents"])
+@router.patch("/agents/{agent_id}/core-memory/blocks/{label}", response=BlockOut, tags=["agents"])
 def agent_block_modify(request, agent_id: str, label: str, body: BlockUpdateIn):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     block = selectors.agent_block_by_label(agent=agent, label=label)
@@ -160,14 +171,14 @@ def agent_block_modify(request, agent_id: str, label: str, body: BlockUpdateIn):
     )
 
 
-@router.patch("/agents/{agent_id}/core-memory/blocks/attach/{block_id}", response=dict, tags=["agents"])
+@router.patch("/agents/{agent_id}/core-memory/blocks/attach/{block_id}", response=AgentStateOut, tags=["agents"])
 def agent_block_attach(request, agent_id: str, block_id: str):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     services.block_attach_by_id(agent=agent, block_id=block_id)
     return agent_state(agent)
 
 
-@router.patch("/agents/{agent_id}/core-memory/blocks/detach/{block_id}", response=dict, tags=["agents"])
+@router.patch("/agents/{agent_id}/core-memory/blocks/detach/{block_id}", response=AgentStateOut, tags=["agents"])
 def agent_block_detach(request, agent_id: str, block_id: str):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     services.block_detach(agent=agent, block_id=block_id)
@@ -178,7 +189,7 @@ def agent_block_detach(request, agent_id: str, block_id: str):
 # Fixed paths are registered before `/{memory_id}` so they are matched first.
 
 
-@router.post("/agents/{agent_id}/archival-memory", response=list[dict], tags=["archival-memory"])
+@router.post("/agents/{agent_id}/archival-memory", response=list[PassageOut], tags=["archival-memory"])
 def passage_create(request, agent_id: str, body: PassageIn):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     token = getattr(request.principal, "token", None)
@@ -189,7 +200,7 @@ def passage_create(request, agent_id: str, body: PassageIn):
     return [passage_out(passage)]
 
 
-@router.get("/agents/{agent_id}/archival-memory", response=list[dict], tags=["archival-memory"])
+@router.get("/agents/{agent_id}/archival-memory", response=list[PassageOut], tags=["archival-memory"])
 def passages_list(
     request,
     agent_id: str,
@@ -207,7 +218,7 @@ def passages_list(
     return [passage_out(p) for p in rows]
 
 
-@router.get("/agents/{agent_id}/archival-memory/search", response=dict, tags=["archival-memory"])
+@router.get("/agents/{agent_id}/archival-memory/search", response=PassageSearchOut, tags=["archival-memory"])
 def passages_search(
     request,
     agent_id: str,
@@ -231,7 +242,7 @@ def passages_search(
     return {"results": [passage_search_result(p) for p in rows], "count": len(rows)}
 
 
-@router.get("/agents/{agent_id}/archival-memory/status", response=dict, tags=["archival-memory"])
+@router.get("/agents/{agent_id}/archival-memory/status", response=ArchivalStatusOut, tags=["archival-memory"])
 def archival_status(request, agent_id: str):
     """Which search archival memory uses for this agent (the IDE shows it), and how much is stored."""
 
@@ -245,7 +256,7 @@ def archival_status(request, agent_id: str):
     }
 
 
-@router.delete("/agents/{agent_id}/archival-memory/{memory_id}", response=dict, tags=["archival-memory"])
+@router.delete("/agents/{agent_id}/archival-memory/{memory_id}", response=DeletedOut, tags=["archival-memory"])
 def passage_delete(request, agent_id: str, memory_id: str):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     services.passage_delete(agent=agent, passage_id=memory_id)
@@ -255,7 +266,9 @@ def passage_delete(request, agent_id: str, memory_id: str):
 # --- recall memory: what conversation_search sees ---
 
 
-@router.get("/agents/{agent_id}/recall-memory/search", response=list[dict], tags=["agents"])
+@router.get(
+    "/agents/{agent_id}/recall-memory/search", response=list[LettaMessageOut], tags=["agents"], exclude_unset=True
+)
 def messages_search(
     request,
     agent_id: str,

@@ -1,9 +1,10 @@
 """API schemas of the memory app (Letta v1 field names)."""
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from ninja import Field, Schema
+from pydantic import BaseModel
 
 from memory.services import MAX_BLOCK_LIMIT
 
@@ -43,3 +44,87 @@ class PassageIn(Schema):
     text: Annotated[str, Field(min_length=1)]
     tags: list[PassageTag] | None = None
     created_at: datetime | None = None
+
+
+# --- responses: what memory's presenters and endpoints return. Output models are plain pydantic models: ninja's
+# Schema reads its input through a per-object attribute getter, slower on big outputs and blind to open keys.
+
+
+class BlockOut(BaseModel):
+    """Letta's Block."""
+
+    id: str
+    label: str
+    value: str
+    limit: int
+    description: str
+    read_only: bool
+    metadata: dict[str, Any]
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class BlockAgentOut(BaseModel):
+    id: str
+    name: str
+
+
+class BlockHistoryOut(BaseModel):
+    """One change of a block's value or fields, with its unified diff."""
+
+    id: str
+    version: int
+    old_value: str
+    new_value: str
+    changes: dict[str, Any] = Field(description="Other fields changed: {field: [old, new]}.")
+    actor_type: str
+    actor: str | None
+    agent_id: str | None
+    step_id: str | None
+    tool_call_id: str | None
+    created_at: datetime
+    diff: list[str]
+
+
+class PassageEmbeddingOut(BaseModel):
+    handle: str
+    embedding_model: str
+    embedding_dim: int | None
+
+
+class PassageOut(BaseModel):
+    """Letta's Passage; vectors are not sent."""
+
+    id: str
+    text: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    source: str
+    agent_id: str
+    archive_id: str | None
+    file_id: str | None
+    embedding: list[float] | None
+    embedding_config: PassageEmbeddingOut | None
+    created_at: datetime
+    updated_at: datetime
+    is_deleted: bool
+
+
+class PassageHitOut(BaseModel):
+    id: str
+    timestamp: str = Field(json_schema_extra={"format": "date-time"})
+    content: str
+    tags: list[str]
+
+
+class PassageSearchOut(BaseModel):
+    results: list[PassageHitOut]
+    count: int
+
+
+class ArchivalStatusOut(BaseModel):
+    search_mode: str = Field(description="How archival memory is searched for this agent.")
+    embedding: str | None
+    num_archival_memory: int
+    num_recall_memory_outside_window: int

@@ -5,13 +5,27 @@ from ninja import Query, Router
 from core.agents.presenters import agent_state, tool_out
 from core.agents.versions import noted
 from core.api.agents import owner
+from core.api.schemas import AgentStateOut
 from core.errors import NotFound
 from core.pagination import page
 from core.runs.tool_exec import agent_builtin_tool_run
 from core.selectors import agent_get
 from tools import execution, presenters, selectors, services
 from tools.mcp_services import mcp_tool_execute
-from tools.schemas import AgentToolRunIn, GenerateSchemaIn, ToolCreateIn, ToolListQuery, ToolRunIn, ToolUpdateIn
+from tools.schemas import (
+    AgentToolRunIn,
+    GenerateSchemaIn,
+    ToolCreateIn,
+    ToolDeletedOut,
+    ToolExecutionResultOut,
+    ToolListQuery,
+    ToolOut,
+    ToolRunIn,
+    ToolRunOut,
+    ToolRunReturnOut,
+    ToolSchemaOut,
+    ToolUpdateIn,
+)
 
 router = Router(tags=["tools"])
 _FIELDS = ("description", "tags", "return_char_limit", "pip_requirements", "sandbox", "env_vars", "allow_network")
@@ -22,7 +36,7 @@ def _set_fields(body, names=_FIELDS) -> dict:
     return {k: given[k] for k in names if k in given}
 
 
-@router.get("/tools/", response=list[dict])
+@router.get("/tools/", response=list[ToolOut])
 def tools_list(request, q: Query[ToolListQuery]):
     tools = selectors.tools_page(
         owner=owner(request),
@@ -41,7 +55,7 @@ def tools_list(request, q: Query[ToolListQuery]):
     return [tool_out(t) for t in tools]
 
 
-@router.post("/tools/", response={201: dict})
+@router.post("/tools/", response={201: ToolOut})
 def tool_create(request, body: ToolCreateIn):
     fields = _set_fields(body)
     fields["sandbox"] = fields.get("sandbox") or ""
@@ -55,7 +69,7 @@ def tool_create(request, body: ToolCreateIn):
     return 201, tool_out(tool)
 
 
-@router.put("/tools/", response=dict)
+@router.put("/tools/", response=ToolOut)
 def tool_upsert(request, body: ToolCreateIn):
     tool = services.tool_upsert(
         owner=owner(request),
@@ -67,12 +81,12 @@ def tool_upsert(request, body: ToolCreateIn):
     return tool_out(tool)
 
 
-@router.post("/tools/generate-schema", response=dict)
+@router.post("/tools/generate-schema", response=ToolSchemaOut)
 def tool_generate_schema(request, body: GenerateSchemaIn):
     return services.tool_schema_resolve(source_code=body.source_code, name=body.name)
 
 
-@router.post("/tools/run", response=dict)
+@router.post("/tools/run", response=ToolRunReturnOut)
 def tool_run(request, body: ToolRunIn):
     org = owner(request)
     agent = agent_get(owner=org, agent_id=body.agent_id) if body.agent_id else None
@@ -91,12 +105,12 @@ def tool_run(request, body: ToolRunIn):
     return presenters.tool_return_message(run)
 
 
-@router.get("/tools/{tool_id}", response=dict)
+@router.get("/tools/{tool_id}", response=ToolOut)
 def tool_retrieve(request, tool_id: str):
     return tool_out(selectors.tool_get(owner=owner(request), tool_id=tool_id))
 
 
-@router.patch("/tools/{tool_id}", response=dict)
+@router.patch("/tools/{tool_id}", response=ToolOut)
 def tool_update(request, tool_id: str, body: ToolUpdateIn):
     tool = selectors.tool_get(owner=owner(request), tool_id=tool_id)
     changes = _set_fields(body, ("source_code",) + _FIELDS)
@@ -108,13 +122,13 @@ def tool_update(request, tool_id: str, body: ToolUpdateIn):
         return tool_out(services.tool_update(tool=tool, changes=changes))
 
 
-@router.delete("/tools/{tool_id}", response=dict)
+@router.delete("/tools/{tool_id}", response=ToolDeletedOut)
 def tool_delete(request, tool_id: str):
     services.tool_delete(tool=selectors.tool_get(owner=owner(request), tool_id=tool_id))
     return {"id": tool_id, "deleted": True}
 
 
-@router.get("/tools/{tool_id}/runs", response=list[dict])
+@router.get("/tools/{tool_id}/runs", response=list[ToolRunOut])
 def tool_runs(
     request, tool_id: str, limit: int = Query(50, description="Page size; values outside 1..500 are clamped to it.")
 ):
@@ -122,7 +136,7 @@ def tool_runs(
     return [presenters.tool_run_out(r) for r in selectors.tool_runs(owner=tool.owner, tool_name=tool.name, limit=limit)]
 
 
-@router.get("/agents/{agent_id}/tools", response=list[dict], tags=["agents"])
+@router.get("/agents/{agent_id}/tools", response=list[ToolOut], tags=["agents"])
 def agent_tools(
     request,
     agent_id: str,
@@ -136,7 +150,9 @@ def agent_tools(
     return [tool_out(t) for t in tools]
 
 
-@router.post("/agents/{agent_id}/tools/{tool_name}/run", response=dict, tags=["agents"])
+@router.post(
+    "/agents/{agent_id}/tools/{tool_name}/run", response=ToolExecutionResultOut, tags=["agents"], exclude_unset=True
+)
 def agent_tool_run(request, agent_id: str, tool_name: str, body: AgentToolRunIn):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     tool = agent.tools.filter(name=tool_name).first()
@@ -154,14 +170,14 @@ def agent_tool_run(request, agent_id: str, tool_name: str, body: AgentToolRunIn)
     return presenters.tool_execution_result(run)
 
 
-@router.patch("/agents/{agent_id}/tools/attach/{tool_id}", response=dict, tags=["agents"])
+@router.patch("/agents/{agent_id}/tools/attach/{tool_id}", response=AgentStateOut, tags=["agents"])
 def agent_tool_attach(request, agent_id: str, tool_id: str):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     services.tool_attach(agent=agent, tool=selectors.tool_get(owner=owner(request), tool_id=tool_id))
     return agent_state(agent)
 
 
-@router.patch("/agents/{agent_id}/tools/detach/{tool_id}", response=dict, tags=["agents"])
+@router.patch("/agents/{agent_id}/tools/detach/{tool_id}", response=AgentStateOut, tags=["agents"])
 def agent_tool_detach(request, agent_id: str, tool_id: str):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     services.tool_detach(agent=agent, tool=selectors.tool_get(owner=owner(request), tool_id=tool_id))

@@ -10,6 +10,7 @@ from core.api.agents import owner
 from core.errors import NotFound
 from tools import mcp_services, presenters
 from tools.models import McpServer, Tool
+from tools.schemas import McpRefreshOut, McpServerOut, ToolExecutionResultOut, ToolOut
 
 router = Router(tags=["mcp-servers"])
 
@@ -46,25 +47,25 @@ def _tool(server: McpServer, tool_id: str) -> Tool:
     return tool
 
 
-@router.get("/mcp-servers/", response=list[dict])
+@router.get("/mcp-servers/", response=list[McpServerOut], exclude_unset=True)
 def mcp_servers_list(request):
     return [
         presenters.mcp_server_out(s) for s in McpServer.objects.filter(owner=owner(request)).order_by("server_name")
     ]
 
 
-@router.post("/mcp-servers/", response=dict)
+@router.post("/mcp-servers/", response=McpServerOut, exclude_unset=True)
 def mcp_server_create(request, body: McpServerIn):
     server = mcp_services.mcp_server_create(owner=owner(request), server_name=body.server_name, config=body.config)
     return presenters.mcp_server_out(server)
 
 
-@router.get("/mcp-servers/{mcp_server_id}", response=dict)
+@router.get("/mcp-servers/{mcp_server_id}", response=McpServerOut, exclude_unset=True)
 def mcp_server_retrieve(request, mcp_server_id: str):
     return presenters.mcp_server_out(_server(request, mcp_server_id))
 
 
-@router.patch("/mcp-servers/{mcp_server_id}", response=dict)
+@router.patch("/mcp-servers/{mcp_server_id}", response=McpServerOut, exclude_unset=True)
 def mcp_server_update(request, mcp_server_id: str, body: McpServerUpdateIn):
     server = mcp_services.mcp_server_update(
         server=_server(request, mcp_server_id), server_name=body.server_name, config=body.config
@@ -78,23 +79,23 @@ def mcp_server_delete(request, mcp_server_id: str):
     return 204, None
 
 
-@router.patch("/mcp-servers/{mcp_server_id}/refresh", response=dict)
+@router.patch("/mcp-servers/{mcp_server_id}/refresh", response=McpRefreshOut)
 def mcp_server_refresh(request, mcp_server_id: str, agent_id: str | None = None):
     report = mcp_services.mcp_tools_refresh(server=_server(request, mcp_server_id))
     return {"mcp_server_id": mcp_server_id, **report}
 
 
-@router.get("/mcp-servers/{mcp_server_id}/tools", response=list[dict])
+@router.get("/mcp-servers/{mcp_server_id}/tools", response=list[ToolOut])
 def mcp_server_tools(request, mcp_server_id: str):
     return [tool_out(t) for t in _server(request, mcp_server_id).tools.order_by("name")]
 
 
-@router.get("/mcp-servers/{mcp_server_id}/tools/{tool_id}", response=dict)
+@router.get("/mcp-servers/{mcp_server_id}/tools/{tool_id}", response=ToolOut)
 def mcp_server_tool(request, mcp_server_id: str, tool_id: str):
     return tool_out(_tool(_server(request, mcp_server_id), tool_id))
 
 
-@router.post("/mcp-servers/{mcp_server_id}/tools/{tool_id}/run", response=dict)
+@router.post("/mcp-servers/{mcp_server_id}/tools/{tool_id}/run", response=ToolExecutionResultOut)
 def mcp_server_tool_run(request, mcp_server_id: str, tool_id: str, body: McpToolRunIn):
     run = mcp_services.mcp_tool_execute(tool=_tool(_server(request, mcp_server_id), tool_id), args=body.args)
     return presenters.tool_execution_result(run)

@@ -1,9 +1,11 @@
-"""Request bodies of the tools API (Letta's field names; unknown fields such as npm_requirements are ignored)."""
+"""Schemas of the tools API: request bodies (Letta's field names; unknown fields such as npm_requirements are
+ignored) and responses."""
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from tools.services import MAX_RETURN_CHAR_LIMIT
 
@@ -85,3 +87,133 @@ class ToolListQuery(Schema):
     search: str | None = None
     tool_types: list[str] | None = None
     exclude_tool_types: list[str] | None = None
+
+
+# --- responses. Output models are plain pydantic models: ninja's Schema reads its input through a per-object
+# attribute getter, slower on big outputs and blind to the keys of open payloads.
+
+
+class ToolOut(BaseModel):
+    """Letta's Tool."""
+
+    id: str
+    name: str
+    tool_type: Literal["letta_core", "letta_multi_agent_core", "external_mcp", "custom"]
+    description: str
+    source_code: str
+    source_type: str
+    json_schema: dict[str, Any] = Field(description="The OpenAI function schema: {name, description, parameters}.")
+    tags: list[str]
+    return_char_limit: int
+    pip_requirements: list[dict[str, Any]]
+    sandbox: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class ToolSchemaOut(BaseModel):
+    """A tool's function schema; a given json_schema comes back with any further keys it had."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ToolDeletedOut(BaseModel):
+    id: str
+    deleted: bool
+
+
+class ToolRunExtrasOut(BaseModel):
+    """What we add to Letta's tool-run shapes: timing, the sandbox (and its network), the recorded run.
+    A built-in tool run outside a step has no recorded run: its extras stop at `sandbox`."""
+
+    duration_ms: float
+    sandbox: str
+    network: bool = False
+    tool_run_id: str | None = None
+    mcp_server: str | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+
+
+class ToolRunReturnOut(ToolRunExtrasOut):
+    """A workbench run as Letta's tool_return_message."""
+
+    id: str
+    date: datetime
+    message_type: Literal["tool_return_message"]
+    name: str
+    status: str
+    tool_return: str
+    stdout: list[str]
+    stderr: list[str]
+    tool_call_id: str
+
+
+class ToolExecutionResultOut(ToolRunExtrasOut):
+    """An agent's tool run as Letta's ToolExecutionResult."""
+
+    status: str
+    func_return: Any = Field(description="What the tool returned.")
+    tool_return: Any
+    stdout: list[str]
+    stderr: list[str]
+    agent_state: None
+    sandbox_config_fingerprint: str | None
+
+
+class ToolRunOut(BaseModel):
+    """One recorded run of a tool, with its arguments (so a call can be replayed)."""
+
+    id: str
+    tool_id: str | None
+    tool_name: str
+    agent_id: str | None
+    step_id: str | None
+    origin: str
+    args: dict[str, Any]
+    status: str
+    tool_return: str
+    stdout: str
+    stderr: str
+    sandbox: str
+    network: bool
+    duration_ms: float
+    mcp_server: str | None
+    created_at: datetime
+
+
+class McpServerOut(BaseModel):
+    """Letta's McpServer; secrets are write-only: env and header names come back, their values never.
+    stdio servers have command, args, env and allow_network; the others server_url and the auth fields."""
+
+    id: str
+    server_name: str
+    mcp_server_type: str
+    last_error: str | None
+    refreshed_at: datetime | None
+    command: str | None = None
+    args: list[str] | None = None
+    env: dict[str, None] | None = None
+    allow_network: bool | None = None
+    server_url: str | None = None
+    auth_header: str | None = None
+    auth_token: None = None
+    auth_token_set: bool | None = None
+    custom_headers: dict[str, None] | None = None
+
+
+class McpSkippedToolOut(BaseModel):
+    name: str
+    reason: str
+
+
+class McpRefreshOut(BaseModel):
+    mcp_server_id: str
+    added: list[str]
+    updated: list[str]
+    removed: list[str]
+    skipped: list[McpSkippedToolOut]

@@ -3,6 +3,7 @@
 from ninja import Field, Router, Schema
 
 from core.api.agents import owner
+from core.api.schemas import DeletedOut, TestOut, TestRunOut
 from core.providers import model_resolve
 from core.runs import agent_tests
 from core.selectors import agent_get
@@ -34,18 +35,18 @@ class TestsRunIn(Schema):
     keep: bool = Field(False, description="keep each test's copy of the agent for inspection")
 
 
-@router.get("/agents/{agent_id}/tests", response=list[dict])
+@router.get("/agents/{agent_id}/tests", response=list[TestOut], exclude_unset=True)
 def tests_list(request, agent_id: str):
     return agent_tests.tests_list(agent=agent_get(owner=owner(request), agent_id=agent_id))
 
 
-@router.post("/agents/{agent_id}/tests", response=dict)
+@router.post("/agents/{agent_id}/tests", response=TestOut)
 def test_save(request, agent_id: str, body: TestIn):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     return agent_tests.test_save(agent=agent, test=body.dict())
 
 
-@router.post("/agents/{agent_id}/tests/run", response=dict)
+@router.post("/agents/{agent_id}/tests/run", response=TestRunOut, exclude_unset=True)
 def tests_run(request, agent_id: str, body: TestsRunIn | None = None):
     """Run the agent's tests (all, or the ids given) in the background; poll the results by the returned id."""
     body = body or TestsRunIn()
@@ -57,14 +58,14 @@ def tests_run(request, agent_id: str, body: TestsRunIn | None = None):
     return agent_tests.test_run_out(run)
 
 
-@router.get("/agents/{agent_id}/tests/results/{run_id}", response=dict)
+@router.get("/agents/{agent_id}/tests/results/{run_id}", response=TestRunOut, exclude_unset=True)
 def tests_results(request, agent_id: str, run_id: str):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     return agent_tests.test_run_out(agent_tests.test_run_get(agent=agent, run_id=run_id))
 
 
 # After /tests/run and /tests/results/…: the path patterns are tried in order.
-@router.delete("/agents/{agent_id}/tests/{test_id}", response=dict)
+@router.delete("/agents/{agent_id}/tests/{test_id}", response=DeletedOut)
 def test_delete(request, agent_id: str, test_id: str):
     agent_tests.test_delete(agent=agent_get(owner=owner(request), agent_id=agent_id), test_id=test_id)
     return {"deleted": test_id}

@@ -15,6 +15,7 @@ from core.agents.agentfile.exporter import agentfile_export, legacy_from_v2
 from core.agents.agentfile.importer import ImportOptions, agentfile_import, agentfile_preview
 from core.agents.agentfile.model import MAX_FILE_BYTES, AgentFileError
 from core.agents.agentfile.parse import parse_agent_file
+from core.api.schemas import AgentFileOut, ImportPreviewOut, ImportResultOut
 from core.errors import Invalid
 
 router = Router(tags=["agents"])
@@ -70,19 +71,19 @@ def _parsed(file: UploadedFile):
     return parse_agent_file(file.read(MAX_FILE_BYTES + 1))
 
 
-@router.post("/agents/import", response={200: dict})
+@router.post("/agents/import", response={200: ImportResultOut})
 def agent_import(request: HttpRequest, file: File[UploadedFile], form: Form[ImportForm]):
     options = _options(form)
     return agentfile_import(owner=request.principal.org, parsed=_parsed(file), options=options).as_dict()
 
 
-@router.post("/agents/import/preview", response={200: dict})
+@router.post("/agents/import/preview", response={200: ImportPreviewOut})
 def agent_import_preview(request: HttpRequest, file: File[UploadedFile], form: Form[ImportForm]):
     options = _options(form)
     return agentfile_preview(owner=request.principal.org, parsed=_parsed(file), options=options)
 
 
-@router.get("/agents/{agent_id}/export")
+@router.get("/agents/{agent_id}/export", response=AgentFileOut)
 def agent_export(
     request: HttpRequest,
     agent_id: str,

@@ -9,7 +9,7 @@ from ninja import Field, Query, Router, Schema
 from core import selectors
 from core.agents import presenters, services
 from core.agents.services import BlockInput
-from core.api.schemas import AgentCreateIn, AgentUpdateIn
+from core.api.schemas import AgentCreateIn, AgentStateOut, AgentUpdateIn, DeletedOut, EmbeddingModelOut, ModelOut
 from core.errors import Invalid
 from core.providers import models_list
 from core.runs.sleeptime import sleeptime_configure
@@ -67,7 +67,7 @@ def _text(content) -> str:
     return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type", "text") == "text")
 
 
-@router.post("/agents/", response={201: dict})
+@router.post("/agents/", response={201: AgentStateOut})
 def agent_create(request, body: AgentCreateIn):
     blocks = [
         BlockInput(
@@ -131,7 +131,7 @@ class AgentListQuery(Schema):
     sort_by: str | None = Field(None, description="Deprecated by Letta in favour of order_by.")
 
 
-@router.get("/agents/", response=list[dict])
+@router.get("/agents/", response=list[AgentStateOut])
 def agents_list(request, q: Query[AgentListQuery]):
     ascending = q.order == "asc" if q.ascending is None else q.ascending
     agents = selectors.agents_list(
@@ -150,12 +150,12 @@ def agents_list(request, q: Query[AgentListQuery]):
     return presenters.agents_state(agents)
 
 
-@router.get("/agents/{agent_id}", response=dict)
+@router.get("/agents/{agent_id}", response=AgentStateOut)
 def agent_retrieve(request, agent_id: str):
     return presenters.agent_state(selectors.agent_get(owner=owner(request), agent_id=agent_id))
 
 
-@router.patch("/agents/{agent_id}", response=dict)
+@router.patch("/agents/{agent_id}", response=AgentStateOut)
 def agent_modify(request, agent_id: str, body: AgentUpdateIn):
     agent = selectors.agent_get(owner=owner(request), agent_id=agent_id)
     changes = body.dict(exclude_unset=True)
@@ -176,18 +176,18 @@ def agent_modify(request, agent_id: str, body: AgentUpdateIn):
     return presenters.agent_state(agent)
 
 
-@router.delete("/agents/{agent_id}", response={200: dict})
+@router.delete("/agents/{agent_id}", response={200: DeletedOut})
 def agent_delete(request, agent_id: str):
     services.agent_delete(agent=selectors.agent_get(owner=owner(request), agent_id=agent_id))
     return 200, {"deleted": agent_id}
 
 
-@router.get("/models/", response=list[dict], tags=["models"])
+@router.get("/models/", response=list[ModelOut], tags=["models"])
 def models(request):
     return models_list(owner=owner(request))
 
 
-@router.get("/models/embedding", response=list[dict], tags=["models"])
+@router.get("/models/embedding", response=list[EmbeddingModelOut], tags=["models"])
 def embedding_models(request):
     handle = settings.EMBEDDING_MODEL
     return [{"handle": handle, "embedding_model": handle.partition("/")[2] or handle}] if handle else []

@@ -10,12 +10,25 @@ from core.agents import history, presenters
 from core.agents.context import context_overview
 from core.agents.messages import messages_to_letta, stop_reason_message, usage_statistics
 from core.api.agents import owner
+from core.api.schemas import AgentStateOut, ContextWindowOut, LettaMessageOut, LettaResponseOut, RunOut, StepOut
 from core.providers import model_resolve
 from core.runs import executor, runner
 from core.runs.streaming import sse_events
 from core.selectors import agent_get
 
 router = Router(tags=["messages"])
+
+_SSE = {
+    "text/event-stream": {
+        "schema": {
+            "type": "string",
+            "description": "Server-sent events: each `data:` line holds one Letta message as JSON (then "
+            "`stop_reason` and `usage_statistics`; `ping` while waiting), the last is `data: [DONE]`.",
+        }
+    }
+}
+SSE_ALSO = {"responses": {200: {"content": _SSE}}}  # with `streaming: true`
+SSE_ONLY = {"responses": {200: {"description": "The run as it happens.", "content": _SSE}}}
 
 
 class MessageIn(Schema):
@@ -79,7 +92,7 @@ def _stream(request, run, body: LettaRequest) -> StreamingHttpResponse:
     return response
 
 
-@router.post("/agents/{agent_id}/messages", response=dict)
+@router.post("/agents/{agent_id}/messages", response=LettaResponseOut, openapi_extra=SSE_ALSO, exclude_unset=True)
 def messages_send(request, agent_id: str, body: LettaRequest):
     """Run the agent and answer when the run ends (or stream it as SSE with `streaming: true`)."""
     if body.streaming:
@@ -97,7 +110,7 @@ def messages_send(request, agent_id: str, body: LettaRequest):
     }
 
 
-@router.post("/agents/{agent_id}/messages/stream", response=dict)
+@router.post("/agents/{agent_id}/messages/stream", response={200: None}, openapi_extra=SSE_ONLY)
 def messages_stream(request, agent_id: str, body: LettaRequest):
     return _stream(request, _submit(request, agent_id, body), body)
 
@@ -115,7 +128,7 @@ class MessageListQuery(Schema):
     include_return_message_types: list[str] | None = None
 
 
-@router.get("/agents/{agent_id}/messages", response=list[dict])
+@router.get("/agents/{agent_id}/messages", response=list[LettaMessageOut], exclude_unset=True)
 def messages_list(request, agent_id: str, q: Query[MessageListQuery]):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     rows = history.agent_messages_list(
@@ -138,20 +151,20 @@ class CancelIn(Schema):
     run_ids: list[str] | None = None
 
 
-@router.post("/agents/{agent_id}/messages/cancel", response=dict)
+@router.post("/agents/{agent_id}/messages/cancel", response=dict[str, str])
 def messages_cancel(request, agent_id: str, body: CancelIn | None = None):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     ids = runner.run_cancel(owner=agent.owner, agent_id=agent.id, run_ids=body.run_ids if body else None)
     return dict.fromkeys(ids, "cancellation requested")
 
 
-@router.patch("/agents/{agent_id}/reset-messages", response=dict)
+@router.patch("/agents/{agent_id}/reset-messages", response=AgentStateOut)
 def messages_reset(request, agent_id: str):
     agent = history.agent_messages_reset(agent=agent_get(owner=owner(request), agent_id=agent_id))
     return presenters.agent_state(agent)
 
 
-@router.get("/agents/{agent_id}/context", response=dict)
+@router.get("/agents/{agent_id}/context", response=ContextWindowOut, exclude_unset=True)
 def context(request, agent_id: str):
     return context_overview(agent=agent_get(owner=owner(request), agent_id=agent_id))
 
@@ -221,7 +234,7 @@ class PageQuery(Schema):
     order_by: Literal["created_at"] = "created_at"
 
 
-@router.get("/runs/", response=list[dict], tags=["runs"])
+@router.get("/runs/", response=list[RunOut], tags=["runs"])
 def runs_list(request, q: Query[RunListQuery]):
     order = q.order if q.ascending is None else ("asc" if q.ascending else "desc")
     agent_ids = [*(q.agent_ids or []), *([q.agent_id] if q.agent_id else [])]
@@ -240,12 +253,12 @@ def runs_list(request, q: Query[RunListQuery]):
     return [run_out(r) for r in runs]
 
 
-@router.get("/runs/{run_id}", response=dict, tags=["runs"])
+@router.get("/runs/{run_id}", response=RunOut, tags=["runs"])
 def run_retrieve(request, run_id: str):
     return run_out(history.run_get(owner=owner(request), run_id=run_id))
 
 
-@router.get("/runs/{run_id}/messages", response=list[dict], tags=["runs"])
+@router.get("/runs/{run_id}/messages", response=list[LettaMessageOut], tags=["runs"], exclude_unset=True)
 def run_messages(request, run_id: str, q: Query[PageQuery]):
     run = history.run_get(owner=owner(request), run_id=run_id)
     rows = history.run_messages(
@@ -254,7 +267,7 @@ def run_messages(request, run_id: str, q: Query[PageQuery]):
     return messages_to_letta(rows, agent_type=run.agent.agent_type)
 
 
-@router.get("/runs/{run_id}/steps", response=list[dict], tags=["runs"])
+@router.get("/runs/{run_id}/steps", response=list[StepOut], tags=["runs"])
 def run_steps(request, run_id: str, q: Query[PageQuery]):
     run = history.run_get(owner=owner(request), run_id=run_id)
     return [
@@ -262,6 +275,6 @@ def run_steps(request, run_id: str, q: Query[PageQuery]):
     ]
 
 
-@router.get("/steps/{step_id}", response=dict, tags=["runs"])
+@router.get("/steps/{step_id}", response=StepOut, tags=["runs"])
 def step_retrieve(request, step_id: str):
     return step_out(history.step_get(owner=owner(request), step_id=step_id))

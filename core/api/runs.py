@@ -6,6 +6,7 @@ from ninja import Router
 from core.agents import history
 from core.api.agents import owner
 from core.api.messages import LettaRequest, _inputs, run_out
+from core.api.schemas import RunOut, RunUsageOut
 from core.providers import model_resolve
 from core.runs import executor, runner
 from core.selectors import agent_get
@@ -23,7 +24,7 @@ def _start(org, agent_id: str, body: LettaRequest) -> dict:
     return run_out(run)
 
 
-@router.post("/agents/{agent_id}/messages/async", response=dict, tags=["messages"])
+@router.post("/agents/{agent_id}/messages/async", response=RunOut, tags=["messages"])
 async def messages_send_async(request, agent_id: str, body: LettaRequest):
     """Queue a run and return it at once (status created); 409 if the agent is busy."""
     # Not thread-sensitive: Django would otherwise run every sync view of the process on one thread, so
@@ -31,7 +32,7 @@ async def messages_send_async(request, agent_id: str, body: LettaRequest):
     return await sync_to_async(_start, thread_sensitive=False)(owner(request), agent_id, body)
 
 
-@router.get("/runs/{run_id}/usage", response=dict)
+@router.get("/runs/{run_id}/usage", response=RunUsageOut)
 def run_usage(request, run_id: str):
     usage = history.run_get(owner=owner(request), run_id=run_id).usage or {}
     return {

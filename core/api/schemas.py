@@ -1,12 +1,15 @@
-"""API schemas of the core app (agents, messages, runs, models) — Letta v1 field names."""
+"""API schemas of the core app (agents, messages, runs, models): request bodies and responses, Letta v1 field names."""
 
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
+from pydantic import BaseModel, ConfigDict
 
 from core.agents.services import AGENT_TYPES, MAX_CONTEXT_WINDOW, MAX_STEPS, MIN_CONTEXT_WINDOW, OVERFLOW_STRATEGIES
 from memory.schemas import BlockIn as BlockCreateIn  # one schema for a new block, inline or standalone
+from memory.schemas import BlockOut
+from tools.schemas import ToolOut
 
 AgentName = Annotated[str, Field(min_length=1, max_length=200)]
 ModelHandle = Annotated[str, Field(min_length=1, max_length=200, description="A model handle, `provider/model`.")]
@@ -83,21 +86,6 @@ class AgentUpdateIn(Schema):
     )
 
 
-class ModelOut(Schema):
-    handle: str
-    model: str
-    provider_name: str
-    model_endpoint_type: str
-    model_endpoint: str | None = None
-    context_window: int
-    configured: bool = True
-
-
-class Detail(Schema):
-    detail: str
-    errors: Any = None
-
-
 class TokenOut(Schema):
     id: str
     name: str
@@ -105,3 +93,472 @@ class TokenOut(Schema):
     created_at: datetime
     last_used_at: datetime | None = None
     token: str | None = Field(None, description="The raw token; only returned once, at creation.")
+
+
+class RestoreIn(Schema):
+    restore_blocks: bool = Field(False, description="also set memory block values back to what they were")
+    message: str | None = Field(None, max_length=500)
+
+
+# --- responses. Output models are plain pydantic models: ninja's Schema reads its input through a per-object
+# attribute getter, slower on big outputs (agent states, contexts) and blind to the keys of open payloads.
+
+IsoDateTime = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+
+
+class ErrorOut(BaseModel):
+    """The body of every error response (mapped in one place, agents_ide/api.py)."""
+
+    detail: str = Field(description="What was wrong, in a sentence meant for people.")
+    errors: Any = Field(
+        None, description="Per-field problems when there are several (validation errors: loc, msg, type)."
+    )
+
+
+class DeletedOut(BaseModel):
+    deleted: str = Field(description="The id (or name) deleted.")
+
+
+class HealthOut(BaseModel):
+    status: str
+    version: str
+
+
+class ModelOut(BaseModel):
+    """Letta's LLMConfig as the model list gives it."""
+
+    handle: str
+    model: str
+    provider_name: str
+    model_endpoint_type: str
+    model_endpoint: str | None
+    context_window: int
+
+
+class EmbeddingModelOut(BaseModel):
+    handle: str
+    embedding_model: str
+
+
+# --- agents
+
+
+class LlmConfigOut(BaseModel):
+    model: str
+    handle: str
+    model_endpoint_type: str
+    model_endpoint: str | None
+    provider_name: str
+    context_window: int
+    temperature: float | None
+    max_tokens: int | None
+    put_inner_thoughts_in_kwargs: bool
+    enable_reasoner: bool
+
+
+class EmbeddingConfigOut(BaseModel):
+    """Letta's EmbeddingConfig: our fields, then whatever Letta config the agent was created with."""
+
+    model_config = ConfigDict(extra="allow")
+
+    embedding_model: str | None
+    embedding_endpoint_type: str | None
+    handle: str | None
+    embedding_dim: int | None
+    embedding_chunk_size: int | None
+
+
+class MemoryOut(BaseModel):
+    blocks: list[BlockOut]
+    agent_type: str
+
+
+class SecretOut(BaseModel):
+    key: str
+    value: None = Field(description="Secrets are write-only: names come back, values never.")
+
+
+class AgentStateOut(BaseModel):
+    """Letta's AgentState."""
+
+    id: str
+    name: str
+    description: str
+    system: str
+    agent_type: str
+    model: str
+    embedding: str | None
+    llm_config: LlmConfigOut
+    embedding_config: EmbeddingConfigOut | None
+    context_window_limit: int
+    memory: MemoryOut
+    blocks: list[BlockOut]
+    tools: list[ToolOut]
+    tool_rules: list[dict[str, Any]]
+    tags: list[str]
+    metadata: dict[str, Any]
+    secrets: list[SecretOut]
+    tool_exec_environment_variables: list[SecretOut]
+    message_ids: list[str]
+    max_steps: int
+    overflow_strategy: str
+    created_at: datetime
+    updated_at: datetime
+    last_stop_reason: str | None
+    last_run_completion: datetime | None
+
+
+# --- messages (Letta's LettaMessage union, told apart by message_type)
+
+
+class MessageBaseOut(BaseModel):
+    id: str
+    date: IsoDateTime | None
+    run_id: str | None
+    step_id: str | None
+    seq_id: int | None
+    name: str | None
+    otid: str | None
+    sender_id: str | None = Field(description="The agent that sent it, for messages between agents.")
+    kind: str | None = Field(None, description="Present on messages the server wrote (heartbeat, summary, ...).")
+
+
+class SystemMessageOut(MessageBaseOut):
+    message_type: Literal["system_message"]
+    content: str
+
+
+class UserMessageOut(MessageBaseOut):
+    message_type: Literal["user_message"]
+    content: str
+
+
+class ReasoningMessageOut(MessageBaseOut):
+    message_type: Literal["reasoning_message"]
+    reasoning: str
+    source: Literal["reasoner_model", "non_reasoner_model"]
+    signature: str | None
+
+
+class AssistantMessageOut(MessageBaseOut):
+    message_type: Literal["assistant_message"]
+    content: str
+
+
+class ToolCallOut(BaseModel):
+    name: str | None
+    arguments: str
+    tool_call_id: str | None
+
+
+class ToolCallMessageOut(MessageBaseOut):
+    message_type: Literal["tool_call_message"]
+    tool_call: ToolCallOut
+    tool_calls: list[ToolCallOut]
+
+
+class ToolReturnMessageOut(MessageBaseOut):
+    message_type: Literal["tool_return_message"]
+    tool_return: str
+    status: str
+    tool_call_id: str | None
+    stdout: list[str] | None
+    stderr: list[str] | None
+    duration_ms: float | None
+    sandbox: str | None
+
+
+LettaMessageOut = Annotated[
+    SystemMessageOut
+    | UserMessageOut
+    | ReasoningMessageOut
+    | AssistantMessageOut
+    | ToolCallMessageOut
+    | ToolReturnMessageOut,
+    Field(discriminator="message_type"),
+]
+
+
+class StopReasonOut(BaseModel):
+    message_type: Literal["stop_reason"]
+    stop_reason: str
+
+
+class UsageStatisticsOut(BaseModel):
+    message_type: Literal["usage_statistics"]
+    completion_tokens: int
+    prompt_tokens: int
+    total_tokens: int
+    step_count: int
+    run_ids: list[str] | None
+
+
+class LettaResponseOut(BaseModel):
+    """Letta's LettaResponse: the run's messages, why it stopped and what it used."""
+
+    messages: list[LettaMessageOut]
+    stop_reason: StopReasonOut
+    usage: UsageStatisticsOut
+    run_id: str
+    error: str | None
+
+
+class ContextSectionOut(BaseModel):
+    name: str
+    tokens: int
+    text: str | None = None
+
+
+class ContextWindowOut(BaseModel):
+    """Letta's ContextWindowOverview, plus each section's text, the tokenizer and the exact next request."""
+
+    context_window_size_max: int
+    context_window_size_current: int
+    num_messages: int
+    num_archival_memory: int
+    num_recall_memory: int
+    num_tokens_system: int
+    system_prompt: str
+    num_tokens_core_memory: int
+    core_memory: str
+    num_tokens_external_memory_summary: int
+    external_memory_summary: str
+    num_tokens_summary_memory: int
+    summary_memory: str | None
+    num_tokens_functions_definitions: int
+    functions_definitions: list[dict[str, Any]]
+    num_tokens_messages: int
+    messages: list[dict[str, Any]]
+    tokenizer: str
+    sections: list[ContextSectionOut]
+    request: dict[str, Any] = Field(description="The chat-completions request the next step would send.")
+    allowed_tools: list[str]
+
+
+# --- runs and steps
+
+
+class RunOut(BaseModel):
+    id: str
+    agent_id: str
+    status: str
+    stop_reason: str | None
+    background: bool
+    created_at: datetime
+    completed_at: datetime | None
+    usage: dict[str, Any]
+    error: str | None
+    cancel_requested: bool
+    max_steps: int | None
+    input_messages: list[dict[str, Any]]
+
+
+class RunUsageOut(BaseModel):
+    completion_tokens: int
+    prompt_tokens: int
+    total_tokens: int
+    step_count: int
+
+
+class StepOut(BaseModel):
+    """One model call: the exact request sent, the raw response, usage and timings."""
+
+    id: str
+    run_id: str | None
+    agent_id: str
+    index: int
+    kind: str
+    model: str
+    request: dict[str, Any]
+    response: dict[str, Any] | None
+    context_sections: list[dict[str, Any]]
+    tokenizer: str
+    usage: dict[str, Any]
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    total_tokens: int | None
+    model_ms: float
+    tools_ms: float
+    total_ms: float
+    stop_reason: str | None
+    error: str | None
+    created_at: datetime
+
+
+# --- time travel
+
+
+class ReplayOut(BaseModel):
+    id: str
+    step_id: str
+    overrides: dict[str, Any]
+    context_sections: list[dict[str, Any]]
+    results: list[dict[str, Any]] = Field(description="One per model: its reply, usage and timing, or its error.")
+    actual: dict[str, Any] = Field(description="What the step's model answered at the time.")
+    created_at: datetime
+
+
+class CalibrationOut(BaseModel):
+    model: str
+    steps: int
+    ratio: float | None
+    mean_difference: float | None
+
+
+class AgentUsageOut(BaseModel):
+    steps: int
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost_usd: float
+    unpriced_steps: int
+    calibration: CalibrationOut
+
+
+# --- agent tests
+
+
+class TestStartOut(BaseModel):
+    step_id: str | None
+    before: bool
+
+
+class TestOut(BaseModel):
+    id: str
+    name: str
+    turns: list[str]
+    expect: dict[str, Any]
+    start: TestStartOut | None = None
+
+
+class TestResultOut(BaseModel):
+    """One test's outcome; a test deleted before it ran has only its id, passed, failures and error."""
+
+    test_id: str
+    passed: bool
+    failures: list[dict[str, Any]]
+    error: str | None
+    name: str | None = None
+    run_ids: list[str] | None = None
+    copy_agent_id: str | None = None
+    cost_usd: float | None = None
+    steps: int | None = None
+
+
+class TestRunOut(BaseModel):
+    id: str
+    agent_id: str
+    status: str
+    test_ids: list[str] | None
+    model: str | None
+    results: list[TestResultOut]
+    passed: int
+    failed: int
+    created_at: datetime
+    completed_at: datetime | None
+
+
+# --- sleep-time
+
+
+class SleeptimeOut(BaseModel):
+    """The agent's sleep-time companion; without one, only agent_id, enabled, companion_id and frequency."""
+
+    agent_id: str
+    enabled: bool
+    companion_id: str | None
+    frequency: int | None
+    turns_since: int | None = None
+    last_run_id: str | None = None
+
+
+class SleeptimeRunOut(BaseModel):
+    run_id: str
+    agent_id: str
+    status: str
+
+
+# --- agent files
+
+
+class ImportResultOut(BaseModel):
+    agent_ids: list[str]
+    warnings: list[str]
+    tools_created: list[str]
+    tools_reused: list[str]
+    tools_overridden: list[str]
+
+
+class PreviewBlockOut(BaseModel):
+    label: str
+    chars: int
+    limit: int | None
+    read_only: bool
+
+
+class PreviewToolOut(BaseModel):
+    name: str
+    status: Literal["builtin", "new", "reused", "overridden"]
+    changed: bool
+
+
+class PreviewAgentOut(BaseModel):
+    name: str
+    model: str | None
+    model_configured: bool
+    context_window: int | None
+    system_chars: int
+    blocks: list[PreviewBlockOut]
+    tools: list[PreviewToolOut]
+    tool_rules: int
+    tags: list[str]
+    secrets: list[str]
+    message_count: int
+    in_context_count: int
+    passages: int
+
+
+class ImportPreviewOut(BaseModel):
+    version: str
+    agents: list[PreviewAgentOut]
+    warnings: list[str]
+
+
+class AgentFileOut(BaseModel):
+    """A Letta agent file: v2 by default (these fields); `use_legacy_format` gives v1's single-agent shape."""
+
+    model_config = ConfigDict(extra="allow")
+
+    agents: list[dict[str, Any]] = []
+    groups: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = []
+    files: list[dict[str, Any]] = []
+    sources: list[dict[str, Any]] = []
+    tools: list[dict[str, Any]] = []
+    mcp_servers: list[dict[str, Any]] = []
+    metadata: dict[str, Any] = {}
+    created_at: IsoDateTime | None = None
+
+
+# --- agent versions
+
+
+class VersionOut(BaseModel):
+    number: int
+    content_hash: str
+    author_kind: str = Field(..., description="user | token | agent | system")
+    author: str
+    message: str
+    restored_from: int | None
+    created_at: IsoDateTime
+
+
+class VersionDetailOut(VersionOut):
+    definition: dict[str, Any]
+    blocks: list[dict[str, Any]]
+
+
+class DiffOut(BaseModel):
+    number: int
+    against: int
+    changes: list[dict[str, Any]]

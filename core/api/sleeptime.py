@@ -4,6 +4,7 @@ from ninja import Router, Schema
 from pydantic import Field
 
 from core.api.agents import owner
+from core.api.schemas import SleeptimeOut, SleeptimeRunOut
 from core.errors import NotFound
 from core.runs import sleeptime
 from core.selectors import agent_get
@@ -34,20 +35,20 @@ def sleeptime_out(agent, link) -> dict:
     }
 
 
-@router.get("/agents/{agent_id}/sleeptime", response=dict)
+@router.get("/agents/{agent_id}/sleeptime", response=SleeptimeOut, exclude_unset=True)
 def sleeptime_retrieve(request, agent_id: str):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     return sleeptime_out(agent, sleeptime.sleeptime_get(agent=agent))
 
 
-@router.patch("/agents/{agent_id}/sleeptime", response=dict)
+@router.patch("/agents/{agent_id}/sleeptime", response=SleeptimeOut, exclude_unset=True)
 def sleeptime_update(request, agent_id: str, body: SleeptimeIn):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     link = sleeptime.sleeptime_configure(agent=agent, enabled=body.enabled, frequency=body.frequency)
     return sleeptime_out(agent, link)
 
 
-@router.post("/agents/{agent_id}/sleeptime/run", response={202: dict})
+@router.post("/agents/{agent_id}/sleeptime/run", response={202: SleeptimeRunOut})
 def sleeptime_run(request, agent_id: str):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     link = sleeptime.sleeptime_get(agent=agent)

@@ -5,6 +5,7 @@ from ninja import Field, Router, Schema
 
 from core.agents import presenters
 from core.api.agents import owner
+from core.api.schemas import AgentStateOut, AgentUsageOut, ReplayOut
 from core.runs import timetravel
 from core.selectors import agent_get
 
@@ -33,7 +34,7 @@ class ForkIn(Schema):
     name: str | None = Field(None, max_length=200)
 
 
-@router.post("/steps/{step_id}/replay", response=dict)
+@router.post("/steps/{step_id}/replay", response=ReplayOut)
 def step_replay(request, step_id: str, body: ReplayIn):
     """Send a recorded step again to one or more models, with overrides; the agent is not changed."""
     org = owner(request)
@@ -53,13 +54,13 @@ def step_replay(request, step_id: str, body: ReplayIn):
     return timetravel.replay_out(replay)
 
 
-@router.get("/steps/{step_id}/replays", response=list[dict])
+@router.get("/steps/{step_id}/replays", response=list[ReplayOut])
 def step_replays(request, step_id: str):
     step = timetravel.step_get(owner=owner(request), step_id=step_id)
     return [timetravel.replay_out(r) for r in timetravel.replays_list(step=step)]
 
 
-@router.post("/agents/{agent_id}/fork", response=dict)
+@router.post("/agents/{agent_id}/fork", response=AgentStateOut)
 def agent_fork(request, agent_id: str, body: ForkIn):
     """A new agent with the original's state at a step (after it, or with `before` as the step saw it)."""
 
@@ -72,7 +73,7 @@ def agent_fork(request, agent_id: str, body: ForkIn):
     return presenters.agent_state(fork)
 
 
-@router.get("/agents/{agent_id}/usage", response=dict)
+@router.get("/agents/{agent_id}/usage", response=AgentUsageOut)
 def agent_usage(request, agent_id: str):
     """Tokens and cost of all the agent's steps, and how far our token counts were from the provider's."""
     agent = agent_get(owner=owner(request), agent_id=agent_id)

@@ -1,39 +1,14 @@
 """REST endpoints for agent versions (core.agents.versions). Thin: parse, call a service or selector, present."""
 
-from ninja import Field, Router, Schema
+from ninja import Router
 
 from core.agents import restore, versions
 from core.api.agents import owner
+from core.api.schemas import DiffOut, RestoreIn, VersionDetailOut, VersionOut
 from core.models import AgentVersion
 from core.selectors import agent_get
 
 router = Router(tags=["agent versions"])
-
-
-class VersionOut(Schema):
-    number: int
-    content_hash: str
-    author_kind: str = Field(..., description="user | token | agent | system")
-    author: str
-    message: str
-    restored_from: int | None
-    created_at: str
-
-
-class VersionDetailOut(VersionOut):
-    definition: dict
-    blocks: list[dict]
-
-
-class DiffOut(Schema):
-    number: int
-    against: int
-    changes: list[dict]
-
-
-class RestoreIn(Schema):
-    restore_blocks: bool = Field(False, description="also set memory block values back to what they were")
-    message: str | None = Field(None, max_length=500)
 
 
 def _out(v: AgentVersion, detail: bool = False) -> dict:

@@ -21,7 +21,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "agents_ide.gc_tuning",
             "agents_ide.http",
             "agents_ide.middleware",
-            "agents_ide.openapi",
             "agents_ide.settings",
             "agents_ide.sqlite",
             "agents_ide.transactions",
