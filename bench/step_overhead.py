@@ -76,18 +76,23 @@ def _measure_runs(agent, fake, script, runs: int):
     return overhead, wall, model, queries, steps
 
 
-def _measure_executor(agent, runs: int):
-    """The synchronous POST's path: claim + enqueue, a pool thread executes under a lease, the caller waits."""
+def _measure_executor(agent, runs: int, *, queued: bool):
+    """Through the run executor: the synchronous POST's path (`run_call`: claimed and leased, executed on the
+    caller's thread in a pool slot), or a queued run (claim + enqueue, a pool thread executes it, the caller
+    waits), the path of a synchronous caller when every slot is taken."""
     from core.models import Step
     from core.runs import executor
 
     overhead, wall = [], []
     for i in range(runs):
         started = time.perf_counter()
-        run = executor.run_submit(
-            owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": f"hey {i}"}]
-        )
-        run = executor.run_wait(run=run)
+        inputs = [{"role": "user", "content": f"hey {i}"}]
+        if queued:
+            run = executor.run_wait(
+                run=executor.run_submit(owner=agent.owner, agent_id=agent.id, input_messages=inputs)
+            )
+        else:
+            run = executor.run_call(owner=agent.owner, agent_id=agent.id, input_messages=inputs)
         elapsed = (time.perf_counter() - started) * 1000
         assert run.stop_reason == "end_turn", run.error
         model_ms = sum(Step.objects.filter(run_id=run.id).values_list("model_ms", flat=True))
@@ -135,11 +140,12 @@ def bench_steps(runs: int) -> None:
             f"  {'DB queries per run':<42} p50 {statistics.median(queries):8.0f}       "
             f"per step {statistics.median(queries) / statistics.median(steps):.1f}"
         )
-    _measure_executor(agent, 5)
-    overhead, wall = _measure_executor(agent, runs)
-    print(f"-- one-step reply through the run executor (claim + queue + pool thread + wait): {runs} runs")
-    print(_summary("  wall time per run", wall))
-    print(_summary("  server overhead per run (wall - model)", overhead))
+    for queued, label in ((False, "on the caller's thread (run_call)"), (True, "queued to a pool thread")):
+        _measure_executor(agent, 5, queued=queued)
+        overhead, wall = _measure_executor(agent, runs, queued=queued)
+        print(f"-- one-step reply through the run executor, {label}: {runs} runs")
+        print(_summary("  wall time per run", wall))
+        print(_summary("  server overhead per run (wall - model)", overhead))
     from core.runs import queue
 
     queue.shutdown()
