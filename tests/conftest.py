@@ -55,6 +55,38 @@ def _run_pool_stopped_after():
     queue = sys.modules.get("core.runs.queue")
     if queue is not None and (queue._pool is not None or queue._lease_thread is not None):
         queue.shutdown()
+    _pooled_connections_returned()
+
+
+POOL_IN_USE_AFTER_A_TEST = 4  # the test's own connection, pytest-django's, and slack for a thread still ending
+
+
+def _pooled_connections_returned() -> None:
+    """On PostgreSQL, a thread that kept its pooled connection would take it for good: after DB_POOL_MAX such
+    threads every query waits 30 s and fails, and the rest of the run fails with it. Fail the test that left
+    connections taken, then start a fresh pool so the tests after it are not failed too."""
+    import sys
+
+    if "django.db" not in sys.modules:
+        return
+    from django.db import connections
+
+    from tests.helpers import until
+
+    pool = getattr(connections["default"], "pool", None)
+    if pool is None:
+        return
+
+    def in_use() -> int:
+        stats = pool.get_stats()
+        return stats["pool_size"] - stats["pool_available"]
+
+    try:
+        until(lambda: in_use() <= POOL_IN_USE_AFTER_A_TEST, timeout=5, what="pooled connections given back")
+    except AssertionError:
+        taken = in_use()
+        connections["default"].close_pool()
+        pytest.fail(f"{taken} pooled database connections were still taken after this test: a thread kept one")
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """REST endpoints for background runs (Letta v1 paths): start one, read its usage. Thin: parse, call, present."""
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from ninja import Router
 
 from core.agents import history
@@ -28,8 +28,9 @@ def _start(org, agent_id: str, body: LettaRequest) -> dict:
 async def messages_send_async(request, agent_id: str, body: LettaRequest):
     """Queue a run and return it at once (status created); 409 if the agent is busy."""
     # Not thread-sensitive: Django would otherwise run every sync view of the process on one thread, so
-    # concurrent sends would queue behind each other's database waits.
-    return await sync_to_async(_start, thread_sensitive=False)(owner(request), agent_id, body)
+    # concurrent sends would queue behind each other's database waits. Django tidies only that thread's database
+    # connection; database_sync_to_async tidies this one's (a pooled one goes back to the pool).
+    return await database_sync_to_async(_start, thread_sensitive=False)(owner(request), agent_id, body)
 
 
 @router.get("/runs/{run_id}/usage", response=RunUsageOut)

@@ -276,23 +276,28 @@ class Pool:
         self.woken.set()
 
     def serve(self) -> None:
-        """Dispatch until stopped (blocks the calling thread)."""
+        """Dispatch until stopped (blocks the calling thread). Between claims the dispatcher holds no pooled
+        connection, and it closes its own when it stops."""
         lease_thread_ensure()
-        while not self.stopping.is_set():
-            if not self.free.acquire(timeout=self.poll_s):
-                continue
-            task = None
-            try:
-                task = _claim()
-            except Exception:  # noqa: BLE001 - keep dispatching through transient database errors
-                log.exception("could not claim a task")
-                connection.close()
-            if task is None:
-                self.free.release()
-                self.woken.wait(self.poll_s)
-                self.woken.clear()
-                continue
-            self.executor.submit(self._execute, task)
+        try:
+            while not self.stopping.is_set():
+                if not self.free.acquire(timeout=self.poll_s):
+                    continue
+                task = None
+                try:
+                    task = _claim()
+                except Exception:  # noqa: BLE001 - keep dispatching through transient database errors
+                    log.exception("could not claim a task")
+                    connection.close()
+                if task is None:
+                    self.free.release()
+                    connection_lend()
+                    self.woken.wait(self.poll_s)
+                    self.woken.clear()
+                    continue
+                self.executor.submit(self._execute, task)
+        finally:
+            connection.close()
 
     def _execute(self, task=None, *, enqueued=None) -> None:
         try:

@@ -12,7 +12,7 @@ sends pings and re-reads the run, so a run whose process died (failed by the lea
 import asyncio
 import json
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
 from core.agents.messages import stop_reason_message, usage_statistics
@@ -42,6 +42,11 @@ def _committed(run_id: str):
     return run, run_reply(run=run)
 
 
+# On one of asgiref's threads rather than Django's one sync thread (streams must not queue behind each other's
+# reads), with that thread's database connection tidied after (a pooled one goes back to the pool).
+_committed_read = database_sync_to_async(_committed, thread_sensitive=False)
+
+
 def _ending(run) -> list[dict]:
     """The closing events of a run that ended without us seeing its own (it ended before we listened, or
     its process died and the reaper failed it)."""
@@ -65,7 +70,7 @@ def _ending(run) -> list[dict]:
 async def _follow(run_id: str, channel, layer):
     """Yield the caller's events of the run: committed ones first, then live ones, until the run ends."""
     seen: set = set()
-    run, replay = await sync_to_async(_committed, thread_sensitive=False)(run_id)
+    run, replay = await _committed_read(run_id)
     for event in replay:
         seen.add(_key(event))
         yield event
@@ -78,7 +83,7 @@ async def _follow(run_id: str, channel, layer):
             message = await asyncio.wait_for(layer.receive(channel), timeout=PING_SECONDS)
         except TimeoutError:
             yield {"message_type": "ping"}
-            run, replay = await sync_to_async(_committed, thread_sensitive=False)(run_id)
+            run, replay = await _committed_read(run_id)
             if run.status in RUN_TERMINAL:  # its closing events never reached us
                 for event in [e for e in replay if _key(e) not in seen] + _ending(run):
                     yield event
@@ -103,7 +108,7 @@ async def _follow(run_id: str, channel, layer):
                 yield event
         if ended is not None:
             if not mine:  # announced by the reaper, not the run: close the stream from the stored row
-                run, _ = await sync_to_async(_committed, thread_sensitive=False)(run_id)
+                run, _ = await _committed_read(run_id)
                 for event in _ending(run):
                     yield event
             return

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 from django.utils import timezone
 
 from core import mapping
@@ -138,6 +138,15 @@ def _tools_changed(owner: Organization, state: dict, add: list[str], remove: lis
     return kept + [mapping.tool_spec(found[n]) for n in add if n not in {x.name for x in kept}]
 
 
+def _one_model_thread(owner, handle: str, request: dict) -> dict:
+    """`_one_model` on a thread of its own, which ends after: it closes its database connection (a pooled one
+    goes back to the pool; Django tidies only the request's thread)."""
+    try:
+        return _one_model(owner, handle, request)
+    finally:
+        connections.close_all()
+
+
 def _one_model(owner, handle: str, request: dict) -> dict:
     """Send the request to one model (outside any transaction); never raises: errors are part of the result."""
 
@@ -238,7 +247,7 @@ def step_replay(
     if max_tokens is not None:
         request["max_tokens"] = max_tokens
     with ThreadPoolExecutor(max_workers=len(models)) as pool:
-        results = list(pool.map(lambda handle: _one_model(owner, handle, request), models))
+        results = list(pool.map(lambda handle: _one_model_thread(owner, handle, request), models))
     overrides = {
         "models": models,
         "system": system,
