@@ -1,6 +1,21 @@
-"""Passages in Letta v1 shapes (REST and the archival_memory_search tool)."""
+"""Blocks and passages in Letta v1 shapes (REST, agent state and the archival_memory_search tool)."""
 
 from memory.models import Passage
+
+
+def block_out(block) -> dict:
+    return {
+        "id": block.id,
+        "label": block.label,
+        "value": block.value,
+        "limit": block.limit,
+        "description": block.description,
+        "read_only": block.read_only,
+        "metadata": block.metadata or {},
+        "version": block.version,
+        "created_at": block.created_at,
+        "updated_at": block.updated_at,
+    }
 
 
 def passage_out(passage: Passage) -> dict:

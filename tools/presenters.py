@@ -1,6 +1,29 @@
-"""Wire shapes of tool runs (Letta's `tool_return_message` and `ToolExecutionResult`, plus our extras)."""
+"""Wire shapes of tools, their runs (Letta's `tool_return_message` and `ToolExecutionResult`, plus our extras) and
+MCP servers."""
 
 from tools.models import ToolRun
+
+
+def tool_out(tool) -> dict:
+    return {
+        "id": tool.id,
+        "name": tool.name,
+        "tool_type": {
+            "base": "letta_core",
+            "multi_agent": "letta_multi_agent_core",
+            "external_mcp": "external_mcp",
+        }.get(tool.tool_type, "custom"),
+        "description": tool.description,
+        "source_code": tool.source_code,
+        "source_type": "python",
+        "json_schema": tool.json_schema,
+        "tags": tool.tags,
+        "return_char_limit": tool.return_char_limit,
+        "pip_requirements": tool.pip_requirements,
+        "sandbox": tool.sandbox or None,
+        "created_at": tool.created_at,
+        "updated_at": tool.updated_at,
+    }
 
 
 def _lines(text: str) -> list[str]:

@@ -1,8 +1,11 @@
-"""Letta-shaped JSON for stored objects (the API's response side); one function per shape."""
+"""Letta-shaped JSON for agents, runs and steps (the API's response side); one function per shape. Blocks and
+passages are presented by memory/presenters.py, tools and their runs by tools/presenters.py."""
 
 from core.models import Agent
 from core.selectors import agent_tags
+from memory.presenters import block_out
 from memory.selectors import agent_blocks, agents_blocks
+from tools.presenters import tool_out
 from tools.selectors import agent_tools, agents_tools
 
 
@@ -36,43 +39,6 @@ def embedding_config(agent: Agent) -> dict | None:
     }
     cfg.update(agent.embedding_config or {})
     return cfg
-
-
-def block_out(block) -> dict:
-    return {
-        "id": block.id,
-        "label": block.label,
-        "value": block.value,
-        "limit": block.limit,
-        "description": block.description,
-        "read_only": block.read_only,
-        "metadata": block.metadata or {},
-        "version": block.version,
-        "created_at": block.created_at,
-        "updated_at": block.updated_at,
-    }
-
-
-def tool_out(tool) -> dict:
-    return {
-        "id": tool.id,
-        "name": tool.name,
-        "tool_type": {
-            "base": "letta_core",
-            "multi_agent": "letta_multi_agent_core",
-            "external_mcp": "external_mcp",
-        }.get(tool.tool_type, "custom"),
-        "description": tool.description,
-        "source_code": tool.source_code,
-        "source_type": "python",
-        "json_schema": tool.json_schema,
-        "tags": tool.tags,
-        "return_char_limit": tool.return_char_limit,
-        "pip_requirements": tool.pip_requirements,
-        "sandbox": tool.sandbox or None,
-        "created_at": tool.created_at,
-        "updated_at": tool.updated_at,
-    }
 
 
 def agents_state(agents: list[Agent]) -> list[dict]:
@@ -115,4 +81,46 @@ def agent_state(agent: Agent, *, blocks=None, tools=None, tags=None) -> dict:
         "updated_at": agent.updated_at,
         "last_stop_reason": agent.last_stop_reason or None,
         "last_run_completion": agent.last_run_completion,
+    }
+
+
+def run_out(run) -> dict:
+    return {
+        "id": run.id,
+        "agent_id": run.agent_id,
+        "status": run.status,
+        "stop_reason": run.stop_reason or None,
+        "background": run.background,
+        "created_at": run.created_at,
+        "completed_at": run.completed_at,
+        "usage": run.usage,
+        "error": run.error or None,
+        "cancel_requested": run.cancel_requested,
+        "max_steps": run.max_steps,
+        "input_messages": run.input_messages,
+    }
+
+
+def step_out(step) -> dict:
+    return {
+        "id": step.id,
+        "run_id": step.run_id,
+        "agent_id": step.agent_id,
+        "index": step.index,
+        "kind": step.kind,
+        "model": step.model,
+        "request": step.request,
+        "response": step.response,
+        "context_sections": step.context_sections,
+        "tokenizer": step.tokenizer,
+        "usage": step.usage,
+        "prompt_tokens": step.usage.get("prompt_tokens"),
+        "completion_tokens": step.usage.get("completion_tokens"),
+        "total_tokens": step.usage.get("total_tokens"),
+        "model_ms": step.model_ms,
+        "tools_ms": step.tools_ms,
+        "total_ms": step.total_ms,
+        "stop_reason": step.stop_reason or None,
+        "error": step.error or None,
+        "created_at": step.created_at,
     }

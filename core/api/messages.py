@@ -1,7 +1,9 @@
-"""REST endpoints for messages, runs, steps and the context window (Letta v1 paths). Thin: parse, call, present."""
+"""REST endpoints for an agent's messages (send: at once, streamed or queued; list, cancel, reset) and its context
+window (Letta v1 paths). Thin: parse, call, present."""
 
 from typing import Literal
 
+from channels.db import database_sync_to_async
 from django.http import StreamingHttpResponse
 from ninja import Field, Query, Router, Schema
 from pydantic import model_validator
@@ -10,7 +12,7 @@ from core.agents import history, presenters
 from core.agents.context import context_overview
 from core.agents.messages import messages_to_letta, stop_reason_message, usage_statistics
 from core.api.agents import owner
-from core.api.schemas import AgentStateOut, ContextWindowOut, LettaMessageOut, LettaResponseOut, RunOut, StepOut
+from core.api.schemas import AgentStateOut, ContextWindowOut, LettaMessageOut, LettaResponseOut, RunOut
 from core.providers import model_resolve
 from core.runs import executor, runner
 from core.runs.streaming import sse_events
@@ -169,112 +171,20 @@ def context(request, agent_id: str):
     return context_overview(agent=agent_get(owner=owner(request), agent_id=agent_id))
 
 
-def run_out(run) -> dict:
-    return {
-        "id": run.id,
-        "agent_id": run.agent_id,
-        "status": run.status,
-        "stop_reason": run.stop_reason or None,
-        "background": run.background,
-        "created_at": run.created_at,
-        "completed_at": run.completed_at,
-        "usage": run.usage,
-        "error": run.error or None,
-        "cancel_requested": run.cancel_requested,
-        "max_steps": run.max_steps,
-        "input_messages": run.input_messages,
-    }
-
-
-def step_out(step) -> dict:
-    return {
-        "id": step.id,
-        "run_id": step.run_id,
-        "agent_id": step.agent_id,
-        "index": step.index,
-        "kind": step.kind,
-        "model": step.model,
-        "request": step.request,
-        "response": step.response,
-        "context_sections": step.context_sections,
-        "tokenizer": step.tokenizer,
-        "usage": step.usage,
-        "prompt_tokens": step.usage.get("prompt_tokens"),
-        "completion_tokens": step.usage.get("completion_tokens"),
-        "total_tokens": step.usage.get("total_tokens"),
-        "model_ms": step.model_ms,
-        "tools_ms": step.tools_ms,
-        "total_ms": step.total_ms,
-        "stop_reason": step.stop_reason or None,
-        "error": step.error or None,
-        "created_at": step.created_at,
-    }
-
-
-class RunListQuery(Schema):
-    agent_id: str | None = None
-    agent_ids: list[str] | None = None
-    active: bool = False
-    statuses: list[str] | None = None
-    background: bool | None = None
-    stop_reason: str | None = None
-    after: str | None = None
-    before: str | None = None
-    limit: int = Field(50, description="Page size; values outside 1..1000 are clamped to it.")
-    order: Literal["asc", "desc"] = "desc"
-    order_by: Literal["created_at"] = "created_at"
-    ascending: bool | None = Field(None, description="Deprecated by Letta in favour of order.")
-
-
-class PageQuery(Schema):
-    after: str | None = None
-    before: str | None = None
-    limit: int | None = Field(None, description="Page size (all rows when absent); clamped to 1..10000.")
-    order: Literal["asc", "desc"] = "asc"
-    order_by: Literal["created_at"] = "created_at"
-
-
-@router.get("/runs/", response=list[RunOut], tags=["runs"])
-def runs_list(request, q: Query[RunListQuery]):
-    order = q.order if q.ascending is None else ("asc" if q.ascending else "desc")
-    agent_ids = [*(q.agent_ids or []), *([q.agent_id] if q.agent_id else [])]
-    runs = history.runs_list(
-        owner=owner(request),
-        agent_ids=agent_ids,
-        active=q.active,
-        statuses=q.statuses,
-        background=q.background,
-        stop_reason=q.stop_reason,
-        after=q.after,
-        before=q.before,
-        limit=q.limit,
-        order=order,
+def _send_async(org, agent_id: str, body: LettaRequest) -> dict:
+    agent = agent_get(owner=org, agent_id=agent_id)
+    inputs = runner.input_normalize(_inputs(body))
+    model_resolve(owner=agent.owner, handle=agent.model)
+    run = executor.run_submit(
+        owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps, background=True
     )
-    return [run_out(r) for r in runs]
+    return presenters.run_out(run)
 
 
-@router.get("/runs/{run_id}", response=RunOut, tags=["runs"])
-def run_retrieve(request, run_id: str):
-    return run_out(history.run_get(owner=owner(request), run_id=run_id))
-
-
-@router.get("/runs/{run_id}/messages", response=list[LettaMessageOut], tags=["runs"], exclude_unset=True)
-def run_messages(request, run_id: str, q: Query[PageQuery]):
-    run = history.run_get(owner=owner(request), run_id=run_id)
-    rows = history.run_messages(
-        run=run, after=q.after, before=q.before, limit=q.limit, order=q.order, hide_assistant_returns=True
-    )
-    return messages_to_letta(rows, agent_type=run.agent.agent_type)
-
-
-@router.get("/runs/{run_id}/steps", response=list[StepOut], tags=["runs"])
-def run_steps(request, run_id: str, q: Query[PageQuery]):
-    run = history.run_get(owner=owner(request), run_id=run_id)
-    return [
-        step_out(s) for s in history.run_steps(run=run, after=q.after, before=q.before, limit=q.limit, order=q.order)
-    ]
-
-
-@router.get("/steps/{step_id}", response=StepOut, tags=["runs"])
-def step_retrieve(request, step_id: str):
-    return step_out(history.step_get(owner=owner(request), step_id=step_id))
+@router.post("/agents/{agent_id}/messages/async", response=RunOut)
+async def messages_send_async(request, agent_id: str, body: LettaRequest):
+    """Queue a run and return it at once (status created); 409 if the agent is busy."""
+    # Not thread-sensitive: Django would otherwise run every sync view of the process on one thread, so
+    # concurrent sends would queue behind each other's database waits. Django tidies only that thread's database
+    # connection; database_sync_to_async tidies this one's (a pooled one goes back to the pool).
+    return await database_sync_to_async(_send_async, thread_sensitive=False)(owner(request), agent_id, body)

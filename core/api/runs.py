@@ -1,36 +1,86 @@
-"""REST endpoints for background runs (Letta v1 paths): start one, read its usage. Thin: parse, call, present."""
+"""REST endpoints for runs and their steps (Letta v1 paths): list, read, their messages, steps and usage. Thin:
+parse, call, present."""
 
-from channels.db import database_sync_to_async
-from ninja import Router
+from typing import Literal
 
-from core.agents import history
+from ninja import Field, Query, Router, Schema
+
+from core.agents import history, presenters
+from core.agents.messages import messages_to_letta
 from core.api.agents import owner
-from core.api.messages import LettaRequest, _inputs, run_out
-from core.api.schemas import RunOut, RunUsageOut
-from core.providers import model_resolve
-from core.runs import executor, runner
-from core.selectors import agent_get
+from core.api.schemas import LettaMessageOut, RunOut, RunUsageOut, StepOut
 
 router = Router(tags=["runs"])
 
 
-def _start(org, agent_id: str, body: LettaRequest) -> dict:
-    agent = agent_get(owner=org, agent_id=agent_id)
-    inputs = runner.input_normalize(_inputs(body))
-    model_resolve(owner=agent.owner, handle=agent.model)
-    run = executor.run_submit(
-        owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps, background=True
+class RunListQuery(Schema):
+    agent_id: str | None = None
+    agent_ids: list[str] | None = None
+    active: bool = False
+    statuses: list[str] | None = None
+    background: bool | None = None
+    stop_reason: str | None = None
+    after: str | None = None
+    before: str | None = None
+    limit: int = Field(50, description="Page size; values outside 1..1000 are clamped to it.")
+    order: Literal["asc", "desc"] = "desc"
+    order_by: Literal["created_at"] = "created_at"
+    ascending: bool | None = Field(None, description="Deprecated by Letta in favour of order.")
+
+
+class PageQuery(Schema):
+    after: str | None = None
+    before: str | None = None
+    limit: int | None = Field(None, description="Page size (all rows when absent); clamped to 1..10000.")
+    order: Literal["asc", "desc"] = "asc"
+    order_by: Literal["created_at"] = "created_at"
+
+
+@router.get("/runs/", response=list[RunOut])
+def runs_list(request, q: Query[RunListQuery]):
+    order = q.order if q.ascending is None else ("asc" if q.ascending else "desc")
+    agent_ids = [*(q.agent_ids or []), *([q.agent_id] if q.agent_id else [])]
+    runs = history.runs_list(
+        owner=owner(request),
+        agent_ids=agent_ids,
+        active=q.active,
+        statuses=q.statuses,
+        background=q.background,
+        stop_reason=q.stop_reason,
+        after=q.after,
+        before=q.before,
+        limit=q.limit,
+        order=order,
     )
-    return run_out(run)
+    return [presenters.run_out(r) for r in runs]
 
 
-@router.post("/agents/{agent_id}/messages/async", response=RunOut, tags=["messages"])
-async def messages_send_async(request, agent_id: str, body: LettaRequest):
-    """Queue a run and return it at once (status created); 409 if the agent is busy."""
-    # Not thread-sensitive: Django would otherwise run every sync view of the process on one thread, so
-    # concurrent sends would queue behind each other's database waits. Django tidies only that thread's database
-    # connection; database_sync_to_async tidies this one's (a pooled one goes back to the pool).
-    return await database_sync_to_async(_start, thread_sensitive=False)(owner(request), agent_id, body)
+@router.get("/runs/{run_id}", response=RunOut)
+def run_retrieve(request, run_id: str):
+    return presenters.run_out(history.run_get(owner=owner(request), run_id=run_id))
+
+
+@router.get("/runs/{run_id}/messages", response=list[LettaMessageOut], exclude_unset=True)
+def run_messages(request, run_id: str, q: Query[PageQuery]):
+    run = history.run_get(owner=owner(request), run_id=run_id)
+    rows = history.run_messages(
+        run=run, after=q.after, before=q.before, limit=q.limit, order=q.order, hide_assistant_returns=True
+    )
+    return messages_to_letta(rows, agent_type=run.agent.agent_type)
+
+
+@router.get("/runs/{run_id}/steps", response=list[StepOut])
+def run_steps(request, run_id: str, q: Query[PageQuery]):
+    run = history.run_get(owner=owner(request), run_id=run_id)
+    return [
+        presenters.step_out(s)
+        for s in history.run_steps(run=run, after=q.after, before=q.before, limit=q.limit, order=q.order)
+    ]
+
+
+@router.get("/steps/{step_id}", response=StepOut)
+def step_retrieve(request, step_id: str):
+    return presenters.step_out(history.step_get(owner=owner(request), step_id=step_id))
 
 
 @router.get("/runs/{run_id}/usage", response=RunUsageOut)
