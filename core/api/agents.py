@@ -21,9 +21,14 @@ def owner(request: HttpRequest):
     return request.principal.org
 
 
+def _llm_config(body) -> dict:
+    """The request's llm_config as a dict of the fields it set (validated by LlmConfigIn)."""
+    return body.llm_config.dict(exclude_none=True) if body.llm_config else {}
+
+
 def _model_settings(body, base: dict | None = None) -> dict:
     ms = dict(base or {})
-    cfg = body.llm_config or {}
+    cfg = _llm_config(body)
     for key, src in (("temperature", body.temperature), ("max_tokens", body.max_tokens)):
         if src is not None:
             ms[key] = src
@@ -41,7 +46,7 @@ def _model_settings(body, base: dict | None = None) -> dict:
 def _model_handle(body) -> str | None:
     if body.model:
         return body.model
-    cfg = body.llm_config or {}
+    cfg = _llm_config(body)
     if cfg.get("handle"):
         return cfg["handle"]
     if cfg.get("model"):
@@ -80,7 +85,7 @@ def agent_create(request, body: AgentCreateIn):
         )
         for b in body.memory_blocks
     ]
-    window = body.context_window_limit or (body.llm_config or {}).get("context_window")
+    window = body.context_window_limit or _llm_config(body).get("context_window")
     org = owner(request)
     initial = [{"role": m.role, "text": _text(m.content)} for m in body.initial_message_sequence or []]
     agent = services.agent_create(
@@ -161,8 +166,8 @@ def agent_modify(request, agent_id: str, body: AgentUpdateIn):
     changes = body.dict(exclude_unset=True)
     if "model" not in changes and _model_handle(body):
         changes["model"] = _model_handle(body)
-    if body.llm_config and body.llm_config.get("context_window") and "context_window_limit" not in changes:
-        changes["context_window_limit"] = body.llm_config["context_window"]
+    if _llm_config(body).get("context_window") and "context_window_limit" not in changes:
+        changes["context_window_limit"] = _llm_config(body)["context_window"]
     if body.tool_exec_environment_variables is not None and body.secrets is None:
         changes["secrets"] = body.tool_exec_environment_variables
     if body.temperature is not None or body.max_tokens is not None or body.llm_config:

@@ -23,6 +23,23 @@ OverflowStrategy = Literal[OVERFLOW_STRATEGIES]
 Embedding = Annotated[str, Field(max_length=200)]
 
 
+class LlmConfigIn(Schema):
+    """Letta's LLMConfig as a client sends it: the fields we use are type-checked (a bad one is 422, never a stored
+    value that breaks the agent's reads or its model calls later); the others are accepted and ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: Annotated[str, Field(max_length=200)] | None = None
+    handle: Annotated[str, Field(max_length=200)] | None = None
+    model_endpoint_type: Annotated[str, Field(max_length=100)] | None = None
+    context_window: int | None = None
+    temperature: Temperature | None = None
+    max_tokens: MaxTokens | None = None
+    put_inner_thoughts_in_kwargs: bool | None = None
+    enable_reasoner: bool | None = None
+    max_reasoning_tokens: int | None = None
+
+
 class InitialMessageIn(Schema):
     role: Literal["user", "system", "assistant"] = "user"
     content: str | list[dict] = ""
@@ -35,7 +52,7 @@ class AgentCreateIn(Schema):
     system: str | None = None
     agent_type: AgentType | None = "letta_v1_agent"  # Letta 1.x's default
     model: ModelHandle | None = None
-    llm_config: dict | None = None
+    llm_config: LlmConfigIn | None = None
     embedding: Embedding | None = None
     context_window_limit: ContextWindow | None = None
     memory_blocks: list[BlockCreateIn] = []
@@ -68,7 +85,7 @@ class AgentUpdateIn(Schema):
     description: str | None = None
     system: str | None = None
     model: ModelHandle | None = None
-    llm_config: dict | None = None
+    llm_config: LlmConfigIn | None = None
     embedding: Embedding | None = None
     context_window_limit: ContextWindow | None = None
     tool_rules: list[dict] | None = None
