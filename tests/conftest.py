@@ -58,6 +58,12 @@ def _run_pool_stopped_after():
     _pooled_connections_returned()
 
 
+def pool_in_use(pool) -> int:
+    """Connections of PostgreSQL's pool that some thread has borrowed and not given back."""
+    stats = pool.get_stats()
+    return stats["pool_size"] - stats["pool_available"]
+
+
 POOL_IN_USE_AFTER_A_TEST = 4  # the test's own connection, pytest-django's, and slack for a thread still ending
 
 
@@ -76,15 +82,10 @@ def _pooled_connections_returned() -> None:
     pool = getattr(connections["default"], "pool", None)
     if pool is None:
         return
-
-    def in_use() -> int:
-        stats = pool.get_stats()
-        return stats["pool_size"] - stats["pool_available"]
-
     try:
-        until(lambda: in_use() <= POOL_IN_USE_AFTER_A_TEST, timeout=5, what="pooled connections given back")
+        until(lambda: pool_in_use(pool) <= POOL_IN_USE_AFTER_A_TEST, timeout=5, what="pooled connections given back")
     except AssertionError:
-        taken = in_use()
+        taken = pool_in_use(pool)
         connections["default"].close_pool()
         pytest.fail(f"{taken} pooled database connections were still taken after this test: a thread kept one")
 

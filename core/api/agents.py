@@ -166,8 +166,9 @@ def agent_modify(request, agent_id: str, body: AgentUpdateIn):
     changes = body.dict(exclude_unset=True)
     if "model" not in changes and _model_handle(body):
         changes["model"] = _model_handle(body)
-    if _llm_config(body).get("context_window") and "context_window_limit" not in changes:
-        changes["context_window_limit"] = _llm_config(body)["context_window"]
+    window = _llm_config(body).get("context_window")
+    if window and "context_window_limit" not in changes:
+        changes["context_window_limit"] = window
     if body.tool_exec_environment_variables is not None and body.secrets is None:
         changes["secrets"] = body.tool_exec_environment_variables
     if body.temperature is not None or body.max_tokens is not None or body.llm_config:

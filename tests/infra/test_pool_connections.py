@@ -10,7 +10,7 @@ from django.db import connection, connections
 
 from core.models import Run
 from core.runs import queue
-from tests.conftest import postgres_required
+from tests.conftest import pool_in_use, postgres_required
 from tests.helpers import until
 
 
@@ -72,8 +72,7 @@ def test_shutdown_closes_the_connections_pool_threads_kept():
 
 
 def _in_use() -> int:
-    stats = connection.pool.get_stats()
-    return stats["pool_size"] - stats["pool_available"]
+    return pool_in_use(connection.pool)
 
 
 @pytest.mark.django_db(transaction=True)
