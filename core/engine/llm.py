@@ -6,6 +6,8 @@ LLMError with a kind the runner can act on (context_length → evict and retry; 
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
 import threading
@@ -77,6 +79,49 @@ def _lib() -> Any:
                 litellm.failure_callback = []
                 _litellm = litellm
     return _litellm
+
+
+def _no_success_logging():
+    """A context in which litellm skips its success logging. After every call litellm hands the response to a
+    logging thread that builds a payload for callbacks (a copy of every message, a price lookup): about 3 ms of
+    CPU a call, competing with the server for the GIL. We register no callbacks, so our calls run as litellm's own
+    sub-calls, which skip that hand-off (tests/core/engine/test_llm.py checks it stays skipped). Streamed calls
+    still log at their end: litellm's stream wrapper does so whatever the context."""
+    try:
+        from litellm._internal_context import internal_sub_call
+    except ImportError:  # a litellm without it: calls log as before
+        return contextlib.nullcontext()
+    return internal_sub_call()
+
+
+_known_prices: set[str] = set()
+
+
+def _price_lookup_cheap(litellm: Any, model: str) -> None:
+    """Make litellm's own per-call price lookup cheap for a model its cost map lacks (a local or proxied model):
+    without an entry, every call walks its model-name generalisations twice (~1 ms; more for a stream, priced twice
+    at its end). The entry is litellm's in-process table only, priced 0 there: our step costs come from the
+    bundled cost map (core.engine.tokens.step_cost), which still finds no price for the model."""
+    if model in _known_prices:
+        return
+    with _lock:
+        try:
+            litellm.get_model_info(model)  # known: its lookups are direct already
+            known = True
+        except Exception:  # noqa: BLE001 - litellm raises a bare Exception for a model it does not know
+            known = False
+        if not known:
+            provider = model.split("/", 1)[0] if "/" in model else "openai"
+            quiet = logging.getLogger("LiteLLM")
+            level = quiet.level
+            quiet.setLevel(logging.ERROR)  # it warns that a custom-priced model has no cache prices
+            try:
+                litellm.register_model(
+                    {model: {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0, "litellm_provider": provider}}
+                )
+            finally:
+                quiet.setLevel(level)
+        _known_prices.add(model)
 
 
 def warm_up() -> None:
@@ -223,11 +268,14 @@ def complete(
     kwargs.update(api_base=api_base, api_key=api_key, timeout=timeout, max_retries=0, num_retries=0, drop_params=True)
     started = time.perf_counter()
     try:
+        _price_lookup_cheap(litellm, str(request.get("model", "")))
         if not stream:
-            response = litellm.completion(**kwargs)
+            with _no_success_logging():
+                response = litellm.completion(**kwargs)
             return _result_from_response(response, (time.perf_counter() - started) * 1000)
         kwargs.update(stream=True, stream_options={"include_usage": True})
-        chunks = litellm.completion(**kwargs)
+        with _no_success_logging():
+            chunks = litellm.completion(**kwargs)
         return _assemble_stream(chunks, on_delta, started)
     except LLMError:
         raise

@@ -78,6 +78,7 @@ class _RunState:
     out: list[dict] = field(default_factory=list)
     error: str = ""
     streams: bool | None = None  # whether the provider streamed (None: not tried yet in this run)
+    ended: RunStatus | None = None  # set when the last step's transaction stored the run's end
 
 
 # --------------------------------------------------------------------------- claiming, cancelling
@@ -478,12 +479,16 @@ def _commit_step(
         inputs = rs.pending
         rows = [*inputs, _assistant_row(agent, result, parsed, message_id), *tool_rows]
         persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=step)
-        persistence.window_set(agent_id=agent.id, message_ids=list(agent.message_ids) + [r.id for r in rows])
+        window = list(agent.message_ids) + [r.id for r in rows]
         tool_runs = [o.tool_run for o in outcomes.values() if o.tool_run is not None]
         if tool_runs:
             type(tool_runs[0]).objects.bulk_create(tool_runs)
+        _account(rs, usage)
+        if decision.continue_loop:
+            persistence.window_set(agent_id=agent.id, message_ids=window)
+        else:  # the run ends with this step: its end is stored in the step's transaction (one commit, not two)
+            _end_store(rs, decision.stop_reason, message_ids=window)
     rs.step_index += 1
-    _account(rs, usage)
     rs.history = history
     valid = [i for i, c in enumerate(parsed.calls) if c.valid and i in outcomes]
     rs.last_output = outcomes[valid[-1]].value if valid else rs.last_output
@@ -526,8 +531,10 @@ def _emit_step(rs: _RunState, rows, step_index: int, agent_type: str) -> None:
     rs.emitter.emit({"message_type": "context_update", "run_id": rs.run.id}, to_caller=False)
 
 
-def _finish(rs: _RunState, stop: StopReason) -> RunResult:
-    """Record the run's outcome on the run and the agent, then emit stop_reason, usage and run_status."""
+def _end_store(rs: _RunState, stop: StopReason, *, message_ids: list[str] | None = None) -> None:
+    """Store the run's outcome on the run and the agent (the agent's row first, as everywhere; `message_ids`: the
+    agent's new window, written with it) and keep the caller's run object current: a synchronous caller answers
+    from it without reading it back."""
     status = {
         StopReason.CANCELLED: RunStatus.CANCELLED,
         StopReason.ERROR: RunStatus.FAILED,
@@ -535,12 +542,11 @@ def _finish(rs: _RunState, stop: StopReason) -> RunResult:
     }.get(stop, RunStatus.COMPLETED)
     now = timezone.now()
     usage = {**rs.usage, "run_ids": [rs.run.id]}
-    with transaction.atomic():  # one commit for both (the agent's row first, as everywhere)
-        Agent.objects.filter(pk=rs.run.agent_id).update(last_stop_reason=str(stop), last_run_completion=now)
-        Run.objects.filter(pk=rs.run.pk).update(
-            status=status, stop_reason=str(stop), usage=usage, error=rs.error, completed_at=now
-        )
-    # the caller's run object stays current (a synchronous caller answers from it without reading it back)
+    window = {} if message_ids is None else {"message_ids": message_ids}
+    Agent.objects.filter(pk=rs.run.agent_id).update(last_stop_reason=str(stop), last_run_completion=now, **window)
+    Run.objects.filter(pk=rs.run.pk).update(
+        status=status, stop_reason=str(stop), usage=usage, error=rs.error, completed_at=now
+    )
     rs.run.status, rs.run.stop_reason, rs.run.usage, rs.run.error, rs.run.completed_at = (
         status,
         str(stop),
@@ -548,6 +554,16 @@ def _finish(rs: _RunState, stop: StopReason) -> RunResult:
         rs.error,
         now,
     )
+    rs.ended = status
+
+
+def _finish(rs: _RunState, stop: StopReason) -> RunResult:
+    """Record the run's outcome (unless its last step's transaction did), then emit stop_reason, usage and
+    run_status."""
+    if rs.ended is None or rs.run.stop_reason != str(stop):  # (a failure after that step's commit ends it anew)
+        with transaction.atomic():
+            _end_store(rs, stop)
+    status, usage = rs.run.status, rs.run.usage
     rs.emitter.emit(stop_reason_message(str(stop)), flush=False)
     rs.emitter.emit(usage_statistics(usage), flush=False)
     rs.emitter.emit(

@@ -8,7 +8,7 @@ from core.runs.runner import run_agent
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
 
-STEP_QUERIES = 22  # one model call and its reply: load, compile, the step's transaction, the run's end
+STEP_QUERIES = 19  # one model call and its reply: load, compile, the step's transaction (which stores the run's end)
 CONTEXT_QUERIES = 6  # GET /v1/agents/{id}/context (auth included)
 AGENTS_LIST_QUERIES = 5  # GET /v1/agents/, whatever the number of agents (no query per agent)
 
@@ -52,8 +52,8 @@ def test_agents_list_does_not_grow_with_the_agents(account, fake_llm, agents, dj
 
 
 # POST …/messages, which executes its run on the request's own thread: auth, the agent and its model, the claim
-# (lock, busy check, version, insert), one step (load, lock, step, message, agent), the end, the reply
-SEND_REQUEST_QUERIES = 26
+# (lock, busy check, version, insert), one step (load, lock, step, message, agent and run's end), the reply
+SEND_REQUEST_QUERIES = 23
 
 
 @pytest.mark.django_db(transaction=True)  # a queued run would execute on a pool thread, which sees committed rows

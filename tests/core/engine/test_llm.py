@@ -60,6 +60,39 @@ def test_default_policy_calls_send_message_or_replies_text(fake_llm):
     assert plain.content == "ok" and plain.tool_calls == ()
 
 
+def test_a_whole_call_skips_litellms_success_logging(fake_llm, monkeypatch):
+    """litellm builds a logging payload on a thread after each call (for callbacks we never register); a whole
+    call runs as its sub-call, which skips it. A litellm upgrade that stops honouring that shows here."""
+    import litellm.utils
+
+    executor = litellm.utils.executor
+    submitted = []
+    monkeypatch.setattr(executor, "submit", lambda *a, **k: submitted.append(a))
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "hello"}))
+    assert _call(fake_llm).tool_calls[0].name == "send_message"
+    assert submitted == []
+    litellm.completion(  # the same call outside that context is handed to the logging thread
+        model=MODEL, messages=[{"role": "user", "content": "hi"}], api_base=fake_llm.base_url, api_key="fake"
+    )
+    assert len(submitted) == 1
+
+
+def test_an_unpriced_model_is_registered_with_litellm_only(fake_llm):
+    """litellm's price lookup for a model missing from its cost map walks name variants on every call; the model
+    is entered in litellm's table once (price 0 there), while our own price stays unknown."""
+    import litellm
+
+    from core.engine import tokens
+
+    model = "openai/unlisted-model-for-the-price-test"
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "hello"}))
+    llm.complete(_request(model=model), api_base=fake_llm.base_url, api_key="fake")
+    assert litellm.get_model_info(model)["input_cost_per_token"] == 0.0
+    assert tokens.step_cost(model, {"prompt_tokens": 100, "completion_tokens": 10}) is None
+    llm.complete(_request(model="openai/gpt-4o-mini"), api_base=fake_llm.base_url, api_key="fake")
+    assert litellm.get_model_info("openai/gpt-4o-mini")["input_cost_per_token"] > 0  # a listed model keeps its price
+
+
 def test_native_reasoning_is_returned(fake_llm):
     fake_llm.script(FakeLLM.reasoning("Let me think.", "send_message", {"message": "done"}))
     result = _call(fake_llm)
