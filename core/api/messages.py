@@ -65,15 +65,14 @@ def _inputs(body: LettaRequest) -> list[dict]:
 
 
 def _submit(request, agent_id: str, body: LettaRequest, *, call: bool = False):
-    """Start the run (`call`: execute it here and return it ended)."""
+    """Start the run (`call`: execute it here and return it ended). 404 for another owner's agent, 400 for bad
+    input or a model no provider serves (with a how-to), 409 when the agent is busy; nothing is claimed then."""
     org = owner(request)
+    if call:  # the claim reads the agent and resolves its model under its lock
+        return executor.run_call(owner=org, agent_id=agent_id, input_messages=_inputs(body), max_steps=body.max_steps)
     agent = agent_get(owner=org, agent_id=agent_id)
     inputs = runner.input_normalize(_inputs(body))
-    resolved = model_resolve(owner=org, handle=agent.model)  # 400 with a how-to when no provider serves it
-    if call:
-        return executor.run_call(
-            owner=org, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps, resolved=resolved
-        )
+    model_resolve(owner=org, handle=agent.model)
     return executor.run_submit(
         owner=org, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps, stream_tokens=body.stream_tokens
     )

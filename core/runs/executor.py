@@ -29,6 +29,7 @@ from core.agents import history
 from core.agents.messages import in_reply, messages_to_letta
 from core.events import agent_group, sender_loop
 from core.models import RUN_ACTIVE, RUN_TERMINAL, Organization, Run, RunStatus
+from core.providers import model_resolve
 from core.runs import queue, runner
 
 WAIT_POLL_S = 1.0
@@ -73,28 +74,31 @@ def run_submit(
     return run
 
 
-def run_call(
-    *, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None, resolved=None
-) -> Run:
+def run_call(*, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None) -> Run:
     """Run the agent for a caller that waits for the end; returns the ended run (status, stop reason, usage and
     error current). Executes on this thread in a free slot of the local pool, else queues the run and waits.
-    `resolved`: the agent's model, if the caller resolved it already."""
+    Raises what run_start raises, and NotConfigured when no provider serves the agent's model (nothing is
+    claimed then): the model is resolved from the agent's row as the claim read it, not read again."""
     pool = queue.slot_take()
     if pool is None:
-        return run_wait(
-            run=run_submit(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps)
-        )
+        with transaction.atomic():
+            run = run_submit(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps)
+            model_resolve(owner=owner, handle=run.agent.model)
+        return run_wait(run=run)
     try:
         with transaction.atomic():
             run = runner.run_start(
                 owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps, leased=True
             )
+            resolved = model_resolve(owner=owner, handle=run.agent.model)
     except BaseException:
         queue.slot_give(pool)
         raise
     try:
         with queue.in_slot(pool), queue.lease_held(run.id):
-            runner.run_agent(agent_id=run.agent_id, owner=owner, input_messages=[], run=run, resolved=resolved)
+            runner.run_agent(
+                agent_id=run.agent_id, owner=owner, input_messages=[], run=run, resolved=resolved, agent_fresh=True
+            )
     finally:
         _ended(run)
     return run

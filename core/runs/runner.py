@@ -79,6 +79,7 @@ class _RunState:
     error: str = ""
     streams: bool | None = None  # whether the provider streamed (None: not tried yet in this run)
     ended: RunStatus | None = None  # set when the last step's transaction stored the run's end
+    fresh_agent: Agent | None = None  # the agent as the claim just read it: the first step's, saving a read
 
 
 # --------------------------------------------------------------------------- claiming, cancelling
@@ -140,6 +141,7 @@ def run_start(
     agent = owned_get(Agent.objects.select_for_update(), owner=owner, id=agent_id)
     # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
+    inputs = input_normalize(input_messages)  # bad input is refused before a busy agent is
     busy = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).order_by("created_at").first()
     if busy is not None and not queue.lease_lapsed(busy):
         raise Conflict(
@@ -153,7 +155,6 @@ def run_start(
     steps = max_steps or agent.max_steps
     if not 1 <= steps <= 1000:
         raise Invalid("max_steps must be between 1 and 1000")
-    inputs = input_normalize(input_messages)
     for i, kind in (kinds or {}).items():
         inputs[i]["kind"] = kind
     return Run.objects.create(
@@ -196,10 +197,13 @@ def run_agent(
     max_steps: int | None = None,
     run: Run | None = None,
     resolved=None,
+    agent_fresh: bool = False,
 ) -> RunResult:
     """Execute a run to its end on this thread (LLM calls, tool runs, one transaction per step, events after
     each commit). The executor passes the claimed `run` it leased; without one (tests of the loop itself) the
-    agent is claimed here. `resolved` is the agent's model as its caller already resolved it (saves a read).
+    agent is claimed here. `resolved` is the agent's model as its caller already resolved it (saves a read);
+    `agent_fresh` says `run.agent` was read under the claim's lock just now, so the first step starts from it
+    (a change or a cancel landing in between is seen at the next step, as one landing during the first is).
     """
 
     if run is None:
@@ -212,7 +216,7 @@ def run_agent(
         resolved = resolved or model_resolve(owner=owner, handle=agent.model)
     except Exception as exc:
         return _finish(_RunState(run, None, emitter, run.max_steps, error=str(exc)), StopReason.ERROR)
-    rs = _RunState(run, resolved, emitter, run.max_steps)
+    rs = _RunState(run, resolved, emitter, run.max_steps, fresh_agent=agent if agent_fresh else None)
     rs.pending = [
         persistence.message_build(
             agent=agent,
@@ -334,7 +338,7 @@ def _call(rs: _RunState, ctx, step_id: str, message_id: str):
 def _step(rs: _RunState) -> StopReason | None:
     """One step: returns a stop reason, or None to continue."""
     started = time.perf_counter()
-    agent = _agent_unless_cancelled(rs.run)
+    agent, rs.fresh_agent = rs.fresh_agent or _agent_unless_cancelled(rs.run), None
     if agent is None:
         return StopReason.CANCELLED
     snap = agent_snapshot(agent=agent)

@@ -251,3 +251,20 @@ def test_a_step_keeps_the_text_of_each_context_section(api, agent, fake_llm):
     sections = {s["name"]: s for s in step["context_sections"]}
     assert sections["system"]["text"] == agent.system and sections["system"]["tokens"] > 0
     assert "The user's name is Alice." in sections["core_memory"]["text"]
+
+
+@pytest.mark.parametrize("extra", [{}, {"streaming": True}], ids=["sync", "stream"])
+def test_a_model_no_provider_serves_is_refused_and_nothing_is_claimed(api, account, agent, fake_llm, extra):
+    from core.models import Run
+    from core.runs import queue
+
+    stray = make_agent(account.org, name="stray", model="nowhere/some-model")
+    pool = queue.pool_start_in_process()
+    free = pool.free._value  # the run pool's free slots (a synchronous send borrows one)
+    r = _send(api, stray, **extra)
+    assert r.status_code == 400 and "not served by a configured provider" in r.json()["detail"], r.content
+    assert not Run.objects.filter(agent=stray).exists()
+    assert not Message.objects.filter(agent=stray).exclude(role="system").exists()
+    assert pool.free._value == free  # the slot went back
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "still here"}))
+    assert _send(api, agent).status_code == 200

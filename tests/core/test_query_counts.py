@@ -51,9 +51,10 @@ def test_agents_list_does_not_grow_with_the_agents(account, fake_llm, agents, dj
     assert response.status_code == 200 and len(response.json()) == agents
 
 
-# POST …/messages, which executes its run on the request's own thread: auth, the agent and its model, the claim
-# (lock, busy check, version, insert), one step (load, lock, step, message, agent and run's end), the reply
-SEND_REQUEST_QUERIES = 23
+# POST …/messages, which executes its run on the request's own thread: auth, the claim (lock, busy check, the
+# agent's model, version, insert), one step (load from the claim's agent row, lock, step, message, agent and
+# the run's end), the reply
+SEND_REQUEST_QUERIES = 21
 
 
 @pytest.mark.django_db(transaction=True)  # a queued run would execute on a pool thread, which sees committed rows
