@@ -4,6 +4,8 @@ lone surrogates replaced (core.text.storable), so a tool printing chr(0) cannot 
 They deconstruct as Django's own fields: the stored column is the same, so they need no migration.
 """
 
+import json
+
 from django.db import models
 
 from core.text import storable
@@ -22,6 +24,20 @@ class StorableTextField(models.TextField):
 class StorableJSONField(models.JSONField):
     def get_prep_value(self, value):
         return super().get_prep_value(storable(value))
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        # A step's request is tens of kB, stored every step: a dict or list is encoded once, as Django would, and
+        # only an encoding that shows a NUL or a surrogate escape takes the cleaning path (which encodes again).
+        if prepared or self.encoder is not None or type(value) not in (dict, list):
+            return super().get_db_prep_value(value, connection, prepared)
+        encoded = json.dumps(value)
+        if "\\u0000" in encoded or "\\ud" in encoded:
+            return super().get_db_prep_value(value, connection, prepared)
+        if connection.vendor == "postgresql":
+            from psycopg.types.json import Jsonb  # (psycopg is installed only where PostgreSQL is used)
+
+            return Jsonb(value, dumps=lambda _value: encoded)
+        return encoded
 
     def deconstruct(self):
         name, _, args, kwargs = super().deconstruct()

@@ -31,3 +31,20 @@ def test_a_model_reply_with_a_lone_surrogate_commits(account, fake_llm):
     result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "hi"}])
     assert result.error in (None, ""), result.error
     assert Message.objects.filter(agent=agent, role="assistant").exists()
+
+
+def test_json_fields_store_clean_values_as_given_and_clean_the_rest(account, fake_llm):
+    """A JSON field's value is encoded once when it is clean; a NUL or a lone surrogate anywhere (keys included) is
+    replaced, while a valid pair (an emoji) and other non-ASCII text come back unchanged."""
+    agent = make_agent(account.org, name="Json")
+    values = [
+        ({"a": [1, 2.5, None, True], "b": {"c": "plain"}}, {"a": [1, 2.5, None, True], "b": {"c": "plain"}}),
+        ({"text": "caf\u00e9 \U0001f600 \ud55c"}, {"text": "caf\u00e9 \U0001f600 \ud55c"}),
+        ({"nul\x00key": ["x\x00y"]}, {"nul\ufffdkey": ["x\ufffdy"]}),
+        ([{"half": "\ud83d"}], [{"half": "\ufffd"}]),
+    ]
+    for i, (given, stored) in enumerate(values):
+        row = Message.objects.create(
+            id=f"message-json-{i}", owner=agent.owner, agent=agent, seq=1000 + i, role="tool", tool_calls=given
+        )
+        assert Message.objects.get(pk=row.pk).tool_calls == stored
