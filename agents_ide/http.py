@@ -12,7 +12,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import django
-from asgiref.sync import ThreadSensitiveContext
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core.handlers.asgi import ASGIHandler
 
 IDLE_THREADS = 16  # threads kept between requests; a burst beyond it gets extra threads that end after
@@ -41,7 +41,14 @@ class _ExecutorPool:
 class PooledASGIHandler(ASGIHandler):
     def __init__(self, *, idle_threads: int = IDLE_THREADS):
         super().__init__()
+        # The middleware chain runs synchronously, with the view, in one hop to the request's thread. Built for an
+        # async handler, Django's own middleware (sessions, CSRF, auth, messages, ...) hands each of its hooks to
+        # that thread and back: about fifteen hops a request, each a wake-up of the event loop and of the thread.
+        self.load_middleware(is_async=False)
         self.executors = _ExecutorPool(idle_threads)
+
+    async def get_response_async(self, request):
+        return await sync_to_async(self.get_response, thread_sensitive=True)(request)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":

@@ -5,6 +5,7 @@ open instead: a request borrows one and opens none."""
 
 import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from asgiref.testing import ApplicationCommunicator
@@ -78,3 +79,32 @@ def test_overlapping_requests_get_a_thread_each_and_extra_threads_are_not_kept()
     served = asyncio.run(go())
     assert len({s["thread"] for s in served}) == 3
     assert len(app.executors.idle) == 1
+
+
+class _CountingExecutor(ThreadPoolExecutor):
+    def __init__(self):
+        super().__init__(max_workers=1)
+        self.hops = 0
+
+    def submit(self, *args, **kwargs):
+        self.hops += 1
+        return super().submit(*args, **kwargs)
+
+
+def test_the_middleware_chain_and_the_view_take_one_hop_to_the_requests_thread():
+    """Built for an async handler, Django's own middleware (sessions, CSRF, auth, messages, ...) would hand each
+    hook to the request's thread and back; ours runs the chain synchronously with the view: one hop, plus the
+    request_started signal's and the response's close."""
+    app = PooledASGIHandler(idle_threads=1)
+    counting = _CountingExecutor()
+    app.executors.idle = [counting]
+    served = _sequential(app, n=2)
+    assert len({s["thread"] for s in served}) == 1
+    assert counting.hops <= 2 * 3, counting.hops
+    djangos = PooledASGIHandler(idle_threads=1)
+    djangos.load_middleware(is_async=True)  # Django's async chain, for comparison
+    djangos.get_response_async = ASGIHandler.get_response_async.__get__(djangos)
+    counting = _CountingExecutor()
+    djangos.executors.idle = [counting]
+    _sequential(djangos, n=2)
+    assert counting.hops >= 2 * 10, counting.hops
