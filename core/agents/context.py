@@ -10,6 +10,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+
 from core import mapping
 from core.engine import types as t
 from core.engine.context import compile_context, overview
@@ -81,17 +84,34 @@ def messages_cache_put(rows: Sequence[Message]) -> None:
             _cache[row.id] = (mapping.message(row), row.kind, row.role)
 
 
+def with_memory_counts(agents: QuerySet[Agent]) -> QuerySet[Agent]:
+    """Agents annotated with the counts their snapshot needs (the highest message seq and the archival passages),
+    so `agent_snapshot` reads them with the agent's row instead of in two more queries."""
+    last = Message.objects.filter(agent_id=OuterRef("pk")).order_by("-seq").values("seq")[:1]
+    passages = (
+        Passage.objects.filter(agent_id=OuterRef("pk"))
+        .order_by()
+        .values("agent_id")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return agents.annotate(snapshot_max_seq=Subquery(last), snapshot_archival=Coalesce(Subquery(passages), 0))
+
+
 def _stats(agent: Agent, in_context: int, max_seq: int, block_rows) -> t.MemoryStats:
     last_edit = max((b.updated_at for b in block_rows), default=None)
+    archival = getattr(agent, "snapshot_archival", None)
     return t.MemoryStats(
         recall_outside_window=max(0, max_seq + 1 - in_context),
-        archival_count=Passage.objects.filter(agent_id=agent.id).count(),
+        archival_count=Passage.objects.filter(agent_id=agent.id).count() if archival is None else archival,
         last_memory_edit=last_edit.strftime("%Y-%m-%d %I:%M:%S %p UTC") if last_edit else None,
     )
 
 
 def agent_snapshot(*, agent: Agent) -> AgentSnapshot:
-    """Load an agent's blocks, tools, rules, in-context messages and memory statistics (reads only)."""
+    """Load an agent's blocks, tools, rules, in-context messages and memory statistics (reads only). An agent read
+    `with_memory_counts` brings its statistics' counts along; read at once before the snapshot, they are as
+    current as the rest."""
 
     block_rows = agent_blocks(agent=agent)
     tool_rows = agent_tools(agent=agent)
@@ -102,7 +122,10 @@ def agent_snapshot(*, agent: Agent) -> AgentSnapshot:
         window = window[1:]
     summary = window[0][0] if window and window[0][1] == "summary" else None
     body = window[1:] if summary else window
-    last = Message.objects.filter(agent_id=agent.id).order_by("-seq").values_list("seq", flat=True).first()
+    if hasattr(agent, "snapshot_max_seq"):  # read with the agent (with_memory_counts)
+        last = agent.snapshot_max_seq
+    else:
+        last = Message.objects.filter(agent_id=agent.id).order_by("-seq").values_list("seq", flat=True).first()
     max_seq = last or 0
     return AgentSnapshot(
         agent=agent,

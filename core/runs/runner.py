@@ -25,7 +25,7 @@ from django.utils import timezone
 from agents_ide.transactions import outside_transaction
 from core import ids, mapping
 from core.agents import versions
-from core.agents.context import AgentSnapshot, agent_snapshot, context_compile
+from core.agents.context import AgentSnapshot, agent_snapshot, context_compile, with_memory_counts
 from core.agents.messages import (
     assistant_calls,
     in_reply,
@@ -138,7 +138,7 @@ def run_start(
     `stream_tokens` says the caller follows the reply token by token; `leased` stores it already `running` under
     this process's lease (its caller executes it at once).
     """
-    agent = owned_get(Agent.objects.select_for_update(), owner=owner, id=agent_id)
+    agent = owned_get(with_memory_counts(Agent.objects.select_for_update()), owner=owner, id=agent_id)
     # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
     inputs = input_normalize(input_messages)  # bad input is refused before a busy agent is
@@ -245,7 +245,7 @@ def run_agent(
 def _agent_unless_cancelled(run: Run) -> Agent | None:
     """The agent's current row, or None if the run was asked to stop (one query for both)."""
     cancelled = Exists(Run.objects.filter(pk=run.pk, cancel_requested=True))
-    agent = Agent.objects.annotate(cancelled=cancelled).get(pk=run.agent_id)
+    agent = with_memory_counts(Agent.objects.annotate(cancelled=cancelled)).get(pk=run.agent_id)
     return None if agent.cancelled else agent
 
 
