@@ -6,6 +6,7 @@ import pytest
 
 from core.engine import llm
 from tests.fake_llm import FakeLLM
+from tests.helpers import until
 
 MODEL = "openai/fake-model"
 TOOLS = [
@@ -75,6 +76,31 @@ def test_a_whole_call_skips_litellms_success_logging(fake_llm, monkeypatch):
         model=MODEL, messages=[{"role": "user", "content": "hi"}], api_base=fake_llm.base_url, api_key="fake"
     )
     assert len(submitted) == 1
+
+
+def test_a_streamed_calls_logging_handler_returns_at_once(fake_llm, monkeypatch):
+    """litellm's stream wrapper hands the finished stream to its logging thread whatever the context; the call is
+    marked as logged already, so the handler skips building its payload."""
+    from litellm.litellm_core_utils.litellm_logging import Logging
+
+    seen, built = [], []
+    handler, prepare = Logging.success_handler, Logging.prepare_success_logging
+
+    def success_handler(self, *args, **kwargs):
+        seen.append(self.should_run_logging(event_type="sync_success"))
+        return handler(self, *args, **kwargs)
+
+    def prepare_success_logging(self, *args, **kwargs):
+        built.append(True)
+        return prepare(self, *args, **kwargs)
+
+    monkeypatch.setattr(Logging, "success_handler", success_handler)
+    monkeypatch.setattr(Logging, "prepare_success_logging", prepare_success_logging)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "streamed"}))
+    result = _call(fake_llm, stream=True, on_delta=lambda d: None)
+    assert json.loads(result.tool_calls[0].arguments)["message"] == "streamed"
+    until(lambda: seen)
+    assert seen == [False] and built == []
 
 
 def test_an_unpriced_model_is_registered_with_litellm_only(fake_llm):
