@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists
 from django.utils import timezone
 
@@ -118,6 +118,16 @@ def input_normalize(messages: list[dict]) -> list[dict]:
     return out
 
 
+def _claim_read(agents):
+    """The claim's locking read of the agent. On SQLite it also brings the counts the first step needs and the
+    current version (one statement): the write transaction began IMMEDIATE, so nothing changes under it. On
+    PostgreSQL a locking SELECT that waited for the lock re-reads the row but evaluates subqueries in its snapshot
+    from before the wait, so they are read after it, in statements of their own."""
+    if connection.vendor == "postgresql":
+        return agents
+    return versions.with_current_version(with_memory_counts(agents))
+
+
 @transaction.atomic(savepoint=False)  # inside run_submit's transaction: no savepoint (nothing catches in between)
 def run_start(
     *,
@@ -138,7 +148,7 @@ def run_start(
     `stream_tokens` says the caller follows the reply token by token; `leased` stores it already `running` under
     this process's lease (its caller executes it at once).
     """
-    agent = owned_get(with_memory_counts(Agent.objects.select_for_update()), owner=owner, id=agent_id)
+    agent = owned_get(_claim_read(Agent.objects.select_for_update()), owner=owner, id=agent_id)
     # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
     inputs = input_normalize(input_messages)  # bad input is refused before a busy agent is
@@ -166,7 +176,7 @@ def run_start(
         depth=depth,
         parent_run_id=parent_run_id,
         stream_tokens=stream_tokens,
-        agent_version=versions.version_current(agent=agent),
+        agent_version_id=getattr(agent, "current_version_id", None) or versions.version_current(agent=agent).id,
         **(_lease_fields() if leased else {}),
     )
 

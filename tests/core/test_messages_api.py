@@ -254,17 +254,18 @@ def test_a_step_keeps_the_text_of_each_context_section(api, agent, fake_llm):
 
 
 @pytest.mark.parametrize("extra", [{}, {"streaming": True}], ids=["sync", "stream"])
-def test_a_model_no_provider_serves_is_refused_and_nothing_is_claimed(api, account, agent, fake_llm, extra):
+def test_a_model_no_provider_serves_is_refused_and_nothing_is_claimed(
+    api, account, agent, fake_llm, monkeypatch, extra
+):
     from core.models import Run
-    from core.runs import queue
+    from core.runs import executor
 
     stray = make_agent(account.org, name="stray", model="nowhere/some-model")
-    pool = queue.pool_start_in_process()
-    free = pool.free._value  # the run pool's free slots (a synchronous send borrows one)
+    pool, taken, given = object(), [], []  # a stand-in run pool: which slots a send takes and gives back
+    monkeypatch.setattr(executor.queue, "slot_take", lambda: taken.append(pool) or pool)
+    monkeypatch.setattr(executor.queue, "slot_give", given.append)
     r = _send(api, stray, **extra)
     assert r.status_code == 400 and "not served by a configured provider" in r.json()["detail"], r.content
     assert not Run.objects.filter(agent=stray).exists()
     assert not Message.objects.filter(agent=stray).exclude(role="system").exists()
-    assert pool.free._value == free  # the slot went back
-    fake_llm.script(FakeLLM.tool("send_message", {"message": "still here"}))
-    assert _send(api, agent).status_code == 200
+    assert taken == given == ([pool] if not extra else [])  # the synchronous send's slot went back
