@@ -174,9 +174,9 @@ def context(request, agent_id: str):
 def _send_async(org, agent_id: str, body: LettaRequest) -> dict:
     agent = agent_get(owner=org, agent_id=agent_id)
     inputs = runner.input_normalize(_inputs(body))
-    model_resolve(owner=agent.owner, handle=agent.model)
+    model_resolve(owner=org, handle=agent.model)
     run = executor.run_submit(
-        owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps, background=True
+        owner=org, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps, background=True
     )
     return presenters.run_out(run)
 
