@@ -15,6 +15,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 from agents_ide.gc_tuning import settle  # noqa: E402
 from agents_ide.routing import websocket_urlpatterns  # noqa: E402
 from agents_ide.security import FullOriginValidator  # noqa: E402
+from core.engine import tokens  # noqa: E402
 from core.engine.llm import warm_up  # noqa: E402  (cheap: litellm itself is imported by warm_up)
 
 application = ProtocolTypeRouter(
@@ -28,6 +29,7 @@ application = ProtocolTypeRouter(
 
 def _warm_up_llm() -> None:
     warm_up()
+    tokens.warm_up()
     settle()
 
 

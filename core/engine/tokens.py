@@ -84,6 +84,13 @@ def _tiktoken(encoding: str) -> Callable[[str], int]:
     return lambda text: len(enc.encode(text, disallowed_special=()))
 
 
+def warm_up() -> None:
+    """Load the two OpenAI encodings now (server start-up): loading one takes most of a second, which the first
+    message counted with it would otherwise wait (cl100k_base also counts every model we have no tokenizer for)."""
+    for encoding in ("cl100k_base", "o200k_base"):
+        _tiktoken(encoding)("warm")
+
+
 @lru_cache(maxsize=8)
 def _hf(filename: str) -> Callable[[str], int]:
     from tokenizers import Tokenizer as HFTokenizer  # only models counted with a Hugging Face tokenizer need it

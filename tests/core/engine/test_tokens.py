@@ -77,3 +77,13 @@ def test_tokens_module_does_not_import_litellm():
     code = "import sys; from core.engine import tokens, context, loop, rules; tokens.count_text('openai/gpt-4o', 'hi'); print('litellm' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_warm_up_loads_both_openai_encodings():
+    tokens._tiktoken.cache_clear()
+    tokens.get_tokenizer.cache_clear()
+    tokens.warm_up()
+    assert tokens._tiktoken.cache_info().currsize == 2
+    hits = tokens._tiktoken.cache_info().hits
+    assert tokens.count_text("openai/gpt-4o-mini", "hello") > 0 and tokens.count_text("openai/unlisted", "hello") > 0
+    assert tokens._tiktoken.cache_info().hits >= hits + 1 and tokens._tiktoken.cache_info().currsize == 2
