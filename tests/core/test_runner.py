@@ -231,3 +231,27 @@ def test_events_reach_the_agent_group_in_order_with_the_callers_marked(agent, fa
         "context_update",
         "run_status",
     ]
+
+
+def test_the_last_steps_transaction_stores_the_runs_end_and_a_later_failure_still_fails_it(
+    agent, fake_llm, monkeypatch
+):
+    from core.models import Agent
+    from core.runs import runner
+
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "done"}))
+    result = _run(agent)
+    run = Run.objects.get(pk=result.run_id)
+    assert (run.status, run.stop_reason, run.usage["step_count"]) == ("completed", "end_turn", 1)
+    assert Agent.objects.get(pk=agent.id).last_stop_reason == "end_turn"
+
+    def broken(*args, **kwargs):  # the step committed; what comes after it breaks
+        raise RuntimeError("events broke")
+
+    monkeypatch.setattr(runner, "_emit_step", broken)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "again"}))
+    result = _run(agent)
+    run = Run.objects.get(pk=result.run_id)
+    assert (run.status, run.stop_reason) == ("failed", "error") and "events broke" in run.error
+    assert Step.objects.filter(run=run).count() == 1  # the step itself stays committed
+    assert Agent.objects.get(pk=agent.id).last_stop_reason == "error"
