@@ -34,7 +34,7 @@ class StorableJSONField(models.JSONField):
         if "\\u0000" in encoded or "\\ud" in encoded:
             return super().get_db_prep_value(value, connection, prepared)
         if connection.vendor == "postgresql":
-            from psycopg.types.json import Jsonb  # (psycopg is installed only where PostgreSQL is used)
+            from psycopg.types.json import Jsonb  # Django's own adapter for JSON on PostgreSQL (psycopg 3)
 
             return Jsonb(value, dumps=lambda _value: encoded)
         return encoded

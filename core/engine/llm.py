@@ -85,8 +85,8 @@ def _no_success_logging():
     """A context in which litellm skips its success logging. After every call litellm hands the response to a
     logging thread that builds a payload for callbacks (a copy of every message, a price lookup): about 3 ms of
     CPU a call, competing with the server for the GIL. We register no callbacks, so our calls run as litellm's own
-    sub-calls, which skip that hand-off (tests/core/engine/test_llm.py checks it stays skipped). Streamed calls
-    still log at their end: litellm's stream wrapper does so whatever the context."""
+    sub-calls, which skip that hand-off (tests/core/engine/test_llm.py checks it stays skipped). A stream's wrapper
+    hands it over at the stream's end whatever the context: `_stream_logged_already` makes that a no-op."""
     try:
         from litellm._internal_context import internal_sub_call
     except ImportError:  # a litellm without it: calls log as before
