@@ -118,14 +118,24 @@ def input_normalize(messages: list[dict]) -> list[dict]:
     return out
 
 
-def _claim_read(agents):
-    """The claim's locking read of the agent. On SQLite it also brings the counts the first step needs and the
-    current version (one statement): the write transaction began IMMEDIATE, so nothing changes under it. On
-    PostgreSQL a locking SELECT that waited for the lock re-reads the row but evaluates subqueries in its snapshot
-    from before the wait, so they are read after it, in statements of their own."""
-    if connection.vendor == "postgresql":
-        return agents
+def _counted(agents):
     return versions.with_current_version(with_memory_counts(agents))
+
+
+def _claim_read(owner: Organization, agent_id: str) -> Agent:
+    """The claim's locking read of the agent, with the counts its first step needs and its current version. On
+    SQLite that is one statement: the write transaction began IMMEDIATE, so nothing changes under it. On PostgreSQL
+    a locking SELECT that waited for the lock re-reads the row but evaluates subqueries in its snapshot from before
+    the wait, so they are read after it, in one statement of their own."""
+    if connection.vendor != "postgresql":
+        return owned_get(_counted(Agent.objects.select_for_update()), owner=owner, id=agent_id)
+    agent = owned_get(Agent.objects.select_for_update(), owner=owner, id=agent_id)
+    row = _counted(Agent.objects.filter(pk=agent.pk)).values(
+        "snapshot_max_seq", "snapshot_archival", "current_version_id"
+    )
+    for name, value in row.get().items():
+        setattr(agent, name, value)
+    return agent
 
 
 @transaction.atomic(savepoint=False)  # inside run_submit's transaction: no savepoint (nothing catches in between)
@@ -148,7 +158,7 @@ def run_start(
     `stream_tokens` says the caller follows the reply token by token; `leased` stores it already `running` under
     this process's lease (its caller executes it at once).
     """
-    agent = owned_get(_claim_read(Agent.objects.select_for_update()), owner=owner, id=agent_id)
+    agent = _claim_read(owner, agent_id)
     # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
     inputs = input_normalize(input_messages)  # bad input is refused before a busy agent is
@@ -176,7 +186,7 @@ def run_start(
         depth=depth,
         parent_run_id=parent_run_id,
         stream_tokens=stream_tokens,
-        agent_version_id=getattr(agent, "current_version_id", None) or versions.version_current(agent=agent).id,
+        agent_version_id=agent.current_version_id or versions.version_current(agent=agent).id,
         **(_lease_fields() if leased else {}),
     )
 

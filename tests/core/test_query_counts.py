@@ -9,8 +9,8 @@ from core.runs.runner import run_agent
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
 
-# On SQLite the claim's locking read also brings the agent's current version (one query fewer); PostgreSQL reads
-# it after the lock (core.runs.runner._claim_read says why).
+# On SQLite the claim's locking read also brings the agent's memory counts and current version; PostgreSQL reads
+# them after the lock, in a statement of their own (core.runs.runner._claim_read says why).
 SQLITE = connection.vendor == "sqlite"
 STEP_QUERIES = 16 if SQLITE else 17  # one model call and its reply: the claim, load (the agent with its memory
 # counts), compile, the step's transaction (which stores the run's end)
@@ -56,10 +56,10 @@ def test_agents_list_does_not_grow_with_the_agents(account, fake_llm, agents, dj
     assert response.status_code == 200 and len(response.json()) == agents
 
 
-# POST …/messages, which executes its run on the request's own thread: auth, the claim (lock, with the agent's
-# memory counts and version on SQLite; busy check, the agent's model, insert), one step (blocks and tools beside
-# the claim's agent row, lock, step, message, agent and the run's end), the reply
-SEND_REQUEST_QUERIES = 18 if SQLITE else 21
+# POST …/messages, which executes its run on the request's own thread: auth, the claim (lock with the agent's
+# memory counts and version, busy check, the agent's model, insert), one step (blocks and tools beside the claim's
+# agent row, lock, step, message, agent and the run's end), the reply
+SEND_REQUEST_QUERIES = 18 if SQLITE else 19
 
 
 @pytest.mark.django_db(transaction=True)  # a queued run would execute on a pool thread, which sees committed rows
