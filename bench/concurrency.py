@@ -103,6 +103,19 @@ def _wait_healthy(url: str) -> None:
     raise SystemExit(f"server {url} did not start")
 
 
+def _wait_idle(procs, quiet_s: float = 1.0, limit_s: float = 120) -> float:
+    """Wait until the processes' start-up work (litellm's import, token encodings, the heap's freeze: seconds,
+    in a background thread after /healthz already answers) is over: no process used more than 3 % of a core
+    for `quiet_s`. Returns the seconds waited. Measuring earlier would charge that start-up to the messages."""
+    started = time.monotonic()
+    while time.monotonic() - started < limit_s:
+        before = [_cpu_s(p.pid) for p in procs]
+        time.sleep(quiet_s)
+        if all(_cpu_s(p.pid) - b <= 0.03 * quiet_s for p, b in zip(procs, before, strict=True)):
+            break
+    return time.monotonic() - started
+
+
 async def _agent_async(session, base, ws_base, token, cookie, agent_id, m, out):
     import aiohttp
 
@@ -199,7 +212,7 @@ def main() -> None:
         for i in range(args.workers):
             _spawn(["manage.py", "run_worker", "--threads", str(args.threads)], env, f"worker{i}", procs)
         _wait_healthy(base)
-        time.sleep(8 if args.workers else 5)  # litellm imports in the background at start-up
+        print(f"server start-up work done after another {_wait_idle(procs):.1f} s", flush=True)
         asyncio.run(_drive(args.mode, base, token, cookie, agents[:2], 1))  # warm-up: first calls pay lazy imports
         llm.clear()
         cpu_before = [_cpu_s(p.pid) for p in procs]

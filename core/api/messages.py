@@ -3,7 +3,6 @@ window (Letta v1 paths). Thin: parse, call, present."""
 
 from typing import Literal
 
-from channels.db import database_sync_to_async
 from django.http import StreamingHttpResponse
 from ninja import Field, Query, Router, Schema
 from pydantic import model_validator
@@ -14,7 +13,6 @@ from core.agents.messages import messages_to_letta, stop_reason_message, usage_s
 from core.api.agents import owner
 from core.api.schemas import AgentStateOut, ContextWindowOut, LettaMessageOut, LettaResponseOut, RunOut
 from core.models import Agent
-from core.providers import model_resolve
 from core.runs import executor, runner
 from core.runs.streaming import sse_events
 from core.selectors import agent_get, owned_get
@@ -68,14 +66,12 @@ def _inputs(body: LettaRequest) -> list[dict]:
 def _submit(request, agent_id: str, body: LettaRequest, *, call: bool = False):
     """Start the run (`call`: execute it here and return it ended). 404 for another owner's agent, 400 for bad
     input or a model no provider serves (with a how-to), 409 when the agent is busy; nothing is claimed then."""
-    org = owner(request)
-    if call:  # the claim reads the agent and resolves its model under its lock
-        return executor.run_call(owner=org, agent_id=agent_id, input_messages=_inputs(body), max_steps=body.max_steps)
-    agent = agent_get(owner=org, agent_id=agent_id)
-    inputs = runner.input_normalize(_inputs(body))
-    model_resolve(owner=org, handle=agent.model)
-    return executor.run_submit(
-        owner=org, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps, stream_tokens=body.stream_tokens
+    # The claim reads the agent and resolves its model under its lock.
+    org, inputs = owner(request), _inputs(body)
+    if call:
+        return executor.run_call(owner=org, agent_id=agent_id, input_messages=inputs, max_steps=body.max_steps)
+    return executor.run_send(
+        owner=org, agent_id=agent_id, input_messages=inputs, max_steps=body.max_steps, stream_tokens=body.stream_tokens
     )
 
 
@@ -171,20 +167,12 @@ def context(request, agent_id: str):
     return context_overview(agent=owned_get(with_memory_counts(Agent.objects.all()), owner=owner(request), id=agent_id))
 
 
-def _send_async(org, agent_id: str, body: LettaRequest) -> dict:
-    agent = agent_get(owner=org, agent_id=agent_id)
-    inputs = runner.input_normalize(_inputs(body))
-    model_resolve(owner=org, handle=agent.model)
-    run = executor.run_submit(
-        owner=org, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps, background=True
+@router.post("/agents/{agent_id}/messages/async", response=RunOut)
+def messages_send_async(request, agent_id: str, body: LettaRequest):
+    """Queue a run and return it at once (status created); 409 if the agent is busy."""
+    # A plain view: every request has a thread of its own (agents_ide.http), so concurrent sends do not queue
+    # behind each other's database waits.
+    run = executor.run_send(
+        owner=owner(request), agent_id=agent_id, input_messages=_inputs(body), max_steps=body.max_steps, background=True
     )
     return presenters.run_out(run)
-
-
-@router.post("/agents/{agent_id}/messages/async", response=RunOut)
-async def messages_send_async(request, agent_id: str, body: LettaRequest):
-    """Queue a run and return it at once (status created); 409 if the agent is busy."""
-    # Not thread-sensitive: Django would otherwise run every sync view of the process on one thread, so
-    # concurrent sends would queue behind each other's database waits. Django tidies only that thread's database
-    # connection; database_sync_to_async tidies this one's (a pooled one goes back to the pool).
-    return await database_sync_to_async(_send_async, thread_sensitive=False)(owner(request), agent_id, body)

@@ -74,6 +74,32 @@ def run_submit(
     return run
 
 
+def run_send(
+    *,
+    owner: Organization,
+    agent_id: str,
+    input_messages: list[dict],
+    max_steps: int | None = None,
+    background: bool = False,
+    stream_tokens: bool = False,
+) -> Run:
+    """Queue a person's message to an agent (API, SSE, websocket): run_submit, with the agent's model resolved
+    from the claim's row before the commit. Raises what run_start raises, and NotConfigured when no provider serves
+    the model; nothing is claimed or queued then."""
+    with transaction.atomic():
+        run = runner.run_start(
+            owner=owner,
+            agent_id=agent_id,
+            input_messages=input_messages,
+            max_steps=max_steps,
+            background=background,
+            stream_tokens=stream_tokens,
+        )
+        model_resolve(owner=owner, handle=run.agent.model)
+        queue.woken_after_commit(run_execute_task.enqueue(run_id=run.id))
+    return run
+
+
 def run_call(*, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None) -> Run:
     """Run the agent for a caller that waits for the end; returns the ended run (status, stop reason, usage and
     error current). Executes on this thread in a free slot of the local pool, else queues the run and waits.
@@ -81,10 +107,9 @@ def run_call(*, owner: Organization, agent_id: str, input_messages: list[dict], 
     claimed then): the model is resolved from the agent's row as the claim read it, not read again."""
     pool = queue.slot_take()
     if pool is None:
-        with transaction.atomic():
-            run = run_submit(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps)
-            model_resolve(owner=owner, handle=run.agent.model)
-        return run_wait(run=run)
+        return run_wait(
+            run=run_send(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps)
+        )
     try:
         with transaction.atomic():
             run = runner.run_start(

@@ -9,10 +9,8 @@ from channels.db import database_sync_to_async
 
 from core.accounts import Principal
 from core.errors import DomainError
-from core.providers import model_resolve
-from core.runs import executor, runner
+from core.runs import executor
 from core.runs.runner import run_cancel
-from core.selectors import agent_get
 
 
 def _error(message: str, detail=None) -> dict:
@@ -20,10 +18,8 @@ def _error(message: str, detail=None) -> dict:
 
 
 def _submit(principal: Principal, agent_id: str, text: str, max_steps, otid: str | None = None):
-    agent = agent_get(owner=principal.org, agent_id=agent_id)
-    inputs = runner.input_normalize([{"role": "user", "content": text, **({"otid": otid} if otid else {})}])
-    model_resolve(owner=principal.org, handle=agent.model)
-    return executor.run_submit(owner=principal.org, agent_id=agent_id, input_messages=inputs, max_steps=max_steps)
+    inputs = [{"role": "user", "content": text, **({"otid": otid} if otid else {})}]
+    return executor.run_send(owner=principal.org, agent_id=agent_id, input_messages=inputs, max_steps=max_steps)
 
 
 def _cancel(principal: Principal, agent_id: str) -> list[str]:

@@ -253,19 +253,31 @@ def test_a_step_keeps_the_text_of_each_context_section(api, agent, fake_llm):
     assert "The user's name is Alice." in sections["core_memory"]["text"]
 
 
-@pytest.mark.parametrize("extra", [{}, {"streaming": True}], ids=["sync", "stream"])
+@pytest.mark.parametrize(
+    ("path", "extra", "free_slot"),
+    [
+        ("messages", {}, True),
+        ("messages", {}, False),  # every slot of the pool taken: the run would be queued
+        ("messages", {"streaming": True}, False),
+        ("messages/async", {}, False),
+    ],
+    ids=["sync", "sync-queued", "stream", "async"],
+)
 def test_a_model_no_provider_serves_is_refused_and_nothing_is_claimed(
-    api, account, agent, fake_llm, monkeypatch, extra
+    api, account, agent, fake_llm, monkeypatch, path, extra, free_slot
 ):
+    from django_tasks_db.models import DBTaskResult
+
     from core.models import Run
     from core.runs import executor
 
     stray = make_agent(account.org, name="stray", model="nowhere/some-model")
     pool, taken, given = object(), [], []  # a stand-in run pool: which slots a send takes and gives back
-    monkeypatch.setattr(executor.queue, "slot_take", lambda: taken.append(pool) or pool)
+    monkeypatch.setattr(executor.queue, "slot_take", lambda: (taken.append(pool) or pool) if free_slot else None)
     monkeypatch.setattr(executor.queue, "slot_give", given.append)
-    r = _send(api, stray, **extra)
+    tasks = DBTaskResult.objects.count()
+    r = api.post(f"/v1/agents/{stray.id}/{path}", {"messages": [{"role": "user", "content": "hi"}], **extra})
     assert r.status_code == 400 and "not served by a configured provider" in r.json()["detail"], r.content
-    assert not Run.objects.filter(agent=stray).exists()
+    assert not Run.objects.filter(agent=stray).exists() and DBTaskResult.objects.count() == tasks
     assert not Message.objects.filter(agent=stray).exclude(role="system").exists()
-    assert taken == given == ([pool] if not extra else [])  # the synchronous send's slot went back
+    assert taken == given == ([pool] if free_slot else [])  # the synchronous send's slot went back

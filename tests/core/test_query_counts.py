@@ -5,6 +5,7 @@ call, as in a running server (the model list and the message cache are filled)."
 import pytest
 from django.db import connection
 
+from core.models import Message
 from core.runs.runner import run_agent
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
@@ -72,3 +73,26 @@ def test_message_send_on_the_request_thread(account, fake_llm, django_assert_max
             response = api.post(f"/v1/agents/{agent.id}/messages", {"messages": [{"role": "user", "content": text}]})
         said = [m["content"] for m in response.json()["messages"] if m["message_type"] == "assistant_message"]
         assert response.status_code == 200 and said == [text]
+
+
+# POST …/messages/async: auth, then one transaction: the claim (lock with the agent's memory counts and version,
+# busy check, insert), the task row, the agent's model (its provider rows)
+SEND_ASYNC_QUERIES = 8 if SQLITE else 9
+
+
+@pytest.mark.django_db(transaction=True)  # the queued run executes on a pool thread, which sees committed rows
+def test_async_send_request(account, fake_llm, django_assert_max_num_queries):
+    from core.models import RUN_TERMINAL, Run
+    from tests.helpers import until
+
+    agent = make_agent(account.org)
+    api = ApiClient(account.token)
+    for text in ("warm up", "hi"):
+        _reply(fake_llm, text)
+        with django_assert_max_num_queries(SEND_ASYNC_QUERIES if text == "hi" else 1000):
+            response = api.post(f"/v1/agents/{agent.id}/messages/async", {"input": text})
+        assert response.status_code == 200, response.content
+        run_id = response.json()["id"]
+        until(lambda: Run.objects.filter(pk=run_id, status__in=RUN_TERMINAL).exists(), what="the run's end")  # noqa: B023
+    said = Message.objects.filter(agent=agent, role="tool").count()
+    assert said == 2

@@ -109,6 +109,20 @@ async def test_bad_input_and_busy_agent_get_error_messages(account, fake_llm):
     await tab.disconnect()
 
 
+async def test_a_model_no_provider_serves_gets_an_error_message_and_claims_nothing(account, fake_llm):
+    from channels.db import database_sync_to_async
+
+    from core.models import Run
+
+    agent = await database_sync_to_async(make_agent)(account.org, name="stray", model="nowhere/some-model")
+    tab = await _open(account.user, agent.id)
+    await tab.send_json_to({"type": "user_message", "text": "hello"})
+    err = await tab.receive_json_from(timeout=5)
+    assert err["message_type"] == "error_message" and "not served by a configured provider" in err["message"], err
+    assert not await database_sync_to_async(Run.objects.filter(agent_id=agent.id).exists)()
+    await tab.disconnect()
+
+
 async def test_cancel_from_a_tab(account, fake_llm):
     from channels.db import database_sync_to_async
 
