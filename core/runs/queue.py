@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import threading
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from datetime import timedelta
@@ -206,7 +207,7 @@ def waiting():
         yield
         return
     _slot.pool = None
-    pool.free.release()
+    pool.slot_release()
     try:
         yield
     finally:
@@ -226,7 +227,7 @@ def slot_take():
 
 
 def slot_give(pool) -> None:
-    pool.free.release()
+    pool.slot_release()
 
 
 @contextmanager
@@ -238,7 +239,7 @@ def in_slot(pool):
         yield
     finally:
         _slot.pool = None
-        pool.free.release()
+        pool.slot_release()
 
 
 class Pool:
@@ -246,6 +247,9 @@ class Pool:
 
     Slots bound the runs executing at once; a thread waiting on other runs lends its slot (`waiting`), so
     the pool has threads for the nested runs of agent-to-agent messages (at most MULTI_AGENT_MAX_DEPTH deep).
+    A task this process enqueued while every slot was taken waits in `backlog` and starts in the next slot
+    released; the dispatcher's claims (an exclusive transaction and a read of the ready tasks) are for tasks
+    other processes enqueued, and for those left from before a restart.
     """
 
     def __init__(self, *, threads: int, poll_s: float):
@@ -258,6 +262,8 @@ class Pool:
         self.woken = threading.Event()
         self.stopping = threading.Event()
         self.dispatcher: threading.Thread | None = None
+        self.backlog: deque = deque()
+        self.backlog_lock = threading.Lock()
 
     def wake(self) -> None:
         self.woken.set()
@@ -266,10 +272,29 @@ class Pool:
         """Start a task this process just enqueued (its TaskResult) on a free thread, which claims it by id;
         without a free thread, leave it to the dispatcher's next claim. Claims are conditional, so a task runs
         once."""
-        if self.stopping.is_set() or not self.free.acquire(blocking=False):
+        if self.stopping.is_set():
             self.wake()
             return
+        if not self.free.acquire(blocking=False):
+            with self.backlog_lock:
+                self.backlog.append(enqueued)
+            self._backlog_start()  # a slot released since the acquire above found the backlog empty
+            return
         self.executor.submit(self._execute, enqueued=enqueued)
+
+    def slot_release(self) -> None:
+        """Give a slot back; a task waiting in the backlog starts in it."""
+        self.free.release()
+        if self.backlog:
+            self._backlog_start()
+
+    def _backlog_start(self) -> None:
+        while True:
+            with self.backlog_lock:
+                if not self.backlog or self.stopping.is_set() or not self.free.acquire(blocking=False):
+                    return
+                enqueued = self.backlog.popleft()
+            self.executor.submit(self._execute, enqueued=enqueued)
 
     def stop(self) -> None:
         self.stopping.set()
@@ -290,7 +315,7 @@ class Pool:
                     log.exception("could not claim a task")
                     connection.close()
                 if task is None:
-                    self.free.release()
+                    self.slot_release()
                     connection_lend()
                     self.woken.wait(self.poll_s)
                     self.woken.clear()

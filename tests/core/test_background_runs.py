@@ -154,3 +154,28 @@ def test_waiting_for_a_run_returns_when_it_ends_or_at_the_timeout(agent, fake_ll
     run = executor.run_submit(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
     assert executor.run_wait(run=run, timeout=0.05).status in ("created", "running")
     assert executor.run_wait(run=run).status == "completed"
+
+
+def test_tasks_enqueued_while_every_slot_is_taken_start_as_slots_free_without_the_dispatcher(account, fake_llm):
+    from django_tasks_db.models import DBTaskResult
+
+    from core.runs import runner
+    from core.runs.executor import run_execute_task
+
+    fake_llm.script(*[FakeLLM.tool("send_message", {"message": f"reply {i}"}, latency=0.3) for i in range(3)])
+    pool = queue.Pool(threads=1, poll_s=60)  # one slot, and no dispatcher: only the backlog can start the others
+    runs = []
+    for i in range(3):
+        agent = make_agent(account.org, name=f"a{i}")
+        run = runner.run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+        runs.append(run.id)
+        pool.submit(run_execute_task.enqueue(run_id=run.id))
+    assert len(pool.backlog) == 2  # the first took the only slot
+    try:
+        until(lambda: Run.objects.filter(pk__in=runs, status="completed").count() == 3, what="all three runs")
+    finally:
+        pool.stop()
+        pool.executor.shutdown(wait=True)
+        queue._pool_connections_close()
+    assert not pool.backlog and DBTaskResult.objects.filter(status="SUCCESSFUL").count() == 3
+    assert pool.free.acquire(blocking=False)  # the slot was given back
