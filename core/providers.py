@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from core.engine.tokens import model_info
 from core.errors import NotConfigured
 from core.models import Organization, ProviderConfig
+from core.prepared import Prepared
 
 # Curated handles offered when a provider is configured; any other litellm handle works too.
 _KNOWN = {
@@ -62,11 +63,14 @@ def _env_providers() -> list[Provider]:
     return found
 
 
+_OWNER_PROVIDERS = Prepared(lambda p: ProviderConfig.objects.filter(owner_id=p.owner_id).order_by("created_at"))
+
+
 def providers_list(*, owner: Organization | None) -> list[Provider]:
     """Configured providers: the environment's, then the owner's own (which take precedence by name)."""
     providers = {p.name: p for p in _env_providers()}
     if owner is not None:
-        for row in ProviderConfig.objects.filter(owner=owner).order_by("created_at"):
+        for row in _OWNER_PROVIDERS(owner_id=owner.pk):
             providers[row.name] = Provider(
                 name=row.name,
                 kind=row.kind,

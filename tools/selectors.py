@@ -4,6 +4,7 @@ from django.db.models import QuerySet
 
 from core.models import Agent, Organization
 from core.pagination import clamp_limit, queryset_page
+from core.prepared import Prepared
 from core.selectors import owned_get
 from tools.models import Tool, ToolRun
 
@@ -68,8 +69,12 @@ def tools_page(
     return queryset_page(qs, after=after, before=before, limit=limit, order="asc" if ascending else "desc", scope=scope)
 
 
+_AGENT_TOOLS = Prepared(lambda p: Tool.objects.filter(agents__id=p.agent_id).order_by("name"))
+
+
 def agent_tools(*, agent: Agent) -> list[Tool]:
-    return list(agent.tools.all().order_by("name"))
+    """The agent's tools by name (every step reads them: compiled once)."""
+    return _AGENT_TOOLS(agent_id=agent.pk)
 
 
 def agents_tools(*, agent_ids: list[str]) -> dict[str, list[Tool]]:

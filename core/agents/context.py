@@ -16,7 +16,9 @@ from django.db.models.functions import Coalesce
 from core import mapping
 from core.engine import types as t
 from core.engine.context import compile_context, overview
-from core.models import Agent, Message
+from core.errors import NotFound
+from core.models import Agent, Message, Organization
+from core.prepared import Prepared
 from memory.models import Passage
 from memory.selectors import agent_blocks
 from tools.selectors import agent_tools
@@ -96,6 +98,17 @@ def with_memory_counts(agents: QuerySet[Agent]) -> QuerySet[Agent]:
         .values("n")
     )
     return agents.annotate(snapshot_max_seq=Subquery(last), snapshot_archival=Coalesce(Subquery(passages), 0))
+
+
+_WITH_COUNTS = Prepared(lambda p: with_memory_counts(Agent.objects.filter(owner_id=p.owner_id, id=p.agent_id)))
+
+
+def agent_with_counts(*, owner: Organization, agent_id: str) -> Agent:
+    """The owner's agent with its memory counts (what a context read needs), or NotFound; compiled once."""
+    agent = _WITH_COUNTS.first(owner_id=owner.pk, agent_id=agent_id)
+    if agent is None:
+        raise NotFound(f"Agent '{agent_id}' not found")
+    return agent
 
 
 def _stats(agent: Agent, in_context: int, max_seq: int, block_rows) -> t.MemoryStats:

@@ -8,14 +8,13 @@ from ninja import Field, Query, Router, Schema
 from pydantic import model_validator
 
 from core.agents import history, presenters
-from core.agents.context import context_overview, with_memory_counts
+from core.agents.context import agent_with_counts, context_overview
 from core.agents.messages import messages_to_letta, stop_reason_message, usage_statistics
 from core.api.agents import owner
 from core.api.schemas import AgentStateOut, ContextWindowOut, LettaMessageOut, LettaResponseOut, RunOut
-from core.models import Agent
 from core.runs import executor, runner
 from core.runs.streaming import sse_events
-from core.selectors import agent_get, owned_get
+from core.selectors import agent_get
 
 router = Router(tags=["messages"])
 
@@ -164,7 +163,7 @@ def messages_reset(request, agent_id: str):
 
 @router.get("/agents/{agent_id}/context", response=ContextWindowOut, exclude_unset=True)
 def context(request, agent_id: str):
-    return context_overview(agent=owned_get(with_memory_counts(Agent.objects.all()), owner=owner(request), id=agent_id))
+    return context_overview(agent=agent_with_counts(owner=owner(request), agent_id=agent_id))
 
 
 @router.post("/agents/{agent_id}/messages/async", response=RunOut)

@@ -39,14 +39,14 @@ from core.engine import rules as rule_solver
 from core.engine.stream import ChunkBuilder
 from core.engine.tokens import step_cost
 from core.engine.types import StopReason
-from core.errors import Conflict, Invalid
+from core.errors import Conflict, Invalid, NotFound
 from core.events import group_listened
 from core.models import RUN_ACTIVE, Agent, Organization, Run, RunStatus
+from core.prepared import Prepared
 from core.providers import model_resolve
 from core.runs import overflow, persistence, queue, tool_exec
 from core.runs.emit import Emitter
 from core.runs.timetravel import step_state
-from core.selectors import owned_get
 
 log = logging.getLogger(__name__)
 
@@ -122,19 +122,33 @@ def _counted(agents):
     return versions.with_current_version(with_memory_counts(agents))
 
 
+# The run's hot reads, compiled once (core.prepared).
+_CLAIM_READ = Prepared(lambda p: _counted(Agent.objects.select_for_update()).filter(owner_id=p.owner_id, id=p.agent_id))
+_CLAIM_LOCK = Prepared(lambda p: Agent.objects.select_for_update().filter(owner_id=p.owner_id, id=p.agent_id))
+_CLAIM_COUNTS = Prepared(lambda p: _counted(Agent.objects.filter(pk=p.agent_id)).only("id"))
+_BUSY = Prepared(lambda p: Run.objects.filter(agent_id=p.agent_id, status__in=RUN_ACTIVE).order_by("created_at")[:1])
+_STEP_AGENT = Prepared(
+    lambda p: with_memory_counts(
+        Agent.objects.annotate(cancelled=Exists(Run.objects.filter(pk=p.run_id, cancel_requested=True)))
+    ).filter(pk=p.agent_id)
+)
+
+
 def _claim_read(owner: Organization, agent_id: str) -> Agent:
     """The claim's locking read of the agent, with the counts its first step needs and its current version. On
     SQLite that is one statement: the write transaction began IMMEDIATE, so nothing changes under it. On PostgreSQL
     a locking SELECT that waited for the lock re-reads the row but evaluates subqueries in its snapshot from before
     the wait, so they are read after it, in one statement of their own."""
     if connection.vendor != "postgresql":
-        return owned_get(_counted(Agent.objects.select_for_update()), owner=owner, id=agent_id)
-    agent = owned_get(Agent.objects.select_for_update(), owner=owner, id=agent_id)
-    row = _counted(Agent.objects.filter(pk=agent.pk)).values(
-        "snapshot_max_seq", "snapshot_archival", "current_version_id"
-    )
-    for name, value in row.get().items():
-        setattr(agent, name, value)
+        agent = _CLAIM_READ.first(owner_id=owner.pk, agent_id=agent_id)
+    else:
+        agent = _CLAIM_LOCK.first(owner_id=owner.pk, agent_id=agent_id)
+        if agent is not None:
+            counts = _CLAIM_COUNTS.first(agent_id=agent.pk)
+            for name in ("snapshot_max_seq", "snapshot_archival", "current_version_id"):
+                setattr(agent, name, getattr(counts, name))
+    if agent is None:
+        raise NotFound(f"Agent '{agent_id}' not found")
     return agent
 
 
@@ -162,7 +176,7 @@ def run_start(
     # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
     inputs = input_normalize(input_messages)  # bad input is refused before a busy agent is
-    busy = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).order_by("created_at").first()
+    busy = _BUSY.first(agent_id=agent.pk)
     if busy is not None and not queue.lease_lapsed(busy):
         raise Conflict(
             f"Agent '{agent_id}' is busy with run '{busy.id}'; wait for it to finish or cancel it.",
@@ -264,8 +278,9 @@ def run_agent(
 
 def _agent_unless_cancelled(run: Run) -> Agent | None:
     """The agent's current row, or None if the run was asked to stop (one query for both)."""
-    cancelled = Exists(Run.objects.filter(pk=run.pk, cancel_requested=True))
-    agent = with_memory_counts(Agent.objects.annotate(cancelled=cancelled)).get(pk=run.agent_id)
+    agent = _STEP_AGENT.first(agent_id=run.agent_id, run_id=run.pk)
+    if agent is None:
+        raise Agent.DoesNotExist(f"Agent '{run.agent_id}' was deleted during the run")
     return None if agent.cancelled else agent
 
 

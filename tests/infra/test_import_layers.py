@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "core.mapping",
             "core.models",
             "core.pagination",
+            "core.prepared",
             "core.providers",
             "core.selectors",
             "core.text",

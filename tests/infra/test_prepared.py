@@ -1,0 +1,85 @@
+"""core.prepared: a read compiled once gives what the ORM gives (fields through their converters, annotations),
+for each call's values, and refuses what it cannot stand for."""
+
+import pytest
+from django.db.models import Count, Exists
+
+from core.agents.context import with_memory_counts
+from core.models import Agent, Message, Run
+from core.prepared import Prepared
+from memory.models import Block
+from memory.selectors import agent_blocks
+from tests.factories import make_agent
+from tools.models import Tool
+
+pytestmark = pytest.mark.django_db
+
+
+def _fields(obj) -> dict:
+    return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields}
+
+
+def test_rows_and_annotations_equal_the_orms_for_each_calls_values(account):
+    one = make_agent(account.org, name="one", tags=["x"])
+    two = make_agent(account.org, name="two")
+    Agent.objects.filter(pk=one.pk).update(model_settings={"temperature": 0.2, "nested": ["a", 1]})
+    run = Run.objects.create(owner=account.org, agent=two, cancel_requested=True)
+    built = []
+
+    def build(p):
+        built.append(p)
+        flagged = Exists(Run.objects.filter(pk=p.run_id, cancel_requested=True))
+        return with_memory_counts(Agent.objects.annotate(cancelled=flagged)).filter(owner_id=p.owner_id, id=p.agent_id)
+
+    prepared = Prepared(build)
+    for agent, run_id in ((one, "run-none"), (two, run.id), (one, run.id)):
+        got = prepared.first(owner_id=account.org.pk, agent_id=agent.pk, run_id=run_id)
+        orm = (
+            with_memory_counts(
+                Agent.objects.annotate(cancelled=Exists(Run.objects.filter(pk=run_id, cancel_requested=True)))
+            )
+            .filter(owner=account.org, id=agent.pk)
+            .get()
+        )
+        assert _fields(got) == _fields(orm) and got._state.adding is False and got._state.db == "default"
+        assert (got.snapshot_max_seq, got.snapshot_archival, got.cancelled) == (
+            orm.snapshot_max_seq,
+            orm.snapshot_archival,
+            orm.cancelled,
+        )
+    assert len(built) == 1  # compiled once
+    assert prepared.first(owner_id=account.org.pk, agent_id=one.pk, run_id="x").model_settings["nested"] == ["a", 1]
+    assert prepared.first(owner_id="org-other", agent_id=one.pk, run_id="x") is None
+    assert prepared(owner_id=account.org.pk, agent_id="agent-none", run_id="x") == []
+
+
+def test_each_call_reads_the_rows_as_they_are_now(account):
+    agent = make_agent(account.org)
+    before = agent_blocks(agent=agent)
+    assert [b.label for b in before] == [
+        b.label
+        for b in Block.objects.filter(agentblock__agent=agent).order_by("agentblock__position", "agentblock__id")
+    ]
+    Block.objects.filter(pk=before[0].pk).update(value="changed")
+    Message.objects.create(owner=account.org, agent=agent, seq=99, role="user", text="hi")
+    after = agent_blocks(agent=agent)
+    assert after[0].value == "changed" and after[0].updated_at == Block.objects.get(pk=before[0].pk).updated_at
+    counted = Prepared(lambda p: with_memory_counts(Agent.objects.filter(pk=p.agent_id)))
+    assert counted.first(agent_id=agent.pk).snapshot_max_seq == 99
+
+
+def test_many_to_many_rows_in_order(account):
+    agent = make_agent(account.org)
+    prepared = Prepared(lambda p: Tool.objects.filter(agents__id=p.agent_id).order_by("name"))
+    got = prepared(agent_id=agent.pk)
+    assert got and [_fields(t) for t in got] == [_fields(t) for t in agent.tools.all().order_by("name")]
+
+
+def test_refuses_what_a_placeholder_cannot_stand_for(account):
+    make_agent(account.org)
+    with pytest.raises(ValueError, match="select_related"):
+        Prepared(lambda p: Run.objects.select_related("agent").filter(pk=p.run_id))(run_id="x")
+    with pytest.raises(ValueError, match="whole value"):
+        Prepared(lambda p: Agent.objects.filter(name__contains=p.name))(name="x")
+    grouped = Prepared(lambda p: Agent.objects.filter(owner_id=p.owner_id).annotate(n=Count("runs")).order_by("name"))
+    assert [a.n for a in grouped(owner_id=account.org.pk)] == [0]
