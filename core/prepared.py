@@ -9,8 +9,10 @@ does (the fields' converters, then annotations).
     _blocks = Prepared(lambda p: Block.objects.filter(agents__id=p.agent_id).order_by("position"))
     rows = _blocks(agent_id=agent.id)
 
-Placeholders stand for string values only (ids, handles); the queryset may not use select_related or
-prefetch_related. One compiled form per database alias (the SQL differs by vendor).
+Placeholders stand for string values only (ids, handles); select_related is followed, prefetch_related is not.
+One compiled form per database alias (the SQL differs by vendor).
+
+`update` is `Model.objects.filter(**where).update(**values)` for equality filters, its SQL built once per shape.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Generic, TypeVar
 
 from django.db import connections
 from django.db.models import Model, QuerySet
+from django.db.models.query import get_related_populators
 
 M = TypeVar("M", bound=Model)
 _MARK = "\x00prepared:"
@@ -34,12 +37,12 @@ class _Placeholders:
 
 
 class _Compiled:
-    __slots__ = ("annotations", "converters", "fields", "init_list", "model", "params", "slots", "sql")
+    __slots__ = ("annotations", "converters", "fields", "init_list", "model", "params", "related", "slots", "sql")
 
     def __init__(self, queryset: QuerySet, alias: str):
         query = queryset.query
-        if query.select_related or queryset._prefetch_related_lookups:
-            raise ValueError("Prepared reads take no select_related or prefetch_related")
+        if queryset._prefetch_related_lookups:
+            raise ValueError("Prepared reads take no prefetch_related")
         compiler = query.get_compiler(using=alias)
         sql, params = compiler.as_sql()
         self.sql, self.params = sql, list(params)
@@ -57,6 +60,7 @@ class _Compiled:
         self.fields = (start, end)
         self.init_list = [column[0].target.attname for column in compiler.select[start:end]]
         self.annotations = list(compiler.annotation_col_map.items())
+        self.related = get_related_populators(klass_info, compiler.select, alias)  # select_related's rows
 
 
 def _is_placeholder(value) -> bool:
@@ -99,6 +103,8 @@ class Prepared(Generic[M]):
                     value = convert(value, expression, connection)
                 row[i] = value
             obj = c.model.from_db(using, c.init_list, row[start:end])
+            for populator in c.related:
+                populator.populate(row, obj)
             for name, position in c.annotations:
                 setattr(obj, name, row[position])
             out.append(obj)
@@ -108,3 +114,40 @@ class Prepared(Generic[M]):
         """The first row, or None; the queryset says the order (and should be limited to one row)."""
         rows = self(using=using, **values)
         return rows[0] if rows else None
+
+
+_updates: dict[tuple, tuple[str, list]] = {}
+
+
+def update(model: type[Model], where: dict[str, object], *, using: str = "default", **values) -> int:
+    """`model.objects.filter(**where).update(**values)` where every filter is a concrete field's equality ("pk",
+    a field's name or attname): the statement's SQL is built once per model, fields and database, and the values go
+    through the fields' own preparation (JSON, datetimes), as QuerySet.update sends them. Returns the rows updated.
+    No expressions (F, Case): use the ORM for those."""
+    connection = connections[using]
+    key = (model, tuple(where), tuple(values), using)
+    shape = _updates.get(key)
+    if shape is None:
+        opts, quote = model._meta, connection.ops.quote_name
+        set_fields = [opts.get_field(name) for name in values]
+        where_fields = [opts.pk if name == "pk" else opts.get_field(name) for name in where]
+        if any(not f.concrete or f.many_to_many or hasattr(f, "get_placeholder") for f in set_fields + where_fields):
+            raise ValueError(f"update() takes concrete fields of {model.__name__} with plain placeholders only")
+        sql = "UPDATE {} SET {} WHERE {}".format(
+            quote(opts.db_table),
+            ", ".join(f"{quote(f.column)} = %s" for f in set_fields),
+            " AND ".join(f"{quote(f.column)} = %s" for f in where_fields),
+        )
+        shape = _updates[key] = (sql, set_fields + where_fields)
+    sql, fields = shape
+    params = []
+    for field, value in zip(fields, [*values.values(), *where.values()], strict=True):
+        if hasattr(value, "resolve_expression"):
+            raise ValueError("update() takes plain values, not expressions")
+        if len(params) < len(values):
+            params.append(field.get_db_prep_save(value, connection))
+        else:
+            params.append(field.get_db_prep_value(field.get_prep_value(value), connection, prepared=True))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount

@@ -29,6 +29,7 @@ from core.agents import history
 from core.agents.messages import in_reply, messages_to_letta
 from core.events import agent_group, sender_loop
 from core.models import RUN_ACTIVE, RUN_TERMINAL, Organization, Run, RunStatus
+from core.prepared import Prepared
 from core.providers import model_resolve
 from core.runs import queue, runner
 
@@ -129,9 +130,12 @@ def run_call(*, owner: Organization, agent_id: str, input_messages: list[dict], 
     return run
 
 
+_QUEUED_RUN = Prepared(lambda p: Run.objects.select_related("owner", "agent").filter(pk=p.run_id))
+
+
 def run_execute(*, run_id: str) -> str:
     """Task body: execute a queued run to its end under this process's lease; returns its final status."""
-    run = Run.objects.select_related("owner", "agent").filter(pk=run_id).first()
+    run = _QUEUED_RUN.first(run_id=run_id)
     if run is None or run.status not in RUN_ACTIVE:
         return run.status if run else "missing"
     try:

@@ -14,6 +14,7 @@ from core.agents.context import messages_cache_put
 from core.engine import tokens
 from core.engine.context import SYSTEM_SECTIONS
 from core.models import Agent, Message, Run, Step
+from core.prepared import Prepared
 
 
 def message_build(
@@ -57,11 +58,21 @@ def message_build(
     return row
 
 
+def _locked(p):
+    last = Message.objects.filter(agent_id=OuterRef("pk")).order_by("-seq").values("seq")[:1]
+    return Agent.objects.select_for_update().annotate(max_seq=Subquery(last)).filter(pk=p.agent_id)
+
+
+_LOCKED = Prepared(_locked)
+
+
 def agent_lock(agent_id: str) -> Agent:
     """The agent's row, locked for this transaction (PostgreSQL row lock; SQLite: IMMEDIATE transactions),
     annotated with `max_seq`, its highest message seq (read under the lock, so it is authoritative)."""
-    last = Message.objects.filter(agent_id=OuterRef("pk")).order_by("-seq").values("seq")[:1]
-    return Agent.objects.select_for_update().annotate(max_seq=Subquery(last)).get(pk=agent_id)
+    agent = _LOCKED.first(agent_id=agent_id)
+    if agent is None:
+        raise Agent.DoesNotExist(f"Agent '{agent_id}' was deleted")
+    return agent
 
 
 def messages_store(*, agent: Agent, rows: Iterable[Message], run: Run | None, step: Step | None) -> list[Message]:

@@ -28,7 +28,7 @@ from django_tasks_db.models import DBTaskResult
 from django_tasks_db.utils import exclusive_transaction
 
 from agents_ide.transactions import connection_lend
-from core import events
+from core import events, prepared
 from core.models import RUN_ACTIVE, Run, RunStatus
 
 log = logging.getLogger(__name__)
@@ -53,8 +53,8 @@ def lease(run_id: str, **fields):
     run is no longer waiting to start: cancelled, reaped or taken by another process."""
 
     lease_thread_ensure()
-    taken = Run.objects.filter(pk=run_id, status=RunStatus.CREATED).update(
-        worker=WORKER_ID, heartbeat_at=timezone.now(), **fields
+    taken = prepared.update(
+        Run, {"pk": run_id, "status": RunStatus.CREATED}, worker=WORKER_ID, heartbeat_at=timezone.now(), **fields
     )
     if not taken:
         yield False
@@ -385,10 +385,10 @@ def _claim_enqueued(enqueued):
     row's fields are set in memory rather than read back. None if someone else claimed it first."""
 
     row, now = enqueued.db_result, timezone.now()
-    if (
-        not DBTaskResult.objects.ready()
-        .filter(pk=row.pk)
-        .update(status=TaskResultStatus.RUNNING, started_at=now, worker_ids=[WORKER_ID])
+    # Ready means READY and due; a run's task is due when enqueued (it has no run_after), so READY is the test.
+    ready = {"pk": row.pk, "status": TaskResultStatus.READY}
+    if not prepared.update(
+        DBTaskResult, ready, status=TaskResultStatus.RUNNING, started_at=now, worker_ids=[WORKER_ID]
     ):
         return None
     row.status, row.started_at, row.worker_ids = TaskResultStatus.RUNNING, now, [WORKER_ID]

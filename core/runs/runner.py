@@ -23,7 +23,7 @@ from django.db.models import Exists
 from django.utils import timezone
 
 from agents_ide.transactions import outside_transaction
-from core import ids, mapping
+from core import ids, mapping, prepared
 from core.agents import versions
 from core.agents.context import AgentSnapshot, agent_snapshot, context_compile, with_memory_counts
 from core.agents.messages import (
@@ -582,9 +582,9 @@ def _end_store(rs: _RunState, stop: StopReason, *, message_ids: list[str] | None
     now = timezone.now()
     usage = {**rs.usage, "run_ids": [rs.run.id]}
     window = {} if message_ids is None else {"message_ids": message_ids}
-    Agent.objects.filter(pk=rs.run.agent_id).update(last_stop_reason=str(stop), last_run_completion=now, **window)
-    Run.objects.filter(pk=rs.run.pk).update(
-        status=status, stop_reason=str(stop), usage=usage, error=rs.error, completed_at=now
+    prepared.update(Agent, {"pk": rs.run.agent_id}, last_stop_reason=str(stop), last_run_completion=now, **window)
+    prepared.update(
+        Run, {"pk": rs.run.pk}, status=status, stop_reason=str(stop), usage=usage, error=rs.error, completed_at=now
     )
     rs.run.status, rs.run.stop_reason, rs.run.usage, rs.run.error, rs.run.completed_at = (
         status,

@@ -2,8 +2,10 @@
 for each call's values, and refuses what it cannot stand for."""
 
 import pytest
-from django.db.models import Count, Exists
+from django.db.models import Count, Exists, F
+from django.utils import timezone
 
+from core import prepared
 from core.agents.context import with_memory_counts
 from core.models import Agent, Message, Run
 from core.prepared import Prepared
@@ -77,9 +79,38 @@ def test_many_to_many_rows_in_order(account):
 
 def test_refuses_what_a_placeholder_cannot_stand_for(account):
     make_agent(account.org)
-    with pytest.raises(ValueError, match="select_related"):
-        Prepared(lambda p: Run.objects.select_related("agent").filter(pk=p.run_id))(run_id="x")
+    with pytest.raises(ValueError, match="prefetch_related"):
+        Prepared(lambda p: Agent.objects.prefetch_related("tools").filter(pk=p.agent_id))(agent_id="x")
     with pytest.raises(ValueError, match="whole value"):
         Prepared(lambda p: Agent.objects.filter(name__contains=p.name))(name="x")
     grouped = Prepared(lambda p: Agent.objects.filter(owner_id=p.owner_id).annotate(n=Count("runs")).order_by("name"))
     assert [a.n for a in grouped(owner_id=account.org.pk)] == [0]
+
+
+def test_select_related_rows_come_with_their_related_objects(account, django_assert_num_queries):
+    agent = make_agent(account.org)
+    run = Run.objects.create(owner=account.org, agent=agent)
+    read = Prepared(lambda p: Run.objects.select_related("owner", "agent").filter(pk=p.run_id))
+    read(run_id=run.pk)  # compiled
+    with django_assert_num_queries(1):
+        got = read.first(run_id=run.pk)
+        assert got.agent.name == agent.name and got.owner.name == account.org.name
+    orm = Run.objects.select_related("owner", "agent").get(pk=run.pk)
+    assert _fields(got) == _fields(orm) and _fields(got.agent) == _fields(orm.agent)
+
+
+def test_update_writes_what_the_querysets_update_writes(account):
+    agent = make_agent(account.org)
+    run = Run.objects.create(owner=account.org, agent=agent)
+    twin = Run.objects.create(owner=account.org, agent=agent)
+    when = timezone.now()
+    values = {"status": "completed", "usage": {"steps": [1, {"a": None}]}, "error": "", "completed_at": when}
+    assert prepared.update(Run, {"pk": run.pk, "status": "created"}, **values) == 1
+    Run.objects.filter(pk=twin.pk, status="created").update(**values)
+    got, orm = Run.objects.get(pk=run.pk), Run.objects.get(pk=twin.pk)
+    assert {k: getattr(got, k) for k in values} == {k: getattr(orm, k) for k in values} == values
+    assert prepared.update(Run, {"pk": run.pk, "status": "created"}, status="failed") == 0  # the filter holds
+    assert prepared.update(Agent, {"pk": agent.pk}, message_ids=["m-1"], last_stop_reason="end_turn") == 1
+    assert Agent.objects.get(pk=agent.pk).message_ids == ["m-1"]
+    with pytest.raises(ValueError, match="expressions"):
+        prepared.update(Run, {"pk": run.pk}, max_steps=F("max_steps") + 1)
