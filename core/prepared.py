@@ -1,16 +1,16 @@
-"""Reads on the hot paths whose SQL Django compiles once, then runs with new values.
+"""Statements on the hot paths whose SQL is built once, then run with each call's values.
 
-Building and compiling a queryset costs most of an ORM read: about 1 ms of Python for an agent's row, against
+Building and compiling a queryset costs most of an ORM statement: about 1 ms of Python for an agent's row, against
 0.1 ms for SQLite to answer it. A step reads the same few shapes every time (the agent with its memory counts, its
-blocks, its tools), so `Prepared` keeps each shape's SQL and the compiler that knows its columns; a call
-substitutes its values for the placeholders and turns the rows into model instances as Django's ModelIterable
-does (the fields' converters, then annotations).
+blocks, its tools), so `Prepared` keeps each shape's SQL and what Django's compiler worked out about its columns
+(the fields' converters, annotations, select_related's populators); a call puts its values in the placeholders' places
+and turns the rows into model instances as Django's ModelIterable does.
 
-    _blocks = Prepared(lambda p: Block.objects.filter(agents__id=p.agent_id).order_by("position"))
-    rows = _blocks(agent_id=agent.id)
+    _BLOCKS = Prepared(lambda p: Block.objects.filter(agentblock__agent_id=p.agent_id).order_by("label"))
+    rows = _BLOCKS(agent_id=agent.id)
 
-Placeholders stand for string values only (ids, handles); select_related is followed, prefetch_related is not.
-One compiled form per database alias (the SQL differs by vendor).
+Placeholders stand for whole string values (ids, handles, hashes); select_related is followed, prefetch_related is
+not. One compiled form per database alias (the SQL differs by vendor).
 
 `update` is `Model.objects.filter(**where).update(**values)` for equality filters, its SQL built once per shape.
 """
