@@ -138,16 +138,15 @@ def update(model: type[Model], where: dict[str, object], *, using: str = "defaul
             ", ".join(f"{quote(f.column)} = %s" for f in set_fields),
             " AND ".join(f"{quote(f.column)} = %s" for f in where_fields),
         )
-        shape = _updates[key] = (sql, set_fields + where_fields)
-    sql, fields = shape
-    params = []
-    for field, value in zip(fields, [*values.values(), *where.values()], strict=True):
-        if hasattr(value, "resolve_expression"):
-            raise ValueError("update() takes plain values, not expressions")
-        if len(params) < len(values):
-            params.append(field.get_db_prep_save(value, connection))
-        else:
-            params.append(field.get_db_prep_value(field.get_prep_value(value), connection, prepared=True))
+        shape = _updates[key] = (sql, set_fields, where_fields)
+    sql, set_fields, where_fields = shape
+    if any(hasattr(value, "resolve_expression") for value in (*values.values(), *where.values())):
+        raise ValueError("update() takes plain values, not expressions")
+    params = [f.get_db_prep_save(value, connection) for f, value in zip(set_fields, values.values(), strict=True)]
+    params += [
+        f.get_db_prep_value(f.get_prep_value(value), connection, prepared=True)
+        for f, value in zip(where_fields, where.values(), strict=True)
+    ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount

@@ -16,9 +16,9 @@ from django.db.models.functions import Coalesce
 from core import mapping
 from core.engine import types as t
 from core.engine.context import compile_context, overview
-from core.errors import NotFound
 from core.models import Agent, Message, Organization
 from core.prepared import Prepared
+from core.selectors import found_or_404
 from memory.models import Passage
 from memory.selectors import agent_blocks
 from tools.selectors import agent_tools
@@ -105,18 +105,18 @@ _WITH_COUNTS = Prepared(lambda p: with_memory_counts(Agent.objects.filter(owner_
 
 def agent_with_counts(*, owner: Organization, agent_id: str) -> Agent:
     """The owner's agent with its memory counts (what a context read needs), or NotFound; compiled once."""
-    agent = _WITH_COUNTS.first(owner_id=owner.pk, agent_id=agent_id)
-    if agent is None:
-        raise NotFound(f"Agent '{agent_id}' not found")
-    return agent
+    return found_or_404(_WITH_COUNTS.first(owner_id=owner.pk, agent_id=agent_id), Agent, agent_id)
 
 
 def _stats(agent: Agent, in_context: int, max_seq: int, block_rows) -> t.MemoryStats:
     last_edit = max((b.updated_at for b in block_rows), default=None)
-    archival = getattr(agent, "snapshot_archival", None)
+    if hasattr(agent, "snapshot_archival"):  # read with the agent (with_memory_counts)
+        archival = agent.snapshot_archival
+    else:
+        archival = Passage.objects.filter(agent_id=agent.id).count()
     return t.MemoryStats(
         recall_outside_window=max(0, max_seq + 1 - in_context),
-        archival_count=Passage.objects.filter(agent_id=agent.id).count() if archival is None else archival,
+        archival_count=archival,
         last_memory_edit=last_edit.strftime("%Y-%m-%d %I:%M:%S %p UTC") if last_edit else None,
     )
 

@@ -43,7 +43,7 @@ _waiters: dict[str, set[threading.Event]] = {}
 _waiters_lock = threading.Lock()
 
 
-@transaction.atomic
+@transaction.atomic  # a savepoint when nested: callers (sleep-time, multi-agent tools) catch its Conflict
 def run_submit(
     *,
     owner: Organization,
@@ -60,21 +60,22 @@ def run_submit(
 
     Raises Conflict if the agent is busy, Invalid for bad input. The task reaches a pool thread after commit.
     """
-    run = runner.run_start(
-        owner=owner,
-        agent_id=agent_id,
-        input_messages=input_messages,
-        max_steps=max_steps,
-        background=background,
-        depth=depth,
-        parent_run_id=parent_run_id,
-        kinds=kinds,
-        stream_tokens=stream_tokens,
+    return _queued(
+        runner.run_start(
+            owner=owner,
+            agent_id=agent_id,
+            input_messages=input_messages,
+            max_steps=max_steps,
+            background=background,
+            depth=depth,
+            parent_run_id=parent_run_id,
+            kinds=kinds,
+            stream_tokens=stream_tokens,
+        )
     )
-    queue.woken_after_commit(run_execute_task.enqueue(run_id=run.id))
-    return run
 
 
+@transaction.atomic(savepoint=False)  # called by entry points, never nested
 def run_send(
     *,
     owner: Organization,
@@ -87,17 +88,21 @@ def run_send(
     """Queue a person's message to an agent (API, SSE, websocket): run_submit, with the agent's model resolved
     from the claim's row before the commit. Raises what run_start raises, and NotConfigured when no provider serves
     the model; nothing is claimed or queued then."""
-    with transaction.atomic():
-        run = runner.run_start(
-            owner=owner,
-            agent_id=agent_id,
-            input_messages=input_messages,
-            max_steps=max_steps,
-            background=background,
-            stream_tokens=stream_tokens,
-        )
-        model_resolve(owner=owner, handle=run.agent.model)
-        queue.woken_after_commit(run_execute_task.enqueue(run_id=run.id))
+    run = runner.run_start(
+        owner=owner,
+        agent_id=agent_id,
+        input_messages=input_messages,
+        max_steps=max_steps,
+        background=background,
+        stream_tokens=stream_tokens,
+    )
+    model_resolve(owner=owner, handle=run.agent.model)
+    return _queued(run)
+
+
+def _queued(run: Run) -> Run:
+    """Enqueue the claimed run's task; a pool thread is woken when the transaction commits."""
+    queue.woken_after_commit(run_execute_task.enqueue(run_id=run.id))
     return run
 
 

@@ -39,7 +39,7 @@ from core.engine import rules as rule_solver
 from core.engine.stream import ChunkBuilder
 from core.engine.tokens import step_cost
 from core.engine.types import StopReason
-from core.errors import Conflict, Invalid, NotFound
+from core.errors import Conflict, Invalid
 from core.events import group_listened
 from core.models import RUN_ACTIVE, Agent, Organization, Run, RunStatus
 from core.prepared import Prepared
@@ -47,6 +47,7 @@ from core.providers import model_resolve
 from core.runs import overflow, persistence, queue, tool_exec
 from core.runs.emit import Emitter
 from core.runs.timetravel import step_state
+from core.selectors import found_or_404
 
 log = logging.getLogger(__name__)
 
@@ -147,9 +148,7 @@ def _claim_read(owner: Organization, agent_id: str) -> Agent:
             counts = _CLAIM_COUNTS.first(agent_id=agent.pk)
             for name in ("snapshot_max_seq", "snapshot_archival", "current_version_id"):
                 setattr(agent, name, getattr(counts, name))
-    if agent is None:
-        raise NotFound(f"Agent '{agent_id}' not found")
-    return agent
+    return found_or_404(agent, Agent, agent_id)
 
 
 @transaction.atomic(savepoint=False)  # inside run_submit's transaction: no savepoint (nothing catches in between)
@@ -173,9 +172,9 @@ def run_start(
     this process's lease (its caller executes it at once).
     """
     agent = _claim_read(owner, agent_id)
+    inputs = input_normalize(input_messages)  # bad input is refused before a busy agent is
     # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
-    inputs = input_normalize(input_messages)  # bad input is refused before a busy agent is
     busy = _BUSY.first(agent_id=agent.pk)
     if busy is not None and not queue.lease_lapsed(busy):
         raise Conflict(

@@ -57,6 +57,16 @@ def test_agents_list_does_not_grow_with_the_agents(account, fake_llm, agents, dj
     assert response.status_code == 200 and len(response.json()) == agents
 
 
+def _send_twice(fake_llm, django_assert_max_num_queries, queries, send, check):
+    """Send "warm up" (first-use costs not counted), then "hi" in at most `queries` statements; `check(text,
+    response)` after each, outside the count."""
+    for text, limit in (("warm up", 1000), ("hi", queries)):
+        _reply(fake_llm, text)
+        with django_assert_max_num_queries(limit):
+            response = send(text)
+        check(text, response)
+
+
 # POST …/messages, which executes its run on the request's own thread: auth, the claim (lock with the agent's
 # memory counts and version, busy check, the agent's model, insert), one step (blocks and tools beside the claim's
 # agent row, lock, step, message, agent and the run's end), the reply
@@ -67,12 +77,15 @@ SEND_REQUEST_QUERIES = 18 if SQLITE else 19
 def test_message_send_on_the_request_thread(account, fake_llm, django_assert_max_num_queries):
     agent = make_agent(account.org)
     api = ApiClient(account.token)
-    for text in ("warm up", "hi"):
-        _reply(fake_llm, text)
-        with django_assert_max_num_queries(SEND_REQUEST_QUERIES if text == "hi" else 1000):
-            response = api.post(f"/v1/agents/{agent.id}/messages", {"messages": [{"role": "user", "content": text}]})
+
+    def send(text):
+        return api.post(f"/v1/agents/{agent.id}/messages", {"messages": [{"role": "user", "content": text}]})
+
+    def check(text, response):
         said = [m["content"] for m in response.json()["messages"] if m["message_type"] == "assistant_message"]
         assert response.status_code == 200 and said == [text]
+
+    _send_twice(fake_llm, django_assert_max_num_queries, SEND_REQUEST_QUERIES, send, check)
 
 
 # POST …/messages/async: auth, then one transaction: the claim (lock with the agent's memory counts and version,
@@ -87,12 +100,15 @@ def test_async_send_request(account, fake_llm, django_assert_max_num_queries):
 
     agent = make_agent(account.org)
     api = ApiClient(account.token)
-    for text in ("warm up", "hi"):
-        _reply(fake_llm, text)
-        with django_assert_max_num_queries(SEND_ASYNC_QUERIES if text == "hi" else 1000):
-            response = api.post(f"/v1/agents/{agent.id}/messages/async", {"input": text})
+
+    def send(text):
+        return api.post(f"/v1/agents/{agent.id}/messages/async", {"input": text})
+
+    def check(text, response):
         assert response.status_code == 200, response.content
         run_id = response.json()["id"]
-        until(lambda: Run.objects.filter(pk=run_id, status__in=RUN_TERMINAL).exists(), what="the run's end")  # noqa: B023
+        until(lambda: Run.objects.filter(pk=run_id, status__in=RUN_TERMINAL).exists(), what="the run's end")
+
+    _send_twice(fake_llm, django_assert_max_num_queries, SEND_ASYNC_QUERIES, send, check)
     said = Message.objects.filter(agent=agent, role="tool").count()
     assert said == 2
