@@ -89,6 +89,14 @@ class AgentConsumer(AsyncWebsocketConsumer):
         if reply is not None:
             await self.send_json(reply)
 
+    async def dispatch(self, message):
+        # An agent's events touch no database: they skip channels' close_old_connections before each handler, a
+        # hop to a worker thread per event batch (database_sync_to_async closes them for the handlers that query).
+        if message["type"] == "agent.event":
+            await self.agent_event(message)
+        else:
+            await super().dispatch(message)
+
     async def agent_event(self, message):
         events = message.get("events") or [message["event"]]
         if any(e.get("message_type") == SESSION_ENDED_EVENT for e in events):
