@@ -34,6 +34,8 @@ from core.models import RUN_ACTIVE, Run, RunStatus
 log = logging.getLogger(__name__)
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
 LOST = "worker lost: the process executing this run stopped (lease expired)"
+RUNS_CHANNEL = "agents_ide_runs"  # PostgreSQL NOTIFY channel: a task is ready for the workers
+LISTENED_POLL_S = 1.0  # a listening worker's poll, for what no NOTIFY announces (tasks due later, lost notifies)
 
 _leased: set[str] = set()
 _leased_lock = threading.Lock()
@@ -264,6 +266,7 @@ class Pool:
         self.dispatcher: threading.Thread | None = None
         self.backlog: deque = deque()
         self.backlog_lock = threading.Lock()
+        self.listening = False  # woken by the web processes' NOTIFY (a worker on PostgreSQL): polls rarely
 
     def wake(self) -> None:
         self.woken.set()
@@ -317,12 +320,32 @@ class Pool:
                 if task is None:
                     self.slot_release()
                     connection_lend()
-                    self.woken.wait(self.poll_s)
+                    self.woken.wait(max(self.poll_s, LISTENED_POLL_S) if self.listening else self.poll_s)
                     self.woken.clear()
                     continue
                 self.executor.submit(self._execute, task)
         finally:
             connection.close()
+
+    def listen(self) -> None:
+        """Wake the dispatcher at each NOTIFY of RUNS_CHANNEL (PostgreSQL; a thread of a worker process): the web
+        processes send one when they commit a task. Reconnects after errors; polls as before meanwhile."""
+        import psycopg  # only PostgreSQL workers listen
+
+        while not self.stopping.is_set():
+            try:
+                with psycopg.connect(**connection.get_connection_params(), autocommit=True) as listener:
+                    listener.execute(f"LISTEN {RUNS_CHANNEL}")
+                    self.listening = True
+                    self.wake()  # a task committed while (re)connecting was not notified to us
+                    while not self.stopping.is_set():
+                        for _ in listener.notifies(timeout=1.0):
+                            self.wake()
+            except Exception:  # noqa: BLE001 - a lost listener connection: poll until it is back
+                log.exception("listening for queued runs failed; polling every %s s", self.poll_s)
+            finally:
+                self.listening = False
+            self.stopping.wait(1.0)
 
     def _execute(self, task=None, *, enqueued=None) -> None:
         try:
@@ -446,16 +469,26 @@ def shutdown(*, timeout: float = 30) -> None:
 
 
 def pool_serve_forever(*, threads: int, poll_s: float) -> None:
-    """Run a pool on this thread (the `run_worker` command)."""
+    """Run a pool on this thread (the `run_worker` command); on PostgreSQL it listens for the web processes'
+    NOTIFY and polls only once a second at most."""
     global _pool
     _pool = Pool(threads=threads, poll_s=poll_s)
+    if connection.vendor == "postgresql":
+        threading.Thread(target=_pool.listen, name="run-listener", daemon=True).start()
     _pool.serve()
 
 
 def woken_after_commit(enqueued=None) -> None:
     """After the current transaction commits, hand the enqueued task (its TaskResult) to the local pool
-    (starting it if embedded) or make it look for tasks now; a separate worker process finds it on its next
-    poll."""
+    (starting it if embedded) or make it look for tasks now. A process without a pool (a web process while
+    RUNS_IN_WORKER) tells the worker processes instead: on PostgreSQL a NOTIFY, which the database delivers
+    when the transaction commits (and drops if it rolls back); elsewhere they find the task on their next poll."""
+
+    if settings.RUNS_IN_WORKER and _pool is None:
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(f"NOTIFY {RUNS_CHANNEL}")
+        return
 
     def wake():
         pool = pool_start_in_process() if not settings.RUNS_IN_WORKER else _pool

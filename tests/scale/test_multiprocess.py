@@ -303,3 +303,30 @@ def test_web_tier_runs_nothing_and_a_killed_worker_heals_without_another(cluster
     fake_llm.script(FakeLLM.tool("send_message", {"message": "back"}))
     status, body = _post(f"{web}/v1/agents/{agent.id}/messages", account.token, {"input": "still there?"})
     assert status == 200 and body["stop_reason"]["stop_reason"] == "end_turn", body
+
+
+def test_a_worker_takes_the_servers_runs_when_notified_not_polled(cluster, account, fake_llm):
+    """On PostgreSQL a web process NOTIFYs the workers when it commits a task: a worker that would poll only once an
+    hour takes every run sent through the server at once (the sync call would otherwise time out)."""
+    from django.db import connection
+
+    from tests.factories import make_agent
+
+    agent = make_agent(account.org, name="notified")
+    cluster.env["RUN_POLL_S"] = "3600"
+    web = cluster.server()
+    worker = cluster.worker("listening")
+
+    def listening() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN agents_ide_runs'")
+            return cursor.fetchone()[0] == 1
+
+    until(listening, timeout=60, what="the worker to listen")
+    for text in ("one", "two"):
+        fake_llm.script(FakeLLM.tool("send_message", {"message": f"reply {text}"}))
+        status, body = _post(f"{web}/v1/agents/{agent.id}/messages", account.token, {"input": text})
+        assert status == 200 and body["stop_reason"]["stop_reason"] == "end_turn", body
+        said = [m["content"] for m in body["messages"] if m["message_type"] == "assistant_message"]
+        assert said == [f"reply {text}"]
+        assert _run_row(body["run_id"]).worker.endswith(f":{worker.pid}")

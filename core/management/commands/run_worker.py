@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from agents_ide.gc_tuning import settle
-from core.engine.llm import warm_up
+from core.engine import llm, tokens
 from core.runs import queue
 
 
@@ -24,7 +24,10 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         n = threads or settings.RUN_WORKER_THREADS
 
-        warm_up()  # litellm takes seconds to import: pay it before taking the first run
+        # litellm takes seconds to import, an encoding most of a second to load (litellm prices each response by
+        # counting with it): pay both before taking the first run, as the server does at start.
+        llm.warm_up()
+        tokens.warm_up()
 
         settle()
         self.stdout.write(f"run worker {queue.WORKER_ID}: {n} threads", ending="\n")
