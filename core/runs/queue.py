@@ -22,14 +22,17 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import OperationalError, close_old_connections, connection, transaction
+from django.db.models import Q
+from django.db.models.functions import Now
 from django.utils import timezone
 from django_tasks_db.compat import TaskResultStatus
-from django_tasks_db.models import DBTaskResult
+from django_tasks_db.models import DBTaskResult, get_date_max
 from django_tasks_db.utils import exclusive_transaction
 
 from agents_ide.transactions import connection_lend
 from core import events, prepared
 from core.models import RUN_ACTIVE, Run, RunStatus
+from core.prepared import Prepared
 
 log = logging.getLogger(__name__)
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
@@ -389,13 +392,28 @@ def _pool_connections_close() -> None:
             raw.close()
 
 
+# The dispatcher's read: `DBTaskResult.objects.ready().filter(backend_name=…).get_locked()` (django-tasks' order:
+# priority, then due time, then age), compiled once; "due" is by the database's clock.
+_READY = Prepared(
+    lambda p: (
+        DBTaskResult.objects.filter(status=TaskResultStatus.READY, backend_name=p.backend)
+        .filter(Q(run_after=get_date_max()) | Q(run_after__lte=Now()))
+        .select_for_update(skip_locked=True)[:1]
+    )
+)
+
+
 def _claim():
-    tasks = DBTaskResult.objects.ready().filter(backend_name="default")
+    """Claim the next ready task (DBTaskResult.claim's writes, as one prepared update); None if there is none."""
     try:
-        with exclusive_transaction(tasks.db):
-            task = tasks.get_locked()
+        with exclusive_transaction(DBTaskResult.objects.db):
+            task = _READY.first(backend="default")
             if task is not None:
-                task.claim(WORKER_ID)
+                now, workers = timezone.now(), [*task.worker_ids, WORKER_ID]
+                prepared.update(
+                    DBTaskResult, {"pk": task.pk}, status=TaskResultStatus.RUNNING, started_at=now, worker_ids=workers
+                )
+                task.status, task.started_at, task.worker_ids = TaskResultStatus.RUNNING, now, workers
             return task
     except OperationalError as exc:
         if "locked" in str(exc).lower():

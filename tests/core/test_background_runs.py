@@ -111,6 +111,32 @@ def test_a_task_handed_to_the_pool_is_claimed_once(agent):
     assert queue._claim() is None
 
 
+def test_the_dispatcher_claims_ready_tasks_in_django_tasks_order_and_leaves_those_not_due(agent):
+    from django_tasks_db.compat import TaskResultStatus
+    from django_tasks_db.models import DBTaskResult
+
+    from core.runs.executor import run_execute_task
+
+    now = timezone.now()
+    later = run_execute_task.using(run_after=now + timedelta(hours=1)).enqueue(run_id="run-later")
+    low = run_execute_task.using(priority=-5).enqueue(run_id="run-low")
+    first = run_execute_task.enqueue(run_id="run-first")
+    second = run_execute_task.enqueue(run_id="run-second")
+    due = run_execute_task.using(run_after=now - timedelta(minutes=1)).enqueue(run_id="run-due")
+    high = run_execute_task.using(priority=10).enqueue(run_id="run-high")
+    expected = [str(pk) for pk in DBTaskResult.objects.ready().values_list("id", flat=True)]  # django-tasks' order
+    claimed = []
+    while (task := queue._claim()) is not None:
+        claimed.append(task)
+    assert [str(t.id) for t in claimed] == expected == [str(t.id) for t in (high, due, first, second, low)]
+    for task in claimed:
+        stored = DBTaskResult.objects.get(pk=task.id)
+        assert stored.status == task.status == TaskResultStatus.RUNNING
+        assert stored.worker_ids == task.worker_ids == [queue.WORKER_ID] and stored.started_at == task.started_at
+        assert task.task_result.kwargs == stored.task_result.kwargs  # the row read is whole: the task can run
+    assert DBTaskResult.objects.get(pk=later.id).status == TaskResultStatus.READY
+
+
 def test_reaper_fails_a_queued_run_whose_task_was_lost(agent):
     from core.runs.executor import run_execute_task
 
