@@ -130,18 +130,21 @@ DATABASES["default"]["TEST"] = {
 }
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
-# Messages a listener (a tab, an SSE stream) may fall behind by before the layer drops them: token chunks
+# Messages a listener (a tab, an SSE stream) may fall behind by before the embedded layer drops them: token chunks
 # come every ~20 ms per run, so the channels default of 100 would drop a slow reader's events within seconds.
 CHANNEL_CAPACITY = int(os.environ.get("CHANNEL_CAPACITY", "1000"))
+
+
+def redis_channel_layers(url: str) -> dict:
+    """The channel layer shared by processes over Redis: pub/sub (a group send is one PUBLISH, pushed to the
+    processes that joined the group), not channels-redis's queue layer (sorted sets, a script, a blocking pop and a
+    backup write per message received). Either delivers to the listeners joined when a message is sent; neither keeps
+    an event for a tab that connects later."""
+    return {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {"hosts": [url]}}}
+
+
 if REDIS_URL:
-    # redis-py 8 reads with a 5 s socket timeout, the same as channels-redis's blocking pop: without a longer
-    # one every idle websocket dies after 5 s with "Timeout reading from ...".
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "capacity": CHANNEL_CAPACITY},
-        }
-    }
+    CHANNEL_LAYERS = redis_channel_layers(REDIS_URL)
 else:
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "core.channel_layer.LocalChannelLayer", "CONFIG": {"capacity": CHANNEL_CAPACITY}}

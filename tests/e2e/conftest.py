@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agents_ide.settings import redis_channel_layers
 from tests.conftest import IN_CI
 from tests.helpers import database_url, free_port
 
@@ -49,12 +50,7 @@ def redis_layer(settings):
         if IN_CI:
             pytest.fail(f"Redis is not reachable at {REDIS_TEST_URL}")
         pytest.skip(f"Redis is not reachable at {REDIS_TEST_URL}")
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [{"address": REDIS_TEST_URL}]},
-        }
-    }
+    settings.CHANNEL_LAYERS = redis_channel_layers(REDIS_TEST_URL)  # the layer the server gets from REDIS_URL
     channel_layers.backends.clear()
     try:
         yield REDIS_TEST_URL
