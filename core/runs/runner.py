@@ -151,7 +151,7 @@ def _claim_read(owner: Organization, agent_id: str) -> Agent:
     return found_or_404(agent, Agent, agent_id)
 
 
-@transaction.atomic(savepoint=False)  # inside run_submit's transaction: no savepoint (nothing catches in between)
+@transaction.atomic(savepoint=False)  # inside its caller's transaction (executor): nothing catches in between
 def run_start(
     *,
     owner: Organization,
