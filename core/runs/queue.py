@@ -443,7 +443,16 @@ def _task_run(db_task) -> None:
         task = result.task
         log.info("task %s %s started", db_task.task_path, result.kwargs)
         value = task.call(*result.args, **result.kwargs)
-        db_task.set_successful(value)
+        # DBTaskResult.set_successful's writes, as one prepared update (that method saves through the ORM)
+        prepared.update(
+            DBTaskResult,
+            {"pk": db_task.pk},
+            status=TaskResultStatus.SUCCESSFUL,
+            finished_at=timezone.now(),
+            return_value=value,
+            exception_class_path="",
+            traceback="",
+        )
         log.info("task %s ended: %s", db_task.id, value)
     except BaseException as exc:  # noqa: BLE001 - record every failure on the task row
         log.exception("task %s failed", db_task.id)

@@ -203,5 +203,9 @@ def test_tasks_enqueued_while_every_slot_is_taken_start_as_slots_free_without_th
         pool.stop()
         pool.executor.shutdown(wait=True)
         queue._pool_connections_close()
-    assert not pool.backlog and DBTaskResult.objects.filter(status="SUCCESSFUL").count() == 3
+    ended = DBTaskResult.objects.filter(status="SUCCESSFUL")
+    assert not pool.backlog and sorted(t.return_value for t in ended) == sorted(
+        Run.objects.get(pk=r).status for r in runs
+    )
+    assert all(t.finished_at >= t.started_at and t.traceback == t.exception_class_path == "" for t in ended)
     assert pool.free.acquire(blocking=False)  # the slot was given back
