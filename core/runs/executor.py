@@ -75,7 +75,7 @@ def run_submit(
     )
 
 
-@transaction.atomic(savepoint=False)  # called by entry points, never nested
+@transaction.atomic  # outermost from entry points (no savepoint then); nested in tests that run in a transaction
 def run_send(
     *,
     owner: Organization,
