@@ -15,7 +15,6 @@ import logging
 import os
 import socket
 import threading
-import uuid
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
@@ -271,19 +270,8 @@ class Pool:
         self.backlog: deque = deque()
         self.backlog_lock = threading.Lock()
         self.listening = False  # woken by the web processes' NOTIFY (a worker on PostgreSQL): polls rarely
-        self.named: deque[str] = deque()  # tasks those notifications named, not yet tried here
-        self.look = True  # a claim of the next ready task is due (start, a poll, a wake naming no task)
 
     def wake(self) -> None:
-        self.look = True
-        self.woken.set()
-
-    def notice(self, task_id: str) -> None:
-        """A web process committed the task with this id (or, without one, some task): try it next."""
-        if task_id:
-            self.named.append(task_id)
-        else:
-            self.look = True
         self.woken.set()
 
     def submit(self, enqueued) -> None:
@@ -328,36 +316,19 @@ class Pool:
                     continue
                 task = None
                 try:
-                    task = self._claim_next()
+                    task = _claim()
                 except Exception:  # noqa: BLE001 - keep dispatching through transient database errors
                     log.exception("could not claim a task")
                     connection.close()
                 if task is None:
                     self.slot_release()
                     connection_lend()
-                    if not self.named and not self.look:  # a notice after this test sets `woken`
-                        wait = max(self.poll_s, LISTENED_POLL_S) if self.listening else self.poll_s
-                        if not self.woken.wait(wait):
-                            self.look = True  # the poll: tasks due later, notifications lost while reconnecting
-                        self.woken.clear()
+                    self.woken.wait(max(self.poll_s, LISTENED_POLL_S) if self.listening else self.poll_s)
+                    self.woken.clear()
                     continue
                 self.executor.submit(self._execute, task)
         finally:
             connection.close()
-
-    def _claim_next(self):
-        """The next task to run here: one a notification named, else (when a look is due) the next ready task."""
-        while self.named:
-            task = _claim_named(self.named.popleft())
-            if task is not None:
-                return task
-        if not self.look:
-            return None
-        self.look = False
-        task = _claim()
-        if task is not None:
-            self.look = True  # there may be more
-        return task
 
     def listen(self) -> None:
         """Wake the dispatcher at each NOTIFY of RUNS_CHANNEL (PostgreSQL; a thread of a worker process): the web
@@ -371,8 +342,8 @@ class Pool:
                     self.listening = True
                     self.wake()  # a task committed while (re)connecting was not notified to us
                     while not self.stopping.is_set():
-                        for notification in listener.notifies(timeout=1.0):
-                            self.notice(notification.payload)
+                        for _ in listener.notifies(timeout=1.0):
+                            self.wake()
             except Exception:  # noqa: BLE001 - a lost listener connection: poll until it is back
                 log.exception("listening for queued runs failed; polling every %s s", self.poll_s)
             finally:
@@ -450,39 +421,20 @@ def _claim():
         raise
 
 
-def _take(pk, now) -> bool:
-    """Mark a ready task running under this worker with one conditional UPDATE; False if someone else claimed it
-    first. Ready means READY and due; a task whose enqueuer names it (a run's, an agent test run's) is due when
-    enqueued (it has no run_after), so READY is the test."""
-    ready = {"pk": pk, "status": TaskResultStatus.READY}
-    return bool(
-        prepared.update(DBTaskResult, ready, status=TaskResultStatus.RUNNING, started_at=now, worker_ids=[WORKER_ID])
-    )
-
-
 def _claim_enqueued(enqueued):
-    """Claim a task this process enqueued (its TaskResult, which holds the row); the row's fields are set in memory
-    rather than read back. None if someone else claimed it first."""
+    """Claim a task this process enqueued (its TaskResult, which holds the row) with one conditional UPDATE; the
+    row's fields are set in memory rather than read back. None if someone else claimed it first."""
 
     row, now = enqueued.db_result, timezone.now()
-    if not _take(row.pk, now):
+    # Ready means READY and due; a run's task is due when enqueued (it has no run_after), so READY is the test.
+    ready = {"pk": row.pk, "status": TaskResultStatus.READY}
+    if not prepared.update(
+        DBTaskResult, ready, status=TaskResultStatus.RUNNING, started_at=now, worker_ids=[WORKER_ID]
+    ):
         return None
     row.status, row.started_at, row.worker_ids = TaskResultStatus.RUNNING, now, [WORKER_ID]
     row.enqueued = enqueued  # the Task and its arguments, already resolved (saves import_string + Task.using)
     return row
-
-
-def _claim_named(task_id: str):
-    """Claim the task a web process's NOTIFY named, then read it; None if another worker was first (a lost race
-    costs one UPDATE, where a claim of the next ready task costs a transaction with a locking read)."""
-    try:
-        pk = uuid.UUID(task_id)
-    except ValueError:
-        log.warning("ignored a notification naming no task: %r", task_id[:80])
-        return None
-    if not _take(pk, timezone.now()):
-        return None
-    return DBTaskResult.objects.filter(pk=pk).first()
 
 
 def _task_run(db_task) -> None:
@@ -556,13 +508,13 @@ def pool_serve_forever(*, threads: int, poll_s: float) -> None:
 def woken_after_commit(enqueued=None) -> None:
     """After the current transaction commits, hand the enqueued task (its TaskResult) to the local pool
     (starting it if embedded) or make it look for tasks now. A process without a pool (a web process while
-    RUNS_IN_WORKER) tells the worker processes instead: on PostgreSQL a NOTIFY naming the task, which the database
-    delivers when the transaction commits (and drops if it rolls back); elsewhere they find it on their next poll."""
+    RUNS_IN_WORKER) tells the worker processes instead: on PostgreSQL a NOTIFY, which the database delivers
+    when the transaction commits (and drops if it rolls back); elsewhere they find the task on their next poll."""
 
     if settings.RUNS_IN_WORKER and _pool is None:
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_notify(%s, %s)", [RUNS_CHANNEL, str(enqueued.id) if enqueued else ""])
+                cursor.execute(f"NOTIFY {RUNS_CHANNEL}")
         return
 
     def wake():

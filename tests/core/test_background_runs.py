@@ -137,32 +137,6 @@ def test_the_dispatcher_claims_ready_tasks_in_django_tasks_order_and_leaves_thos
     assert DBTaskResult.objects.get(pk=later.id).status == TaskResultStatus.READY
 
 
-def test_a_worker_claims_the_tasks_notifications_name_and_looks_for_others_only_when_told(agent):
-    from django_tasks_db.compat import TaskResultStatus
-    from django_tasks_db.models import DBTaskResult
-
-    from core.runs.executor import run_execute_task
-
-    pool = queue.Pool(threads=1, poll_s=60)  # no dispatcher: its choices are called directly
-    pool.look = False  # as after its first look for ready tasks
-    named = run_execute_task.enqueue(run_id="run-named")
-    other = run_execute_task.enqueue(run_id="run-other")
-    try:
-        pool.notice(str(named.id))
-        claimed = pool._claim_next()
-        assert str(claimed.id) == named.id and claimed.status == TaskResultStatus.RUNNING
-        assert DBTaskResult.objects.get(pk=named.id).worker_ids == [queue.WORKER_ID]
-        pool.notice(str(named.id))  # named again: as when another worker won the race
-        pool.notice("not-a-task")
-        assert pool._claim_next() is None and not pool.named  # no look for others on a lost race
-        assert DBTaskResult.objects.get(pk=other.id).status == TaskResultStatus.READY
-        pool.notice("")  # a notification naming no task (agent-to-agent deliveries)
-        assert str(pool._claim_next().id) == other.id
-        assert pool._claim_next() is None and not pool.look  # it looked again after a find: nothing left
-    finally:
-        pool.executor.shutdown()
-
-
 def test_reaper_fails_a_queued_run_whose_task_was_lost(agent):
     from core.runs.executor import run_execute_task
 
