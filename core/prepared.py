@@ -116,7 +116,7 @@ class Prepared(Generic[M]):
         return rows[0] if rows else None
 
 
-_updates: dict[tuple, tuple[str, list]] = {}
+_updates: dict[tuple, tuple[str, list, list]] = {}  # shape -> (SQL, set fields, filter fields)
 
 
 def update(model: type[Model], where: dict[str, object], *, using: str = "default", **values) -> int:
@@ -132,7 +132,7 @@ def update(model: type[Model], where: dict[str, object], *, using: str = "defaul
         set_fields = [opts.get_field(name) for name in values]
         where_fields = [opts.pk if name == "pk" else opts.get_field(name) for name in where]
         if any(not f.concrete or f.many_to_many or hasattr(f, "get_placeholder") for f in set_fields + where_fields):
-            raise ValueError(f"update() takes concrete fields of {model.__name__} with plain placeholders only")
+            raise ValueError(f"update() takes concrete fields of {model.__name__} bound as plain %s parameters only")
         sql = "UPDATE {} SET {} WHERE {}".format(
             quote(opts.db_table),
             ", ".join(f"{quote(f.column)} = %s" for f in set_fields),

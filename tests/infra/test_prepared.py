@@ -114,3 +114,8 @@ def test_update_writes_what_the_querysets_update_writes(account):
     assert Agent.objects.get(pk=agent.pk).message_ids == ["m-1"]
     with pytest.raises(ValueError, match="expressions"):
         prepared.update(Run, {"pk": run.pk}, max_steps=F("max_steps") + 1)
+    with pytest.raises(ValueError, match="concrete fields of Agent"):  # a reverse relation is not a column
+        prepared.update(Agent, {"pk": agent.pk}, messages=[])
+    with pytest.raises(ValueError, match="concrete fields of Run"):
+        prepared.update(Run, {"steps": "x"}, status="failed")
+    assert Run.objects.get(pk=run.pk).status == "completed"  # nothing written by the refused updates
