@@ -120,7 +120,9 @@ async def _agent_async(session, base, ws_base, token, cookie, agent_id, m, out):
     import aiohttp
 
     headers = {"Authorization": f"Bearer {token}"}
-    async with session.ws_connect(f"{ws_base}/ws/agents/{agent_id}/", headers={"Cookie": cookie, "Origin": base}) as ws:
+    # Watched as the IDE's page watches (batch=1: a frame holds a batch of events)
+    url = f"{ws_base}/ws/agents/{agent_id}/?batch=1"
+    async with session.ws_connect(url, headers={"Cookie": cookie, "Origin": base}) as ws:
         for i in range(m):
             started = time.perf_counter()
             async with session.post(
@@ -130,18 +132,19 @@ async def _agent_async(session, base, ws_base, token, cookie, agent_id, m, out):
                     out.append(("error", r.status, await r.text()))
                     continue
                 run_id = (await r.json())["id"]
-            while True:
+            ended = None
+            while ended is None:
                 msg = await ws.receive(timeout=120)
                 if msg.type != aiohttp.WSMsgType.TEXT:
                     raise RuntimeError(f"websocket closed: {msg}")
-                ev = json.loads(msg.data)
-                if (
-                    ev.get("message_type") == "run_status"
-                    and ev.get("run_id") == run_id
-                    and ev["status"] not in ("created", "running")
-                ):
-                    out.append((ev["status"], time.perf_counter() - started))
-                    break
+                for ev in json.loads(msg.data):
+                    if (
+                        ev.get("message_type") == "run_status"
+                        and ev.get("run_id") == run_id
+                        and ev["status"] not in ("created", "running")
+                    ):
+                        ended = ev["status"]
+            out.append((ended, time.perf_counter() - started))
 
 
 async def _agent_sync(session, base, token, agent_id, m, out):

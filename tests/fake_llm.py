@@ -103,10 +103,8 @@ class FakeLLM:
         self, *, latency: float = 0.0, embedding_dim: int = 384, stream_chunk_chars: int = 8, streaming: bool = True
     ):
         self.streaming = streaming  # False: refuse `stream: true` with a 400, like a provider that cannot stream
-        self.chunk_times: list[float] = []
-        self.by_model: dict[
-            str, Reply
-        ] = {}  # model name -> the reply it always gives (two models, one server)  # time.time() of each streamed chunk written, for latency measurements
+        self.chunk_times: list[float] = []  # time.time() of each streamed chunk written, for latency measurements
+        self.by_model: dict[str, Reply] = {}  # model name -> the reply it always gives (two models, one server)
         self.latency = latency
         self.embedding_dim = embedding_dim
         self.stream_chunk_chars = stream_chunk_chars

@@ -113,6 +113,47 @@ class ChunkBuilder:
         return value[sent:]
 
 
+_TEXT_FIELDS = {"reasoning_message": "reasoning", "assistant_message": "content"}
+
+
+def coalesce(events: list[dict[str, Any]], flags: list[bool]) -> tuple[list[dict[str, Any]], list[bool]]:
+    """Merge each run of consecutive chunks of one message part (same id, type, otid and caller flag) into one
+    chunk holding their text in order: what a reader concatenates is unchanged, with fewer events to send.
+    Other events, and chunks of different parts, pass through in order. `flags` pairs each event with its
+    caller flag (core.runs.emit)."""
+    out: list[dict[str, Any]] = []
+    out_flags: list[bool] = []
+    for event, flag in zip(events, flags, strict=True):
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and event.get("delta")
+            and last.get("delta")
+            and out_flags[-1] == flag
+            and all(last.get(k) == event.get(k) for k in ("id", "message_type", "otid"))
+            and (merged := _merged(last, event)) is not None
+        ):
+            out[-1] = merged
+            continue
+        out.append(event)
+        out_flags.append(flag)
+    return out, out_flags
+
+
+def _merged(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any] | None:
+    """Two chunks of one part as one, or None when they do not merge (fragments of two different calls)."""
+    field = _TEXT_FIELDS.get(first["message_type"])
+    if field is not None:
+        return {**first, field: (first.get(field) or "") + (then.get(field) or "")}
+    one, two = first.get("tool_call") or {}, then.get("tool_call") or {}
+    if first["message_type"] != "tool_call_message" or not one.get("tool_call_id"):
+        return None  # a call without an id cannot be told from the next one
+    if one["tool_call_id"] != two.get("tool_call_id"):
+        return None
+    call = {**one, "arguments": ((one.get("arguments") or "") + (two.get("arguments") or "")) or None}
+    return {**first, "tool_call": call, "tool_calls": [call]}
+
+
 def segment_otid(message_id: str, index: int) -> str | None:
     """Letta's otid for part `index` of a message: the id's UUID with its low 7 bits set to the index."""
     try:

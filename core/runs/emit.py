@@ -4,6 +4,7 @@ stream, core.runs.streaming) follow, with flags saying which events are the call
 import logging
 import time
 
+from core.engine.stream import coalesce
 from core.events import agent_group, send_events
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,8 @@ class Emitter:
     def flush(self) -> None:
         if not self._batch:
             return
-        batch, caller, self._batch, self._caller = self._batch, self._caller, [], []
+        batch, caller = coalesce(self._batch, self._caller)  # a batch's token chunks of one part go out as one
+        self._batch, self._caller = [], []
         self._sent_at = time.monotonic()
         try:
             send_events(self.group, batch, run_id=self.run_id, caller=caller)

@@ -1,5 +1,8 @@
 """The agent websocket: joins the agent's group and forwards its events; browser sends start runs.
 
+A socket opened with `?batch=1` (the IDE's pages) gets every frame as a JSON array of events: a run's events
+travel in batches (core.runs.emit), each then one frame instead of one per event. Without it, one event a frame.
+
 A socket lives only as long as the session that opened it: logging out (any tab) closes it at once, a message
 sent after the session ended is refused, and the socket closes when the session expires.
 """
@@ -8,6 +11,7 @@ import asyncio
 import hashlib
 import json
 from importlib import import_module
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -34,6 +38,8 @@ def session_group(session_key: str) -> str:
 class AgentConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         user = self.scope.get("user")
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        self.batched = query.get("batch", [""])[-1] in ("1", "true")
         self.agent_id = self.scope["url_route"]["kwargs"]["agent_id"]
         self.principal = await database_sync_to_async(_principal_for)(user, self.agent_id)
         # Behind AuthMiddlewareStack (agents_ide/asgi.py) a user is only ever authenticated by a session; a scope
@@ -102,11 +108,14 @@ class AgentConsumer(AsyncWebsocketConsumer):
         if any(e.get("message_type") == SESSION_ENDED_EVENT for e in events):
             await self.close(code=SESSION_ENDED)
             return
+        if self.batched:
+            await self.send(text_data=json.dumps(events, default=str))
+            return
         for event in events:
             await self.send_json(event)
 
     async def send_json(self, data: dict):
-        await self.send(text_data=json.dumps(data, default=str))
+        await self.send(text_data=json.dumps([data] if self.batched else data, default=str))
 
 
 def _principal_for(user, agent_id: str):

@@ -167,15 +167,19 @@
 
   function connect() {
     const proto = location.protocol === "https:" ? "wss://" : "ws://";
-    ws = new WebSocket(proto + location.host + "/ws/agents/" + encodeURIComponent(A.agentId) + "/");
+    // batch=1: every frame is an array of events (a run's batch of events in one frame)
+    ws = new WebSocket(proto + location.host + "/ws/agents/" + encodeURIComponent(A.agentId) + "/?batch=1");
     ws.onopen = () => { retry = 0; document.body.dataset.ws = "open"; while (outbox.length) ws.send(outbox.shift()); };
     ws.onmessage = (m) => {
-      let ev; try { ev = JSON.parse(m.data); } catch (e) { return; }
-      // replies to this socket carry no run id, or are the "created" status of the run we asked for
-      const direct = ev.otid ? awaiting.some((a) => a.otid === ev.otid) :
-        (ev.message_type === "run_status" && ev.status === "created") ||
-        (ev.message_type === "error_message" && !ev.run_id) || ev.message_type === "cancel_requested";
-      handle(ev, direct);
+      let events; try { events = JSON.parse(m.data); } catch (e) { return; }
+      for (const ev of Array.isArray(events) ? events : [events]) {
+        if (!ev || typeof ev !== "object") continue;
+        // replies to this socket carry no run id, or are the "created" status of the run we asked for
+        const direct = ev.otid ? awaiting.some((a) => a.otid === ev.otid) :
+          (ev.message_type === "run_status" && ev.status === "created") ||
+          (ev.message_type === "error_message" && !ev.run_id) || ev.message_type === "cancel_requested";
+        try { handle(ev, direct); } catch (e) { console.error("event", ev.message_type, e); }  // the batch's others still show
+      }
     };
     ws.onclose = () => {
       document.body.dataset.ws = "closed";

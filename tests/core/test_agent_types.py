@@ -2,6 +2,7 @@
 send_message, no heartbeats) beside memgpt_v2_agent (send_message ends the turn, heartbeats chain steps), with
 otid round-tripped and send_message's return hidden from API callers but shown in the IDE."""
 
+import dataclasses
 import json
 import uuid
 
@@ -216,7 +217,8 @@ def test_api_creates_letta_v1_agents_by_default_and_memgpt_on_request(api, fake_
 def test_v1_token_stream_groups_fragments_by_otid(api, account, fake_llm):
     fake_llm.stream_chunk_chars = 3
     agent = make_agent(account.org, agent_type=V1)
-    fake_llm.script(FakeLLM.reasoning("think it over", content="A streamed reply"))
+    # paced: chunks that arrive together go out merged (core.runs.emit)
+    fake_llm.script(dataclasses.replace(FakeLLM.reasoning("think it over", content="A streamed reply"), chunk_s=0.04))
     frames = _frames(api.post(f"/v1/agents/{agent.id}/messages/stream", {"input": "hi", "stream_tokens": True}))
     reasoning = [f for f in frames if f["message_type"] == "reasoning_message"]
     answer = [f for f in frames if f["message_type"] == "assistant_message"]

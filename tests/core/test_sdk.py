@@ -1,5 +1,7 @@
 """The official letta-client SDK (1.x) driving our server over real HTTP, with the fake LLM behind it."""
 
+import dataclasses
+
 import pytest
 from letta_client import Letta
 
@@ -103,7 +105,10 @@ def test_context_over_raw_http(client, agent):
 
 def test_messages_stream_with_stream_tokens_iterates_chunks(client, agent, fake_llm):
     fake_llm.stream_chunk_chars = 3
-    fake_llm.script(FakeLLM.tool("send_message", {"message": "token by token"}, thinking="plan"))
+    # paced: chunks that arrive together go out merged (core.runs.emit)
+    fake_llm.script(
+        dataclasses.replace(FakeLLM.tool("send_message", {"message": "token by token"}, thinking="plan"), chunk_s=0.04)
+    )
     chunks = list(
         client.agents.messages.stream(agent.id, messages=[{"role": "user", "content": "hi"}], stream_tokens=True)
     )

@@ -1,5 +1,6 @@
 """letta-client 1.x against the live server: agent types (letta_v1_agent by default) and otid round trips."""
 
+import dataclasses
 import uuid
 
 import pytest
@@ -65,7 +66,7 @@ def test_letta_v1_tool_then_text_and_token_stream(client, fake_llm):
         "assistant_message",
     ]
     assert response.usage.step_count == 2 and response.messages[1].status == "success"
-    fake_llm.script(FakeLLM.text("streamed in pieces"))
+    fake_llm.script(dataclasses.replace(FakeLLM.text("streamed in pieces"), chunk_s=0.04))  # paced: else sent merged
     chunks = list(
         client.agents.messages.stream(agent.id, messages=[{"role": "user", "content": "again"}], stream_tokens=True)
     )

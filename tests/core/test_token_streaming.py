@@ -56,9 +56,9 @@ async def test_an_open_tab_sees_chunks_arrive_before_the_step_commits(account, a
 
 
 def test_sse_with_stream_tokens_sends_chunks_then_whole_tool_returns(api, agent, fake_llm):
-    fake_llm.script(
-        FakeLLM.tool("archival_memory_search", {"query": "cats"}, heartbeat=True),
-        FakeLLM.tool("send_message", {"message": REPLY}),
+    fake_llm.script(  # paced: chunks that arrive together are sent merged (core.runs.emit)
+        _paced(FakeLLM.tool("archival_memory_search", {"query": "cats"}, heartbeat=True), 0.04),
+        _paced(FakeLLM.tool("send_message", {"message": REPLY}), 0.04),
     )
     frames = _frames(api.post(f"/v1/agents/{agent.id}/messages/stream", {"input": "hi", "stream_tokens": True}))
     kinds = [f["message_type"] for f in frames]

@@ -182,3 +182,42 @@ async def test_the_reply_names_the_message_it_answers_and_events_carry_their_ste
     update = await tab.receive_json_from(timeout=10)
     assert update == {"message_type": "context_update", "reason": "reset"}
     await tab.disconnect()
+
+
+async def test_a_batched_socket_gets_the_same_events_in_fewer_frames(account, fake_llm):
+    """`?batch=1` (the IDE's pages): every frame is a JSON array, a run's batches arrive one frame each, and the
+    events are those an unbatched tab gets, in the same order, token chunks aside (merged in their batch)."""
+    from channels.db import database_sync_to_async
+
+    agent = await database_sync_to_async(_agent)(account)
+    fake_llm.stream_chunk_chars = 3
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "hello batched tabs"}, thinking="let me see"))
+    batched = WebsocketCommunicator(APP, f"/ws/agents/{agent.id}/?batch=1")
+    batched.scope["user"] = account.user
+    assert (await batched.connect())[0]
+    plain = await _open(account.user, agent.id)
+    await batched.send_json_to({"type": "user_message", "text": "hi"})
+    frames = []
+    while not frames or frames[-1][-1] != {**frames[-1][-1], "message_type": "run_status", "status": "completed"}:
+        frame = await batched.receive_json_from(timeout=20)
+        assert isinstance(frame, list) and frame
+        frames.append(frame)
+    events = [e for frame in frames for e in frame]
+    unbatched = await _until(plain, "run_status")
+    assert len(frames) < len(events)
+
+    def whole(seen):  # the complete events, but the "created" reply only the sending socket gets
+        return [
+            (e["message_type"], e.get("id"), e.get("content"))
+            for e in seen
+            if not e.get("delta") and e.get("status") != "created"
+        ]
+
+    assert whole(events) == whole(unbatched)
+    chunks = [e for e in events if e.get("delta")]
+    assert "".join(e["content"] for e in chunks if e["message_type"] == "assistant_message") == "hello batched tabs"
+    assert "".join(e["reasoning"] for e in chunks if e["message_type"] == "reasoning_message") == "let me see"
+    await batched.send_json_to({"type": "ping"})
+    assert await batched.receive_json_from(timeout=5) == [{"message_type": "pong"}]  # replies are arrays too
+    await batched.disconnect()
+    await plain.disconnect()

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from core.engine.llm import Delta
-from core.engine.stream import ChunkBuilder, partial_string_values
+from core.engine.stream import ChunkBuilder, coalesce, partial_string_values
 
 
 def _builder(**kw) -> ChunkBuilder:
@@ -87,3 +87,53 @@ def test_two_calls_in_one_reply_stream_separately():
 )
 def test_partial_values(text, expected):
     assert partial_string_values(text) == expected
+
+
+def _spelled(events):
+    """What a reader of the chunks puts together: the text of each message part, in order."""
+    out: dict = {}
+    for e in events:
+        if e.get("delta"):
+            key = (e["id"], e["message_type"], e["otid"])
+            text = e.get("reasoning") or e.get("content") or (e.get("tool_call") or {}).get("arguments") or ""
+            out[key] = out.get(key, "") + text
+    return out
+
+
+@pytest.mark.parametrize("size", [1, 4, 1000])
+def test_coalesce_merges_each_parts_chunks_and_keeps_what_they_spell(size):
+    arguments = json.dumps({"thinking": "look it up", "query": "cats"})
+    b = _builder()
+    chunks = _feed_arguments(b, "archival_memory_search", arguments, size)
+    chunks += _feed_arguments(b, "archival_memory_search", json.dumps({"query": "dogs"}), size, 1, "call_2")
+    merged, flags = coalesce(chunks, [True] * len(chunks))
+    assert flags == [True] * len(merged)
+    assert _spelled(merged) == _spelled(chunks)
+    kinds = [(c["message_type"], (c.get("tool_call") or {}).get("tool_call_id")) for c in merged]
+    # one reasoning chunk, one per call (two calls' fragments are never merged), in their order
+    assert kinds == [("reasoning_message", None), ("tool_call_message", "call_1"), ("tool_call_message", "call_2")]
+    assert [c["tool_call"]["arguments"] for c in merged[1:]] == [arguments, json.dumps({"query": "dogs"})]
+    assert all(c["tool_calls"] == [c["tool_call"]] and c["tool_call"]["name"] for c in merged[1:])
+
+
+def test_coalesce_leaves_whole_events_other_flags_and_calls_without_ids_apart():
+    b = _builder()
+    r1, r2 = b.feed(Delta("reasoning", "a")) + b.feed(Delta("reasoning", "b"))
+    whole = {"id": "message-1", "message_type": "reasoning_message", "reasoning": "ab"}
+    status = {"message_type": "run_status", "status": "running"}
+    nameless = [
+        {**r1, "message_type": "tool_call_message", "tool_call": {"name": "f", "arguments": "{", "tool_call_id": None}},
+        {**r1, "message_type": "tool_call_message", "tool_call": {"name": "f", "arguments": "}", "tool_call_id": None}},
+    ]
+    events = [status, r1, r2, whole, r1, r2, r2, *nameless]
+    flags = [False, True, True, True, True, False, False, True, True]
+    merged, out_flags = coalesce(events, flags)
+    assert [(e["message_type"], e.get("reasoning"), f) for e, f in zip(merged, out_flags, strict=True)][:5] == [
+        ("run_status", None, False),
+        ("reasoning_message", "ab", True),  # r1 + r2
+        ("reasoning_message", "ab", True),  # the whole message stays itself
+        ("reasoning_message", "a", True),  # a chunk for the caller...
+        ("reasoning_message", "bb", False),  # ...and the two that are not stay apart from it
+    ]
+    assert merged[5:] == nameless  # calls without an id cannot be told apart: left as they are
+    assert (r1["reasoning"], r2["reasoning"]) == ("a", "b")  # the inputs are not changed
