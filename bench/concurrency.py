@@ -116,7 +116,7 @@ def _wait_idle(procs, quiet_s: float = 1.0, limit_s: float = 120) -> float:
     return time.monotonic() - started
 
 
-async def _agent_async(session, base, ws_base, token, cookie, agent_id, m, out):
+async def _agent_async(session, base, ws_base, token, cookie, agent_id, m, out, socket_counts):
     import aiohttp
 
     headers = {"Authorization": f"Bearer {token}"}
@@ -137,7 +137,10 @@ async def _agent_async(session, base, ws_base, token, cookie, agent_id, m, out):
                 msg = await ws.receive(timeout=120)
                 if msg.type != aiohttp.WSMsgType.TEXT:
                     raise RuntimeError(f"websocket closed: {msg}")
-                for ev in json.loads(msg.data):
+                events = json.loads(msg.data)
+                socket_counts["frames"] += 1
+                socket_counts["events"] += len(events)
+                for ev in events:
                     if (
                         ev.get("message_type") == "run_status"
                         and ev.get("run_id") == run_id
@@ -166,15 +169,18 @@ async def _drive(mode, base, token, cookie, agents, m):
     import aiohttp
 
     out: list = []
+    socket_counts = {"frames": 0, "events": 0}
     conn = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=600)) as session:
         ws_base = base.replace("http", "ws")
         started = time.perf_counter()
         if mode == "async":
-            await asyncio.gather(*[_agent_async(session, base, ws_base, token, cookie, a, m, out) for a in agents])
+            await asyncio.gather(
+                *[_agent_async(session, base, ws_base, token, cookie, a, m, out, socket_counts) for a in agents]
+            )
         else:
             await asyncio.gather(*[_agent_sync(session, base, token, a, m, out) for a in agents])
-        return time.perf_counter() - started, out
+        return time.perf_counter() - started, out, socket_counts
 
 
 def pct(values, q):
@@ -219,7 +225,7 @@ def main() -> None:
         asyncio.run(_drive(args.mode, base, token, cookie, agents[:2], 1))  # warm-up: first calls pay lazy imports
         llm.clear()
         cpu_before = [_cpu_s(p.pid) for p in procs]
-        wall, out = asyncio.run(_drive(args.mode, base, token, cookie, agents, args.messages))
+        wall, out, socket_counts = asyncio.run(_drive(args.mode, base, token, cookie, agents, args.messages))
         cpu = [_cpu_s(p.pid) - b for p, b in zip(procs, cpu_before, strict=False)]
     finally:
         for proc in procs:
@@ -250,6 +256,11 @@ def main() -> None:
             f"latency p50 {statistics.median(ok) * 1000:.0f} ms   p90 {pct(ok, 0.9) * 1000:.0f} ms   "
             f"ideal {args.latency * 1000:.0f} ms"
         )
+        if socket_counts["frames"]:
+            print(
+                f"websocket per message: {socket_counts['frames'] / len(ok):.1f} frames holding "
+                f"{socket_counts['events'] / len(ok):.1f} events"
+            )
 
 
 if __name__ == "__main__":
