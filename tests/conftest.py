@@ -91,15 +91,43 @@ def _pooled_connections_returned() -> None:
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup):
+def django_db_setup(django_db_setup, request):
     """pytest-django's test databases; before it drops them, close PostgreSQL's connection pool (it keeps idle
-    connections open, and a database with open sessions cannot be dropped)."""
+    connections open, and a database with open sessions cannot be dropped) and end any session still open."""
     yield
     from django.db import connections
 
     for alias in connections:
         if getattr(connections[alias], "pool", None) is not None:
             connections[alias].close_pool()
+        if connections[alias].vendor == "postgresql":
+            connections[alias].close()
+            _other_sessions_ended(connections[alias], request.config)
+
+
+def _other_sessions_ended(conn, config) -> None:
+    """A session still open on the test database (a thread that kept its connection, a server subprocess still
+    exiting) would stop pytest-django from dropping it. Say which ones were left, with this process's live threads,
+    and end them: every test has finished."""
+    import threading
+
+    import psycopg
+
+    name = conn.settings_dict["NAME"]
+    with psycopg.connect(**{**conn.get_connection_params(), "dbname": "postgres"}, autocommit=True) as admin:
+        left = admin.execute(
+            "SELECT pid, state, backend_start, left(query, 120) FROM pg_stat_activity"
+            " WHERE datname = %s AND pid <> pg_backend_pid()",
+            [name],
+        ).fetchall()
+        if not left:
+            return
+        threads = sorted(t.name for t in threading.enumerate())
+        with config.pluginmanager.get_plugin("capturemanager").global_and_fixture_disabled():
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            reporter.ensure_newline()
+            reporter.write_line(f"{len(left)} session(s) left open on {name}, ended: {left}; threads alive: {threads}")
+        admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", [[row[0] for row in left]])
 
 
 @pytest.fixture
