@@ -42,6 +42,7 @@ class Reply:
     fill: bool = True
     chunk_s: float = 0.0  # pause between streamed chunks
     break_after: int | None = None  # streamed: drop the connection after this many chunks
+    streamed_usage: bool = True  # streamed: send the usage chunk when the request asks for it (some providers never do)
 
 
 @dataclass
@@ -475,7 +476,7 @@ class _Handler(BaseHTTPRequestHandler):
             for i in range(0, len(fn["arguments"]), n):
                 chunk({"tool_calls": [{"index": idx, "function": {"arguments": fn["arguments"][i : i + n]}}]})
         chunk({}, "tool_calls" if calls else "stop")
-        if (req.get("stream_options") or {}).get("include_usage"):
+        if reply.streamed_usage and (req.get("stream_options") or {}).get("include_usage"):
             emit(json.dumps({**base, "choices": [], "usage": usage}))
         emit("[DONE]")
         self.wfile.write(b"0\r\n\r\n")

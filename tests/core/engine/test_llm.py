@@ -5,7 +5,7 @@ import json
 import pytest
 
 from core.engine import llm
-from tests.fake_llm import FakeLLM
+from tests.fake_llm import FakeLLM, Reply
 from tests.helpers import until
 
 MODEL = "openai/fake-model"
@@ -104,6 +104,65 @@ def test_a_streamed_calls_logging_handler_returns_at_once(fake_llm, monkeypatch)
     assert json.loads(result.tool_calls[0].arguments)["message"] == "streamed"
     until(lambda: seen)
     assert not any(seen) and built == []
+
+
+def _builder_calls(monkeypatch) -> list[bool]:
+    import litellm
+
+    calls, build = [], litellm.stream_chunk_builder
+
+    def counted(*args, **kwargs):
+        calls.append(True)
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(litellm, "stream_chunk_builder", counted)
+    return calls
+
+
+def test_a_streams_reported_usage_is_read_without_litellms_rebuild(fake_llm, monkeypatch):
+    """At a stream's end litellm rebuilds and prices the whole response only to copy the usage onto its last chunk;
+    the usage the provider reported is read from the stream's chunks instead, the same as a whole call's."""
+    rebuilt = _builder_calls(monkeypatch)
+    fake_llm.script(
+        FakeLLM.tool("send_message", {"message": "streamed"}), FakeLLM.tool("send_message", {"message": "streamed"})
+    )
+    streamed = _call(fake_llm, stream=True, on_delta=lambda d: None)
+    whole = _call(fake_llm)
+    assert rebuilt == []
+    assert streamed.usage == whole.usage and streamed.usage.prompt_tokens > 0 and streamed.usage.completion_tokens > 0
+    assert streamed.raw["usage"]["total_tokens"] == whole.usage.total_tokens
+
+
+def test_a_stream_without_reported_usage_is_still_counted(fake_llm, monkeypatch):
+    """A provider that reports no usage on a stream: litellm's rebuild runs as before and estimates it."""
+    rebuilt = _builder_calls(monkeypatch)
+    fake_llm.script(Reply(content="no usage here", streamed_usage=False))
+    result = llm.complete(
+        {"model": MODEL, "messages": [{"role": "user", "content": "count me"}]},
+        api_base=fake_llm.base_url,
+        api_key="fake",
+        stream=True,
+    )
+    assert result.content == "no usage here" and rebuilt
+    assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
+
+
+def test_reported_usage_keeps_the_latest_value_of_each_field():
+    """Anthropic reports the prompt's tokens in its first event and the reply's in its last."""
+    chunks = [
+        {"usage": None},
+        {"usage": {"prompt_tokens": 20, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 5}}},
+        {"choices": []},
+        {"usage": {"completion_tokens": 63, "completion_tokens_details": {"reasoning_tokens": 6}}},
+    ]
+    assert llm._reported_usage(chunks) == {
+        "prompt_tokens": 20,
+        "completion_tokens": 63,
+        "total_tokens": 83,
+        "prompt_tokens_details": {"cached_tokens": 5},
+        "completion_tokens_details": {"reasoning_tokens": 6},
+    }
+    assert llm._reported_usage([{"usage": None}, {}]) is None
 
 
 def test_an_unpriced_model_is_registered_with_litellm_only(fake_llm):
