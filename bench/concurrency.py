@@ -83,13 +83,18 @@ def _spawn(args, env, name, procs):
     procs.append(subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
 
 
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds a process has used so far (Linux /proc)."""
+def _cpu_split(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds a process has used so far (Linux /proc)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) / os.sysconf("SC_CLK_TCK"), int(fields[12]) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
-        return 0.0
+        return 0.0, 0.0
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used so far."""
+    return sum(_cpu_split(pid))
 
 
 def _wait_healthy(url: str) -> None:
@@ -224,9 +229,12 @@ def main() -> None:
         print(f"server start-up work done after another {_wait_idle(procs):.1f} s", flush=True)
         asyncio.run(_drive(args.mode, base, token, cookie, agents[:2], 1))  # warm-up: first calls pay lazy imports
         llm.clear()
-        cpu_before = [_cpu_s(p.pid) for p in procs]
+        split_before = [_cpu_split(p.pid) for p in procs]
         wall, out, socket_counts = asyncio.run(_drive(args.mode, base, token, cookie, agents, args.messages))
-        cpu = [_cpu_s(p.pid) - b for p, b in zip(procs, cpu_before, strict=False)]
+        split = [
+            (u - u0, s - s0) for (u, s), (u0, s0) in zip((_cpu_split(p.pid) for p in procs), split_before, strict=True)
+        ]
+        cpu = [u + s for u, s in split]
     finally:
         for proc in procs:
             proc.terminate()
@@ -252,6 +260,8 @@ def main() -> None:
             f"server CPU per message {sum(cpu) * 1000 / len(ok):.1f} ms ({per}: web{', workers' if args.workers else ''}); "
             f"a core's worth at ideal throughput is {1000 / ideal_tput:.1f} ms"
         )
+        user, system = (sum(part[i] for part in split) * 1000 / len(ok) for i in (0, 1))
+        print(f"  of which user {user:.1f} ms, system (kernel: sockets, thread wake-ups) {system:.1f} ms")
         print(
             f"latency p50 {statistics.median(ok) * 1000:.0f} ms   p90 {pct(ok, 0.9) * 1000:.0f} ms   "
             f"ideal {args.latency * 1000:.0f} ms"

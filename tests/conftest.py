@@ -125,7 +125,7 @@ def _other_sessions_ended(conn, config) -> None:
         threads = sorted(t.name for t in threading.enumerate())
         with config.pluginmanager.get_plugin("capturemanager").global_and_fixture_disabled():
             reporter = config.pluginmanager.get_plugin("terminalreporter")
-            reporter.ensure_newline()
+            reporter.write_line("")  # off the progress dots
             reporter.write_line(f"{len(left)} session(s) left open on {name}, ended: {left}; threads alive: {threads}")
         admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", [[row[0] for row in left]])
 

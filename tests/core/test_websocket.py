@@ -197,11 +197,12 @@ async def test_a_batched_socket_gets_the_same_events_in_fewer_frames(account, fa
     assert (await batched.connect())[0]
     plain = await _open(account.user, agent.id)
     await batched.send_json_to({"type": "user_message", "text": "hi"})
-    frames = []
-    while not frames or frames[-1][-1] != {**frames[-1][-1], "message_type": "run_status", "status": "completed"}:
+    frames, last = [], {}
+    while (last.get("message_type"), last.get("status")) != ("run_status", "completed"):
         frame = await batched.receive_json_from(timeout=20)
         assert isinstance(frame, list) and frame
         frames.append(frame)
+        last = frame[-1]
     events = [e for frame in frames for e in frame]
     unbatched = await _until(plain, "run_status")
     assert len(frames) < len(events)
