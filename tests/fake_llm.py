@@ -135,6 +135,12 @@ class FakeLLM:
         return self._server.server_address[1]
 
     @property
+    def connections(self) -> int:
+        """How many TCP connections clients opened to this server so far."""
+        assert self._server is not None, "FakeLLM not started"
+        return self._server.accepted
+
+    @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
@@ -281,8 +287,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    accepted = 0  # TCP connections accepted: fewer than requests when clients reuse theirs
+
     def get_request(self):  # type: ignore[override]
         conn, addr = super().get_request()
+        self.accepted += 1
         # Without TCP_NODELAY, small writes meet the client's delayed ACK: ~40 ms per response on loopback.
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn, addr

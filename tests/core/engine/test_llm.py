@@ -216,6 +216,18 @@ def test_streaming_text_reply(fake_llm):
     assert "".join(d.text for d in deltas if d.kind == "text") == "plain streamed text"
 
 
+def test_streamed_calls_reuse_one_connection(fake_llm):
+    # litellm's own handler reads a stream to its end and returns the connection to the pool; the openai SDK's
+    # path closed it at the end of every stream (llm.OPENAI_HTTP_HANDLER)
+    for i in range(3):
+        fake_llm.script(FakeLLM.text(f"reply {i}"))
+        result = _call(fake_llm, stream=True, on_delta=lambda d: None)
+        assert result.content == f"reply {i}"
+    fake_llm.script(FakeLLM.text("whole"))
+    assert _call(fake_llm).content == "whole"
+    assert len(fake_llm.chat_requests) == 4 and fake_llm.connections == 1
+
+
 @pytest.mark.parametrize(
     ("reply", "kind", "status"),
     [
