@@ -1,4 +1,5 @@
-"""The embedded default's channel layer: Channels' in-memory layer with sends that cost O(group members).
+"""The channel layers: the embedded default's (Channels' in-memory layer with sends that cost O(group members)),
+and the one processes share over Redis (channels-redis's pub/sub layer with a cheaper send from sync code).
 
 Channels' `InMemoryChannelLayer` sweeps every channel and every group for expired entries on each send and
 receive, and deep-copies each message per receiver. With a few dozen open tabs and runs emitting a batch
@@ -9,10 +10,14 @@ Delivery semantics are the parent's: per-channel capacity, message expiry, group
 
 import asyncio
 import copy
+import threading
 import time
 
+import redis
 from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer
+from channels_redis.pubsub import RedisPubSubChannelLayer
+from channels_redis.utils import decode_hosts
 
 
 class LocalChannelLayer(InMemoryChannelLayer):
@@ -63,3 +68,36 @@ class LocalChannelLayer(InMemoryChannelLayer):
                 self._put(channel, message)
             except ChannelFull:
                 pass  # a tab that stopped reading loses events, as with the parent layer
+
+
+class RedisLayer(RedisPubSubChannelLayer):
+    """channels-redis's pub/sub layer (what processes share over Redis), plus a send for sync code.
+
+    A run thread's send used to hop to an event loop on another thread and wait there for the PUBLISH: two thread
+    hand-offs per send, more CPU than the PUBLISH itself (about 210 against 95 µs per send here, idle). Here the
+    calling thread publishes on a blocking connection of its own pool: the same message, serialized the same way,
+    to the channel the layer's groups subscribe to, so every receiver is the layer's own (a thread's sends arrive
+    in the order it made them). Receiving is the parent's, unchanged.
+    """
+
+    def __init__(self, *args, hosts=None, prefix: str = "asgi", **kwargs):
+        super().__init__(*args, hosts=hosts, prefix=prefix, **kwargs)
+        self._prefix = prefix
+        self._hosts = decode_hosts(hosts)
+        self._blocking = None
+        self._blocking_lock = threading.Lock()
+
+    def group_send_blocking(self, group: str, message: dict) -> None:
+        """Publish `message` to `group` from sync code; returns once Redis has it (raises if it cannot)."""
+        assert isinstance(message, dict), "message is not a dict"
+        self._blocking_client().publish(f"{self._prefix}__group__{group}", self.serialize(message))
+
+    def _blocking_client(self):
+        if self._blocking is None:
+            with self._blocking_lock:
+                if self._blocking is None:
+                    if len(self._hosts) != 1 or "address" not in self._hosts[0]:
+                        raise NotImplementedError("sync sends need the layer configured with one Redis URL")
+                    host = dict(self._hosts[0])
+                    self._blocking = redis.Redis.from_url(host.pop("address"), **host)
+        return self._blocking

@@ -1,7 +1,8 @@
 """Realtime events to open IDE tabs (channel groups). Call after the transaction commits.
 
-Sends from sync code (run threads, workers) go through one long-lived event loop per process: with
-`async_to_sync` each send would build a new loop and, on Redis, a new connection pool and connection.
+Sends from sync code (run threads, workers): on Redis each thread publishes itself (core.channel_layer.RedisLayer);
+to the embedded layer they are handed to the server's loop; any other layer's go through one long-lived event loop
+per process (with `async_to_sync` each send would build a new loop, and a new connection pool and connection).
 """
 
 import asyncio
@@ -9,7 +10,7 @@ import threading
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
-from core.channel_layer import LocalChannelLayer
+from core.channel_layer import LocalChannelLayer, RedisLayer
 from memory.models import AgentBlock
 
 _server_loop: asyncio.AbstractEventLoop | None = None
@@ -55,6 +56,9 @@ def _group_send(layer, group: str, message: dict) -> None:
             layer.group_send_soon(server, group, message)  # the run thread goes on at once, events in order
             return
         loop = server or sender_loop()
+    elif isinstance(layer, RedisLayer):
+        layer.group_send_blocking(group, message)  # from this thread: no hop to a loop's thread and back
+        return
     else:
         loop = sender_loop()
     asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(timeout=SEND_TIMEOUT_S)
