@@ -78,7 +78,56 @@ def test_a_whole_call_skips_litellms_success_logging(fake_llm, monkeypatch):
     assert len(submitted) == 1
 
 
-def test_a_streamed_calls_logging_handler_returns_at_once(fake_llm, monkeypatch):
+@pytest.fixture
+def through_the_sdk(monkeypatch):
+    """OpenAI-compatible calls through the openai SDK, as before litellm's own handler: streams read through
+    litellm's stream wrapper (the path every provider without its own chunk parser takes)."""
+    monkeypatch.setenv(llm.OPENAI_HTTP_HANDLER, "false")
+
+
+@pytest.fixture(params=["handler", "sdk"])
+def either_path(request, monkeypatch):
+    if request.param == "sdk":
+        monkeypatch.setenv(llm.OPENAI_HTTP_HANDLER, "false")
+    return request.param
+
+
+def test_an_openai_compatible_stream_is_read_without_litellms_stream_wrapper(fake_llm, monkeypatch):
+    """litellm's HTTP handler parses each event into its chunk type; its stream wrapper's work per chunk (a second
+    chunk object, debug text, logging) and at the end (a rebuild, a logging hand-off) is not done."""
+    import litellm.utils
+    from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
+
+    monkeypatch.setattr(CustomStreamWrapper, "chunk_creator", lambda *a, **k: pytest.fail("read through the wrapper"))
+    submitted = []
+    monkeypatch.setattr(litellm.utils.executor, "submit", lambda *a, **k: submitted.append(a))
+    fake_llm.stream_chunk_chars = 3
+    fake_llm.script(
+        FakeLLM.reasoning("Think first.", "send_message", {"message": "streamed"}),
+        FakeLLM.reasoning("Think first.", "send_message", {"message": "streamed"}),
+    )
+    deltas = []
+    streamed = _call(fake_llm, stream=True, on_delta=deltas.append)
+    whole = _call(fake_llm)
+    assert [(c.name, c.arguments) for c in streamed.tool_calls] == [(c.name, c.arguments) for c in whole.tool_calls]
+    assert json.loads(streamed.tool_calls[0].arguments)["message"] == "streamed"
+    assert streamed.reasoning == whole.reasoning == "Think first." and streamed.usage == whole.usage
+    assert streamed.finish_reason == whole.finish_reason == "tool_calls"
+    assert "".join(d.text for d in deltas if d.kind == "reasoning") == "Think first."
+    assert submitted == []
+
+
+def test_a_stream_that_breaks_midway_is_incomplete_and_the_next_call_works(fake_llm, either_path):
+    fake_llm.script(Reply(content="a reply long enough to break", break_after=3), FakeLLM.text("next"))
+    deltas = []
+    with pytest.raises(llm.LLMError) as err:
+        _call(fake_llm, stream=True, on_delta=deltas.append)
+    assert err.value.kind == "stream_incomplete" and "stream ended before the reply was complete" in err.value.message
+    assert deltas  # chunks arrived before the break
+    assert _call(fake_llm, stream=True, on_delta=lambda d: None).content == "next"
+
+
+def test_a_streamed_calls_logging_handler_returns_at_once(fake_llm, monkeypatch, through_the_sdk):
     """litellm's stream wrapper hands the finished stream to its logging thread whatever the context; the call is
     marked as logged already, so the handler skips building its payload. (Handlers of earlier tests' streams may
     still be queued on that thread: they are marked too.)"""
@@ -119,7 +168,7 @@ def _builder_calls(monkeypatch) -> list[bool]:
     return calls
 
 
-def test_a_streams_reported_usage_is_read_without_litellms_rebuild(fake_llm, monkeypatch):
+def test_a_streams_reported_usage_is_read_without_litellms_rebuild(fake_llm, monkeypatch, either_path):
     """At a stream's end litellm rebuilds and prices the whole response only to copy the usage onto its last chunk;
     the usage the provider reported is read from the stream's chunks instead, the same as a whole call's."""
     rebuilt = _builder_calls(monkeypatch)
@@ -133,7 +182,7 @@ def test_a_streams_reported_usage_is_read_without_litellms_rebuild(fake_llm, mon
     assert streamed.raw["usage"]["total_tokens"] == whole.usage.total_tokens
 
 
-def test_a_stream_without_reported_usage_is_still_counted(fake_llm, monkeypatch):
+def test_a_stream_without_reported_usage_is_still_counted(fake_llm, monkeypatch, either_path):
     """A provider that reports no usage on a stream: litellm's rebuild runs as before and estimates it."""
     rebuilt = _builder_calls(monkeypatch)
     fake_llm.script(Reply(content="no usage here", streamed_usage=False))
