@@ -530,7 +530,8 @@ def _commit_step(
     rs.history = history
     valid = [i for i, c in enumerate(parsed.calls) if c.valid and i in outcomes]
     rs.last_output = outcomes[valid[-1]].value if valid else rs.last_output
-    _emit_step(rs, rows, step.index, snap.spec.agent_type)
+    # a run's last step: its events go out with the run's end (_finish, at once), in one channel-layer message
+    _emit_step(rs, rows, step.index, snap.spec.agent_type, flush=decision.continue_loop)
     if not decision.continue_loop:
         return decision.stop_reason
     # letta_v1_agent continues on the tool results alone; a heartbeat goes only where the decision gives a reason.
@@ -556,7 +557,7 @@ def _account(rs: _RunState, usage: dict) -> None:
         rs.usage["cost_usd"] = round(rs.usage.get("cost_usd", 0.0) + usage["cost_usd"], 10)
 
 
-def _emit_step(rs: _RunState, rows, step_index: int, agent_type: str) -> None:
+def _emit_step(rs: _RunState, rows, step_index: int, agent_type: str, *, flush: bool = True) -> None:
     calls = assistant_calls(rows)
     for row in rows:
         for event in messages_to_letta([row], agent_type=agent_type):
@@ -566,7 +567,7 @@ def _emit_step(rs: _RunState, rows, step_index: int, agent_type: str) -> None:
             if not is_input:
                 rs.out.append(event)
             rs.emitter.emit(event, to_caller=not is_input, flush=False)
-    rs.emitter.emit({"message_type": "context_update", "run_id": rs.run.id}, to_caller=False)
+    rs.emitter.emit({"message_type": "context_update", "run_id": rs.run.id}, to_caller=False, flush=flush)
 
 
 def _end_store(rs: _RunState, stop: StopReason, *, message_ids: list[str] | None = None) -> None:
