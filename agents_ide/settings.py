@@ -120,6 +120,10 @@ if IS_POSTGRES and DB_POOL_MAX > 0:
     # process holds at most DB_POOL_MAX connections however many runs wait on models at once.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 2, "max_size": DB_POOL_MAX, "timeout": 30}
+if IS_POSTGRES:
+    # Parameters travel beside the statement (psycopg's server-side binding) instead of being quoted into its text
+    # in Python: a step's stored request (kilobytes of JSON, every step) costs about a fifth less CPU to insert.
+    DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
 # Test databases are per test process (concurrent test runs on one machine must not share one), and on SQLite
 # a file rather than memory, so server processes started by the tests can open the same database.
 _test_suffix = os.environ.get("TEST_DB_SUFFIX") or str(os.getpid())
