@@ -84,11 +84,15 @@ class RedisLayer(RedisPubSubChannelLayer):
         super().__init__(*args, hosts=hosts, prefix=prefix, **kwargs)
         self._prefix = prefix
         self._hosts = decode_hosts(hosts)
+        # One Redis URL (what redis_channel_layers configures): sync code publishes itself. Several shards, or a
+        # host given as anything but a URL, and sync sends take the parent's async path (core.events).
+        self.blocking_sends = len(self._hosts) == 1 and "address" in self._hosts[0]
         self._blocking = None
         self._blocking_lock = threading.Lock()
 
     def group_send_blocking(self, group: str, message: dict) -> None:
-        """Publish `message` to `group` from sync code; returns once Redis has it (raises if it cannot)."""
+        """Publish `message` to `group` from sync code; returns once Redis has it (raises if it cannot). Only for a
+        layer with `blocking_sends`."""
         assert isinstance(message, dict), "message is not a dict"
         self._blocking_client().publish(f"{self._prefix}__group__{group}", self.serialize(message))
 
@@ -96,8 +100,6 @@ class RedisLayer(RedisPubSubChannelLayer):
         if self._blocking is None:
             with self._blocking_lock:
                 if self._blocking is None:
-                    if len(self._hosts) != 1 or "address" not in self._hosts[0]:
-                        raise NotImplementedError("sync sends need the layer configured with one Redis URL")
                     host = dict(self._hosts[0])
                     self._blocking = redis.Redis.from_url(host.pop("address"), **host)
         return self._blocking

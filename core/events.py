@@ -56,7 +56,7 @@ def _group_send(layer, group: str, message: dict) -> None:
             layer.group_send_soon(server, group, message)  # the run thread goes on at once, events in order
             return
         loop = server or sender_loop()
-    elif isinstance(layer, RedisLayer):
+    elif isinstance(layer, RedisLayer) and layer.blocking_sends:
         layer.group_send_blocking(group, message)  # from this thread: no hop to a loop's thread and back
         return
     else:

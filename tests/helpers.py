@@ -43,3 +43,18 @@ async def until_async(predicate, timeout: float = 90.0, interval: float = 0.02, 
             return value
         await asyncio.sleep(interval)
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def require_redis(url: str) -> None:
+    """Skip the test when Redis does not answer at `url`; in CI, fail it (Redis is part of the CI machine)."""
+    import pytest
+    import redis
+
+    from tests.conftest import IN_CI
+
+    try:
+        redis.Redis.from_url(url, socket_timeout=2).ping()
+    except redis.RedisError:
+        if IN_CI:
+            pytest.fail(f"Redis is not reachable at {url}")
+        pytest.skip(f"Redis is not reachable at {url}")

@@ -12,7 +12,7 @@ import pytest
 
 from agents_ide.settings import redis_channel_layers
 from tests.conftest import IN_CI
-from tests.helpers import database_url, free_port
+from tests.helpers import database_url, free_port, require_redis
 
 CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,15 +41,9 @@ REDIS_TEST_URL = os.environ.get("AIDE_TEST_REDIS_URL", "redis://127.0.0.1:6379/9
 def redis_layer(settings):
     """Share a Redis channel layer between this test and the server, so the test can send events to the page's
     agent group itself (core.events.send_events). Request it before `live_server_url`."""
-    import redis
     from channels.layers import channel_layers
 
-    try:
-        redis.Redis.from_url(REDIS_TEST_URL, socket_timeout=2).ping()
-    except redis.RedisError:
-        if IN_CI:
-            pytest.fail(f"Redis is not reachable at {REDIS_TEST_URL}")
-        pytest.skip(f"Redis is not reachable at {REDIS_TEST_URL}")
+    require_redis(REDIS_TEST_URL)
     settings.CHANNEL_LAYERS = redis_channel_layers(REDIS_TEST_URL)  # the layer the server gets from REDIS_URL
     channel_layers.backends.clear()
     try:

@@ -9,20 +9,14 @@ import redis
 
 from core import events
 from core.channel_layer import RedisLayer
-from tests.conftest import IN_CI
-from tests.helpers import until
+from tests.helpers import require_redis, until
 
 REDIS_URL = "redis://127.0.0.1:6379/10"
 
 
 @pytest.fixture
 def layer():
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_timeout=2).ping()
-    except redis.RedisError:
-        if IN_CI:
-            pytest.fail(f"Redis is not reachable at {REDIS_URL}")
-        pytest.skip(f"Redis is not reachable at {REDIS_URL}")
+    require_redis(REDIS_URL)
     return RedisLayer(hosts=[REDIS_URL])
 
 
@@ -67,3 +61,23 @@ def test_a_sync_send_to_an_unreachable_redis_raises():
     layer = RedisLayer(hosts=["redis://127.0.0.1:1/0"])
     with pytest.raises(redis.ConnectionError):
         layer.group_send_blocking("agent.r3", {"type": "agent.event", "event": {}})
+
+
+def test_a_layer_over_several_redis_shards_sends_from_sync_code_through_the_event_loop(monkeypatch):
+    layer = RedisLayer(hosts=["redis://127.0.0.1:6379/10", "redis://127.0.0.1:6379/11"])
+    assert not layer.blocking_sends
+    monkeypatch.setattr(layer, "group_send_blocking", lambda *a: pytest.fail("a sharded layer publishes on its loop"))
+    handed = []
+
+    class Sent:
+        def result(self, timeout=None):
+            return None
+
+    def run_coroutine_threadsafe(coro, loop):
+        handed.append(loop)
+        coro.close()
+        return Sent()
+
+    monkeypatch.setattr(events.asyncio, "run_coroutine_threadsafe", run_coroutine_threadsafe)
+    events._group_send(layer, "agent.r4", {"type": "agent.event", "event": {}})
+    assert handed == [events.sender_loop()]
