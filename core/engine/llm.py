@@ -7,6 +7,8 @@ LLMError with a kind the runner can act on (context_length → evict and retry; 
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 import logging
 import os
 import re
@@ -14,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from core.engine.types import LLMResult, ToolCall, Usage
@@ -54,6 +57,7 @@ class Delta:
     tool_name: str | None = None
 
 
+log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _litellm: Any = None
 # OpenAI-compatible providers through litellm's own HTTP handler (the one its other providers use) rather than the
@@ -219,8 +223,11 @@ def _price_lookup_cheap(litellm: Any, model: str) -> None:
 
 
 def warm_up() -> None:
-    """Import litellm now (server start-up) rather than on the first message."""
+    """Import litellm and build its HTTP client (an SSL context: about 0.1 s of CPU) now, at server start-up, rather
+    than on the first message."""
     _lib()
+    with contextlib.suppress(Exception):  # a litellm without the direct path's parts builds it on the first call
+        _direct_parts().http_client({"ssl_verify": None})
 
 
 def is_context_length_error(error: BaseException) -> bool:
@@ -363,6 +370,9 @@ def complete(
     started = time.perf_counter()
     try:
         _price_lookup_cheap(litellm, str(request.get("model", "")))
+        config = _direct_config(litellm, request, api_base)
+        if config is not None:
+            return _direct_complete(litellm, config, kwargs, stream, on_delta, started)
         if not stream:
             with _no_success_logging():
                 response = litellm.completion(**kwargs)
@@ -380,6 +390,153 @@ def complete(
         raise
     except Exception as exc:  # noqa: BLE001 - every provider failure is mapped to one typed error
         raise map_error(exc, model=str(request.get("model", ""))) from exc
+
+
+# ---------------------------------------------------------------------------------------------- the direct path
+# A plain chat model of the `openai` provider (OpenAI's own, or any OpenAI-compatible server) is called through
+# litellm's parts without its `completion()` around them: the model's provider config builds the request (the same
+# transform_request, the same body), litellm's cached HTTP client sends it, its chunk parser reads the stream, its
+# exception mapping types a failure. What `completion()` adds around those parts is work for a proxy this server
+# never does: per call a logging object, the parameter checks of every provider, a responses-API routing check, a
+# price of the stream object (tokenising the whole prompt), hidden parameters on the response. That was about 6 ms
+# of CPU a call here, two thirds of a streamed call's cost (README, Benchmarks). Reasoning models (o-series, GPT-5),
+# models litellm routes to the Responses API, requests carrying other parameters and every other provider go
+# through `completion()` as before; `OPENAI_HTTP_HANDLER=false` (the openai SDK's path) turns this path off too.
+# tests/core/engine/test_llm.py checks that both paths send the same body and give the same result.
+
+_DIRECT_PARAMS = frozenset(
+    {"model", "messages", "tools", "tool_choice", "temperature", "max_tokens", "parallel_tool_calls", "top_p"}
+)
+_direct_configs: dict[tuple[str, str, bool], Any] = {}
+
+
+def _direct_config(litellm: Any, request: dict[str, Any], api_base: str | None) -> Any | None:
+    """litellm's provider config for the request's model when the direct path serves it, else None."""
+    model = str(request.get("model", ""))
+    if not model.startswith("openai/") or not _DIRECT_PARAMS.issuperset(request):
+        return None
+    if os.environ.get(OPENAI_HTTP_HANDLER, "").lower() not in ("true", "1", "yes"):
+        return None
+    key = (model, api_base or "", bool(request.get("tools")))
+    if key not in _direct_configs:
+        _direct_configs[key] = _direct_config_for(litellm, model.split("/", 1)[1], api_base, request.get("tools"))
+    return _direct_configs[key]
+
+
+@functools.cache
+def _direct_parts() -> SimpleNamespace:
+    """The litellm parts the direct path uses (ImportError from a litellm that moved one: the path is off)."""
+    from litellm.litellm_core_utils.exception_mapping_utils import exception_type
+    from litellm.litellm_core_utils.prompt_templates.common_utils import get_completion_messages
+    from litellm.llms.custom_httpx.http_handler import get_httpx_client
+    from litellm.llms.custom_httpx.sse_lines import iter_sse_lines
+    from litellm.llms.openai.chat.gpt_transformation import OpenAIGPTConfig, OpenAIUnknownModelConfig
+    from litellm.responses.bridge_check import _resolve_openai_api_base, responses_api_bridge_check
+    from litellm.utils import (
+        ProviderConfigManager,
+        validate_and_fix_openai_messages,
+        validate_and_fix_openai_tools,
+        validate_chat_completion_tool_choice,
+    )
+
+    return SimpleNamespace(
+        plain_configs=(OpenAIGPTConfig, OpenAIUnknownModelConfig),
+        chat_config=ProviderConfigManager.get_provider_chat_config,
+        bridge_check=responses_api_bridge_check,
+        resolve_api_base=_resolve_openai_api_base,
+        fix_messages=validate_and_fix_openai_messages,
+        completion_messages=get_completion_messages,
+        fix_tools=validate_and_fix_openai_tools,
+        fix_tool_choice=validate_chat_completion_tool_choice,
+        http_client=get_httpx_client,
+        sse_lines=iter_sse_lines,
+        exception_type=exception_type,
+    )
+
+
+def _direct_config_for(litellm: Any, name: str, api_base: str | None, tools: Any) -> Any | None:
+    try:
+        parts = _direct_parts()
+        config = parts.chat_config(model=name, provider=litellm.LlmProviders.OPENAI)
+        if type(config) not in parts.plain_configs:
+            return None  # a reasoning model: litellm maps its parameters and roles
+        info, _ = parts.bridge_check(
+            model=name, custom_llm_provider="openai", tools=tools, api_base=parts.resolve_api_base(api_base)
+        )
+        return None if info.get("mode") == "responses" else config
+    except Exception:  # noqa: BLE001 - a litellm without these parts: completion() it is
+        log.debug("no direct path for openai/%s", name, exc_info=True)
+        return None
+
+
+def _direct_complete(
+    litellm: Any,
+    config: Any,
+    kwargs: dict[str, Any],
+    stream: bool,
+    on_delta: Callable[[Delta], None] | None,
+    started: float,
+) -> LLMResult:
+    """One call on the direct path: the body built by the model's provider config, sent by litellm's HTTP client,
+    read by its chunk parser (streamed) or its response converter (whole); a failure typed by litellm's exception
+    mapping, as `completion()` types it."""
+    parts = _direct_parts()
+    name = kwargs["model"].split("/", 1)[1]
+    api_base = parts.resolve_api_base(kwargs.get("api_base"))
+    api_key = kwargs.get("api_key") or litellm.api_key or litellm.openai_key or os.environ.get("OPENAI_API_KEY")
+    params = {k: v for k, v in kwargs.items() if k in _DIRECT_PARAMS and k not in ("model", "messages")}
+    try:
+        # completion()'s own checks of what it was given: None fields dropped from messages, tools as dicts
+        messages = parts.completion_messages(
+            messages=parts.fix_messages(messages=kwargs["messages"]),
+            ensure_alternating_roles=False,
+            user_continue_message=None,
+            assistant_continue_message=None,
+        )
+        if "tools" in params:
+            params["tools"] = parts.fix_tools(tools=params["tools"])
+        if "tool_choice" in params:
+            params["tool_choice"] = parts.fix_tool_choice(tool_choice=params["tool_choice"], model=name)
+        optional = config.map_openai_params(non_default_params=params, optional_params={}, model=name, drop_params=True)
+        headers = config.validate_environment(
+            headers={}, model=name, messages=messages, optional_params=optional, litellm_params={}, api_key=api_key
+        )
+        url = config.get_complete_url(
+            api_base=api_base, api_key=api_key, model=name, optional_params=optional, litellm_params={}, stream=stream
+        )
+        body = config.transform_request(
+            model=name, messages=messages, optional_params=optional, litellm_params={}, headers=headers
+        )
+        if stream:
+            body.update(stream=True, stream_options={"include_usage": True})
+        client = parts.http_client({"ssl_verify": None})  # litellm's own cached client: the same connection pool
+        response = client.post(url, headers=headers, data=json.dumps(body), timeout=kwargs["timeout"], stream=stream)
+    except Exception as exc:  # noqa: BLE001 - typed below as completion() types it
+        try:
+            litellm.main.base_llm_http_handler.handle_error(exc, config)  # raises the provider's error
+        except Exception as provider_error:  # noqa: BLE001
+            parts.exception_type(model=name, original_exception=provider_error, custom_llm_provider="openai")
+        raise
+    if stream:
+        chunks = config.get_model_response_iterator(
+            streaming_response=parts.sse_lines(response.iter_text()), sync_stream=True, json_mode=False
+        )
+        try:
+            return _assemble_stream(_read_provider_stream(chunks, kwargs, litellm), on_delta, started)
+        finally:
+            response.close()
+    try:
+        parsed = litellm.utils.convert_to_model_response_object(
+            response_object=response.json(),
+            model_response_object=litellm.ModelResponse(),
+            hidden_params={"headers": dict(response.headers)},
+            _response_headers=dict(response.headers),
+        )
+    except Exception as exc:  # noqa: BLE001 - a body that is not a chat completion
+        raise LLMError(
+            "api_error", f"The model provider sent an unreadable response ({kwargs['model']}): {_clean(str(exc))}"
+        ) from exc
+    return _result_from_response(parsed, (time.perf_counter() - started) * 1000)
 
 
 @dataclass

@@ -277,6 +277,97 @@ def test_streamed_calls_reuse_one_connection(fake_llm):
     assert len(fake_llm.chat_requests) == 4 and fake_llm.connections == 1
 
 
+@pytest.fixture
+def through_completion(monkeypatch):
+    """OpenAI-compatible calls through litellm's completion() (with its HTTP handler), not the direct path."""
+    monkeypatch.setattr(llm, "_direct_config", lambda *a, **k: None)
+
+
+def _without_completion(monkeypatch):
+    import litellm
+
+    monkeypatch.setattr(litellm, "completion", lambda *a, **k: pytest.fail("called through litellm.completion"))
+
+
+def _spy(function, calls: list):
+    def spied(*args, **kwargs):
+        calls.append(kwargs)
+        return function(*args, **kwargs)
+
+    return spied
+
+
+@pytest.mark.parametrize("model", [MODEL, "openai/gpt-4o-mini"])
+def test_the_direct_path_sends_and_returns_what_completion_does(fake_llm, monkeypatch, model):
+    """A plain chat model of the openai provider is called through litellm's provider config, HTTP client and chunk
+    parser without completion() around them: the server receives the same body and the result is the same."""
+    import litellm
+
+    request = _request(model=model, temperature=0.3, max_tokens=200, parallel_tool_calls=False)
+    request["messages"] = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "send_message", "arguments": '{"message": "x"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "None"},
+        {"role": "user", "content": [{"type": "text", "text": "and now?"}]},
+    ]
+    call = {"api_base": fake_llm.base_url, "api_key": "fake"}
+    for stream in (False, True):
+        for _ in ("direct", "completion"):
+            fake_llm.script(FakeLLM.reasoning("Think.", "send_message", {"message": "same"}))
+        with monkeypatch.context() as m:
+            _without_completion(m)
+            direct = llm.complete(request, stream=stream, on_delta=lambda d: None, **call)
+        with monkeypatch.context() as m:
+            m.setattr(llm, "_direct_config", lambda *a, **k: None)
+            spied = []
+            m.setattr(litellm, "completion", _spy(litellm.completion, spied))
+            through = llm.complete(request, stream=stream, on_delta=lambda d: None, **call)
+        assert spied, "the comparison call did not go through completion()"
+        assert fake_llm.chat_requests[-2] == fake_llm.chat_requests[-1]
+        assert fake_llm.chat_requests[-1].get("stream", False) is stream
+        assert (direct.content, direct.reasoning, direct.finish_reason, direct.usage, direct.model) == (
+            through.content,
+            through.reasoning,
+            through.finish_reason,
+            through.usage,
+            through.model,
+        )
+        assert [(c.name, c.arguments) for c in direct.tool_calls] == [(c.name, c.arguments) for c in through.tool_calls]
+        assert json.loads(direct.tool_calls[0].arguments)["message"] == "same"
+    assert request["messages"][4]["content"] == [{"type": "text", "text": "and now?"}]  # the caller's request unchanged
+
+
+@pytest.mark.parametrize(
+    ("model", "extra"),
+    [
+        ("openai/o4-mini", {}),  # a reasoning model: litellm maps its parameters and roles
+        ("openai/gpt-5", {}),
+        (MODEL, {"reasoning_effort": "low"}),  # a parameter the direct path does not pass
+        ("deepseek/deepseek-chat", {}),  # another provider
+    ],
+)
+def test_other_models_and_parameters_go_through_completion(model, extra):
+    import litellm
+
+    assert llm._direct_config(litellm, _request(model=model, **extra), "http://127.0.0.1:1/v1") is None
+    assert llm._direct_config(litellm, _request(), "http://127.0.0.1:1/v1") is not None
+
+
+def test_the_sdks_path_turns_the_direct_path_off(fake_llm, monkeypatch, through_the_sdk):
+    import litellm
+
+    assert llm._direct_config(litellm, _request(), fake_llm.base_url) is None
+    assert _call(fake_llm).tool_calls[0].name == "send_message"
+
+
+@pytest.mark.parametrize("path", ["direct", "completion"])
 @pytest.mark.parametrize(
     ("reply", "kind", "status"),
     [
@@ -288,34 +379,56 @@ def test_streamed_calls_reuse_one_connection(fake_llm):
         (FakeLLM.error(400, "bad parameter"), "bad_request", 400),
     ],
 )
-def test_provider_errors_are_typed(fake_llm, reply, kind, status):
-    fake_llm.script(reply)
+def test_provider_errors_are_typed(fake_llm, monkeypatch, path, reply, kind, status):
+    if path == "completion":
+        monkeypatch.setattr(llm, "_direct_config", lambda *a, **k: None)
+    else:
+        _without_completion(monkeypatch)
+    fake_llm.script(reply, reply)
     with pytest.raises(llm.LLMError) as info:
         _call(fake_llm)
+    with pytest.raises(llm.LLMError) as streamed:
+        _call(fake_llm, stream=True)
+    assert (streamed.value.kind, streamed.value.status) == (info.value.kind, info.value.status)
     assert info.value.kind == kind
     assert info.value.status == status
     assert llm.is_context_length_error(info.value) is (kind == "context_length")
     assert "Error:" not in info.value.message.split(":", 1)[0]  # no stacked class-name noise up front
 
 
-def test_error_message_keeps_provider_words(fake_llm):
-    fake_llm.script(FakeLLM.error(500, "upstream exploded"))
-    with pytest.raises(llm.LLMError) as info:
-        _call(fake_llm)
-    assert "upstream exploded" in info.value.message and "HTTP 500" in info.value.message
+def test_error_message_keeps_provider_words(fake_llm, monkeypatch):
+    messages = []
+    for path in ("direct", "completion"):
+        if path == "completion":
+            monkeypatch.setattr(llm, "_direct_config", lambda *a, **k: None)
+        fake_llm.script(FakeLLM.error(500, "upstream exploded"))
+        with pytest.raises(llm.LLMError) as info:
+            _call(fake_llm)
+        assert "upstream exploded" in info.value.message and "HTTP 500" in info.value.message
+        messages.append(info.value.message)
+    assert messages[0] == messages[1]  # the direct path's failure reads as completion()'s
 
 
-def test_timeout(fake_llm):
+@pytest.mark.parametrize("path", ["direct", "completion"])
+def test_timeout(fake_llm, monkeypatch, path):
+    if path == "completion":
+        monkeypatch.setattr(llm, "_direct_config", lambda *a, **k: None)
     fake_llm.script(FakeLLM.tool("send_message", {"message": "late"}, latency=1.5))
     with pytest.raises(llm.LLMError) as info:
         _call(fake_llm, timeout=0.3)
     assert info.value.kind == "timeout"
 
 
-def test_unreachable_provider_is_an_api_error():
-    with pytest.raises(llm.LLMError) as info:
-        llm.complete(_request(), api_base="http://127.0.0.1:9/v1", api_key="fake", timeout=2)
-    assert info.value.kind in ("api_error", "timeout")
+def test_unreachable_provider_is_an_api_error(monkeypatch):
+    errors = []
+    for path in ("direct", "completion"):
+        if path == "completion":
+            monkeypatch.setattr(llm, "_direct_config", lambda *a, **k: None)
+        with pytest.raises(llm.LLMError) as info:
+            llm.complete(_request(), api_base="http://127.0.0.1:9/v1", api_key="fake", timeout=2)
+        assert info.value.kind == "api_error" and "Connection refused" in info.value.message
+        errors.append((info.value.kind, info.value.status, info.value.message))
+    assert errors[0] == errors[1]
 
 
 def test_malformed_arguments_pass_through_raw(fake_llm):
