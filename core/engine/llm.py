@@ -485,6 +485,9 @@ def _direct_complete(
     api_base = parts.resolve_api_base(kwargs.get("api_base"))
     api_key = kwargs.get("api_key") or litellm.api_key or litellm.openai_key or os.environ.get("OPENAI_API_KEY")
     params = {k: v for k, v in kwargs.items() if k in _DIRECT_PARAMS and k not in ("model", "messages")}
+    # What completion() tells the provider config about the call: the endpoint decides whether litellm keeps cache
+    # marks (a custom base may be a proxy that reads them) and how it rewrites tool schemas for OpenAI's validator.
+    litellm_params = {"custom_llm_provider": "openai", "api_base": kwargs.get("api_base"), "drop_params": True}
     try:
         # completion()'s own checks of what it was given: None fields dropped from messages, tools as dicts
         messages = parts.completion_messages(
@@ -499,13 +502,23 @@ def _direct_complete(
             params["tool_choice"] = parts.fix_tool_choice(tool_choice=params["tool_choice"], model=name)
         optional = config.map_openai_params(non_default_params=params, optional_params={}, model=name, drop_params=True)
         headers = config.validate_environment(
-            headers={}, model=name, messages=messages, optional_params=optional, litellm_params={}, api_key=api_key
+            headers={},
+            model=name,
+            messages=messages,
+            optional_params=optional,
+            litellm_params=litellm_params,
+            api_key=api_key,
         )
         url = config.get_complete_url(
-            api_base=api_base, api_key=api_key, model=name, optional_params=optional, litellm_params={}, stream=stream
+            api_base=api_base,
+            api_key=api_key,
+            model=name,
+            optional_params=optional,
+            litellm_params=litellm_params,
+            stream=stream,
         )
         body = config.transform_request(
-            model=name, messages=messages, optional_params=optional, litellm_params={}, headers=headers
+            model=name, messages=messages, optional_params=optional, litellm_params=litellm_params, headers=headers
         )
         if stream:
             body.update(stream=True, stream_options={"include_usage": True})

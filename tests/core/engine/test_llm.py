@@ -297,27 +297,12 @@ def _spy(function, calls: list):
     return spied
 
 
-@pytest.mark.parametrize("model", [MODEL, "openai/gpt-4o-mini"])
-def test_the_direct_path_sends_and_returns_what_completion_does(fake_llm, monkeypatch, model):
-    """A plain chat model of the openai provider is called through litellm's provider config, HTTP client and chunk
-    parser without completion() around them: the server receives the same body and the result is the same."""
+def _same_on_both_paths(fake_llm, monkeypatch, request, call):
+    """Send `request` direct (completion() made to fail) and through completion(), streamed and whole: the server
+    receives the same body and the results agree. Returns the bodies the server received (direct, completion)."""
     import litellm
 
-    request = _request(model=model, temperature=0.3, max_tokens=200, parallel_tool_calls=False)
-    request["messages"] = [
-        {"role": "system", "content": "You are terse."},
-        {"role": "user", "content": "hi"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "send_message", "arguments": '{"message": "x"}'}}
-            ],
-        },
-        {"role": "tool", "tool_call_id": "c1", "content": "None"},
-        {"role": "user", "content": [{"type": "text", "text": "and now?"}]},
-    ]
-    call = {"api_base": fake_llm.base_url, "api_key": "fake"}
+    bodies = []
     for stream in (False, True):
         for _ in ("direct", "completion"):
             fake_llm.script(FakeLLM.reasoning("Think.", "send_message", {"message": "same"}))
@@ -341,7 +326,64 @@ def test_the_direct_path_sends_and_returns_what_completion_does(fake_llm, monkey
         )
         assert [(c.name, c.arguments) for c in direct.tool_calls] == [(c.name, c.arguments) for c in through.tool_calls]
         assert json.loads(direct.tool_calls[0].arguments)["message"] == "same"
+        bodies = fake_llm.chat_requests[-2:]
+    return bodies
+
+
+@pytest.mark.parametrize("model", [MODEL, "openai/gpt-4o-mini"])
+def test_the_direct_path_sends_and_returns_what_completion_does(fake_llm, monkeypatch, model):
+    """A plain chat model of the openai provider is called through litellm's provider config, HTTP client and chunk
+    parser without completion() around them: the server receives the same body and the result is the same."""
+    request = _request(model=model, temperature=0.3, max_tokens=200, parallel_tool_calls=False)
+    request["messages"] = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "send_message", "arguments": '{"message": "x"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "None"},
+        {"role": "user", "content": [{"type": "text", "text": "and now?"}]},
+    ]
+    _same_on_both_paths(fake_llm, monkeypatch, request, {"api_base": fake_llm.base_url, "api_key": "fake"})
     assert request["messages"][4]["content"] == [{"type": "text", "text": "and now?"}]  # the caller's request unchanged
+
+
+# A tool whose parameters litellm rewrites for OpenAI's validator (a top-level anyOf, a pattern Python's re cannot
+# compile), and a message part carrying an Anthropic cache mark, which litellm keeps or strips by endpoint.
+_PICKY_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "pick",
+        "description": "Pick one.",
+        "parameters": {
+            "type": "object",
+            "properties": {"word": {"type": "string", "pattern": "^\\p{L}+$"}},
+            "anyOf": [{"required": ["word"]}, {"properties": {"word": {"const": "none"}}}],
+        },
+    },
+}
+_MARKED = {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}
+
+
+@pytest.mark.parametrize("base", ["given", "from_environment"])
+def test_the_direct_path_rewrites_tools_and_cache_marks_as_completion_does(fake_llm, monkeypatch, base):
+    """litellm rewrites tool schemas and keeps or drops cache marks according to the endpoint it is told about (a
+    base given with the call, or none: then OPENAI_BASE_URL): the direct path tells it the same."""
+    request = _request(tools=[*TOOLS, _PICKY_TOOL], messages=[_MARKED])
+    call = {"api_key": "fake"}
+    if base == "given":
+        call["api_base"] = fake_llm.base_url
+    else:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
+    direct, _ = _same_on_both_paths(fake_llm, monkeypatch, request, call)
+    # What litellm does today, so that the comparison above is about something: the fake is a custom endpoint (given
+    # or found in the environment), which keeps the cache mark; the pattern Python cannot compile is dropped.
+    assert direct["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert "pattern" not in json.dumps(direct["tools"][1])
 
 
 @pytest.mark.parametrize(
