@@ -43,6 +43,7 @@ class Reply:
     chunk_s: float = 0.0  # pause between streamed chunks
     break_after: int | None = None  # streamed: drop the connection after this many chunks
     streamed_usage: bool = True  # streamed: send the usage chunk when the request asks for it (some providers never do)
+    body: Any = None  # whole: answer 200 with this JSON instead of a chat completion (a proxy that is something else)
 
 
 @dataclass
@@ -390,6 +391,9 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(delay)
         if reply.status != 200:
             self._send_json(reply.error_body or {"error": {"message": "error"}}, reply.status)
+            return
+        if reply.body is not None and not req.get("stream"):
+            self._send_json(reply.body)
             return
         calls = fake._materialize(req, reply)
         usage = fake._usage(req, reply, calls)

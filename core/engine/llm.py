@@ -244,6 +244,7 @@ _NOISE = re.compile(r"^(?:litellm\.)?(?:\w+(?:Error|Exception))(?: - |: ?)")
 def _clean(message: str) -> str:
     # litellm stacks class-name prefixes ("BadRequestError: ContextWindowExceededError: ..."); keep the provider's words.
     text = " ".join(str(message).split()).replace("Error_str: ", "")
+    text = text.split(" Traceback (most recent call last):", 1)[0]  # litellm appends its own stack to some messages
     while (m := _NOISE.match(text)) is not None:
         text = text[m.end() :]
     return text[:1000]

@@ -438,6 +438,27 @@ def test_provider_errors_are_typed(fake_llm, monkeypatch, path, reply, kind, sta
     assert "Error:" not in info.value.message.split(":", 1)[0]  # no stacked class-name noise up front
 
 
+@pytest.mark.parametrize("path", ["direct", "completion"])
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [({"object": "list", "data": []}, "no 'choices'"), ("just text", "Invalid response object")],
+)
+def test_a_reply_that_is_not_a_completion_is_an_api_error(fake_llm, monkeypatch, path, body, words):
+    """A 200 whose body is not a chat completion (a proxy in front of something else) fails the call with the
+    reason, on both paths, without litellm's stack trace in the message."""
+    if path == "completion":
+        monkeypatch.setattr(llm, "_direct_config", lambda *a, **k: None)
+    else:
+        _without_completion(monkeypatch)
+    fake_llm.script(Reply(body=body))
+    with pytest.raises(llm.LLMError) as info:
+        llm.complete({"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}, api_base=fake_llm.base_url)
+    assert info.value.kind == "api_error"
+    assert words in info.value.message
+    assert "Traceback" not in info.value.message
+    assert _call(fake_llm).tool_calls[0].name == "send_message"  # the next call is answered as usual
+
+
 def test_error_message_keeps_provider_words(fake_llm, monkeypatch):
     messages = []
     for path in ("direct", "completion"):
