@@ -12,13 +12,14 @@ and turns the rows into model instances as Django's ModelIterable does.
 Placeholders stand for whole string values (ids, handles, hashes); select_related is followed, prefetch_related is
 not. One compiled form per database alias (the SQL differs by vendor).
 
-`update` is `Model.objects.filter(**where).update(**values)` for equality filters, its SQL built once per shape.
+`update` is `Model.objects.filter(**where).update(**values)` for equality filters, its SQL built once per shape;
+`insert` is `Model.objects.bulk_create(objs)` for rows whose primary key is set before they are written.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 from django.db import connections
@@ -150,3 +151,46 @@ def update(model: type[Model], where: dict[str, object], *, using: str = "defaul
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount
+
+
+_inserts: dict[tuple, tuple[str, list]] = {}  # (model, rows, database) -> (SQL, fields)
+
+
+def insert(objs: Sequence[Model], *, using: str = "default") -> None:
+    """`Model.objects.bulk_create(objs)` for new rows of one model whose primary key is set before the insert (a
+    default id, not a sequence the database assigns): the statement's SQL is built once per model, row count and
+    database (Django's compiler costs more than the statement on a step's hot path), and each value goes through
+    its field's own preparation (pre_save: auto_now_add; JSON; datetimes), as bulk_create sends it. Sends no
+    signals (neither does bulk_create); the objects are marked saved."""
+    if not objs:
+        return
+    model = type(objs[0])
+    if any(type(obj) is not model or obj.pk is None for obj in objs):
+        raise ValueError(f"insert() takes new {model.__name__} rows with their primary key set, one model at a time")
+    connection = connections[using]
+    fields = [f for f in model._meta.concrete_fields if not f.generated]
+    batch = max(1, connection.ops.bulk_batch_size(fields, objs))
+    for start in range(0, len(objs), batch):
+        rows = objs[start : start + batch]
+        key = (model, len(rows), using)
+        shape = _inserts.get(key)
+        if shape is None:
+            if any(hasattr(f, "get_placeholder") for f in fields):
+                raise ValueError(f"insert() takes {model.__name__}'s fields as plain %s parameters only")
+            quote = connection.ops.quote_name
+            row = "({})".format(", ".join(["%s"] * len(fields)))
+            sql = "INSERT INTO {} ({}) VALUES {}".format(
+                quote(model._meta.db_table), ", ".join(quote(f.column) for f in fields), ", ".join([row] * len(rows))
+            )
+            shape = _inserts[key] = (sql, fields)
+        sql, fields = shape
+        params = []
+        for obj in rows:
+            obj._prepare_related_fields_for_save(operation_name="insert")  # a related object's id, as save() reads it
+            params += [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+        if any(hasattr(value, "as_sql") for value in params):
+            raise ValueError("insert() takes plain values, not expressions")
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+    for obj in objs:
+        obj._state.adding, obj._state.db = False, using

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
-from core import ids, mapping
+from core import ids, mapping, prepared
 from core.agents.context import messages_cache_put
 from core.engine import tokens
 from core.engine.context import SYSTEM_SECTIONS
@@ -85,7 +85,7 @@ def messages_store(*, agent: Agent, rows: Iterable[Message], run: Run | None, st
     agent.max_seq = seq + len(rows) - 1
     for offset, row in enumerate(rows):
         row.seq, row.run, row.step = seq + offset, run, step
-    Message.objects.bulk_create(rows)
+    prepared.insert(rows)
     transaction.on_commit(lambda: messages_cache_put(rows))
     return rows
 
@@ -117,7 +117,7 @@ def step_record(
     """Insert one step record: the exact request, the raw response, usage and timings, and the state it was
     compiled from (core.runs.timetravel). Sections keep their text only for the system message's parts: the
     messages' and tools' text is the request's own."""
-    return Step.objects.create(
+    step = Step(
         id=step_id,
         owner_id=agent.owner_id,
         agent_id=agent.id,
@@ -140,6 +140,8 @@ def step_record(
         error=error,
         state=state or {},
     )
+    prepared.insert([step])
+    return step
 
 
 def usage_dict(usage) -> dict:

@@ -190,7 +190,7 @@ def run_start(
         raise Invalid("max_steps must be between 1 and 1000")
     for i, kind in (kinds or {}).items():
         inputs[i]["kind"] = kind
-    return Run.objects.create(
+    run = Run(
         owner=owner,
         agent=agent,
         input_messages=inputs,
@@ -202,6 +202,8 @@ def run_start(
         agent_version_id=agent.current_version_id or versions.version_current(agent=agent).id,
         **(_lease_fields() if leased else {}),
     )
+    prepared.insert([run])
+    return run
 
 
 def _lease_fields() -> dict:

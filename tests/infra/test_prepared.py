@@ -119,3 +119,62 @@ def test_update_writes_what_the_querysets_update_writes(account):
     with pytest.raises(ValueError, match="concrete fields of Run"):
         prepared.update(Run, {"steps": "x"}, status="failed")
     assert Run.objects.get(pk=run.pk).status == "completed"  # nothing written by the refused updates
+
+
+def _message(account, agent, seq, **extra):
+    return Message(owner=account.org, agent=agent, seq=seq, role="assistant", **extra)
+
+
+def test_insert_writes_what_bulk_create_writes(account):
+    agent = make_agent(account.org)
+    run = Run.objects.create(owner=account.org, agent=agent)
+    extra = {
+        "content": [{"type": "text", "text": "hi \\u0000 there"}],
+        "text": "nul \x00 and a lone \ud800 surrogate",  # cleaned by the storable fields, as on the ORM's path
+        "tool_calls": [{"id": "c1", "name": "send_message", "arguments": '{"message": "hi"}'}],
+        "tool_return": {"status": "success", "nested": [1, None, {"a": "b"}]},
+    }
+    ours = [_message(account, agent, 100 + i, run=run, **extra) for i in range(3)]
+    theirs = [_message(account, agent, 200 + i, run=run, **extra) for i in range(3)]
+    prepared.insert(ours)
+    Message.objects.bulk_create(theirs)
+    assert all(m.created_at is not None and not m._state.adding and m._state.db == "default" for m in ours)
+    skip = {"id", "seq", "created_at"}
+    for mine, orm in zip(ours, theirs, strict=True):
+        got, want = _fields(Message.objects.get(pk=mine.pk)), _fields(Message.objects.get(pk=orm.pk))
+        assert {k: v for k, v in got.items() if k not in skip} == {k: v for k, v in want.items() if k not in skip}
+        assert got["created_at"] == mine.created_at and got["run_id"] == run.pk
+    assert Message.objects.get(pk=ours[0].pk).text == "nul \ufffd and a lone \ufffd surrogate"
+    ours[0].text = "edited"
+    ours[0].save()  # a saved row: save() updates it rather than inserting a second
+    assert Message.objects.get(pk=ours[0].pk).text == "edited"
+
+
+def test_insert_one_row_and_rows_in_batches(account, monkeypatch, django_assert_num_queries):
+    from django.db import connection
+
+    agent = make_agent(account.org)
+    run = Run(owner=account.org, agent=agent, input_messages=[{"role": "user", "content": "x"}])
+    with django_assert_num_queries(1):
+        prepared.insert([run])
+    assert Run.objects.get(pk=run.pk).input_messages == [{"role": "user", "content": "x"}]
+    assert Run.objects.get(pk=run.pk).status == "created"  # the field's default, set when the object was made
+    monkeypatch.setattr(connection.ops, "bulk_batch_size", lambda fields, objs: 2)
+    rows = [_message(account, agent, 300 + i, text=f"m{i}") for i in range(5)]
+    with django_assert_num_queries(3):
+        prepared.insert(rows)
+    assert list(Message.objects.filter(seq__gte=300).order_by("seq").values_list("text", flat=True)) == [
+        f"m{i}" for i in range(5)
+    ]
+
+
+def test_insert_refuses_rows_it_cannot_write(account):
+    from django.contrib.auth.models import Group
+
+    agent = make_agent(account.org)
+    with pytest.raises(ValueError, match="primary key set"):  # a sequence the database assigns
+        prepared.insert([Group(name="g")])
+    with pytest.raises(ValueError, match="one model at a time"):
+        prepared.insert([Run(owner=account.org, agent=agent), _message(account, agent, 1)])
+    prepared.insert([])
+    assert not Run.objects.filter(agent=agent).exists() and not Group.objects.exists()  # nothing written
