@@ -132,8 +132,7 @@ def update(model: type[Model], where: dict[str, object], *, using: str = "defaul
         opts, quote = model._meta, connection.ops.quote_name
         set_fields = [opts.get_field(name) for name in values]
         where_fields = [opts.pk if name == "pk" else opts.get_field(name) for name in where]
-        if any(not f.concrete or f.many_to_many or hasattr(f, "get_placeholder") for f in set_fields + where_fields):
-            raise ValueError(f"update() takes concrete fields of {model.__name__} bound as plain %s parameters only")
+        _plain_columns("update", model, set_fields + where_fields)
         sql = "UPDATE {} SET {} WHERE {}".format(
             quote(opts.db_table),
             ", ".join(f"{quote(f.column)} = %s" for f in set_fields),
@@ -141,8 +140,7 @@ def update(model: type[Model], where: dict[str, object], *, using: str = "defaul
         )
         shape = _updates[key] = (sql, set_fields, where_fields)
     sql, set_fields, where_fields = shape
-    if any(hasattr(value, "resolve_expression") for value in (*values.values(), *where.values())):
-        raise ValueError("update() takes plain values, not expressions")
+    _plain_values("update", (*values.values(), *where.values()))
     params = [f.get_db_prep_save(value, connection) for f, value in zip(set_fields, values.values(), strict=True)]
     params += [
         f.get_db_prep_value(f.get_prep_value(value), connection, prepared=True)
@@ -153,44 +151,57 @@ def update(model: type[Model], where: dict[str, object], *, using: str = "defaul
         return cursor.rowcount
 
 
-_inserts: dict[tuple, tuple[str, list]] = {}  # (model, rows, database) -> (SQL, fields)
+_insert_fields: dict[tuple, list] = {}  # (model, database) -> the columns written
+_insert_sql: dict[tuple, str] = {}  # (model, rows, database) -> the statement
 
 
 def insert(objs: Sequence[Model], *, using: str = "default") -> None:
     """`Model.objects.bulk_create(objs)` for new rows of one model whose primary key is set before the insert (a
     default id, not a sequence the database assigns): the statement's SQL is built once per model, row count and
     database (Django's compiler costs more than the statement on a step's hot path), and each value goes through
-    its field's own preparation (pre_save: auto_now_add; JSON; datetimes), as bulk_create sends it. Sends no
-    signals (neither does bulk_create); the objects are marked saved."""
+    its field's own preparation (pre_save: auto_now_add; JSON; datetimes), as bulk_create sends it. Every row is
+    prepared before the first batch is sent, so a refused row writes nothing. Sends no signals (neither does
+    bulk_create); the objects are marked saved."""
     if not objs:
         return
     model = type(objs[0])
     if any(type(obj) is not model or obj.pk is None for obj in objs):
         raise ValueError(f"insert() takes new {model.__name__} rows with their primary key set, one model at a time")
     connection = connections[using]
-    fields = [f for f in model._meta.concrete_fields if not f.generated]
+    fields = _insert_fields.get((model, using))
+    if fields is None:
+        fields = [f for f in model._meta.concrete_fields if not f.generated]
+        _plain_columns("insert", model, fields)
+        _insert_fields[(model, using)] = fields
+    rows = []
+    for obj in objs:
+        obj._prepare_related_fields_for_save(operation_name="insert")  # a related object's id, as save() reads it
+        values = [f.pre_save(obj, True) for f in fields]
+        _plain_values("insert", values)
+        rows.append([f.get_db_prep_save(value, connection) for f, value in zip(fields, values, strict=True)])
     batch = max(1, connection.ops.bulk_batch_size(fields, objs))
-    for start in range(0, len(objs), batch):
-        rows = objs[start : start + batch]
-        key = (model, len(rows), using)
-        shape = _inserts.get(key)
-        if shape is None:
-            if any(hasattr(f, "get_placeholder") for f in fields):
-                raise ValueError(f"insert() takes {model.__name__}'s fields as plain %s parameters only")
+    for start in range(0, len(rows), batch):
+        chunk = rows[start : start + batch]
+        sql = _insert_sql.get((model, len(chunk), using))
+        if sql is None:
             quote = connection.ops.quote_name
             row = "({})".format(", ".join(["%s"] * len(fields)))
-            sql = "INSERT INTO {} ({}) VALUES {}".format(
-                quote(model._meta.db_table), ", ".join(quote(f.column) for f in fields), ", ".join([row] * len(rows))
+            sql = _insert_sql[(model, len(chunk), using)] = "INSERT INTO {} ({}) VALUES {}".format(
+                quote(model._meta.db_table), ", ".join(quote(f.column) for f in fields), ", ".join([row] * len(chunk))
             )
-            shape = _inserts[key] = (sql, fields)
-        sql, fields = shape
-        params = []
-        for obj in rows:
-            obj._prepare_related_fields_for_save(operation_name="insert")  # a related object's id, as save() reads it
-            params += [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
-        if any(hasattr(value, "as_sql") for value in params):
-            raise ValueError("insert() takes plain values, not expressions")
         with connection.cursor() as cursor:
-            cursor.execute(sql, params)
+            cursor.execute(sql, [value for row in chunk for value in row])
     for obj in objs:
         obj._state.adding, obj._state.db = False, using
+
+
+def _plain_columns(verb: str, model: type[Model], fields: list) -> None:
+    """The statements here bind every value as a plain %s parameter of a real column: no reverse relations or
+    many-to-many, no field whose SQL wraps its parameter (a custom `get_placeholder`, as pgvector's fields have)."""
+    if any(not f.concrete or f.many_to_many or hasattr(f, "get_placeholder") for f in fields):
+        raise ValueError(f"{verb}() takes concrete fields of {model.__name__} bound as plain %s parameters only")
+
+
+def _plain_values(verb: str, values) -> None:
+    if any(hasattr(value, "resolve_expression") for value in values):
+        raise ValueError(f"{verb}() takes plain values, not expressions (F, Case, functions): use the ORM for those")

@@ -2,7 +2,9 @@
 for each call's values, and refuses what it cannot stand for."""
 
 import pytest
-from django.db.models import Count, Exists, F
+from django.db import connection
+from django.db.models import Count, Exists, F, Value
+from django.db.models.functions import Upper
 from django.utils import timezone
 
 from core import prepared
@@ -151,8 +153,6 @@ def test_insert_writes_what_bulk_create_writes(account):
 
 
 def test_insert_one_row_and_rows_in_batches(account, monkeypatch, django_assert_num_queries):
-    from django.db import connection
-
     agent = make_agent(account.org)
     run = Run(owner=account.org, agent=agent, input_messages=[{"role": "user", "content": "x"}])
     with django_assert_num_queries(1):
@@ -178,3 +178,20 @@ def test_insert_refuses_rows_it_cannot_write(account):
         prepared.insert([Run(owner=account.org, agent=agent), _message(account, agent, 1)])
     prepared.insert([])
     assert not Run.objects.filter(agent=agent).exists() and not Group.objects.exists()  # nothing written
+
+
+def test_insert_refuses_expressions_and_wrapped_columns_before_writing_any_row(account, monkeypatch):
+    agent = make_agent(account.org)
+    monkeypatch.setattr(connection.ops, "bulk_batch_size", lambda fields, objs: 1)  # the good row is a batch alone
+    good, bad = _message(account, agent, 400, text="kept out"), _message(account, agent, 401, text=Upper(Value("x")))
+    with pytest.raises(ValueError, match="plain values, not expressions"):
+        prepared.insert([good, bad])
+    assert not Message.objects.filter(seq__in=[400, 401]).exists() and good._state.adding  # the first row neither
+
+    monkeypatch.setattr(prepared, "_insert_fields", {})  # a fresh shape: the columns are checked when it is built
+    monkeypatch.setattr(Run._meta.get_field("error"), "get_placeholder", lambda *a: "UPPER(%s)", raising=False)
+    with pytest.raises(ValueError, match="concrete fields of Run bound as plain %s parameters only"):
+        prepared.insert([Run(owner=account.org, agent=agent)])
+    with pytest.raises(ValueError, match="concrete fields of Run"):
+        prepared.update(Run, {"agent_id": agent.pk}, error="x")
+    assert not Run.objects.filter(agent=agent).exists()
