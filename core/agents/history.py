@@ -8,6 +8,7 @@ from core.agents.messages import assistant_returns
 from core.errors import Conflict
 from core.models import RUN_ACTIVE, Agent, Message, Organization, Run, Step
 from core.pagination import queryset_page
+from core.prepared import Prepared
 from core.selectors import owned_get
 
 
@@ -66,6 +67,10 @@ def runs_list(
     return queryset_page(qs, after=after, before=before, limit=limit, order=order, scope=scope)
 
 
+RUN_MESSAGES_MAX = 10_000
+_RUN_MESSAGES = Prepared(lambda p: Message.objects.filter(run_id=p.run_id).order_by("seq", "pk")[:RUN_MESSAGES_MAX])
+
+
 def run_messages(
     *,
     run: Run,
@@ -77,6 +82,8 @@ def run_messages(
 ) -> list[Message]:
     """The run's messages by seq (all of them unless a limit or cursor is given), optionally without
     send_message's returns (left out before paging, so pages stay full)."""
+    if after is before is limit is None and order == "asc" and not hide_assistant_returns:
+        return _RUN_MESSAGES(run_id=run.pk)  # every reply to a send reads this: its SQL is built once
     scope = Message.objects.filter(run=run)
     return queryset_page(
         scope.exclude(assistant_returns()) if hide_assistant_returns else scope,
@@ -85,7 +92,7 @@ def run_messages(
         limit=limit,
         order=order,
         field="seq",
-        maximum=10_000,
+        maximum=RUN_MESSAGES_MAX,
         scope=scope,
     )
 

@@ -195,3 +195,18 @@ def test_insert_refuses_expressions_and_wrapped_columns_before_writing_any_row(a
     with pytest.raises(ValueError, match="concrete fields of Run"):
         prepared.update(Run, {"agent_id": agent.pk}, error="x")
     assert not Run.objects.filter(agent=agent).exists()
+
+
+def test_a_runs_whole_reply_read_is_the_paged_reads_rows_in_seq_order(account):
+    from core.agents import history
+
+    agent = make_agent(account.org)
+    run, other = Run.objects.create(owner=account.org, agent=agent), Run.objects.create(owner=account.org, agent=agent)
+    for seq in (503, 501, 502):  # written out of order
+        _message(account, agent, seq, run=run, text=f"m{seq}").save()
+    _message(account, agent, 504, run=other).save()
+    whole = history.run_messages(run=run)  # the prepared read
+    assert [m.seq for m in whole] == [501, 502, 503] and [m.text for m in whole] == ["m501", "m502", "m503"]
+    assert [m.pk for m in whole] == [m.pk for m in history.run_messages(run=run, limit=100)]  # the paged read
+    assert whole[0].run_id == run.pk and whole[0].created_at is not None and not whole[0]._state.adding
+    assert [m.seq for m in history.run_messages(run=run, order="desc")] == [503, 502, 501]
