@@ -6,7 +6,6 @@ Compile cost depends only on what is in the window: message tokens come from Mes
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -107,8 +106,7 @@ def _tools_section(
         for t in offered
     ]
     n = sum(tokens.count_tool(agent.model, d) for d in defs)
-    # Compact: json's C encoder serves only indent=None, and every step compiles this (displays indent it).
-    return defs, Section(name="tools", text=json.dumps(defs, ensure_ascii=False), tokens=n)
+    return defs, Section(name="tools", json_of=defs, tokens=n)  # compact JSON (displays indent it)
 
 
 def _ask_for_thinking(request: dict[str, Any], budget: int) -> None:
@@ -165,7 +163,7 @@ def compile_context(
     sections.append(
         Section(
             name="messages",
-            text=json.dumps(history, ensure_ascii=False),
+            json_of=history,
             tokens=sum(_message_tokens(model, m) for m in messages),
         )
     )

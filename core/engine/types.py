@@ -157,13 +157,35 @@ class MemoryStats:
     last_memory_edit: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Section:
-    """One named part of a compiled context, with its exact text and token count."""
+    """One named part of a compiled context, with its exact text and token count.
 
-    name: str
-    text: str
-    tokens: int
+    The messages' and the tools' text is their JSON (`json_of`), encoded on first read: a step's compile never reads
+    it (the runner stores the request itself, and only the system message's parts' text), the context views do.
+    The value is the request's own, which nothing changes once compiled."""
+
+    __slots__ = ("_json_of", "_text", "name", "tokens")
+
+    def __init__(self, *, name: str, tokens: int, text: str | None = None, json_of: Any = None):
+        if (text is None) == (json_of is None):
+            raise TypeError("a Section takes its text or the value its text is the JSON of, not both")
+        self.name, self.tokens, self._text, self._json_of = name, tokens, text, json_of
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text, self._json_of = json.dumps(self._json_of, ensure_ascii=False), None
+        return self._text
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Section):
+            return NotImplemented
+        return (self.name, self.tokens, self.text) == (other.name, other.tokens, other.text)
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value, and not frozen (the text is filled lazily)
+
+    def __repr__(self) -> str:
+        return f"Section(name={self.name!r}, tokens={self.tokens}, text={self.text!r})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,8 +4,10 @@ import json
 from dataclasses import replace
 from datetime import UTC, datetime
 
+import pytest
+
 from core.engine import context, tokens
-from core.engine.types import ConstrainChildTools, ExitLoop, MemoryStats, Message, Role
+from core.engine.types import ConstrainChildTools, ExitLoop, MemoryStats, Message, Role, Section
 from tests.core.engine.builders import msg, tool_exchange
 
 
@@ -19,6 +21,19 @@ def test_sections_are_ordered_and_sum_to_total(agent, blocks, tools):
     assert ctx.total_tokens == sum(s.tokens for s in ctx.sections) + tokens.REPLY_PRIMING_TOKENS
     assert ctx.tokenizer == tokens.get_tokenizer(agent.model).name
     assert ctx.context_window == 128000 and ctx.fits
+
+
+def test_the_messages_and_tools_sections_text_is_their_requests_json(agent, blocks, tools):
+    ctx = compile_(agent, blocks, [msg(1), msg(2, role=Role.ASSISTANT, content="é ✓")], tools)
+    history = ctx.request["messages"][1:]  # no summary: everything after the system message
+    assert ctx.section("messages").text == json.dumps(history, ensure_ascii=False) and "é ✓" in history[-1]["content"]
+    assert json.loads(ctx.section("tools").text) == ctx.request["tools"]
+    assert ctx.section("messages") == Section(
+        name="messages", tokens=ctx.section("messages").tokens, text=json.dumps(history, ensure_ascii=False)
+    )
+    for bad in ({}, {"text": "x", "json_of": []}):
+        with pytest.raises(TypeError, match="its text or the value"):
+            Section(name="x", tokens=0, **bad)
 
 
 def test_system_message_holds_instructions_rules_memory_and_metadata(agent, blocks, tools):
