@@ -5,7 +5,9 @@ import logging
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
+from django.utils import timezone
 
+from core import prepared
 from core.errors import Conflict, Invalid, NotConfigured, NotFound
 from core.events import broadcast_block_update
 from core.models import Agent, Organization
@@ -72,6 +74,9 @@ def block_create(
     return block
 
 
+_LOCKED = prepared.Prepared(lambda p: Block.objects.select_for_update().filter(pk=p.block_id))
+
+
 @transaction.atomic
 def block_update(
     *,
@@ -87,7 +92,9 @@ def block_update(
     nulls = [key for key in ("value", "label", "limit") if key in changes and changes[key] is None]
     if nulls:
         raise Invalid(f"Block {', '.join(nulls)} cannot be null; leave a field out to keep it.")
-    block = Block.objects.select_for_update().get(pk=block.pk)
+    block = _LOCKED.first(block_id=block.pk)
+    if block is None:
+        raise Block.DoesNotExist("Block matching query does not exist.")
     if enforce_read_only and block.read_only:
         raise Invalid(f"Block '{block.label}' is read-only; it cannot be edited by the agent.")
     new_value = changes.get("value", block.value)
@@ -104,10 +111,11 @@ def block_update(
     if new_value == block.value and not other:
         return block
     old_value = block.value
-    block.value = new_value
-    block.version += 1
-    block.save()
-    BlockHistory.objects.create(
+    block.value, block.version, block.updated_at = new_value, block.version + 1, timezone.now()
+    # An agent's memory edit is on a step's path: both statements' SQL is built once (core.prepared).
+    written = ("value", "version", "updated_at", *other)
+    prepared.update(Block, {"pk": block.pk}, **{name: getattr(block, name) for name in written})
+    change = BlockHistory(
         block=block,
         version=block.version,
         old_value=old_value,
@@ -119,6 +127,7 @@ def block_update(
         step_id=step_id,
         tool_call_id=tool_call_id,
     )
+    prepared.insert([change])
     transaction.on_commit(lambda: _broadcast_block(block))
     return block
 

@@ -29,6 +29,25 @@ def test_history_records_who_changed_what(agent, account):
     assert history[2].actor_type == "system" and history[2].old_value == ""
 
 
+def test_an_edit_writes_only_its_fields_with_the_time_and_keeps_the_rest(agent, account):
+    block = selectors.agent_block_by_label(agent=agent, label="human")
+    before = Block.objects.get(pk=block.pk)
+    Block.objects.filter(pk=block.pk).update(description="set elsewhere meanwhile")  # not this edit's field
+    edited = services.block_update(block=block, changes={"value": "new", "limit": 900, "metadata": {"k": [1]}})
+    row = Block.objects.get(pk=block.pk)
+    assert (row.value, row.limit, row.metadata, row.version) == ("new", 900, {"k": [1]}, before.version + 1)
+    assert row.description == "set elsewhere meanwhile" and row.label == before.label
+    assert row.updated_at > before.updated_at and row.updated_at == edited.updated_at
+    [change] = selectors.block_history(block=block)[:1]
+    assert (change.old_value, change.new_value, change.changes) == (
+        before.value,
+        "new",
+        {"limit": [before.limit, 900], "metadata": [{}, {"k": [1]}]},
+    )
+    with pytest.raises(Block.DoesNotExist):
+        services.block_update(block=Block(pk="block-gone"), changes={"value": "x"})
+
+
 def test_diff_lines(agent, account):
     block = selectors.agent_block_by_label(agent=agent, label="human")
     services.block_update(
