@@ -4,10 +4,9 @@ lone surrogates replaced (core.text.storable), so a tool printing chr(0) cannot 
 They deconstruct as Django's own fields: the stored column is the same, so they need no migration.
 """
 
-import json
-
 from django.db import models
 
+from core.engine import jsontext
 from core.text import storable
 
 
@@ -30,7 +29,7 @@ class StorableJSONField(models.JSONField):
         # only an encoding that shows a NUL or a surrogate escape takes the cleaning path (which encodes again).
         if prepared or self.encoder is not None or type(value) not in (dict, list):
             return super().get_db_prep_value(value, connection, prepared)
-        encoded = json.dumps(value)
+        encoded = jsontext.dumps(value)
         if "\\u0000" in encoded or "\\ud" in encoded:
             return super().get_db_prep_value(value, connection, prepared)
         if connection.vendor == "postgresql":

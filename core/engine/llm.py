@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
 import os
 import re
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Literal
 
+from core.engine import jsontext
 from core.engine.types import LLMResult, ToolCall, Usage
 
 ErrorKind = Literal["api_error", "rate_limit", "timeout", "context_length", "auth", "bad_request", "stream_incomplete"]
@@ -524,7 +524,9 @@ def _direct_complete(
         if stream:
             body.update(stream=True, stream_options={"include_usage": True})
         client = parts.http_client({"ssl_verify": None})  # litellm's own cached client: the same connection pool
-        response = client.post(url, headers=headers, data=json.dumps(body), timeout=kwargs["timeout"], stream=stream)
+        response = client.post(
+            url, headers=headers, data=jsontext.dumps(body), timeout=kwargs["timeout"], stream=stream
+        )
     except Exception as exc:  # noqa: BLE001 - typed below as completion() types it
         try:
             litellm.main.base_llm_http_handler.handle_error(exc, config)  # raises the provider's error

@@ -1,0 +1,27 @@
+"""JSON text of plain values, fast: orjson where its text means what `json.dumps`'s does, `json.dumps` otherwise.
+
+A step writes its exact request and the state it was compiled from (tens of kB, growing with the history) and sends
+the request's body: json's C encoder spent about 0.5 ms a step on them here, orjson a seventh of it. Its text is
+compact and keeps non-ASCII characters as they are (json escapes them): the same JSON. Whatever orjson would encode
+differently from json is handed to `json.dumps` instead (dates, dataclasses and subclasses of str, int, dict and list,
+which json encodes by their base type or refuses; integers beyond 64 bits; dict keys that are not strings; lone
+surrogates, which orjson refuses), except NaN and the infinities, which orjson writes as null: json writes tokens no
+JSON parser (PostgreSQL's included) accepts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+_AS_JSON_WOULD = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def dumps(value: Any) -> str:
+    """`json.dumps(value)`'s meaning, in compact text."""
+    try:
+        return orjson.dumps(value, option=_AS_JSON_WOULD).decode()
+    except orjson.JSONEncodeError:  # includes a TypeError from the passthrough types: json's own rules decide
+        return json.dumps(value)
