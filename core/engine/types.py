@@ -173,9 +173,10 @@ class Section:
 
     @property
     def text(self) -> str:
-        if self._text is None:
-            self._text, self._json_of = json.dumps(self._json_of, ensure_ascii=False), None
-        return self._text
+        text = self._text
+        if text is None:  # two threads reading at once both encode the same value: the same text
+            text = self._text = json.dumps(self._json_of, ensure_ascii=False)
+        return text
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Section):
