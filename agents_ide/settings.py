@@ -95,7 +95,8 @@ TEMPLATES = [
 WSGI_APPLICATION = None
 ASGI_APPLICATION = "agents_ide.asgi.application"
 
-DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{DATA_DIR / 'agents_ide.sqlite3'}")
+# Unset or empty: the embedded SQLite database in the data directory.
+DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{DATA_DIR / 'agents_ide.sqlite3'}"
 # Connections outlive requests (request threads are pooled: agents_ide/http.py); a reused PostgreSQL
 # connection is checked before a request uses it.
 DATABASES = {

@@ -44,6 +44,7 @@ class Reply:
     break_after: int | None = None  # streamed: drop the connection after this many chunks
     streamed_usage: bool = True  # streamed: send the usage chunk when the request asks for it (some providers never do)
     body: Any = None  # whole: answer 200 with this JSON instead of a chat completion (a proxy that is something else)
+    stream_lines: list[str] | None = None  # streamed: send these SSE lines, each ending an event, as the whole stream
 
 
 @dataclass
@@ -446,6 +447,13 @@ class _Handler(BaseHTTPRequestHandler):
             "model": req.get("model", FakeLLM.model_id),
         }
         n = max(1, self.fake.stream_chunk_chars)
+        if reply.stream_lines is not None:
+            for line in reply.stream_lines:
+                data = f"{line}\n\n".encode()
+                self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            return
 
         sent = [0]
 

@@ -25,3 +25,14 @@ def dumps(value: Any) -> str:
         return orjson.dumps(value, option=_AS_JSON_WOULD).decode()
     except orjson.JSONEncodeError:  # includes a TypeError from the passthrough types: json's own rules decide
         return json.dumps(value)
+
+
+def loads(text: str | bytes) -> Any:
+    """`json.loads(text)`'s value through orjson's parse, but for one difference: an integer beyond 64 bits comes back
+    as the nearest float (json: the exact int), so read with it only text whose numbers are counts, times and the
+    like (a provider's stream). Text orjson refuses goes to json: NaN and the infinities, which json reads, and what
+    json refuses too (then json's error, a ValueError)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Literal
@@ -172,10 +173,19 @@ def _read_provider_stream(provider: Any, request: dict[str, Any], litellm: Any):
             provider.close()
     if not reported and seen:
         rebuilt = litellm.stream_chunk_builder(
-            [c for c in seen if _get(c, "choices") is not None], messages=request.get("messages")
+            [_as_litellm_chunk(litellm, c) for c in seen if _get(c, "choices") is not None],
+            messages=request.get("messages"),
         )
         if rebuilt is not None and _get(rebuilt, "usage") is not None:
             yield {"choices": [], "usage": _get(rebuilt, "usage")}
+
+
+def _as_litellm_chunk(litellm: Any, chunk: Any) -> Any:
+    """A chunk as litellm's stream parser makes it (the direct path reads plain JSON objects)."""
+    if not isinstance(chunk, dict):
+        return chunk
+    fields = ("id", "created", "model", "choices", "system_fingerprint", "usage")
+    return litellm.ModelResponseStream(object="chat.completion.chunk", **{k: chunk[k] for k in fields if k in chunk})
 
 
 def _reported_usage(chunks: list[Any]) -> dict[str, Any] | None:
@@ -432,6 +442,7 @@ def _direct_parts() -> SimpleNamespace:
     from litellm.llms.custom_httpx.http_handler import get_httpx_client
     from litellm.llms.custom_httpx.sse_lines import iter_sse_lines
     from litellm.llms.openai.chat.gpt_transformation import OpenAIGPTConfig, OpenAIUnknownModelConfig
+    from litellm.llms.openai.common_utils import OpenAIError
     from litellm.responses.bridge_check import _resolve_openai_api_base, responses_api_bridge_check
     from litellm.utils import (
         ProviderConfigManager,
@@ -451,6 +462,7 @@ def _direct_parts() -> SimpleNamespace:
         fix_tool_choice=validate_chat_completion_tool_choice,
         http_client=get_httpx_client,
         sse_lines=iter_sse_lines,
+        stream_error=OpenAIError,
         exception_type=exception_type,
     )
 
@@ -479,8 +491,8 @@ def _direct_complete(
     started: float,
 ) -> LLMResult:
     """One call on the direct path: the body built by the model's provider config, sent by litellm's HTTP client,
-    read by its chunk parser (streamed) or its response converter (whole); a failure typed by litellm's exception
-    mapping, as `completion()` types it."""
+    read as the provider's chunk parser reads it (streamed: `_openai_stream_chunks`) or by litellm's response
+    converter (whole); a failure typed by litellm's exception mapping, as `completion()` types it."""
     parts = _direct_parts()
     name = kwargs["model"].split("/", 1)[1]
     api_base = parts.resolve_api_base(kwargs.get("api_base"))
@@ -534,9 +546,7 @@ def _direct_complete(
             parts.exception_type(model=name, original_exception=provider_error, custom_llm_provider="openai")
         raise
     if stream:
-        chunks = config.get_model_response_iterator(
-            streaming_response=parts.sse_lines(response.iter_text()), sync_stream=True, json_mode=False
-        )
+        chunks = _openai_stream_chunks(parts.sse_lines(response.iter_text()), parts.stream_error, litellm.Usage)
         try:
             return _assemble_stream(_read_provider_stream(chunks, kwargs, litellm), on_delta, started)
         finally:
@@ -553,6 +563,45 @@ def _direct_complete(
             "api_error", f"The model provider sent an unreadable response ({kwargs['model']}): {_clean(str(exc))}"
         ) from exc
     return _result_from_response(parsed, (time.perf_counter() - started) * 1000)
+
+
+def _openai_stream_chunks(lines: Iterable[str], stream_error: type[Exception], usage_type: Any) -> Iterator[dict]:
+    """An OpenAI-compatible stream's chunks as the JSON objects it sent, read as litellm's chunk parser for the
+    provider reads them (its `OpenAIChatCompletionStreamingHandler`), without building its five pydantic objects a
+    chunk: a line's `data:` prefix is dropped, `[DONE]` ends the reply (a stop if no chunk said why), text that is
+    not a JSON object is skipped, an error object the provider sent in the stream raises with its status (500 when
+    it names none) and so does a choice that finished with `abort`, a delta's `reasoning` (vLLM, GLM) is its
+    `reasoning_content`, and the usage is litellm's `Usage` (its fields as a whole reply's). The direct path's
+    results are compared with completion()'s in tests/core/engine/test_llm.py."""
+    for line in lines:
+        data = line[6:] if line.startswith("data: ") else line[5:] if line.startswith("data:") else line
+        if data.strip() == "[DONE]":
+            yield {"is_finished": True, "finish_reason": "stop"}
+            continue
+        try:
+            chunk = jsontext.loads(data)
+        except ValueError:
+            continue
+        if not isinstance(chunk, dict) or not chunk:
+            continue
+        if error := chunk.get("error"):
+            code = error.get("code") if isinstance(error, dict) else None
+            message = error.get("message") if isinstance(error, dict) else str(error)
+            raise stream_error(
+                status_code=code if isinstance(code, int) and 400 <= code < 600 else 500,
+                message=message if isinstance(message, str) else json.dumps(error),
+            )
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict):
+                continue
+            if choice.get("finish_reason") == "abort":
+                raise stream_error(status_code=500, message="Upstream generation aborted (finish_reason=abort)")
+            delta = choice.get("delta")
+            if isinstance(delta, dict) and "reasoning" in delta:
+                delta["reasoning_content"] = delta.pop("reasoning")
+        if isinstance(chunk.get("usage"), dict):
+            chunk["usage"] = usage_type(**chunk["usage"])
+        yield chunk
 
 
 @dataclass
@@ -597,6 +646,9 @@ def _assemble_stream(chunks: Any, on_delta: Callable[[Delta], None] | None, star
                 buf.id = _get(tc, "id") or buf.id
                 buf.name = (_get(fn, "name") or "") if not buf.name else buf.name
                 piece = _get(fn, "arguments") or ""
+                piece = (
+                    piece if isinstance(piece, str) else json.dumps(piece)
+                )  # an object, as litellm's parser takes it
                 buf.arguments += piece
                 emit(Delta("tool_call", piece, idx, buf.id, buf.name))
     if finish is None:

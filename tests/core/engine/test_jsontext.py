@@ -1,4 +1,4 @@
-"""jsontext.dumps: orjson's speed, json.dumps's meaning (what json does differently goes through json)."""
+"""jsontext: orjson's speed, json's meaning (what json does differently goes through json)."""
 
 import enum
 import json
@@ -49,3 +49,21 @@ def test_what_json_refuses_is_refused(value):
 
 def test_nan_and_infinities_become_null():
     assert json.loads(jsontext.dumps([math.nan, math.inf, -math.inf])) == [None, None, None]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a": [1, 2.5, "hé", null, true], "b": {"c": "\\u0000"}}', '"\\ud800"', "NaN", '{"x": -Infinity}', "1e400"],
+)
+def test_loads_reads_what_json_reads(text):
+    """orjson's parse where it reads the text, json's where it refuses it (NaN, the infinities, a lone surrogate)."""
+    got, want = jsontext.loads(text), json.loads(text)
+    assert got == want or (isinstance(want, float) and math.isnan(want) and math.isnan(got))
+
+
+def test_loads_reads_an_integer_beyond_64_bits_as_a_float_and_refuses_what_json_refuses():
+    """The one documented difference from json.loads, and json's own error for broken text."""
+    assert jsontext.loads("18446744073709551617") == float(18446744073709551617)
+    assert jsontext.loads("18446744073709551615") == 18446744073709551615  # 64 bits unsigned: exact
+    with pytest.raises(ValueError):
+        jsontext.loads('{"a": ')

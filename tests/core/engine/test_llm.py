@@ -93,8 +93,9 @@ def either_path(request, monkeypatch):
 
 
 def test_an_openai_compatible_stream_is_read_without_litellms_stream_wrapper(fake_llm, monkeypatch):
-    """litellm's HTTP handler parses each event into its chunk type; its stream wrapper's work per chunk (a second
-    chunk object, debug text, logging) and at the end (a rebuild, a logging hand-off) is not done."""
+    """The direct path reads each event of the stream itself (as litellm's chunk parser for the provider reads it);
+    litellm's stream wrapper's work per chunk (a second chunk object, debug text, logging) and at the end (a
+    rebuild, a logging hand-off) is not done."""
     import litellm.utils
     from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
 
@@ -194,6 +195,88 @@ def test_a_stream_without_reported_usage_is_still_counted(fake_llm, monkeypatch,
     )
     assert result.content == "no usage here" and rebuilt
     assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
+
+
+def _chunk(delta=None, finish=None, **extra):
+    choices = [{"index": 0, "delta": delta or {}, "finish_reason": finish}] if delta is not None or finish else []
+    return "data: " + json.dumps(
+        {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": choices, **extra}
+    )
+
+
+def _streamed_on_both_paths(fake_llm, monkeypatch, lines):
+    """The same raw stream read on the direct path (completion() made to fail) and through completion(): each
+    path's result, or the LLMError it raised."""
+    outcomes = []
+    for path in ("direct", "completion"):
+        fake_llm.script(Reply(stream_lines=lines))
+        with monkeypatch.context() as m:
+            if path == "direct":
+                _without_completion(m)
+            else:
+                m.setattr(llm, "_direct_config", lambda *a, **k: None)
+            deltas = []
+            try:
+                result = _call(fake_llm, stream=True, on_delta=deltas.append)
+            except llm.LLMError as error:
+                outcomes.append(error)
+            else:
+                outcomes.append((result, deltas))
+    return outcomes
+
+
+def test_what_a_provider_may_put_in_a_stream_reads_the_same_on_both_paths(fake_llm, monkeypatch):
+    """Reasoning under vLLM's name (`reasoning`), arguments split over chunks, comment and `event:` lines, a line that
+    is not JSON, a usage chunk, and `[DONE]` with no chunk saying why the reply finished (a stop)."""
+    lines = [
+        ": keep-alive",
+        _chunk({"role": "assistant", "content": ""}),
+        "event: message",
+        _chunk({"reasoning": "Weigh "}),
+        _chunk({"reasoning": "it."}),
+        "data: not json at all",
+        _chunk({"content": "Done "}),
+        _chunk({"tool_calls": [{"index": 0, "id": "t1", "type": "function", "function": {"name": "send_message"}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"message": '}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"hé"}'}}]}),
+        _chunk(usage={"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}),
+        "data: [DONE]",
+    ]
+    (direct, direct_deltas), (through, through_deltas) = _streamed_on_both_paths(fake_llm, monkeypatch, lines)
+    assert (direct.content, direct.reasoning, direct.finish_reason) == ("Done ", "Weigh it.", "stop")
+    assert [(c.id, c.name, c.arguments) for c in direct.tool_calls] == [("t1", "send_message", '{"message": "hé"}')]
+    assert (direct.usage.prompt_tokens, direct.usage.completion_tokens) == (11, 7)
+    assert (direct.content, direct.reasoning, direct.finish_reason, direct.usage, direct.model) == (
+        through.content,
+        through.reasoning,
+        through.finish_reason,
+        through.usage,
+        through.model,
+    )
+    assert [(c.id, c.name, c.arguments) for c in direct.tool_calls] == [
+        (c.id, c.name, c.arguments) for c in through.tool_calls
+    ]
+    assert direct.raw["usage"] == through.raw["usage"]
+    assert [(d.kind, d.text) for d in direct_deltas] == [(d.kind, d.text) for d in through_deltas]
+
+
+@pytest.mark.parametrize(
+    ("failure", "status"),
+    [
+        ('data: {"error": {"message": "backend overloaded", "code": 503}}', 503),  # vLLM, sglang: an error in a 200
+        ('data: {"error": "engine died"}', 500),
+        (_chunk({}, "abort"), 500),  # the provider gave up midway
+    ],
+)
+def test_a_failure_the_provider_sends_in_a_stream_is_typed_the_same_on_both_paths(
+    fake_llm, monkeypatch, failure, status
+):
+    lines = [_chunk({"role": "assistant", "content": ""}), _chunk({"content": "Partly "}), failure, "data: [DONE]"]
+    direct, through = _streamed_on_both_paths(fake_llm, monkeypatch, lines)
+    assert isinstance(direct, llm.LLMError) and isinstance(through, llm.LLMError)
+    assert (direct.kind, direct.status) == (through.kind, through.status) == ("api_error", status)
+    assert direct.message == through.message
+    assert _call(fake_llm, stream=True, on_delta=lambda d: None).tool_calls[0].name == "send_message"  # next call
 
 
 def test_reported_usage_keeps_the_latest_value_of_each_field():
