@@ -574,9 +574,10 @@ def _openai_stream_chunks(lines: Iterable[str], stream_error: type[Exception], u
     `reasoning_content`, and the usage is litellm's `Usage` (its fields as a whole reply's). The direct path's
     results are compared with completion()'s in tests/core/engine/test_llm.py."""
     for line in lines:
-        data = line[6:] if line.startswith("data: ") else line[5:] if line.startswith("data:") else line
-        if data.strip() == "[DONE]":
-            yield {"is_finished": True, "finish_reason": "stop"}
+        data = (line[6:] if line.startswith("data: ") else line[5:] if line.startswith("data:") else line).strip()
+        if not data.startswith("{"):  # the blank line ending each event, `event:`/comment lines, text
+            if data == "[DONE]":
+                yield {"is_finished": True, "finish_reason": "stop"}
             continue
         try:
             chunk = jsontext.loads(data)
