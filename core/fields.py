@@ -20,18 +20,17 @@ class StorableTextField(models.TextField):
         return name, "django.db.models.TextField", args, kwargs
 
 
-class StorableJSONField(models.JSONField):
-    def get_prep_value(self, value):
-        return super().get_prep_value(storable(value))
+class JSONField(models.JSONField):
+    """Django's JSONField, its dicts and lists encoded by jsontext (orjson where it means what json means): a run's
+    usage, a step's sections and an agent's window are written every step."""
 
     def get_db_prep_value(self, value, connection, prepared=False):
-        # A step's request is tens of kB, stored every step: a dict or list is encoded once, as Django would, and
-        # only an encoding that shows a NUL or a surrogate escape takes the cleaning path (which encodes again).
         if prepared or self.encoder is not None or type(value) not in (dict, list):
             return super().get_db_prep_value(value, connection, prepared)
-        encoded = jsontext.dumps(value)
-        if "\\u0000" in encoded or "\\ud" in encoded:
-            return super().get_db_prep_value(value, connection, prepared)
+        return self._encoded(value, jsontext.dumps(value), connection)
+
+    @staticmethod
+    def _encoded(value, encoded: str, connection):
         if connection.vendor == "postgresql":
             from psycopg.types.json import Jsonb  # Django's own adapter for JSON on PostgreSQL (psycopg 3)
 
@@ -41,3 +40,18 @@ class StorableJSONField(models.JSONField):
     def deconstruct(self):
         name, _, args, kwargs = super().deconstruct()
         return name, "django.db.models.JSONField", args, kwargs
+
+
+class StorableJSONField(JSONField):
+    def get_prep_value(self, value):
+        return super().get_prep_value(storable(value))
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        # A step's request is tens of kB, stored every step: a dict or list is encoded once, as Django would, and
+        # only an encoding that shows a NUL or a surrogate escape takes the cleaning path (which encodes again).
+        if prepared or self.encoder is not None or type(value) not in (dict, list):
+            return models.JSONField.get_db_prep_value(self, value, connection, prepared)
+        encoded = jsontext.dumps(value)
+        if "\\u0000" in encoded or "\\ud" in encoded:
+            return models.JSONField.get_db_prep_value(self, value, connection, prepared)
+        return self._encoded(value, encoded, connection)

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from core import ids
-from core.fields import StorableJSONField, StorableTextField
+from core.fields import JSONField, StorableJSONField, StorableTextField
 
 
 class Organization(models.Model):
@@ -99,7 +99,7 @@ class Agent(models.Model):
     secrets = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     # Ordered ids of the in-context messages; index 0 is the system message (Letta's `message_ids`).
-    message_ids = models.JSONField(default=list, blank=True)
+    message_ids = JSONField(default=list, blank=True)
     max_steps = models.PositiveIntegerField(default=50)
     overflow_strategy = models.CharField(max_length=16, choices=OVERFLOW, default="summarize")
     last_stop_reason = models.CharField(max_length=32, blank=True, default="")
@@ -146,9 +146,9 @@ class Run(models.Model):
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.CREATED)
     stop_reason = models.CharField(max_length=32, blank=True, default="")
     background = models.BooleanField(default=False)
-    input_messages = models.JSONField(default=list, blank=True)
+    input_messages = JSONField(default=list, blank=True)
     max_steps = models.PositiveIntegerField(default=50)
-    usage = models.JSONField(default=dict, blank=True)
+    usage = JSONField(default=dict, blank=True)
     error = StorableTextField(blank=True, default="")
     cancel_requested = models.BooleanField(default=False)
     # Multi-agent loop guard: how many agent-to-agent hops led to this run.
@@ -181,9 +181,9 @@ class Step(models.Model):
     model = models.CharField(max_length=200, blank=True, default="")
     request = StorableJSONField(default=dict, blank=True)
     response = StorableJSONField(default=dict, blank=True)
-    context_sections = models.JSONField(default=list, blank=True)
+    context_sections = JSONField(default=list, blank=True)
     tokenizer = models.CharField(max_length=100, blank=True, default="")
-    usage = models.JSONField(default=dict, blank=True)
+    usage = JSONField(default=dict, blank=True)
     model_ms = models.FloatField(default=0)
     tools_ms = models.FloatField(default=0)
     total_ms = models.FloatField(default=0)

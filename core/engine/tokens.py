@@ -27,6 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from core.engine import jsontext
 from core.engine.types import Message
 
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -160,8 +161,9 @@ def count_message(model: str, message: Message | dict[str, Any]) -> int:
 
 
 def count_tool(model: str, tool: dict[str, Any]) -> int:
-    """Tokens one OpenAI-format tool definition costs (its JSON plus framing)."""
-    return get_tokenizer(model).count(json.dumps(tool, separators=(",", ":"), sort_keys=False)) + TOOL_OVERHEAD_TOKENS
+    """Tokens one OpenAI-format tool definition costs (its compact JSON, as the request's body carries it, plus
+    framing)."""
+    return get_tokenizer(model).count(jsontext.dumps(tool)) + TOOL_OVERHEAD_TOKENS
 
 
 def with_token_count(model: str, message: Message) -> Message:

@@ -48,3 +48,23 @@ def test_json_fields_store_clean_values_as_given_and_clean_the_rest(account, fak
             id=f"message-json-{i}", owner=agent.owner, agent=agent, seq=1000 + i, role="tool", tool_calls=given
         )
         assert Message.objects.get(pk=row.pk).tool_calls == stored
+
+
+def test_the_plain_json_fields_written_every_step_read_back_what_was_written(account, agent):
+    """An agent's window, a run's inputs and usage are encoded by jsontext: non-ASCII text, emoji, floats, nesting
+    and empty values come back as given, and a JSON lookup on the stored value still finds them."""
+    from django.db import connection
+
+    from core.models import Agent, Run
+
+    window = ["message-a", "message-\u00e9", "message-\U0001f600"]
+    usage = {"prompt_tokens": 12, "cost_usd": 0.00012, "run_ids": [], "note": "\ud55c\uae00", "nested": {"x": [None]}}
+    Agent.objects.filter(pk=agent.pk).update(message_ids=window)
+    run = Run.objects.create(owner=agent.owner, agent=agent, input_messages=[{"role": "user", "text": "h\u00e9"}])
+    Run.objects.filter(pk=run.pk).update(usage=usage)
+    assert Agent.objects.get(pk=agent.pk).message_ids == window
+    stored = Run.objects.get(pk=run.pk)
+    assert (stored.usage, stored.input_messages) == (usage, [{"role": "user", "text": "h\u00e9"}])
+    assert Run.objects.filter(pk=run.pk, usage__note="\ud55c\uae00", usage__prompt_tokens=12).exists()
+    if connection.vendor == "postgresql":  # SQLite has no JSON containment lookup
+        assert Agent.objects.filter(pk=agent.pk, message_ids__contains=["message-\u00e9"]).exists()
