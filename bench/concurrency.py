@@ -188,6 +188,15 @@ async def _drive(mode, base, token, cookie, agents, m):
         return time.perf_counter() - started, out, socket_counts
 
 
+def machine_speed_s() -> float:
+    """Seconds a pure-Python loop of 10 million additions takes now: this kind of machine's speed drifts by up to
+    1.7 times within minutes, so figures from runs apart are compared with this next to them."""
+    started, total = time.process_time(), 0
+    for i in range(10_000_000):
+        total += i
+    return time.process_time() - started
+
+
 def pct(values, q):
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
@@ -204,6 +213,7 @@ def main() -> None:
     p.add_argument("--mode", choices=["async", "sync"], default="async")
     args = p.parse_args()
 
+    speed_before = machine_speed_s()
     _database(args.postgres)
     from tests.fake_llm import FakeLLM
 
@@ -241,6 +251,7 @@ def main() -> None:
         for proc in procs:
             proc.wait(timeout=20)
         llm.stop()
+    speed_after = machine_speed_s()
     ok = [r[1] for r in out if r[0] == "completed"]
     bad = [r for r in out if r[0] != "completed"]
     total = args.agents * args.messages
@@ -253,6 +264,7 @@ def main() -> None:
         f"{args.threads} threads, mode {args.mode}"
     )
     print(f"completed {len(ok)}/{total} in {wall:.2f} s; failures {len(bad)} {bad[:3] if bad else ''}")
+    print(f"machine speed: a 10-million-addition loop took {speed_before:.2f} s before, {speed_after:.2f} s after")
     print(f"throughput {tput:.1f} msg/s   ideal {ideal_tput:.1f} msg/s   = {100 * tput / ideal_tput:.0f}% of ideal")
     if ok:
         per = " + ".join(f"{c * 1000 / len(ok):.1f}" for c in cpu)
