@@ -188,13 +188,14 @@ async def _drive(mode, base, token, cookie, agents, m):
         return time.perf_counter() - started, out, socket_counts
 
 
+_SPEED_LOOP = "import time\nt = time.time()\nx = 0\nfor i in range(10_000_000):\n    x += i\nprint(time.time() - t)"
+
+
 def machine_speed_s() -> float:
-    """Seconds a pure-Python loop of 10 million additions takes now: this kind of machine's speed drifts by up to
-    1.7 times within minutes, so figures from runs apart are compared with this next to them."""
-    started, total = time.process_time(), 0
-    for i in range(10_000_000):
-        total += i
-    return time.process_time() - started
+    """Seconds a pure-Python loop of 10 million additions (at module level, as the README's earlier figures were
+    read) takes now: this kind of machine's speed drifts by up to 1.7 times within minutes, so figures from runs
+    apart are compared with this next to them."""
+    return float(subprocess.run([sys.executable, "-c", _SPEED_LOOP], capture_output=True, text=True).stdout)
 
 
 def pct(values, q):
