@@ -5,6 +5,7 @@ open instead: a request borrows one and opens none."""
 
 import asyncio
 import json
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -12,6 +13,7 @@ from asgiref.testing import ApplicationCommunicator
 from django.core.handlers.asgi import ASGIHandler
 
 from agents_ide.http import PooledASGIHandler
+from tests.infra import threadinfo_urls
 
 pytestmark = [pytest.mark.urls("tests.infra.threadinfo_urls"), pytest.mark.django_db(transaction=True)]
 
@@ -21,21 +23,24 @@ def _an_account_exists(account):
     """Past the first-run form (which would redirect every page to /setup)."""
 
 
-async def _get(app, query: str = "") -> dict:
-    scope = {
+def _scope(path: str = "/whoami", query: str = "") -> dict:
+    return {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
         "method": "GET",
         "scheme": "http",
-        "path": "/whoami",
-        "raw_path": b"/whoami",
+        "path": path,
+        "raw_path": path.encode(),
         "query_string": query.encode(),
         "headers": [(b"host", b"testserver")],
         "server": ("testserver", 80),
         "client": ("127.0.0.1", 1234),
     }
-    comm = ApplicationCommunicator(app, scope)
+
+
+async def _get(app, query: str = "") -> dict:
+    comm = ApplicationCommunicator(app, _scope(query=query))
     await comm.send_input({"type": "http.request", "body": b"", "more_body": False})
     start = await comm.receive_output(10)
     assert start["status"] == 200
@@ -93,18 +98,100 @@ class _CountingExecutor(ThreadPoolExecutor):
 
 def test_the_middleware_chain_and_the_view_take_one_hop_to_the_requests_thread():
     """Built for an async handler, Django's own middleware (sessions, CSRF, auth, messages, ...) would hand each
-    hook to the request's thread and back; ours runs the chain synchronously with the view: one hop, plus the
-    request_started signal's and the response's close."""
+    hook to the request's thread and back, and its handler hops for request_started's receivers and the response's
+    close too; ours runs all of it synchronously with the view: one hop a request."""
     app = PooledASGIHandler(idle_threads=1)
     counting = _CountingExecutor()
     app.executors.idle = [counting]
     served = _sequential(app, n=2)
     assert len({s["thread"] for s in served}) == 1
-    assert counting.hops <= 2 * 3, counting.hops
+    assert counting.hops == 2 * 1, counting.hops
     djangos = PooledASGIHandler(idle_threads=1)
-    djangos.load_middleware(is_async=True)  # Django's async chain, for comparison
+    djangos.load_middleware(is_async=True)  # Django's async chain and its handler, for comparison
     djangos.get_response_async = ASGIHandler.get_response_async.__get__(djangos)
+    djangos.handle = ASGIHandler.handle.__get__(djangos)
     counting = _CountingExecutor()
     djangos.executors.idle = [counting]
     _sequential(djangos, n=2)
     assert counting.hops >= 2 * 10, counting.hops
+
+
+@pytest.fixture
+def signalled():
+    """(signal name, thread) for each request_started and request_finished sent while the test runs."""
+    from django.core import signals
+
+    seen = []
+
+    def started(**kwargs):
+        seen.append(("started", threading.get_ident()))
+
+    def finished(**kwargs):
+        seen.append(("finished", threading.get_ident()))
+
+    signals.request_started.connect(started)
+    signals.request_finished.connect(finished)
+    yield seen
+    signals.request_started.disconnect(started)
+    signals.request_finished.disconnect(finished)
+
+
+def test_a_requests_signals_are_sent_once_each_on_its_thread(signalled):
+    _sequential(PooledASGIHandler(), n=2)
+    assert [name for name, _ in signalled] == ["started", "finished", "started", "finished"]
+    assert threading.get_ident() not in {thread for _, thread in signalled}  # not on the event loop's thread
+
+
+def _streamed(app, query: str, leave_after: int | None = None):
+    """A GET of the streamed view: the body parts received, and the view's own record of what it did."""
+    threadinfo_urls.stream_events.clear()
+
+    async def go():
+        comm = ApplicationCommunicator(app, _scope("/stream", query))
+        await comm.send_input({"type": "http.request", "body": b"", "more_body": False})
+        assert (await comm.receive_output(10))["status"] == 200
+        parts = []
+        while True:
+            message = await comm.receive_output(10)
+            if message.get("body"):
+                parts.append(message["body"].decode())
+            if leave_after is not None and len(parts) == leave_after:
+                await comm.send_input({"type": "http.disconnect"})
+                break
+            if not message.get("more_body"):
+                break
+        await comm.wait(10)
+        return parts
+
+    return asyncio.run(go()), list(threadinfo_urls.stream_events)
+
+
+def test_a_streamed_response_is_sent_whole_then_closed(signalled):
+    parts, events = _streamed(PooledASGIHandler(), "wait=0")
+    assert "".join(parts) == "part 0;part 1;part 2;"
+    assert events == ["part 0", "part 1", "part 2", "closed"]
+    assert [name for name, _ in signalled] == ["started", "finished"]
+
+
+def test_a_client_leaving_a_stream_stops_it_and_the_response_is_closed(signalled):
+    parts, events = _streamed(PooledASGIHandler(), "wait=30", leave_after=2)
+    assert parts == ["part 0;", "part 1;"]
+    assert events == ["part 0", "part 1", "closed"]  # the third part never came: the generator was stopped
+    assert [name for name, _ in signalled] == ["started", "finished"]
+
+
+def test_a_request_django_cannot_read_is_answered_400_in_the_same_hop(signalled):
+    """A query string that is not UTF-8: Django's request object refuses it; the error response is sent and
+    closed."""
+    scope = {**_scope(), "query_string": b"\xff"}
+
+    async def go():
+        comm = ApplicationCommunicator(PooledASGIHandler(), scope)
+        await comm.send_input({"type": "http.request", "body": b"", "more_body": False})
+        start = await comm.receive_output(10)
+        await comm.receive_output(10)
+        await comm.wait(10)
+        return start["status"]
+
+    assert asyncio.run(go()) == 400
+    assert [name for name, _ in signalled] == ["started", "finished"]

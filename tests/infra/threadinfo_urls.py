@@ -1,11 +1,12 @@
 """A URLconf for tests of the ASGI handler: which thread and database connection served a request."""
 
+import asyncio
 import itertools
 import threading
 import time
 
 from django.db import connection
-from django.http import JsonResponse
+from django.http import JsonResponse, StreamingHttpResponse
 from django.urls import path
 
 _local = threading.local()
@@ -26,4 +27,24 @@ def whoami(request):
     return JsonResponse({"thread": _local.serial, "connection": index})
 
 
-urlpatterns = [path("whoami", whoami)]
+stream_events: list[str] = []  # what the streamed view's generator did: "part N", "closed"
+
+
+def stream(request):
+    """Three parts, the third after `wait` seconds (a client may leave before)."""
+    wait = float(request.GET.get("wait", "0"))
+
+    async def parts():
+        try:
+            for n in range(3):
+                if n == 2:
+                    await asyncio.sleep(wait)
+                stream_events.append(f"part {n}")
+                yield f"part {n};".encode()
+        finally:
+            stream_events.append("closed")
+
+    return StreamingHttpResponse(parts(), content_type="text/plain")
+
+
+urlpatterns = [path("whoami", whoami), path("stream", stream)]
