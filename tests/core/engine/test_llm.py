@@ -197,6 +197,18 @@ def test_a_stream_without_reported_usage_is_still_counted(fake_llm, monkeypatch,
     assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
 
 
+def _assert_same_result(direct, through):
+    """The direct path's result is completion()'s: text, reasoning, why it finished, usage, model and calls."""
+    assert (direct.content, direct.reasoning, direct.finish_reason, direct.usage, direct.model) == (
+        through.content,
+        through.reasoning,
+        through.finish_reason,
+        through.usage,
+        through.model,
+    )
+    assert [(c.name, c.arguments) for c in direct.tool_calls] == [(c.name, c.arguments) for c in through.tool_calls]
+
+
 def _chunk(delta=None, finish=None, **extra):
     choices = [{"index": 0, "delta": delta or {}, "finish_reason": finish}] if delta is not None or finish else []
     return "data: " + json.dumps(
@@ -246,16 +258,8 @@ def test_what_a_provider_may_put_in_a_stream_reads_the_same_on_both_paths(fake_l
     assert (direct.content, direct.reasoning, direct.finish_reason) == ("Done ", "Weigh it.", "stop")
     assert [(c.id, c.name, c.arguments) for c in direct.tool_calls] == [("t1", "send_message", '{"message": "hé"}')]
     assert (direct.usage.prompt_tokens, direct.usage.completion_tokens) == (11, 7)
-    assert (direct.content, direct.reasoning, direct.finish_reason, direct.usage, direct.model) == (
-        through.content,
-        through.reasoning,
-        through.finish_reason,
-        through.usage,
-        through.model,
-    )
-    assert [(c.id, c.name, c.arguments) for c in direct.tool_calls] == [
-        (c.id, c.name, c.arguments) for c in through.tool_calls
-    ]
+    _assert_same_result(direct, through)
+    assert [c.id for c in direct.tool_calls] == [c.id for c in through.tool_calls]
     assert direct.raw["usage"] == through.raw["usage"]
     assert [(d.kind, d.text) for d in direct_deltas] == [(d.kind, d.text) for d in through_deltas]
 
@@ -400,14 +404,7 @@ def _same_on_both_paths(fake_llm, monkeypatch, request, call):
         assert spied, "the comparison call did not go through completion()"
         assert fake_llm.chat_requests[-2] == fake_llm.chat_requests[-1]
         assert fake_llm.chat_requests[-1].get("stream", False) is stream
-        assert (direct.content, direct.reasoning, direct.finish_reason, direct.usage, direct.model) == (
-            through.content,
-            through.reasoning,
-            through.finish_reason,
-            through.usage,
-            through.model,
-        )
-        assert [(c.name, c.arguments) for c in direct.tool_calls] == [(c.name, c.arguments) for c in through.tool_calls]
+        _assert_same_result(direct, through)
         assert json.loads(direct.tool_calls[0].arguments)["message"] == "same"
         bodies = fake_llm.chat_requests[-2:]
     return bodies
