@@ -9,6 +9,7 @@ one thread to itself for its whole life (asgiref's thread-sensitive contract).
 """
 
 import asyncio
+import contextlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -79,10 +80,8 @@ class PooledASGIHandler(ASGIHandler):
             for task in tasks:
                 if not task.done():
                     task.cancel()  # the client left: stop sending (or sending ended: stop listening)
-                try:
+                with contextlib.suppress(asyncio.CancelledError, RequestAborted):  # how each of them ends
                     await task
-                except (asyncio.CancelledError, RequestAborted):
-                    pass
         finally:
             await sync_to_async(response.close, thread_sensitive=True)()
             body_file.close()

@@ -27,15 +27,17 @@ class JSONField(models.JSONField):
     def get_db_prep_value(self, value, connection, prepared=False):
         if prepared or self.encoder is not None or type(value) not in (dict, list):
             return super().get_db_prep_value(value, connection, prepared)
-        return self._encoded(value, jsontext.dumps(value), connection)
-
-    @staticmethod
-    def _encoded(value, encoded: str, connection):
+        encoded = jsontext.dumps(value)
+        if not self._stored_as_encoded(encoded):
+            return super().get_db_prep_value(value, connection, prepared)
         if connection.vendor == "postgresql":
             from psycopg.types.json import Jsonb  # Django's own adapter for JSON on PostgreSQL (psycopg 3)
 
             return Jsonb(value, dumps=lambda _value: encoded)
         return encoded
+
+    def _stored_as_encoded(self, encoded: str) -> bool:
+        return True
 
     def deconstruct(self):
         name, _, args, kwargs = super().deconstruct()
@@ -46,12 +48,7 @@ class StorableJSONField(JSONField):
     def get_prep_value(self, value):
         return super().get_prep_value(storable(value))
 
-    def get_db_prep_value(self, value, connection, prepared=False):
-        # A step's request is tens of kB, stored every step: a dict or list is encoded once, as Django would, and
-        # only an encoding that shows a NUL or a surrogate escape takes the cleaning path (which encodes again).
-        if prepared or self.encoder is not None or type(value) not in (dict, list):
-            return models.JSONField.get_db_prep_value(self, value, connection, prepared)
-        encoded = jsontext.dumps(value)
-        if "\\u0000" in encoded or "\\ud" in encoded:
-            return models.JSONField.get_db_prep_value(self, value, connection, prepared)
-        return self._encoded(value, encoded, connection)
+    def _stored_as_encoded(self, encoded: str) -> bool:
+        # A step's request is tens of kB, stored every step: a dict or list is encoded once, and only an encoding
+        # that shows a NUL or a surrogate escape takes the cleaning path (get_prep_value, which encodes again).
+        return "\\u0000" not in encoded and "\\ud" not in encoded

@@ -647,9 +647,8 @@ def _assemble_stream(chunks: Any, on_delta: Callable[[Delta], None] | None, star
                 buf.id = _get(tc, "id") or buf.id
                 buf.name = (_get(fn, "name") or "") if not buf.name else buf.name
                 piece = _get(fn, "arguments") or ""
-                piece = (
-                    piece if isinstance(piece, str) else json.dumps(piece)
-                )  # an object, as litellm's parser takes it
+                if not isinstance(piece, str):  # an object: its JSON, as litellm's parser takes it
+                    piece = json.dumps(piece)
                 buf.arguments += piece
                 emit(Delta("tool_call", piece, idx, buf.id, buf.name))
     if finish is None:
