@@ -12,6 +12,7 @@ JSON parser (PostgreSQL's included) accepts.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -19,12 +20,12 @@ import orjson
 _AS_JSON_WOULD = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
 
 
-def dumps(value: Any) -> str:
-    """`json.dumps(value)`'s meaning, in compact text."""
+def dumps(value: Any, default: Callable[[Any], Any] | None = None) -> str:
+    """`json.dumps(value, default=default)`'s meaning, in compact text."""
     try:
-        return orjson.dumps(value, option=_AS_JSON_WOULD).decode()
+        return orjson.dumps(value, default=default, option=_AS_JSON_WOULD).decode()
     except orjson.JSONEncodeError:  # includes a TypeError from the passthrough types: json's own rules decide
-        return json.dumps(value)
+        return json.dumps(value, default=default)
 
 
 def loads(text: str | bytes) -> Any:

@@ -21,6 +21,7 @@ from django.contrib.auth.signals import user_logged_out
 from django.dispatch import receiver
 
 from core.accounts import principal_from_user
+from core.engine import jsontext
 from core.events import agent_group, send_event, server_loop_remember
 from core.models import Agent
 from core.text import first_bad_string
@@ -109,13 +110,13 @@ class AgentConsumer(AsyncWebsocketConsumer):
             await self.close(code=SESSION_ENDED)
             return
         if self.batched:
-            await self.send(text_data=json.dumps(events, default=str))
+            await self.send(text_data=jsontext.dumps(events, default=str))
             return
         for event in events:
             await self.send_json(event)
 
     async def send_json(self, data: dict):
-        await self.send(text_data=json.dumps([data] if self.batched else data, default=str))
+        await self.send(text_data=jsontext.dumps([data] if self.batched else data, default=str))
 
 
 def _principal_for(user, agent_id: str):

@@ -47,6 +47,13 @@ def test_what_json_refuses_is_refused(value):
         jsontext.dumps(value)
 
 
+@pytest.mark.parametrize(
+    "value", [{"at": datetime(2026, 1, 1, tzinfo=UTC)}, {"p": Point(1)}, {"s": {1}}, {"ok": [1, "two", None]}]
+)
+def test_a_default_serves_what_json_would_hand_it(value):
+    assert json.loads(jsontext.dumps(value, default=str)) == json.loads(json.dumps(value, default=str))
+
+
 def test_nan_and_infinities_become_null():
     assert json.loads(jsontext.dumps([math.nan, math.inf, -math.inf])) == [None, None, None]
 
