@@ -165,11 +165,12 @@ def test_the_context_bar_is_calibrated_once_steps_were_counted(web, agent, step)
     ratio = step.usage["prompt_tokens"] / step.usage["estimated_prompt_tokens"]
     assert 'id="ctx-calibrated"' in html and 'id="ctx-raw"' in html
     assert f"×{round(ratio, 4)}" in html
+    assert "tokens as counted, before calibration" in html  # the next request's parts show raw counts
 
 
 def test_a_new_agent_has_no_calibration(web, agent):
     html = web.get(f"/agents/{agent.id}/context/").content.decode()
-    assert 'id="ctx-calibrated"' not in html
+    assert 'id="ctx-calibrated"' not in html and "before calibration" not in html
 
 
 def test_another_owners_step_and_agent_answer_404(web, agent, step, other_account):
