@@ -4,6 +4,7 @@ delete), defaults, arguments from the last run, and what a run without an agent 
 import threading
 
 import pytest
+from django.template import Context, Template
 from django.test import Client
 
 from tests.factories import make_agent
@@ -181,3 +182,11 @@ def test_cancel_is_scoped_to_the_owner(web, account, other_account):
     with cancellable(f"{other_account.org.pk}:theirs") as state:
         assert web.post("/tools/run/cancel/", {"run_key": "theirs"}).json() == {"cancelled": False}
     assert state.cancelled is False
+
+
+def test_the_library_wraps_long_names_at_their_underscores_and_escapes_them(web, account):
+    services.tool_create(owner=account.org, source_code=GREET.replace("def greet(", "def greet_every_guest_by_name("))
+    html = web.get("/tools/").content.decode()
+    assert "<code>greet_<wbr>every_<wbr>guest_<wbr>by_<wbr>name</code>" in html
+    rendered = Template("{% load ide %}{{ name|breakable }}").render(Context({"name": "<b>x_y</b>"}))
+    assert rendered == "&lt;b&gt;x_<wbr>y&lt;/b&gt;"
