@@ -23,9 +23,21 @@ _AS_JSON_WOULD = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACL
 def dumps(value: Any, default: Callable[[Any], Any] | None = None) -> str:
     """`json.dumps(value, default=default)`'s meaning, in compact text."""
     try:
-        return orjson.dumps(value, default=default, option=_AS_JSON_WOULD).decode()
+        return orjson.dumps(value, default=default and _as_json_calls(default), option=_AS_JSON_WOULD).decode()
     except orjson.JSONEncodeError:  # includes a TypeError from the passthrough types: json's own rules decide
         return json.dumps(value, default=default)
+
+
+def _as_json_calls(default: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`default` for what json hands it only: orjson hands it the passthrough subclasses of str, int, float, dict and
+    list too, which json encodes by their base type (a dict subclass is an object, not `str()`'s text)."""
+
+    def call(value: Any) -> Any:
+        if isinstance(value, (str, int, float, dict, list, tuple)):
+            raise TypeError(type(value).__name__)  # orjson refuses it; json.dumps encodes it
+        return default(value)
+
+    return call
 
 
 def loads(text: str | bytes) -> Any:

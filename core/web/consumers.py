@@ -110,13 +110,16 @@ class AgentConsumer(AsyncWebsocketConsumer):
             await self.close(code=SESSION_ENDED)
             return
         if self.batched:
-            await self.send(text_data=jsontext.dumps(events, default=str))
+            await self._send_frame(events)
             return
         for event in events:
-            await self.send_json(event)
+            await self._send_frame(event)
 
     async def send_json(self, data: dict):
-        await self.send(text_data=jsontext.dumps([data] if self.batched else data, default=str))
+        await self._send_frame([data] if self.batched else data)
+
+    async def _send_frame(self, value):
+        await self.send(text_data=jsontext.dumps(value, default=str))
 
 
 def _principal_for(user, agent_id: str):

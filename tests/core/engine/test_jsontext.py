@@ -47,8 +47,19 @@ def test_what_json_refuses_is_refused(value):
         jsontext.dumps(value)
 
 
+class Counts(dict):
+    pass
+
+
 @pytest.mark.parametrize(
-    "value", [{"at": datetime(2026, 1, 1, tzinfo=UTC)}, {"p": Point(1)}, {"s": {1}}, {"ok": [1, "two", None]}]
+    "value",
+    [
+        {"at": datetime(2026, 1, 1, tzinfo=UTC)},
+        {"p": Point(1)},
+        {"s": {1}},
+        {"ok": [1, "two", None]},
+        {"counts": Counts(a=1)},  # a dict subclass: json writes an object, never calls the default
+    ],
 )
 def test_a_default_serves_what_json_would_hand_it(value):
     assert json.loads(jsontext.dumps(value, default=str)) == json.loads(json.dumps(value, default=str))
