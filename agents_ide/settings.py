@@ -204,6 +204,19 @@ SANDBOX_ALLOW_NETWORK = env_bool("SANDBOX_ALLOW_NETWORK")
 # Without user namespaces local runs are refused; this runs them anyway, with no file or network isolation.
 SANDBOX_LOCAL_WEAK_ISOLATION = env_bool("SANDBOX_LOCAL_WEAK_ISOLATION")
 MCP_IDLE_TIMEOUT_S = float(os.environ.get("MCP_IDLE_TIMEOUT_S", "300"))  # a stdio MCP server idle this long stops
+# --- What tenants may run (the operator's choice; README "Security") ---
+# Who may register and start stdio MCP servers (processes on this machine): "staff" (the default), "all" or "off".
+MCP_STDIO = os.environ.get("MCP_STDIO", "staff").strip().lower()
+# Directories a stdio MCP server may see, read-only, beside /usr and its own interpreter (npm or pip installs the
+# operator approved, e.g. /opt/mcp); colon-separated. Nothing else of the host, whatever its arguments name.
+MCP_STDIO_PATHS = [p for p in os.environ.get("MCP_STDIO_PATHS", "").split(":") if p.strip()]
+# Who may give tools and MCP servers network access: "all" (the default), "staff" or "off". Granted, it reaches
+# only the public internet through the egress guard (core/egress.py).
+TOOL_NETWORK = os.environ.get("TOOL_NETWORK", "all").strip().lower()
+# Internal addresses the operator lets requests made for users reach (comma-separated hosts, IPs or CIDRs, each
+# optionally with :port), e.g. "10.0.0.5:11434". The deployment's own endpoints (provider base URLs from the
+# environment, PUBLIC_BASE_URL) are allowed without being listed.
+EGRESS_ALLOW = [h.strip() for h in os.environ.get("EGRESS_ALLOW", "").split(",") if h.strip()]
 E2B_API_KEY = os.environ.get("E2B_API_KEY", "")
 E2B_TEMPLATE = os.environ.get("E2B_TEMPLATE", "")
 # Public base URL tools use to call back into our REST API. Unset, it is the address scripts/serve listens on
