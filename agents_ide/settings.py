@@ -161,7 +161,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 AUTHENTICATION_BACKENDS = ["core.throttle.ThrottledModelBackend"]
-# Login throttling (core/throttle.py): after this many failed logins an account, or an address, must wait.
+# Login throttling (core/throttle.py): after LOGIN_FAILURES_PER_ACCOUNT failed logins to one account from one address,
+# that address must wait for that account (its owner elsewhere is not locked out); after LOGIN_FAILURES_PER_ADDRESS
+# failures from an address, to any accounts, the address must wait.
 LOGIN_FAILURES_PER_ACCOUNT = int(os.environ.get("LOGIN_FAILURES_PER_ACCOUNT", "5"))
 LOGIN_FAILURES_PER_ADDRESS = int(os.environ.get("LOGIN_FAILURES_PER_ADDRESS", "20"))
 LOGIN_LOCKOUT_S = int(os.environ.get("LOGIN_LOCKOUT_S", "900"))

@@ -1,6 +1,11 @@
-"""Login throttling: failed logins are counted per account and per client address in Django's cache; past
-the limit (LOGIN_FAILURES_PER_ACCOUNT / _PER_ADDRESS within LOGIN_LOCKOUT_S) the attempt is refused before the
-password is hashed, so guessing costs the server nothing. A successful login clears its account's count.
+"""Login throttling: failed logins are counted per (account, client address) pair and per client address in
+Django's cache; past the limit (LOGIN_FAILURES_PER_ACCOUNT for a pair, LOGIN_FAILURES_PER_ADDRESS for an address,
+within LOGIN_LOCKOUT_S) the attempt is refused before the password is hashed, so guessing costs the server nothing.
+A successful login clears its pair's count.
+
+No count is per account alone (django-axes' "combination" of username and address): a wrong-password storm from
+one address would otherwise lock the account's owner out from everywhere, turning the throttle into a way to
+deny someone service. Guessing one account from many addresses is bounded by each address's own limits.
 
 Every password login goes through `ThrottledModelBackend` (the IDE's login page, the admin's), so no path skips it.
 """
@@ -21,8 +26,10 @@ class LoginThrottled(PermissionDenied):
         self.retry_after = retry_after
 
 
-def _key(kind: str, value: str) -> str:
-    return f"login-fail:{kind}:" + hashlib.sha256(value.strip().lower().encode("utf-8", "replace")).hexdigest()[:32]
+def _key(kind: str, *parts: str) -> str:
+    # NUL cannot occur in an address and separates the parts so ("ab", "c") and ("a", "bc") differ.
+    value = "\0".join(part.strip().lower() for part in parts)
+    return f"login-fail:{kind}:" + hashlib.sha256(value.encode("utf-8", "replace")).hexdigest()[:32]
 
 
 def client_address(request) -> str:
@@ -31,14 +38,15 @@ def client_address(request) -> str:
 
 
 def _keys(request, username: str | None) -> list[tuple[str, int]]:
-    keys = [(_key("addr", client_address(request)), settings.LOGIN_FAILURES_PER_ADDRESS)]
+    address = client_address(request)
+    keys = [(_key("addr", address), settings.LOGIN_FAILURES_PER_ADDRESS)]
     if username:
-        keys.append((_key("user", username), settings.LOGIN_FAILURES_PER_ACCOUNT))
+        keys.append((_key("user-addr", username, address), settings.LOGIN_FAILURES_PER_ACCOUNT))
     return keys
 
 
 def login_blocked_for(request, username: str | None) -> int:
-    """Seconds until this address or account may try again (0: not blocked)."""
+    """Seconds until this address, or this account from this address, may try again (0: not blocked)."""
     counts = cache.get_many([k for k, _ in _keys(request, username)])
     if any(counts.get(k, 0) >= limit for k, limit in _keys(request, username)):
         return settings.LOGIN_LOCKOUT_S
@@ -46,8 +54,8 @@ def login_blocked_for(request, username: str | None) -> int:
 
 
 def login_failure_record(request, username: str | None) -> None:
-    """Count one failed login against the address and the account (each count lapses LOGIN_LOCKOUT_S after the
-    last failure)."""
+    """Count one failed login against the address and the (account, address) pair (each count lapses
+    LOGIN_LOCKOUT_S after the last failure); writes the cache."""
     for key, _ in _keys(request, username):
         cache.add(key, 0, settings.LOGIN_LOCKOUT_S)
         try:
@@ -58,12 +66,14 @@ def login_failure_record(request, username: str | None) -> None:
 
 
 def login_success_record(request, username: str) -> None:
-    """Clear the account's failure count (the address keeps its count: one login must not unlock guessing)."""
-    cache.delete(_key("user", username))
+    """Clear the (account, address) pair's failure count; writes the cache. The address keeps its count: one
+    login must not unlock guessing other accounts."""
+    cache.delete(_key("user-addr", username, client_address(request)))
 
 
 class ThrottledModelBackend(ModelBackend):
-    """Django's model backend, refusing (before any hashing) while the address or the account is throttled."""
+    """Django's model backend, refusing (before any hashing) while the address or the (account, address) pair is
+    throttled."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
         if username is None:

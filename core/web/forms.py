@@ -7,7 +7,8 @@ from core.throttle import login_blocked_for
 
 
 class LoginForm(AuthenticationForm):
-    """Django's login form, refusing without checking the password while the account or address is throttled."""
+    """Django's login form, refusing without checking the password while the address, or the account from this
+    address, is throttled."""
 
     throttled = False
 
