@@ -16,7 +16,8 @@ from tools.sandbox.local import LocalSandbox, find_interpreter
 ORDINARY_UID = 51999  # outside the sandbox's own uid range; no passwd entry needed
 TOOLS_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# Runs in the child: only the sandbox package and the standard library, like a server's sandbox code path.
+# Runs in the child: only the sandbox package, the egress guard and the standard library, like a server's sandbox
+# code path (without Django, the child's egress allowances come in its config: `egress_allow`).
 CHILD = """
 import json, logging, sys
 sys.path.insert(0, sys.argv[1])
@@ -61,6 +62,10 @@ class AsOrdinaryUser:
             ignore=shutil.ignore_patterns("__pycache__"),
         )
         open(os.path.join(self.root, "tools", "__init__.py"), "w").close()
+        # The egress guard the sandbox's proxy uses (standard library only until it reads settings).
+        os.mkdir(os.path.join(self.root, "core"))
+        open(os.path.join(self.root, "core", "__init__.py"), "w").close()
+        shutil.copy(os.path.join(TOOLS_DIR, "core", "egress.py"), os.path.join(self.root, "core", "egress.py"))
         for dirpath, _dirnames, filenames in os.walk(self.root):
             os.chmod(dirpath, 0o755)
             for name in filenames:
@@ -70,6 +75,7 @@ class AsOrdinaryUser:
         os.mkdir(work, 0o700)
         os.chown(work, ORDINARY_UID, ORDINARY_UID)
         self.config.setdefault("work_root", work)
+        self.config.setdefault("egress_allow", [])  # the child has no Django settings to read them from
 
     def command(self) -> list[str]:
         return [

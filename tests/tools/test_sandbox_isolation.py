@@ -12,6 +12,7 @@ import textwrap
 import pytest
 from django.conf import settings
 
+from tests.tools.sandbox_servers import AsOrdinaryUser, make_server, servers
 from tools.sandbox.base import SandboxLimits, SandboxRequest
 
 PG_SOCKET = "/var/run/postgresql/.s.PGSQL.5432"
@@ -91,17 +92,84 @@ def test_local_services_are_unreachable_without_network(server, local_services):
     assert got["127.0.0.1:5432"] == got["127.0.0.1:6379"] == "ConnectionRefusedError"  # its own, empty loopback
 
 
-def test_allowed_network_reaches_tcp_services_but_still_not_the_socket(server, local_services, listener):
+THROUGH_PROXY = textwrap.dedent("""
+    import os, socket
+
+    def f(targets: list):
+        proxy = os.environ["HTTPS_PROXY"].rsplit(":", 1)
+        out = {}
+        for target in targets:
+            s = socket.create_connection((proxy[0][len("http://"):], int(proxy[1])), timeout=5)
+            s.sendall(f"CONNECT {target} HTTP/1.1\\r\\nHost: {target}\\r\\n\\r\\n".encode())
+            out[target] = s.recv(4096).decode().split("\\r\\n")[0]
+            s.close()
+        return out
+""")
+
+
+def _accepted(sock) -> int:
+    """How many connections reached a listening socket (accepting them without waiting)."""
+    sock.setblocking(False)
+    count = 0
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            sock.accept()[0].close()
+            count += 1
+    return count
+
+
+@pytest.fixture
+def listening():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    yield sock, f"127.0.0.1:{sock.getsockname()[1]}"
+    sock.close()
+
+
+def test_allowed_network_still_cannot_reach_local_services_directly(server, local_services):
+    """Allowed the network, a run still has only its own loopback: the host's services are not there."""
     r = run(server, CONNECT, args={"targets": local_services}, allow_network=True)
     assert r.status == "success", r.stderr
     assert r.network is True
     got = json.loads(r.tool_return)
-    assert got == {
-        "127.0.0.1:5432": "connected",
-        PG_SOCKET: "FileNotFoundError",
-        "127.0.0.1:6379": "connected",
-        listener: "connected",
-    }
+    assert "connected" not in got.values(), got
+    assert got[PG_SOCKET] == "FileNotFoundError"
+
+
+def test_the_egress_proxy_refuses_loopback_private_and_metadata_before_connecting(server, local_services, listening):
+    sock, address = listening
+    targets = [
+        "127.0.0.1:5432",
+        "127.0.0.1:6379",
+        address,
+        "[::1]:5432",
+        "10.0.0.1:80",
+        "192.168.1.1:80",
+        "169.254.169.254:80",
+        "[fd00::1]:80",
+        "localhost:6379",
+    ]
+    r = run(server, THROUGH_PROXY, args={"targets": targets}, allow_network=True)
+    assert r.status == "success", r.stderr
+    got = json.loads(r.tool_return)
+    assert all(line.startswith("HTTP/1.1 403") for line in got.values()), got
+    assert _accepted(sock) == 0  # refused before any connection
+
+
+def test_an_address_the_operator_allows_is_reached_through_the_proxy(listening):
+    sock, address = listening
+    srv = make_server(servers()[-1], egress_allow=[address])
+    try:
+        r = run(srv, THROUGH_PROXY, args={"targets": [address, "127.0.0.1:6379"]}, allow_network=True)
+    finally:
+        if isinstance(srv, AsOrdinaryUser):
+            srv.close()
+    assert r.status == "success", r.stderr
+    got = json.loads(r.tool_return)
+    assert got[address].startswith("HTTP/1.1 200"), got
+    assert got["127.0.0.1:6379"].startswith("HTTP/1.1 403"), got  # another port of the same address is not allowed
+    assert _accepted(sock) == 1
 
 
 def test_the_network_is_only_a_loopback(server):

@@ -1,7 +1,8 @@
 """Bubblewrap for the local sandbox: the namespaces a tool run gets and the only files it can see.
 
-Each run is `bwrap … python -I -S runner.py` in fresh user, mount, PID, IPC, UTS and cgroup namespaces,
-and a fresh network namespace (only its own loopback) unless the run allows the network. Its root is an
+Each run is `bwrap … python -I -S runner.py` in fresh user, mount, PID, IPC, UTS, cgroup and network
+namespaces: only its own loopback. A run allowed the network reaches it through the egress proxy
+(`egress.py`: the public internet only), relayed from its loopback by `_relay.py`. Its root is an
 empty read-only tmpfs holding: /usr (and the /bin, /lib… links into it) and the interpreter's prefix
 (or the tool's venv) read-only, /etc/hosts and /etc/localtime (plus name resolution and TLS roots when
 the network is allowed), a new /proc (this run's processes only), a minimal /dev, and two size-capped
@@ -22,6 +23,8 @@ from tools.sandbox.base import SandboxError
 
 SANDBOX_HOME = "/home/user"  # the tool's cwd and HOME (the same path E2B uses)
 RUNNER_IN_SANDBOX = "/opt/agents-ide/runner.py"
+RELAY_IN_SANDBOX = "/opt/agents-ide/relay.py"  # _relay.py: limits, and the way to the egress proxy
+EGRESS_SOCKET_IN_SANDBOX = "/run/agents-ide/egress.sock"
 BWRAP_SEARCH_PATH = "/usr/bin:/bin:/usr/local/bin:/usr/sbin"
 _MB = 1024 * 1024
 _ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -69,8 +72,22 @@ def _under_usr(path: str) -> bool:
     return real == "/usr" or real.startswith("/usr/")
 
 
-def bwrap_argv(*, bwrap: str, mounts: list[str], runner: str, allow_network: bool, scratch_mb: int) -> list[str]:
-    """The bwrap options for one run (the command to run inside follows them)."""
+def bwrap_argv(
+    *,
+    bwrap: str,
+    mounts: list[str],
+    runner: str,
+    allow_network: bool,
+    scratch_mb: int,
+    relay: str | None = None,
+    egress_socket: str | None = None,
+) -> list[str]:
+    """The bwrap options for one run (the command to run inside follows them).
+
+    The network namespace is always new: a run allowed the network reaches it only through the egress proxy,
+    whose socket (`egress_socket`) is mounted in for `relay` to forward to."""
+    if allow_network and not (relay and egress_socket):
+        raise SandboxError("a sandbox with network needs the egress relay and the proxy's socket")
     argv = [
         bwrap,
         "--unshare-user",
@@ -83,9 +100,8 @@ def bwrap_argv(*, bwrap: str, mounts: list[str], runner: str, allow_network: boo
         "--new-session",
         "--hostname",
         "sandbox",
+        "--unshare-net",
     ]
-    if not allow_network:
-        argv.append("--unshare-net")
     argv += ["--ro-bind", "/usr", "/usr"]
     for name in _ROOT_LINKS:
         path = "/" + name
@@ -121,7 +137,12 @@ def bwrap_argv(*, bwrap: str, mounts: list[str], runner: str, allow_network: boo
     ]
     for path in mounts:  # after /tmp's tmpfs, which would hide a venv cached under /tmp
         argv += ["--ro-bind", path, path]
-    argv += ["--ro-bind", runner, RUNNER_IN_SANDBOX, "--chdir", SANDBOX_HOME, "--remount-ro", "/"]
+    argv += ["--ro-bind", runner, RUNNER_IN_SANDBOX]
+    if relay:
+        argv += ["--ro-bind", relay, RELAY_IN_SANDBOX]
+    if allow_network:
+        argv += ["--ro-bind", egress_socket, EGRESS_SOCKET_IN_SANDBOX]
+    argv += ["--chdir", SANDBOX_HOME, "--remount-ro", "/"]
     return argv
 
 

@@ -50,8 +50,18 @@ from tools.sandbox.base import (
     truncate_output,
     validate_request,
 )
-from tools.sandbox.bwrap import RUNNER_IN_SANDBOX, SANDBOX_HOME, bwrap_argv, find_bwrap, probe, python_mounts
+from tools.sandbox.bwrap import (
+    EGRESS_SOCKET_IN_SANDBOX,
+    RELAY_IN_SANDBOX,
+    RUNNER_IN_SANDBOX,
+    SANDBOX_HOME,
+    bwrap_argv,
+    find_bwrap,
+    probe,
+    python_mounts,
+)
 from tools.sandbox.cancel import register_stop
+from tools.sandbox.egress import RELAY_PORT, egress_proxy, proxy_env
 from tools.sandbox.process import (
     REAPER,
     Pump,
@@ -86,7 +96,8 @@ class LocalSandbox(SandboxBackend):
 
     `isolation`: None picks namespaces when they work here, else the weak mode if
     `allow_weak_isolation`, else refuses every run; "namespaces" or "weak" forces one. `warm`: keep the next
-    namespaced sandbox started ahead (`warm.py`).
+    namespaced sandbox started ahead (`warm.py`). `egress_allow`: internal destinations a run with network may
+    reach through the egress proxy (None: the deployment's settings, `core.egress.allowances`).
     """
 
     name = "local"
@@ -106,6 +117,7 @@ class LocalSandbox(SandboxBackend):
         allow_weak_isolation: bool = False,
         bwrap: str | None = None,
         warm: bool = True,
+        egress_allow: list[str] | None = None,
     ):
         if isolation not in (None, "namespaces", "weak"):
             raise ValueError(f"isolation must be None, 'namespaces' or 'weak', not {isolation!r}")
@@ -121,6 +133,7 @@ class LocalSandbox(SandboxBackend):
         self.allow_weak_isolation = allow_weak_isolation
         self.bwrap = bwrap or find_bwrap()
         self.warm = warm
+        self.egress_allow = None if egress_allow is None else tuple(egress_allow)
 
     def isolation_status(self) -> tuple[str, str | None]:
         """How runs are isolated here — "namespaces", "weak" or "refused" — and why namespaces are unavailable.
@@ -140,7 +153,7 @@ class LocalSandbox(SandboxBackend):
         with _status_lock:
             known = _namespace_status.get(key)
             if known is None or (known[0] is not None and time.monotonic() - known[1] > PROBE_RETRY_S):
-                runner = _shared_runner_path(self.work_root)
+                runner = shared_copy(self.work_root, RUNNER_PATH)
                 lease = UidLease.acquire(self.uid_range, self.work_root) if self.drop_privileges else None
                 try:
                     reason = probe(
@@ -190,14 +203,20 @@ class LocalSandbox(SandboxBackend):
         )
 
     def _run_namespaced(self, request, python, started) -> SandboxResult:
+        network = request.allow_network
         argv = bwrap_argv(
             bwrap=self.bwrap,
             mounts=python_mounts(python),
-            runner=_shared_runner_path(self.work_root),
-            allow_network=request.allow_network,
+            runner=shared_copy(self.work_root, RUNNER_PATH),
+            allow_network=network,
             scratch_mb=request.limits.scratch_mb,
+            relay=shared_copy(self.work_root, RELAY_PATH) if network else None,
+            egress_socket=egress_proxy(self.work_root, self.egress_allow).socket_path if network else None,
         )
-        argv += ["--", *_runner_argv(python, RUNNER_IN_SANDBOX, site=bool(request.pip_requirements))]
+        argv.append("--")
+        if network:  # the relay forwards the run's loopback port to the egress proxy, then starts the runner
+            argv += [python, "-I", "-S", RELAY_IN_SANDBOX, "--proxy", EGRESS_SOCKET_IN_SANDBOX, str(RELAY_PORT), "--"]
+        argv += _runner_argv(python, RUNNER_IN_SANDBOX, site=bool(request.pip_requirements))
         # bwrap runs outside the namespaces, so it gets a fixed environment; the runner sets the tool's own.
         env = {"PATH": BASE_PATH, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
 
@@ -220,10 +239,10 @@ class LocalSandbox(SandboxBackend):
             request,
             spawned,
             started,
-            nproc=request.limits.max_processes + 1,
-            network=request.allow_network,
+            nproc=request.limits.max_processes + (3 if network else 1),  # bwrap's init (and the relay's 2 tasks)
+            network=network,
             namespaced=True,
-            tool_env={**env, **request.env_vars},
+            tool_env={**env, **(proxy_env() if network else {}), **request.env_vars},
         )
 
     def _run_weak(self, request, python, lease, started) -> SandboxResult:
@@ -232,7 +251,7 @@ class LocalSandbox(SandboxBackend):
             if lease:
                 os.chown(workdir, lease.uid, lease.uid)
             os.chmod(workdir, 0o700)
-            argv = _runner_argv(python, _shared_runner_path(self.work_root), site=bool(request.pip_requirements))
+            argv = _runner_argv(python, shared_copy(self.work_root, RUNNER_PATH), site=bool(request.pip_requirements))
             env = {"PATH": BASE_PATH, "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8", **request.env_vars}
             try:
                 spawned = self._spawn(argv, workdir, env, lease)
@@ -392,28 +411,29 @@ def _fd3_argv(argv: list[str], result_w: int) -> list[str]:
     return [f"fd:{result_w}" if a == _RESULT_FD else a for a in argv]
 
 
-_runner_lock = threading.Lock()
-_runner_paths: dict[str, str] = {}
+_copies_lock = threading.Lock()
+_copies: dict[tuple[str, str], str] = {}
+RELAY_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_relay.py")
 
 
-def _shared_runner_path(work_root: str) -> str:
-    """A world-readable copy of the runner (the child may not be able to read our source tree)."""
-    with _runner_lock:
-        path = _runner_paths.get(work_root)
+def shared_copy(work_root: str, source_path: str) -> str:
+    """A world-readable copy of one of our sandbox scripts (the child may not be able to read our source tree)."""
+    with _copies_lock:
+        path = _copies.get((work_root, source_path))
         if path and os.path.exists(path):
             return path
-        with open(RUNNER_PATH, "rb") as f:
+        with open(source_path, "rb") as f:
             source = f.read()
         directory = owned_dir(
             os.path.join(work_root, f"agents-ide-runner-{hashlib.sha256(source).hexdigest()[:12]}"), 0o755
         )
-        path = os.path.join(directory, "_runner.py")
+        path = os.path.join(directory, os.path.basename(source_path))
         fd, tmp = tempfile.mkstemp(dir=directory)
         with os.fdopen(fd, "wb") as f:
             f.write(source)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-        _runner_paths[work_root] = path
+        _copies[(work_root, source_path)] = path
         return path
 
 

@@ -1,0 +1,322 @@
+"""The egress guard: every connection the server makes on a user's behalf reaches the public internet only.
+
+A user names URLs (an MCP server, a provider's base URL, a page for `fetch_webpage`) and tools with network go
+out through the sandbox's egress proxy; none of it may turn inward. Each connection is checked here: the host is
+resolved once, every address that is loopback, private, link-local (169.254.0.0/16, cloud metadata included),
+unique-local, shared, reserved, multicast or one of this host's own is refused, and the connection is made to
+an address that was checked — never to a name resolved again later, so a DNS answer cannot change in between
+(rebinding). Redirects are connections too: each hop comes through here.
+
+The operator decides the exceptions: `EGRESS_ALLOW` lists internal hosts, addresses or networks (optionally with
+a port), and the deployment's own endpoints — the environment's provider base URLs and `PUBLIC_BASE_URL` — are
+allowed without being listed.
+
+Refusal happens before any connection is attempted; `EgressRefused` says which address and why.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+# The deployment's own endpoints, read from the environment (the same variables core/providers.py reads).
+_OPERATOR_URL_VARS = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "DEEPSEEK_API_BASE", "OLLAMA_API_BASE")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_OWN_ADDRESSES_TTL_S = 30.0
+
+
+class EgressRefused(Exception):
+    """The destination is not on the public internet and the operator did not allow it."""
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """One destination the operator allows: a host name, or a network; on one port or on every port."""
+
+    host: str = ""
+    network: ipaddress.IPv4Network | ipaddress.IPv6Network | None = None
+    port: int | None = None
+
+    def admits(self, host: str, address: IPAddress, port: int) -> bool:
+        if self.port is not None and self.port != port:
+            return False
+        if self.network is not None:
+            return _unmapped(address) in self.network
+        return self.host == host.lower().rstrip(".")
+
+
+def parse_allowance(text: str) -> Allowance:
+    """`host`, `host:port`, `10.0.0.0/8`, `10.0.0.5:11434`, `[fd00::1]:8080` or a URL -> an Allowance."""
+    text = text.strip()
+    if "://" in text:
+        parts = urlsplit(text)
+        return _allowance(parts.hostname or "", parts.port or _DEFAULT_PORTS.get(parts.scheme))
+    port: int | None = None
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        if rest.startswith(":"):
+            port = int(rest[1:])
+    elif text.count(":") == 1:
+        host, _, port_text = text.partition(":")
+        port = int(port_text)
+    else:
+        host = text
+    return _allowance(host, port)
+
+
+def _allowance(host: str, port: int | None) -> Allowance:
+    try:
+        return Allowance(network=ipaddress.ip_network(host, strict=False), port=port)
+    except ValueError:
+        return Allowance(host=host.lower().rstrip("."), port=port)
+
+
+def allowances(extra: list[str] | tuple[str, ...] = ()) -> list[Allowance]:
+    """What the operator allows beyond the public internet: EGRESS_ALLOW and the deployment's own endpoints
+    (and `extra`, in the same forms)."""
+    # Read at call time: the sandbox's proxy imports this module in processes without Django (tests' server as
+    # an ordinary user), where the allowances are passed in instead.
+    from django.conf import settings
+
+    found = []
+    for entry in [*settings.EGRESS_ALLOW, *extra]:
+        try:
+            found.append(parse_allowance(entry))
+        except ValueError:
+            continue  # a malformed entry allows nothing (settings are read as given; the README shows the forms)
+    for url in [os.environ.get(var, "") for var in _OPERATOR_URL_VARS] + [settings.PUBLIC_BASE_URL]:
+        if url:
+            try:
+                found.append(parse_allowance(url))
+            except ValueError:
+                continue
+    return found
+
+
+def refusal_reason(address: IPAddress) -> str | None:
+    """Why an address is not on the public internet (None: it is)."""
+    address = _unmapped(address)
+    if address.is_loopback:
+        return "a loopback address"
+    if address.is_link_local:
+        return "a link-local address (cloud metadata lives there)"
+    if address.is_unspecified:
+        return "the unspecified address"
+    if address.is_multicast:
+        return "a multicast address"
+    if isinstance(address, ipaddress.IPv6Address) and address in _UNIQUE_LOCAL:
+        return "a unique-local address"
+    if address.is_private or not address.is_global:
+        return "a private or reserved address"
+    if address in own_addresses():
+        return "one of this host's own addresses"
+    return None
+
+
+_UNIQUE_LOCAL = ipaddress.ip_network("fc00::/7")
+
+
+def _unmapped(address: IPAddress) -> IPAddress:
+    """An IPv4 address written as IPv6 (::ffff:127.0.0.1, 6to4's embedded one) is judged as the IPv4 it is."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return address.ipv4_mapped
+        if address.sixtofour is not None:
+            return address.sixtofour
+    return address
+
+
+_own_lock = threading.Lock()
+_own: tuple[float, frozenset[IPAddress]] = (0.0, frozenset())
+
+
+def own_addresses() -> frozenset[IPAddress]:
+    """This host's own interface addresses (Linux: /proc/net; re-read every 30 s), public ones included."""
+    global _own
+    with _own_lock:
+        if time.monotonic() - _own[0] < _OWN_ADDRESSES_TTL_S:
+            return _own[1]
+        found: set[IPAddress] = set()
+        try:
+            with open("/proc/net/fib_trie") as f:
+                lines = f.read().splitlines()
+            for previous, line in zip(lines, lines[1:], strict=False):
+                if line.strip().startswith("/32 host LOCAL"):
+                    found.add(ipaddress.ip_address(previous.split()[-1]))
+        except (OSError, ValueError, IndexError):
+            pass
+        try:
+            with open("/proc/net/if_inet6") as f:
+                for line in f:
+                    raw = line.split()[0]
+                    found.add(ipaddress.ip_address(":".join(raw[i : i + 4] for i in range(0, 32, 4))))
+        except (OSError, ValueError, IndexError):
+            pass
+        _own = (time.monotonic(), frozenset(found))
+        return _own[1]
+
+
+def resolve(host: str, port: int) -> list[IPAddress]:
+    """The host's addresses, resolved once (an IP literal is its own address); EgressRefused if it has none."""
+    try:
+        return [ipaddress.ip_address(host.strip("[]").split("%")[0])]
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise EgressRefused(f"{host} could not be resolved ({exc})") from None
+    addresses: list[IPAddress] = []
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0].split("%")[0])
+        if address not in addresses:
+            addresses.append(address)
+    if not addresses:
+        raise EgressRefused(f"{host} has no address")
+    return addresses
+
+
+def checked_addresses(host: str, port: int, *, allowed: list[Allowance] | None = None) -> list[IPAddress]:
+    """The addresses of host:port a connection may use, resolved once and each checked; EgressRefused if none.
+
+    An address is usable when it is on the public internet or the operator allows it (by name, address or
+    network, and port). A name whose answer mixes public and internal addresses is used only at its public ones.
+    """
+    host = host.strip("[]").lower().rstrip(".")
+    if not host:
+        raise EgressRefused("the URL has no host")
+    addresses = resolve(host, port)
+    allowed_by_operator = allowances() if allowed is None else allowed
+    usable, refused = [], []
+    for address in addresses:
+        if (
+            any(a.admits(host, address, port) for a in allowed_by_operator)
+            or (reason := refusal_reason(address)) is None
+        ):
+            usable.append(address)
+        else:
+            refused.append((address, reason))
+    if not usable:
+        address, reason = refused[0]
+        named = f"{host} ({address})" if str(address) != host else host
+        raise EgressRefused(
+            f"{named} is {reason}; requests made for users reach only the public internet "
+            f"(an operator can allow it in EGRESS_ALLOW)"
+        )
+    return usable
+
+
+def check_url(url: str) -> list[IPAddress]:
+    """Check an http(s) URL's destination now (configuration time, and before a call); EgressRefused if refused."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme)
+    except ValueError as exc:
+        raise EgressRefused(f"not a valid URL: {exc}") from None
+    if parts.scheme not in _DEFAULT_PORTS or not parts.hostname or port is None:
+        raise EgressRefused("only http:// and https:// URLs with a host can be reached")
+    return checked_addresses(parts.hostname, port)
+
+
+def connect(
+    host: str, port: int, *, timeout: float = 10.0, allowed: list[Allowance] | None = None
+) -> socket.socket:
+    """A TCP connection to host:port at a checked address (the first that answers); EgressRefused or OSError."""
+    last: OSError | None = None
+    for address in checked_addresses(host, port, allowed=allowed):
+        family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect((str(address), port))
+        except OSError as exc:
+            sock.close()
+            last = exc
+            continue
+        sock.settimeout(None)
+        return sock
+    raise last or OSError(f"could not connect to {host}:{port}")
+
+
+def _pinned(module, request, address: IPAddress):
+    """The request sent to a checked address: the Host header and TLS name stay the URL's own."""
+    url = request.url
+    extensions = dict(request.extensions)
+    if url.scheme == "https":
+        extensions.setdefault("sni_hostname", url.host)
+    return module.Request(
+        request.method,
+        url.copy_with(host=str(address)),
+        headers=request.headers,  # carries Host: as the client set it from the URL
+        stream=request.stream,
+        extensions=extensions,
+    )
+
+
+def _port(url) -> int:
+    return url.port or _DEFAULT_PORTS.get(url.scheme, 443)
+
+
+def transports(module):
+    """(sync, async) transport classes for `module` (httpx, or httpx2 which the MCP SDK uses) that send every
+    request — each redirect hop too — through the guard to a checked address. Keyword arguments go to the
+    module's own HTTPTransport; a separate one is kept per host, so a TLS connection is never reused for another
+    name."""
+
+    class GuardedTransport(module.BaseTransport):
+        def __init__(self, **kwargs):
+            self._kwargs, self._inner, self._lock = kwargs, {}, threading.Lock()
+
+        def handle_request(self, request):
+            address = checked_addresses(request.url.host, _port(request.url))[0]
+            with self._lock:
+                inner = self._inner.setdefault(request.url.host, module.HTTPTransport(**self._kwargs))
+            return inner.handle_request(_pinned(module, request, address))
+
+        def close(self):
+            for inner in self._inner.values():
+                inner.close()
+
+    class AsyncGuardedTransport(module.AsyncBaseTransport):
+        def __init__(self, **kwargs):
+            self._kwargs, self._inner = kwargs, {}
+
+        async def handle_async_request(self, request):
+            import anyio  # httpx's own dependency; resolution must not block the event loop
+
+            host, port = request.url.host, _port(request.url)
+            addresses = await anyio.to_thread.run_sync(checked_addresses, host, port)
+            inner = self._inner.setdefault(host, module.AsyncHTTPTransport(**self._kwargs))
+            return await inner.handle_async_request(_pinned(module, request, addresses[0]))
+
+        async def aclose(self):
+            for inner in self._inner.values():
+                await inner.aclose()
+
+    return GuardedTransport, AsyncGuardedTransport
+
+
+def guarded_client(*, module=None, **kwargs):
+    """An httpx Client whose every request goes through the guard (environment proxies ignored: they would
+    bypass it)."""
+    import httpx  # loaded by the callers that make requests for users, not by every process
+
+    module = module or httpx
+    sync, _ = transports(module)
+    return module.Client(transport=sync(), trust_env=False, **kwargs)
+
+
+def guarded_async_client(*, module=None, **kwargs):
+    """An async httpx client whose every request goes through the guard (environment proxies ignored)."""
+    import httpx  # loaded by the callers that make requests for users, not by every process
+
+    module = module or httpx
+    _, asynchronous = transports(module)
+    return module.AsyncClient(transport=asynchronous(), trust_env=False, **kwargs)
