@@ -1,5 +1,6 @@
 """LLM providers: what is configured (environment, litellm conventions, plus per-owner settings) and how a
-model handle resolves to a call. Real provider keys never leave the server process."""
+model handle resolves to a call. Real provider keys never leave the server process, and a key goes only where its
+owner sent it: the environment's keys to the environment's providers, an owner's key (or none) to that owner's."""
 
 import hashlib
 import json
@@ -8,6 +9,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 
+from core.engine.llm import NO_KEY
 from core.engine.tokens import model_info
 from core.errors import NotConfigured
 from core.models import Organization, ProviderConfig
@@ -23,7 +25,15 @@ _ENV = {  # provider -> (key env var, base URL env var)
     "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
     "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
     "deepseek": ("DEEPSEEK_API_KEY", "DEEPSEEK_API_BASE"),
-    "ollama": ("", "OLLAMA_API_BASE"),
+    "ollama": ("OLLAMA_API_KEY", "OLLAMA_API_BASE"),
+}
+# Where an owner's provider with no base URL goes: its service's public address, never the environment's base URL
+# (litellm's fallback), so an owner's key is not sent to a server the operator set up for the deployment's providers.
+_PUBLIC_BASE = {
+    "openai": "https://api.openai.com/v1",
+    "openai_compatible": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+    "ollama": "http://localhost:11434",
 }
 CONFIGURE_HINT = (
     "No LLM provider is configured. Set OPENAI_API_KEY (and OPENAI_BASE_URL for any OpenAI-compatible "
@@ -48,17 +58,16 @@ class ResolvedModel:
 
     handle: str
     litellm_model: str
-    api_base: str | None
-    api_key: str | None
+    api_base: str | None  # None: the deployment's provider at litellm's default (its environment's) address
+    api_key: str  # the provider's own key, or NO_KEY
     provider: str
 
 
 def _env_providers() -> list[Provider]:
     found = []
     for kind, (key_var, base_var) in _ENV.items():
-        key = os.environ.get(key_var, "") if key_var else ""
-        base = os.environ.get(base_var, "")
-        if key or (kind == "ollama" and base):
+        key, base = os.environ.get(key_var, ""), os.environ.get(base_var, "")
+        if base if kind == "ollama" else key:  # a local Ollama needs no key; a hosted one may have one
             found.append(Provider(name=kind, kind=kind, api_key=key, base_url=base))
     return found
 
@@ -99,7 +108,8 @@ def _listed_models(base_url: str, api_key: str, *, owner_id: str = "") -> list[s
         return cached[1]
     names: list[str] = []
     try:
-        req = urllib.request.Request(base_url.rstrip("/") + "/models", headers={"Authorization": f"Bearer {api_key}"})
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        req = urllib.request.Request(base_url.rstrip("/") + "/models", headers=headers)
         with urllib.request.urlopen(req, timeout=1.5) as resp:  # noqa: S310 - configured by the operator
             names = [m["id"] for m in json.load(resp).get("data", []) if isinstance(m, dict) and "id" in m]
     except (OSError, ValueError, KeyError):
@@ -139,7 +149,8 @@ def models_list(*, owner: Organization | None) -> list[dict]:
 
 
 def model_resolve(*, owner: Organization | None, handle: str) -> ResolvedModel:
-    """Map a handle ("provider/model") to a litellm call; NotConfigured with a how-to if no provider serves it."""
+    """Map a handle ("provider/model") to a litellm call; NotConfigured with a how-to if no provider serves it.
+    An owner's provider is called at its own base URL (or its service's public one) with its own key or NO_KEY."""
     providers = {p.name: p for p in providers_list(owner=owner)}
     if not providers:
         raise NotConfigured(CONFIGURE_HINT)
@@ -151,11 +162,15 @@ def model_resolve(*, owner: Organization | None, handle: str) -> ResolvedModel:
             f"(configured: {', '.join(sorted(providers))}). {CONFIGURE_HINT}"
         )
     kind = {"openai_compatible": "openai"}.get(provider.kind, provider.kind)
+    if provider.source == "settings":
+        api_base = provider.base_url or _PUBLIC_BASE.get(provider.kind)
+    else:  # the deployment's own: litellm's defaults for its kind are the environment's too
+        api_base = provider.base_url or None
     return ResolvedModel(
         handle=handle,
         litellm_model=f"{kind}/{name}",
-        api_base=provider.base_url or None,
-        api_key=provider.api_key or None,
+        api_base=api_base,
+        api_key=provider.api_key or NO_KEY,
         provider=provider.name,
     )
 

@@ -326,6 +326,7 @@ class _Handler(BaseHTTPRequestHandler):
         return p if p.startswith("/v1") else "/v1" + p
 
     def do_GET(self) -> None:  # noqa: N802
+        self.fake._record("GET", self._path(), {}, dict(self.headers.items()))
         if self._path() == "/v1/models":
             self._send_json(
                 {

@@ -58,6 +58,32 @@ class Delta:
     tool_name: str | None = None
 
 
+# The key sent for a provider that has none. litellm, given no key, takes one from the environment (OPENAI_API_KEY,
+# ANTHROPIC_API_KEY, ...) and sends it to whatever base URL the call names: the deployment's key would reach a server
+# a user configured. Callers pass the key the provider's owner gave; without one, this placeholder goes instead.
+NO_KEY = "no-key"
+# Call options that say where a call goes or what it authenticates with: only `complete`'s own arguments set them,
+# never the request (a `base_url` in it would win over `api_base` in litellm).
+_ROUTING_PARAMS = frozenset(
+    {
+        "api_base",
+        "base_url",
+        "api_key",
+        "api_version",
+        "organization",
+        "headers",
+        "extra_headers",
+        "custom_llm_provider",
+        "model_list",
+        "deployment_id",
+        "azure_ad_token",
+        "aws_access_key_id",
+        "aws_secret_access_key",
+        "aws_session_token",
+        "vertex_credentials",
+    }
+)
+
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _litellm: Any = None
@@ -374,10 +400,13 @@ def complete(
     stream: bool = False,
     on_delta: Callable[[Delta], None] | None = None,
 ) -> LLMResult:
-    """Send one chat-completions request (the handle is request["model"]); blocks; raises LLMError."""
+    """Send one chat-completions request (the handle is request["model"]) with exactly the key given (none: NO_KEY,
+    never one from the environment); blocks; raises LLMError."""
     litellm = _lib()
-    kwargs = dict(request)
-    kwargs.update(api_base=api_base, api_key=api_key, timeout=timeout, max_retries=0, num_retries=0, drop_params=True)
+    kwargs = {k: v for k, v in request.items() if k not in _ROUTING_PARAMS}
+    kwargs.update(
+        api_base=api_base, api_key=api_key or NO_KEY, timeout=timeout, max_retries=0, num_retries=0, drop_params=True
+    )
     started = time.perf_counter()
     try:
         _price_lookup_cheap(litellm, str(request.get("model", "")))
@@ -496,7 +525,7 @@ def _direct_complete(
     parts = _direct_parts()
     name = kwargs["model"].split("/", 1)[1]
     api_base = parts.resolve_api_base(kwargs.get("api_base"))
-    api_key = kwargs.get("api_key") or litellm.api_key or litellm.openai_key or os.environ.get("OPENAI_API_KEY")
+    api_key = kwargs["api_key"]  # complete() set it: never a key litellm or the environment would pick
     params = {k: v for k, v in kwargs.items() if k in _DIRECT_PARAMS and k not in ("model", "messages")}
     # What completion() tells the provider config about the call: the endpoint decides whether litellm keeps cache
     # marks (a custom base may be a proxy that reads them) and how it rewrites tool schemas for OpenAI's validator.
@@ -721,7 +750,8 @@ def embed(
     timeout: float = 60.0,
     dimensions: int | None = None,
 ) -> list[list[float]]:
-    """Embed texts with a litellm embedding handle ("openai/text-embedding-3-small"); raises LLMError."""
+    """Embed texts with a litellm embedding handle ("openai/text-embedding-3-small") with exactly the key given (none:
+    NO_KEY, never one from the environment); raises LLMError."""
     if not texts:
         return []
     litellm = _lib()
@@ -729,7 +759,7 @@ def embed(
         "model": model,
         "input": texts,
         "api_base": api_base,
-        "api_key": api_key,
+        "api_key": api_key or NO_KEY,
         "timeout": timeout,
         "max_retries": 0,
     }

@@ -1,0 +1,187 @@
+"""A key goes only where its owner sent it: the deployment's keys (environment) serve the deployment's providers, and
+a provider an owner adds on the Settings page is called with that owner's key or none, never the environment's —
+whatever the call (a step, a model listing, an embedding) and whichever path litellm takes."""
+
+import pytest
+from django.test import Client
+
+from core import providers
+from core.engine import llm
+from core.models import Agent, ProviderConfig
+from core.runs.runner import run_agent
+from memory.services import passages_embed
+from tests.factories import make_agent
+from tests.fake_anthropic import FakeAnthropic
+from tests.fake_llm import FakeLLM
+
+SENTINEL = "sk-deployment-sentinel-0123456789"
+ENV_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY", "OLLAMA_API_KEY")
+
+
+@pytest.fixture(autouse=True)
+def _deployment_keys(monkeypatch, settings):
+    """Every provider key of the deployment is the sentinel; user URLs on this machine are allowed (the fakes)."""
+    for var in ENV_KEYS:
+        monkeypatch.setenv(var, SENTINEL)
+    settings.EGRESS_ALLOW = ["127.0.0.1", "::1"]
+    monkeypatch.setattr(providers, "_listing_cache", {})
+
+
+@pytest.fixture
+def fake():
+    server = FakeLLM().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _seen(server) -> list[str]:
+    """Every header value and body the server received, as text."""
+    return [str(v) for r in server.requests for v in (*r.headers.values(), r.body)]
+
+
+def _authorizations(server) -> set[str | None]:
+    return {next((v for k, v in r.headers.items() if k.lower() == "authorization"), None) for r in server.requests}
+
+
+def _never_got_the_sentinel(server) -> None:
+    assert server.requests, "the fake server was not called: the test proves nothing"
+    assert not [text for text in _seen(server) if SENTINEL in text]
+
+
+def _provider_add(account, *, kind: str, base_url: str, api_key: str = "", name: str = "mine") -> None:
+    """Add a provider as a user does, through the Settings page."""
+    web = Client()
+    web.force_login(account.user)
+    r = web.post(
+        "/settings/providers/",
+        {"kind": kind, "name": name, "base_url": base_url, "api_key": api_key, "model_names": ""},
+    )
+    assert r.status_code == 302, r.content[:2000]
+
+
+def _say_hi(agent):
+    return run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "hi"}])
+
+
+@pytest.mark.parametrize("path", ["direct", "completion"])
+@pytest.mark.parametrize("kind", ["openai_compatible", "openai"])
+def test_a_step_on_a_keyless_user_provider_never_sends_the_deployments_key(account, fake, monkeypatch, path, kind):
+    if path == "completion":  # litellm's completion() (the openai SDK's path), not the direct one
+        monkeypatch.setenv(llm.OPENAI_HTTP_HANDLER, "false")
+    _provider_add(account, kind=kind, base_url=fake.base_url)
+    agent = make_agent(account.org, model="mine/fake-model")
+    fake.script(FakeLLM.tool("send_message", {"message": "hello"}))
+    result = _say_hi(agent)
+    assert result.status == "completed", result
+    assert fake.chat_requests
+    _never_got_the_sentinel(fake)
+    assert _authorizations(fake) == {f"Bearer {llm.NO_KEY}"}
+
+
+def test_a_user_providers_own_key_is_the_one_sent(account, fake):
+    _provider_add(account, kind="openai_compatible", base_url=fake.base_url, api_key="sk-alices-own")
+    agent = make_agent(account.org, model="mine/fake-model")
+    assert _say_hi(agent).status == "completed"
+    assert _authorizations(fake) == {"Bearer sk-alices-own"}
+
+
+def test_a_model_listing_of_a_keyless_user_provider_sends_no_authorization(account, fake):
+    _provider_add(account, kind="openai_compatible", base_url=fake.base_url)
+    handles = [m["handle"] for m in providers.models_list(owner=account.org) if m["provider_name"] == "mine"]
+    assert "mine/fake-model" in handles
+    _never_got_the_sentinel(fake)
+    assert [r.path for r in fake.requests] == ["/v1/models"]
+    assert _authorizations(fake) == {None}
+
+
+def test_an_embedding_on_a_keyless_user_provider_never_sends_the_deployments_key(account, fake):
+    _provider_add(account, kind="openai_compatible", base_url=fake.base_url)
+    agent = make_agent(account.org, model="mine/fake-model", embedding="mine/fake-embedding")
+    handle, vectors, error = passages_embed(agent=agent, texts=["cats are great"])
+    assert (handle, error) == ("mine/fake-embedding", "") and vectors
+    assert fake.embedding_requests
+    _never_got_the_sentinel(fake)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_anthropic_kind_user_provider_never_gets_the_deployments_anthropic_key(account, stream):
+    server = FakeAnthropic().start()
+    try:
+        _provider_add(account, kind="anthropic", base_url=server.base_url)
+        resolved = providers.model_resolve(owner=account.org, handle="mine/claude-sonnet-4-5")
+        request = {"model": resolved.litellm_model, "messages": [{"role": "user", "content": "hi"}]}
+        llm.complete(request, api_base=resolved.api_base, api_key=resolved.api_key, stream=stream)
+        _never_got_the_sentinel(server)
+    finally:
+        server.stop()
+
+
+def test_a_user_provider_without_a_base_url_is_not_sent_to_the_deployments_base_url(account, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/deployment-proxy/v1")
+    ProviderConfig.objects.create(owner=account.org, kind="openai", name="mine", api_key="sk-alices-own")
+    resolved = providers.model_resolve(owner=account.org, handle="mine/gpt-4o-mini")
+    assert (resolved.api_base, resolved.api_key) == ("https://api.openai.com/v1", "sk-alices-own")
+    deployment = providers.model_resolve(owner=account.org, handle="openai/gpt-4o-mini")
+    assert (deployment.api_base, deployment.api_key) == ("http://127.0.0.1:9/deployment-proxy/v1", SENTINEL)
+
+
+def test_a_stored_llm_config_endpoint_does_not_steer_a_call(account, api, fake, monkeypatch):
+    """Letta's llm_config/embedding_config name endpoints; they are stored and shown, but a call goes where the
+    handle's provider is: the deployment's key reaches only the deployment's URL."""
+    deployment = FakeLLM().start()
+    try:
+        monkeypatch.setenv("OPENAI_BASE_URL", deployment.base_url)
+        r = api.post(
+            "/v1/agents/",
+            {
+                "name": "steered",
+                "llm_config": {
+                    "model": "fake-model",
+                    "model_endpoint_type": "openai",
+                    "model_endpoint": fake.base_url,
+                    "context_window": 16000,
+                },
+                "embedding_config": {
+                    "embedding_model": "fake-embedding",
+                    "embedding_endpoint_type": "openai",
+                    "embedding_endpoint": fake.base_url,
+                    "embedding_dim": 384,
+                },
+                "memory_blocks": [{"label": "human", "value": "Alice"}],
+            },
+        )
+        assert r.status_code == 201, r.content
+        agent = Agent.objects.get(pk=r.json()["id"])
+        assert _say_hi(agent).status == "completed"
+        passages_embed(agent=agent, texts=["cats"])
+        assert not fake.requests
+        assert deployment.chat_requests and deployment.embedding_requests
+    finally:
+        deployment.stop()
+
+
+def test_a_request_cannot_name_its_own_base_url_or_key(fake):
+    other = FakeLLM().start()
+    try:
+        request = {
+            "model": "openai/fake-model",
+            "messages": [{"role": "user", "content": "hi"}],
+            "base_url": other.base_url,
+            "api_key": SENTINEL,
+            "extra_headers": {"X-Key": SENTINEL},
+        }
+        llm.complete(request, api_base=fake.base_url, api_key="k")
+        assert not other.requests
+        _never_got_the_sentinel(fake)
+    finally:
+        other.stop()
+
+
+def test_no_key_given_to_the_engine_means_the_placeholder_not_the_environments(fake, monkeypatch):
+    monkeypatch.setenv(llm.OPENAI_HTTP_HANDLER, "false")
+    request = {"model": "openai/fake-model", "messages": [{"role": "user", "content": "hi"}]}
+    llm.complete(request, api_base=fake.base_url, api_key=None)
+    llm.embed(["x"], model="openai/fake-embedding", api_base=fake.base_url, api_key=None)
+    _never_got_the_sentinel(fake)
