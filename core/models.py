@@ -46,6 +46,9 @@ class ApiToken(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
 
 
+BASE_URL_MAX = 2000  # a provider's base URL: proxies put tokens and paths in it (URLField's default of 200 is short)
+
+
 class ProviderConfig(models.Model):
     """An LLM or embedding provider an owner configured in the IDE (in addition to the environment's)."""
 
@@ -60,7 +63,7 @@ class ProviderConfig(models.Model):
     kind = models.CharField(max_length=32, choices=KINDS)
     name = models.CharField(max_length=64)
     api_key = models.TextField(blank=True, default="")
-    base_url = models.URLField(blank=True, default="")
+    base_url = models.URLField(max_length=BASE_URL_MAX, blank=True, default="")
     model_names = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

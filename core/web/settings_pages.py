@@ -7,7 +7,7 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
 from core import accounts, providers
-from core.models import OwnerSettings, ProviderConfig
+from core.models import BASE_URL_MAX, OwnerSettings, ProviderConfig
 from core.web.common import org
 from core.web.forms import TokenForm
 
@@ -15,7 +15,7 @@ from core.web.forms import TokenForm
 class ProviderForm(forms.Form):
     kind = forms.ChoiceField(choices=ProviderConfig.KINDS)
     name = forms.SlugField(max_length=64, help_text="Prefix of model handles, e.g. 'openai' → openai/gpt-4o-mini")
-    base_url = forms.URLField(required=False, assume_scheme="https")
+    base_url = forms.URLField(required=False, assume_scheme="https", max_length=BASE_URL_MAX)
     api_key = forms.CharField(required=False, widget=forms.PasswordInput(render_value=False))
     model_names = forms.CharField(required=False, help_text="comma-separated; empty = ask the server / defaults")
 
