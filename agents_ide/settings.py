@@ -38,6 +38,10 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+# Fernet keys that encrypt stored secrets (provider and E2B keys, MCP tokens, headers and env, agents' and tools'
+# variables: core/crypto.py), comma-separated: the first encrypts, all decrypt. To rotate, put a new key first, run
+# `manage.py rotate_secrets`, then drop the old one. Unset: one key derived from SECRET_KEY (HKDF-SHA256).
+SECRETS_KEYS = env_list("SECRETS_KEYS", "")
 DEBUG = env_bool("DEBUG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "http://127.0.0.1:8000,http://localhost:8000")

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from core import ids
+from core.crypto import EncryptedJSONField, EncryptedTextField
 from core.fields import JSONField, StorableJSONField, StorableTextField
 
 
@@ -62,7 +63,7 @@ class ProviderConfig(models.Model):
     owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="providers")
     kind = models.CharField(max_length=32, choices=KINDS)
     name = models.CharField(max_length=64)
-    api_key = models.TextField(blank=True, default="")
+    api_key = EncryptedTextField(blank=True, default="")
     base_url = models.URLField(max_length=BASE_URL_MAX, blank=True, default="")
     model_names = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -79,7 +80,7 @@ class OwnerSettings(models.Model):
     sandbox_default = models.CharField(max_length=16, blank=True, default="")
     # Network for this owner's tools that don't choose themselves; None: the deployment's SANDBOX_ALLOW_NETWORK.
     sandbox_allow_network = models.BooleanField(null=True, blank=True, default=None)
-    e2b_api_key = models.TextField(blank=True, default="")
+    e2b_api_key = EncryptedTextField(blank=True, default="")
     e2b_template = models.CharField(max_length=200, blank=True, default="")
 
 
@@ -99,7 +100,7 @@ class Agent(models.Model):
     embedding = models.CharField(max_length=200, blank=True, default="")
     embedding_config = models.JSONField(default=dict, blank=True)
     tool_rules = models.JSONField(default=list, blank=True)
-    secrets = models.JSONField(default=dict, blank=True)
+    secrets = EncryptedJSONField(default=dict, blank=True)  # the tools' environment variables: values write-only
     metadata = models.JSONField(default=dict, blank=True)
     # Ordered ids of the in-context messages; index 0 is the system message (Letta's `message_ids`).
     message_ids = JSONField(default=list, blank=True)

@@ -7,7 +7,7 @@ import json
 import os
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from core.engine.llm import NO_KEY
 from core.engine.tokens import model_info
@@ -46,7 +46,7 @@ CONFIGURE_HINT = (
 class Provider:
     name: str
     kind: str  # openai | anthropic | deepseek | ollama | openai_compatible
-    api_key: str
+    api_key: str = field(repr=False)  # not in its repr (a log line, an error report)
     base_url: str
     models: tuple[str, ...] = ()
     source: str = "environment"
@@ -59,7 +59,7 @@ class ResolvedModel:
     handle: str
     litellm_model: str
     api_base: str | None  # None: the deployment's provider at litellm's default (its environment's) address
-    api_key: str  # the provider's own key, or NO_KEY
+    api_key: str = field(repr=False)  # the provider's own key, or NO_KEY
     provider: str
 
 

@@ -3,6 +3,7 @@
 from django.db import models
 
 from core import ids
+from core.crypto import EncryptedJSONField, EncryptedTextField
 from core.fields import StorableJSONField, StorableTextField
 
 
@@ -22,7 +23,7 @@ class Tool(models.Model):
     pip_requirements = models.JSONField(default=list, blank=True)  # [{name, version?}]
     sandbox = models.CharField(max_length=16, choices=SANDBOXES, blank=True, default="")
     allow_network = models.BooleanField(null=True, blank=True, default=None)  # None: the deployment default
-    env_vars = models.JSONField(default=dict, blank=True)  # workbench defaults for test runs
+    env_vars = EncryptedJSONField(default=dict, blank=True)  # workbench defaults for test runs: may hold keys
     agents = models.ManyToManyField("core.Agent", related_name="tools", blank=True)
     # external_mcp tools: the server that runs them, under the name the server gives the tool.
     mcp_server = models.ForeignKey(
@@ -75,11 +76,11 @@ class McpServer(models.Model):
     server_type = models.CharField(max_length=16, choices=TYPES)
     command = models.CharField(max_length=500, blank=True, default="")
     args = models.JSONField(default=list, blank=True)
-    env = models.JSONField(default=dict, blank=True)  # write-only: the API shows names, never values
+    env = EncryptedJSONField(default=dict, blank=True)  # write-only: the API shows names, never values
     server_url = models.CharField(max_length=2000, blank=True, default="")
     auth_header = models.CharField(max_length=128, blank=True, default="")
-    auth_token = models.TextField(blank=True, default="")  # write-only
-    custom_headers = models.JSONField(default=dict, blank=True)  # write-only values
+    auth_token = EncryptedTextField(blank=True, default="")  # write-only
+    custom_headers = EncryptedJSONField(default=dict, blank=True)  # write-only values
     allow_network = models.BooleanField(null=True, blank=True, default=None)  # stdio only; None: the default
     last_error = models.TextField(blank=True, default="")
     refreshed_at = models.DateTimeField(null=True, blank=True)

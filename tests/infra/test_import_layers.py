@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "agents_ide.sqlite",
             "agents_ide.transactions",
             "core.channel_layer",
+            "core.crypto",
             "core.egress",
             "core.errors",
             "core.events",
