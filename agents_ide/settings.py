@@ -216,6 +216,9 @@ MCP_STDIO = os.environ.get("MCP_STDIO", "staff").strip().lower()
 # Directories a stdio MCP server may see, read-only, beside /usr and its own interpreter (npm or pip installs the
 # operator approved, e.g. /opt/mcp); colon-separated. Nothing else of the host, whatever its arguments name.
 MCP_STDIO_PATHS = [p for p in os.environ.get("MCP_STDIO_PATHS", "").split(":") if p.strip()]
+# A stdio MCP server that has not answered the MCP handshake this long after its start is stopped (sooner when
+# it writes something that is not MCP or exits).
+MCP_START_TIMEOUT_S = float(os.environ.get("MCP_START_TIMEOUT_S", "10"))
 # Who may give tools and MCP servers network access: "all" (the default), "staff" or "off". Granted, it reaches
 # only the public internet through the egress guard (core/egress.py).
 TOOL_NETWORK = os.environ.get("TOOL_NETWORK", "all").strip().lower()

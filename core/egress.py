@@ -36,6 +36,10 @@ class EgressRefused(Exception):
     """The destination is not on the public internet and the operator did not allow it."""
 
 
+class Unresolvable(EgressRefused):
+    """The destination's name does not resolve (now): nothing could be checked, nothing was connected to."""
+
+
 @dataclass(frozen=True)
 class Allowance:
     """One destination the operator allows: a host name, or a network; on one port or on every port."""
@@ -172,14 +176,14 @@ def resolve(host: str, port: int) -> list[IPAddress]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
-        raise EgressRefused(f"{host} could not be resolved ({exc})") from None
+        raise Unresolvable(f"{host} could not be resolved ({exc})") from None
     addresses: list[IPAddress] = []
     for info in infos:
         address = ipaddress.ip_address(info[4][0].split("%")[0])
         if address not in addresses:
             addresses.append(address)
     if not addresses:
-        raise EgressRefused(f"{host} has no address")
+        raise Unresolvable(f"{host} has no address")
     return addresses
 
 
@@ -225,9 +229,7 @@ def check_url(url: str) -> list[IPAddress]:
     return checked_addresses(parts.hostname, port)
 
 
-def connect(
-    host: str, port: int, *, timeout: float = 10.0, allowed: list[Allowance] | None = None
-) -> socket.socket:
+def connect(host: str, port: int, *, timeout: float = 10.0, allowed: list[Allowance] | None = None) -> socket.socket:
     """A TCP connection to host:port at a checked address (the first that answers); EgressRefused or OSError."""
     last: OSError | None = None
     for address in checked_addresses(host, port, allowed=allowed):

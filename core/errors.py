@@ -26,3 +26,9 @@ class NotConfigured(DomainError):
     """A feature needs configuration the deployment does not have (e.g. no LLM provider)."""
 
     status = 400
+
+
+class Forbidden(DomainError):
+    """The deployment's operator does not let this account do it (e.g. stdio MCP servers for ordinary accounts)."""
+
+    status = 403

@@ -22,6 +22,7 @@ from core.models import Agent, Membership, Organization, OwnerSettings
 from core.selectors import agent_tags
 from memory.selectors import agent_blocks
 from tools import json_schema as tool_schema
+from tools import policy
 from tools.models import Tool, ToolRun
 from tools.sandbox.base import SandboxError, SandboxRequest, SandboxResult
 from tools.sandbox.local import LocalSandbox, refusal_message
@@ -44,6 +45,8 @@ def sandbox_config_for(*, owner: Organization) -> dict[str, Any]:
             if prefs is None or prefs.sandbox_allow_network is None
             else prefs.sandbox_allow_network
         ),
+        # Whether the operator lets this account's runs have network at all (TOOL_NETWORK; tools/policy.py).
+        "network_permitted": policy.network_permitted(owner),
         "local": {
             "allow_pip_install": bool(settings.SANDBOX_LOCAL_ALLOW_PIP),
             "venv_cache_dir": str(settings.SANDBOX_CACHE_DIR),
@@ -91,7 +94,9 @@ def tool_backend_name(
 
 def tool_network_allowed(*, tool: Tool | None = None, override: bool | None = None, config: dict) -> bool:
     """Whether a run gets the network: `override`, else the tool's `allow_network`, else the owner's default
-    (Settings), else the deployment's."""
+    (Settings), else the deployment's — and never when the operator does not permit it for the account."""
+    if not config.get("network_permitted", True):
+        return False
     if override is not None:
         return bool(override)
     if tool is not None and tool.allow_network is not None:
@@ -199,6 +204,8 @@ def tool_execute(
     if tool is None:
         tool = Tool.objects.filter(owner=owner, name=schema["name"], tool_type="custom").first()
     config = sandbox_config_for(owner=owner)
+    if allow_network and not config["network_permitted"]:
+        policy.network_check(owner, True)
     backend_name = tool_backend_name(owner=owner, tool=tool, override=sandbox, config=config)
     pip = pip_requirements_clean(
         pip_requirements if pip_requirements is not None else (tool.pip_requirements if tool is not None else [])

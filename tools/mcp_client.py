@@ -2,10 +2,15 @@
 each server's session open between calls (a stdio server stays warm until it has been idle for
 `MCP_IDLE_TIMEOUT_S`), starts it on first use, and starts it again when it died.
 
-A stdio server is a process this server starts under the local sandbox's rules: bubblewrap namespaces
-with no network unless the server is allowed it, a root holding /usr, the command's own installation and
-the files its arguments name (read-only), and an environment holding only PATH/HOME/TMPDIR/LANG and the
-server's configured variables — never the server's own secrets. Nothing here touches the database.
+A stdio server is a process this server starts under the tool sandbox's rules: bubblewrap namespaces with
+their own network namespace (the public internet through the egress proxy when the server is allowed the
+network), a throwaway uid when the server runs as root, resource limits (processes, memory, CPU, file size),
+and a root holding only /usr, the command's own interpreter and the directories the operator approved for MCP
+servers (`MCP_STDIO_PATHS`) read-only — a path never becomes visible because an argument names it. Its
+environment holds only PATH/HOME/TMPDIR/LANG and the server's configured variables, never the server's own
+secrets. An SSE or HTTP server is reached through the egress guard (`core.egress`). A command that does not
+answer MCP fails within `MCP_START_TIMEOUT_S`, sooner when it writes something that is not MCP or exits.
+Nothing here touches the database.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import asyncio
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -26,11 +32,24 @@ from django.conf import settings
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
-from tools.sandbox.bwrap import SANDBOX_HOME, bwrap_argv, find_bwrap, python_mounts
+from core.egress import guarded_async_client
+from tools.sandbox.base import SandboxError
+from tools.sandbox.bwrap import (
+    EGRESS_SOCKET_IN_SANDBOX,
+    RELAY_IN_SANDBOX,
+    SANDBOX_HOME,
+    bwrap_argv,
+    find_bwrap,
+    python_mounts,
+)
+from tools.sandbox.egress import RELAY_PORT, egress_proxy, proxy_env
+from tools.sandbox.local import RELAY_PATH, RUNNER_PATH, find_interpreter, shared_copy
+from tools.sandbox.process import UidLease, kill_uid_processes
 
 log = logging.getLogger(__name__)
 
 BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+UID_RANGE = (52000, 59999)  # shared with the tool sandbox: a lease file keeps each uid to one holder
 
 
 class McpUnavailable(Exception):
@@ -39,6 +58,17 @@ class McpUnavailable(Exception):
 
 class McpRefused(Exception):
     """The server answered the request with an MCP error (unknown tool, bad params…); it is alive and kept."""
+
+
+@dataclass(frozen=True)
+class StdioLimits:
+    """Ceilings for a stdio server's whole life (CPU seconds add up across calls; past them it is restarted)."""
+
+    cpu_s: int = 600
+    memory_mb: int = 1024  # the data segment: V8 and the JVM reserve address space they never touch
+    file_size_mb: int = 64
+    max_processes: int = 64  # threads count too (node starts about a dozen)
+    scratch_mb: int = 256  # its private HOME and /tmp (npx caches packages there)
 
 
 @dataclass(frozen=True)
@@ -54,41 +84,87 @@ class ServerSpec:
     headers: tuple[tuple[str, str], ...] = ()
     allow_network: bool = False
     weak_isolation: bool = False  # no bwrap here and the deployment allows running without it
+    paths: tuple[str, ...] = ()  # directories the operator approved for stdio servers (read-only inside)
+    limits: StdioLimits = field(default_factory=StdioLimits)
 
 
-def stdio_argv(spec: ServerSpec) -> tuple[list[str], dict[str, str]]:
-    """The command line and environment that start a stdio server in its sandbox (bwrap unless weak)."""
+def stdio_executable(spec: ServerSpec) -> str:
+    """The command's file: found on the system PATH or in an approved directory, and only there (or the server's
+    own interpreter); McpUnavailable otherwise."""
+    search = os.pathsep.join([BASE_PATH, *spec.paths, *(os.path.join(p, "bin") for p in spec.paths)])
+    found = shutil.which(spec.command, path=search) if not os.path.isabs(spec.command) else spec.command
+    if not found or not os.access(found, os.X_OK):
+        raise McpUnavailable(
+            f"command not found: {spec.command!r} (looked in {BASE_PATH} and the directories approved for MCP "
+            f"servers, MCP_STDIO_PATHS)"
+        )
+    real = os.path.realpath(found)
+    own = {os.path.realpath(sys.executable), os.path.abspath(sys.executable)}
+    if _inside(real, "/usr") or found in own or real in own or any(_inside(found, p) for p in spec.paths):
+        return found
+    raise McpUnavailable(
+        f"{found} is outside /usr and the directories approved for MCP servers (MCP_STDIO_PATHS); an operator "
+        f"installs MCP servers in an approved directory"
+    )
 
-    executable = shutil.which(spec.command, path=BASE_PATH) or shutil.which(spec.command) or spec.command
+
+def _inside(path: str, directory: str) -> bool:
+    directory = directory.rstrip("/") or "/"
+    return path == directory or path.startswith(directory + "/")
+
+
+def stdio_argv(spec: ServerSpec, *, uid: int | None) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that start a stdio server in its sandbox (bwrap unless weak), as `uid`."""
+    executable = stdio_executable(spec)
     env = {"PATH": BASE_PATH, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8", **dict(spec.env)}
     bwrap = find_bwrap()
     if bwrap is None:
         if spec.weak_isolation:
             return [executable, *spec.args], env
         raise McpUnavailable("stdio MCP servers run in the local sandbox, which needs bubblewrap (`bwrap`)")
-    argv = bwrap_argv(
-        bwrap=bwrap,
-        mounts=_mounts(executable, spec.args, python_mounts),
-        runner=os.devnull,
-        allow_network=spec.allow_network,
-        scratch_mb=256,
-    )
-    return [*argv, "--", executable, *spec.args], env
+    work_root = tempfile.gettempdir()
+    python = find_interpreter(world_accessible=uid is not None)  # runs the relay: limits, and the way out
+    try:
+        mounts = _mounts(executable, spec.paths, python)
+        argv = bwrap_argv(
+            bwrap=bwrap,
+            mounts=mounts,
+            runner=shared_copy(work_root, RUNNER_PATH),
+            allow_network=spec.allow_network,
+            scratch_mb=spec.limits.scratch_mb,
+            relay=shared_copy(work_root, RELAY_PATH),
+            egress_socket=egress_proxy(work_root).socket_path if spec.allow_network else None,
+        )
+    except SandboxError as exc:
+        raise McpUnavailable(str(exc)) from exc
+    limits = spec.limits
+    relay = [python, "-I", "-S", RELAY_IN_SANDBOX, "--limits"]
+    relay.append(f"{limits.cpu_s},{limits.memory_mb},{limits.file_size_mb},{limits.max_processes}")
+    if spec.allow_network:
+        relay += ["--proxy", EGRESS_SOCKET_IN_SANDBOX, str(RELAY_PORT)]
+        env = {**env, **proxy_env()}
+    argv = [*argv, "--", *relay, "--", executable, *spec.args]
+    if uid is not None:  # bwrap runs as the throwaway uid, so nothing inside is root's
+        setpriv = shutil.which("setpriv", path=BASE_PATH + ":/usr/sbin:/sbin")
+        if setpriv is None:
+            raise McpUnavailable("running stdio MCP servers as root needs `setpriv` (util-linux) to drop privileges")
+        argv = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv]
+    return argv, env
 
 
-def _mounts(executable: str, args, python_mounts) -> list[str]:
-    """Read-only paths the server needs: its interpreter's installation, else its own directory, and the
-    absolute paths its arguments name."""
+def _mounts(executable: str, paths: tuple[str, ...], python: str) -> list[str]:
+    """Read-only paths the server needs: the relay's interpreter, the command's own interpreter installation (a
+    Python), and the approved directories. Never what its arguments name."""
     mounts: list[str] = []
-    if os.path.isabs(executable) and not os.path.realpath(executable).startswith("/usr/"):
+    for candidate in (python, executable):
+        if _inside(os.path.realpath(candidate), "/usr"):
+            continue
         try:
-            mounts += python_mounts(executable)
-        except Exception:  # not a Python: mount the directory it lives in
-            mounts.append(os.path.dirname(os.path.realpath(executable)))
-    for arg in args:
-        if os.path.isabs(arg) and os.path.exists(arg) and arg not in mounts:
-            mounts.append(arg)
-    return mounts
+            found = python_mounts(candidate)
+        except SandboxError:
+            continue  # not a Python: it lives in an approved directory (checked by stdio_executable)
+        mounts += [m for m in found if m not in mounts]
+    return mounts + [p for p in paths if p not in mounts]
 
 
 @dataclass
@@ -102,6 +178,9 @@ class _Connection:
     last_used: float = field(default_factory=time.monotonic)
     errlog: Any = None
     stderr_last: str = ""  # what the server wrote to stderr, kept when its connection ends
+    lease: UidLease | None = None  # the throwaway uid a stdio server runs as (server as root)
+    start_scope: Any = None  # the cancel scope of the MCP handshake: output that is not MCP ends it at once
+    not_mcp: str = ""  # why the handshake was ended early
 
     @property
     def alive(self) -> bool:
@@ -120,9 +199,9 @@ class _Connection:
 class McpManager:
     """The process's MCP connections, on a private event loop thread; every public method is blocking."""
 
-    def __init__(self, *, idle_timeout_s: float = 300.0, connect_timeout_s: float = 30.0):
+    def __init__(self, *, idle_timeout_s: float = 300.0, connect_timeout_s: float = 10.0):
         self.idle_timeout_s = idle_timeout_s
-        self.connect_timeout_s = connect_timeout_s
+        self.connect_timeout_s = connect_timeout_s  # the MCP handshake, process start included
         self.on_tools_changed: Callable[[str], None] | None = None
         self.starts: dict[str, int] = {}  # how many times each server was started (tests and the IDE read it)
         self._conns: dict[str, _Connection] = {}
@@ -232,8 +311,16 @@ class McpManager:
             try:
                 await asyncio.wait_for(conn.ready.wait(), self.connect_timeout_s)
             except TimeoutError:
-                await self._close(spec.key)
-                raise McpUnavailable(f"the MCP server did not start within {self.connect_timeout_s:g}s") from None
+                tail = conn.stderr_tail()
+                await self._close(spec.key, grace_s=1.0)
+                raise McpUnavailable(
+                    _describe(
+                        TimeoutError(
+                            f"the MCP server did not answer the MCP handshake within {self.connect_timeout_s:g}s"
+                        ),
+                        tail,
+                    )
+                ) from None
             if not conn.alive:
                 self._conns.pop(spec.key, None)
                 raise McpUnavailable(
@@ -243,15 +330,20 @@ class McpManager:
 
     async def _hold(self, conn: _Connection) -> None:
         """Open the transport and session and keep them open until asked to close (same task: anyio scopes)."""
+        import anyio  # the SDK's own dependency: its cancel scopes end the handshake early
         from mcp.client.session import ClientSession  # loaded with the first connection (most processes open none)
 
         try:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(conn))
                 session = await stack.enter_async_context(
-                    ClientSession(read, write, message_handler=self._message_handler(conn.spec.key))
+                    ClientSession(read, write, message_handler=self._message_handler(conn))
                 )
-                await session.initialize()
+                with anyio.CancelScope() as conn.start_scope:
+                    await session.initialize()
+                if conn.start_scope.cancelled_caught:
+                    raise McpUnavailable(conn.not_mcp)
+                conn.start_scope = None
                 conn.session = session
                 conn.ready.set()
                 await conn.closing.wait()
@@ -262,6 +354,10 @@ class McpManager:
             if conn.errlog is not None:
                 conn.stderr_last = conn.stderr_tail()
                 conn.errlog.close()
+            if conn.lease is not None:
+                kill_uid_processes(conn.lease.uid)  # whatever the server left running under its uid
+                conn.lease.release()
+                conn.lease = None
             conn.ready.set()
 
     def _transport(self, conn: _Connection):
@@ -269,7 +365,9 @@ class McpManager:
         if spec.server_type == "stdio":
             from mcp.client.stdio import StdioServerParameters, stdio_client  # each transport loads when first used
 
-            argv, env = stdio_argv(spec)
+            if os.geteuid() == 0 and find_bwrap() is not None:
+                conn.lease = UidLease.acquire(UID_RANGE, tempfile.gettempdir())
+            argv, env = stdio_argv(spec, uid=conn.lease.uid if conn.lease else None)
             conn.errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
             return stdio_client(
                 StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd="/"), errlog=conn.errlog
@@ -278,30 +376,39 @@ class McpManager:
         if spec.server_type == "sse":
             from mcp.client.sse import sse_client  # each transport loads when first used
 
-            return sse_client(spec.url, headers=headers, timeout=self.connect_timeout_s)
+            return sse_client(
+                spec.url, headers=headers, timeout=self.connect_timeout_s, httpx_client_factory=_guarded_http_client
+            )
         # each transport loads when first used
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
-        return _with_client(create_mcp_http_client(headers=headers), streamable_http_client, spec.url)
+        return _with_client(_guarded_http_client(headers=headers), streamable_http_client, spec.url)
 
-    def _message_handler(self, key: str):
+    def _message_handler(self, conn: _Connection):
+        key = conn.spec.key
+
         async def handle(message) -> None:
             from mcp import types  # loaded with the first connection (most processes open none)
 
+            if isinstance(message, Exception) and conn.start_scope is not None:
+                # Output that is not MCP before the handshake finished: not an MCP server (or a broken one).
+                conn.not_mcp = f"the command does not speak MCP on stdout ({type(message).__name__}: {message})"[:500]
+                conn.start_scope.cancel()
             if isinstance(message, types.ToolListChangedNotification) and self.on_tools_changed is not None:
                 # The refresh writes the database: off the loop, in a worker thread.
                 asyncio.get_running_loop().run_in_executor(None, self.on_tools_changed, key)
 
         return handle
 
-    async def _close(self, key: str) -> None:
+    async def _close(self, key: str, *, grace_s: float = 15.0) -> None:
         conn = self._conns.pop(key, None)
         if conn is None or conn.task is None:
             return
         conn.closing.set()
+        if conn.start_scope is not None:
+            conn.start_scope.cancel()  # still in the handshake: nothing to finish gracefully
         try:
-            await asyncio.wait_for(asyncio.shield(conn.task), 15)
+            await asyncio.wait_for(asyncio.shield(conn.task), grace_s)
         except (TimeoutError, Exception):  # noqa: BLE001
             conn.task.cancel()
 
@@ -319,6 +426,16 @@ class _with_client:
 
     async def __aexit__(self, *exc):
         return await self.stack.__aexit__(*exc)
+
+
+def _guarded_http_client(headers=None, timeout=None, auth=None):
+    """The MCP SDK's HTTP client (httpx2), every request through the egress guard: the transports' usual timeouts
+    (30 s, reads 300 s for a held stream), redirects followed by the transports within the endpoint's origin."""
+    import httpx2  # the MCP SDK's HTTP client package, loaded with the first HTTP connection
+
+    return guarded_async_client(
+        module=httpx2, headers=headers, timeout=timeout or httpx2.Timeout(30.0, read=300.0), auth=auth
+    )
 
 
 def _describe(exc: BaseException | None, stderr_tail: str) -> str:
@@ -341,6 +458,9 @@ def manager() -> McpManager:
     global _manager
     with _manager_lock:
         if _manager is None:
-            _manager = McpManager(idle_timeout_s=float(getattr(settings, "MCP_IDLE_TIMEOUT_S", 300)))
+            _manager = McpManager(
+                idle_timeout_s=float(getattr(settings, "MCP_IDLE_TIMEOUT_S", 300)),
+                connect_timeout_s=float(getattr(settings, "MCP_START_TIMEOUT_S", 10)),
+            )
             _manager.on_tools_changed = tools_changed_hook
         return _manager

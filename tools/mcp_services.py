@@ -14,10 +14,12 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
+from core.egress import EgressRefused, Unresolvable, check_url
 from core.errors import Conflict, Invalid, NotFound
 from core.models import Agent, Organization
 from core.updates import model_update
 from tools import json_schema as tool_schema
+from tools import policy
 from tools.execution import sandbox_config_for
 from tools.mcp_client import McpRefused, McpUnavailable, ServerSpec, manager
 from tools.models import McpServer, Tool, ToolRun
@@ -64,9 +66,8 @@ def _clean_config(config: dict, *, current: McpServer | None = None) -> dict[str
             fields["allow_network"] = config["allow_network"] if isinstance(config["allow_network"], bool) else None
     else:
         url = config.get("server_url", current.server_url if current else None)
-        parsed = urlparse(url or "") if isinstance(url, str) else None
-        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc or len(url) > 2000:
-            errors["server_url"] = "an http(s) URL is required"
+        if error := _url_error(url):
+            errors["server_url"] = error
         fields.update(server_url=url or "", command="", args=[], env={})
         if "auth_header" in config:
             header = config.get("auth_header") or ""
@@ -83,6 +84,32 @@ def _clean_config(config: dict, *, current: McpServer | None = None) -> dict[str
     if errors:
         raise Invalid("invalid MCP server config: " + "; ".join(f"{k}: {v}" for k, v in errors.items()), detail=errors)
     return fields
+
+
+def _url_error(url) -> str | None:
+    """Why a server URL cannot be used (None: it can): not http(s), malformed, or refused by the egress guard (an
+    address on this host or its private network; a name that does not resolve now is kept, its error shown later)."""
+    try:
+        parsed = urlparse(url) if isinstance(url, str) else None
+        parsed and parsed.port  # noqa: B018 — urlparse checks the brackets and the port only when asked
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.hostname or len(url) > 2000:
+        return "an http(s) URL is required"
+    try:
+        check_url(url)
+    except Unresolvable:
+        return None
+    except EgressRefused as exc:
+        return str(exc)
+    return None
+
+
+def _permitted(*, owner: Organization, fields: dict) -> None:
+    """Raise Forbidden unless the operator lets this account run what the config asks for."""
+    if fields["server_type"] == "stdio":
+        policy.stdio_check(owner)
+        policy.network_check(owner, fields.get("allow_network"))
 
 
 def _string_map(value, pattern, field: str, errors: dict) -> dict[str, str]:
@@ -111,6 +138,7 @@ def mcp_server_create(*, owner: Organization, server_name: str, config: dict) ->
     """Register a server (validated; nothing is started), then list its tools into the library (best effort:
     an unreachable server is kept with its error in `last_error`)."""
     fields = _clean_config(config)
+    _permitted(owner=owner, fields=fields)
     with transaction.atomic():
         server = McpServer.objects.create(
             owner=owner, server_name=_name_checked(owner=owner, server_name=server_name), **fields
@@ -122,6 +150,8 @@ def mcp_server_create(*, owner: Organization, server_name: str, config: dict) ->
 def mcp_server_update(*, server: McpServer, server_name: str | None = None, config: dict | None = None) -> McpServer:
     """Change a server's name or config (secrets only when given); its connection restarts with the new config."""
     fields = _clean_config(config, current=server) if config else {}
+    if fields:
+        _permitted(owner=server.owner, fields=fields)
     if server_name is not None and server_name != server.server_name:
         fields["server_name"] = _name_checked(owner=server.owner, server_name=server_name, exclude_pk=server.pk)
     with transaction.atomic():
@@ -139,11 +169,15 @@ def mcp_server_delete(*, server: McpServer) -> None:
 
 
 def server_spec(server: McpServer) -> ServerSpec:
-    """How to reach this server (network for a stdio server: its own choice, else the owner's sandbox default)."""
+    """How to reach this server (network for a stdio server: its own choice, else the owner's sandbox default,
+    and only if the operator permits it). McpUnavailable when the operator does not let its account run it."""
 
     headers = dict(server.custom_headers or {})
     if server.auth_token:
         headers[server.auth_header or "Authorization"] = server.auth_token
+    stdio = server.server_type == "stdio"
+    if stdio and (reason := policy.stdio_refusal(server.owner)):
+        raise McpUnavailable(reason)
     allow = (
         server.allow_network
         if server.allow_network is not None
@@ -157,8 +191,9 @@ def server_spec(server: McpServer) -> ServerSpec:
         env=tuple(sorted((server.env or {}).items())),
         url=server.server_url,
         headers=tuple(sorted(headers.items())),
-        allow_network=bool(allow),
+        allow_network=bool(allow) and stdio and policy.network_permitted(server.owner),
         weak_isolation=bool(settings.SANDBOX_LOCAL_WEAK_ISOLATION),
+        paths=policy.mcp_stdio_paths() if stdio else (),
     )
 
 
@@ -270,10 +305,11 @@ def mcp_tool_execute(
     except tool_schema.ArgumentError as exc:
         raise Invalid(str(exc), detail=exc.errors) from exc
     server = tool.mcp_server
-    spec = server_spec(server)
+    spec = None
     started = time.perf_counter()
     error_type = ""
     try:
+        spec = server_spec(server)
         result = manager().call_tool(spec, tool.mcp_tool_name, args, timeout_s=float(settings.SANDBOX_TIMEOUT_S))
         text, ok = _result_text(result), not result.is_error
         error_type = "" if ok else "ToolError"
@@ -294,7 +330,7 @@ def mcp_tool_execute(
         stderr="" if ok else text,
         sandbox="mcp",
         mcp_server=server.server_name,
-        network=spec.server_type != "stdio" or spec.allow_network,
+        network=server.server_type != "stdio" or bool(spec and spec.allow_network),
         duration_ms=(time.perf_counter() - started) * 1000,
     )
     run.error_type = error_type

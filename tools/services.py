@@ -11,6 +11,7 @@ from core.errors import Conflict, DomainError, Invalid, NotFound
 from core.models import Agent, Organization
 from core.updates import model_update
 from tools import json_schema as tool_schema
+from tools import policy
 from tools.models import Tool
 from tools.signals import agent_tools_changed, tool_code_changed
 
@@ -270,7 +271,9 @@ def tool_create(
     env_vars: dict | None = None,
     allow_network: bool | None = None,
 ) -> Tool:
-    """Create a custom tool from source (schema derived unless given); Conflict (409) if the name is taken."""
+    """Create a custom tool from source (schema derived unless given); Conflict (409) if the name is taken,
+    Forbidden (403) if it asks for network the operator does not permit the account."""
+    policy.network_check(owner, allow_network)
     schema = tool_schema_resolve(source_code=source_code, json_schema=json_schema, args_json_schema=args_json_schema)
     fields = _clean_fields(
         {
@@ -329,6 +332,7 @@ def tool_update(*, tool: Tool, changes: dict) -> Tool:
     unknown = set(changes) - set(_EDITABLE)
     if unknown:
         raise Invalid(f"cannot change: {', '.join(sorted(unknown))}")
+    policy.network_check(tool.owner, changes.get("allow_network"))
     schema = source = None
     if changes.get("source_code") is not None or changes.get("json_schema") or changes.get("args_json_schema"):
         source = changes["source_code"] if changes.get("source_code") is not None else tool.source_code

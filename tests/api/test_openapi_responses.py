@@ -4,10 +4,9 @@ declares for its path, method and status, and every operation declares the body 
 import io
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
+from django.conf import settings
 from jsonschema import Draft202012Validator
 
 from tests.factories import ApiClient
@@ -17,7 +16,7 @@ from tests.helpers import until
 # Runs execute on the run pool's own threads and connections: the data they read must be committed.
 pytestmark = pytest.mark.django_db(transaction=True)
 
-MCP_DEMO = str(Path(__file__).parent.parent / "tools" / "mcp_demo_server.py")
+MCP_DEMO = settings.MCP_DEMO_SERVER  # in a directory approved for MCP servers (tests/settings.py)
 
 
 class CheckedClient:
@@ -227,9 +226,10 @@ def test_messages_runs_steps_and_time_travel_answer_as_documented(client, fake_l
     c.delete(f"/v1/agents/{fork['id']}")
 
 
-def test_mcp_servers_answer_as_documented(client):
+def test_mcp_servers_answer_as_documented(client, settings):
+    settings.EGRESS_ALLOW = ["127.0.0.1"]  # the remote server below is on loopback
     c = client
-    config = {"mcp_server_type": "stdio", "command": sys.executable, "args": [MCP_DEMO, "stdio"]}
+    config = {"mcp_server_type": "stdio", "command": settings.MCP_DEMO_PYTHON, "args": [MCP_DEMO, "stdio"]}
     server = c.post("/v1/mcp-servers/", {"server_name": "demo", "config": config})
     s = f"/v1/mcp-servers/{server['id']}"
     assert "server_url" not in server  # a stdio server's shape has no HTTP fields

@@ -1,8 +1,7 @@
 """MCP servers and the sleep-time panel in Chromium: add a stdio MCP server from the page (an inline error first),
 see its tools, run one; enable an agent's sleep-time companion, trigger a run and read what it changed."""
 
-import sys
-
+from django.conf import settings
 from playwright.sync_api import expect
 
 from core.runs.executor import run_submit, run_wait
@@ -23,7 +22,7 @@ def test_mcp_page_adds_a_server_lists_its_tools_and_runs_one(signed_in):
         page.click("#mcp-add")  # no command yet
         expect(page.locator("#mcp-command-error")).to_contain_text("a command is required")
         assert not McpServer.objects.exists()
-        page.fill("#mcp-command", sys.executable)
+        page.fill("#mcp-command", settings.MCP_DEMO_PYTHON)
         page.fill("#mcp-args", f"{DEMO}\nstdio")
         page.fill("#mcp-env", "GREETING=<i>hello</i>")
         page.click("#mcp-add")

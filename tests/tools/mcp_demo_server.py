@@ -9,7 +9,10 @@ import socket
 import sys
 import threading
 
-from mcp.server.mcpserver import Context, MCPServer
+# Installed as an operator installs a server: the SDK in site-packages beside this file (tests/settings.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "site-packages"))
+
+from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
 
 app = MCPServer("demo")
 
@@ -44,6 +47,36 @@ def read_file(path: str) -> str:
             return f.read(200)
     except OSError as exc:
         return f"unreadable: {exc}"
+
+
+@app.tool()
+def paths_visible(paths: list[str]) -> dict:
+    """Which of these paths exist in the server's view of the file system."""
+    return {path: os.path.lexists(path) for path in paths}
+
+
+@app.tool()
+def identity() -> dict:
+    """The server process's uid and gid, and its resource limits (soft, -1 for none)."""
+    import resource
+
+    names = ("RLIMIT_NPROC", "RLIMIT_DATA", "RLIMIT_FSIZE", "RLIMIT_CPU")
+    return {"uid": os.getuid(), "gid": os.getgid(), **{n: resource.getrlimit(getattr(resource, n))[0] for n in names}}
+
+
+@app.tool()
+def fetch(url: str) -> str:
+    """GET a URL the way most clients do (the environment's proxy settings apply): the status and body, or the error."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return f"{resp.status} {resp.read(200).decode()}"
+    except urllib.error.HTTPError as exc:
+        return f"{exc.code} {exc.read(300).decode()}"
+    except OSError as exc:
+        return f"error: {exc}"
 
 
 @app.tool()

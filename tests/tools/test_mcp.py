@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from core.models import Step
 from core.runs.runner import run_agent
@@ -18,8 +19,8 @@ from tests.helpers import free_port, until
 from tools.mcp_client import manager
 from tools.models import McpServer, Tool, ToolRun
 
-DEMO = str(Path(__file__).with_name("mcp_demo_server.py"))
-STDIO = {"mcp_server_type": "stdio", "command": sys.executable, "args": [DEMO, "stdio"]}
+DEMO = settings.MCP_DEMO_SERVER  # in a directory approved for MCP servers (tests/settings.py)
+STDIO = {"mcp_server_type": "stdio", "command": settings.MCP_DEMO_PYTHON, "args": [DEMO, "stdio"]}
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +30,13 @@ def _connections_closed():
 
 
 @pytest.fixture
-def http_server():
+def loopback_allowed(settings):
+    """The operator lets requests made for users reach this host's loopback (the tests' servers live there)."""
+    settings.EGRESS_ALLOW = ["127.0.0.1"]
+
+
+@pytest.fixture
+def http_server(loopback_allowed):
     """The demo server over streamable HTTP on a free loopback port; its URL."""
     port = free_port()
     proc = subprocess.Popen(
@@ -62,7 +69,7 @@ def test_stdio_server_registers_and_its_tools_join_the_library(api, account):
     assert server["mcp_server_type"] == "stdio" and server["last_error"] is None
     tools = api.get(f"/v1/mcp-servers/{server['id']}/tools").json()
     names = sorted(t["name"] for t in tools)
-    assert names == ["add", "connect", "die", "fail", "grow", "read_env", "read_file"]
+    assert names == ["add", "connect", "die", "fail", "fetch", "grow", "identity", "paths_visible", "read_env", "read_file"]
     add = next(t for t in tools if t["name"] == "add")
     assert add["tool_type"] == "external_mcp"
     assert add["json_schema"]["parameters"]["required"] == ["a", "b"]
@@ -123,7 +130,7 @@ def test_stdio_server_cannot_reach_the_network_or_read_the_servers_environment_o
         listener.close()
 
 
-def test_secrets_are_write_only_and_bad_configs_are_refused(api, account):
+def test_secrets_are_write_only_and_bad_configs_are_refused(api, account, loopback_allowed):
     server = _register(api, config={**STDIO, "env": {"API_KEY": "s3cret"}})
     assert server["env"] == {"API_KEY": None}
     assert "s3cret" not in json.dumps(api.get(f"/v1/mcp-servers/{server['id']}").json())
@@ -236,8 +243,11 @@ def test_an_error_answer_is_a_failed_call_not_a_restart(api, account):
 
 
 def test_a_server_that_cannot_start_is_kept_with_its_stderr_as_the_error(api, account):
-    server = _register(api, "broken", {"mcp_server_type": "stdio", "command": "definitely-not-a-command"})
-    assert "No such file" in server["last_error"]
+    crash = "import sys; sys.exit('boom: no configuration')"
+    server = _register(api, "broken", {"mcp_server_type": "stdio", "command": "python3", "args": ["-c", crash]})
+    assert "boom: no configuration" in server["last_error"]
     assert api.get(f"/v1/mcp-servers/{server['id']}/tools").json() == []
     refresh = api.patch(f"/v1/mcp-servers/{server['id']}/refresh")
-    assert refresh.status_code == 422 and "No such file" in refresh.json()["detail"]
+    assert refresh.status_code == 422 and "boom: no configuration" in refresh.json()["detail"]
+    missing = _register(api, "missing", {"mcp_server_type": "stdio", "command": "definitely-not-a-command"})
+    assert "command not found: 'definitely-not-a-command'" in missing["last_error"]

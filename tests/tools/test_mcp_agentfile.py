@@ -3,9 +3,9 @@ external_mcp naming their server; import creates the servers to configure and at
 the server has its secrets."""
 
 import json
-import sys
 
 import pytest
+from django.conf import settings
 
 from core.agents.agentfile.checks import AgentFileError
 from core.agents.agentfile.exporter import agentfile_export
@@ -31,7 +31,7 @@ def test_export_then_import_into_another_account_keeps_the_mcp_tool(api, account
         server_name="demo",
         config={
             "mcp_server_type": "stdio",
-            "command": sys.executable,
+            "command": settings.MCP_DEMO_PYTHON,
             "args": [DEMO, "stdio"],
             "env": {"GREETING": "s3cret"},
         },

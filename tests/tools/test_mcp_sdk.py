@@ -1,9 +1,8 @@
 """letta-client's `mcp_servers` against our /v1/mcp-servers, with a real stdio MCP server."""
 
-import sys
-
 import letta_client
 import pytest
+from django.conf import settings
 
 from tests.tools.test_mcp import DEMO
 from tests.tools.test_sdk import client  # noqa: F401  (the SDK client fixture)
@@ -21,7 +20,7 @@ def test_sdk_mcp_servers_create_list_retrieve_tools_run_update_refresh_delete(cl
         server_name="demo",
         config={
             "mcp_server_type": "stdio",
-            "command": sys.executable,
+            "command": settings.MCP_DEMO_PYTHON,
             "args": [DEMO, "stdio"],
             "env": {"TOKEN": "hidden"},
         },
@@ -29,7 +28,7 @@ def test_sdk_mcp_servers_create_list_retrieve_tools_run_update_refresh_delete(cl
     assert created.server_name == "demo" and created.mcp_server_type == "stdio" and created.id.startswith("mcp_server-")
     assert [s.id for s in client.mcp_servers.list()] == [created.id]
     got = client.mcp_servers.retrieve(created.id)
-    assert got.command == sys.executable and got.env == {"TOKEN": None}
+    assert got.command == settings.MCP_DEMO_PYTHON and got.env == {"TOKEN": None}
     tools = client.mcp_servers.tools.list(created.id)
     add = next(t for t in tools if t.name == "add")
     assert add.tool_type == "external_mcp" and add.json_schema["parameters"]["required"] == ["a", "b"]
@@ -39,7 +38,7 @@ def test_sdk_mcp_servers_create_list_retrieve_tools_run_update_refresh_delete(cl
     updated = client.mcp_servers.update(
         created.id,
         server_name="demo2",
-        config={"mcp_server_type": "stdio", "command": sys.executable, "args": [DEMO, "stdio"]},
+        config={"mcp_server_type": "stdio", "command": settings.MCP_DEMO_PYTHON, "args": [DEMO, "stdio"]},
     )
     assert updated.server_name == "demo2"
     client.mcp_servers.refresh(created.id)

@@ -1,9 +1,8 @@
 """The MCP servers page through Django's client: add a stdio server from the form (its tools listed), inline
 errors with nothing saved, run a tool (its output escaped), refresh, delete, and another owner's server is 404."""
 
-import sys
-
 import pytest
+from django.conf import settings
 from django.test import Client
 
 from tests.tools.test_mcp import DEMO
@@ -30,7 +29,7 @@ def _add(web, name="demo"):
         {
             "server_name": name,
             "mcp_server_type": "stdio",
-            "command": sys.executable,
+            "command": settings.MCP_DEMO_PYTHON,
             "args": f"{DEMO}\nstdio",
             "env": "GREETING=<b>hi</b>",
         },
