@@ -1,0 +1,167 @@
+"""The egress guard: which addresses a request made for a user may reach, decided before any connection; the
+connection goes to the address that was checked (no second lookup), and every redirect hop is checked too.
+Only loopback is ever targeted; the other ranges are judged without connecting."""
+
+import ipaddress
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from core import egress
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "127.8.9.10",
+        "::1",
+        "::ffff:127.0.0.1",
+        "10.0.0.1",
+        "172.16.5.4",
+        "192.168.1.1",
+        "169.254.169.254",
+        "fe80::1",
+        "fd00::1",
+        "100.64.0.1",
+        "0.0.0.0",
+        "224.0.0.1",
+        "2002:7f00:1::",
+    ],
+)
+def test_addresses_inside_are_refused(address):
+    assert egress.refusal_reason(ipaddress.ip_address(address)) is not None
+
+
+@pytest.mark.parametrize("address", ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111"])
+def test_public_addresses_pass(address, monkeypatch):
+    monkeypatch.setattr(egress, "own_addresses", lambda: frozenset())
+    assert egress.refusal_reason(ipaddress.ip_address(address)) is None
+
+
+def test_the_hosts_own_public_address_is_refused(monkeypatch):
+    monkeypatch.setattr(egress, "own_addresses", lambda: frozenset({ipaddress.ip_address("8.8.4.4")}))
+    assert egress.refusal_reason(ipaddress.ip_address("8.8.4.4")) == "one of this host's own addresses"
+
+
+def test_own_addresses_are_read_from_the_kernel():
+    assert ipaddress.ip_address("127.0.0.1") in egress.own_addresses()
+
+
+def test_allowances_parse_every_documented_form():
+    a = egress.parse_allowance
+    assert a("10.0.0.5:11434") == egress.Allowance(network=ipaddress.ip_network("10.0.0.5/32"), port=11434)
+    assert a("10.0.0.0/8").network == ipaddress.ip_network("10.0.0.0/8") and a("10.0.0.0/8").port is None
+    assert a("[fd00::1]:8080") == egress.Allowance(network=ipaddress.ip_network("fd00::1/128"), port=8080)
+    assert a("Ollama.internal:11434") == egress.Allowance(host="ollama.internal", port=11434)
+    assert a("http://ollama:11434/v1") == egress.Allowance(host="ollama", port=11434)
+    assert a("https://proxy.corp") == egress.Allowance(host="proxy.corp", port=443)
+
+
+def test_the_deployments_own_endpoints_are_allowed(settings, monkeypatch):
+    settings.EGRESS_ALLOW = []
+    settings.PUBLIC_BASE_URL = "http://127.0.0.1:8123"
+    monkeypatch.setenv("OLLAMA_API_BASE", "http://127.0.0.1:11434")
+    assert egress.check_url("http://127.0.0.1:8123/v1/agents") == [ipaddress.ip_address("127.0.0.1")]
+    assert egress.check_url("http://127.0.0.1:11434/api") == [ipaddress.ip_address("127.0.0.1")]
+    with pytest.raises(egress.EgressRefused, match="loopback"):
+        egress.check_url("http://127.0.0.1:6379/")  # another port of the same address
+
+
+def test_a_name_is_used_only_at_its_checked_addresses(settings, monkeypatch):
+    settings.EGRESS_ALLOW = []
+    answers = [("93.184.216.34", 80), ("127.0.0.1", 80)]
+    monkeypatch.setattr(
+        socket, "getaddrinfo", lambda *a, **k: [(socket.AF_INET, socket.SOCK_STREAM, 6, "", sa) for sa in answers]
+    )
+    assert egress.checked_addresses("mixed.example", 80) == [ipaddress.ip_address("93.184.216.34")]
+    answers[:] = [("169.254.169.254", 80)]
+    with pytest.raises(egress.EgressRefused, match=r"mixed.example \(169.254.169.254\) is a link-local"):
+        egress.checked_addresses("mixed.example", 80)
+
+
+def test_urls_that_are_not_http_or_malformed_are_refused():
+    for url in ("ftp://example.com/", "http://[::1", "file:///etc/passwd", "http:///nohost"):
+        with pytest.raises(egress.EgressRefused):
+            egress.check_url(url)
+
+
+def _server(redirect_to: str = "") -> ThreadingHTTPServer:
+    """A local HTTP server that answers with the Host header it got (or redirects), counting its requests."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            server.hits += 1
+            body = b"" if redirect_to else f"host={self.headers['Host']}".encode()
+            self.send_response(302 if redirect_to else 200)
+            if redirect_to:
+                self.send_header("Location", redirect_to)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.hits = 0
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture
+def web():
+    """Two local HTTP servers: `first` redirects to `second`, which answers."""
+    second = _server()
+    first = _server(redirect_to=f"http://127.0.0.1:{second.server_port}/landed")
+    yield first, second
+    for server in (first, second):
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_guarded_client_connects_to_the_checked_address_with_the_names_host_header(settings, monkeypatch, web):
+    _first, second = web
+    settings.EGRESS_ALLOW = ["rebind.test"]
+    lookups = []
+    real = socket.getaddrinfo
+
+    def resolve(host, port, *args, **kwargs):
+        if host != "rebind.test":
+            return real(host, port, *args, **kwargs)
+        lookups.append(host)
+        # The first answer is the one that was checked; a later one (rebinding) would point elsewhere.
+        ip = "127.0.0.1" if len(lookups) == 1 else "10.9.9.9"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    with egress.guarded_client() as client:
+        resp = client.get(f"http://rebind.test:{second.server_port}/")
+    assert resp.text == f"host=rebind.test:{second.server_port}"
+    assert lookups == ["rebind.test"] and second.hits == 1
+
+
+def test_every_redirect_hop_is_checked(settings, web):
+    first, second = web
+    settings.EGRESS_ALLOW = [f"127.0.0.1:{first.server_port}"]  # the first hop only
+    with egress.guarded_client(follow_redirects=True) as client:
+        with pytest.raises(egress.EgressRefused, match="loopback"):
+            client.get(f"http://127.0.0.1:{first.server_port}/")
+    assert first.hits == 1 and second.hits == 0
+    settings.EGRESS_ALLOW = [f"127.0.0.1:{first.server_port}", f"127.0.0.1:{second.server_port}"]
+    with egress.guarded_client(follow_redirects=True) as client:
+        assert client.get(f"http://127.0.0.1:{first.server_port}/").status_code == 200
+    assert second.hits == 1
+
+
+def test_environment_proxies_cannot_bypass_the_guard(settings, monkeypatch, web):
+    _first, second = web
+    settings.EGRESS_ALLOW = []
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{second.server_port}")
+    with egress.guarded_client() as client, pytest.raises(egress.EgressRefused):
+        client.get("http://169.254.169.254/latest/meta-data/")
+    assert second.hits == 0
+    assert isinstance(egress.guarded_client(), httpx.Client)
