@@ -9,6 +9,9 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
+from core.egress import EgressRefused, Unresolvable, check_url, guarded_client
 from core.engine.llm import NO_KEY
 from core.engine.tokens import model_info
 from core.errors import NotConfigured
@@ -101,21 +104,49 @@ def _listing_key(owner_id: str, base_url: str, api_key: str) -> tuple[str, str, 
 
 
 def _listed_models(base_url: str, api_key: str, *, owner_id: str = "") -> list[str]:
-    """Ask an OpenAI-compatible server which models it serves (cached a minute per owner and key; 1.5 s timeout)."""
+    """Ask an OpenAI-compatible server which models it serves (cached a minute per owner and key; 1.5 s timeout).
+    An owner's server is asked through the egress guard (`owner_id` set): never this host's or its network's."""
     key = _listing_key(owner_id, base_url, api_key)
     cached = _listing_cache.get(key)
     if cached and time.monotonic() - cached[0] < 60:
         return cached[1]
     names: list[str] = []
+    from httpx import HTTPError  # the guarded client's; loaded with the first listing, not by every process
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    url = base_url.rstrip("/") + "/models"
     try:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        req = urllib.request.Request(base_url.rstrip("/") + "/models", headers=headers)
-        with urllib.request.urlopen(req, timeout=1.5) as resp:  # noqa: S310 - configured by the operator
-            names = [m["id"] for m in json.load(resp).get("data", []) if isinstance(m, dict) and "id" in m]
-    except (OSError, ValueError, KeyError):
+        if owner_id:
+            with guarded_client(timeout=1.5) as client:
+                body = client.get(url, headers=headers).json()
+        else:  # the deployment's own provider, at the address its operator configured
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=1.5) as resp:  # noqa: S310
+                body = json.load(resp)
+        names = [m["id"] for m in body.get("data", []) if isinstance(m, dict) and "id" in m]
+    except (OSError, ValueError, KeyError, AttributeError, EgressRefused, HTTPError):
         names = []
     _listing_cache[key] = (time.monotonic(), names)
     return names
+
+
+# An owner's base URL checked by the egress guard, kept a little while (a step must not resolve it every time).
+_CHECKED_TTL_S = 30.0
+_checked_bases: dict[tuple, float] = {}
+
+
+def base_url_check(url: str) -> None:
+    """Raise NotConfigured naming the reason when an owner's provider URL points inside (this host, its private
+    network, link-local/metadata addresses); a name that does not resolve now is left to the call to report."""
+    key = (url, tuple(settings.EGRESS_ALLOW))
+    if time.monotonic() - _checked_bases.get(key, -_CHECKED_TTL_S) < _CHECKED_TTL_S:
+        return
+    try:
+        check_url(url)
+    except Unresolvable:
+        return
+    except EgressRefused as exc:
+        raise NotConfigured(f"This provider's base URL cannot be used: {exc}.") from None
+    _checked_bases[key] = time.monotonic()
 
 
 def models_list(*, owner: Organization | None) -> list[dict]:
@@ -164,6 +195,8 @@ def model_resolve(*, owner: Organization | None, handle: str) -> ResolvedModel:
     kind = {"openai_compatible": "openai"}.get(provider.kind, provider.kind)
     if provider.source == "settings":
         api_base = provider.base_url or _PUBLIC_BASE.get(provider.kind)
+        if provider.base_url:
+            base_url_check(provider.base_url)
     else:  # the deployment's own: litellm's defaults for its kind are the environment's too
         api_base = provider.base_url or None
     return ResolvedModel(

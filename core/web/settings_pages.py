@@ -7,6 +7,7 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
 from core import accounts, providers
+from core.errors import NotConfigured
 from core.models import BASE_URL_MAX, OwnerSettings, ProviderConfig
 from core.web.common import org
 from core.web.forms import TokenForm
@@ -79,6 +80,12 @@ def provider_save(request):
     if not form.is_valid():
         return settings_page(request, provider_form=form, status=400)
     owner, data = org(request), form.cleaned_data
+    if data["base_url"]:
+        try:
+            providers.base_url_check(data["base_url"])
+        except NotConfigured as exc:
+            form.add_error("base_url", exc.message)
+            return settings_page(request, provider_form=form, status=400)
     row = ProviderConfig.objects.filter(owner=owner, name=data["name"]).first() or ProviderConfig(
         owner=owner, name=data["name"]
     )

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 import pytest
 from django.contrib.auth.models import User
@@ -217,43 +218,46 @@ def test_https_settings_come_from_the_environment():
 
 
 class _FakeListing:
-    """urlopen stand-in: which models a provider lists depends on the key it is asked with."""
+    """An OpenAI-compatible server on loopback whose model list depends on the key it is asked with."""
 
     def __init__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        listing = self
         self.calls = []
 
-    def __call__(self, req, timeout=None):
-        import io
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                listing.calls.append((self.path, key))
+                body = json.dumps({"data": [{"id": f"model-of-{key}"}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
-        key = req.headers.get("Authorization", "").removeprefix("Bearer ")
-        self.calls.append((req.full_url, key))
-        body = json.dumps({"data": [{"id": f"model-of-{key}"}]}).encode()
-        resp = io.BytesIO(body)
-        resp.__enter__ = lambda *a: resp  # noqa: E731
-        return _Ctx(resp)
+            def log_message(self, *args):
+                pass
 
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
 
-class _Ctx:
-    def __init__(self, resp):
-        self.resp = resp
-
-    def __enter__(self):
-        return self.resp
-
-    def __exit__(self, *exc):
-        return False
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 @pytest.mark.parametrize("same_key", [False, True])
-def test_model_listings_are_cached_per_owner(db, monkeypatch, same_key):
+def test_model_listings_are_cached_per_owner(db, monkeypatch, settings, same_key):
     from core import providers
     from core.models import ProviderConfig
 
+    settings.EGRESS_ALLOW = ["127.0.0.1"]  # the owners' server is the test's, on loopback
     fake = _FakeListing()
-    monkeypatch.setattr(providers.urllib.request, "urlopen", fake)
     monkeypatch.setattr(providers, "_listing_cache", {})
     alice, bob = make_account("alice"), make_account("bob")
-    url = "http://127.0.0.1:9/v1"
+    url = fake.url
     ProviderConfig.objects.create(
         owner=alice.org, kind="openai_compatible", name="mine", api_key="alice-key", base_url=url
     )
@@ -269,3 +273,4 @@ def test_model_listings_are_cached_per_owner(db, monkeypatch, same_key):
     assert handles(alice.org) == ["mine/model-of-alice-key"]  # cached: asked once
     assert handles(bob.org) == ["mine/model-of-" + ("alice-key" if same_key else "bob-key")]
     assert len(fake.calls) == 2  # bob's listing was fetched with bob's own credentials, never served from alice's
+    fake.stop()

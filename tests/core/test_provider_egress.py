@@ -1,0 +1,62 @@
+"""A provider an owner adds reaches only the public internet: a base URL on this host, its private network or
+the metadata address is refused on the Settings page, and a stored one is refused again before any call — a
+step, a model listing — so nothing connects. The deployment's own providers (environment) are the operator's."""
+
+import pytest
+from django.test import Client
+
+from core import providers
+from core.models import ProviderConfig
+from core.runs.runner import run_agent
+from tests.factories import make_agent
+from tests.fake_llm import FakeLLM
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    server = FakeLLM().start()
+    monkeypatch.setattr(providers, "_listing_cache", {})
+    monkeypatch.setattr(providers, "_checked_bases", {})
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _settings_post(account, base_url: str):
+    web = Client()
+    web.force_login(account.user)
+    data = {"kind": "openai_compatible", "name": "mine", "base_url": base_url, "api_key": "", "model_names": ""}
+    return web.post("/settings/providers/", data)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:5432", "169.254.169.254", "10.0.0.2:8080", "[::1]:11434", "localhost"])
+def test_the_settings_page_refuses_a_base_url_inside(account, settings, host):
+    settings.EGRESS_ALLOW = []
+    resp = _settings_post(account, f"http://{host}/v1")
+    assert resp.status_code == 400
+    assert "base URL cannot be used" in resp.content.decode() and "public internet" in resp.content.decode()
+    assert not ProviderConfig.objects.filter(owner=account.org).exists()
+
+
+def test_a_stored_base_url_inside_is_refused_before_any_call(account, fake, settings):
+    settings.EGRESS_ALLOW = ["127.0.0.1"]
+    assert _settings_post(account, fake.base_url).status_code == 302  # allowed when it was saved
+    settings.EGRESS_ALLOW = []
+    agent = make_agent(account.org, model="mine/fake-model")
+    fake.script(FakeLLM.tool("send_message", {"message": "hello"}))
+    result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "hi"}])
+    assert result.status != "completed"
+    assert "loopback" in str(result.error if hasattr(result, "error") else result)
+    assert [m["handle"] for m in providers.models_list(owner=account.org) if m["provider_name"] == "mine"] == []
+    assert fake.requests == []
+
+
+def test_the_deployments_own_provider_on_loopback_is_the_operators_choice(account, fake, settings, monkeypatch):
+    settings.EGRESS_ALLOW = []
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-operator")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+    agent = make_agent(account.org, model="openai/fake-model")
+    fake.script(FakeLLM.tool("send_message", {"message": "hello"}))
+    result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "hi"}])
+    assert result.status == "completed"
