@@ -2,11 +2,13 @@ FROM python:3.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
     LITELLM_LOCAL_MODEL_COST_MAP=True HF_HUB_OFFLINE=1 \
-    AGENTS_IDE_DATA_DIR=/data STATIC_ROOT=/app/staticfiles
+    AGENTS_IDE_DATA_DIR=/data STATIC_ROOT=/app/staticfiles \
+    MCP_STDIO_PATHS=/opt/mcp
 
 # bubblewrap: the local tool sandbox (user namespaces; no setuid, works as the unprivileged `app` user).
 RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap && rm -rf /var/lib/apt/lists/*
-RUN useradd --create-home --uid 1000 app && mkdir -p /data /app && chown app:app /data /app
+# /opt/mcp: where an operator installs stdio MCP servers (a derived image's `npm install --prefix /opt/mcp …`).
+RUN useradd --create-home --uid 1000 app && mkdir -p /data /app /opt/mcp && chown app:app /data /app
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY agents_ide ./agents_ide
