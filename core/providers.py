@@ -36,8 +36,9 @@ _PUBLIC_BASE = {
     "openai": "https://api.openai.com/v1",
     "openai_compatible": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com",
-    "ollama": "http://localhost:11434",
 }
+# Ollama has no public service: its default is this host's, which the egress guard checks like any owner's URL.
+_OLLAMA_LOCAL = "http://localhost:11434"
 CONFIGURE_HINT = (
     "No LLM provider is configured. Set OPENAI_API_KEY (and OPENAI_BASE_URL for any OpenAI-compatible "
     "server), ANTHROPIC_API_KEY or OLLAMA_API_BASE in the environment, or add a provider on the "
@@ -194,9 +195,9 @@ def model_resolve(*, owner: Organization | None, handle: str) -> ResolvedModel:
         )
     kind = {"openai_compatible": "openai"}.get(provider.kind, provider.kind)
     if provider.source == "settings":
-        api_base = provider.base_url or _PUBLIC_BASE.get(provider.kind)
-        if provider.base_url:
-            base_url_check(provider.base_url)
+        api_base = provider.base_url or _PUBLIC_BASE.get(provider.kind) or _OLLAMA_LOCAL
+        if api_base not in _PUBLIC_BASE.values():
+            base_url_check(api_base)
     else:  # the deployment's own: litellm's defaults for its kind are the environment's too
         api_base = provider.base_url or None
     return ResolvedModel(

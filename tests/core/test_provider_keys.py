@@ -7,6 +7,7 @@ from django.test import Client
 
 from core import providers
 from core.engine import llm
+from core.errors import NotConfigured
 from core.models import Agent, ProviderConfig
 from core.runs.runner import run_agent
 from memory.services import passages_embed
@@ -25,6 +26,7 @@ def _deployment_keys(monkeypatch, settings):
         monkeypatch.setenv(var, SENTINEL)
     settings.EGRESS_ALLOW = ["127.0.0.1", "::1"]
     monkeypatch.setattr(providers, "_listing_cache", {})
+    monkeypatch.setattr(providers, "_checked_bases", {})
 
 
 @pytest.fixture
@@ -185,3 +187,13 @@ def test_no_key_given_to_the_engine_means_the_placeholder_not_the_environments(f
     llm.complete(request, api_base=fake.base_url, api_key=None)
     llm.embed(["x"], model="openai/fake-embedding", api_base=fake.base_url, api_key=None)
     _never_got_the_sentinel(fake)
+
+
+def test_a_user_ollama_provider_without_a_base_url_is_this_hosts_and_checked_by_the_egress_guard(account, settings):
+    """Ollama has no public service: with no base URL litellm went to OLLAMA_API_BASE (the deployment's) or this
+    host; an owner's provider is sent to this host's address only when the operator allows it."""
+    _provider_add(account, kind="ollama", base_url="")
+    assert providers.model_resolve(owner=account.org, handle="mine/llama3").api_base == "http://localhost:11434"
+    settings.EGRESS_ALLOW = []
+    with pytest.raises(NotConfigured, match="base URL cannot be used"):
+        providers.model_resolve(owner=account.org, handle="mine/llama3")
