@@ -8,6 +8,7 @@ and the step where it went wrong when there is one.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -21,6 +22,8 @@ KEYS = (
     "max_prompt_tokens_per_step",
     "max_cost_usd",
 )
+TEXT_KINDS = ("contains", "matches", "equals")
+LIMITS = ("max_steps", "max_prompt_tokens_per_step", "max_cost_usd")
 
 
 def _text_check(kind: str, expected: str, actual: str) -> bool:
@@ -160,40 +163,93 @@ def evaluate(spec: dict, observed: dict) -> list[dict]:
     return _checks(spec, observed)
 
 
-def validate(spec: dict) -> list[str]:
-    """What is wrong with an expectations spec, as readable problems (empty: it is fine)."""
+def validate(spec) -> list[str]:
+    """What is wrong with an expectations spec, as readable problems (empty: it is fine). Every value is checked for
+    its type too: a spec that passes here is one `evaluate` can check without a TypeError."""
+    if not isinstance(spec, dict):
+        return ['the expectations are a JSON object, such as {"reply": {"contains": "hello"}}']
     problems = [f"unknown expectation '{k}' (known: {', '.join(KEYS)})" for k in spec if k not in KEYS]
-    tools = spec.get("tools")
-    if tools is not None:
-        if not isinstance(tools, dict) or not isinstance(tools.get("calls"), list) or not tools["calls"]:
-            problems.append('tools needs a non-empty list of calls: {"calls": [{"name": ...}]}')
-        elif tools.get("order", "sequence") not in ("sequence", "set"):
-            problems.append("tools.order is 'sequence' or 'set'")
-        elif any(not isinstance(c, dict) or not isinstance(c.get("name"), str) for c in tools["calls"]):
-            problems.append("every expected tool call needs a name")
-    reply = spec.get("reply")
-    if reply is not None and (
-        not isinstance(reply, dict) or len(reply) != 1 or next(iter(reply)) not in ("contains", "matches", "equals")
-    ):
-        problems.append('reply is one of {"contains": ...}, {"matches": ...}, {"equals": ...}')
-    for block in spec.get("blocks") or []:
-        if (
-            not isinstance(block, dict)
-            or "label" not in block
-            or not any(k in block for k in ("contains", "matches", "equals"))
-        ):
-            problems.append("each block expectation needs a label and one of contains, matches, equals")
-    for pattern in _patterns(spec):
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            problems.append(f"bad regular expression {pattern!r}: {exc}")
+    if "tools" in spec:
+        problems += _tools_problems(spec["tools"])
+    if "reply" in spec:
+        problems += _reply_problems(spec["reply"])
+    if "blocks" in spec:
+        blocks = spec["blocks"]
+        if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
+            problems.append('blocks is a list of objects: [{"label": "human", "contains": "..."}]')
+        else:
+            for block in blocks:
+                problems += _block_problems(block)
+    if "archival" in spec:
+        archival = spec["archival"]
+        if not isinstance(archival, dict) or not isinstance(archival.get("matches"), str):
+            problems.append('archival is {"matches": "a regular expression"}')
+        else:
+            problems += _regex_problems(archival["matches"])
+    if "stop_reason" in spec and not isinstance(spec["stop_reason"], str):
+        problems.append("stop_reason is a string, such as 'end_turn'")
+    for key in LIMITS:
+        if key in spec:
+            problems += _limit_problems(key, spec[key])
     return problems
 
 
-def _patterns(spec: dict) -> list[str]:
-    out = [spec["reply"]["matches"]] if isinstance(spec.get("reply"), dict) and "matches" in spec["reply"] else []
-    out += [b["matches"] for b in spec.get("blocks") or [] if isinstance(b, dict) and "matches" in b]
-    if isinstance(spec.get("archival"), dict) and "matches" in spec["archival"]:
-        out.append(spec["archival"]["matches"])
-    return [p for p in out if isinstance(p, str)]
+def _tools_problems(tools) -> list[str]:
+    if not isinstance(tools, dict) or not isinstance(tools.get("calls"), list) or not tools["calls"]:
+        return ['tools needs a non-empty list of calls: {"calls": [{"name": ...}]}']
+    if tools.get("order", "sequence") not in ("sequence", "set"):
+        return ["tools.order is 'sequence' or 'set'"]
+    problems = []
+    for call in tools["calls"]:
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not call["name"]:
+            problems.append("every expected tool call needs a name")
+        elif call.get("args") is not None and not isinstance(call["args"], dict):
+            problems.append(f'the args of {call["name"]} are an object of argument names to values or {{"regex"}}')
+        else:
+            for value in (call.get("args") or {}).values():
+                if isinstance(value, dict) and set(value) == {"regex"}:
+                    if not isinstance(value["regex"], str):
+                        problems.append(f"a regex matcher of {call['name']}'s args is a string")
+                    else:
+                        problems += _regex_problems(value["regex"])
+    return problems
+
+
+def _reply_problems(reply) -> list[str]:
+    usage = 'reply is one of {"contains": ...}, {"matches": ...}, {"equals": ...}, with a string'
+    if not isinstance(reply, dict) or len(reply) != 1 or next(iter(reply)) not in TEXT_KINDS:
+        return [usage]
+    kind, text = next(iter(reply.items()))
+    if not isinstance(text, str):
+        return [usage]
+    return _regex_problems(text) if kind == "matches" else []
+
+
+def _block_problems(block: dict) -> list[str]:
+    kinds = [k for k in TEXT_KINDS if k in block]
+    if not isinstance(block.get("label"), str) or not block["label"] or not kinds:
+        return ["each block expectation needs a label and one of contains, matches, equals"]
+    if not isinstance(block[kinds[0]], str):
+        return [f"block {block['label']}: {kinds[0]} is a string"]
+    return _regex_problems(block[kinds[0]]) if kinds[0] == "matches" else []
+
+
+def _regex_problems(pattern: str) -> list[str]:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return [f"bad regular expression {pattern!r}: {exc}"]
+    return []
+
+
+def _limit_problems(key: str, value) -> list[str]:
+    number = (int, float) if key == "max_cost_usd" else (int,)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, number)
+        or (isinstance(value, float) and not math.isfinite(value))
+        or value < 0
+    ):
+        kind = "number" if key == "max_cost_usd" else "whole number"
+        return [f"{key} is a {kind}, 0 or more"]
+    return []

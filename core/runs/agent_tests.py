@@ -31,8 +31,39 @@ METADATA_KEY = "agent_tests"
 MAX_TURNS = 20
 
 
+def _stored(agent: Agent) -> list:
+    stored = (agent.metadata or {}).get(METADATA_KEY)
+    return stored if isinstance(stored, list) else []
+
+
+def _listable(test) -> bool:
+    """Whether a stored test has the shape every reader relies on: metadata is also written by agent updates and
+    agent-file imports, which do not check what is under METADATA_KEY."""
+    start = test.get("start") if isinstance(test, dict) else None
+    return (
+        isinstance(test, dict)
+        and isinstance(test.get("id"), str)
+        and isinstance(test.get("name"), str)
+        and isinstance(test.get("turns"), list)
+        and all(isinstance(t, str) for t in test["turns"])
+        and isinstance(test.get("expect"), dict)
+        and isinstance(start, dict)
+        and isinstance(start.get("step_id"), str | None)
+    )
+
+
 def tests_list(*, agent: Agent) -> list[dict]:
-    return list((agent.metadata or {}).get(METADATA_KEY) or [])
+    """The agent's tests (a stored entry of another shape is left out)."""
+    return [t for t in _stored(agent) if _listable(t)]
+
+
+def _locked(agent: Agent) -> Agent:
+    """The agent's row, locked for the caller's transaction; NotFound once the agent is deleted (it may have been
+    since the caller looked it up)."""
+    found = Agent.objects.select_for_update().filter(pk=agent.pk).first()
+    if found is None:
+        raise NotFound(f"Agent '{agent.pk}' not found")
+    return found
 
 
 def _clean(test: dict) -> dict:
@@ -47,13 +78,19 @@ def _clean(test: dict) -> dict:
         or any(not isinstance(t, str) or not t.strip() for t in turns)
     ):
         raise Invalid(f"A test needs 1 to {MAX_TURNS} user turns, each a non-empty string.")
-    expect = test.get("expect") or {}
-    if not isinstance(expect, dict) or not expect:
+    expect = test.get("expect")
+    if not isinstance(expect, dict):
+        raise Invalid('The expectations are a JSON object, such as {"reply": {"contains": "hello"}}.')
+    if not expect:
         raise Invalid("A test needs at least one expectation.")
     problems = expectations.validate(expect)
     if problems:
         raise Invalid("Expectations: " + "; ".join(problems))
     start = test.get("start") or {}
+    if not isinstance(start, dict) or not isinstance(start.get("step_id"), str | None):
+        raise Invalid('The start is {"step_id": "step-...", "before": false}, or nothing.')
+    if test.get("id") is not None and not isinstance(test["id"], str):
+        raise Invalid("A test's id is a string.")
     return {
         "id": test.get("id") or ids.new_id("test"),
         "name": name[:200],
@@ -63,27 +100,35 @@ def _clean(test: dict) -> dict:
     }
 
 
+def _is(test, test_id: str) -> bool:
+    return isinstance(test, dict) and test.get("id") == test_id
+
+
 @transaction.atomic
 def test_save(*, agent: Agent, test: dict) -> dict:
-    """Add a test to the agent, or replace the one with the same id; returns it (validated)."""
-    agent = Agent.objects.select_for_update().get(pk=agent.pk)
+    """Add a test to the agent, or replace the one with the same id; returns it (validated). Locks the agent's row;
+    NotFound if the agent is gone."""
     clean = _clean(test)
+    agent = _locked(agent)
     if clean["start"]["step_id"] and not Step.objects.filter(agent=agent, id=clean["start"]["step_id"]).exists():
         raise Invalid(f"Step '{clean['start']['step_id']}' is not one of this agent's steps.")
-    kept = [t for t in tests_list(agent=agent) if t["id"] != clean["id"]]
+    kept = [t for t in _stored(agent) if not _is(t, clean["id"])]
     agent.metadata = {**(agent.metadata or {}), METADATA_KEY: kept + [clean]}
     agent.save(update_fields=["metadata", "updated_at"])
     return clean
 
 
 @transaction.atomic
-def test_delete(*, agent: Agent, test_id: str) -> None:
-    agent = Agent.objects.select_for_update().get(pk=agent.pk)
-    tests = tests_list(agent=agent)
-    if not any(t["id"] == test_id for t in tests):
+def test_delete(*, agent: Agent, test_id: str) -> list[dict]:
+    """Delete one of the agent's tests; returns the tests left. Locks the agent's row; NotFound if the agent or the
+    test is gone."""
+    agent = _locked(agent)
+    stored = _stored(agent)
+    if not any(_is(t, test_id) for t in stored):
         raise NotFound(f"Test '{test_id}' not found")
-    agent.metadata = {**agent.metadata, METADATA_KEY: [t for t in tests if t["id"] != test_id]}
+    agent.metadata = {**agent.metadata, METADATA_KEY: [t for t in stored if not _is(t, test_id)]}
     agent.save(update_fields=["metadata", "updated_at"])
+    return tests_list(agent=agent)
 
 
 def test_run_get(*, agent: Agent, run_id: str) -> AgentTestRun:
@@ -113,9 +158,11 @@ def tests_start(
     model: str | None = None,
     keep: bool = False,
 ) -> AgentTestRun:
-    """Queue a run of the agent's tests (all, or the given ids) as a background task; returns the test run."""
-    tests = _selected(agent, test_ids)
+    """Queue a run of the agent's tests (all, or the given ids) as a background task; returns the test run. Locks the
+    agent's row while the run is recorded; NotFound if the agent is gone."""
     with transaction.atomic():
+        agent = _locked(agent)
+        tests = _selected(agent, test_ids)
         run = AgentTestRun.objects.create(
             owner=owner,
             agent=agent,
