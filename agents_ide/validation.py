@@ -1,22 +1,22 @@
-"""Input checks at the edge, before any view runs: body size (413), and text neither database can store (NUL
-characters, lone surrogates) in the path, the query string, form fields and JSON bodies (422, naming the field).
+"""Input checks at the edge, before any view runs: body size (413), an unreadable multipart body (400), and text
+neither database can store (NUL characters, lone surrogates) in the path, the query string, form fields and JSON
+bodies (422, naming the field); JSON nested too deep (422).
 
 `RequestGuardMiddleware` covers every request; `StrictParser` is the API's JSON parser (it checks the body
 it parses, so the API parses each body once). Field lengths, ranges and enums are declared on the API schemas.
 """
 
-import json
-
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from ninja.parser import Parser
 
 from agents_ide.middleware import SyncAsyncMiddleware
 from core.agents.agentfile.model import MAX_FILE_BYTES
 from core.errors import Invalid
-from core.text import first_bad_string, text_problem
+from core.text import JSONTooDeep, first_bad_string, json_input, text_problem
 
 API_PREFIX = "/v1/"
 
@@ -86,6 +86,8 @@ def request_problem(request: HttpRequest) -> HttpResponse | None:
         found = _query_problem(request) or _form_problem(request)
     except (RequestDataTooBig, TooManyFieldsSent):
         return _refuse(request, 413, too_large_message(request))
+    except MultiPartParserError as exc:  # Django's own answer is its HTML 400 page, even under /v1/
+        return _refuse(request, 400, f"The multipart body cannot be read: {exc}")
     if found:
         where, problem = found
         return _refuse(request, 422, f"The {where} contains {problem}, which cannot be stored.", where)
@@ -107,14 +109,18 @@ class RequestGuardMiddleware(SyncAsyncMiddleware):
 
 
 class StrictParser(Parser):
-    """The API's JSON parser: a body with NUL characters or lone surrogates in any string is refused (422)."""
+    """The API's JSON parser: a body nested deeper than MAX_JSON_DEPTH, or with NUL characters or lone surrogates in
+    any string, is refused (422)."""
 
     def parse_body(self, request: HttpRequest):
         try:
             raw = request.body
         except RequestDataTooBig:
             raise TooLarge(too_large_message(request)) from None
-        data = json.loads(raw)
+        try:
+            data = json_input(raw)
+        except JSONTooDeep as exc:
+            raise Invalid(f"The request body is nested deeper than {exc.max_depth} levels.") from None
         if found := first_bad_string(data, "body"):
             where, problem = found
             raise Invalid(

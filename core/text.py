@@ -1,4 +1,5 @@
-"""Text that both databases can store: finding NUL bytes and lone surrogates in input, and replacing them in output.
+"""Text that both databases can store: finding NUL bytes and lone surrogates in input, and replacing them in output;
+and JSON a person sent, parsed with a bound on its nesting (`json_input`).
 
 Input from clients is checked at the edge (`text_problem`, `first_bad_string`) and refused with a 4xx; text the
 server did not choose (a tool's stdout, a model's reply) is made storable (`storable`) at the persistence boundary,
@@ -126,3 +127,45 @@ def storable(value):
             return value
         return type(value)(storable(v) for v in value)
     return value
+
+
+# json's parser and encoder, orjson (255 levels), pydantic and the databases each recurse, or refuse, at a depth of
+# their own: JSON nested deeper than any of them expects fails wherever it next lands (a RecursionError is a 500).
+# Agent files may nest 64 levels (core.agents.agentfile.model.MAX_DEPTH); a request body wraps one in a few more.
+MAX_JSON_DEPTH = 100
+
+
+class JSONTooDeep(ValueError):
+    """JSON nested deeper than the bound (a ValueError, so code refusing bad JSON refuses this too)."""
+
+    def __init__(self, max_depth: int):
+        super().__init__(f"JSON nested deeper than {max_depth} levels is not accepted.")
+        self.max_depth = max_depth
+
+
+def json_input(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH):
+    """`json.loads(text)` for JSON a person sent (a form field, a request body, a websocket frame): nesting deeper
+    than `max_depth` raises JSONTooDeep; other bad JSON raises json.JSONDecodeError as json.loads does."""
+    try:
+        value = json.loads(text)
+    except RecursionError:  # the parser recursed once per level until Python stopped it
+        raise JSONTooDeep(max_depth) from None
+    if _json_deeper_than(value, text, max_depth):
+        raise JSONTooDeep(max_depth)
+    return value
+
+
+def _json_deeper_than(value, text: str | bytes, limit: int) -> bool:
+    """Whether a parsed value nests containers more than `limit` levels (iterative: no recursion)."""
+    opening = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
+    if text.count(opening[0]) + text.count(opening[1]) <= limit:  # counted in C: the usual, shallow case
+        return False
+    stack = [(value, 1)] if type(value) in (dict, list) else []
+    while stack:
+        container, depth = stack.pop()
+        if depth > limit:
+            return True
+        for item in container.values() if type(container) is dict else container:
+            if type(item) is dict or type(item) is list:
+                stack.append((item, depth + 1))
+    return False

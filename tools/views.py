@@ -14,6 +14,7 @@ from core.agents.versions import noted
 from core.errors import DomainError
 from core.models import Message
 from core.selectors import agent_get, agents_list
+from core.text import JSONTooDeep, json_input
 from core.web.common import org
 from tools import json_schema as tool_schema
 from tools import selectors, services, web_workbench
@@ -172,7 +173,7 @@ def _network_choice(value: str) -> bool | None:
 
 def _env_changes(post) -> dict:
     """The env vars typed into the page (a JSON object); the stored ones are never sent to the browser."""
-    env = json.loads(post.get("env_vars") or "{}")
+    env = json_input(post.get("env_vars") or "{}")
     if not isinstance(env, dict):
         raise ValueError("env vars must be a JSON object of strings")
     return env
@@ -195,7 +196,7 @@ def schema_preview(request):
     """Derive the schema of unsaved source (a read: nothing is stored)."""
     schema, error = _derive(request.POST.get("source_code", ""))
     try:
-        prefill = json.loads(request.POST.get("prefill") or "{}")
+        prefill = json_input(request.POST.get("prefill") or "{}")
     except ValueError:
         prefill = {}
     return TemplateResponse(
@@ -225,9 +226,11 @@ def collect_args(post, fields: list[dict]) -> tuple[dict, dict]:
             continue
         try:
             if f["widget"] == "json" or f["type"] in ("integer", "number"):
-                args[f["name"]] = json.loads(raw)
+                args[f["name"]] = json_input(raw)
             else:
                 args[f["name"]] = raw
+        except JSONTooDeep as exc:
+            errors[f["name"]] = str(exc)
         except ValueError:
             errors[f["name"]] = "not valid JSON"
     return args, errors

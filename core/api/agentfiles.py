@@ -17,6 +17,7 @@ from core.agents.agentfile.model import MAX_FILE_BYTES, AgentFileError
 from core.agents.agentfile.parse import parse_agent_file
 from core.api.schemas import AgentFileOut, ImportPreviewOut, ImportResultOut
 from core.errors import Invalid
+from core.text import json_input
 
 router = Router(tags=["agents"])
 
@@ -43,8 +44,8 @@ def _secrets(raw: str | None, field: str) -> dict | None:
     if not raw:
         return None
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
+        value = json_input(raw)
+    except ValueError:  # not JSON, or nested too deep
         raise Invalid(f"{field} must be a JSON object of environment variable names to values") from None
     if not isinstance(value, dict):
         raise Invalid(f"{field} must be a JSON object of environment variable names to values")

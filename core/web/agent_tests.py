@@ -13,6 +13,7 @@ from django_htmx.http import retarget, trigger_client_event
 from core import providers, selectors
 from core.errors import DomainError, Invalid, NotFound
 from core.runs import agent_tests
+from core.text import JSONTooDeep, json_input
 from core.web.common import agent_or_404, org
 
 TEXT_KINDS = ("contains", "matches", "equals")
@@ -21,7 +22,9 @@ LIMITS = (("max_steps", int), ("max_prompt_tokens_per_step", int), ("max_cost_us
 
 def _json_arg(text: str, what: str):
     try:
-        return json.loads(text)
+        return json_input(text)
+    except JSONTooDeep as exc:
+        raise Invalid(f"{what} is nested deeper than {exc.max_depth} levels.") from None
     except ValueError as exc:
         raise Invalid(f"{what} is not valid JSON: {exc}") from None
 
@@ -80,16 +83,22 @@ def test_from_form(data) -> dict:
     }
 
 
+def _of(value, kind: type):
+    """`value` if it is a `kind`, else an empty one."""
+    return value if isinstance(value, kind) else kind()
+
+
 def _form_rows(expect: dict) -> dict:
-    """The form fields for an expectations object; `fits` is False when the form cannot hold all of it."""
-    tools = expect.get("tools") or {}
+    """The form fields for an expectations object; `fits` is False when the form cannot hold all of it. The object
+    may be one the service refused (shown again with the reason): any part of it may have the wrong type."""
+    tools = _of(expect.get("tools"), dict)
     calls = [
         {"name": c.get("name", ""), "args": json.dumps(c["args"]) if c.get("args") else ""}
-        for c in tools.get("calls") or []
+        for c in _of(tools.get("calls"), list)
         if isinstance(c, dict)
     ]
     blocks = []
-    for b in expect.get("blocks") or []:
+    for b in _of(expect.get("blocks"), list):
         kind = next((k for k in TEXT_KINDS if isinstance(b, dict) and k in b), "contains")
         blocks.append(
             {
@@ -193,6 +202,8 @@ def test_save(request, agent_id: str):
     agent = agent_or_404(request, agent_id)
     try:
         saved = agent_tests.test_save(agent=agent, test=test_from_form(request.POST))
+    except NotFound as exc:  # the agent was deleted since the lookup above
+        raise Http404(str(exc)) from exc
     except Invalid as exc:
         draft = {
             "id": request.POST.get("id"),
@@ -229,11 +240,10 @@ def test_delete(request, agent_id: str):
     """Delete a test (its id in the form: ids from imported agent files may hold any character)."""
     agent = agent_or_404(request, agent_id)
     try:
-        agent_tests.test_delete(agent=agent, test_id=request.POST.get("test_id", ""))
+        tests = agent_tests.test_delete(agent=agent, test_id=request.POST.get("test_id", ""))
     except NotFound as exc:
         raise Http404(str(exc)) from exc
-    agent.refresh_from_db(fields=["metadata"])  # the service wrote a fresh row
-    return TemplateResponse(request, "core/_tests.html", {"agent": agent, "tests": agent_tests.tests_list(agent=agent)})
+    return TemplateResponse(request, "core/_tests.html", {"agent": agent, "tests": tests})
 
 
 @login_required

@@ -9,7 +9,6 @@ sent after the session ended is refused, and the socket closes when the session 
 
 import asyncio
 import hashlib
-import json
 from importlib import import_module
 from urllib.parse import parse_qs
 
@@ -24,7 +23,7 @@ from core.accounts import principal_from_user
 from core.engine import jsontext
 from core.events import agent_group, send_event, server_loop_remember
 from core.models import Agent
-from core.text import first_bad_string
+from core.text import first_bad_string, json_input
 from core.web.ws_handlers import handle_client_message
 
 SESSION_ENDED = 4401  # close code: the session that opened the socket ended (logout or expiry)
@@ -75,7 +74,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
             await self.close(code=SESSION_ENDED)
             return
         try:
-            payload = json.loads(text_data or "")
+            payload = json_input(text_data or "")
             if not isinstance(payload, dict):
                 raise ValueError
         except ValueError:

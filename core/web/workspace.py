@@ -18,6 +18,7 @@ from core.engine import tokens
 from core.errors import DomainError
 from core.runs import timetravel
 from core.selectors import agent_tags
+from core.text import json_input
 from core.web.common import agent_or_404, org
 from core.web.history import history_page
 from core.web.inspector import context_view_model
@@ -210,7 +211,7 @@ def rules_save(request, agent_id: str):
     text, note = request.POST.get("tool_rules", ""), request.POST.get("version_message", "")
     error, saved = "", False
     try:
-        rules = json.loads(text or "[]")
+        rules = json_input(text or "[]")
         if not isinstance(rules, list):
             raise ValueError("tool rules must be a JSON list of rule objects")
         with versions.noted(note):
