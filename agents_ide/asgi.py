@@ -13,17 +13,15 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from agents_ide.gc_tuning import settle  # noqa: E402
-from agents_ide.http_server import URLLengthLimit, daphne_configure  # noqa: E402
 from agents_ide.routing import websocket_urlpatterns  # noqa: E402
 from agents_ide.security import FullOriginValidator  # noqa: E402
 from core.engine import tokens  # noqa: E402
 from core.engine.llm import warm_up  # noqa: E402  (cheap: litellm itself is imported by warm_up)
 
-daphne_configure()  # long URLs reach URLLengthLimit, form bodies reach Django (agents_ide/http_server.py)
 application = ProtocolTypeRouter(
     {
         # Static assets are vendored and small; serving them here keeps the IDE a single process.
-        "http": URLLengthLimit(ASGIStaticFilesHandler(django_http)),
+        "http": ASGIStaticFilesHandler(django_http),
         "websocket": FullOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
