@@ -69,7 +69,18 @@ def test_stdio_server_registers_and_its_tools_join_the_library(api, account):
     assert server["mcp_server_type"] == "stdio" and server["last_error"] is None
     tools = api.get(f"/v1/mcp-servers/{server['id']}/tools").json()
     names = sorted(t["name"] for t in tools)
-    assert names == ["add", "connect", "die", "fail", "fetch", "grow", "identity", "paths_visible", "read_env", "read_file"]
+    assert names == [
+        "add",
+        "connect",
+        "die",
+        "fail",
+        "fetch",
+        "grow",
+        "identity",
+        "paths_visible",
+        "read_env",
+        "read_file",
+    ]
     add = next(t for t in tools if t["name"] == "add")
     assert add["tool_type"] == "external_mcp"
     assert add["json_schema"]["parameters"]["required"] == ["a", "b"]
