@@ -38,6 +38,7 @@ PREFIXES = (
     "replay",
     "testrun",
     "mcp_server",
+    "conv",
 )
 _DEFAULTS = {p: _make(p) for p in PREFIXES}
 # Migrations reference defaults by module attribute, so expose each one by name.

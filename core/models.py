@@ -106,6 +106,8 @@ class Agent(models.Model):
     message_ids = JSONField(default=list, blank=True)
     max_steps = models.PositiveIntegerField(default=50)
     overflow_strategy = models.CharField(max_length=16, choices=OVERFLOW, default="summarize")
+    # Letta's CompactionSettings as the client set them ({model, mode, prompt, clip_chars, ...}).
+    compaction_settings = models.JSONField(default=dict, blank=True)
     last_stop_reason = models.CharField(max_length=32, blank=True, default="")
     last_run_completion = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -143,6 +145,29 @@ RUN_ACTIVE = (RunStatus.CREATED, RunStatus.RUNNING)  # the agent is busy while o
 RUN_TERMINAL = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
 
 
+class Conversation(models.Model):
+    """Another message thread of an agent (Letta's conversation): its own in-context list over the agent's memory
+    blocks, tools and archival memory. The agent's own thread is the `default` conversation and has no row."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_conv_id, editable=False)
+    owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="conversations")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="conversations")
+    summary = models.TextField(null=True, blank=True)
+    model = models.CharField(max_length=200, blank=True, default="")  # overrides the agent's model in its runs
+    model_settings = models.JSONField(default=dict, blank=True)
+    # Ordered ids of the thread's in-context messages; index 0 is its system message (as the agent's own list).
+    message_ids = JSONField(default=list, blank=True)
+    isolated_block_labels = models.JSONField(default=list, blank=True)
+    last_message_at = models.DateTimeField(null=True, blank=True)
+    last_run_completion = models.DateTimeField(null=True, blank=True)
+    deleted = models.BooleanField(default=False)  # Letta deletes softly: its messages stay in recall
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["agent", "created_at"]), models.Index(fields=["owner", "created_at"])]
+
+
 class Run(models.Model):
     id = models.CharField(primary_key=True, max_length=64, default=ids.new_run_id, editable=False)
     owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="runs")
@@ -168,6 +193,9 @@ class Run(models.Model):
     agent_version = models.ForeignKey(
         "AgentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
     )
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )  # None: the agent's own thread
 
     class Meta:
         indexes = [models.Index(fields=["agent", "status"]), models.Index(fields=["owner", "created_at"])]
@@ -261,6 +289,10 @@ class Message(models.Model):
     thinking_blocks = StorableJSONField(default=list, blank=True)
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
     step = models.ForeignKey(Step, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
+    # The thread it was written in (None: the agent's own, Letta's "default"); Letta keeps it on the message too.
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
+    )
     token_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
