@@ -8,8 +8,6 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from core import crypto
-from core.models import Agent, ProviderConfig
-from tools.models import McpServer, Tool
 
 BEFORE = [("core", "0009_provider_base_url_2000"), ("tools", "0004_mcp_servers")]
 AFTER = [("core", "0011_encrypt_existing_secrets"), ("tools", "0006_encrypt_existing_secrets")]
@@ -46,7 +44,7 @@ def test_the_migrations_encrypt_plaintext_rows_and_undo_it():
         )
         assert "sk-legacy-key" in _raw("core_providerconfig", "api_key")
 
-        _migrate(AFTER)
+        new = _migrate(AFTER).loader.project_state(AFTER).apps  # the models as they were then: later fields absent
         raw = [
             _raw("core_providerconfig", "api_key"),
             _raw("core_agent", "secrets"),
@@ -55,10 +53,10 @@ def test_the_migrations_encrypt_plaintext_rows_and_undo_it():
             _raw("tools_mcpserver", "custom_headers"),
         ]
         assert all(crypto.PREFIX in column for column in raw) and not any("legacy" in column for column in raw)
-        assert ProviderConfig.objects.get().api_key == "sk-legacy-key"
-        assert Agent.objects.get().secrets == {"TOKEN": "legacy-1"}
-        assert Tool.objects.get().env_vars == {"TOKEN": "legacy-2"}
-        server = McpServer.objects.get()
+        assert new.get_model("core", "ProviderConfig").objects.get().api_key == "sk-legacy-key"
+        assert new.get_model("core", "Agent").objects.get().secrets == {"TOKEN": "legacy-1"}
+        assert new.get_model("tools", "Tool").objects.get().env_vars == {"TOKEN": "legacy-2"}
+        server = new.get_model("tools", "McpServer").objects.get()
         assert (server.auth_token, server.custom_headers) == ("legacy-3", {"X-Key": "legacy-4"})
 
         _migrate(BEFORE)
