@@ -16,6 +16,7 @@ from core.accounts import principal_from_token, principal_from_user
 from core.api.agent_tests import router as agent_tests_router
 from core.api.agentfiles import router as agentfile_router
 from core.api.agents import router as core_router
+from core.api.conversations import router as conversations_router
 from core.api.messages import router as messages_router
 from core.api.runs import router as runs_router
 from core.api.schemas import HealthOut
@@ -162,6 +163,7 @@ def _register_routers() -> None:
     api.add_router("", agentfile_router)  # first: /agents/import must not be taken for /agents/{agent_id}
     api.add_router("", core_router)
     api.add_router("", messages_router)
+    api.add_router("", conversations_router)
     api.add_router("", runs_router)
     api.add_router("", timetravel_router)
     api.add_router("", agent_tests_router)

@@ -84,10 +84,11 @@ def run_send(
     max_steps: int | None = None,
     background: bool = False,
     stream_tokens: bool = False,
+    conversation_id: str | None = None,
 ) -> Run:
-    """Queue a person's message to an agent (API, SSE, websocket): run_submit, with the agent's model resolved
-    from the claim's row before the commit. Raises what run_start raises, and NotConfigured when no provider serves
-    the model; nothing is claimed or queued then."""
+    """Queue a person's message to an agent (API, SSE, websocket), in its own thread or in its conversation
+    `conversation_id`: run_submit, with the model resolved from the claim's row before the commit. Raises what
+    run_start raises, and NotConfigured when no provider serves the model; nothing is claimed or queued then."""
     run = runner.run_start(
         owner=owner,
         agent_id=agent_id,
@@ -95,6 +96,7 @@ def run_send(
         max_steps=max_steps,
         background=background,
         stream_tokens=stream_tokens,
+        conversation_id=conversation_id,
     )
     model_resolve(owner=owner, handle=run.agent.model)
     return _queued(run)
@@ -106,7 +108,14 @@ def _queued(run: Run) -> Run:
     return run
 
 
-def run_call(*, owner: Organization, agent_id: str, input_messages: list[dict], max_steps: int | None = None) -> Run:
+def run_call(
+    *,
+    owner: Organization,
+    agent_id: str,
+    input_messages: list[dict],
+    max_steps: int | None = None,
+    conversation_id: str | None = None,
+) -> Run:
     """Run the agent for a caller that waits for the end; returns the ended run (status, stop reason, usage and
     error current). Executes on this thread in a free slot of the local pool, else queues the run and waits.
     Raises what run_start raises, and NotConfigured when no provider serves the agent's model (nothing is
@@ -114,12 +123,23 @@ def run_call(*, owner: Organization, agent_id: str, input_messages: list[dict], 
     pool = queue.slot_take()
     if pool is None:
         return run_wait(
-            run=run_send(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps)
+            run=run_send(
+                owner=owner,
+                agent_id=agent_id,
+                input_messages=input_messages,
+                max_steps=max_steps,
+                conversation_id=conversation_id,
+            )
         )
     try:
         with transaction.atomic():
             run = runner.run_start(
-                owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps, leased=True
+                owner=owner,
+                agent_id=agent_id,
+                input_messages=input_messages,
+                max_steps=max_steps,
+                leased=True,
+                conversation_id=conversation_id,
             )
             resolved = model_resolve(owner=owner, handle=run.agent.model)
     except BaseException:

@@ -124,7 +124,7 @@ def evict(*, snap, ctx: CompiledContext, extra_tokens: int, resolved, run, step_
 
 def _commit(*, snap, run, evicted_ids: set[str], text: str, step, step_index: int):
     with transaction.atomic(durable=True):
-        agent = persistence.agent_lock(snap.agent.id)
+        agent = persistence.thread_lock(snap.agent)
         step_row = None
         if step is not None:
             step_id, request, raw, usage, elapsed, _, error = step
@@ -147,5 +147,5 @@ def _commit(*, snap, run, evicted_ids: set[str], text: str, step, step_index: in
             evicted_ids.add(snap.summary.id)
         current = list(agent.message_ids)
         window = current[:1] + [row.id] + [i for i in current[1:] if i not in evicted_ids]
-        persistence.window_set(agent_id=agent.id, message_ids=window)
+        persistence.window_set(agent_id=agent.id, message_ids=window, conversation_id=agent.thread)
     return row

@@ -13,7 +13,7 @@ from core import ids, mapping, prepared
 from core.agents.context import messages_cache_put
 from core.engine import tokens
 from core.engine.context import SYSTEM_SECTIONS
-from core.models import Agent, Message, Run, Step
+from core.models import Agent, Conversation, Message, Run, Step
 from core.prepared import Prepared
 
 
@@ -75,24 +75,50 @@ def agent_lock(agent_id: str) -> Agent:
     return agent
 
 
+def thread_view(agent: Agent, conversation_id: str | None) -> Agent:
+    """The agent as a run in one of its conversations sees it: that conversation's in-context list (and model, if
+    it sets one) in place of the agent's own, in memory only; `agent.thread` names the conversation (None: the
+    agent's own thread). Read under the agent's lock, the list is as current as the agent's (every writer of
+    either holds that lock)."""
+    agent.thread = conversation_id
+    if conversation_id is None:
+        return agent
+    conversation = Conversation.objects.only("message_ids", "model").get(pk=conversation_id)
+    agent.message_ids = list(conversation.message_ids or [])
+    agent.model = conversation.model or agent.model
+    return agent
+
+
+def thread_lock(agent: Agent) -> Agent:
+    """agent_lock, seen from the thread `agent` was read for (`thread_view`)."""
+    return thread_view(agent_lock(agent.id), getattr(agent, "thread", None))
+
+
 def messages_store(*, agent: Agent, rows: Iterable[Message], run: Run | None, step: Step | None) -> list[Message]:
-    """Number rows with the agent's next seqs and insert them. `agent` comes from agent_lock (caller holds it)."""
+    """Number rows with the agent's next seqs and insert them, in the agent's thread (`thread_view`). `agent` comes
+    from agent_lock (caller holds it)."""
 
     rows = list(rows)
     if not rows:
         return rows
     seq = (agent.max_seq or 0) + 1
     agent.max_seq = seq + len(rows) - 1
+    thread = getattr(agent, "thread", None)
     for offset, row in enumerate(rows):
         row.seq, row.run, row.step = seq + offset, run, step
+        row.conversation_id = thread
     prepared.insert(rows)
     transaction.on_commit(lambda: messages_cache_put(rows))
     return rows
 
 
-def window_set(*, agent_id: str, message_ids: list[str]) -> None:
-    """Replace the agent's in-context message list. Caller holds the agent's lock."""
-    Agent.objects.filter(pk=agent_id).update(message_ids=message_ids)
+def window_set(*, agent_id: str, message_ids: list[str], conversation_id: str | None = None) -> None:
+    """Replace the in-context message list of the agent's own thread, or of its conversation `conversation_id`.
+    Caller holds the agent's lock."""
+    if conversation_id is None:
+        Agent.objects.filter(pk=agent_id).update(message_ids=message_ids)
+    else:
+        Conversation.objects.filter(pk=conversation_id, agent_id=agent_id).update(message_ids=message_ids)
 
 
 def step_record(

@@ -39,9 +39,9 @@ from core.engine import rules as rule_solver
 from core.engine.stream import ChunkBuilder
 from core.engine.tokens import step_cost
 from core.engine.types import StopReason
-from core.errors import Conflict, Invalid
+from core.errors import Conflict, Invalid, NotFound
 from core.events import group_listened
-from core.models import RUN_ACTIVE, Agent, Organization, Run, RunStatus
+from core.models import RUN_ACTIVE, Agent, Conversation, Organization, Run, RunStatus
 from core.prepared import Prepared
 from core.providers import model_resolve
 from core.runs import overflow, persistence, queue, tool_exec
@@ -164,9 +164,12 @@ def run_start(
     kinds: dict[int, str] | None = None,
     stream_tokens: bool = False,
     leased: bool = False,
+    conversation_id: str | None = None,
 ) -> Run:
     """Claim the agent for a new run, stored as `created` (row lock); Conflict if another run of the agent is in
-    progress. A run whose lease lapsed (its process died) is failed here rather than blocking the agent.
+    progress — in any of its threads. A run whose lease lapsed (its process died) is failed here rather than
+    blocking the agent. `conversation_id`: the run continues that conversation of the agent (NotFound if it has
+    none such) instead of the agent's own thread; `run.agent` is then seen from it (`persistence.thread_view`).
     `background` marks runs whose caller does not wait (…/messages/async); `kinds` marks input messages by index;
     `stream_tokens` says the caller follows the reply token by token; `leased` stores it already `running` under
     this process's lease (its caller executes it at once).
@@ -190,6 +193,10 @@ def run_start(
         raise Invalid("max_steps must be between 1 and 1000")
     for i, kind in (kinds or {}).items():
         inputs[i]["kind"] = kind
+    if conversation_id is not None:
+        found = Conversation.objects.filter(pk=conversation_id, agent_id=agent.pk, deleted=False)
+        if not found.update(last_message_at=timezone.now()):
+            raise NotFound(f"Conversation '{conversation_id}' not found")
     run = Run(
         owner=owner,
         agent=agent,
@@ -200,9 +207,11 @@ def run_start(
         parent_run_id=parent_run_id,
         stream_tokens=stream_tokens,
         agent_version_id=agent.current_version_id or versions.version_current(agent=agent).id,
+        conversation_id=conversation_id,
         **(_lease_fields() if leased else {}),
     )
     prepared.insert([run])
+    persistence.thread_view(agent, conversation_id)
     return run
 
 
@@ -246,7 +255,7 @@ def run_agent(
     if run.status == RunStatus.CREATED:
         Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=timezone.now())
     emitter = Emitter(agent_id, run.id)
-    agent = run.agent
+    agent = run.agent if agent_fresh else persistence.thread_view(run.agent, run.conversation_id)
     try:
         resolved = resolved or model_resolve(owner=owner, handle=agent.model)
     except Exception as exc:
@@ -282,7 +291,7 @@ def _agent_unless_cancelled(run: Run) -> Agent | None:
     agent = _STEP_AGENT.first(agent_id=run.agent_id, run_id=run.pk)
     if agent is None:
         raise Agent.DoesNotExist(f"Agent '{run.agent_id}' was deleted during the run")
-    return None if agent.cancelled else agent
+    return None if agent.cancelled else persistence.thread_view(agent, run.conversation_id)
 
 
 def _compile(rs: _RunState, snap: AgentSnapshot):
@@ -315,7 +324,9 @@ def _fit(rs: _RunState, snap: AgentSnapshot, *, force: bool = False):
         if row is not None:
             rs.step_index += 1
             rs.emitter.emit({**messages_to_letta([row])[0]}, to_caller=False)
-            snap = agent_snapshot(agent=Agent.objects.get(pk=snap.agent.id))
+            snap = agent_snapshot(
+                agent=persistence.thread_view(Agent.objects.get(pk=snap.agent.id), rs.run.conversation_id)
+            )
             allowed, ctx = _compile(rs, snap)
     if not ctx.fits:
         raise overflow.ContextTooLarge(overflow.too_large_message(ctx))
@@ -482,7 +493,7 @@ def _commit_step(
     outcomes = tool_exec.calls_run(parsed, snap, step_id)
     tools_ms = (time.perf_counter() - tools_started) * 1000
     with transaction.atomic(durable=True):  # the commit phase: writes only
-        agent = persistence.agent_lock(snap.agent.id)
+        agent = persistence.thread_lock(snap.agent)
         tool_exec.effects_apply(outcomes)
         tool_rows, failed = _tool_rows(agent, snap, parsed, outcomes)
         history = rs.history + [c.name for c in parsed.calls if c.valid]
@@ -525,7 +536,7 @@ def _commit_step(
             type(tool_runs[0]).objects.bulk_create(tool_runs)
         _account(rs, usage)
         if decision.continue_loop:
-            persistence.window_set(agent_id=agent.id, message_ids=window)
+            persistence.window_set(agent_id=agent.id, message_ids=window, conversation_id=agent.thread)
         else:  # the run ends with this step: its end is stored in the step's transaction (one commit, not two)
             _end_store(rs, decision.stop_reason, message_ids=window)
     rs.step_index += 1
@@ -584,7 +595,11 @@ def _end_store(rs: _RunState, stop: StopReason, *, message_ids: list[str] | None
     now = timezone.now()
     usage = {**rs.usage, "run_ids": [rs.run.id]}
     window = {} if message_ids is None else {"message_ids": message_ids}
-    prepared.update(Agent, {"pk": rs.run.agent_id}, last_stop_reason=str(stop), last_run_completion=now, **window)
+    if rs.run.conversation_id is None:
+        prepared.update(Agent, {"pk": rs.run.agent_id}, last_stop_reason=str(stop), last_run_completion=now, **window)
+    else:  # the agent's row first (the lock order), then the conversation's window
+        prepared.update(Agent, {"pk": rs.run.agent_id}, last_stop_reason=str(stop), last_run_completion=now)
+        Conversation.objects.filter(pk=rs.run.conversation_id).update(last_run_completion=now, **window)
     prepared.update(
         Run, {"pk": rs.run.pk}, status=status, stop_reason=str(stop), usage=usage, error=rs.error, completed_at=now
     )

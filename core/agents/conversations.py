@@ -1,0 +1,197 @@
+"""Conversations: more message threads on one agent (Letta's `conversations`). Each has its own in-context list,
+beginning with a system message of its own, over the agent's shared memory blocks, tools and archival memory;
+its runs see the agent through it (core.runs.persistence.thread_view). The agent's own thread is the `default`
+conversation and has no row. A conversation is deleted softly: its messages stay in the agent's recall memory.
+
+Runs of one agent still go one at a time, whichever thread they are in (a second is a 409 naming the first).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import F, Max
+
+from core.agents.messages import assistant_returns
+from core.errors import Conflict, Invalid, NotFound
+from core.models import RUN_ACTIVE, Agent, Conversation, Message, Organization, Run
+from core.pagination import queryset_page
+from memory.selectors import agent_blocks
+
+ORDER_FIELDS = ("created_at", "last_run_completion", "last_message_at")
+
+
+def conversation_get(*, owner: Organization, conversation_id: str) -> Conversation:
+    """The owner's live conversation, or NotFound (Letta's wording)."""
+    found = Conversation.objects.filter(owner=owner, pk=conversation_id, deleted=False).first()
+    if found is None:
+        raise NotFound(f"Conversation not found with id '{conversation_id}'")
+    return found
+
+
+def _model_checked(model: str | None) -> str | None:
+    if model is not None and "/" not in model:
+        raise Invalid("INVALID_ARGUMENT: The model handle should be in the format provider/model-name")
+    return model
+
+
+@transaction.atomic
+def conversation_create(
+    *,
+    agent: Agent,
+    summary: str | None = None,
+    model: str | None = None,
+    model_settings: dict | None = None,
+    isolated_block_labels: list[str] | None = None,
+    message_ids: list[str] = (),
+) -> Conversation:
+    """Start a conversation on the agent with a fresh system message (under the agent's lock, which orders its
+    message seqs); `message_ids` continues an existing thread's in-context messages after it (a fork)."""
+    labels = list(isolated_block_labels or [])
+    known = {b.label for b in agent_blocks(agent=agent)}
+    for label in labels:
+        if label not in known:
+            raise Invalid(f"INVALID_ARGUMENT: Block with label '{label}' not found on agent '{agent.id}'")
+    locked = Agent.objects.select_for_update().get(pk=agent.pk)
+    conversation = Conversation.objects.create(
+        owner_id=locked.owner_id,
+        agent=locked,
+        summary=summary,
+        model=_model_checked(model) or "",
+        model_settings=model_settings or {},
+        isolated_block_labels=labels,
+    )
+    seq = (Message.objects.filter(agent=locked).aggregate(m=Max("seq"))["m"] or 0) + 1
+    system = Message.objects.create(
+        owner_id=locked.owner_id,
+        agent=locked,
+        seq=seq,
+        role="system",
+        content=[{"type": "text", "text": locked.system}],
+        text=locked.system,
+        conversation=conversation,
+    )
+    conversation.message_ids = [system.id, *message_ids]
+    conversation.save(update_fields=["message_ids"])
+    return conversation
+
+
+def conversation_fork(*, owner: Organization, source: Conversation | None, agent: Agent) -> Conversation:
+    """A new conversation continuing `source`'s in-context messages (the agent's own thread when None): the same
+    message rows, not copies, after a system message of its own."""
+    ids = list((source.message_ids if source is not None else agent.message_ids) or [])[1:]
+    return conversation_create(
+        agent=agent,
+        summary=source.summary if source is not None else None,
+        model=(source.model or None) if source is not None else None,
+        model_settings=source.model_settings if source is not None else None,
+        message_ids=ids,
+    )
+
+
+def conversations_list(
+    *,
+    owner: Organization,
+    agent_id: str | None = None,
+    limit: int = 50,
+    after: str | None = None,
+    summary_search: str | None = None,
+    ascending: bool = False,
+    order_by: str = "created_at",
+) -> list[Conversation]:
+    """The owner's live conversations (of one agent, or all), ordered by `order_by` with ties by id; conversations
+    without a value for it come last. `after` is a conversation id (unknown: from the start)."""
+    if order_by not in ORDER_FIELDS:
+        raise Invalid(f"order_by must be one of {', '.join(ORDER_FIELDS)}")
+    qs = Conversation.objects.filter(owner=owner, deleted=False)
+    if agent_id:
+        qs = qs.filter(agent_id=agent_id)
+    if summary_search:
+        qs = qs.filter(summary__icontains=summary_search)
+    key = F(order_by).asc(nulls_last=True) if ascending else F(order_by).desc(nulls_last=True)
+    rows = list(qs.order_by(key, "id" if ascending else "-id"))
+    if after:
+        index = next((i for i, c in enumerate(rows) if c.id == after), None)
+        if index is not None:
+            rows = rows[index + 1 :]
+    return rows[: max(1, min(limit, 1000))]
+
+
+def conversation_update(
+    *,
+    conversation: Conversation,
+    summary: str | None = None,
+    model: str | None = None,
+    model_settings: dict | None = None,
+    last_message_at: datetime | None = None,
+) -> Conversation:
+    """Change the fields given (None leaves a field as it is, as Letta's update does)."""
+    changes = {
+        "summary": summary,
+        "model": _model_checked(model),
+        "model_settings": model_settings,
+        "last_message_at": last_message_at,
+    }
+    fields = [name for name, value in changes.items() if value is not None]
+    for name in fields:
+        setattr(conversation, name, changes[name])
+    if fields:
+        conversation.save(update_fields=[*fields, "updated_at"])
+    return conversation
+
+
+def conversation_delete(*, conversation: Conversation) -> None:
+    """Delete softly: the conversation leaves every list; its messages stay in the agent's recall memory. Conflict
+    while one of its runs is active."""
+    busy = Run.objects.filter(conversation=conversation, status__in=RUN_ACTIVE).values_list("id", flat=True).first()
+    if busy is not None:
+        raise Conflict(f"CONFLICT: Conversation '{conversation.id}' is busy with run '{busy}'", detail={"run_id": busy})
+    Conversation.objects.filter(pk=conversation.pk).update(deleted=True)
+
+
+def conversation_messages(
+    *,
+    conversation: Conversation,
+    before: str | None = None,
+    after: str | None = None,
+    limit: int = 100,
+    ascending: bool = False,
+) -> list[Message]:
+    """Every message written in the conversation, in and out of its window, by seq (cursors are message ids; an
+    unknown one is ignored, as Letta does)."""
+    scope = Message.objects.filter(conversation=conversation)
+    known = set(scope.filter(pk__in=[c for c in (before, after) if c]).values_list("pk", flat=True))
+    return queryset_page(
+        scope,
+        after=after if after in known else None,
+        before=before if before in known else None,
+        limit=limit,
+        order="asc" if ascending else "desc",
+        field="seq",
+        scope=scope,
+    )
+
+
+def conversation_active_runs(*, agent: Agent, conversation: Conversation | None) -> list[str]:
+    """Ids of the thread's active runs (the agent's own thread: runs outside any conversation)."""
+    qs = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE)
+    qs = qs.filter(conversation=conversation) if conversation is not None else qs.filter(conversation__isnull=True)
+    return list(qs.values_list("id", flat=True))
+
+
+def default_thread_messages(
+    *, agent: Agent, before: str | None = None, after: str | None = None, limit: int = 100, ascending: bool = False
+) -> list[Message]:
+    """The agent's own thread's messages (those written outside any conversation), paged as the agent's message
+    list pages, without send_message's returns."""
+    scope = Message.objects.filter(agent=agent, conversation__isnull=True)
+    return queryset_page(
+        scope.exclude(assistant_returns()),
+        after=after,
+        before=before,
+        limit=limit,
+        order="asc" if ascending else "desc",
+        field="seq",
+        scope=scope,
+    )

@@ -1,0 +1,249 @@
+"""REST endpoints for conversations (Letta's `/v1/conversations`): more threads on one agent. A path's conversation
+is `conv-…`, or `default` with an `agent_id` (agent-direct mode: the agent's own thread, as `/v1/agents/{id}/…`
+addresses it), or — Letta's deprecated form — the agent's own id. Thin: parse, call, present."""
+
+import re
+from datetime import datetime
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from ninja import Field, Query, Router, Schema
+from pydantic import BaseModel
+
+from core.agents import conversations as conv
+from core.agents.messages import messages_to_letta, stop_reason_message, usage_statistics
+from core.api.agents import owner
+from core.api.messages import SSE_ALSO, LettaRequest
+from core.api.schemas import LettaMessageOut, LettaResponseOut
+from core.errors import Conflict, Invalid, NotFound
+from core.models import Agent, Conversation
+from core.runs import executor, runner
+from core.runs.streaming import sse_events
+from core.selectors import agent_get
+
+router = Router(tags=["conversations"])
+
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+_CONV = re.compile(rf"^conv-{_UUID}$")
+_THREAD = re.compile(rf"^(default|conv-{_UUID}|agent-{_UUID})$")
+
+
+class ConversationOut(BaseModel):
+    id: str
+    agent_id: str
+    summary: str | None
+    in_context_message_ids: list[str]
+    isolated_block_ids: list[str]
+    model: str | None
+    model_settings: dict[str, Any] | None
+    last_message_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    created_by_id: str | None = None
+    last_updated_by_id: str | None = None
+
+
+def _out(c: Conversation, *, hydrated: bool = False) -> dict:
+    """Letta fills in_context_message_ids only when one conversation is retrieved."""
+    return {
+        "id": c.id,
+        "agent_id": c.agent_id,
+        "summary": c.summary,
+        "in_context_message_ids": list(c.message_ids or []) if hydrated else [],
+        "isolated_block_ids": [],
+        "model": c.model or None,
+        "model_settings": c.model_settings or None,
+        "last_message_at": c.last_message_at,
+        "created_at": c.created_at,
+        "updated_at": c.updated_at,
+    }
+
+
+def _conversation(request, conversation_id: str) -> Conversation:
+    if not _CONV.match(conversation_id):
+        raise Invalid(f"'{conversation_id}' is not a conversation id (conv-<uuid4>)")
+    return conv.conversation_get(owner=owner(request), conversation_id=conversation_id)
+
+
+def _thread(request, conversation_id: str, agent_id: str | None) -> tuple[Agent, Conversation | None]:
+    """The agent and conversation a path names (None: the agent's own thread)."""
+    if not _THREAD.match(conversation_id):
+        raise Invalid(f"'{conversation_id}' is not a conversation id: default, conv-<uuid4> or agent-<uuid4>")
+    if conversation_id.startswith("agent-"):
+        return agent_get(owner=owner(request), agent_id=conversation_id), None
+    if conversation_id == "default":
+        if not agent_id:
+            raise NotFound("Conversation not found with id 'default' (send agent_id for the agent's own thread)")
+        return agent_get(owner=owner(request), agent_id=agent_id), None
+    found = conv.conversation_get(owner=owner(request), conversation_id=conversation_id)
+    return found.agent, found
+
+
+class ConversationCreateIn(Schema):
+    summary: str | None = None
+    isolated_block_labels: list[str] | None = None
+    model: str | None = None
+    model_settings: dict[str, Any] | None = None
+
+
+@router.post("/conversations/", response=ConversationOut)
+def conversation_create(request, agent_id: str, body: ConversationCreateIn | None = None):
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    body = body or ConversationCreateIn()
+    created = conv.conversation_create(
+        agent=agent,
+        summary=body.summary,
+        model=body.model,
+        model_settings=body.model_settings,
+        isolated_block_labels=body.isolated_block_labels,
+    )
+    return _out(created)
+
+
+class ConversationListQuery(Schema):
+    agent_id: str | None = None
+    limit: int = Field(50, ge=1, le=1000)
+    after: str | None = None
+    summary_search: str | None = None
+    order: str = Field("desc", pattern="^(asc|desc)$")
+    order_by: str = Field("created_at", pattern="^(created_at|last_run_completion|last_message_at)$")
+
+
+@router.get("/conversations/", response=list[ConversationOut])
+def conversations_list(request, q: Query[ConversationListQuery]):
+    rows = conv.conversations_list(
+        owner=owner(request),
+        agent_id=q.agent_id,
+        limit=q.limit,
+        after=q.after,
+        summary_search=q.summary_search,
+        ascending=q.order == "asc",
+        order_by=q.order_by,
+    )
+    return [_out(c) for c in rows]
+
+
+@router.get("/conversations/{conversation_id}", response=ConversationOut)
+def conversation_retrieve(request, conversation_id: str):
+    return _out(_conversation(request, conversation_id), hydrated=True)
+
+
+class ConversationUpdateIn(Schema):
+    summary: str | None = None
+    model: str | None = None
+    model_settings: dict[str, Any] | None = None
+    last_message_at: datetime | None = None
+
+
+@router.patch("/conversations/{conversation_id}", response=ConversationOut)
+def conversation_update(request, conversation_id: str, body: ConversationUpdateIn):
+    found = _conversation(request, conversation_id)
+    return _out(conv.conversation_update(conversation=found, **body.dict()))
+
+
+@router.delete("/conversations/{conversation_id}", response=None)
+def conversation_delete(request, conversation_id: str):
+    conv.conversation_delete(conversation=_conversation(request, conversation_id))
+
+
+@router.post("/conversations/{conversation_id}/fork", response=ConversationOut)
+def conversation_fork(request, conversation_id: str, agent_id: str | None = None):
+    agent, source = _thread(request, conversation_id, agent_id)
+    return _out(conv.conversation_fork(owner=owner(request), source=source, agent=agent))
+
+
+@router.post("/conversations/{conversation_id}/cancel", response=dict[str, str])
+def conversation_cancel(request, conversation_id: str, agent_id: str | None = None):
+    agent, found = _thread(request, conversation_id, agent_id)
+    active = conv.conversation_active_runs(agent=agent, conversation=found)
+    if not active:
+        raise Conflict(f"CONFLICT: No active runs to cancel for conversation {conversation_id}")
+    cancelled = runner.run_cancel(owner=agent.owner, agent_id=agent.id, run_ids=active)
+    return dict.fromkeys(cancelled, "cancelled")
+
+
+class ConversationMessageRequest(LettaRequest):
+    agent_id: str | None = None
+    streaming: bool = True  # unlike the agent route, a conversation streams unless asked not to
+
+
+def _sse(run, body: ConversationMessageRequest) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(
+        sse_events(
+            run=run,
+            types=body.include_return_message_types,
+            include_pings=body.include_pings,
+            stream_tokens=body.stream_tokens,
+        ),
+        content_type="text/event-stream",
+    )
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+def _inputs(body: LettaRequest) -> list[dict]:
+    if body.messages:
+        return [m.dict(exclude_none=True) for m in body.messages]
+    return [{"role": "user", "content": body.input}] if body.input else []
+
+
+@router.post(
+    "/conversations/{conversation_id}/messages", response=LettaResponseOut, openapi_extra=SSE_ALSO, exclude_unset=True
+)
+def conversation_messages_send(request, conversation_id: str, body: ConversationMessageRequest):
+    """Run the thread's agent on the message: an SSE stream by default, the LettaResponse with `streaming: false`."""
+    agent, found = _thread(request, conversation_id, body.agent_id)
+    inputs = _inputs(body)
+    if not inputs:
+        raise Invalid("Messages must not be empty")
+    thread = found.id if found is not None else None
+    if body.streaming:
+        run = executor.run_send(
+            owner=agent.owner,
+            agent_id=agent.id,
+            input_messages=inputs,
+            max_steps=body.max_steps,
+            stream_tokens=body.stream_tokens,
+            background=body.background,
+            conversation_id=thread,
+        )
+        return _sse(run, body)
+    run = executor.run_call(
+        owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps, conversation_id=thread
+    )
+    messages = executor.run_reply(run=run, use_assistant_message=body.use_assistant_message)
+    if body.include_return_message_types:
+        messages = [m for m in messages if m["message_type"] in body.include_return_message_types]
+    return {
+        "messages": messages,
+        "stop_reason": stop_reason_message(run.stop_reason),
+        "usage": usage_statistics({**(run.usage or {}), "run_ids": [run.id]}),
+        "run_id": run.id,
+        "error": run.error or None,
+    }
+
+
+class ConversationMessagesQuery(Schema):
+    agent_id: str | None = None
+    before: str | None = None
+    after: str | None = None
+    limit: int = Field(100, ge=1, le=1000)
+    order: str = Field("desc", pattern="^(asc|desc)$")
+    include_return_message_types: list[str] | None = None
+
+
+@router.get("/conversations/{conversation_id}/messages", response=list[LettaMessageOut], exclude_unset=True)
+def conversation_messages_list(request, conversation_id: str, q: Query[ConversationMessagesQuery]):
+    """The thread's messages: a conversation's in the order asked for (newest first by default); the agent's own
+    thread as `GET /v1/agents/{id}/messages` lists it, outside any conversation."""
+    agent, found = _thread(request, conversation_id, q.agent_id)
+    if found is not None:
+        rows = conv.conversation_messages(
+            conversation=found, before=q.before, after=q.after, limit=q.limit, ascending=q.order == "asc"
+        )
+    else:
+        rows = conv.default_thread_messages(
+            agent=agent, before=q.before, after=q.after, limit=q.limit, ascending=q.order == "asc"
+        )
+    return messages_to_letta(rows, types=q.include_return_message_types, agent_type=agent.agent_type)
