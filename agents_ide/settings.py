@@ -228,6 +228,13 @@ TOOL_NETWORK = os.environ.get("TOOL_NETWORK", "all").strip().lower()
 EGRESS_ALLOW = [h.strip() for h in os.environ.get("EGRESS_ALLOW", "").split(",") if h.strip()]
 E2B_API_KEY = os.environ.get("E2B_API_KEY", "")
 E2B_TEMPLATE = os.environ.get("E2B_TEMPLATE", "")
+# Built-in web tools (tools/web_tools.py). web_search uses Exa with EXA_API_KEY, else the SearXNG at SEARXNG_URL
+# (an agent's secrets of the same names come first); fetch_webpage needs neither.
+EXA_API_KEY = os.environ.get("EXA_API_KEY", "")
+EXA_API_URL = os.environ.get("EXA_API_URL", "https://api.exa.ai")
+SEARXNG_URL = os.environ.get("SEARXNG_URL", "")
+WEB_TOOLS_TIMEOUT_S = float(os.environ.get("WEB_TOOLS_TIMEOUT_S", "30"))
+WEB_FETCH_MAX_BYTES = int(os.environ.get("WEB_FETCH_MAX_BYTES", str(5 * 1024 * 1024)))
 # Public base URL tools use to call back into our REST API. Unset, it is the address scripts/serve listens on
 # (HOST/PORT); a wildcard bind is reached through loopback.
 _SERVE_HOST = os.environ.get("HOST", "") or "127.0.0.1"

@@ -6,7 +6,7 @@ from core.agents.presenters import agent_state, tool_out
 from core.agents.versions import noted
 from core.api.agents import owner
 from core.api.schemas import AgentStateOut
-from core.errors import NotFound
+from core.errors import DomainError, NotFound
 from core.pagination import page
 from core.runs.tool_exec import agent_builtin_tool_run
 from core.selectors import agent_get
@@ -24,10 +24,20 @@ from tools.schemas import (
     ToolRunOut,
     ToolRunReturnOut,
     ToolSchemaOut,
+    ToolSearchIn,
+    ToolSearchResultOut,
     ToolUpdateIn,
 )
 
 router = Router(tags=["tools"])
+
+
+class SearchModeRefused(DomainError):
+    """Letta answers 400 to a tool search it cannot run."""
+
+    status = 400
+
+
 _FIELDS = ("description", "tags", "return_char_limit", "pip_requirements", "sandbox", "env_vars", "allow_network")
 
 
@@ -38,8 +48,13 @@ def _set_fields(body, names=_FIELDS) -> dict:
 
 @router.get("/tools/", response=list[ToolOut])
 def tools_list(request, q: Query[ToolListQuery]):
+    org = owner(request)
+    if q.after is None:
+        # As Letta: a first page installs built-ins the owner lacks (a web tool added since the account was made),
+        # so `?name=web_search` finds it.
+        services.builtin_tools_ensure(owner=org)
     tools = selectors.tools_page(
-        owner=owner(request),
+        owner=org,
         after=q.after,
         before=q.before,
         limit=q.limit,
@@ -103,6 +118,25 @@ def tool_run(request, body: ToolRunIn):
         allow_network=body.allow_network,
     )
     return presenters.tool_return_message(run)
+
+
+@router.post("/tools/add-base-tools", response=list[ToolOut])
+def tools_add_base(request):
+    """Letta's `upsert_base_tools`: install (or refresh) the built-in tools and return them; idempotent."""
+    return [tool_out(t) for t in services.builtin_tools_ensure(owner=owner(request)).values()]
+
+
+@router.post("/tools/search", response=list[ToolSearchResultOut])
+def tools_search(request, body: ToolSearchIn):
+    if body.search_mode == "vector":
+        raise SearchModeRefused(
+            "Tool semantic search requires tool embeddings, which this server does not compute; "
+            "use search_mode 'fts' or 'hybrid' (tools matched by the words of the query)."
+        )
+    found = selectors.tools_search(
+        owner=owner(request), query=body.query, tool_types=body.tool_types, tags=body.tags, limit=body.limit
+    )
+    return [{"tool": tool_out(t), "fts_rank": rank, "combined_score": score} for t, rank, score in found]
 
 
 @router.get("/tools/{tool_id}", response=ToolOut)

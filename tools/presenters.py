@@ -1,18 +1,24 @@
 """Wire shapes of tools, their runs (Letta's `tool_return_message` and `ToolExecutionResult`, plus our extras) and
 MCP servers."""
 
+from core.engine.base_tools import WEB_TOOL_NAMES
 from tools.models import ToolRun
+
+
+def letta_tool_type(tool) -> str:
+    """Letta's tool_type for one of ours (the web tools are stored as base rows; Letta calls them letta_builtin)."""
+    if tool.tool_type == "base" and tool.name in WEB_TOOL_NAMES:
+        return "letta_builtin"
+    return {"base": "letta_core", "multi_agent": "letta_multi_agent_core", "external_mcp": "external_mcp"}.get(
+        tool.tool_type, "custom"
+    )
 
 
 def tool_out(tool) -> dict:
     return {
         "id": tool.id,
         "name": tool.name,
-        "tool_type": {
-            "base": "letta_core",
-            "multi_agent": "letta_multi_agent_core",
-            "external_mcp": "external_mcp",
-        }.get(tool.tool_type, "custom"),
+        "tool_type": letta_tool_type(tool),
         "description": tool.description,
         "source_code": tool.source_code,
         "source_type": "python",

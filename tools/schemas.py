@@ -98,7 +98,7 @@ class ToolOut(BaseModel):
 
     id: str
     name: str
-    tool_type: Literal["letta_core", "letta_multi_agent_core", "external_mcp", "custom"]
+    tool_type: Literal["letta_core", "letta_multi_agent_core", "letta_builtin", "external_mcp", "custom"]
     description: str
     source_code: str
     source_type: str
@@ -109,6 +109,27 @@ class ToolOut(BaseModel):
     sandbox: str | None
     created_at: datetime
     updated_at: datetime
+
+
+class ToolSearchIn(Schema):
+    """Letta's ToolSearchRequest. Tools are matched by the words of the query (their names, descriptions and
+    tags); "vector" is refused, as Letta refuses every mode when tool embedding is off."""
+
+    query: str | None = Field(None, max_length=2000, description="Words to look for; none lists every tool.")
+    search_mode: Literal["vector", "fts", "hybrid"] = "hybrid"
+    tool_types: list[str] | None = Field(None, description="Filter by Letta tool types (e.g. 'custom', 'letta_core').")
+    tags: list[str] | None = Field(None, description="Filter by tags (match any).")
+    limit: int = Field(50, ge=1, le=100)
+
+
+class ToolSearchResultOut(BaseModel):
+    """Letta's ToolSearchResult: `fts_rank` is the tool's place by word match, from 1; no tool has a vector rank."""
+
+    tool: ToolOut
+    embedded_text: str | None = None
+    fts_rank: int | None = None
+    vector_rank: int | None = None
+    combined_score: float
 
 
 class ToolSchemaOut(BaseModel):

@@ -1,7 +1,10 @@
 """Reads of tools and tool runs, filtered by owner."""
 
-from django.db.models import QuerySet
+import re
 
+from django.db.models import Q, QuerySet
+
+from core.engine.base_tools import WEB_TOOL_NAMES
 from core.models import Agent, Organization
 from core.pagination import clamp_limit, queryset_page
 from core.prepared import Prepared
@@ -29,9 +32,19 @@ LETTA_TOOL_TYPES = {
 }
 
 
-def _our_types(letta_types: list[str] | None) -> list[str]:
+def _types_q(letta_types: list[str] | None) -> Q:
+    """Tools of the given types, Letta's names or ours (comma-separated items too); the web tools are base rows
+    that Letta calls letta_builtin."""
     wanted = {t.strip() for item in letta_types or [] for t in item.split(",") if t.strip()}
-    return [ours for ours, theirs in LETTA_TOOL_TYPES.items() if theirs in wanted or ours in wanted]
+    q = Q(pk__in=[])
+    for ours, theirs in LETTA_TOOL_TYPES.items():
+        if ours in wanted:
+            q |= Q(tool_type=ours)
+        elif theirs in wanted:
+            q |= Q(tool_type=ours) & ~Q(name__in=WEB_TOOL_NAMES) if ours == "base" else Q(tool_type=ours)
+    if "letta_builtin" in wanted:
+        q |= Q(tool_type="base", name__in=WEB_TOOL_NAMES)
+    return q
 
 
 def tools_page(
@@ -63,10 +76,38 @@ def tools_page(
     if search:
         qs = qs.filter(name__icontains=search)
     if tool_types:
-        qs = qs.filter(tool_type__in=_our_types(tool_types))
+        qs = qs.filter(_types_q(tool_types))
     if exclude_tool_types:
-        qs = qs.exclude(tool_type__in=_our_types(exclude_tool_types))
+        qs = qs.exclude(_types_q(exclude_tool_types))
     return queryset_page(qs, after=after, before=before, limit=limit, order="asc" if ascending else "desc", scope=scope)
+
+
+def tools_search(
+    *,
+    owner: Organization,
+    query: str | None,
+    tool_types: list[str] | None = None,
+    tags: list[str] | None = None,
+    limit: int = 50,
+) -> list[tuple[Tool, int, float]]:
+    """The owner's tools matching the query's words, best first, as (tool, rank from 1, score): a word in the name
+    counts 3, in a tag 2, in the description 1. No words: every tool (filtered), by name, with score 0."""
+    qs = Tool.objects.filter(owner=owner)
+    if tool_types:
+        qs = qs.filter(_types_q(tool_types))
+    wanted_tags = set(tags or [])
+    words = [w for w in re.findall(r"\w+", (query or "").lower()) if w]
+    scored = []
+    for tool in qs.order_by("name"):
+        if wanted_tags and not wanted_tags & set(tool.tags or []):
+            continue
+        name, description = tool.name.lower(), (tool.description or "").lower()
+        tag_text = " ".join(tool.tags or []).lower()
+        score = sum(3 * (w in name) + 2 * (w in tag_text) + (w in description) for w in words)
+        if score or not words:
+            scored.append((tool, float(score)))
+    scored.sort(key=lambda pair: -pair[1])  # stable: ties stay by name
+    return [(tool, rank, score) for rank, (tool, score) in enumerate(scored[: clamp_limit(limit, 100)], start=1)]
 
 
 _AGENT_TOOLS = Prepared(lambda p: Tool.objects.filter(agents__id=p.agent_id).order_by("name"))

@@ -6,7 +6,14 @@ from typing import Any
 
 from django.db import transaction
 
-from core.engine.base_tools import BASE_TOOL_NAMES, BASE_TOOL_SCHEMAS, MULTI_AGENT_TOOL_NAMES, MULTI_AGENT_TOOL_SCHEMAS
+from core.engine.base_tools import (
+    BASE_TOOL_NAMES,
+    BASE_TOOL_SCHEMAS,
+    MULTI_AGENT_TOOL_NAMES,
+    MULTI_AGENT_TOOL_SCHEMAS,
+    WEB_TOOL_NAMES,
+    WEB_TOOL_SCHEMAS,
+)
 from core.errors import Conflict, DomainError, Invalid, NotFound
 from core.models import Agent, Organization
 from core.updates import model_update
@@ -16,57 +23,85 @@ from tools.models import Tool
 from tools.signals import agent_tools_changed, tool_code_changed
 
 
+def _builtin_schemas() -> dict[str, tuple[str, list[str], dict]]:
+    """Each built-in tool's (stored tool_type, tags, schema). The web tools are stored as "base" rows tagged
+    Letta's `letta_builtin` (their wire type); they are installed with the others but never attached by default."""
+    out = {name: ("base", ["base"], schema) for name, schema in BASE_TOOL_SCHEMAS.items()}
+    out |= {name: ("multi_agent", ["multi_agent"], schema) for name, schema in MULTI_AGENT_TOOL_SCHEMAS.items()}
+    out |= {name: ("base", ["letta_builtin"], schema) for name, schema in WEB_TOOL_SCHEMAS.items()}
+    return out
+
+
 @transaction.atomic
 def builtin_tools_ensure(*, owner: Organization) -> dict[str, Tool]:
-    """Create or refresh the owner's rows for the built-in tools (base and multi-agent); returns them by name."""
+    """Create or refresh the owner's rows for the built-in tools (base, multi-agent, web); returns them by name.
+    Safe to run concurrently (a row another request just made is kept). A custom tool the owner made under a
+    web tool's name before it was built in is left as it is, and returned under that name."""
 
-    schemas = {**BASE_TOOL_SCHEMAS, **MULTI_AGENT_TOOL_SCHEMAS}
-    existing = {t.name: t for t in Tool.objects.filter(owner=owner, name__in=list(schemas))}
-    for name, schema in schemas.items():
-        kind = "multi_agent" if name in MULTI_AGENT_TOOL_NAMES else "base"
-        tool = existing.get(name)
-        if tool is None:
-            existing[name] = Tool.objects.create(
-                owner=owner,
-                name=name,
-                tool_type=kind,
-                json_schema=schema,
-                description=schema.get("description", ""),
-                tags=[kind],
-            )
-        elif tool.json_schema != schema:
-            tool.json_schema, tool.description = schema, schema.get("description", "")
-            tool.save(update_fields=["json_schema", "description", "updated_at"])
-    return existing
+    wanted = _builtin_schemas()
+    existing = {t.name: t for t in Tool.objects.filter(owner=owner, name__in=list(wanted))}
+    missing = [
+        Tool(owner=owner, name=name, tool_type=kind, json_schema=schema, description=schema["description"], tags=tags)
+        for name, (kind, tags, schema) in wanted.items()
+        if name not in existing
+    ]
+    if missing:
+        Tool.objects.bulk_create(missing, ignore_conflicts=True)
+        existing |= {t.name: t for t in Tool.objects.filter(owner=owner, name__in=[t.name for t in missing])}
+    for name, (_kind, tags, schema) in wanted.items():
+        tool = existing[name]
+        if tool.tool_type != "custom" and (tool.json_schema != schema or tool.tags != tags):
+            tool.json_schema, tool.description, tool.tags = schema, schema["description"], tags
+            tool.save(update_fields=["json_schema", "description", "tags", "updated_at"])
+    return {name: existing[name] for name in wanted}
 
 
-def agent_tools_attach_initial(
+class ToolsNotFound(DomainError):
+    """Tools named at agent create or update that the owner does not have: Letta's 400 and its text, which
+    clients match (Letta Code installs the base tools and retries on /tools not found by name/i)."""
+
+    status = 400
+
+
+def _set_repr(values: list[str]) -> str:
+    # Letta prints a Python set; written in request order here so the same request gives the same text.
+    return "{" + ", ".join(repr(v) for v in dict.fromkeys(values)) + "}"
+
+
+def agent_tools_resolve(
     *,
-    agent: Agent,
+    owner: Organization,
     names: list[str],
     ids: list[str],
-    include_base: bool,
-    include_multi_agent: bool,
+    include_base: bool = False,
+    include_multi_agent: bool = False,
     without: tuple[str, ...] = (),
-) -> None:
-    """Attach the tools an agent is created with: built-ins as asked (less the base tools in `without`, e.g.
-    send_message for a letta_v1_agent), then named and id'd tools."""
+) -> list[Tool]:
+    """The tools an agent is to have: built-ins as asked (less the base tools in `without`, e.g. send_message for
+    a letta_v1_agent), then named and id'd tools; installs the built-ins if a name needs them. ToolsNotFound (400)
+    for a name or id the owner has no tool for."""
     wanted: list[Tool] = []
-    if include_base or include_multi_agent or set(names) & set(BASE_TOOL_NAMES + MULTI_AGENT_TOOL_NAMES):
-        builtins = builtin_tools_ensure(owner=agent.owner)
+    builtin_names = BASE_TOOL_NAMES + MULTI_AGENT_TOOL_NAMES + WEB_TOOL_NAMES
+    if include_base or include_multi_agent or set(names) & set(builtin_names):
+        builtins = builtin_tools_ensure(owner=owner)
         if include_base:
             wanted += [builtins[n] for n in BASE_TOOL_NAMES if n not in without]
         if include_multi_agent:
             wanted += [builtins[n] for n in MULTI_AGENT_TOOL_NAMES]
-    by_name = {t.name: t for t in Tool.objects.filter(owner=agent.owner, name__in=names)}
+    by_name = {t.name: t for t in Tool.objects.filter(owner=owner, name__in=names)}
     missing = [n for n in names if n not in by_name]
     if missing:
-        raise NotFound(f"Tool(s) not found: {', '.join(missing)}")
-    by_id = {t.id: t for t in Tool.objects.filter(owner=agent.owner, id__in=ids)}
+        raise ToolsNotFound(f"Tools not found by name: {_set_repr(missing)}")
+    by_id = {t.id: t for t in Tool.objects.filter(owner=owner, id__in=ids)}
     missing = [i for i in ids if i not in by_id]
     if missing:
-        raise NotFound(f"Tool(s) not found: {', '.join(missing)}")
-    agent.tools.add(*wanted, *by_name.values(), *by_id.values())
+        raise ToolsNotFound(f"Tools not found by id:   {_set_repr(missing)}")
+    return list(dict.fromkeys([*wanted, *by_name.values(), *by_id.values()]))
+
+
+def agent_tools_set(*, agent: Agent, tools: list[Tool]) -> None:
+    """Make `tools` the agent's whole tool set (Letta's `tool_ids` on update); the caller records the version."""
+    agent.tools.set(tools)
 
 
 def tool_attach(*, agent: Agent, tool: Tool) -> None:
@@ -110,7 +145,7 @@ class ToolLocked(DomainError):
 
 
 def _reserved_names() -> set[str]:
-    return set(BASE_TOOL_NAMES) | set(MULTI_AGENT_TOOL_NAMES)
+    return set(BASE_TOOL_NAMES) | set(MULTI_AGENT_TOOL_NAMES) | set(WEB_TOOL_NAMES)
 
 
 def source_function_names(source_code: str) -> list[str]:

@@ -149,6 +149,15 @@ def agent_create(
         embedding=embedding,
     )
     rules = _parse_rules(tool_rules)
+    # Resolved before the agent row exists: an unknown name or id is Letta's 400 and creates nothing.
+    wanted_tools = tool_services.agent_tools_resolve(
+        owner=owner,
+        names=list(tools),
+        ids=list(tool_ids),
+        include_base=include_base_tools,
+        include_multi_agent=include_multi_agent_tools,
+        without=() if uses_heartbeats(agent_type) else ("send_message",),
+    )
     agent = Agent.objects.create(
         owner=owner,
         name=name.strip(),
@@ -180,14 +189,7 @@ def agent_create(
         memory_services.block_attach(agent=agent, block=block, position=position)
     for block_id in block_ids:
         memory_services.block_attach_by_id(agent=agent, block_id=block_id)
-    tool_services.agent_tools_attach_initial(
-        agent=agent,
-        names=list(tools),
-        ids=list(tool_ids),
-        include_base=include_base_tools,
-        include_multi_agent=include_multi_agent_tools,
-        without=() if uses_heartbeats(agent_type) else ("send_message",),
-    )
+    agent.tools.add(*wanted_tools)
     system_message = Message.objects.create(
         owner=owner,
         agent=agent,
@@ -310,7 +312,8 @@ _SIMPLE_FIELDS = (
 
 @transaction.atomic
 def agent_update(*, agent: Agent, changes: dict) -> Agent:
-    """Modify an agent's settings; only the fields given change (the IDE never writes on read)."""
+    """Modify an agent's settings; only the fields given change (the IDE never writes on read). `tool_ids`, as in
+    Letta, replaces the agent's tools (ToolsNotFound, 400, for an id the owner has no tool for)."""
     _validate_agent_fields(
         name=changes.get("name"),
         model=changes.get("model"),
@@ -322,6 +325,9 @@ def agent_update(*, agent: Agent, changes: dict) -> Agent:
         embedding=changes.get("embedding"),
     )
     data = {key: value for key, value in changes.items() if value is not None}
+    if "tool_ids" in data:  # Letta's update replaces the whole set; an unknown id is its 400
+        tools = tool_services.agent_tools_resolve(owner=agent.owner, names=[], ids=list(data["tool_ids"]))
+        tool_services.agent_tools_set(agent=agent, tools=tools)
     if "tool_rules" in data:
         data["tool_rules"] = _parse_rules(data["tool_rules"])
     if "secrets" in data:

@@ -89,6 +89,7 @@ class AgentUpdateIn(Schema):
     embedding: Embedding | None = None
     context_window_limit: ContextWindow | None = None
     tool_rules: list[dict] | None = None
+    tool_ids: list[str] | None = Field(None, description="Replaces the agent's tools, as in Letta.")
     tags: list[Tag] | None = None
     metadata: dict | None = None
     secrets: dict[str, str | None] | None = None

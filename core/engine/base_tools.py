@@ -151,8 +151,76 @@ MULTI_AGENT_TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     ),
 }
 
+_DOMAINS = {"type": "array", "items": _STR}
+
+# Letta's `letta_builtin` web tools (tools/web_tools.py runs them). Parameters as Letta generates them from its
+# docstrings, so clients that name these tools get the schema they expect; never attached unless named.
+WEB_TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
+    "web_search": _schema(
+        "web_search",
+        "Search the web and retrieve relevant content.\n\n"
+        "Examples:\n"
+        '    web_search("Tesla Q1 2025 earnings report", num_results=5, category="financial report")\n'
+        '    web_search("Latest research in large language models", category="research paper", '
+        'include_domains=["arxiv.org", "paperswithcode.com"])\n'
+        '    web_search("Letta API documentation core_memory_append", num_results=3)',
+        {
+            "query": {**_STR, "description": "The search query to find relevant web content."},
+            "num_results": {"type": "integer", "description": "Number of results to return (1-100). Defaults to 10."},
+            "category": {
+                "type": "string",
+                "enum": [
+                    "company",
+                    "research paper",
+                    "news",
+                    "pdf",
+                    "github",
+                    "tweet",
+                    "personal site",
+                    "linkedin profile",
+                    "financial report",
+                ],
+                "description": "Focus search on specific content types. Defaults to None.",
+            },
+            "include_text": {
+                "type": "boolean",
+                "description": "Whether to retrieve full page content. Defaults to False (only returns summary and "
+                "highlights, since the full text usually will overflow the context window).",
+            },
+            "include_domains": {
+                **_DOMAINS,
+                "description": "List of domains to include in search results. Defaults to None.",
+            },
+            "exclude_domains": {
+                **_DOMAINS,
+                "description": "List of domains to exclude from search results. Defaults to None.",
+            },
+            "start_published_date": {
+                **_STR,
+                "description": "Only return content published after this date (ISO format). Defaults to None.",
+            },
+            "end_published_date": {
+                **_STR,
+                "description": "Only return content published before this date (ISO format). Defaults to None.",
+            },
+            "user_location": {
+                **_STR,
+                "description": 'Two-letter country code for localized results (e.g., "US"). Defaults to None.',
+            },
+        },
+        ["query"],
+    ),
+    "fetch_webpage": _schema(
+        "fetch_webpage",
+        "Fetch a webpage and convert it to markdown/text format.",
+        {"url": {**_STR, "description": "The URL of the webpage to fetch and convert"}},
+        ["url"],
+    ),
+}
+
 BASE_TOOL_NAMES: tuple[str, ...] = tuple(BASE_TOOL_SCHEMAS)
 MULTI_AGENT_TOOL_NAMES: tuple[str, ...] = tuple(MULTI_AGENT_TOOL_SCHEMAS)
+WEB_TOOL_NAMES: tuple[str, ...] = tuple(WEB_TOOL_SCHEMAS)
 
 
 def _spec(schema: dict[str, Any], kind: ToolKind) -> ToolSpec:
@@ -169,4 +237,4 @@ def base_tool_specs(*, include_multi_agent: bool = False) -> list[ToolSpec]:
 
 def is_builtin(name: str) -> bool:
     """Whether a tool name belongs to the built-in (in-process) set."""
-    return name in BASE_TOOL_SCHEMAS or name in MULTI_AGENT_TOOL_SCHEMAS
+    return name in BASE_TOOL_SCHEMAS or name in MULTI_AGENT_TOOL_SCHEMAS or name in WEB_TOOL_SCHEMAS
