@@ -11,7 +11,9 @@ from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 from tests.tools.web_servers import FakeWeb, Route
 from tools.models import ToolRun
-from tools.web_tools import WebToolError, fetch_webpage, web_search, web_tool_execute
+from tools.web_fetch import WebToolError, fetch_webpage
+from tools.web_search import web_search
+from tools.web_tools import web_tool_execute
 
 
 @pytest.fixture
