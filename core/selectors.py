@@ -134,12 +134,12 @@ def agent_window_marks(*, agent: Agent, since_seq: int | None = None) -> WindowM
     Letta v1 files also hold prompts rebuilt mid-step, between a memory tool's call and its return.
     """
     in_window = set(agent.message_ids or ())
+    thread = Message.objects.filter(agent=agent, conversation_id=getattr(agent, "thread", None))
     rows = list(
-        Message.objects.filter(agent=agent)
-        .order_by("seq")
+        thread.order_by("seq")
         .values("id", "seq", "role", "kind", "sender_agent_id", "run_id", "step_id", "step__index")
     )
-    summary_text = dict(Message.objects.filter(agent=agent, kind="summary").values_list("id", "text"))
+    summary_text = dict(thread.filter(kind="summary").values_list("id", "text"))
     first_prompt = next((r["seq"] for r in rows if _is_prompt(r)), None)
     oldest_in = min((r["seq"] for r in rows if r["id"] in in_window and not _is_prompt(r)), default=None)
     resets = {

@@ -22,9 +22,10 @@ class Emitter:
     # a model streaming 100 tokens/s costs a channel-layer send per ~20 ms, not per token.
     STREAM_COALESCE_S = 0.02
 
-    def __init__(self, agent_id: str, run_id: str):
+    def __init__(self, agent_id: str, run_id: str, conversation_id: str | None = None):
         self.group = agent_group(agent_id)
         self.run_id = run_id
+        self.conversation_id = conversation_id  # the run's thread: tabs showing another thread skip its events
         self._batch: list[dict] = []
         self._caller: list[bool] = []
         self._sent_at = 0.0
@@ -48,6 +49,6 @@ class Emitter:
         self._batch, self._caller = [], []
         self._sent_at = time.monotonic()
         try:
-            send_events(self.group, batch, run_id=self.run_id, caller=caller)
+            send_events(self.group, batch, run_id=self.run_id, caller=caller, conversation_id=self.conversation_id)
         except Exception:  # noqa: BLE001 - a broken channel layer must not break a run
             log.exception("could not send events to %s", self.group)

@@ -254,7 +254,7 @@ def run_agent(
         run = run_start(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps)
     if run.status == RunStatus.CREATED:
         Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=timezone.now())
-    emitter = Emitter(agent_id, run.id)
+    emitter = Emitter(agent_id, run.id, run.conversation_id)
     agent = run.agent if agent_fresh else persistence.thread_view(run.agent, run.conversation_id)
     try:
         resolved = resolved or model_resolve(owner=owner, handle=agent.model)

@@ -1,10 +1,13 @@
-"""Helpers shared by the IDE views: who is asking, and the agent they may see."""
+"""Helpers shared by the IDE views: who is asking, and the agent they may see (in which of its threads)."""
+
+import copy
 
 from django.http import Http404
 
 from core import accounts, selectors
 from core.errors import NotFound
-from core.models import Agent
+from core.models import Agent, Conversation
+from core.runs.persistence import thread_view
 
 
 def org(request):
@@ -21,3 +24,15 @@ def owned_or_404(request, model_or_queryset, object_id: str):
 
 def agent_or_404(request, agent_id: str):
     return owned_or_404(request, Agent, agent_id)
+
+
+def thread_or_404(request, agent: Agent) -> Agent:
+    """A copy of the agent as the thread `?conversation=` names sees it (its window and model; no parameter: the
+    agent's own thread), for reads: the agent itself is left as it is, so a save never writes a thread's state."""
+    conversation_id = request.GET.get("conversation") or None
+    if (
+        conversation_id is not None
+        and not Conversation.objects.filter(pk=conversation_id, agent=agent, deleted=False).exists()
+    ):
+        raise Http404("no such conversation")
+    return thread_view(copy.copy(agent), conversation_id)

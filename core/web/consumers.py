@@ -1,5 +1,8 @@
 """The agent websocket: joins the agent's group and forwards its events; browser sends start runs.
 
+A socket opened with `?conversation=conv-…` follows that conversation of the agent: its sends go there, and the
+events of runs in the agent's other threads are not forwarded (events of no run, such as block updates, are).
+
 A socket opened with `?batch=1` (the IDE's pages) gets every frame as a JSON array of events: a run's events
 travel in batches (core.runs.emit), each then one frame instead of one per event. Without it, one event a frame.
 
@@ -22,7 +25,7 @@ from django.dispatch import receiver
 from core.accounts import principal_from_user
 from core.engine import jsontext
 from core.events import agent_group, send_event, server_loop_remember
-from core.models import Agent
+from core.models import Agent, Conversation
 from core.text import first_bad_string, json_input
 from core.web.ws_handlers import handle_client_message
 
@@ -42,6 +45,13 @@ class AgentConsumer(AsyncWebsocketConsumer):
         self.batched = query.get("batch", [""])[-1] in ("1", "true")
         self.agent_id = self.scope["url_route"]["kwargs"]["agent_id"]
         self.principal = await database_sync_to_async(_principal_for)(user, self.agent_id)
+        self.thread = query.get("conversation", [""])[-1] or None
+        if (
+            self.principal is not None
+            and self.thread is not None
+            and not await database_sync_to_async(_conversation_exists)(self.agent_id, self.thread)
+        ):
+            self.principal = None  # not one of this agent's conversations: refused like another owner's agent
         # Behind AuthMiddlewareStack (agents_ide/asgi.py) a user is only ever authenticated by a session; a scope
         # built without one (in-process tests) has no session to outlive.
         session = self.scope.get("session")
@@ -91,7 +101,9 @@ class AgentConsumer(AsyncWebsocketConsumer):
             )
             return
 
-        reply = await handle_client_message(principal=self.principal, agent_id=self.agent_id, payload=payload)
+        reply = await handle_client_message(
+            principal=self.principal, agent_id=self.agent_id, payload=payload, thread=self.thread
+        )
         if reply is not None:
             await self.send_json(reply)
 
@@ -104,6 +116,8 @@ class AgentConsumer(AsyncWebsocketConsumer):
             await super().dispatch(message)
 
     async def agent_event(self, message):
+        if message.get("run_id") and message.get("conversation_id") != self.thread:
+            return  # a run in another of the agent's threads
         events = message.get("events") or [message["event"]]
         if any(e.get("message_type") == SESSION_ENDED_EVENT for e in events):
             await self.close(code=SESSION_ENDED)
@@ -119,6 +133,10 @@ class AgentConsumer(AsyncWebsocketConsumer):
 
     async def _send_frame(self, value):
         await self.send(text_data=jsontext.dumps(value, default=str))
+
+
+def _conversation_exists(agent_id: str, conversation_id: str) -> bool:
+    return Conversation.objects.filter(pk=conversation_id, agent_id=agent_id, deleted=False).exists()
 
 
 def _principal_for(user, agent_id: str):

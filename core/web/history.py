@@ -127,8 +127,9 @@ def _mark(items: list[dict], marks: WindowMarks) -> None:
 
 
 def history_page(*, agent, before_seq: int | None = None, size: int = PAGE_SIZE) -> tuple[list[dict], int | None]:
-    """The newest `size` messages older than `before_seq`, oldest first, and the cursor for the page before."""
-    qs = Message.objects.filter(agent=agent)
+    """The newest `size` messages of the agent's thread (`thread_view`; its own by default) older than
+    `before_seq`, oldest first, and the cursor for the page before."""
+    qs = Message.objects.filter(agent=agent, conversation_id=getattr(agent, "thread", None))
     if before_seq is not None:
         qs = qs.filter(seq__lt=before_seq)
     rows = list(qs.order_by("-seq")[: size + 1])

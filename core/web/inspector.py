@@ -11,7 +11,7 @@ from core import selectors
 from core.agents.context import agent_context
 from core.errors import NotFound
 from core.runs.timetravel import token_calibration
-from core.web.common import agent_or_404
+from core.web.common import agent_or_404, thread_or_404
 from core.web.payload import SECTION_COLORS, SECTION_LABELS, payload_diff, payload_parts
 from memory.selectors import agent_blocks
 
@@ -58,7 +58,7 @@ def context_view_model(ctx, *, limit: int | None = None, blocks=(), calibration:
 def context_panel(request, agent_id: str):
     """The context window breakdown and the next call's exact payload (read-only)."""
 
-    agent = agent_or_404(request, agent_id)
+    agent = thread_or_404(request, agent_or_404(request, agent_id))
     view = context_view_model(
         agent_context(agent=agent),
         blocks=agent_blocks(agent=agent),

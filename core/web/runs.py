@@ -9,7 +9,7 @@ from core import selectors
 from core.errors import NotFound
 from core.models import RUN_ACTIVE
 from core.runs import timetravel
-from core.web.common import agent_or_404
+from core.web.common import agent_or_404, thread_or_404
 from core.web.history import window_marks_json
 
 
@@ -94,7 +94,7 @@ def run_notice(request, agent_id: str, run_id: str):
 @login_required
 def window_marks(request, agent_id: str):
     """Which messages are in the context window now, and what evicted the others (JSON for the conversation)."""
-    agent = agent_or_404(request, agent_id)
+    agent = thread_or_404(request, agent_or_404(request, agent_id))
     try:
         since = int(request.GET["since"]) if request.GET.get("since") else None
     except ValueError:

@@ -5,6 +5,7 @@ import json
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -13,13 +14,14 @@ from django_htmx.http import trigger_client_event
 from core import providers, selectors
 from core.agents import services, versions
 from core.agents.context import agent_context
+from core.agents.conversations import conversation_create, conversations_list
 from core.agents.history import agent_messages_reset
 from core.engine import tokens
 from core.errors import DomainError
 from core.runs import timetravel
 from core.selectors import agent_tags
 from core.text import json_input
-from core.web.common import agent_or_404, org
+from core.web.common import agent_or_404, org, thread_or_404
 from core.web.history import history_page
 from core.web.inspector import context_view_model
 from memory.selectors import agent_blocks, blocks_attachable
@@ -70,8 +72,9 @@ def definition_ctx(request, agent) -> dict:
 
 def _workspace_ctx(request, agent, settings_form=None) -> dict:
     owner = org(request)
-    ctx = agent_context(agent=agent)
-    items, older = history_page(agent=agent)
+    thread = thread_or_404(request, agent)  # the conversation shown (its messages and window), else the agent's own
+    ctx = agent_context(agent=thread)
+    items, older = history_page(agent=thread)
     blocks = agent_blocks(agent=agent)
     definition = definition_ctx(request, agent)
     return {
@@ -90,23 +93,28 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
         "steps": selectors.agent_steps_recent(agent=agent),
         "fork_origin": selectors.agent_fork_origin(agent=agent),
         "forks": selectors.agent_forks(agent=agent),
-        "ide_config": _ide_config(agent),
+        "ide_config": _ide_config(agent, thread.thread),
+        "thread": thread.thread,
+        "conversations": conversations_list(owner=owner, agent_id=agent.id, limit=200),
         # names for "from agent …" links on messages arriving live from other agents
         "agent_names": selectors.agent_names(owner=owner),
     }
 
 
-def _ide_config(agent) -> dict:
-    """What the workspace's scripts need: ids and URLs (a JSON island: pages run no inline script)."""
+def _ide_config(agent, thread: str | None = None) -> dict:
+    """What the workspace's scripts need: ids and URLs (a JSON island: pages run no inline script); the URLs that
+    read a thread's messages or window name the conversation shown."""
     url = lambda name, *args: reverse(name, args=[agent.id, *args])  # noqa: E731
+    in_thread = lambda name: url(name) + (f"?conversation={thread}" if thread else "")  # noqa: E731
     return {
         "agentId": agent.id,
+        "conversationId": thread or "",
         "activeRunId": selectors.agent_active_run_id(agent=agent) or "",
-        "contextUrl": url("agent_context"),
+        "contextUrl": in_thread("agent_context"),
         "stepUrl": url("agent_step", "STEP"),
         "toolsUrl": reverse("tools"),
         "workspaceUrl": reverse("workspace", args=["AGENT"]),
-        "windowUrl": url("agent_window"),
+        "windowUrl": in_thread("agent_window"),
         "runUrl": url("agent_run", "RUN"),
         "noticeUrl": url("agent_run_notice", "RUN"),
     }
@@ -160,7 +168,7 @@ def token_count(request, agent_id: str):
 
 @login_required
 def history_older(request, agent_id: str):
-    agent = agent_or_404(request, agent_id)
+    agent = thread_or_404(request, agent_or_404(request, agent_id))
     try:
         before = int(request.GET.get("before", ""))
         if not 0 <= before < 2**63:
@@ -168,7 +176,17 @@ def history_older(request, agent_id: str):
     except ValueError:
         raise Http404("bad cursor") from None
     items, older = history_page(agent=agent, before_seq=before)
-    return TemplateResponse(request, "core/_history.html", {"agent": agent, "items": items, "older": older})
+    context = {"agent": agent, "items": items, "older": older, "thread": agent.thread}
+    return TemplateResponse(request, "core/_history.html", context)
+
+
+@login_required
+@require_POST
+def conversation_new(request, agent_id: str):
+    """Start another conversation with the agent and show it."""
+    agent = agent_or_404(request, agent_id)
+    created = conversation_create(agent=agent)
+    return redirect(reverse("workspace", args=[agent.id]) + f"?conversation={created.id}")
 
 
 @login_required

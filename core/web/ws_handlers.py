@@ -1,6 +1,7 @@
 """What the agent websocket does with a message from the browser.
 
-Client → server: {"type": "user_message", "text": "...", "max_steps"?: N}, {"type": "cancel"}, {"type": "ping"}.
+Client → server: {"type": "user_message", "text": "...", "max_steps"?: N}, {"type": "cancel"}, {"type": "ping"}; a
+socket opened on one of the agent's conversations sends into that conversation.
 Server → client: Letta message dicts (as SSE sends them), run_status, context_update, block_update and
 error_message; run events go to the agent's channel group, so every open tab receives them.
 """
@@ -17,16 +18,18 @@ def _error(message: str, detail=None) -> dict:
     return {"message_type": "error_message", "message": message, "detail": detail}
 
 
-def _submit(principal: Principal, agent_id: str, text: str, max_steps, otid: str | None = None):
+def _submit(principal: Principal, agent_id: str, text: str, max_steps, otid: str | None = None, thread=None):
     inputs = [{"role": "user", "content": text, **({"otid": otid} if otid else {})}]
-    return executor.run_send(owner=principal.org, agent_id=agent_id, input_messages=inputs, max_steps=max_steps)
+    return executor.run_send(
+        owner=principal.org, agent_id=agent_id, input_messages=inputs, max_steps=max_steps, conversation_id=thread
+    )
 
 
 def _cancel(principal: Principal, agent_id: str) -> list[str]:
     return run_cancel(owner=principal.org, agent_id=agent_id)
 
 
-async def _user_message(principal: Principal, agent_id: str, payload: dict) -> dict | None:
+async def _user_message(principal: Principal, agent_id: str, payload: dict, thread: str | None) -> dict | None:
     text = payload.get("text")
     max_steps = payload.get("max_steps")
     if not isinstance(text, str) or not text.strip():
@@ -35,7 +38,7 @@ async def _user_message(principal: Principal, agent_id: str, payload: dict) -> d
         return _error("max_steps must be a whole number.")
     try:
         otid = payload["otid"][:100] if isinstance(payload.get("otid"), str) else None  # stored on the message
-        run = await database_sync_to_async(_submit)(principal, agent_id, text, max_steps, otid)
+        run = await database_sync_to_async(_submit)(principal, agent_id, text, max_steps, otid, thread)
     except DomainError as exc:
         return _error(exc.message, exc.detail)
     reply = {"message_type": "run_status", "run_id": run.id, "status": "created", "stop_reason": None}
@@ -44,13 +47,16 @@ async def _user_message(principal: Principal, agent_id: str, payload: dict) -> d
     return reply
 
 
-async def handle_client_message(*, principal: Principal, agent_id: str, payload: dict) -> dict | None:
-    """Dispatch one client message; returns a direct reply for this socket, or None."""
+async def handle_client_message(
+    *, principal: Principal, agent_id: str, payload: dict, thread: str | None = None
+) -> dict | None:
+    """Dispatch one client message from a socket on the agent's thread `thread` (None: its own); returns a direct
+    reply for this socket, or None."""
     kind = payload.get("type")
     if kind == "ping":
         return {"message_type": "pong"}
     if kind == "user_message":
-        return await _user_message(principal, agent_id, payload)
+        return await _user_message(principal, agent_id, payload, thread)
     if kind == "cancel":
         ids = await database_sync_to_async(_cancel)(principal, agent_id)
         if not ids:

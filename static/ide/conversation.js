@@ -77,7 +77,8 @@ window.AIDE_CONV = (function () {
     const nodes = conv.querySelectorAll("[data-id][data-ctx]");
     if (!nodes.length) return;
     const first = conv.querySelector("[data-seq]");
-    const url = A.windowUrl + (first ? "?since=" + encodeURIComponent(first.dataset.seq) : "");
+    const sep = A.windowUrl.includes("?") ? "&" : "?";
+    const url = A.windowUrl + (first ? sep + "since=" + encodeURIComponent(first.dataset.seq) : "");
     fetch(url, {credentials: "same-origin"}).then((r) => r.ok ? r.json() : null).then((data) => {
       if (!data) return;
       const inCtx = new Set(data.in_context);

@@ -168,7 +168,8 @@
   function connect() {
     const proto = location.protocol === "https:" ? "wss://" : "ws://";
     // batch=1: every frame is an array of events (a run's batch of events in one frame)
-    ws = new WebSocket(proto + location.host + "/ws/agents/" + encodeURIComponent(A.agentId) + "/?batch=1");
+    const thread = A.conversationId ? "&conversation=" + encodeURIComponent(A.conversationId) : "";
+    ws = new WebSocket(proto + location.host + "/ws/agents/" + encodeURIComponent(A.agentId) + "/?batch=1" + thread);
     ws.onopen = () => { retry = 0; document.body.dataset.ws = "open"; while (outbox.length) ws.send(outbox.shift()); };
     ws.onmessage = (m) => {
       let events; try { events = JSON.parse(m.data); } catch (e) { return; }
@@ -260,4 +261,7 @@
   if (A.activeRunId) activeRunId = A.activeRunId;
   scrollDown(true);
   connect();
+  // The conversation picker opens the chosen thread (without script, its form has an Open button).
+  const threadSelect = $("#thread-select");
+  if (threadSelect) threadSelect.addEventListener("change", () => threadSelect.form.submit());
 })();
