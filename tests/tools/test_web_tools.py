@@ -263,3 +263,12 @@ def test_the_agent_fetches_a_page_through_the_fake_model(site, account, fake_llm
     runs = ToolRun.objects.filter(agent_id=agent.id, tool_name="fetch_webpage").order_by("created_at")
     assert [r.status for r in runs] == ["success", "error"]
     assert all(r.origin == "agent" and r.step_id and r.network and r.tool_id for r in runs)
+
+
+def test_a_web_tool_runs_outside_a_step_as_lettas_agents_tools_run(site, api, account):
+    agent = make_agent(account.org, tools=["fetch_webpage"])
+    body = api.post(f"/v1/agents/{agent.id}/tools/fetch_webpage/run", {"args": {"url": f"{site.url}/notes.txt"}})
+    assert body.status_code == 200
+    assert body.json()["status"] == "success" and body.json()["func_return"] == "Plain notes \u2014 unchanged.\n"
+    bad = api.post(f"/v1/agents/{agent.id}/tools/fetch_webpage/run", {"args": {"href": "x"}}).json()
+    assert bad["status"] == "error" and "InvalidArguments" in bad["func_return"]
