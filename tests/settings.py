@@ -39,10 +39,11 @@ def _approved_mcp_dir() -> str:
     import shutil
     import tempfile
 
-    source = BASE_DIR / "tests" / "tools" / "mcp_demo_server.py"  # noqa: F405
-    key = hashlib.sha256(source.read_bytes() + md.version("mcp").encode()).hexdigest()[:12]
+    here = BASE_DIR / "tests" / "tools"  # noqa: F405
+    sources = [here / "mcp_demo_server.py", here / "mcp_node_server.js"]
+    key = hashlib.sha256(b"".join(s.read_bytes() for s in sources) + md.version("mcp").encode()).hexdigest()[:12]
     directory = os.path.join(tempfile.gettempdir(), f"agents-ide-test-mcp-{key}")
-    if os.path.exists(os.path.join(directory, source.name)):
+    if os.path.exists(os.path.join(directory, sources[0].name)):
         return directory
     staging = tempfile.mkdtemp(prefix="agents-ide-test-mcp-")
     for dist in _mcp_closure():
@@ -52,7 +53,8 @@ def _approved_mcp_dir() -> str:
                 continue
             os.makedirs(os.path.dirname(target), exist_ok=True)
             shutil.copyfile(dist.locate_file(file), target)
-    shutil.copyfile(source, os.path.join(staging, source.name))
+    for source in sources:
+        shutil.copyfile(source, os.path.join(staging, source.name))
     for root, _dirs, files in os.walk(staging):
         os.chmod(root, 0o755)
         for name in files:
@@ -66,4 +68,5 @@ def _approved_mcp_dir() -> str:
 
 MCP_STDIO_PATHS = [_approved_mcp_dir()]
 MCP_DEMO_SERVER = MCP_STDIO_PATHS[0] + "/mcp_demo_server.py"
+MCP_NODE_SERVER = MCP_STDIO_PATHS[0] + "/mcp_node_server.js"
 MCP_DEMO_PYTHON = __import__("shutil").which("python3", path="/usr/local/bin:/usr/bin:/bin")  # under /usr

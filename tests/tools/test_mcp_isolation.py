@@ -222,3 +222,19 @@ def test_staff_user_made_by_the_first_run_may_run_stdio(settings, transactional_
     from tools.policy import organization_is_staff
 
     assert organization_is_staff(org_for_user(admin))
+
+
+def test_a_node_server_runs_in_the_sandbox_from_an_approved_directory(api, account):
+    """`node server.js`, as npm-installed servers start: the runtime from /usr, the script approved, read-only."""
+    server = _register(api, "node", {"mcp_server_type": "stdio", "command": "node", "args": [settings.MCP_NODE_SERVER]})
+    assert server["last_error"] is None, server["last_error"]
+    names = sorted(t["name"] for t in api.get(f"/v1/mcp-servers/{server['id']}/tools").json())
+    assert names == ["echo", "node_version"]
+    assert _run(api, server, "echo", {"text": "from node"}) == "from node"
+    assert _run(api, server, "node_version", {}).startswith("v")
+
+
+def test_a_node_server_that_crashes_fails_at_once_with_its_own_stderr(api, account):
+    crash = "console.error('node-demo: missing API_TOKEN'); process.exit(1)"
+    server = _register(api, "crash", {"mcp_server_type": "stdio", "command": "node", "args": ["-e", crash]})
+    assert "node-demo: missing API_TOKEN" in server["last_error"]
