@@ -6,7 +6,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from ninja import Field, Query, Router, Schema
 from pydantic import BaseModel
 
@@ -141,9 +141,11 @@ def conversation_update(request, conversation_id: str, body: ConversationUpdateI
     return _out(conv.conversation_update(conversation=found, **body.dict()))
 
 
-@router.delete("/conversations/{conversation_id}", response=None)
+@router.delete("/conversations/{conversation_id}", response={200: None})
 def conversation_delete(request, conversation_id: str):
+    """Delete softly; answers `null`, as Letta does."""
     conv.conversation_delete(conversation=_conversation(request, conversation_id))
+    return HttpResponse(b"null", content_type="application/json")
 
 
 @router.post("/conversations/{conversation_id}/fork", response=ConversationOut)
