@@ -139,3 +139,15 @@ def test_export_has_letta_s_v2_shape(account):
 def test_scrub_messages_exports_no_history(account):
     data = agentfile_export(agent=_import(account.org, dumps(v2_doc())), scrub_messages=True)
     assert data["agents"][0]["messages"] == [] and data["agents"][0]["in_context_message_ids"] == []
+
+
+def test_the_web_tools_export_as_letta_builtin_and_come_back_attached(account):
+    from tests.factories import make_agent
+
+    agent = make_agent(account.org, tools=["send_message", "web_search", "fetch_webpage"])
+    data = agentfile_export(agent=agent)
+    kinds = {t["name"]: t["tool_type"] for t in data["tools"]}
+    assert kinds["web_search"] == kinds["fetch_webpage"] == "letta_builtin"
+    assert kinds["send_message"] == "letta_core"
+    copy = _import(account.org, json.dumps(data).encode())
+    assert {"web_search", "fetch_webpage"} <= {t.name for t in copy.tools.all()}

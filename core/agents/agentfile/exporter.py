@@ -19,6 +19,7 @@ from core.models import Agent, Message
 from core.selectors import agent_tags
 from memory.models import Passage
 from memory.selectors import agent_blocks
+from tools.presenters import letta_tool_type
 from tools.selectors import agent_tools
 
 FORMAT_REVISION = "agents-ide-1"
@@ -44,7 +45,6 @@ _LETTA_ENDPOINT_TYPES = frozenset(
         "openrouter",
     }
 )
-_TOOL_TYPES = {"base": "letta_core", "multi_agent": "letta_multi_agent_core"}
 
 
 def agentfile_export(
@@ -254,9 +254,7 @@ def _block(block, key: str) -> dict[str, Any]:
 
 
 def _tool(tool, key: str) -> dict[str, Any]:
-    kind = "letta_memory_core" if tool.name in MEMORY_EDIT_TOOLS else _TOOL_TYPES.get(tool.tool_type, "custom")
-    if tool.tool_type == "external_mcp":
-        kind = "external_mcp"
+    kind = "letta_memory_core" if tool.name in MEMORY_EDIT_TOOLS else letta_tool_type(tool)
     return {
         "id": key,
         "tool_type": kind,
