@@ -217,11 +217,13 @@ def heartbeat_message(reason: str = HEARTBEAT_REASON, now: datetime | None = Non
 
 
 def truncate_output(text: str, limit: int) -> str:
-    """Cut a tool's output at `limit` characters, saying that it was cut and by how much."""
+    """Cut a tool's output at `limit` characters with Letta's note saying so (letta/utils.py
+    validate_function_response, word for word: clients and prompts match on it); a limit of 0 cuts nothing."""
     if limit <= 0 or len(text) <= limit:
         return text
     return (
-        f"{text[:limit]}... [NOTE: output truncated: it was {len(text)} characters, over this tool's limit of {limit}]"
+        f"{text[:limit]}... [NOTE: function output was truncated since it exceeded the character limit "
+        f"({len(text)} > {limit})]"
     )
 
 

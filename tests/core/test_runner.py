@@ -149,7 +149,9 @@ def test_tool_output_truncated_with_note(agent, fake_llm):
     )
     result = _run(agent)
     ret = [m for m in result.messages if m["message_type"] == "tool_return_message"][0]
-    assert "output truncated" in json.loads(ret["tool_return"])["message"]
+    message = json.loads(ret["tool_return"])["message"]
+    assert "... [NOTE: function output was truncated since it exceeded the character limit (" in message
+    assert message.endswith(" > 50000)]")
 
 
 @pytest.mark.parametrize(
