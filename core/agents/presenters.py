@@ -81,6 +81,7 @@ def agent_state(agent: Agent, *, blocks=None, tools=None, tags=None) -> dict:
         "updated_at": agent.updated_at,
         "last_stop_reason": agent.last_stop_reason or None,
         "last_run_completion": agent.last_run_completion,
+        "compaction_settings": agent.compaction_settings or None,
     }
 
 

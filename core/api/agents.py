@@ -1,17 +1,30 @@
 """REST endpoints of the core app: agents, models, API tokens. Thin: parse, call a service, present."""
 
+from dataclasses import asdict
 from typing import Literal
 
 from django.conf import settings
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
+from pydantic import BaseModel
 
 from core import selectors
 from core.agents import presenters, services
+from core.agents.context import agent_context, agent_with_counts
 from core.agents.services import BlockInput
-from core.api.schemas import AgentCreateIn, AgentStateOut, AgentUpdateIn, DeletedOut, EmbeddingModelOut, ModelOut
-from core.errors import Invalid
+from core.api.schemas import (
+    AgentCreateIn,
+    AgentStateOut,
+    AgentUpdateIn,
+    CompactionSettingsIn,
+    DeletedOut,
+    EmbeddingModelOut,
+    ErrorOut,
+    ModelOut,
+)
+from core.errors import Invalid, NotFound
 from core.providers import models_list
+from core.runs.overflow import agent_compact, compaction_settings_set
 from core.runs.sleeptime import sleeptime_configure
 
 router = Router(tags=["agents"])
@@ -113,6 +126,9 @@ def agent_create(request, body: AgentCreateIn):
         initial_messages=initial,
         embedding_config=body.embedding_config,
     )
+    if body.compaction_settings is not None:  # Letta: a settings object without a model uses the agent's own
+        compaction = body.compaction_settings.dict()
+        compaction_settings_set(agent=agent, settings={**compaction, "model": compaction["model"] or agent.model})
     if body.enable_sleeptime:
         sleeptime_configure(agent=agent, enabled=True)
     return 201, presenters.agent_state(agent)
@@ -176,7 +192,11 @@ def agent_modify(request, agent_id: str, body: AgentUpdateIn):
     if changes.pop("message_ids", None) is not None:
         raise Invalid("message_ids cannot be set directly; use reset-messages")
     sleeptime = changes.pop("enable_sleeptime", None)
+    compaction = changes.pop("compaction_settings", False)
     agent = services.agent_update(agent=agent, changes=changes)
+    if compaction is not False:  # the whole object as sent, defaults included (null clears it)
+        whole = body.compaction_settings.dict() if body.compaction_settings else None
+        compaction_settings_set(agent=agent, settings=whole)
     if sleeptime is not None and (sleeptime or hasattr(agent, "sleeptime")):
         sleeptime_configure(agent=agent, enabled=sleeptime)
     return presenters.agent_state(agent)
@@ -188,9 +208,44 @@ def agent_delete(request, agent_id: str):
     return 200, {"deleted": agent_id}
 
 
+class CompactIn(Schema):
+    compaction_settings: CompactionSettingsIn | None = None
+
+
+class CompactionOut(BaseModel):
+    summary: str | None
+    num_messages_before: int
+    num_messages_after: int
+
+
+@router.post("/agents/{agent_id}/summarize", response={200: CompactionOut, 502: ErrorOut})
+def agent_summarize(request, agent_id: str, body: CompactIn | None = None):
+    """Compact the agent's in-context messages now: the oldest (per its compaction settings, with the fields sent
+    here laid over them) become one summary message. 400 when nothing can be compacted, 409 while it runs."""
+    agent = selectors.agent_get(owner=owner(request), agent_id=agent_id)
+    overrides = body.compaction_settings.dict(exclude_unset=True) if body and body.compaction_settings else None
+    return asdict(agent_compact(agent=agent, overrides=overrides))
+
+
+@router.post("/agents/{agent_id}/recompile", response=str)
+def agent_recompile(request, agent_id: str, update_timestamp: bool = False, dry_run: bool = False):
+    """The agent's system prompt as its next call sends it (compiled from its prompt, memory blocks and memory
+    statistics). It is compiled afresh at every step, so there is nothing to store: `dry_run` changes nothing."""
+    agent = agent_with_counts(owner=owner(request), agent_id=agent_id)
+    if not agent.message_ids:
+        raise NotFound(f"No system message found for agent '{agent_id}'")
+    return agent_context(agent=agent).request["messages"][0]["content"]
+
+
+# Models listed by an OpenAI-compatible server that are not for chat (embeddings, speech, images, moderation).
+_NOT_CHAT = ("embed", "whisper", "tts", "dall-e", "moderation", "transcribe", "gpt-image", "davinci", "babbage")
+
+
 @router.get("/models/", response=list[ModelOut], tags=["models"])
 def models(request):
-    return models_list(owner=owner(request))
+    """The chat models the caller can run; embedding models are `GET /v1/models/embedding`."""
+    chat = [m for m in models_list(owner=owner(request)) if not any(w in m["model"].lower() for w in _NOT_CHAT)]
+    return [m for m in chat if m["handle"] != settings.EMBEDDING_MODEL]
 
 
 @router.get("/models/embedding", response=list[EmbeddingModelOut], tags=["models"])

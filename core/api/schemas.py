@@ -40,6 +40,20 @@ class LlmConfigIn(Schema):
     max_reasoning_tokens: int | None = None
 
 
+class CompactionSettingsIn(Schema):
+    """Letta's CompactionSettings: how the agent's context is compacted (summarized) when it must shrink."""
+
+    model: ModelHandle | None = Field(None, description="The summarizer's model; none: the agent's own.")
+    model_settings: dict[str, Any] | None = None
+    prompt: Annotated[str, Field(max_length=20_000)] | None = Field(None, description="none: the built-in prompt.")
+    prompt_acknowledgement: bool = False
+    clip_chars: Annotated[int, Field(ge=1)] | None = Field(50_000, description="The summary's length at most.")
+    mode: Literal["all", "sliding_window", "self_compact_all", "self_compact_sliding_window"] = "sliding_window"
+    sliding_window_percentage: Annotated[float, Field(ge=0, le=1)] = Field(
+        0.3, description="The share of the in-context messages (by tokens) a sliding-window compaction summarizes."
+    )
+
+
 class InitialMessageIn(Schema):
     role: Literal["user", "system", "assistant"] = "user"
     content: str | list[dict] = ""
@@ -77,6 +91,7 @@ class AgentCreateIn(Schema):
     initial_message_sequence: list[InitialMessageIn] | None = Field(
         None, description="Messages placed after the system message in the new agent's context window."
     )
+    compaction_settings: CompactionSettingsIn | None = None
 
 
 class AgentUpdateIn(Schema):
@@ -99,6 +114,7 @@ class AgentUpdateIn(Schema):
     max_steps: MaxSteps | None = None
     overflow_strategy: OverflowStrategy | None = None
     message_ids: list[str] | None = None
+    compaction_settings: CompactionSettingsIn | None = Field(None, description="Replaces the agent's settings.")
     version_message: str | None = Field(
         None, max_length=500, description="why: kept with the agent version this change makes"
     )
@@ -224,6 +240,7 @@ class AgentStateOut(BaseModel):
     updated_at: datetime
     last_stop_reason: str | None
     last_run_completion: datetime | None
+    compaction_settings: dict[str, Any] | None = None
 
 
 # --- messages (Letta's LettaMessage union, told apart by message_type)

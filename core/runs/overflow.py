@@ -1,17 +1,25 @@
 """Context overflow: evict the oldest in-context messages, summarize (or just drop) them, keep going.
 
 Triggered before a call when the compiled context reaches the eviction threshold (90 % of the window), and
-reactively on a provider context-length error. Evicted messages stay in the database (recall memory).
+reactively on a provider context-length error. Evicted messages stay in the database (recall memory). The same
+eviction and summary also run on request (`agent_compact`, Letta's summarize), per the agent's compaction settings.
 """
 
 import re
 import time
+from dataclasses import dataclass
 
 from django.db import transaction
 
 from core import ids
+from core.agents.context import agent_snapshot
+from core.agents.messages import messages_to_letta
 from core.engine import llm, loop, tokens
 from core.engine.types import CompiledContext
+from core.errors import Conflict, DomainError
+from core.events import agent_group, send_events
+from core.models import RUN_ACTIVE, Agent, Run
+from core.providers import model_resolve
 from core.runs import persistence
 
 AFTER_EVICTION_FRACTION = 0.6
@@ -66,12 +74,15 @@ def _summarizer_request(model: str, evicted, previous: str | None, window: int) 
         max_chars //= 2
 
 
-def _summarize(*, snap, evicted, previous: str | None, resolved, run, step_index: int):
-    """Ask the model for a summary (one LLM call, recorded as a summarizer step); None if the call failed."""
+def _summarize(*, snap, evicted, previous: str | None, resolved, run, step_index: int, prompt: str | None = None):
+    """Ask the model for a summary (one LLM call, recorded as a summarizer step); None if the call failed. `prompt`
+    replaces the summarizer's instructions (Letta's compaction_settings.prompt)."""
     model = snap.spec.model
     request = _summarizer_request(
         model, evicted, previous, tokens.context_window(model, snap.spec.context_window_limit)
     )
+    if prompt:
+        request["messages"][0] = {"role": "system", "content": prompt}
     step_id = ids.new_id("step")
     started = time.perf_counter()
     try:
@@ -149,3 +160,120 @@ def _commit(*, snap, run, evicted_ids: set[str], text: str, step, step_index: in
         window = current[:1] + [row.id] + [i for i in current[1:] if i not in evicted_ids]
         persistence.window_set(agent_id=agent.id, message_ids=window, conversation_id=agent.thread)
     return row
+
+
+# --------------------------------------------------------------------------- compaction on request
+
+
+COMPACTION_DEFAULTS = {
+    "model": None,
+    "model_settings": None,
+    "prompt": None,
+    "prompt_acknowledgement": False,
+    "clip_chars": 50_000,
+    "mode": "sliding_window",
+    "sliding_window_percentage": 0.3,
+}
+NOT_REDUCED = (
+    "Summarization failed to reduce the number of messages. You may not have enough messages to compact or need to "
+    "use a different CompactionSettings (e.g. using `all` mode)."
+)
+
+
+class NotCompacted(DomainError):
+    """Nothing could be evicted (Letta answers 400)."""
+
+    status = 400
+
+
+class SummaryFailed(DomainError):
+    """The summarizer's model call failed; nothing was changed."""
+
+    status = 502
+
+
+@dataclass(frozen=True)
+class Compaction:
+    summary: str | None
+    num_messages_before: int
+    num_messages_after: int
+
+
+def compaction_settings_set(*, agent: Agent, settings: dict | None) -> Agent:
+    """Replace the agent's compaction settings (Letta's update replaces the whole object; None clears them). One
+    UPDATE of that field; the agent's definition version is not changed by it."""
+    agent.compaction_settings = dict(settings or {})
+    Agent.objects.filter(pk=agent.pk).update(compaction_settings=agent.compaction_settings)
+    return agent
+
+
+def compaction_settings_merged(agent: Agent, overrides: dict | None) -> dict:
+    """The settings a compaction uses: defaults, then the agent's, then the fields a request set explicitly. A new
+    `mode` without a `prompt` of its own goes back to the default prompt (Letta: that mode's default)."""
+    merged = {**COMPACTION_DEFAULTS, **(agent.compaction_settings or {})}
+    overrides = dict(overrides or {})
+    if "mode" in overrides and "prompt" not in overrides:
+        merged["prompt"] = None
+    return {**merged, **overrides}
+
+
+def _compaction_plan(body, settings: dict):
+    if settings["mode"] in ("all", "self_compact_all"):
+        return loop.plan_eviction(body, 0, min_keep=0)
+    held = sum(m.token_count for m in body)
+    share = min(1.0, max(0.0, float(settings["sliding_window_percentage"] or 0.0)))
+    return loop.plan_eviction(body, held - max(1, int(held * share)), min_keep=1)
+
+
+def agent_compact(*, agent: Agent, conversation_id: str | None = None, overrides: dict | None = None) -> Compaction:
+    """Compact one thread's in-context messages now (Letta's `POST /agents/{id}/summarize`; with `conversation_id`,
+    a conversation's `…/compact`): evict per the compaction mode, summarize the evicted messages in one LLM call
+    outside any transaction, then store the summary message (and the summarizer step) and the new window in one
+    durable transaction under the agent's lock; tabs get a context_update after it commits.
+
+    Conflict while a run of the agent is active; NotCompacted when nothing can be evicted (for the agent's own
+    thread, only a system message and a summary in context answers the existing summary with equal counts);
+    NotConfigured when no provider serves the summarizer's model; SummaryFailed when its call fails.
+    """
+    busy = Run.objects.filter(agent_id=agent.pk, status__in=RUN_ACTIVE).values_list("id", flat=True).first()
+    if busy is not None:
+        raise Conflict(
+            f"The agent is busy with run '{busy}'; cancel it or wait for it before compacting.", detail={"run_id": busy}
+        )
+    snap = agent_snapshot(agent=persistence.thread_view(agent, conversation_id))
+    before = len(snap.agent.message_ids or [])
+    hidden, previous = _previous(snap.summary)
+    if not snap.body:
+        if conversation_id is not None:
+            raise NotCompacted("No in-context messages found for this conversation.")
+        return Compaction(previous, before, before)
+    settings = compaction_settings_merged(agent, overrides)
+    plan = _compaction_plan(snap.body, settings)
+    if not plan.evict:
+        raise NotCompacted(NOT_REDUCED)
+    own_model = settings["mode"].startswith("self_compact") or not settings["model"]
+    resolved = model_resolve(owner=agent.owner, handle=snap.agent.model if own_model else settings["model"])
+    step = _summarize(
+        snap=snap,
+        evicted=list(plan.evict),
+        previous=previous,
+        resolved=resolved,
+        run=None,
+        step_index=0,
+        prompt=settings["prompt"],
+    )
+    summary = step[5]
+    if not summary:
+        raise SummaryFailed(f"Summarization failed: {step[6] or 'the model returned no summary'}")
+    if settings["clip_chars"]:
+        summary = summary[: int(settings["clip_chars"])]
+    text = loop.summary_message_text(hidden + len(plan.evict), summary)
+    row = _commit(snap=snap, run=None, evicted_ids={m.id for m in plan.evict}, text=text, step=step, step_index=0)
+    after = persistence.thread_view(Agent.objects.get(pk=agent.pk), conversation_id).message_ids
+    _announce_compaction(agent.id, row, snap.spec.agent_type)
+    return Compaction(summary, before, len(after or []))
+
+
+def _announce_compaction(agent_id: str, row, agent_type: str) -> None:
+    events = [*messages_to_letta([row], agent_type=agent_type), {"message_type": "context_update", "reason": "summary"}]
+    send_events(agent_group(agent_id), events)
