@@ -6,10 +6,11 @@ import logging
 from django.core.exceptions import RequestDataTooBig
 from django.db import DataError, IntegrityError
 from django.http import HttpRequest
-from ninja import NinjaAPI
+from ninja import NinjaAPI, Router
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import APIKeyHeader, HttpBearer, django_auth
 
+from agents_ide.letta_routes import unsupported_routes_add
 from agents_ide.openapi import add_error_responses
 from agents_ide.validation import StrictParser, TooLarge, too_large_message
 from core.accounts import principal_from_token, principal_from_user
@@ -20,7 +21,10 @@ from core.api.conversations import router as conversations_router
 from core.api.messages import router as messages_router
 from core.api.runs import router as runs_router
 from core.api.schemas import HealthOut
+from core.api.search import router as search_router
 from core.api.sleeptime import router as sleeptime_router
+from core.api.steps import router as steps_router
+from core.api.tags import router as tags_router
 from core.api.timetravel import router as timetravel_router
 from core.api.versions import router as versions_router
 from core.errors import DomainError
@@ -160,18 +164,28 @@ def health(request):
 
 
 def _register_routers() -> None:
-    api.add_router("", agentfile_router)  # first: /agents/import must not be taken for /agents/{agent_id}
-    api.add_router("", core_router)
-    api.add_router("", messages_router)
-    api.add_router("", conversations_router)
-    api.add_router("", runs_router)
-    api.add_router("", timetravel_router)
-    api.add_router("", agent_tests_router)
-    api.add_router("", versions_router)
-    api.add_router("", memory_router)
-    api.add_router("", tools_router)
-    api.add_router("", mcp_router)
-    api.add_router("", sleeptime_router)
+    routers = [
+        agentfile_router,  # first: /agents/import must not be taken for /agents/{agent_id}
+        core_router,
+        search_router,  # before messages: /messages/search must not be taken for /messages/{message_id}
+        messages_router,
+        conversations_router,
+        runs_router,
+        steps_router,
+        tags_router,
+        timetravel_router,
+        agent_tests_router,
+        versions_router,
+        memory_router,
+        tools_router,
+        mcp_router,
+        sleeptime_router,
+    ]
+    for router in routers:
+        api.add_router("", router)
+    unsupported = Router(tags=["unsupported"])  # last: its parameter-only paths must not take a served route's URL
+    unsupported_routes_add([api.default_router, *routers], unsupported)
+    api.add_router("", unsupported)
 
 
 _register_routers()

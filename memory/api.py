@@ -1,13 +1,17 @@
 """REST endpoints for memory blocks (global and per agent)."""
 
-from typing import Literal
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Query, Router, Schema
+from pydantic import BaseModel
 
 from core.agents.messages import messages_to_letta
 from core.agents.presenters import agent_state, block_out
+from core.agents.recall import passages_search as org_passages_search
 from core.api.agents import owner
 from core.api.schemas import AgentStateOut, DeletedOut, LettaMessageOut
+from core.errors import NotFound
 from core.pagination import page
 from core.selectors import agent_get
 from memory import selectors, services
@@ -23,6 +27,7 @@ from memory.schemas import (
     PassageIn,
     PassageOut,
     PassageSearchOut,
+    PassageTag,
 )
 
 router = Router(tags=["blocks"])
@@ -284,3 +289,47 @@ def messages_search(
         agent=agent, query=query, roles=roles, start=start_date, end=end_date, limit=limit, offset=offset
     )
     return messages_to_letta(rows)
+
+
+# --- archival search across agents: Letta's POST /v1/passages/search ---
+
+
+class PassagesSearchIn(Schema):
+    query: Annotated[str, Field(max_length=2000)] | None = None
+    agent_id: str | None = Field(None, description="Search this agent's archival memory (wins over archive_id).")
+    archive_id: str | None = Field(None, description="Archives are not kept here: any id is unknown (404).")
+    tags: list[PassageTag] | None = None
+    tag_match_mode: Literal["any", "all"] = "any"
+    limit: int = Field(50, ge=1, le=100)
+    start_date: datetime | None = None
+    end_date: datetime | None = None
+
+
+class PassageScoredOut(BaseModel):
+    passage: PassageOut
+    score: float = Field(description="Fused rank score, higher is better (0 when listed without a query).")
+    metadata: dict[str, Any]
+
+
+@router.post("/passages/search", response=list[PassageScoredOut], tags=["archival-memory"])
+def passages_search_all(request, body: PassagesSearchIn):
+    """One agent's passages (vectors and full text, as its archival search) or, without an agent, all the caller's
+    by full text; best first, or newest first without a query."""
+    org = owner(request)
+    filters = {
+        "tags": body.tags,
+        "match_all_tags": body.tag_match_mode == "all",
+        "start": body.start_date,
+        "end": body.end_date,
+    }
+    if body.agent_id:
+        agent = agent_get(owner=org, agent_id=body.agent_id)
+        if body.query and body.query.strip():
+            rows = selectors.passages_search(agent=agent, query=body.query, top_k=body.limit, **filters)
+        else:
+            rows = org_passages_search(owner=org, agent_id=agent.id, limit=body.limit, **filters)
+    elif body.archive_id:
+        raise NotFound(f"Archive '{body.archive_id}' not found")
+    else:
+        rows = org_passages_search(owner=org, query=body.query, limit=body.limit, **filters)
+    return [{"passage": passage_out(p), "score": getattr(p, "score", 0.0), "metadata": {}} for p in rows]

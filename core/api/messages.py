@@ -7,9 +7,9 @@ from django.http import StreamingHttpResponse
 from ninja import Field, Query, Router, Schema
 from pydantic import model_validator
 
-from core.agents import history, presenters
+from core.agents import history, presenters, recall
 from core.agents.context import agent_with_counts, context_overview
-from core.agents.messages import messages_to_letta, stop_reason_message, usage_statistics
+from core.agents.messages import message_to_letta, messages_to_letta, stop_reason_message, usage_statistics
 from core.api.agents import owner
 from core.api.schemas import AgentStateOut, ContextWindowOut, LettaMessageOut, LettaResponseOut, RunOut
 from core.runs import executor, runner
@@ -63,14 +63,20 @@ def _inputs(body: LettaRequest) -> list[dict]:
 
 
 def _submit(request, agent_id: str, body: LettaRequest, *, call: bool = False):
-    """Start the run (`call`: execute it here and return it ended). 404 for another owner's agent, 400 for bad
-    input or a model no provider serves (with a how-to), 409 when the agent is busy; nothing is claimed then."""
+    """Start the run (`call`: execute it here and return it ended; `background` applies to streams only). 404 for
+    another owner's agent, 400 for bad input or a model no provider serves (with a how-to), 409 when the agent is
+    busy; nothing is claimed then."""
     # The claim reads the agent and resolves its model under its lock.
     org, inputs = owner(request), _inputs(body)
     if call:
         return executor.run_call(owner=org, agent_id=agent_id, input_messages=inputs, max_steps=body.max_steps)
     return executor.run_send(
-        owner=org, agent_id=agent_id, input_messages=inputs, max_steps=body.max_steps, stream_tokens=body.stream_tokens
+        owner=org,
+        agent_id=agent_id,
+        input_messages=inputs,
+        max_steps=body.max_steps,
+        stream_tokens=body.stream_tokens,
+        background=body.background,  # its stream is recorded, so a caller whose connection broke can resume it
     )
 
 
@@ -112,15 +118,21 @@ def messages_stream(request, agent_id: str, body: LettaRequest):
     return _stream(request, _submit(request, agent_id, body), body)
 
 
+THREAD = Field(
+    None, description="Only one thread: `default` (the agent's own, outside any conversation) or a `conv-…` id."
+)
+
+
 class MessageListQuery(Schema):
-    """Letta's parameters; group_id, conversation_id, include_err, assistant_message_tool_name and
-    assistant_message_tool_kwarg are accepted and ignored (one conversation per agent; send_message/message)."""
+    """Letta's parameters; group_id, include_err, assistant_message_tool_name and assistant_message_tool_kwarg are
+    accepted and ignored (send_message/message)."""
 
     before: str | None = None
     after: str | None = None
     limit: int = 100
     order: Literal["asc", "desc"] = "desc"
     order_by: Literal["created_at"] = "created_at"
+    conversation_id: str | None = THREAD
     use_assistant_message: bool = True
     include_return_message_types: list[str] | None = None
 
@@ -128,14 +140,13 @@ class MessageListQuery(Schema):
 @router.get("/agents/{agent_id}/messages", response=list[LettaMessageOut], exclude_unset=True)
 def messages_list(request, agent_id: str, q: Query[MessageListQuery]):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
-    rows = history.agent_messages_list(
-        agent=agent,
-        before=q.before,
-        after=q.after,
-        limit=q.limit,
-        ascending=q.order == "asc",
-        hide_assistant_returns=q.use_assistant_message,
-    )
+    page = {"before": q.before, "after": q.after, "limit": q.limit, "ascending": q.order == "asc"}
+    if q.conversation_id:
+        rows = recall.thread_messages_list(
+            agent=agent, conversation_id=q.conversation_id, hide_assistant_returns=q.use_assistant_message, **page
+        )
+    else:
+        rows = history.agent_messages_list(agent=agent, hide_assistant_returns=q.use_assistant_message, **page)
     return messages_to_letta(
         rows,
         use_assistant_message=q.use_assistant_message,
@@ -146,6 +157,38 @@ def messages_list(request, agent_id: str, q: Query[MessageListQuery]):
 
 class CancelIn(Schema):
     run_ids: list[str] | None = None
+
+
+class AllMessagesQuery(Schema):
+    before: str | None = Field(None, description="A message id: only older messages.")
+    after: str | None = Field(None, description="A message id: only newer messages.")
+    limit: int = Field(100, description="Page size; values outside 1..1000 are clamped to it.")
+    order: Literal["asc", "desc"] = "desc"
+    conversation_id: str | None = THREAD
+    include_return_message_types: list[str] | None = None
+
+
+@router.get("/messages/", response=list[LettaMessageOut], exclude_unset=True)
+def messages_list_all(request, q: Query[AllMessagesQuery]):
+    """The caller's messages across all its agents; a newest-first page comes back oldest first, as in Letta."""
+    rows = recall.messages_list(
+        owner=owner(request),
+        before=q.before,
+        after=q.after,
+        limit=q.limit,
+        ascending=q.order == "asc",
+        conversation_id=q.conversation_id,
+    )
+    parts = [part for row in rows for part in message_to_letta(row, agent_type=row.agent_type)]
+    types = q.include_return_message_types
+    return [p for p in parts if p["message_type"] in types] if types else parts
+
+
+@router.get("/messages/{message_id}", response=list[LettaMessageOut], exclude_unset=True)
+def message_retrieve(request, message_id: str):
+    """The Letta messages one stored message becomes, last part first (Letta's `to_letta_messages` order)."""
+    row = recall.message_get(owner=owner(request), message_id=message_id)
+    return message_to_letta(row, agent_type=row.agent_type)[::-1]
 
 
 @router.post("/agents/{agent_id}/messages/cancel", response=dict[str, str])

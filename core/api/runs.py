@@ -1,14 +1,19 @@
-"""REST endpoints for runs and their steps (Letta v1 paths): list, read, their messages, steps and usage. Thin:
-parse, call, present."""
+"""REST endpoints for runs (Letta v1 paths): list, read, their messages, steps and usage, and the resumption of a
+background run's stream. Thin: parse, call, present."""
 
 from typing import Literal
 
+from django.http import StreamingHttpResponse
 from ninja import Field, Query, Router, Schema
 
 from core.agents import history, presenters
 from core.agents.messages import messages_to_letta
+from core.agents.steps import step_letta
 from core.api.agents import owner
-from core.api.schemas import LettaMessageOut, RunOut, RunUsageOut, StepOut
+from core.api.messages import SSE_ONLY
+from core.api.schemas import ErrorOut, LettaMessageOut, RunOut, RunUsageOut
+from core.api.steps import LettaStepOut
+from core.runs.streaming import run_resumable, sse_resume
 
 router = Router(tags=["runs"])
 
@@ -69,18 +74,41 @@ def run_messages(request, run_id: str, q: Query[PageQuery]):
     return messages_to_letta(rows, agent_type=run.agent.agent_type)
 
 
-@router.get("/runs/{run_id}/steps", response=list[StepOut])
+@router.get("/runs/{run_id}/steps", response=list[LettaStepOut])
 def run_steps(request, run_id: str, q: Query[PageQuery]):
     run = history.run_get(owner=owner(request), run_id=run_id)
     return [
-        presenters.step_out(s)
-        for s in history.run_steps(run=run, after=q.after, before=q.before, limit=q.limit, order=q.order)
+        step_letta(s) for s in history.run_steps(run=run, after=q.after, before=q.before, limit=q.limit, order=q.order)
     ]
 
 
-@router.get("/steps/{step_id}", response=StepOut)
-def step_retrieve(request, step_id: str):
-    return presenters.step_out(history.step_get(owner=owner(request), step_id=step_id))
+class RetrieveStreamIn(Schema):
+    """Letta's RetrieveStreamRequest; poll_interval and batch_size are accepted and ignored (the record is read as
+    it grows, whole), and so are run_id, otid and agent_id (the path names the run)."""
+
+    starting_after: int = Field(0, ge=0, description="The last seq_id the caller saw: events after it are sent.")
+    include_pings: bool = True
+    poll_interval: float | None = None
+    batch_size: int | None = None
+    run_id: str | None = None
+    otid: str | None = None
+    agent_id: str | None = None
+
+
+@router.post("/runs/{run_id}/stream", response={200: None, 410: ErrorOut}, openapi_extra=SSE_ONLY)
+def run_stream(request, run_id: str, body: RetrieveStreamIn | None = None):
+    """Resume a background run's stream: its events after `starting_after`, live until the run ends (400 for a run
+    not sent in the background, 410 three hours after it was created)."""
+    run = history.run_get(owner=owner(request), run_id=run_id)
+    run_resumable(run)
+    body = body or RetrieveStreamIn()
+    response = StreamingHttpResponse(
+        sse_resume(run=run, starting_after=body.starting_after, include_pings=body.include_pings),
+        content_type="text/event-stream",
+    )
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
 
 
 @router.get("/runs/{run_id}/usage", response=RunUsageOut)

@@ -7,18 +7,26 @@ listened), then forwards live events it has not sent yet, so nothing is lost or 
 `stream_tokens` the caller also gets the token chunks (`"delta": true`, core.engine.stream) and then not
 the complete messages they spelled out; without it, chunks are skipped. While waiting it
 sends pings and re-reads the run, so a run whose process died (failed by the lease reaper) ends the stream.
+A background run's stream is recorded with seq_ids and can be resumed (see "record and resume" below).
 """
 
 import asyncio
 import json
+import logging
+import threading
+import time
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from django.utils import timezone
 
 from core.agents.messages import stop_reason_message, usage_statistics
+from core.errors import DomainError
 from core.events import agent_group, server_loop_remember
 from core.models import RUN_TERMINAL, Run, RunStatus
 from core.runs.executor import run_reply
+
+log = logging.getLogger(__name__)
 
 PING_SECONDS = 15.0
 ALWAYS = ("stop_reason", "usage_statistics", "error_message")
@@ -114,30 +122,204 @@ async def _follow(run_id: str, channel, layer):
             return
 
 
+class _CallerView:
+    """Which of a run's events its caller gets: the message types asked for (and the run's end, always); token
+    chunks only with `stream_tokens`, and then not the complete message they already spelled out."""
+
+    def __init__(self, types: list[str] | None, stream_tokens: bool):
+        self.types, self.stream_tokens, self.streamed = types, stream_tokens, set()
+
+    def shows(self, event: dict) -> bool:
+        kind = event.get("message_type")
+        if self.types and kind not in (*self.types, *ALWAYS):
+            return False
+        if event.get("delta"):
+            if self.stream_tokens:
+                self.streamed.add(_key(event))
+            return self.stream_tokens
+        return _key(event) not in self.streamed
+
+
 async def sse_events(*, run, types: list[str] | None = None, include_pings: bool = True, stream_tokens: bool = False):
-    """The SSE body of a claimed run: one `data:` frame per event, pings while waiting, then `data: [DONE]`."""
-    streamed: set = set()
+    """The SSE body of a claimed run: one `data:` frame per event, pings while waiting, then `data: [DONE]`. A
+    background run's events come from its record, numbered by `seq_id`, so the stream can be resumed."""
+    view = _CallerView(types, stream_tokens)
+    if run.background:
+        events = _recorded(record_for(run), starting_after=0, view=view)
+    else:
+        events = _followed(run.id, run.agent_id)
+    async for frame in _frames(events, view, include_pings):
+        yield frame
+
+
+async def _frames(events, view: _CallerView, include_pings: bool):
+    async for event in events:
+        if event.get("message_type") == "ping":
+            if include_pings:
+                yield sse_frame(event)
+        elif view.shows(event):
+            yield sse_frame(event)
+    yield "data: [DONE]\n\n"
+
+
+async def _followed(run_id: str, agent_id: str):
+    """The run's events for its caller, following the agent's group from now on (a subscription of its own)."""
     layer = get_channel_layer()
     server_loop_remember()
     channel = await layer.new_channel()
-    group = agent_group(run.agent_id)
+    group = agent_group(agent_id)
     await layer.group_add(group, channel)
     try:
-        async for event in _follow(run.id, channel, layer):
-            kind = event.get("message_type")
-            if kind == "ping":
-                if include_pings:
-                    yield sse_frame(event)
-                continue
-            if types and kind not in (*types, *ALWAYS):
-                continue
-            if event.get("delta"):
-                if not stream_tokens:
-                    continue
-                streamed.add(_key(event))
-            elif _key(event) in streamed:
-                continue  # its chunks already spelled it out
-            yield sse_frame(event)
+        async for event in _follow(run_id, channel, layer):
+            yield event
     finally:
         await layer.group_discard(group, channel)
-    yield "data: [DONE]\n\n"
+
+
+# --------------------------------------------------------------------------- background runs: record and resume
+#
+# Letta keeps a background run's stream in Redis; here a recorder task follows the run independently of any caller
+# (a caller's connection may drop; the recorder goes on until the run ends) and keeps what the caller would get,
+# each event numbered (`seq_id`, from 1), in this process's memory: the embedded default's one process, or with
+# several web processes the one that served the send. A resume (`POST /v1/runs/{id}/stream`) replays the record
+# after `starting_after` and then follows it live. Without a record (another process, a restart, an expired one, a
+# run queued by `…/messages/async`) a recorder is started then, from the run's committed messages.
+
+EXPIRED_AFTER_S = 3 * 3600  # Letta's: a background run's stream is gone three hours after the run was created
+RECORD_KEEP_S = EXPIRED_AFTER_S  # an ended record is kept as long
+RECORDS_MAX = 256  # ended records kept at most; a running run's record is never dropped
+
+
+class NotResumable(DomainError):
+    status = 400
+
+
+class Expired(DomainError):
+    status = 410
+
+
+class _Record:
+    """One background run's events as its caller gets them, with their seq_ids: appended by its recorder, read by
+    any number of streams, each on its own thread and event loop (hence a lock, and wake-ups on the reader's loop)."""
+
+    def __init__(self, run_id: str):
+        self.run_id = run_id
+        self.events: list[dict] = []
+        self.ended_at: float | None = None
+        self.task: asyncio.Task | None = None
+        self._lock = threading.Lock()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    def append(self, event: dict) -> None:
+        with self._lock:
+            self.events.append({**event, "seq_id": len(self.events) + 1})
+            waiters, self._waiters = self._waiters, []
+        _wake(waiters)
+
+    def end(self) -> None:
+        with self._lock:
+            self.ended_at = time.monotonic()
+            waiters, self._waiters = self._waiters, []
+        _wake(waiters)
+
+    def read(self, start: int) -> tuple[list[dict], bool]:
+        """The events after the first `start` ones, and whether the record is complete (then they are the last)."""
+        with self._lock:
+            return self.events[start:], self.ended_at is not None
+
+    async def wait(self, start: int, timeout: float) -> bool:
+        """Wait until there is an event past `start` or the record ends; False if `timeout` passed first."""
+        loop, woken = asyncio.get_running_loop(), asyncio.Event()
+        with self._lock:
+            if len(self.events) > start or self.ended_at is not None:
+                return True
+            self._waiters.append((loop, woken))
+        try:
+            await asyncio.wait_for(woken.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            with self._lock:
+                if (loop, woken) in self._waiters:
+                    self._waiters.remove((loop, woken))
+
+
+def _wake(waiters) -> None:
+    for loop, woken in waiters:
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(woken.set)
+
+
+_records: dict[str, _Record] = {}
+_records_lock = threading.Lock()
+
+
+def _records_prune() -> None:
+    """Drop ended records past their keep, then the oldest ended ones beyond RECORDS_MAX (caller holds the lock)."""
+    now = time.monotonic()
+    ended = sorted((r.ended_at, run_id) for run_id, r in _records.items() if r.ended_at is not None)
+    excess = max(0, len(ended) - RECORDS_MAX)
+    for i, (ended_at, run_id) in enumerate(ended):
+        if i < excess or now - ended_at > RECORD_KEEP_S:
+            del _records[run_id]
+
+
+def record_for(run) -> _Record:
+    """The run's record, started now (its recorder a task on this event loop) if this process has none."""
+    with _records_lock:
+        _records_prune()
+        record = _records.get(run.id)
+        if record is not None:
+            return record
+        record = _records[run.id] = _Record(run.id)
+    record.task = asyncio.get_running_loop().create_task(_record(record, run.id, run.agent_id))
+    return record
+
+
+async def _record(record: _Record, run_id: str, agent_id: str) -> None:
+    """Follow the run to its end, keeping each event its caller would see (pings aside)."""
+    try:
+        async for event in _followed(run_id, agent_id):
+            if event.get("message_type") != "ping":
+                record.append(event)
+    except Exception:  # noqa: BLE001 - a reader must still see the record end
+        log.exception("recording run %s failed", run_id)
+    finally:
+        record.end()
+
+
+async def _recorded(record: _Record, *, starting_after: int, view: _CallerView):
+    """The record's events with seq_id past `starting_after`, as they come, until it ends; pings carry the last
+    seq_id sent. `view` first sees the events before them, so chunks sent before a break still count as sent."""
+    position = max(0, starting_after)
+    for event in record.read(0)[0][:position]:
+        view.shows(event)
+    while True:
+        events, ended = record.read(position)
+        for event in events:
+            yield event
+        position += len(events)
+        if ended:
+            return
+        if not await record.wait(position, PING_SECONDS):
+            yield {"message_type": "ping", "seq_id": position or None, "run_id": record.run_id}
+
+
+def run_resumable(run) -> None:
+    """Raise why the run's stream cannot be resumed (Letta's errors): it was not a background run (400), or it is
+    older than three hours (410)."""
+    if not run.background:
+        raise NotResumable("INVALID_ARGUMENT: Run was not created in background mode, so it cannot be retrieved.")
+    if (timezone.now() - run.created_at).total_seconds() > EXPIRED_AFTER_S:
+        raise Expired("EXPIRED: Run was created more than 3 hours ago, and is now expired.")
+
+
+async def sse_resume(*, run, starting_after: int = 0, include_pings: bool = True):
+    """The SSE body resuming a background run's stream after seq_id `starting_after` (Letta's retrieve-stream): the
+    recorded events, then live ones, then `data: [DONE]`. Token chunks if the run's caller asked for them."""
+    view = _CallerView(None, run.stream_tokens)
+    async for frame in _frames(
+        _recorded(record_for(run), starting_after=starting_after, view=view), view, include_pings
+    ):
+        yield frame
