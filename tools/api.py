@@ -193,15 +193,25 @@ def agent_tool_run(request, agent_id: str, tool_name: str, body: AgentToolRunIn)
     if tool is None:
         raise NotFound(f"Tool '{tool_name}' is not attached to agent '{agent_id}'")
     if tool.tool_type == "external_mcp":
-        return presenters.tool_execution_result(
+        result = presenters.tool_execution_result(
             mcp_tool_execute(tool=tool, args=body.args, agent=agent, origin="agent")
         )
-    if tool.tool_type != "custom":
-        return agent_builtin_tool_run(agent=agent, name=tool.name, args=body.args)
-    run = execution.tool_execute(
-        owner=agent.owner, source_code=tool.source_code, args=body.args, tool=tool, agent=agent, origin="agent"
-    )
-    return presenters.tool_execution_result(run)
+    elif tool.tool_type != "custom":
+        result = agent_builtin_tool_run(agent=agent, name=tool.name, args=body.args)
+    else:
+        run = execution.tool_execute(
+            owner=agent.owner, source_code=tool.source_code, args=body.args, tool=tool, agent=agent, origin="agent"
+        )
+        result = presenters.tool_execution_result(run)
+    return _without_failed_return(result)
+
+
+def _without_failed_return(result: dict) -> dict:
+    """As Letta's run_tool_for_agent (routers/v1/agents.py): a failed run answers no `func_return`; the error is in
+    `error_message` (and `error_type`), its traceback in `stderr`."""
+    if result["status"] != "error":
+        return result
+    return {**result, "func_return": None, "error_message": result.get("error_message") or result.get("tool_return")}
 
 
 @router.patch("/agents/{agent_id}/tools/attach/{tool_id}", response=AgentStateOut, tags=["agents"])

@@ -279,6 +279,25 @@ def test_run_attached_tool_with_the_agents_secrets(api, account):
     assert r.status_code == 200 and r.json()["status"] == "success" and r.json()["sandbox"] == "in-process"
 
 
+def test_a_failed_agent_tool_run_has_no_func_return_and_says_why_in_its_own_fields(api, account):
+    # Letta's run_tool_for_agent (routers/v1/agents.py) nulls func_return when the status is "error".
+    tool = api.post("/v1/tools/", {"source_code": BOOM}).json()
+    agent = make_agent(account.org)
+    api.patch(f"/v1/agents/{agent.id}/tools/attach/{tool['id']}")
+    out = api.post(f"/v1/agents/{agent.id}/tools/boom/run", {"args": {"reason": "bad input"}}).json()
+    assert out["status"] == "error" and out["func_return"] is None
+    assert out["error_type"] == "ValueError" and out["error_message"] == "boom: bad input"
+    assert "Traceback" in out["stderr"][0] and out["agent_state"] is None
+    # A built-in tool that fails, likewise (its error text is the message the model would read).
+    out = api.post(
+        f"/v1/agents/{agent.id}/tools/core_memory_replace/run",
+        {"args": {"label": "human", "old_content": "not in the block", "new_content": "x"}},
+    ).json()
+    assert out["status"] == "error" and out["func_return"] is None and "not in the block" in out["error_message"]
+    ok = api.post(f"/v1/agents/{agent.id}/tools/send_message/run", {"args": {"message": "x"}}).json()
+    assert ok["status"] == "success" and ok["func_return"] is not None and ok.get("error_message") is None
+
+
 def test_runs_are_listed_per_tool_newest_first(api, account):
     tool = api.post("/v1/tools/", {"source_code": ECHO}).json()
     agent = make_agent(account.org)

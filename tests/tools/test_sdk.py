@@ -62,3 +62,24 @@ def test_sdk_agent_tool_run_uses_the_agents_secrets(client, account):
     result = client.agents.tools.run("greet", agent_id=agent.id, args={"name": "Ada"})
     assert result.status == "success" and result.func_return == "Hello, Ada! (k1)"
     assert result.stdout == ["greeting Ada\n"]
+
+
+FAILING = textwrap.dedent('''
+    def refuse(name: str) -> str:
+        """Always fails.
+
+        Args:
+            name: Who asked.
+        """
+        raise PermissionError("not for " + name)
+''')
+
+
+def test_sdk_failed_agent_tool_run_has_no_func_return(client, account):
+    tool = client.tools.create(source_code=FAILING)
+    agent = make_agent(account.org)
+    client.agents.tools.attach(tool.id, agent_id=agent.id)
+    result = client.agents.tools.run("refuse", agent_id=agent.id, args={"name": "Ada"})
+    assert result.status == "error" and result.func_return is None
+    assert "PermissionError: not for Ada" in result.stderr[0]
+    assert result.model_extra["error_message"] == "not for Ada"
