@@ -6,7 +6,9 @@ input."""
 import pytest
 
 from core.agents.conversations import conversation_create
-from core.models import Agent, Message, Step
+from core.models import Agent, Message, Run, Step
+from core.runs import executor
+from core.runs.overflow import agent_compact
 from core.runs.runner import run_agent
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
@@ -307,6 +309,30 @@ def test_summarize_with_nothing_to_compact(api, account, other_account):
     assert ApiClient(other_account.token).post(f"/v1/agents/{agent.id}/summarize").status_code == 404
     bad = {"compaction_settings": {"mode": "most"}}
     assert api.post(f"/v1/agents/{agent.id}/summarize", bad).status_code == 422
+
+
+def test_summarize_waits_for_no_run_and_compacts_a_conversation_too(api, account, fake_llm):
+    agent = make_agent(account.org)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "slow"}, latency=1.0))
+    run = api.post(f"/v1/agents/{agent.id}/messages/async", {"input": "go"}).json()
+    busy = api.post(f"/v1/agents/{agent.id}/summarize", {})
+    assert busy.status_code == 409 and busy.json()["errors"]["run_id"] == run["id"]
+    executor.run_wait(run=Run.objects.get(pk=run["id"]))
+    conv = conversation_create(agent=agent)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "in the thread"}))
+    executor.run_call(
+        owner=account.org,
+        agent_id=agent.id,
+        input_messages=[{"role": "user", "content": "hi"}],
+        conversation_id=conv.id,
+    )
+    own_before = list(Agent.objects.get(pk=agent.pk).message_ids)
+    fake_llm.script(FakeLLM.text("A short thread."))
+    done = agent_compact(agent=Agent.objects.get(pk=agent.pk), conversation_id=conv.id, overrides={"mode": "all"})
+    conv.refresh_from_db()
+    assert done.summary == "A short thread." and done.num_messages_after == len(conv.message_ids) == 2
+    assert Message.objects.get(pk=conv.message_ids[1]).conversation_id == conv.id
+    assert Agent.objects.get(pk=agent.pk).message_ids == own_before  # the agent's own thread is untouched
 
 
 def test_recompile_answers_the_compiled_system_prompt(api, account, other_account):

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.db import connection
 
 from core.models import Run
 from core.runs import executor
@@ -103,4 +104,13 @@ async def test_a_stream_broken_mid_run_resumes_token_for_token(account, agent, f
     answer = [e for e in first + rest if e["message_type"] == "assistant_message"]
     assert all(e.get("delta") for e in answer) and "".join(e["content"] for e in answer) == REPLY
     assert [e["message_type"] for e in rest][-2:] == ["stop_reason", "usage_statistics"]
-    assert (await sync_to_async(Run.objects.get)(pk=run.id)).status == "completed"
+    assert await sync_to_async(_status_closing)(run.id) == "completed"
+
+
+def _status_closing(run_id: str) -> str:
+    """The run's status, read on the thread this test's sync calls ran on, whose connection is closed after (a
+    connection left open there would outlive the test)."""
+    try:
+        return Run.objects.get(pk=run_id).status
+    finally:
+        connection.close()
