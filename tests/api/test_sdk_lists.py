@@ -200,7 +200,7 @@ def test_every_list_parameter_the_sdk_sends_is_accepted(client, fake_llm):
         **page,
         assistant_message_tool_kwarg="message",
         assistant_message_tool_name="send_message",
-        conversation_id="conversation-x",
+        conversation_id="default",  # the agent's own thread: every message here
         group_id="group-x",
         include_err=True,
         include_return_message_types=["assistant_message"],
