@@ -5,7 +5,8 @@ row's id, as in Letta, and each carries an `otid`: the client's own for an input
 from the id per part (Letta's Message.generate_otid_from_id). A `send_message` call is shown as an
 assistant_message unless asked otherwise, and then its tool return is what Letta's API hides
 (`hide_assistant_returns`); the IDE shows everything. A letta_v1_agent's text beside tool calls is its reply
-(assistant_message); for the MemGPT types it was never shown to the user.
+(assistant_message); for the MemGPT types it was never shown to the user. A letta_v1_agent shows reasoning only
+when its model sent some: a `thinking` argument it was never offered shows nothing, as in Letta.
 """
 
 import json
@@ -51,9 +52,17 @@ def _signature(row: Message) -> str | None:
     return signed[-1] if signed else None
 
 
+def _shows_reasoning(row: Message, agent_type: str | None) -> bool:
+    """A letta_v1_agent shows only its model's own reasoning: Letta's LettaAgentV3 pops a `thinking` argument its
+    tools never declared and shows none for it (letta/agents/letta_agent_v3.py _handle_ai_response)."""
+    if not row.reasoning:
+        return False
+    return row.reasoning_source == "native" or agent_type is None or uses_heartbeats(agent_type)
+
+
 def _assistant(row: Message, use_assistant_message: bool, agent_type: str | None) -> list[dict[str, Any]]:
     out = []
-    if row.reasoning:
+    if _shows_reasoning(row, agent_type):
         source = "reasoner_model" if row.reasoning_source == "native" else "non_reasoner_model"
         out.append(
             {
