@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import F, Max
 
 from core.agents.messages import assistant_returns
-from core.errors import Conflict, Invalid, NotFound
+from core.errors import Conflict, DomainError, Invalid, NotFound
 from core.models import RUN_ACTIVE, Agent, Conversation, Message, Organization, Run
 from core.pagination import queryset_page
 from memory.selectors import agent_blocks
@@ -195,3 +195,36 @@ def default_thread_messages(
         field="seq",
         scope=scope,
     )
+
+
+def thread_run_for_stream(
+    *, agent: Agent, conversation: Conversation | None, run_id: str | None = None, otid: str | None = None
+) -> Run:
+    """The run whose stream a client resumes in this thread (Letta's order): the one named, else the one that took
+    the message with this `otid`, else the thread's newest active run. NotFound or Invalid with Letta's texts."""
+    runs = Run.objects.filter(agent=agent)
+    if run_id:
+        found = runs.filter(pk=run_id).first()
+        if found is None:
+            raise NotFound(f"Run {run_id} not found.")
+        return found
+    thread = runs.filter(conversation=conversation) if conversation else runs.filter(conversation__isnull=True)
+    if otid:
+        found_id = (
+            Message.objects.filter(agent=agent, otid=otid, run__isnull=False).values_list("run_id", flat=True).first()
+        )
+        found = thread.filter(pk=found_id).first() if found_id else None
+        if found is None:
+            found = next((r for r in thread.order_by("-created_at")[:20] if _took(r, otid)), None)
+        if found is None:
+            raise NotFound(f"No run found for otid={otid}. The run may have expired or never existed.")
+        return found
+    found = thread.filter(status__in=RUN_ACTIVE).order_by("-created_at").first()
+    if found is None:
+        raise DomainError("INVALID_ARGUMENT: No active runs found for this conversation.")  # 400, as Letta
+    return found
+
+
+def _took(run: Run, otid: str) -> bool:
+    """Whether the run's input held the message with this otid (stored before its first step commits it)."""
+    return any(isinstance(m, dict) and m.get("otid") == otid for m in run.input_messages or ())

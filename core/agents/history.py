@@ -46,12 +46,14 @@ def runs_list(
     statuses: list[str] | None = None,
     background: bool | None = None,
     stop_reason: str | None = None,
+    conversation_id: str | None = None,
     after: str | None = None,
     before: str | None = None,
     limit: int = 50,
     order: str = "desc",
 ) -> list[Run]:
-    """One page of the owner's runs by creation time, with Letta's `GET /v1/runs/` filters and id cursors."""
+    """One page of the owner's runs by creation time, with Letta's `GET /v1/runs/` filters and id cursors
+    (`conversation_id`: `default` for runs in agents' own threads, else that conversation's)."""
     scope = Run.objects.filter(owner=owner)
     qs = scope
     if agent_ids:
@@ -64,6 +66,10 @@ def runs_list(
         qs = qs.filter(background=background)
     if stop_reason:
         qs = qs.filter(stop_reason=stop_reason)
+    if conversation_id == "default":
+        qs = qs.filter(conversation__isnull=True)
+    elif conversation_id:
+        qs = qs.filter(conversation_id=conversation_id)
     return queryset_page(qs, after=after, before=before, limit=limit, order=order, scope=scope)
 
 

@@ -99,6 +99,7 @@ def run_out(run) -> dict:
         "cancel_requested": run.cancel_requested,
         "max_steps": run.max_steps,
         "input_messages": run.input_messages,
+        "conversation_id": run.conversation_id,
     }
 
 

@@ -3,6 +3,7 @@ is `conv-…`, or `default` with an `agent_id` (agent-direct mode: the agent's o
 addresses it), or — Letta's deprecated form — the agent's own id. Thin: parse, call, present."""
 
 import re
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -11,14 +12,17 @@ from ninja import Field, Query, Router, Schema
 from pydantic import BaseModel
 
 from core.agents import conversations as conv
+from core.agents.context import agent_context, agent_with_counts
 from core.agents.messages import messages_to_letta, stop_reason_message, usage_statistics
-from core.api.agents import owner
-from core.api.messages import SSE_ALSO, LettaRequest
-from core.api.schemas import LettaMessageOut, LettaResponseOut
+from core.api.agents import CompactIn, CompactionOut, owner
+from core.api.messages import SSE_ALSO, SSE_ONLY, LettaRequest
+from core.api.schemas import ErrorOut, LettaMessageOut, LettaResponseOut
 from core.errors import Conflict, Invalid, NotFound
 from core.models import Agent, Conversation
 from core.runs import executor, runner
-from core.runs.streaming import sse_events
+from core.runs.overflow import agent_compact
+from core.runs.persistence import thread_view
+from core.runs.streaming import run_resumable, sse_events, sse_resume
 from core.selectors import agent_get
 
 router = Router(tags=["conversations"])
@@ -141,7 +145,10 @@ def conversation_update(request, conversation_id: str, body: ConversationUpdateI
     return _out(conv.conversation_update(conversation=found, **body.dict()))
 
 
-@router.delete("/conversations/{conversation_id}", response={200: None})
+_NULL = {"description": "null, as Letta answers", "content": {"application/json": {"schema": {"type": "null"}}}}
+
+
+@router.delete("/conversations/{conversation_id}", response={200: None}, openapi_extra={"responses": {200: _NULL}})
 def conversation_delete(request, conversation_id: str):
     """Delete softly; answers `null`, as Letta does."""
     conv.conversation_delete(conversation=_conversation(request, conversation_id))
@@ -249,3 +256,55 @@ def conversation_messages_list(request, conversation_id: str, q: Query[Conversat
             agent=agent, before=q.before, after=q.after, limit=q.limit, ascending=q.order == "asc"
         )
     return messages_to_letta(rows, types=q.include_return_message_types, agent_type=agent.agent_type)
+
+
+class ThreadCompactIn(CompactIn):
+    agent_id: str | None = None
+
+
+@router.post("/conversations/{conversation_id}/compact", response={200: CompactionOut, 502: ErrorOut})
+def conversation_compact(request, conversation_id: str, body: ThreadCompactIn | None = None):
+    """Compact the thread's in-context messages now, as `POST /v1/agents/{id}/summarize` does for the agent's own."""
+    agent, found = _thread(request, conversation_id, body.agent_id if body else None)
+    overrides = body.compaction_settings.dict(exclude_unset=True) if body and body.compaction_settings else None
+    return asdict(agent_compact(agent=agent, conversation_id=found.id if found else None, overrides=overrides))
+
+
+class RecompileIn(Schema):
+    agent_id: str | None = None
+
+
+@router.post("/conversations/{conversation_id}/recompile", response=str)
+def conversation_recompile(request, conversation_id: str, dry_run: bool = False, body: RecompileIn | None = None):
+    """The thread's system prompt as its next call sends it. It is compiled afresh at every step from the agent's
+    prompt and memory, so there is nothing to store: `dry_run` changes nothing."""
+    agent, found = _thread(request, conversation_id, body.agent_id if body else None)
+    counted = agent_with_counts(owner=agent.owner, agent_id=agent.id)
+    return agent_context(agent=thread_view(counted, found.id if found else None)).request["messages"][0]["content"]
+
+
+class ThreadStreamIn(Schema):
+    agent_id: str | None = None
+    run_id: str | None = None
+    otid: str | None = Field(None, max_length=100)
+    starting_after: int = Field(0, ge=0)
+    include_pings: bool = True
+    poll_interval: float | None = None  # accepted: events are pushed here, not polled
+    batch_size: int | None = None
+
+
+@router.post("/conversations/{conversation_id}/stream", response={200: None, 410: ErrorOut}, openapi_extra=SSE_ONLY)
+def conversation_stream(request, conversation_id: str, body: ThreadStreamIn | None = None):
+    """Resume the stream of the thread's background run — the one named by `run_id` or by the `otid` of a message
+    sent in it, else its newest active run — after `starting_after`, live until the run ends."""
+    body = body or ThreadStreamIn()
+    agent, found = _thread(request, conversation_id, body.agent_id)
+    run = conv.thread_run_for_stream(agent=agent, conversation=found, run_id=body.run_id, otid=body.otid)
+    run_resumable(run)
+    response = StreamingHttpResponse(
+        sse_resume(run=run, starting_after=body.starting_after, include_pings=body.include_pings),
+        content_type="text/event-stream",
+    )
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response

@@ -25,6 +25,7 @@ class RunListQuery(Schema):
     statuses: list[str] | None = None
     background: bool | None = None
     stop_reason: str | None = None
+    conversation_id: str | None = Field(None, description="`default`: runs in agents' own threads.")
     after: str | None = None
     before: str | None = None
     limit: int = Field(50, description="Page size; values outside 1..1000 are clamped to it.")
@@ -52,6 +53,7 @@ def runs_list(request, q: Query[RunListQuery]):
         statuses=q.statuses,
         background=q.background,
         stop_reason=q.stop_reason,
+        conversation_id=q.conversation_id,
         after=q.after,
         before=q.before,
         limit=q.limit,

@@ -386,6 +386,7 @@ class RunOut(BaseModel):
     cancel_requested: bool
     max_steps: int | None
     input_messages: list[dict[str, Any]]
+    conversation_id: str | None = None  # the run's thread (None: the agent's own)
 
 
 class RunUsageOut(BaseModel):

@@ -271,7 +271,12 @@ def _described(schema: dict, components: dict) -> bool:
     """Whether a response schema says what the body holds (not a bare object)."""
     if "$ref" in schema:
         return _described(components[schema["$ref"].rsplit("/", 1)[-1]], components)
-    if schema.get("properties") or schema.get("anyOf") or schema.get("oneOf") or schema.get("type") == "string":
+    if (
+        schema.get("properties")
+        or schema.get("anyOf")
+        or schema.get("oneOf")
+        or schema.get("type") in ("string", "null")
+    ):
         return True
     if schema.get("type") == "array":
         return _described(schema.get("items") or {}, components)

@@ -152,3 +152,55 @@ def test_bad_ids_bodies_and_other_tenants(api, agent):
     assert other.post(f"/v1/conversations/{c['id']}/messages", {"input": "hi"}).status_code == 404
     assert other.get(f"/v1/conversations/?agent_id={agent.id}").json() == []
     assert other.post("/v1/conversations/default/messages", {"agent_id": agent.id, "input": "x"}).status_code == 404
+
+
+def test_compact_and_recompile_a_conversation(api, agent, fake_llm):
+    c = _create(api, agent)
+    for i in range(3):
+        fake_llm.script(FakeLLM.tool("send_message", {"message": f"answer {i}"}))
+        assert _say(api, c["id"], f"question {i}").status_code == 200
+    own_before = list(Agent.objects.get(pk=agent.pk).message_ids)
+    before = len(api.get(f"/v1/conversations/{c['id']}").json()["in_context_message_ids"])
+    fake_llm.script(FakeLLM.text("They asked three questions and got three answers."))
+    r = api.post(f"/v1/conversations/{c['id']}/compact", {"compaction_settings": {"mode": "all"}})
+    assert r.status_code == 200, r.content
+    body = r.json()
+    assert body["summary"] and body["num_messages_before"] == before > body["num_messages_after"]
+    window = api.get(f"/v1/conversations/{c['id']}").json()["in_context_message_ids"]
+    assert len(window) == body["num_messages_after"]
+    assert Message.objects.get(pk=window[1]).kind == "summary"
+    assert list(Agent.objects.get(pk=agent.pk).message_ids) == own_before  # the agent's own thread is untouched
+    prompt = api.post(f"/v1/conversations/{c['id']}/recompile", {})
+    assert prompt.status_code == 200 and isinstance(prompt.json(), str) and agent.system[:40] in prompt.json()
+    default = api.post("/v1/conversations/default/recompile", {"agent_id": agent.id})
+    assert default.status_code == 200 and isinstance(default.json(), str)
+
+
+def test_resuming_a_threads_stream(api, agent, fake_llm):
+    c = _create(api, agent)
+    none = api.post(f"/v1/conversations/{c['id']}/stream", {})
+    assert none.status_code == 400 and "No active runs found" in none.json()["detail"]
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "background reply"}))
+    body = {"messages": [{"role": "user", "content": "hi", "otid": "otid-123"}], "background": True}
+    sent = api.post(f"/v1/conversations/{c['id']}/messages", body)
+    events = _sse(sent)
+    assert any(e.get("content") == "background reply" for e in events)
+    run_id = next(e["run_id"] for e in events if e.get("run_id"))
+    again = api.post(f"/v1/conversations/{c['id']}/stream", {"otid": "otid-123", "starting_after": 0})
+    replayed = _sse(again)
+    assert any(e.get("content") == "background reply" for e in replayed)
+    by_run = api.post(f"/v1/conversations/{c['id']}/stream", {"run_id": run_id})
+    assert by_run.status_code == 200
+    missing = api.post(f"/v1/conversations/{c['id']}/stream", {"otid": "never-sent"})
+    assert missing.status_code == 404 and "No run found for otid=never-sent" in missing.json()["detail"]
+
+
+def test_runs_name_their_conversation_and_filter_by_it(api, agent, fake_llm):
+    c = _create(api, agent)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "a"}), FakeLLM.tool("send_message", {"message": "b"}))
+    in_thread = _say(api, c["id"], "one").json()["run_id"]
+    own = api.post(f"/v1/agents/{agent.id}/messages", {"input": "two"}).json()["run_id"]
+    assert api.get(f"/v1/runs/{in_thread}").json()["conversation_id"] == c["id"]
+    assert api.get(f"/v1/runs/{own}").json()["conversation_id"] is None
+    assert [r["id"] for r in api.get(f"/v1/runs/?conversation_id={c['id']}").json()] == [in_thread]
+    assert [r["id"] for r in api.get("/v1/runs/?conversation_id=default").json()] == [own]
