@@ -136,8 +136,9 @@ def agent_window_marks(*, agent: Agent, since_seq: int | None = None) -> WindowM
     in_window = set(agent.message_ids or ())
     thread = Message.objects.filter(agent=agent, conversation_id=getattr(agent, "thread", None))
     rows = list(
-        thread.order_by("seq")
-        .values("id", "seq", "role", "kind", "sender_agent_id", "run_id", "step_id", "step__index")
+        thread.order_by("seq").values(
+            "id", "seq", "role", "kind", "sender_agent_id", "run_id", "step_id", "step__index"
+        )
     )
     summary_text = dict(thread.filter(kind="summary").values_list("id", "text"))
     first_prompt = next((r["seq"] for r in rows if _is_prompt(r)), None)
