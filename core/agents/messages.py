@@ -115,7 +115,21 @@ def message_to_letta(
         return [_tool_return(row)]
     if row.role == "system":
         return [{**_base(row, "system_message"), "content": row.text}]
-    return [{**_base(row, "user_message"), "content": row.text}]
+    return [{**_base(row, "user_message"), "content": unpacked(row.text)}]
+
+
+def unpacked(text: str) -> str:
+    """A user message's text as Letta lists it (letta/system.py unpack_message): the `message` of a packed
+    `user_message` JSON (an initial message sequence's), anything else (heartbeats, login events) as stored."""
+    if not text.startswith("{"):
+        return text
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(doc, dict) and doc.get("type") == "user_message" and isinstance(doc.get("message"), str):
+        return doc["message"]
+    return text
 
 
 def shown_as_assistant(call: dict) -> bool:

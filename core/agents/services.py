@@ -1,18 +1,22 @@
 """Writes to agents: create, modify (settings and rules checked against what the owner has), duplicate, delete.
 Memory and tool writes live in their apps; creating from a template is in core.agents.agentfile.templates."""
 
+import json
 import secrets
+import uuid
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
-from core import providers
+from core import mapping, providers
 from core.agents import versions
-from core.engine import types as t
+from core.engine import loop
 from core.engine.tokens import count_message, model_info
 from core.engine.types import tool_rule_from_dict, tool_rule_to_dict, uses_heartbeats
 from core.errors import Invalid, NotConfigured
+from core.ids import new_id
 from core.models import Agent, AgentTag, Message, Organization
 from core.selectors import agent_tags
 from core.updates import model_update
@@ -205,23 +209,71 @@ def agent_create(
 
 
 def _initial_messages(agent: Agent, messages) -> list[str]:
-    ids = []
-    for seq, m in enumerate(messages, start=1):
+    """Store Letta's `initial_message_sequence` right after the system message (seq 1, 2, … in the order given) and
+    return their ids for the in-context list. Each is stored as Letta's package_initial_message_sequence
+    (letta/services/helpers/agent_manager_helper.py) stores it: a user message packed as a `user_message` JSON with
+    the time (lists show the text alone), a system message as a `system_alert` JSON, an assistant message as a
+    send_message call with its return (lists show an assistant_message). A letta_v1_agent has no send_message (its
+    replies are plain text), so its assistant message is that text: a call to a tool it lacks would teach the model
+    to make one. Unsaved rows are validated first; nothing is written for a bad role."""
+    moment = timezone.now()
+    now = loop.format_time(moment)
+    rows: list[Message] = []
+    for index, m in enumerate(messages):
         role, text = m["role"], m["text"]
-        if role not in ("user", "system", "assistant"):
-            raise Invalid(f"initial_message_sequence[{seq - 1}].role must be user, system or assistant, not {role!r}")
-        tokens = count_message(agent.model, t.Message(id="", role=t.Role(role), content=text))
-        row = Message.objects.create(
-            owner=agent.owner,
-            agent=agent,
-            seq=seq,
-            role=role,
-            text=text,
-            token_count=tokens,
-            content=[{"type": "text", "text": text}] if text else [],
-        )
-        ids.append(row.id)
-    return ids
+        if role == "user":
+            rows.append(_initial_row(agent, "user", text=_packed("user_message", text, now, indent=2)))
+        elif role == "system":
+            rows.append(_initial_row(agent, "system", text=_packed("system_alert", text, now)))
+        elif role == "assistant" and uses_heartbeats(agent.agent_type):
+            call = {"id": str(uuid.uuid4()), "name": "send_message", "arguments": json.dumps({"message": text})}
+            rows.append(_initial_row(agent, "assistant", tool_calls=[call]))
+            rows.append(
+                _initial_row(
+                    agent,
+                    "tool",
+                    text=loop.format_tool_result(ok=True, message=None, now=moment),
+                    tool_call_id=call["id"],
+                    name="send_message",
+                    tool_return={"status": "success"},
+                )
+            )
+        elif role == "assistant":
+            rows.append(_initial_row(agent, "assistant", text=text))
+        else:
+            raise Invalid(f"initial_message_sequence[{index}].role must be user, system or assistant, not {role!r}")
+    for seq, row in enumerate(rows, start=1):
+        row.seq = seq
+        row.save(force_insert=True)  # one by one: each later created_at, for lists ordered by time
+    return [row.id for row in rows]
+
+
+def _packed(kind: str, text: str, now: str, indent: int | None = None) -> str:
+    """Letta's packing of a message with its type and time (letta/system.py package_user_message, with Letta's
+    json_dumps, and package_system_message, which leaves an already packed system_alert as it is)."""
+    if kind == "system_alert":
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and doc.get("type") == kind:
+            return text
+    return json.dumps({"type": kind, "message": text, "time": now}, indent=indent, ensure_ascii=indent is None)
+
+
+def _initial_row(agent: Agent, role: str, *, text: str = "", tool_calls=(), **fields) -> Message:
+    row = Message(
+        id=new_id("message"),
+        owner=agent.owner,
+        agent=agent,
+        role=role,
+        content=[{"type": "text", "text": text}] if text else [],
+        text=mapping.search_text(text, tool_calls),
+        tool_calls=list(tool_calls),
+        **fields,
+    )
+    row.token_count = count_message(agent.model, mapping.message(row))
+    return row
 
 
 _ADJECTIVES = (

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from core.models import Message
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 
@@ -76,3 +77,47 @@ def test_v1_agent_shows_the_reasoning_its_model_sent(api, account, fake_llm):
     sent = _sent(api, agent, "reply")
     assert _types(sent) == ["reasoning_message", "tool_call_message", "tool_return_message", "assistant_message"]
     assert sent[0]["reasoning"] == "let me look" and sent[0]["source"] == "reasoner_model"
+
+
+# --------------------------------------------------------------------------- initial_message_sequence
+
+SEQUENCE = [
+    {"role": "assistant", "content": "Hello, how are you?"},
+    {"role": "user", "content": "I'm good, and you?"},
+    {"role": "system", "content": "The user is on a phone."},
+]
+
+
+@pytest.mark.parametrize("agent_type", [V1, "memgpt_v2_agent"])
+def test_initial_message_sequence_follows_the_system_message_as_letta_stores_it(api, fake_llm, agent_type):
+    # Letta's _generate_initial_message_sequence_async (services/agent_manager.py): the system message, then the
+    # sequence as package_initial_message_sequence (services/helpers/agent_manager_helper.py) stores it.
+    body = {"name": "greeted", "model": "openai/fake-model", "agent_type": agent_type}
+    agent = api.post("/v1/agents/", {**body, "initial_message_sequence": SEQUENCE}).json()
+    memgpt = agent_type != V1
+    rows = {m.id: m for m in Message.objects.filter(agent_id=agent["id"])}
+    in_context = [rows[i] for i in agent["message_ids"]]
+    assert [r.seq for r in in_context] == list(range(len(in_context)))
+    roles = ["system", "assistant", "tool", "user", "system"] if memgpt else ["system", "assistant", "user", "system"]
+    assert [r.role for r in in_context] == roles
+    if memgpt:  # a send_message call and its return, as Letta's memgpt agents reply
+        call = in_context[1].tool_calls[0]
+        assert call["name"] == "send_message" and json.loads(call["arguments"]) == {"message": "Hello, how are you?"}
+        assert in_context[2].tool_call_id == call["id"] and json.loads(in_context[2].text)["message"] == "None"
+    user, alert = json.loads(in_context[-2].text), json.loads(in_context[-1].text)
+    assert (user["type"], user["message"]) == ("user_message", "I'm good, and you?") and user["time"]
+    assert (alert["type"], alert["message"]) == ("system_alert", "The user is on a phone.")
+
+    listed = api.get(f"/v1/agents/{agent['id']}/messages?order=asc").json()
+    assert [(m["message_type"], m["content"]) for m in listed[1:3]] == [
+        ("assistant_message", "Hello, how are you?"),
+        ("user_message", "I'm good, and you?"),
+    ]
+    assert listed[0]["message_type"] == "system_message" and listed[3]["message_type"] == "system_message"
+    assert json.loads(listed[3]["content"])["type"] == "system_alert"  # Letta lists a system alert as stored
+    assert len(listed) == 4  # send_message's return is not listed
+
+    api.post(f"/v1/agents/{agent['id']}/messages", {"input": "hi"})
+    sent = fake_llm.chat_requests[0]["messages"]
+    assert [m["role"] for m in sent] == [*roles, "user"] and sent[-1]["content"] == "hi"
+    assert json.loads(sent[len(roles) - 2]["content"])["message"] == "I'm good, and you?"

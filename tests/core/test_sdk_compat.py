@@ -149,7 +149,7 @@ def test_create_defaults_names_rules_initial_messages(client):
         ],
     )
     assert [(r.type, r.tool_name) for r in agent.tool_rules] == [("exit_loop", "send_message")]
-    assert len(agent.message_ids) == 3
+    assert len(agent.message_ids) == 4  # system, user, then Letta's send_message call and its return
     shown = [(m.message_type, getattr(m, "content", None)) for m in client.agents.messages.list(agent.id, order="asc")]
     assert ("user_message", "Remember: my name is Ada.") in shown
     with pytest.raises(letta_client.UnprocessableEntityError):

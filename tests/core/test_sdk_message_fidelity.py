@@ -34,3 +34,19 @@ def test_v1_agent_without_model_reasoning_has_no_reasoning_message(client, fake_
     ]
     history = [m.message_type for m in client.agents.messages.list(agent.id, order="asc")]
     assert "reasoning_message" not in history and history.count("assistant_message") == 2
+
+
+def test_initial_sequence(client, fake_llm):
+    # Letta's tests/test_client.py test_initial_sequence, listing oldest first (a desc page here is newest first).
+    agent = _v1_agent(
+        client,
+        initial_message_sequence=[
+            {"role": "assistant", "content": "Hello, how are you?"},
+            {"role": "user", "content": "I'm good, and you?"},
+        ],
+    )
+    messages = list(client.agents.messages.list(agent.id, order="asc"))
+    client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "hello assistant!"}])
+    assert [m.message_type for m in messages] == ["system_message", "assistant_message", "user_message"]
+    assert [m.content for m in messages[1:]] == ["Hello, how are you?", "I'm good, and you?"]
+    assert client.agents.retrieve(agent.id).message_ids[:3] == [m.id for m in messages]
