@@ -63,18 +63,6 @@ def headless(client_env, project, daphne_server, fake_llm):
     return run
 
 
-# Failing on 2026-12-03 at 02be986 (`pytest --runxfail tests/clients` shows each call in the request log); take each
-# mark off once its endpoint lands.
-SEARCH = (
-    "POST /v1/messages/search -> 404 'Not found: no API route POST /v1/messages/search' (in the working tree of that day"
-    " 405, allowed GET: the path falls into GET /v1/messages/{message_id}); Letta Code exits 1 printing 'API error'"
-)
-DEFAULT_THREAD = (
-    "GET /v1/agents/{id}/messages?conversation_id=default -> 200 but also lists the conversation's own system message"
-    " and its turn (Letta: only messages in no conversation)"
-)
-
-
 def brief(messages: list[dict]) -> list[tuple]:
     return [(m.get("message_type"), str(m.get("content") or m.get("reasoning") or "")[:60]) for m in messages]
 
@@ -109,7 +97,6 @@ def test_headless_stream_json(headless, daphne_server, fake_llm):
     assert_no_failed_requests(daphne_server)
 
 
-@pytest.mark.xfail(reason=DEFAULT_THREAD, strict=False)
 def test_messages_list(turn, client_env, project, daphne_server):
     # the agent's default thread: the turn went through a conversation, so only the agent's system message is there
     listed = json_output(letta("messages", "list", "--agent", turn["agent_id"], env=client_env, cwd=project))
@@ -125,7 +112,6 @@ def test_messages_transcript(turn, client_env, project, daphne_server):
     assert_no_failed_requests(daphne_server)
 
 
-@pytest.mark.xfail(reason=SEARCH, strict=False)
 def test_messages_search(turn, client_env, project, daphne_server):
     args = ("messages", "search", "--query", "hello", "--agent", turn["agent_id"])
     found = json_output(letta(*args, env=client_env, cwd=project))

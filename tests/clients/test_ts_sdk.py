@@ -7,8 +7,6 @@ import json
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.clients.request_log import condensed
 from tests.fake_llm import FakeLLM
 
@@ -89,15 +87,6 @@ def problems(results: dict) -> list[str]:
     return out
 
 
-# Failing on 2026-12-03 at 02be986 (`pytest --runxfail tests/clients` shows each call in the request log); take the
-# mark off once they land. In that afternoon's working tree only the conversation compact was still missing.
-@pytest.mark.xfail(
-    reason="POST /v1/conversations/{id}/compact -> 404 'POST /v1/conversations/{}/compact is not supported by this"
-    " server'; at 02be986 also 404 (no API route): POST /v1/messages/search, GET /v1/tags/, GET /v1/steps/?agent_id=,"
-    " POST /v1/agents/{id}/summarize; and GET /v1/agents/{id}/messages?conversation_id=default -> 200 with the"
-    " conversation's messages",
-    strict=False,
-)
 def test_sdk_flows(client_env, daphne_server, fake_llm):
     # the script's two turns, in its order; compaction's summaries get the fake's default reply
     fake_llm.script(FakeLLM.text(IN_CONVERSATION), FakeLLM.text(DIRECT))
