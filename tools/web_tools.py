@@ -2,9 +2,10 @@
 in the server's process and recorded as tool runs.
 
 Network. They exist to reach the web, so attaching one is the owner's choice of network for that agent: they run
-whenever the operator lets the account have network at all (`TOOL_NETWORK`, tools/policy.py). The owner's
-"network for tools that don't choose" default (`SANDBOX_ALLOW_NETWORK`, Settings) is about code in the sandbox and
-does not apply. Every URL an agent names, and an agent's own `SEARXNG_URL`, is reached through the egress guard.
+whenever the operator lets the account have network at all (`TOOL_NETWORK`, tools/policy.py), unless the owner
+turned network off for their tools on the Settings page (left to the deployment's default, they run: that default,
+`SANDBOX_ALLOW_NETWORK`, is about code in the sandbox). Every URL an agent names, and an agent's own `SEARXNG_URL`,
+is reached through the egress guard.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 
 from core.engine.base_tools import WEB_TOOL_SCHEMAS
 from core.errors import Forbidden, Invalid
-from core.models import Agent, Organization
+from core.models import Agent, Organization, OwnerSettings
 from tools import json_schema as tool_schema
 from tools import policy
 from tools.models import Tool, ToolRun
@@ -40,8 +41,11 @@ def web_tool_execute(
     except tool_schema.ArgumentError as exc:
         raise Invalid(str(exc), detail=exc.errors) from exc
     started = time.perf_counter()
-    network = policy.network_permitted(owner)
+    owner_choice = OwnerSettings.objects.filter(owner=owner).values_list("sandbox_allow_network", flat=True).first()
+    network = policy.network_permitted(owner) and owner_choice is not False
     try:
+        if owner_choice is False:
+            raise Forbidden("network is turned off for this account's tools (Settings); the web tools need it")
         if not network:
             policy.network_check(owner, True)
         if name == "fetch_webpage":

@@ -125,6 +125,19 @@ def test_the_operators_network_setting_is_obeyed(site, account, settings):
     assert site.seen == []
 
 
+def test_the_owners_network_off_is_obeyed_and_their_default_is_not_a_refusal(site, account):
+    from core.models import OwnerSettings
+
+    prefs = OwnerSettings.objects.create(owner=account.org, sandbox_allow_network=False)
+    run = web_tool_execute(owner=account.org, name="fetch_webpage", args={"url": f"{site.url}/otters.html"})
+    assert run.status == "error" and not run.network and "turned off for this account's tools" in run.tool_return
+    assert site.seen == []
+    prefs.sandbox_allow_network = None  # the deployment's default (no network for sandboxed code) is not a refusal
+    prefs.save()
+    run = web_tool_execute(owner=account.org, name="fetch_webpage", args={"url": f"{site.url}/otters.html"})
+    assert run.status == "success" and run.network
+
+
 # --- web_search -------------------------------------------------------------------------------------------------
 
 
@@ -271,4 +284,4 @@ def test_a_web_tool_runs_outside_a_step_as_lettas_agents_tools_run(site, api, ac
     assert body.status_code == 200
     assert body.json()["status"] == "success" and body.json()["func_return"] == "Plain notes \u2014 unchanged.\n"
     bad = api.post(f"/v1/agents/{agent.id}/tools/fetch_webpage/run", {"args": {"href": "x"}}).json()
-    assert bad["status"] == "error" and "InvalidArguments" in bad["func_return"]
+    assert bad["status"] == "error" and bad["func_return"] is None and "InvalidArguments" in bad["error_message"]
