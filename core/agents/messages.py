@@ -175,17 +175,22 @@ def messages_to_letta(
     types: list[str] | None = None,
     agent_type: str | None = None,
     hide_assistant_returns: bool = False,
+    reverse: bool = False,
 ) -> list[dict[str, Any]]:
     """Letta message dicts for rows in order, optionally only the given message types; with
-    `hide_assistant_returns` (and use_assistant_message) send_message's tool returns are left out, as Letta does."""
+    `hide_assistant_returns` (and use_assistant_message) send_message's tool returns are left out, as Letta does.
+    `reverse` is for rows given newest first: each row's parts come last first too, so the whole list reads newest
+    first (Letta's Message.to_letta_messages_from_list with reverse, as run_manager.get_run_messages asks for a
+    desc page)."""
     rows = list(rows)
     if hide_assistant_returns and use_assistant_message:
         calls = assistant_calls(rows)
         rows = [r for r in rows if not is_assistant_return(r, calls)]
+    step = -1 if reverse else 1
     out = [
         d
         for row in rows
-        for d in message_to_letta(row, use_assistant_message=use_assistant_message, agent_type=agent_type)
+        for d in message_to_letta(row, use_assistant_message=use_assistant_message, agent_type=agent_type)[::step]
     ]
     return [d for d in out if d["message_type"] in types] if types else out
 

@@ -4,6 +4,7 @@ import pytest
 from letta_client import Letta
 
 from tests.fake_llm import FakeLLM
+from tests.helpers import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,3 +51,19 @@ def test_initial_sequence(client, fake_llm):
     assert [m.message_type for m in messages] == ["system_message", "assistant_message", "user_message"]
     assert [m.content for m in messages[1:]] == ["Hello, how are you?", "I'm good, and you?"]
     assert client.agents.retrieve(agent.id).message_ids[:3] == [m.id for m in messages]
+
+
+def test_async_run_messages_as_letta_test_greeting_reads_them(client, fake_llm):
+    # Letta's tests/integration_test_send_message_v2.py test_greeting, send_type "async": the run's messages without
+    # its user_message are what a synchronous send answers.
+    agent = _v1_agent(client)
+    fake_llm.script(FakeLLM.reasoning("think", content="Teamwork makes the dream work."))
+    run = client.agents.messages.create_async(agent.id, messages=[{"role": "user", "content": "hi"}])
+    until(lambda: client.runs.retrieve(run.id).status == "completed", what="the async run")
+    listed = list(client.runs.messages.list(run.id))
+    assert [m.message_type for m in listed] == ["user_message", "reasoning_message", "assistant_message"]
+    assert listed[0].content == "hi" and listed[2].content == "Teamwork makes the dream work."
+    assert listed[1].otid[-1] == "0" and listed[2].otid[-1] == "1"  # one stored reply, its parts 0 and 1
+    fake_llm.script(FakeLLM.reasoning("think", content="Again."))
+    reply = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "hi"}])
+    assert [m.message_type for m in reply.messages] == [m.message_type for m in listed[1:]]
