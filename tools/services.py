@@ -164,10 +164,21 @@ class SchemaConflict(DomainError):
 
 
 def tool_schema_resolve(
-    *, source_code: str, json_schema: dict | None = None, name: str | None = None, args_json_schema: dict | None = None
+    *,
+    source_code: str,
+    json_schema: dict | None = None,
+    name: str | None = None,
+    args_json_schema: dict | None = None,
+    source_defines: bool = False,
 ) -> dict:
-    """The tool's schema: `json_schema` checked against the source if given, else built from `args_json_schema` and
-    the source's function, else derived from the source (Invalid, or SchemaConflict for a given schema)."""
+    """The tool's schema: `json_schema` if given, else built from `args_json_schema` and the source's function, else
+    derived from the source (Invalid, or SchemaConflict for a given schema).
+
+    A given `json_schema` names the tool and the function its runs call, whether or not the source defines it, as in
+    Letta: create_or_update_tool_async (services/tool_manager.py) names the tool after it unchecked, and a run calls
+    `<tool name>(...)` (services/tool_sandbox/base.py invoke_function_call), so a source without that function
+    fails when run (NameError). Only with `source_defines` (new source code on update: Letta's update_tool_by_id_async
+    refuses a schema its source does not define) must the source define it."""
     if not json_schema and args_json_schema:
         try:
             return tool_schema.schema_from_args(source_code, args_json_schema, name)
@@ -184,7 +195,7 @@ def tool_schema_resolve(
                 "json_schema.parameters must be a JSON schema of type object",
                 detail={"json_schema": "parameters must be an object schema"},
             )
-        if fn not in source_function_names(source_code):
+        if source_defines and fn not in source_function_names(source_code):
             msg = f"json_schema names function {fn!r} but the source defines no top-level function with that name"
             raise SchemaConflict(msg, detail={"json_schema": msg})
         return {"description": "", **json_schema, "parameters": params}
@@ -376,6 +387,7 @@ def tool_update(*, tool: Tool, changes: dict) -> Tool:
             json_schema=changes.get("json_schema"),
             args_json_schema=changes.get("args_json_schema"),
             name=None if changes.get("source_code") is not None else tool.name,
+            source_defines=changes.get("source_code") is not None,
         )
         if schema["name"] != tool.name:
             _name_free(owner=tool.owner, name=schema["name"], exclude_pk=tool.pk)

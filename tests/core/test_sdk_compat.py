@@ -106,9 +106,10 @@ def test_tool_from_args_json_schema_and_letta_error_codes(client, fake_llm):
     assert tool.name == "forecast" and tool.json_schema["description"] == "Forecast the weather."
     assert params["required"] == ["city"] and params["properties"]["days"]["type"] == "integer"
     assert params["properties"]["city"]["description"] == "The city to look up."
-    bad = {"name": "other", "description": "x", "parameters": {"type": "object", "properties": {}}}
-    with pytest.raises(letta_client.BadRequestError):
-        client.tools.create(source_code=WEATHER, json_schema=bad)
+    other = {"name": "other", "description": "x", "parameters": {"type": "object", "properties": {}}}
+    assert client.tools.create(source_code=WEATHER, json_schema=other).name == "other"  # Letta names it by its schema
+    with pytest.raises(letta_client.BadRequestError):  # ...but new source on update must define it
+        client.tools.update(tool.id, source_code=WEATHER, json_schema={**other, "name": "elsewhere"})
     with pytest.raises(letta_client.BadRequestError):
         client.tools.create(source_code=WEATHER, args_json_schema={"type": "array"})
     agent = _agent(client)

@@ -439,3 +439,65 @@ def test_the_owners_network_default_sits_between_the_tool_and_the_deployment(api
     settings.SANDBOX_ALLOW_NETWORK = True
     assert OwnerSettings.objects.get(owner=account.org).sandbox_allow_network is None
     assert run(api, ECHO, {"text": "x"}).json()["network"] is True  # back to the deployment's default
+
+
+# A json_schema that renames the function, as Letta takes it: create_or_update_tool_async (services/tool_manager.py)
+# names the tool after the schema without looking at the source, and a run calls the function of that name
+# (services/tool_sandbox/base.py invoke_function_call); new source code on update must define it
+# (update_tool_by_id_async).
+TWO = textwrap.dedent('''
+    def shout(text: str) -> str:
+        """Shout.
+
+        Args:
+            text: What to shout.
+        """
+        return text.upper() + "!"
+
+    def whisper(text: str) -> str:
+        """Whisper.
+
+        Args:
+            text: What to whisper.
+        """
+        return text.lower() + "..."
+''')
+
+
+def _schema(name: str) -> dict:
+    params = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    return {"name": name, "description": "Say it.", "parameters": params}
+
+
+def test_a_json_schema_picks_the_function_a_tool_is_and_calls(api, account):
+    # Derived from the source, the tool would be its last function (whisper); the schema names shout.
+    tool = api.post("/v1/tools/", {"source_code": TWO, "json_schema": _schema("shout")}).json()
+    assert tool["name"] == "shout" and tool["json_schema"] == _schema("shout")
+    agent = make_agent(account.org)
+    api.patch(f"/v1/agents/{agent.id}/tools/attach/{tool['id']}")
+    out = api.post(f"/v1/agents/{agent.id}/tools/shout/run", {"args": {"text": "hi"}}).json()
+    assert out["status"] == "success" and out["func_return"] == "HI!"
+    assert run(api, TWO, {"text": "Hi"}, json_schema=_schema("shout")).json()["tool_return"] == "HI!"
+
+
+def test_a_json_schema_naming_no_function_of_the_source_is_stored_and_fails_when_run(api, account):
+    r = api.post("/v1/tools/", {"source_code": TWO, "json_schema": _schema("announce")})
+    assert r.status_code == 201, r.content
+    tool = r.json()
+    assert tool["name"] == "announce" and tool["source_code"] == TWO
+    agent = make_agent(account.org)
+    api.patch(f"/v1/agents/{agent.id}/tools/attach/{tool['id']}")
+    out = api.post(f"/v1/agents/{agent.id}/tools/announce/run", {"args": {"text": "hi"}}).json()
+    assert out["status"] == "error" and out["func_return"] is None and out["error_type"] == "NameError"
+    assert "announce" in out["error_message"]
+
+
+def test_patching_a_json_schema_renames_the_tool_but_new_source_must_define_it(api):
+    # Letta's tests/test_sdk_client.py test_tool_rename_with_json_schema_and_source_code.
+    tool = api.post("/v1/tools/", {"source_code": TWO}).json()
+    assert tool["name"] == "whisper"
+    patch = {"source_code": TWO.replace("def shout", "def yell"), "json_schema": _schema("shout")}
+    assert api.patch(f"/v1/tools/{tool['id']}", patch).status_code == 400
+    renamed = api.patch(f"/v1/tools/{tool['id']}", {"json_schema": _schema("holler")}).json()
+    assert renamed["name"] == "holler" and renamed["json_schema"] == _schema("holler")
+    assert api.get("/v1/tools/?name=holler").json()[0]["id"] == tool["id"]

@@ -83,3 +83,40 @@ def test_sdk_failed_agent_tool_run_has_no_func_return(client, account):
     assert result.status == "error" and result.func_return is None
     assert "PermissionError: not for Ada" in result.stderr[0]
     assert result.model_extra["error_message"] == "not for Ada"
+
+
+HELPERS = textwrap.dedent('''
+    def shout(text: str) -> str:
+        """Shout.
+
+        Args:
+            text: What to shout.
+        """
+        return text.upper() + "!"
+
+    def whisper(text: str) -> str:
+        """Whisper.
+
+        Args:
+            text: What to whisper.
+        """
+        return text.lower() + "..."
+''')
+
+
+def test_sdk_json_schema_renames_and_picks_the_function(client, account):
+    # Letta names a tool after its json_schema and runs the function of that name (tool_manager.py
+    # create_or_update_tool_async, tool_sandbox/base.py invoke_function_call).
+    params = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    tool = client.tools.create(source_code=HELPERS, json_schema={"name": "shout", "parameters": params})
+    assert tool.name == "shout"
+    agent = make_agent(account.org)
+    client.agents.tools.attach(tool.id, agent_id=agent.id)
+    assert client.agents.tools.run("shout", agent_id=agent.id, args={"text": "hi"}).func_return == "HI!"
+    # Letta's test_tool_rename_with_json_schema_and_source_code: a schema alone renames the tool.
+    renamed = client.tools.update(tool.id, json_schema={"name": "yell", "parameters": params})
+    assert renamed.name == "yell" and renamed.json_schema["name"] == "yell"
+    with pytest.raises(letta_client.BadRequestError):
+        client.tools.update(tool.id, source_code=HELPERS, json_schema={"name": "holler", "parameters": params})
+    failed = client.agents.tools.run("yell", agent_id=agent.id, args={"text": "hi"})
+    assert failed.status == "error" and failed.func_return is None  # the source defines no `yell`
