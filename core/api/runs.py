@@ -73,7 +73,8 @@ def run_messages(request, run_id: str, q: Query[PageQuery]):
     rows = history.run_messages(
         run=run, after=q.after, before=q.before, limit=q.limit, order=q.order, hide_assistant_returns=True
     )
-    return messages_to_letta(rows, agent_type=run.agent.agent_type)
+    # newest first, each message's parts last first too, as Letta's run_manager.get_run_messages lists them
+    return messages_to_letta(rows, agent_type=run.agent.agent_type, reverse=q.order == "desc")
 
 
 @router.get("/runs/{run_id}/steps", response=list[LettaStepOut])

@@ -49,9 +49,21 @@ class _Call:
 class ChunkBuilder:
     """Turns one model call's deltas into chunk events; `feed` returns the chunks a delta produced."""
 
-    def __init__(self, *, message_id: str, run_id: str, step_id: str, date: str, use_assistant_message: bool = True):
+    def __init__(
+        self,
+        *,
+        message_id: str,
+        run_id: str,
+        step_id: str,
+        date: str,
+        use_assistant_message: bool = True,
+        thinking_arg: bool = True,
+    ):
         self.base = {"id": message_id, "date": date, "run_id": run_id, "step_id": step_id, "otid": None, "delta": True}
         self.use_assistant_message = use_assistant_message
+        # Whether a call's `thinking` argument shows as reasoning (the MemGPT types ask for it; a letta_v1_agent's
+        # tools never declare it, and Letta shows none for a stray one).
+        self.thinking_arg = thinking_arg
         self.calls: dict[int, _Call] = {}
         self.count = 0
         self._segment, self._last_type = -1, None
@@ -84,7 +96,7 @@ class ChunkBuilder:
         values = partial_string_values(call.arguments)
         out = []
         thinking = self._new_text(call, values, THINKING_KWARG)
-        if thinking:
+        if thinking and self.thinking_arg:
             out.append(
                 self._chunk("reasoning_message", reasoning=thinking, source="non_reasoner_model", signature=None)
             )

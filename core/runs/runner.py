@@ -350,7 +350,7 @@ def _watched(rs: _RunState) -> bool:
     return rs.run.stream_tokens or group_listened(rs.emitter.group) is not False
 
 
-def _call(rs: _RunState, ctx, step_id: str, message_id: str):
+def _call(rs: _RunState, ctx, step_id: str, message_id: str, *, thinking_arg: bool = True):
     """The model call, streamed when LLM_STREAMING is on and someone watches: token chunks of the message it
     will store go to the agent's group as they arrive. A provider that refuses to stream is asked again
     without streaming; a stream that breaks after chunks went out fails the step (LLMError), leaving the
@@ -361,7 +361,11 @@ def _call(rs: _RunState, ctx, step_id: str, message_id: str):
     if not (settings.LLM_STREAMING and rs.streams is not False and _watched(rs)):
         return request, llm.complete(request, **call)
     chunks = ChunkBuilder(
-        message_id=message_id, run_id=rs.run.id, step_id=step_id, date=timezone.now().isoformat(timespec="seconds")
+        message_id=message_id,
+        run_id=rs.run.id,
+        step_id=step_id,
+        date=timezone.now().isoformat(timespec="seconds"),
+        thinking_arg=thinking_arg,
     )
 
     def on_delta(delta) -> None:
@@ -401,14 +405,14 @@ def _step(rs: _RunState) -> StopReason | None:
     step_id, message_id = ids.new_id("step"), ids.new_id("message")
     model_started = time.perf_counter()
     try:
-        request, result = _call(rs, ctx, step_id, message_id)
+        request, result = _call(rs, ctx, step_id, message_id, thinking_arg=snap.spec.heartbeats)
     except llm.LLMError as exc:
         if exc.kind != "context_length":
             return _failed_step(rs, snap, ctx, step_id, exc, started, state)
         try:  # our count was too low for this provider: evict harder once, then retry
             snap, allowed, ctx = _fit(rs, snap, force=True)
             state = step_state(snap, allowed, rs.pending)
-            request, result = _call(rs, ctx, step_id, message_id)
+            request, result = _call(rs, ctx, step_id, message_id, thinking_arg=snap.spec.heartbeats)
         except (llm.LLMError, overflow.ContextTooLarge) as again:
             return _failed_step(rs, snap, ctx, step_id, again, started, state)
     model_ms = (time.perf_counter() - model_started) * 1000

@@ -84,8 +84,8 @@ def test_hidden_send_message_returns_never_shorten_a_page(client, fake_llm):
     )
     # The newest row is send_message's hidden return: a page of one must still hold the reply.
     # (One stored row: its reasoning, then the reply.)
-    newest = client.runs.messages.list(run_id, order="desc", limit=1).items
-    assert (newest[-1].message_type, newest[-1].content) == ("assistant_message", "noted")
+    newest = client.runs.messages.list(run_id, order="desc", limit=1).items  # its parts last first, as Letta's
+    assert (newest[0].message_type, newest[0].content) == ("assistant_message", "noted")
     assert client.agents.messages.list(agent.id, limit=1).items[-1].message_type == "assistant_message"
     everything = [(m.id, m.message_type) for m in client.runs.messages.list(run_id)]
     rows = list(dict.fromkeys(i for i, _ in everything))  # one stored row may list as reasoning + tool call
@@ -245,7 +245,7 @@ def test_every_list_parameter_the_sdk_sends_is_accepted(client, fake_llm):
         agent_ids=[agent.id],
         ascending=True,
         background=False,
-        conversation_id="conversation-x",
+        conversation_id="default",  # the agent's own thread: its runs
         statuses=["completed"],
         stop_reason="end_turn",
     )

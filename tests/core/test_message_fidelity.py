@@ -23,13 +23,6 @@ def _frames(response) -> list[dict]:
     return [json.loads(line[6:]) for line in raw.splitlines() if line.startswith("data: {")]
 
 
-STRAY_THINKING_TOKENS = pytest.mark.xfail(
-    strict=True,
-    reason="token mode: core.engine.stream.ChunkBuilder streams any call's `thinking` argument as reasoning; "
-    "core/runs/runner.py _call would have to tell it the agent's type",
-)
-
-
 def _sent(api, agent, mode) -> list[dict]:
     """What the caller got, in order, one item per message part (token fragments of a part folded into one)."""
     body = {"messages": [{"role": "user", "content": "find tea"}]}
@@ -53,7 +46,7 @@ def _sent(api, agent, mode) -> list[dict]:
         ("tokens", False),
         ("reply", True),
         ("steps", True),
-        pytest.param("tokens", True, marks=STRAY_THINKING_TOKENS),
+        ("tokens", True),
     ],
 )
 def test_v1_agent_without_model_reasoning_sends_no_reasoning_message(api, account, fake_llm, mode, stray_thinking):
@@ -172,11 +165,6 @@ def test_a_runs_messages_are_every_message_it_stored_from_its_input_on(api, acco
     assert listed == history[1:]  # the agent's whole history after its system message: nothing more, nothing less
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core/api/runs.py run_messages must pass reverse=(order == 'desc') to messages_to_letta, as Letta's "
-    "run_manager.get_run_messages passes reverse=(order != 'asc')",
-)
 def test_a_runs_messages_newest_first_put_each_messages_parts_last_first(api, account, fake_llm):
     agent = make_agent(account.org)
     _chain(fake_llm, "memgpt_v2_agent")
