@@ -127,18 +127,7 @@ def _counted(agents):
 _CLAIM_READ = Prepared(lambda p: _counted(Agent.objects.select_for_update()).filter(owner_id=p.owner_id, id=p.agent_id))
 _CLAIM_LOCK = Prepared(lambda p: Agent.objects.select_for_update().filter(owner_id=p.owner_id, id=p.agent_id))
 _CLAIM_COUNTS = Prepared(lambda p: _counted(Agent.objects.filter(pk=p.agent_id)).only("id"))
-# The active run of one of the agent's threads: its own (no conversation), or a conversation. Two queries, not one
-# with a parameter that may be NULL.
-_BUSY = Prepared(
-    lambda p: Run.objects.filter(agent_id=p.agent_id, conversation__isnull=True, status__in=RUN_ACTIVE).order_by(
-        "created_at"
-    )[:1]
-)
-_BUSY_IN = Prepared(
-    lambda p: Run.objects.filter(
-        agent_id=p.agent_id, conversation_id=p.conversation_id, status__in=RUN_ACTIVE
-    ).order_by("created_at")[:1]
-)
+_BUSY = Prepared(lambda p: Run.objects.filter(agent_id=p.agent_id, status__in=RUN_ACTIVE).order_by("created_at")[:1])
 _STEP_AGENT = Prepared(
     lambda p: with_memory_counts(
         Agent.objects.annotate(cancelled=Exists(Run.objects.filter(pk=p.run_id, cancel_requested=True)))
@@ -177,10 +166,9 @@ def run_start(
     leased: bool = False,
     conversation_id: str | None = None,
 ) -> Run:
-    """Claim the agent for a new run, stored as `created` (row lock); Conflict if another run is in progress in the
-    same thread (the agent's own, or one conversation: threads run side by side, as Letta's conversations do, their
-    commits ordered by the agent's row lock). A run whose lease lapsed (its process died) is failed here rather than
-    blocking the thread. `conversation_id`: the run continues that conversation of the agent (NotFound if it has
+    """Claim the agent for a new run, stored as `created` (row lock); Conflict if another run of the agent is in
+    progress — in any of its threads. A run whose lease lapsed (its process died) is failed here rather than
+    blocking the agent. `conversation_id`: the run continues that conversation of the agent (NotFound if it has
     none such) instead of the agent's own thread; `run.agent` is then seen from it (`persistence.thread_view`).
     `background` marks runs whose caller does not wait (…/messages/async); `kinds` marks input messages by index;
     `stream_tokens` says the caller follows the reply token by token; `leased` stores it already `running` under
@@ -190,17 +178,8 @@ def run_start(
     inputs = input_normalize(input_messages)  # bad input is refused before a busy agent is
     # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
-    if conversation_id is None:
-        busy = _BUSY.first(agent_id=agent.pk)
-    else:
-        busy = _BUSY_IN.first(agent_id=agent.pk, conversation_id=conversation_id)
+    busy = _BUSY.first(agent_id=agent.pk)
     if busy is not None and not queue.lease_lapsed(busy):
-        if conversation_id is not None:  # Letta's ConversationBusyError
-            raise Conflict(
-                f"CONFLICT: Cannot send a new message: Another request (run_id={busy.id}) is currently being "
-                "processed for this conversation. Please wait for it to complete.",
-                detail={"run_id": busy.id},
-            )
         raise Conflict(
             f"Agent '{agent_id}' is busy with run '{busy.id}'; wait for it to finish or cancel it.",
             detail={"run_id": busy.id},

@@ -204,34 +204,3 @@ def test_runs_name_their_conversation_and_filter_by_it(api, agent, fake_llm):
     assert api.get(f"/v1/runs/{own}").json()["conversation_id"] is None
     assert [r["id"] for r in api.get(f"/v1/runs/?conversation_id={c['id']}").json()] == [in_thread]
     assert [r["id"] for r in api.get("/v1/runs/?conversation_id=default").json()] == [own]
-
-
-def test_threads_run_side_by_side_and_each_takes_one_run_at_a_time(api, agent, account, fake_llm):
-    from core.runs.executor import run_send, run_wait
-
-    c = _create(api, agent)
-    # Slow replies: both runs are in flight together, and their steps commit under the agent's lock in turn.
-    fake_llm.script(
-        FakeLLM.tool("send_message", {"message": "reply one"}, latency=1.0),
-        FakeLLM.tool("send_message", {"message": "reply two"}, latency=1.0),
-    )
-    in_thread = run_send(
-        owner=account.org,
-        agent_id=agent.id,
-        input_messages=[{"role": "user", "content": "to c"}],
-        conversation_id=c["id"],
-    )
-    own = run_send(owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "to agent"}])
-    busy = _say(api, c["id"], "while busy")
-    assert busy.status_code == 409 and f"Another request (run_id={in_thread.id})" in busy.json()["detail"]
-    assert run_wait(run=in_thread, timeout=60).status == "completed"
-    assert run_wait(run=own, timeout=60).status == "completed"
-    seqs = list(Message.objects.filter(agent=agent).values_list("seq", flat=True))
-    assert len(seqs) == len(set(seqs))  # one order of the agent's messages, whichever thread wrote them
-    thread_window = Message.objects.filter(pk__in=Conversation.objects.get(pk=c["id"]).message_ids)
-    own_window = Message.objects.filter(pk__in=Agent.objects.get(pk=agent.pk).message_ids)
-    assert {m.conversation_id for m in thread_window} == {c["id"]}
-    assert not own_window.filter(conversation__isnull=False).exists()
-    assert (
-        thread_window.filter(text__contains="to c").exists() and own_window.filter(text__contains="to agent").exists()
-    )
