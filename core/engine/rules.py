@@ -20,6 +20,7 @@ from core.engine.types import (
     MaxCountPerStep,
     ParentLastTool,
     RequiredBeforeExit,
+    RequiresApproval,
     RunFirst,
     ToolRule,
 )
@@ -166,6 +167,11 @@ def missing_before_exit(rules: Sequence[ToolRule], history: Sequence[str]) -> li
     return [r.tool_name for r in rules if isinstance(r, RequiredBeforeExit) and r.tool_name not in called]
 
 
+def needs_approval(name: str, rules: Sequence[ToolRule]) -> bool:
+    """Whether a requires_approval rule names the tool (a plain name match, as Letta's solver)."""
+    return any(isinstance(r, RequiresApproval) and r.tool_name == name for r in rules)
+
+
 def non_heartbeat_tools(rules: Sequence[ToolRule], terminal_tools: Iterable[str] = TERMINAL_TOOLS) -> set[str]:
     """Tools whose schema gets no request_heartbeat parameter (terminal ones)."""
     return set(terminal_tools) | {r.tool_name for r in rules if isinstance(r, ExitLoop)}
@@ -185,16 +191,18 @@ _RULE_TEXT = {
 
 def render_rules(rules: Sequence[ToolRule]) -> str:
     """The `<tool_usage_rules>` text for the system prompt ('' when there are no rules)."""
-    if not rules:
-        return ""
     lines = []
     for r in rules:
+        if isinstance(r, RequiresApproval) and not r.prompt_template:
+            continue  # the model is not told: the person is asked
         if r.prompt_template:
             lines.append(r.prompt_template.replace("{{ tool_name }}", r.tool_name).replace("{tool_name}", r.tool_name))
             continue
         children = ", ".join(getattr(r, "children", ()) or ())
         limit = getattr(r, "max_count_limit", "")
         lines.append(_RULE_TEXT[r.type].format(tool=r.tool_name, children=children, limit=limit))
+    if not lines:
+        return ""
     body = "\n".join(f"- {line}" for line in lines)
     return (
         "<tool_usage_rules>\n"

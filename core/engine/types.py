@@ -340,6 +340,14 @@ class RequiredBeforeExit(_Rule):
     type: Literal["required_before_exit"] = "required_before_exit"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequiresApproval(_Rule):
+    """A call to the tool waits for a person's approval before it runs (Letta `requires_approval`); it narrows
+    nothing else."""
+
+    type: Literal["requires_approval"] = "requires_approval"
+
+
 ToolRule = (
     RunFirst
     | ExitLoop
@@ -349,6 +357,7 @@ ToolRule = (
     | Conditional
     | MaxCountPerStep
     | RequiredBeforeExit
+    | RequiresApproval
 )
 _RULE_CLASSES: dict[str, type] = {
     cls.__dataclass_fields__["type"].default: cls
@@ -361,6 +370,7 @@ _RULE_CLASSES: dict[str, type] = {
         Conditional,
         MaxCountPerStep,
         RequiredBeforeExit,
+        RequiresApproval,
     )
 }
 RULE_TYPES: tuple[str, ...] = tuple(_RULE_CLASSES)
