@@ -253,6 +253,8 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 RUN_WORKER_THREADS = int(os.environ.get("RUN_WORKER_THREADS", "32"))
 # A worker renews the lease of its runs every RUN_LEASE_S/3 s; a run whose lease lapsed is marked failed.
 RUN_LEASE_S = float(os.environ.get("RUN_LEASE_S", "30"))
+# A run waiting for an approval, a client tool's result or past a breakpoint ends (its calls denied) after this long.
+RUN_WAIT_TTL_S = float(os.environ.get("RUN_WAIT_TTL_S", str(24 * 3600)))
 RUN_POLL_S = float(os.environ.get("RUN_POLL_S", "0.2"))
 
 # --- Request limits and transport security ---

@@ -196,6 +196,13 @@ class Run(models.Model):
     conversation = models.ForeignKey(
         Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
     )  # None: the agent's own thread
+    # The client's own tools offered to the model in this run (Letta's `client_tools`: {name, description,
+    # parameters}); a call to one waits for the client's result.
+    client_tools = JSONField(default=list, blank=True)
+    # A run that stopped for a person or a client (an approval, a client tool, a breakpoint): what it waits for
+    # (core.runs.waits) and until when; both None once answered, cancelled or expired.
+    waiting = JSONField(null=True, blank=True)
+    waiting_until = models.DateTimeField(null=True, blank=True, db_index=True)
 
     class Meta:
         indexes = [models.Index(fields=["agent", "status"]), models.Index(fields=["owner", "created_at"])]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import F, Max
+from django.db.models import F, Max, Q
 
 from core.agents.messages import assistant_returns
 from core.errors import Conflict, DomainError, Invalid, NotFound
@@ -173,9 +173,11 @@ def conversation_messages(
     )
 
 
-def conversation_active_runs(*, agent: Agent, conversation: Conversation | None) -> list[str]:
-    """Ids of the thread's active runs (the agent's own thread: runs outside any conversation)."""
-    qs = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE)
+def conversation_active_runs(*, agent: Agent, conversation: Conversation | None, waiting: bool = False) -> list[str]:
+    """Ids of the thread's active runs (the agent's own thread: runs outside any conversation); with `waiting`, its
+    runs that wait for an answer too."""
+    active = Q(status__in=RUN_ACTIVE) | Q(waiting_until__isnull=False) if waiting else Q(status__in=RUN_ACTIVE)
+    qs = Run.objects.filter(active, agent=agent)
     qs = qs.filter(conversation=conversation) if conversation is not None else qs.filter(conversation__isnull=True)
     return list(qs.values_list("id", flat=True))
 

@@ -20,6 +20,7 @@ from core.models import Message
 
 ASSISTANT_TOOL = "send_message"
 ASSISTANT_KWARG = "message"
+APPROVAL_RESPONSE = "approval_response"  # the kind of a stored answer to a run that waited (kept out of the window)
 
 
 def _base(row: Message, message_type: str, part: int = 0) -> dict[str, Any]:
@@ -75,7 +76,14 @@ def _assistant(row: Message, use_assistant_message: bool, agent_type: str | None
     reply = not row.tool_calls or (agent_type is not None and not uses_heartbeats(agent_type))
     if row.body and reply:
         out.append({**_base(row, "assistant_message", len(out)), "content": row.body})
+    waited = (row.tool_return or {}).get("waiting") or {}
+    asked = []  # the calls that waited for a person or a client: one approval_request_message, after the others
     for call in row.tool_calls or []:
+        if call.get("id") in waited:
+            asked.append(
+                {"name": call.get("name"), "arguments": call.get("arguments", "{}"), "tool_call_id": call.get("id")}
+            )
+            continue
         args = _call_args(call.get("arguments", ""))
         if (
             use_assistant_message
@@ -87,7 +95,26 @@ def _assistant(row: Message, use_assistant_message: bool, agent_type: str | None
             continue
         tool_call = {"name": call.get("name"), "arguments": call.get("arguments", "{}"), "tool_call_id": call.get("id")}
         out.append({**_base(row, "tool_call_message", len(out)), "tool_call": tool_call, "tool_calls": [tool_call]})
+    if asked:
+        out.append({**_base(row, "approval_request_message", len(out)), "tool_call": asked[0], "tool_calls": asked})
     return out
+
+
+def _approval_response(row: Message) -> dict[str, Any]:
+    """Letta's approval_response_message: the answers (`approvals`), the first approval copied to the deprecated
+    single fields."""
+    try:
+        approvals = json.loads(row.text or "[]")
+    except ValueError:
+        approvals = []
+    first = next((a for a in approvals if isinstance(a, dict) and a.get("type") == "approval"), None)
+    return {
+        **_base(row, "approval_response_message"),
+        "approvals": approvals,
+        "approve": first.get("approve") if first else None,
+        "approval_request_id": first.get("tool_call_id") if first else None,
+        "reason": first.get("reason") if first else None,
+    }
 
 
 def _tool_return(row: Message) -> dict[str, Any]:
@@ -115,6 +142,8 @@ def message_to_letta(
         return [_tool_return(row)]
     if row.role == "system":
         return [{**_base(row, "system_message"), "content": row.text}]
+    if row.kind == APPROVAL_RESPONSE:
+        return [_approval_response(row)]
     return [{**_base(row, "user_message"), "content": unpacked(row.text)}]
 
 

@@ -2,6 +2,7 @@
 passages are presented by memory/presenters.py, tools and their runs by tools/presenters.py."""
 
 from core.models import Agent
+from core.runs import waits
 from core.selectors import agent_tags
 from memory.presenters import block_out
 from memory.selectors import agent_blocks, agents_blocks
@@ -100,6 +101,7 @@ def run_out(run) -> dict:
         "max_steps": run.max_steps,
         "input_messages": run.input_messages,
         "conversation_id": run.conversation_id,
+        "waiting": waits.describe(run),
     }
 
 

@@ -15,7 +15,7 @@ from core.agents import conversations as conv
 from core.agents.context import agent_context, agent_with_counts
 from core.agents.messages import messages_to_letta, stop_reason_message, usage_statistics
 from core.api.agents import CompactIn, CompactionOut, owner
-from core.api.messages import SSE_ALSO, SSE_ONLY, LettaRequest
+from core.api.messages import SSE_ALSO, SSE_ONLY, LettaRequest, client_tools
 from core.api.schemas import ErrorOut, LettaMessageOut, LettaResponseOut
 from core.errors import Conflict, Invalid, NotFound
 from core.models import Agent, Conversation
@@ -164,7 +164,7 @@ def conversation_fork(request, conversation_id: str, agent_id: str | None = None
 @router.post("/conversations/{conversation_id}/cancel", response=dict[str, str])
 def conversation_cancel(request, conversation_id: str, agent_id: str | None = None):
     agent, found = _thread(request, conversation_id, agent_id)
-    active = conv.conversation_active_runs(agent=agent, conversation=found)
+    active = conv.conversation_active_runs(agent=agent, conversation=found, waiting=True)
     if not active:
         raise Conflict(f"CONFLICT: No active runs to cancel for conversation {conversation_id}")
     cancelled = runner.run_cancel(owner=agent.owner, agent_id=agent.id, run_ids=active)
@@ -216,10 +216,16 @@ def conversation_messages_send(request, conversation_id: str, body: Conversation
             stream_tokens=body.stream_tokens,
             background=body.background,
             conversation_id=thread,
+            client_tools=client_tools(body),
         )
         return _sse(run, body)
     run = executor.run_call(
-        owner=agent.owner, agent_id=agent.id, input_messages=inputs, max_steps=body.max_steps, conversation_id=thread
+        owner=agent.owner,
+        agent_id=agent.id,
+        input_messages=inputs,
+        max_steps=body.max_steps,
+        conversation_id=thread,
+        client_tools=client_tools(body),
     )
     messages = executor.run_reply(run=run, use_assistant_message=body.use_assistant_message)
     if body.include_return_message_types:

@@ -32,9 +32,28 @@ SSE_ONLY = {"responses": {200: {"description": "The run as it happens.", "conten
 
 
 class MessageIn(Schema):
+    """A message (`type` message, the default), or an answer to a run that waits: Letta's ApprovalCreate (`type`
+    approval: `approvals`, or the deprecated `approve`/`approval_request_id`/`reason`) or ToolReturnCreate (`type`
+    tool_return: `tool_returns`). An approval item may carry `arguments`: the call runs with them instead."""
+
+    type: Literal["message", "approval", "tool_return"] | None = None
     role: Literal["user", "system"] = "user"
     content: str | list[dict] = ""
     otid: str | None = Field(None, max_length=100)  # the client's offline id, stored and listed back
+    approvals: list[dict] | None = None
+    approve: bool | None = None
+    approval_request_id: str | None = None
+    reason: str | None = None
+    tool_returns: list[dict] | None = None
+    group_id: str | None = None
+
+
+class ClientTool(Schema):
+    """A tool the client runs itself (Letta's ClientToolSchema); a call to it waits for the client's result."""
+
+    name: str = Field(min_length=1, max_length=200)
+    description: str | None = None
+    parameters: dict | None = None
 
 
 class LettaRequest(Schema):
@@ -47,6 +66,7 @@ class LettaRequest(Schema):
     include_pings: bool = True
     include_return_message_types: list[str] | None = None
     background: bool = False
+    client_tools: list[ClientTool] | None = None
 
     @model_validator(mode="after")
     def _one_input(self):
@@ -54,6 +74,10 @@ class LettaRequest(Schema):
         if self.messages and self.input:
             raise ValueError("Send either 'messages' or 'input', not both.")
         return self
+
+
+def client_tools(body: LettaRequest) -> list[dict] | None:
+    return [t.dict() for t in body.client_tools] if body.client_tools else None
 
 
 def _inputs(body: LettaRequest) -> list[dict]:
@@ -69,7 +93,13 @@ def _submit(request, agent_id: str, body: LettaRequest, *, call: bool = False):
     # The claim reads the agent and resolves its model under its lock.
     org, inputs = owner(request), _inputs(body)
     if call:
-        return executor.run_call(owner=org, agent_id=agent_id, input_messages=inputs, max_steps=body.max_steps)
+        return executor.run_call(
+            owner=org,
+            agent_id=agent_id,
+            input_messages=inputs,
+            max_steps=body.max_steps,
+            client_tools=client_tools(body),
+        )
     return executor.run_send(
         owner=org,
         agent_id=agent_id,
@@ -77,6 +107,7 @@ def _submit(request, agent_id: str, body: LettaRequest, *, call: bool = False):
         max_steps=body.max_steps,
         stream_tokens=body.stream_tokens,
         background=body.background,  # its stream is recorded, so a caller whose connection broke can resume it
+        client_tools=client_tools(body),
     )
 
 
@@ -215,6 +246,11 @@ def messages_send_async(request, agent_id: str, body: LettaRequest):
     # A plain view: every request has a thread of its own (agents_ide.http), so concurrent sends do not queue
     # behind each other's database waits.
     run = executor.run_send(
-        owner=owner(request), agent_id=agent_id, input_messages=_inputs(body), max_steps=body.max_steps, background=True
+        owner=owner(request),
+        agent_id=agent_id,
+        input_messages=_inputs(body),
+        max_steps=body.max_steps,
+        background=True,
+        client_tools=client_tools(body),
     )
     return presenters.run_out(run)

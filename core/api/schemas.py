@@ -303,12 +303,33 @@ class ToolReturnMessageOut(MessageBaseOut):
     sandbox: str | None
 
 
+class ApprovalRequestMessageOut(MessageBaseOut):
+    """The calls a run waits on (a person's approval, a client's result); `tool_call` is the first of them."""
+
+    message_type: Literal["approval_request_message"]
+    tool_call: ToolCallOut
+    tool_calls: list[ToolCallOut]
+
+
+class ApprovalResponseMessageOut(MessageBaseOut):
+    """An answer to a run that waited: one item per call (Letta's ApprovalReturn or ToolReturn); the deprecated
+    single fields copy the first approval."""
+
+    message_type: Literal["approval_response_message"]
+    approvals: list[dict[str, Any]]
+    approve: bool | None = None
+    approval_request_id: str | None = None
+    reason: str | None = None
+
+
 LettaMessageOut = Annotated[
     SystemMessageOut
     | UserMessageOut
     | ReasoningMessageOut
     | AssistantMessageOut
     | ToolCallMessageOut
+    | ApprovalRequestMessageOut
+    | ApprovalResponseMessageOut
     | ToolReturnMessageOut,
     Field(discriminator="message_type"),
 ]
@@ -387,6 +408,8 @@ class RunOut(BaseModel):
     max_steps: int | None
     input_messages: list[dict[str, Any]]
     conversation_id: str | None = None  # the run's thread (None: the agent's own)
+    # What the run waits for (stop reason requires_approval): {kind, tool_calls, deferred, since, expires_at}.
+    waiting: dict[str, Any] | None = None
 
 
 class RunUsageOut(BaseModel):

@@ -106,6 +106,12 @@ def parse_response(
     return ParsedResponse(reasoning=result.reasoning or None, content=result.content or None, calls=calls)
 
 
+def check_call(call: ToolCall, tools: Sequence[ToolSpec]) -> ParsedCall:
+    """One call checked against the tools alone (no rule narrows it): a call answered after its step, e.g. an
+    approved call whose arguments a person edited."""
+    return _check_call(call, {t.name: t for t in tools}, None)
+
+
 def assistant_text(call: ParsedCall) -> str | None:
     """The user-visible text of a send_message call (shown as an assistant_message), else None."""
     if call.name == "send_message" and call.valid:

@@ -4,13 +4,15 @@ Every chunk of one call carries the id the assistant message will be stored unde
 newly arrived text (Letta's `stream_tokens` semantics), with `"delta": true` so a reader tells chunks from
 the complete messages that follow the commit. Native reasoning → reasoning_message; reply text →
 assistant_message; a `send_message` call's `message` argument → assistant_message; any call's `thinking`
-argument → reasoning_message; other calls' argument fragments → tool_call_message. Arguments arrive as
+argument → reasoning_message; other calls' argument fragments → tool_call_message, or approval_request_message for a
+call that will wait for a person or a client. Arguments arrive as
 fragments of a JSON object, so the values of `message` and `thinking` are read by partial parsing.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,12 +60,16 @@ class ChunkBuilder:
         date: str,
         use_assistant_message: bool = True,
         thinking_arg: bool = True,
+        waits: Callable[[str], bool] | None = None,
     ):
         self.base = {"id": message_id, "date": date, "run_id": run_id, "step_id": step_id, "otid": None, "delta": True}
         self.use_assistant_message = use_assistant_message
         # Whether a call's `thinking` argument shows as reasoning (the MemGPT types ask for it; a letta_v1_agent's
         # tools never declare it, and Letta shows none for a stray one).
         self.thinking_arg = thinking_arg
+        # Whether a call to a tool waits for a person or a client: its chunks are approval_request_message, whose
+        # `tool_call` and `tool_calls` are the same delta object (Letta's streaming interfaces).
+        self.waits = waits
         self.calls: dict[int, _Call] = {}
         self.count = 0
         self._segment, self._last_type = -1, None
@@ -100,7 +106,8 @@ class ChunkBuilder:
             out.append(
                 self._chunk("reasoning_message", reasoning=thinking, source="non_reasoner_model", signature=None)
             )
-        if self.use_assistant_message and call.name == ASSISTANT_TOOL:
+        waiting = self.waits is not None and bool(call.name) and self.waits(call.name)
+        if self.use_assistant_message and call.name == ASSISTANT_TOOL and not waiting:
             message = self._new_text(call, values, ASSISTANT_KWARG)
             if message:
                 out.append(self._chunk("assistant_message", content=message))
@@ -112,7 +119,10 @@ class ChunkBuilder:
             call.sent["_announced"] = 1
             tool_call = {"name": call.name or None, "arguments": call.held or None, "tool_call_id": call.id}
             call.held = ""
-            out.append(self._chunk("tool_call_message", tool_call=tool_call, tool_calls=[tool_call]))
+            if waiting:
+                out.append(self._chunk("approval_request_message", tool_call=tool_call, tool_calls=tool_call))
+            else:
+                out.append(self._chunk("tool_call_message", tool_call=tool_call, tool_calls=[tool_call]))
         return out
 
     @staticmethod
@@ -158,12 +168,13 @@ def _merged(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any] | Non
     if field is not None:
         return {**first, field: (first.get(field) or "") + (then.get(field) or "")}
     one, two = first.get("tool_call") or {}, then.get("tool_call") or {}
-    if first["message_type"] != "tool_call_message" or not one.get("tool_call_id"):
+    kind = first["message_type"]
+    if kind not in ("tool_call_message", "approval_request_message") or not one.get("tool_call_id"):
         return None  # a call without an id cannot be told from the next one
     if one["tool_call_id"] != two.get("tool_call_id"):
         return None
     call = {**one, "arguments": ((one.get("arguments") or "") + (two.get("arguments") or "")) or None}
-    return {**first, "tool_call": call, "tool_calls": [call]}
+    return {**first, "tool_call": call, "tool_calls": call if kind == "approval_request_message" else [call]}
 
 
 def segment_otid(message_id: str, index: int) -> str | None:

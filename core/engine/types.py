@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-ToolKind = Literal["base", "custom", "multi_agent"]
+ToolKind = Literal["base", "custom", "multi_agent", "client"]
 
 # Letta's agent types that run its V3 loop: no send_message, no request_heartbeat, tool_choice auto, and a
 # reply without a tool call ends the turn. Every other type runs the MemGPT loop (memgpt_v2_agent).
@@ -41,6 +41,7 @@ class StopReason(StrEnum):
     TOOL_RULE = "tool_rule"
     CANCELLED = "cancelled"
     ERROR = "error"
+    REQUIRES_APPROVAL = "requires_approval"  # the run waits for a person or a client (core.runs.waits)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -85,6 +85,7 @@ def run_send(
     background: bool = False,
     stream_tokens: bool = False,
     conversation_id: str | None = None,
+    client_tools: list[dict] | None = None,
 ) -> Run:
     """Queue a person's message to an agent (API, SSE, websocket), in its own thread or in its conversation
     `conversation_id`: run_submit, with the model resolved from the claim's row before the commit. Raises what
@@ -97,6 +98,7 @@ def run_send(
         background=background,
         stream_tokens=stream_tokens,
         conversation_id=conversation_id,
+        client_tools=client_tools,
     )
     model_resolve(owner=owner, handle=run.agent.model)
     return _queued(run)
@@ -115,6 +117,7 @@ def run_call(
     input_messages: list[dict],
     max_steps: int | None = None,
     conversation_id: str | None = None,
+    client_tools: list[dict] | None = None,
 ) -> Run:
     """Run the agent for a caller that waits for the end; returns the ended run (status, stop reason, usage and
     error current). Executes on this thread in a free slot of the local pool, else queues the run and waits.
@@ -129,6 +132,7 @@ def run_call(
                 input_messages=input_messages,
                 max_steps=max_steps,
                 conversation_id=conversation_id,
+                client_tools=client_tools,
             )
         )
     try:
@@ -140,6 +144,7 @@ def run_call(
                 max_steps=max_steps,
                 leased=True,
                 conversation_id=conversation_id,
+                client_tools=client_tools,
             )
             resolved = model_resolve(owner=owner, handle=run.agent.model)
     except BaseException:

@@ -33,6 +33,7 @@ from agents_ide.transactions import connection_lend
 from core import events, prepared
 from core.models import RUN_ACTIVE, Run, RunStatus
 from core.prepared import Prepared
+from core.runs import waits
 
 log = logging.getLogger(__name__)
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
@@ -178,6 +179,7 @@ def _lease_loop() -> None:
             close_old_connections()
             leases_renew()
             runs_reap()
+            waits.expire_due()
         except Exception:  # noqa: BLE001 - the lease thread must outlive database hiccups
             log.exception("lease renewal failed")
         finally:

@@ -12,10 +12,11 @@ writes only a step record carrying the error, so the agent's state stays exactly
 (the run's input included: it is stored with the first successful step, and the run record keeps it).
 """
 
+import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -27,6 +28,7 @@ from core import ids, mapping, prepared
 from core.agents import versions
 from core.agents.context import AgentSnapshot, agent_snapshot, context_compile, with_memory_counts
 from core.agents.messages import (
+    APPROVAL_RESPONSE,
     assistant_calls,
     in_reply,
     is_assistant_return,
@@ -34,17 +36,17 @@ from core.agents.messages import (
     stop_reason_message,
     usage_statistics,
 )
-from core.engine import llm, loop
+from core.engine import approvals, llm, loop
 from core.engine import rules as rule_solver
 from core.engine.stream import ChunkBuilder
 from core.engine.tokens import step_cost
-from core.engine.types import StopReason
-from core.errors import Conflict, Invalid, NotFound
+from core.engine.types import LLMResult, StopReason, ToolCall
+from core.errors import Conflict, DomainError, Invalid, NotFound
 from core.events import group_listened
-from core.models import RUN_ACTIVE, Agent, Conversation, Organization, Run, RunStatus
+from core.models import RUN_ACTIVE, Agent, Conversation, Message, Organization, Run, RunStatus, Step
 from core.prepared import Prepared
 from core.providers import model_resolve
-from core.runs import overflow, persistence, queue, tool_exec
+from core.runs import overflow, persistence, queue, tool_exec, waits
 from core.runs.emit import Emitter
 from core.runs.timetravel import step_state
 from core.selectors import found_or_404
@@ -82,6 +84,11 @@ class _RunState:
     ended: RunStatus | None = None  # set when the last step's transaction stored the run's end
     fresh_agent: Agent | None = None  # the agent as the claim just read it: the first step's, saving a read
 
+    @property
+    def client_names(self) -> tuple[str, ...]:
+        """The client-side tools this run offers (Letta's `client_tools`: the client runs them)."""
+        return tuple(t["name"] for t in self.run.client_tools or ())
+
 
 # --------------------------------------------------------------------------- claiming, cancelling
 
@@ -90,6 +97,9 @@ def input_normalize(messages: list[dict]) -> list[dict]:
     """Validate API input messages ({role, content: str | [{type: text, text}]}) into {role, text} dicts."""
     out = []
     for i, m in enumerate(messages or []):
+        if m.get("type") in ("approval", "tool_return"):
+            out.append(_answer_normalize(m, i))
+            continue
         role = m.get("role", "user")
         content = m["text"] if "text" in m and "content" not in m else m.get("content", "")
         text = (
@@ -117,6 +127,46 @@ def input_normalize(messages: list[dict]) -> list[dict]:
     if not out:
         raise Invalid("Send at least one message")
     return out
+
+
+def _answer_normalize(m: dict, i: int) -> dict:
+    """An answer to a run that waits (Letta's ApprovalCreate / ToolReturnCreate): first, and at most once."""
+    if i != 0:
+        raise Invalid(f"messages[{i}]: an approval answer must be the first message of a request")
+    try:
+        answers = approvals.answers_parse(m)
+    except approvals.AnswerError as exc:
+        raise DomainError(str(exc)) from None
+    otid = m.get("otid")
+    if otid is not None and (not isinstance(otid, str) or len(otid) > 100):
+        raise Invalid(f"messages[{i}].otid must be a string of at most 100 characters")
+    return {
+        "role": "approval",
+        "text": "",
+        "answers": [a.to_letta() for a in answers],
+        "otid": otid or str(uuid.uuid4()),
+    }
+
+
+def _wait_check(agent: Agent, conversation_id: str | None, inputs: list[dict]) -> None:
+    """An answer must answer exactly the calls its thread waits for (Letta's texts); any other send to a thread that
+    waits is Letta's 409. The answer is matched to the wait here, so the run resumes it (`_resume`)."""
+    wait = waits.pending(agent_id=agent.pk, conversation_id=conversation_id)
+    if inputs[0]["role"] != "approval":
+        if wait is not None:
+            raise Conflict(approvals.PENDING, detail=waits.pending_detail(wait))
+        return
+    if wait is None:
+        raise DomainError(approvals.NOTHING_PENDING)
+    expected = [c["tool_call_id"] for c in wait.waiting["calls"]]
+    try:
+        matched = approvals.answers_match(expected, approvals.answers_parse({"approvals": inputs[0]["answers"]}))
+    except approvals.AnswerError as exc:
+        raise DomainError(str(exc)) from None
+    inputs[0]["answers"] = [a.to_letta() for a in matched]
+    inputs[0]["resumes"] = wait.id
+    if any(m["role"] == "approval" for m in inputs[1:]):
+        raise Invalid("Send one approval answer per request")
 
 
 def _counted(agents):
@@ -165,6 +215,7 @@ def run_start(
     stream_tokens: bool = False,
     leased: bool = False,
     conversation_id: str | None = None,
+    client_tools: list[dict] | None = None,
 ) -> Run:
     """Claim the agent for a new run, stored as `created` (row lock); Conflict if another run of the agent is in
     progress — in any of its threads. A run whose lease lapsed (its process died) is failed here rather than
@@ -188,6 +239,11 @@ def run_start(
         Run.objects.filter(pk=busy.pk).update(
             status=RunStatus.FAILED, stop_reason="error", error=queue.LOST, completed_at=timezone.now()
         )
+    _wait_check(agent, conversation_id, inputs)
+    try:
+        tools = approvals.client_tools_check(client_tools)
+    except approvals.AnswerError as exc:
+        raise Invalid(str(exc)) from None
     steps = max_steps or agent.max_steps
     if not 1 <= steps <= 1000:
         raise Invalid("max_steps must be between 1 and 1000")
@@ -208,6 +264,7 @@ def run_start(
         stream_tokens=stream_tokens,
         agent_version_id=agent.current_version_id or versions.version_current(agent=agent).id,
         conversation_id=conversation_id,
+        client_tools=tools,
         **(_lease_fields() if leased else {}),
     )
     prepared.insert([run])
@@ -227,7 +284,8 @@ def run_cancel(*, owner: Organization, agent_id: str, run_ids: list[str] | None 
         qs = qs.filter(id__in=run_ids)
     found = list(qs.values_list("id", flat=True))
     Run.objects.filter(id__in=found).update(cancel_requested=True)
-    return found
+    # a run that waits for an answer ends now: its calls are denied (Letta's cancel_run)
+    return found + waits.cancel(owner=owner, agent_id=agent_id, run_ids=run_ids)
 
 
 # --------------------------------------------------------------------------- the loop
@@ -261,6 +319,7 @@ def run_agent(
     except Exception as exc:
         return _finish(_RunState(run, None, emitter, run.max_steps, error=str(exc)), StopReason.ERROR)
     rs = _RunState(run, resolved, emitter, run.max_steps, fresh_agent=agent if agent_fresh else None)
+    answer = next((m for m in run.input_messages if m["role"] == "approval"), None)
     rs.pending = [
         persistence.message_build(
             agent=agent,
@@ -271,12 +330,13 @@ def run_agent(
             otid=m.get("otid", ""),
         )
         for m in run.input_messages
+        if m["role"] != "approval"
     ]
     emitter.emit(
         {"message_type": "run_status", "run_id": run.id, "status": "running", "stop_reason": None}, to_caller=False
     )
     try:
-        stop = None
+        stop = _resume(rs, answer) if answer is not None else None
         while stop is None:
             stop = _step(rs)
     except Exception as exc:  # noqa: BLE001 - the run must end with a status whatever went wrong
@@ -294,14 +354,27 @@ def _agent_unless_cancelled(run: Run) -> Agent | None:
     return None if agent.cancelled else persistence.thread_view(agent, run.conversation_id)
 
 
+def _with_client_tools(rs: _RunState, snap: AgentSnapshot) -> AgentSnapshot:
+    """The snapshot with this run's client-side tools offered too; a server tool of the same name gives way to the
+    client's (Letta's _get_valid_tools)."""
+    if not rs.run.client_tools:
+        return snap
+    names = set(rs.client_names)
+    snap.tools = [t for t in snap.tools if t.name not in names] + approvals.client_tool_specs(rs.run.client_tools)
+    return snap
+
+
 def _compile(rs: _RunState, snap: AgentSnapshot):
+    client = rs.client_names
     allowed = rule_solver.allowed_tools(
         snap.rules,
-        [t.name for t in snap.tools],
+        [t.name for t in snap.tools if t.name not in client],
         rs.history,
         rs.last_output,
         default_choice="required" if snap.spec.heartbeats else "auto",
     )
+    if client and not isinstance(allowed.tool_choice, dict):  # rules do not narrow the client's tools
+        allowed = rule_solver.Allowed(allowed.tools + client, allowed.tool_choice, allowed.forced)
     extra = [mapping.message(r) for r in rs.pending]
     ctx = context_compile(snap, extra=extra, allowed_tools=allowed.tools, tool_choice=allowed.tool_choice)
     return allowed, ctx
@@ -324,8 +397,11 @@ def _fit(rs: _RunState, snap: AgentSnapshot, *, force: bool = False):
         if row is not None:
             rs.step_index += 1
             rs.emitter.emit({**messages_to_letta([row])[0]}, to_caller=False)
-            snap = agent_snapshot(
-                agent=persistence.thread_view(Agent.objects.get(pk=snap.agent.id), rs.run.conversation_id)
+            snap = _with_client_tools(
+                rs,
+                agent_snapshot(
+                    agent=persistence.thread_view(Agent.objects.get(pk=snap.agent.id), rs.run.conversation_id)
+                ),
             )
             allowed, ctx = _compile(rs, snap)
     if not ctx.fits:
@@ -350,7 +426,7 @@ def _watched(rs: _RunState) -> bool:
     return rs.run.stream_tokens or group_listened(rs.emitter.group) is not False
 
 
-def _call(rs: _RunState, ctx, step_id: str, message_id: str, *, thinking_arg: bool = True):
+def _call(rs: _RunState, ctx, step_id: str, message_id: str, *, thinking_arg: bool = True, snap=None):
     """The model call, streamed when LLM_STREAMING is on and someone watches: token chunks of the message it
     will store go to the agent's group as they arrive. A provider that refuses to stream is asked again
     without streaming; a stream that breaks after chunks went out fails the step (LLMError), leaving the
@@ -366,6 +442,7 @@ def _call(rs: _RunState, ctx, step_id: str, message_id: str, *, thinking_arg: bo
         step_id=step_id,
         date=timezone.now().isoformat(timespec="seconds"),
         thinking_arg=thinking_arg,
+        waits=_waits_on(rs, snap) if snap is not None else None,
     )
 
     def on_delta(delta) -> None:
@@ -392,7 +469,7 @@ def _step(rs: _RunState) -> StopReason | None:
     agent, rs.fresh_agent = rs.fresh_agent or _agent_unless_cancelled(rs.run), None
     if agent is None:
         return StopReason.CANCELLED
-    snap = agent_snapshot(agent=agent)
+    snap = _with_client_tools(rs, agent_snapshot(agent=agent))
     try:
         snap, allowed, ctx = _fit(rs, snap)
     except rule_solver.ToolRuleError as exc:
@@ -405,14 +482,14 @@ def _step(rs: _RunState) -> StopReason | None:
     step_id, message_id = ids.new_id("step"), ids.new_id("message")
     model_started = time.perf_counter()
     try:
-        request, result = _call(rs, ctx, step_id, message_id, thinking_arg=snap.spec.heartbeats)
+        request, result = _call(rs, ctx, step_id, message_id, thinking_arg=snap.spec.heartbeats, snap=snap)
     except llm.LLMError as exc:
         if exc.kind != "context_length":
             return _failed_step(rs, snap, ctx, step_id, exc, started, state)
         try:  # our count was too low for this provider: evict harder once, then retry
             snap, allowed, ctx = _fit(rs, snap, force=True)
             state = step_state(snap, allowed, rs.pending)
-            request, result = _call(rs, ctx, step_id, message_id, thinking_arg=snap.spec.heartbeats)
+            request, result = _call(rs, ctx, step_id, message_id, thinking_arg=snap.spec.heartbeats, snap=snap)
         except (llm.LLMError, overflow.ContextTooLarge) as again:
             return _failed_step(rs, snap, ctx, step_id, again, started, state)
     model_ms = (time.perf_counter() - model_started) * 1000
@@ -493,6 +570,9 @@ def _commit_step(
     rs: _RunState, snap, ctx, allowed, step_id, message_id, request, result, model_ms, started, state
 ) -> StopReason | None:
     parsed = loop.parse_response(result, snap.tools, allowed=allowed)
+    waiting = _waiting_calls(rs, snap, parsed)
+    if waiting:
+        return _pause(rs, snap, ctx, step_id, message_id, request, result, parsed, waiting, model_ms, started, state)
     tools_started = time.perf_counter()
     outcomes = tool_exec.calls_run(parsed, snap, step_id)
     tools_ms = (time.perf_counter() - tools_started) * 1000
@@ -561,6 +641,217 @@ def _commit_step(
         if decision.heartbeat_reason
         else []
     )
+    return None
+
+
+# --------------------------------------------------------------------------- waiting for a person or a client
+
+
+def _tool_breakpoints(rs: _RunState, snap: AgentSnapshot) -> list[approvals.ToolBreakpoint]:
+    return []
+
+
+def _waits_on(rs: _RunState, snap: AgentSnapshot):
+    """Whether a call to a tool of this name would wait (token chunks of such a call are approval requests)."""
+    client, points = set(rs.client_names), _tool_breakpoints(rs, snap)
+
+    def waits(name: str) -> bool:
+        return name in client or rule_solver.needs_approval(name, snap.rules) or any(b.hits(name) for b in points)
+
+    return waits
+
+
+def _waiting_calls(rs: _RunState, snap: AgentSnapshot, parsed) -> dict[int, str]:
+    return approvals.waiting_calls(
+        ((c.name, c.valid) for c in parsed.calls),
+        rules=snap.rules,
+        client_tools=rs.client_names,
+        breakpoints=_tool_breakpoints(rs, snap),
+    )
+
+
+def _pause(rs: _RunState, snap, ctx, step_id, message_id, request, result, parsed, waiting, model_ms, started, state):
+    """The reply asks for a person or a client: nothing of it runs. Its input and the reply are stored, the run ends
+    `requires_approval` with what it waits for (core.runs.waits), and the answer resumes it as a new run."""
+    calls = [
+        {
+            "tool_call_id": parsed.calls[i].call.id,
+            "name": parsed.calls[i].name,
+            "arguments": parsed.calls[i].call.arguments,
+            "reason": why,
+        }
+        for i, why in waiting.items()
+    ]
+    deferred = [c.call.id for i, c in enumerate(parsed.calls) if i not in waiting]
+    errors = {c.call.id: c.error for c in parsed.calls if not c.valid}  # kept: no rule re-checks them on resume
+    with transaction.atomic(durable=True):
+        agent = persistence.thread_lock(snap.agent)
+        rs.steps += 1
+        usage = persistence.usage_dict(result.usage)
+        usage.update(estimated_prompt_tokens=ctx.total_tokens, cost_usd=step_cost(snap.spec.model, usage))
+        step = persistence.step_record(
+            run=rs.run,
+            agent=agent,
+            step_id=step_id,
+            index=rs.step_index,
+            request=request,
+            response=result.raw,
+            sections=ctx.sections,
+            tokenizer=ctx.tokenizer,
+            usage=usage,
+            model_ms=model_ms,
+            tools_ms=0.0,
+            total_ms=(time.perf_counter() - started) * 1000,
+            stop_reason=str(StopReason.REQUIRES_APPROVAL),
+            state=state,
+        )
+        reply = _assistant_row(agent, result, parsed, message_id)
+        reply.tool_return = {"waiting": {c["tool_call_id"]: c["reason"] for c in calls}}
+        rows = [*rs.pending, reply]
+        persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=step)
+        _account(rs, usage)
+        _end_store(rs, StopReason.REQUIRES_APPROVAL, message_ids=list(agent.message_ids) + [r.id for r in rows])
+        rs.run.waiting = {
+            "kind": calls[0]["reason"],
+            "message_id": message_id,
+            "step_id": step_id,
+            "calls": calls,
+            "deferred": deferred,
+            "errors": errors,
+            "since": timezone.now().isoformat(),
+        }
+        rs.run.waiting_until = waits.until()
+        Run.objects.filter(pk=rs.run.pk).update(waiting=rs.run.waiting, waiting_until=rs.run.waiting_until)
+    rs.step_index += 1
+    _emit_step(rs, rows, step.index, snap.spec.agent_type, flush=False)
+    return StopReason.REQUIRES_APPROVAL
+
+
+def _answered(answer, call, snap, client: set[str]):
+    """The outcome an answer gives a waiting call without running it (a denial, a client's result), else None (it
+    runs, with the person's edited arguments if any: the call to run is returned beside)."""
+    if answer.kind == "tool":
+        return (
+            tool_exec.ToolOutcome(
+                answer.status == "success",
+                answer.tool_return,
+                "\n".join(answer.stdout),
+                "\n".join(answer.stderr),
+                sandbox="client",
+            ),
+            call,
+        )
+    if not answer.approve:
+        return tool_exec.ToolOutcome(False, approvals.denied(answer.reason), extra={"denied": True}), call
+    if call.name in client:
+        text = f"'{call.name}' is a client-side tool: the client answers it with its result (type 'tool'), not approval"
+        return tool_exec.ToolOutcome(False, text), call
+    if answer.arguments is not None:
+        edited = ToolCall(id=call.call.id, name=call.name, arguments=json.dumps(answer.arguments, ensure_ascii=False))
+        return None, loop.check_call(edited, snap.tools)
+    return None, call
+
+
+def _resume(rs: _RunState, answer: dict) -> StopReason | None:
+    """The first step of a run that answers a wait: no model call. The waiting reply's calls get their answers —
+    approved ones (and the reply's other calls) run, denials and client results are taken as given — one tool row
+    per call is stored with the answer itself (approval_response_message, kept out of the window), and the loop
+    goes on from the results as after any step. The first answer wins: a wait answered meanwhile fails this run."""
+    started = time.perf_counter()
+    agent, rs.fresh_agent = rs.fresh_agent or _agent_unless_cancelled(rs.run), None
+    if agent is None:
+        return StopReason.CANCELLED
+    snap = _with_client_tools(rs, agent_snapshot(agent=agent))
+    waited = Run.objects.get(pk=answer["resumes"])
+    wait = waited.waiting or {}
+    if waited.waiting_until is None:
+        rs.error = "The wait this answer was for was answered, cancelled or expired meanwhile."
+        return StopReason.ERROR
+    reply = Message.objects.get(pk=wait["message_id"])
+    calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments", "{}")) for c in reply.tool_calls)
+    parsed = loop.parse_response(LLMResult(tool_calls=calls), snap.tools)
+    errors = wait.get("errors") or {}
+    parsed = replace(parsed, calls=tuple(replace(c, error=errors.get(c.call.id, c.error)) for c in parsed.calls))
+    answers = {a.tool_call_id: a for a in approvals.answers_parse({"approvals": answer["answers"]})}
+    client = set(rs.client_names) | {c["name"] for c in wait.get("calls", []) if c.get("reason") == "client"}
+    fixed, to_run = {}, list(parsed.calls)
+    for i, call in enumerate(parsed.calls):
+        if call.call.id in answers:
+            outcome, to_run[i] = _answered(answers[call.call.id], call, snap, client)
+            if outcome is not None:
+                fixed[i] = outcome
+    runnable = replace(
+        parsed, calls=tuple(replace(c, error="answered") if i in fixed else c for i, c in enumerate(to_run))
+    )
+    outcomes = tool_exec.calls_run(runnable, snap, wait["step_id"])
+    outcomes.update(fixed)
+    for i, call in enumerate(to_run):  # what ran with a person's edit says so on its result
+        if i not in fixed and call.call.arguments != parsed.calls[i].call.arguments and i in outcomes:
+            outcomes[i].extra["arguments"] = call.args
+    ran = replace(parsed, calls=tuple(to_run))
+    with transaction.atomic(durable=True):
+        agent = persistence.thread_lock(snap.agent)
+        if not waits.take(waited.pk):
+            raise Conflict("This wait was answered by someone else first.", detail={"run_id": waited.pk})
+        tool_exec.effects_apply(outcomes)
+        tool_rows, failed = _tool_rows(agent, snap, ran, outcomes)
+        for row, i in zip(tool_rows, range(len(to_run)), strict=True):
+            if outcomes.get(i) is not None and outcomes[i].extra:
+                row.tool_return = {**row.tool_return, **outcomes[i].extra}
+        said = persistence.message_build(
+            agent=agent,
+            role="user",
+            kind=APPROVAL_RESPONSE,
+            text=json.dumps(answer["answers"], ensure_ascii=False),
+            otid=answer.get("otid", ""),
+        )
+        persistence.messages_store(agent=agent, rows=[said, *tool_rows], run=rs.run, step=Step(pk=wait["step_id"]))
+        history = rs.history + [c.name for i, c in enumerate(to_run) if c.valid and i not in fixed]
+        decision = loop.decide_next(
+            parsed=ran,
+            failed=failed,
+            tool_rules=snap.rules,
+            history=history,
+            steps_taken=rs.steps,
+            max_steps=rs.max_steps,
+            heartbeats=snap.spec.heartbeats,
+        )
+        answered = any(a.kind == "tool" or not a.approve for a in answers.values())
+        if not decision.continue_loop and (rs.pending or (answered and decision.stop_reason == StopReason.END_TURN)):
+            # denials and a client's results go back to the model, as do messages sent with the answer
+            decision = loop.Decision(True, None, loop.HEARTBEAT_REASON if snap.spec.heartbeats else None)
+        window = list(agent.message_ids) + [r.id for r in tool_rows]
+        tool_runs = [o.tool_run for o in outcomes.values() if o.tool_run is not None]
+        if tool_runs:
+            type(tool_runs[0]).objects.bulk_create(tool_runs)
+        if decision.continue_loop:
+            persistence.window_set(agent_id=agent.id, message_ids=window, conversation_id=agent.thread)
+        else:
+            _end_store(rs, decision.stop_reason, message_ids=window)
+    rs.history = history
+    done = [i for i, c in enumerate(to_run) if c.valid and i in outcomes and i not in fixed]
+    rs.last_output = outcomes[done[-1]].value if done else rs.last_output
+    for event in messages_to_letta([said], agent_type=snap.spec.agent_type):
+        rs.emitter.emit(event, to_caller=False, flush=False)
+    server_side = {to_run[i].call.id for i in done} | {
+        c.call.id for i, c in enumerate(to_run) if i not in fixed and not c.valid
+    }
+    for row in tool_rows:  # a token-streaming caller gets only what ran here, as Letta's (it knows its own answers)
+        mine = row.tool_call_id in server_side or not rs.run.stream_tokens
+        for event in messages_to_letta([row], agent_type=snap.spec.agent_type):
+            if mine:
+                rs.out.append(event)
+            rs.emitter.emit(event, to_caller=mine, flush=False)
+    rs.emitter.emit({"message_type": "context_update", "run_id": rs.run.id}, to_caller=False)
+    log.debug("run %s resumed %s in %.1f ms", rs.run.id, waited.pk, (time.perf_counter() - started) * 1000)
+    if not decision.continue_loop:
+        return decision.stop_reason
+    if decision.heartbeat_reason:
+        rs.pending.append(
+            persistence.message_build(
+                agent=agent, role="user", kind="heartbeat", text=loop.heartbeat_message(decision.heartbeat_reason)
+            )
+        )
     return None
 
 
@@ -633,6 +924,7 @@ def _finish(rs: _RunState, stop: StopReason) -> RunResult:
             "status": status,
             "stop_reason": str(stop),
             "error": rs.error or None,
+            "waiting": waits.describe(rs.run),
         },
         to_caller=False,
     )
