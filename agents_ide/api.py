@@ -17,6 +17,7 @@ from core.accounts import principal_from_token, principal_from_user
 from core.api.agent_tests import router as agent_tests_router
 from core.api.agentfiles import router as agentfile_router
 from core.api.agents import router as core_router
+from core.api.breakpoints import router as breakpoints_router
 from core.api.conversations import router as conversations_router
 from core.api.messages import router as messages_router
 from core.api.runs import router as runs_router
@@ -171,6 +172,7 @@ def _register_routers() -> None:
         messages_router,
         conversations_router,
         runs_router,
+        breakpoints_router,
         steps_router,
         tags_router,
         timetravel_router,

@@ -27,11 +27,12 @@ from django_tasks import task
 
 from core.agents import history
 from core.agents.messages import in_reply, messages_to_letta
+from core.errors import DomainError, NotFound
 from core.events import agent_group, sender_loop
 from core.models import RUN_ACTIVE, RUN_TERMINAL, Organization, Run, RunStatus
 from core.prepared import Prepared
 from core.providers import model_resolve
-from core.runs import queue, runner
+from core.runs import queue, runner, waits
 
 WAIT_POLL_S = 1.0
 
@@ -102,6 +103,40 @@ def run_send(
     )
     model_resolve(owner=owner, handle=run.agent.model)
     return _queued(run)
+
+
+@transaction.atomic
+def run_continue(
+    *, owner: Organization, run_id: str, approvals: list[dict] | None = None, step: bool = False, stop: bool = False
+) -> Run:
+    """Let a waiting run go on (the IDE's Continue / Step / Stop, `POST /v1/runs/{id}/continue`): `stop` ends the wait
+    (its calls denied, as a cancel); else a new run of the same thread resumes it — with the answers given, or every
+    waiting call approved as it stands; `step` stops it again before the next model call or tool call. Returns the
+    new run (queued), or the ended one for `stop`. NotFound for another owner's run; DomainError if it waits for
+    nothing (answered meanwhile: the first answer wins)."""
+    waited = Run.objects.filter(owner=owner, pk=run_id).first()
+    if waited is None:
+        raise NotFound(f"Run '{run_id}' not found")
+    if waited.waiting_until is None:
+        raise DomainError(f"Run '{run_id}' is not waiting: it was answered, cancelled or has expired.")
+    if stop:
+        if not waits.cancel(owner=owner, agent_id=waited.agent_id, run_ids=[run_id]):
+            raise DomainError(f"Run '{run_id}' is not waiting: it was answered, cancelled or has expired.")
+        waited.refresh_from_db()
+        return waited
+    calls = (waited.waiting or {}).get("calls") or []
+    if not calls:
+        answer = {"type": "continue", "step": step}
+    else:
+        given = approvals or [{"type": "approval", "tool_call_id": c["tool_call_id"], "approve": True} for c in calls]
+        answer = {"type": "approval", "approvals": given, "step": step}
+    return run_send(
+        owner=owner,
+        agent_id=waited.agent_id,
+        input_messages=[answer],
+        conversation_id=waited.conversation_id,
+        client_tools=waited.client_tools or None,
+    )
 
 
 def _queued(run: Run) -> Run:

@@ -83,6 +83,10 @@ class _RunState:
     streams: bool | None = None  # whether the provider streamed (None: not tried yet in this run)
     ended: RunStatus | None = None  # set when the last step's transaction stored the run's end
     fresh_agent: Agent | None = None  # the agent as the claim just read it: the first step's, saving a read
+    stepping: bool = False  # a person steps through the run: it stops before every model call and tool call
+    released: bool = False  # the next model call was let go from a breakpoint: it does not stop there again
+    block_changed: bool = False  # the last step's tools changed a memory block (block_change breakpoints)
+    tool_failed: bool = False  # a tool of the last step failed (tool_error breakpoints)
 
     @property
     def client_names(self) -> tuple[str, ...]:
@@ -97,7 +101,7 @@ def input_normalize(messages: list[dict]) -> list[dict]:
     """Validate API input messages ({role, content: str | [{type: text, text}]}) into {role, text} dicts."""
     out = []
     for i, m in enumerate(messages or []):
-        if m.get("type") in ("approval", "tool_return"):
+        if m.get("type") in ("approval", "tool_return", "continue"):
             out.append(_answer_normalize(m, i))
             continue
         role = m.get("role", "user")
@@ -133,17 +137,23 @@ def _answer_normalize(m: dict, i: int) -> dict:
     """An answer to a run that waits (Letta's ApprovalCreate / ToolReturnCreate): first, and at most once."""
     if i != 0:
         raise Invalid(f"messages[{i}]: an approval answer must be the first message of a request")
+    step = m.get("step", False)
+    if not isinstance(step, bool):
+        raise Invalid(f"messages[{i}].step must be true or false")
+    otid = m.get("otid")
+    if otid is not None and (not isinstance(otid, str) or len(otid) > 100):
+        raise Invalid(f"messages[{i}].otid must be a string of at most 100 characters")
+    if m.get("type") == "continue":  # let a run go on from a breakpoint before a model call
+        return {"role": "continue", "text": "", "step": step, "otid": otid or str(uuid.uuid4())}
     try:
         answers = approvals.answers_parse(m)
     except approvals.AnswerError as exc:
         raise DomainError(str(exc)) from None
-    otid = m.get("otid")
-    if otid is not None and (not isinstance(otid, str) or len(otid) > 100):
-        raise Invalid(f"messages[{i}].otid must be a string of at most 100 characters")
     return {
         "role": "approval",
         "text": "",
         "answers": [a.to_letta() for a in answers],
+        "step": step,
         "otid": otid or str(uuid.uuid4()),
     }
 
@@ -152,21 +162,28 @@ def _wait_check(agent: Agent, conversation_id: str | None, inputs: list[dict]) -
     """An answer must answer exactly the calls its thread waits for (Letta's texts); any other send to a thread that
     waits is Letta's 409. The answer is matched to the wait here, so the run resumes it (`_resume`)."""
     wait = waits.pending(agent_id=agent.pk, conversation_id=conversation_id)
-    if inputs[0]["role"] != "approval":
+    role = inputs[0]["role"]
+    if role not in ("approval", "continue"):
         if wait is not None:
             raise Conflict(approvals.PENDING, detail=waits.pending_detail(wait))
         return
     if wait is None:
         raise DomainError(approvals.NOTHING_PENDING)
+    if any(m["role"] in ("approval", "continue") for m in inputs[1:]):
+        raise Invalid("Send one approval answer per request")
+    inputs[0]["resumes"] = wait.id
+    if role == "continue" and not wait.waiting["calls"]:
+        return
+    if role == "continue":
+        raise DomainError("The run waits on tool calls: answer each of them (type 'approval').")
+    if not wait.waiting["calls"]:
+        raise DomainError("The run waits before a model call, not on tool calls: continue it (type 'continue').")
     expected = [c["tool_call_id"] for c in wait.waiting["calls"]]
     try:
         matched = approvals.answers_match(expected, approvals.answers_parse({"approvals": inputs[0]["answers"]}))
     except approvals.AnswerError as exc:
         raise DomainError(str(exc)) from None
     inputs[0]["answers"] = [a.to_letta() for a in matched]
-    inputs[0]["resumes"] = wait.id
-    if any(m["role"] == "approval" for m in inputs[1:]):
-        raise Invalid("Send one approval answer per request")
 
 
 def _counted(agents):
@@ -319,7 +336,7 @@ def run_agent(
     except Exception as exc:
         return _finish(_RunState(run, None, emitter, run.max_steps, error=str(exc)), StopReason.ERROR)
     rs = _RunState(run, resolved, emitter, run.max_steps, fresh_agent=agent if agent_fresh else None)
-    answer = next((m for m in run.input_messages if m["role"] == "approval"), None)
+    answer = next((m for m in run.input_messages if m["role"] in ("approval", "continue")), None)
     rs.pending = [
         persistence.message_build(
             agent=agent,
@@ -330,13 +347,15 @@ def run_agent(
             otid=m.get("otid", ""),
         )
         for m in run.input_messages
-        if m["role"] != "approval"
+        if m["role"] not in ("approval", "continue")
     ]
     emitter.emit(
         {"message_type": "run_status", "run_id": run.id, "status": "running", "stop_reason": None}, to_caller=False
     )
     try:
-        stop = _resume(rs, answer) if answer is not None else None
+        stop = None
+        if answer is not None:
+            stop = _resume(rs, answer) if answer["role"] == "approval" else _continue(rs, answer)
         while stop is None:
             stop = _step(rs)
     except Exception as exc:  # noqa: BLE001 - the run must end with a status whatever went wrong
@@ -478,6 +497,18 @@ def _step(rs: _RunState) -> StopReason | None:
     except overflow.ContextTooLarge as exc:
         rs.error = str(exc)
         return StopReason.ERROR
+    hit = None
+    if not rs.released:
+        hit = approvals.model_call_hit(
+            _breakpoints(snap),
+            tokens=ctx.total_tokens,
+            block_changed=rs.block_changed,
+            tool_failed=rs.tool_failed,
+            stepping=rs.stepping,
+        )
+    rs.released = False
+    if hit is not None:
+        return _hold(rs, snap, ctx, hit)
     state = step_state(snap, allowed, rs.pending)
     step_id, message_id = ids.new_id("step"), ids.new_id("message")
     model_started = time.perf_counter()
@@ -625,6 +656,8 @@ def _commit_step(
             _end_store(rs, decision.stop_reason, message_ids=window)
     rs.step_index += 1
     rs.history = history
+    rs.block_changed = any(o.ok and o.memory_edit for o in outcomes.values())
+    rs.tool_failed = any(failed)
     valid = [i for i, c in enumerate(parsed.calls) if c.valid and i in outcomes]
     rs.last_output = outcomes[valid[-1]].value if valid else rs.last_output
     # a run's last step: its events go out with the run's end (_finish, at once), in one channel-layer message
@@ -647,8 +680,12 @@ def _commit_step(
 # --------------------------------------------------------------------------- waiting for a person or a client
 
 
+def _breakpoints(snap: AgentSnapshot) -> list[approvals.Breakpoint]:
+    return approvals.breakpoints_load(getattr(snap.agent, "breakpoints", None) or [])
+
+
 def _tool_breakpoints(rs: _RunState, snap: AgentSnapshot) -> list[approvals.ToolBreakpoint]:
-    return []
+    return approvals.tool_breakpoints(_breakpoints(snap), stepping=rs.stepping)
 
 
 def _waits_on(rs: _RunState, snap: AgentSnapshot):
@@ -718,6 +755,8 @@ def _pause(rs: _RunState, snap, ctx, step_id, message_id, request, result, parse
             "calls": calls,
             "deferred": deferred,
             "errors": errors,
+            "history": rs.history,
+            "last_output": rs.last_output,
             "since": timezone.now().isoformat(),
         }
         rs.run.waiting_until = waits.until()
@@ -725,6 +764,52 @@ def _pause(rs: _RunState, snap, ctx, step_id, message_id, request, result, parse
     rs.step_index += 1
     _emit_step(rs, rows, step.index, snap.spec.agent_type, flush=False)
     return StopReason.REQUIRES_APPROVAL
+
+
+def _hold(rs: _RunState, snap, ctx, hit: approvals.Breakpoint) -> StopReason:
+    """A breakpoint before a model call: the step's input is stored (so a person sees, and may edit, the state the
+    call will be compiled from), nothing is sent, and the run ends waiting; `continue` lets a new run go on."""
+    with transaction.atomic(durable=True):
+        agent = persistence.thread_lock(snap.agent)
+        rows = list(rs.pending)
+        persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=None)
+        _end_store(rs, StopReason.REQUIRES_APPROVAL, message_ids=list(agent.message_ids) + [r.id for r in rows])
+        rs.run.waiting = {
+            "kind": "breakpoint",
+            "before": "model_call",
+            "breakpoint": hit.to_dict(),
+            "why": "stepping: before the next model call" if hit.id == "step" else hit.describe(),
+            "message_id": None,
+            "step_id": None,
+            "calls": [],
+            "deferred": [],
+            "tokens": ctx.total_tokens,
+            "history": rs.history,
+            "last_output": rs.last_output,
+            "since": timezone.now().isoformat(),
+        }
+        rs.run.waiting_until = waits.until()
+        Run.objects.filter(pk=rs.run.pk).update(waiting=rs.run.waiting, waiting_until=rs.run.waiting_until)
+    rs.pending = []
+    for row in rows:
+        for event in messages_to_letta([row], agent_type=snap.spec.agent_type):
+            rs.emitter.emit(event, to_caller=False, flush=False)
+    return StopReason.REQUIRES_APPROVAL
+
+
+def _continue(rs: _RunState, item: dict) -> StopReason | None:
+    """Let a run go on from a breakpoint before a model call: the wait is taken (the first answer wins), the tool-rule
+    history carries over, and the next model call is not stopped again (with `step`, the one after it is)."""
+    with transaction.atomic(durable=True):
+        persistence.agent_lock(rs.run.agent_id)
+        waited = Run.objects.filter(pk=item["resumes"]).first()
+        if waited is None or not waits.take(waited.pk):
+            rs.error = "The wait this answer was for was answered, cancelled or expired meanwhile."
+            return StopReason.ERROR
+    wait = waited.waiting or {}
+    rs.history, rs.last_output = list(wait.get("history") or []), wait.get("last_output")
+    rs.stepping, rs.released = bool(item.get("step")), True
+    return None
 
 
 def _answered(answer, call, snap, client: set[str]):
@@ -767,6 +852,8 @@ def _resume(rs: _RunState, answer: dict) -> StopReason | None:
     if waited.waiting_until is None:
         rs.error = "The wait this answer was for was answered, cancelled or expired meanwhile."
         return StopReason.ERROR
+    rs.history, rs.last_output = list(wait.get("history") or []), wait.get("last_output")
+    rs.stepping = bool(answer.get("step"))
     reply = Message.objects.get(pk=wait["message_id"])
     calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments", "{}")) for c in reply.tool_calls)
     parsed = loop.parse_response(LLMResult(tool_calls=calls), snap.tools)
@@ -829,6 +916,8 @@ def _resume(rs: _RunState, answer: dict) -> StopReason | None:
         else:
             _end_store(rs, decision.stop_reason, message_ids=window)
     rs.history = history
+    rs.block_changed = any(o.ok and o.memory_edit for o in outcomes.values())
+    rs.tool_failed = any(failed)
     done = [i for i, c in enumerate(to_run) if c.valid and i in outcomes and i not in fixed]
     rs.last_output = outcomes[done[-1]].value if done else rs.last_output
     for event in messages_to_letta([said], agent_type=snap.spec.agent_type):

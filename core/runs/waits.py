@@ -179,6 +179,10 @@ def describe(run: Run) -> dict | None:
             for c in run.waiting.get("calls", [])
         ],
         "deferred": list(run.waiting.get("deferred", [])),
+        "before": run.waiting.get("before", "tool_call"),  # model_call: a breakpoint stopped it before the call
+        "why": run.waiting.get("why"),
+        "breakpoint": run.waiting.get("breakpoint"),
+        "tokens": run.waiting.get("tokens"),
         "since": run.waiting.get("since"),
         "expires_at": run.waiting_until.isoformat(),
     }
