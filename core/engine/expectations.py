@@ -18,6 +18,7 @@ KEYS = (
     "blocks",
     "archival",
     "stop_reason",
+    "approvals",
     "max_steps",
     "max_prompt_tokens_per_step",
     "max_cost_usd",
@@ -115,6 +116,17 @@ def _checks(spec: dict, observed: dict) -> list[dict]:
                     "step_id": None,
                 }
             )
+    if "approvals" in spec:
+        wanted, asked = spec["approvals"]["tools"], observed.get("approval_requests") or []
+        if asked != wanted:
+            out.append(
+                {
+                    "expectation": "approval requests",
+                    "expected": wanted,
+                    "actual": asked,
+                    "step_id": observed.get("approval_step_id"),
+                }
+            )
     if "stop_reason" in spec and observed["stop_reason"] != spec["stop_reason"]:
         out.append(
             {
@@ -186,6 +198,10 @@ def validate(spec) -> list[str]:
             problems.append('archival is {"matches": "a regular expression"}')
         else:
             problems += _regex_problems(archival["matches"])
+    if "approvals" in spec:
+        tools = spec["approvals"].get("tools") if isinstance(spec["approvals"], dict) else None
+        if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
+            problems.append('approvals is {"tools": [names of the calls that wait for approval, in order]}')
     if "stop_reason" in spec and not isinstance(spec["stop_reason"], str):
         problems.append("stop_reason is a string, such as 'end_turn'")
     for key in LIMITS:

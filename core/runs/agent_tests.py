@@ -203,7 +203,16 @@ def _observed(copy: Agent, runs: list[Run]) -> dict:
         .select_related("block")
         .order_by("version")
     }
+    asked = [
+        (c.get("name"), m.step_id)
+        for m in rows
+        if m.role == "assistant"
+        for c in m.tool_calls or []
+        if c.get("id") in ((m.tool_return or {}).get("waiting") or {})
+    ]
     return {
+        "approval_requests": [name for name, _ in asked],
+        "approval_step_id": asked[0][1] if asked else None,
         "tool_calls": calls,
         "reply": replies[-1][0] if replies else None,
         "reply_step_id": replies[-1][1] if replies else None,
@@ -224,6 +233,30 @@ def expectations_args(arguments) -> dict:
     if not isinstance(parsed, dict):
         return {}
     return {k: v for k, v in parsed.items() if k not in ("thinking", "request_heartbeat")}
+
+
+ANSWERS = ("/approve", "/deny")
+
+
+def _turn_input(turn: str, last: Run | None) -> dict:
+    """A turn's input: the user's message, or — for a turn `/approve` or `/deny <reason>` — the answer to every call
+    the previous turn's run waits on (Invalid, failing the test with its reason, when nothing waits)."""
+    word, _, reason = turn.strip().partition(" ")
+    if word not in ANSWERS:
+        return {"role": "user", "content": turn}
+    if last is not None:
+        last.refresh_from_db()
+    calls = (last.waiting or {}).get("calls") if last is not None and last.waiting_until is not None else None
+    if not calls:
+        raise Invalid(f"The turn '{turn}' answers an approval, but the previous turn's run waits for none.")
+    approve = word == "/approve"
+    return {
+        "type": "approval",
+        "approvals": [
+            {"type": "approval", "tool_call_id": c["tool_call_id"], "approve": approve, "reason": reason or None}
+            for c in calls
+        ],
+    }
 
 
 def _copy_for(agent: Agent, test: dict, model: str) -> Agent:
@@ -261,7 +294,7 @@ def test_execute(*, agent: Agent, test: dict, model: str = "", keep: bool = Fals
         runs = []
         for turn in test["turns"]:
             run = executor.run_submit(
-                owner=agent.owner, agent_id=copy.id, input_messages=[{"role": "user", "content": turn}]
+                owner=agent.owner, agent_id=copy.id, input_messages=[_turn_input(turn, runs[-1] if runs else None)]
             )
             runs.append(executor.run_wait(run=run))
             if runs[-1].status != RunStatus.COMPLETED:

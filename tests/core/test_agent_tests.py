@@ -173,3 +173,54 @@ def test_tests_travel_in_agent_files(agent):
     )
     imported = Agent.objects.get(id=result.agent_ids[0])
     assert imported.metadata["agent_tests"] == agent.metadata["agent_tests"]
+
+
+def _results(api, agent, run_id):
+    return until(
+        lambda: (
+            (r := api.get(f"/v1/agents/{agent.id}/tests/results/{run_id}").json())["status"] in ("passed", "failed")
+            and r
+        ),
+        what="the test run",
+    )
+
+
+def test_a_test_pins_an_approval_flow_expecting_the_request_and_giving_the_answer(api, account, fake_llm):
+    agent = make_agent(
+        account.org, name="careful", tool_rules=[{"type": "requires_approval", "tool_name": "archival_memory_insert"}]
+    )
+    flows = [
+        {
+            "name": "asks before storing, stores when approved",
+            "turns": ["Remember that I like tea.", "/approve"],
+            "expect": {"approvals": {"tools": ["archival_memory_insert"]}, "archival": {"matches": "tea"}},
+        },
+        {
+            "name": "denied, it says so",
+            "turns": ["Remember that I like tea.", "/deny not today"],
+            "expect": {"approvals": {"tools": ["archival_memory_insert"]}, "reply": {"contains": "won't"}},
+        },
+        {
+            "name": "an answer with nothing waiting fails with its reason",
+            "turns": ["hello", "/approve"],
+            "expect": {"stop_reason": "end_turn"},
+        },
+    ]
+    for test in flows:
+        assert api.post(f"/v1/agents/{agent.id}/tests", test).status_code == 200
+    bad = api.post(f"/v1/agents/{agent.id}/tests", {**flows[0], "expect": {"approvals": {"tools": "x"}}})
+    assert bad.status_code == 422 and "approvals" in bad.json()["detail"]
+    fake_llm.script(
+        FakeLLM.tool("archival_memory_insert", {"content": "likes tea"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "Stored."}),
+        FakeLLM.tool("archival_memory_insert", {"content": "likes tea"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "I won't store it then."}),
+        FakeLLM.tool("send_message", {"message": "Hi."}),
+    )
+    run_id = api.post(f"/v1/agents/{agent.id}/tests/run", {}).json()["id"]
+    approved, denied, stray = _results(api, agent, run_id)["results"]
+    assert approved["passed"], approved
+    assert denied["passed"], denied
+    seen = [json.loads(m["content"]) for r in fake_llm.chat_requests for m in r["messages"] if m["role"] == "tool"]
+    assert any(s["message"].endswith("User reason: not today") for s in seen)
+    assert not stray["passed"] and "waits for none" in stray["error"]

@@ -72,3 +72,13 @@ def test_validate_names_what_is_wrong():
     assert any("unknown expectation 'nope'" in p for p in problems)
     assert any("needs a name" in p for p in problems) and any("bad regular expression" in p for p in problems)
     assert any("label and one of" in p for p in problems)
+
+
+def test_approvals_expect_the_calls_that_waited_in_order():
+    seen = _observed(approval_requests=["archival_memory_insert"], approval_step_id="step-9")
+    assert evaluate({"approvals": {"tools": ["archival_memory_insert"]}}, seen) == []
+    [failure] = evaluate({"approvals": {"tools": ["core_memory_append", "archival_memory_insert"]}}, seen)
+    assert failure["actual"] == ["archival_memory_insert"] and failure["step_id"] == "step-9"
+    [failure] = evaluate({"approvals": {"tools": ["archival_memory_insert"]}}, _observed())
+    assert failure["actual"] == []
+    assert validate({"approvals": {"tools": [1]}}) and validate({"approvals": []})
