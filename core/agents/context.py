@@ -12,11 +12,13 @@ from dataclasses import dataclass, replace
 
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from core import mapping
+from core.engine import rules
 from core.engine import types as t
 from core.engine.context import compile_context, overview
-from core.models import Agent, Message, Organization
+from core.models import Agent, Message, Organization, Run
 from core.prepared import Prepared
 from core.selectors import found_or_404
 from memory.models import Passage
@@ -181,10 +183,36 @@ def context_compile(
     )
 
 
+def step_allowed(
+    snap: AgentSnapshot, *, history: Sequence[str] = (), last_output: str | None = None, client: Sequence[str] = ()
+) -> rules.Allowed:
+    """The tools a step may offer and its tool_choice, as the tool rules decide from the run's calls so far; a run's
+    client-side tools are offered whatever the rules say (Letta's _get_valid_tools). Raises ToolRuleError when a
+    rule cannot be satisfied. The one decision the runner and the simulator share."""
+    allowed = rules.allowed_tools(
+        snap.rules,
+        [x.name for x in snap.tools if x.name not in client],
+        history,
+        last_output,
+        default_choice="required" if snap.spec.heartbeats else "auto",
+    )
+    if client and not isinstance(allowed.tool_choice, dict):
+        allowed = rules.Allowed(allowed.tools + tuple(client), allowed.tool_choice, allowed.forced)
+    return allowed
+
+
 def agent_context(
-    *, agent: Agent, context_window_limit: int | None = None, model: str | None = None, system: str | None = None
+    *,
+    agent: Agent,
+    context_window_limit: int | None = None,
+    model: str | None = None,
+    system: str | None = None,
+    history: Sequence[str] | None = None,
+    last_output: str | None = None,
 ) -> t.CompiledContext:
-    """The agent's context as its next call would send it; the overrides preview unsaved settings."""
+    """The agent's context exactly as its next model call would send it — the tools its rules allow then included —
+    for a run that starts now (`history` empty) or one that goes on after the calls in `history` (a run waiting at a
+    breakpoint; see `next_call`). The overrides preview unsaved settings."""
     snap = agent_snapshot(agent=agent)
     spec = snap.spec
     if context_window_limit or model or system is not None:
@@ -194,7 +222,45 @@ def agent_context(
             model=model or spec.model,
             system=spec.system if system is None else system,
         )
-    return context_compile(snap, spec=spec)
+    if history is None:
+        call = next_call(agent)
+        history, last_output = call["history"], call["last_output"]
+    try:
+        allowed = step_allowed(snap, history=history, last_output=last_output)
+    except rules.ToolRuleError:  # the run would stop at this rule; show every tool rather than fail the view
+        return context_compile(snap, spec=spec)
+    return context_compile(snap, spec=spec, allowed_tools=allowed.tools, tool_choice=allowed.tool_choice)
+
+
+def next_call(agent: Agent) -> dict:
+    """What the simulator compiles: the first step of the next run, or — when a run of this thread waits at a
+    breakpoint before a model call — that run's next step, with the calls it made so far."""
+    waiting = (
+        Run.objects.filter(
+            agent_id=agent.id,
+            conversation_id=getattr(agent, "thread", None),
+            waiting_until__gt=timezone.now(),
+        )
+        .values_list("id", "waiting")
+        .first()
+    )
+    if waiting is None or (waiting[1] or {}).get("before") != "model_call":
+        return {"run_id": None, "history": [], "last_output": None}
+    wait = waiting[1]
+    return {"run_id": waiting[0], "history": list(wait.get("history") or []), "last_output": wait.get("last_output")}
+
+
+def removed_tools(*, agent: Agent, ctx: t.CompiledContext) -> list[dict]:
+    """The agent's tools the next call does not offer, each with the rule that removed it."""
+    snap = agent_snapshot(agent=agent)
+    call = next_call(agent)
+    gone = rules.removed_tools(snap.rules, [x.name for x in snap.tools], call["history"], call["last_output"])
+    offered = set(ctx.allowed_tools)
+    return [
+        {"name": name, "rule": rule.to_dict(), "why": rules.rule_text(rule)}
+        for name, rule in gone.items()
+        if name not in offered
+    ]
 
 
 def context_overview(*, agent: Agent) -> dict:
@@ -204,4 +270,6 @@ def context_overview(*, agent: Agent) -> dict:
     out["sections"] = [{"name": s.name, "tokens": s.tokens, "text": s.text} for s in ctx.sections]
     out["request"] = ctx.request
     out["allowed_tools"] = list(ctx.allowed_tools)
+    out["removed_tools"] = removed_tools(agent=agent, ctx=ctx)
+    out["next_call"] = {k: v for k, v in next_call(agent).items() if k != "last_output"}
     return out

@@ -389,6 +389,14 @@ class ContextWindowOut(BaseModel):
     sections: list[ContextSectionOut]
     request: dict[str, Any] = Field(description="The chat-completions request the next step would send.")
     allowed_tools: list[str]
+    removed_tools: list[dict[str, Any]] = Field(
+        default_factory=list, description="The agent's tools the next call does not offer: {name, rule, why}."
+    )
+    next_call: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Which call this is: {run_id: null, history: []} for the first step of the next run, or the "
+        "waiting run's id and the tools it called so far when a breakpoint holds it before a model call.",
+    )
 
 
 # --- runs and steps

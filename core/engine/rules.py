@@ -121,6 +121,41 @@ def allowed_tools(
     return Allowed(names, "required" if forced else default_choice, forced)
 
 
+def removed_tools(
+    rules: Sequence[ToolRule], available: Sequence[str], history: Sequence[str], last_output: str | None = None
+) -> dict[str, ToolRule]:
+    """Which rule took each tool out of the next step (the first, in rule order, that did), as allowed_tools decides:
+    the simulator says why a tool is not offered. A rule that cannot be satisfied removes nothing here."""
+    order = list(dict.fromkeys(available))
+    pool = set(order)
+    first = [r for r in rules if isinstance(r, RunFirst) and r.tool_name in pool]
+    if not history and first:
+        chosen = {r.tool_name for r in first}
+        return {n: first[0] for n in order if n not in chosen}
+    out: dict[str, ToolRule] = {}
+    kept = set(pool)
+    for rule in rules:
+        try:
+            narrowed = _narrowing(rule, history, last_output, pool)
+        except ToolRuleError:
+            continue
+        for name in order:
+            if name in kept and name not in narrowed:
+                out[name] = rule
+        kept &= narrowed
+    return out
+
+
+def rule_text(rule: ToolRule) -> str:
+    """One rule in words (as the prompt's <tool_usage_rules> states it)."""
+    if isinstance(rule, RequiresApproval):
+        return f"{rule.tool_name} waits for a person's approval before it runs."
+    children = ", ".join(getattr(rule, "children", ()) or ())
+    return _RULE_TEXT[rule.type].format(
+        tool=rule.tool_name, children=children, limit=getattr(rule, "max_count_limit", "")
+    )
+
+
 def run_first_args(rules: Sequence[ToolRule], tool_name: str) -> dict[str, Any] | None:
     """Prefilled arguments a run_first rule gives its tool, if any."""
     for rule in rules:

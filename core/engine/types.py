@@ -124,7 +124,11 @@ class Message:
         args), but with `thinking_blocks` the provider's signed thinking blocks are, unchanged (Anthropic
         requires them next to the tool calls they led to)."""
         if self.role == Role.ASSISTANT:
-            out: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+            # a call without text carries no content at all: what the provider receives (litellm drops a null one),
+            # so the simulator shows the exact request
+            out: dict[str, Any] = {"role": "assistant"}
+            if self.content or not self.tool_calls:
+                out["content"] = self.content or None
             if thinking_blocks and self.thinking_blocks:
                 out["thinking_blocks"] = [dict(b) for b in self.thinking_blocks]
             if self.tool_calls:

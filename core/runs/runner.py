@@ -26,7 +26,7 @@ from django.utils import timezone
 from agents_ide.transactions import outside_transaction
 from core import ids, mapping, prepared
 from core.agents import versions
-from core.agents.context import AgentSnapshot, agent_snapshot, context_compile, with_memory_counts
+from core.agents.context import AgentSnapshot, agent_snapshot, context_compile, step_allowed, with_memory_counts
 from core.agents.messages import (
     APPROVAL_RESPONSE,
     assistant_calls,
@@ -384,16 +384,7 @@ def _with_client_tools(rs: _RunState, snap: AgentSnapshot) -> AgentSnapshot:
 
 
 def _compile(rs: _RunState, snap: AgentSnapshot):
-    client = rs.client_names
-    allowed = rule_solver.allowed_tools(
-        snap.rules,
-        [t.name for t in snap.tools if t.name not in client],
-        rs.history,
-        rs.last_output,
-        default_choice="required" if snap.spec.heartbeats else "auto",
-    )
-    if client and not isinstance(allowed.tool_choice, dict):  # rules do not narrow the client's tools
-        allowed = rule_solver.Allowed(allowed.tools + client, allowed.tool_choice, allowed.forced)
+    allowed = step_allowed(snap, history=rs.history, last_output=rs.last_output, client=rs.client_names)
     extra = [mapping.message(r) for r in rs.pending]
     ctx = context_compile(snap, extra=extra, allowed_tools=allowed.tools, tool_choice=allowed.tool_choice)
     return allowed, ctx

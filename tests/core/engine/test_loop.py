@@ -263,4 +263,5 @@ def test_stop_reasons_are_letta_strings(reason):
         "cancelled",
         "error",
         "max_tokens_exceeded",
+        "requires_approval",
     }
