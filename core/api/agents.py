@@ -24,6 +24,7 @@ from core.api.schemas import (
 )
 from core.errors import Invalid, NotFound
 from core.providers import models_list
+from core.runs import waits
 from core.runs.overflow import agent_compact, compaction_settings_set
 from core.runs.sleeptime import sleeptime_configure
 
@@ -172,8 +173,13 @@ def agents_list(request, q: Query[AgentListQuery]):
 
 
 @router.get("/agents/{agent_id}", response=AgentStateOut)
-def agent_retrieve(request, agent_id: str):
-    return presenters.agent_state(selectors.agent_get(owner=owner(request), agent_id=agent_id))
+def agent_retrieve(request, agent_id: str, include: list[str] = Query(None)):  # noqa: B008 - ninja's query marker
+    """The agent; with `include=agent.pending_approval`, the approval request its own thread waits on (or null)."""
+    agent = selectors.agent_get(owner=owner(request), agent_id=agent_id)
+    state = presenters.agent_state(agent)
+    if include and "agent.pending_approval" in include:
+        state["pending_approval"] = waits.pending_request(agent_id=agent.id, agent_type=agent.agent_type)
+    return state
 
 
 @router.patch("/agents/{agent_id}", response=AgentStateOut)

@@ -215,6 +215,8 @@ class SecretOut(BaseModel):
 class AgentStateOut(BaseModel):
     """Letta's AgentState."""
 
+    pending_approval: dict[str, Any] | None = None  # with include=agent.pending_approval: what its thread waits on
+
     id: str
     name: str
     description: str

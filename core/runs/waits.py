@@ -60,6 +60,20 @@ def _expired_text() -> str:
     return f"Nobody answered within {hours:g} h; the waiting tool calls were denied."
 
 
+def pending_request(*, agent_id: str, agent_type: str, conversation_id: str | None = None) -> dict | None:
+    """The approval_request_message the thread waits on (Letta's AgentState.pending_approval), or None."""
+    run = (
+        Run.objects.filter(agent_id=agent_id, conversation_id=conversation_id, waiting_until__gt=timezone.now())
+        .order_by("-created_at")
+        .first()
+    )
+    reply = Message.objects.filter(pk=(run.waiting or {}).get("message_id")).first() if run is not None else None
+    if reply is None:
+        return None
+    parts = messages_to_letta([reply], agent_type=agent_type)
+    return next((p for p in parts if p["message_type"] == "approval_request_message"), None)
+
+
 def take(run_id: str) -> bool:
     """Mark the wait answered; False when it was answered, cancelled or expired meanwhile (the first answer wins)."""
     return bool(Run.objects.filter(pk=run_id, waiting_until__isnull=False).update(waiting=None, waiting_until=None))

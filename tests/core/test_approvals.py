@@ -360,3 +360,14 @@ def test_the_wait_is_in_the_database_only_a_fresh_process_state_answers_it(api, 
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Resumed."}))
     r = _answer(api, v2, [{"type": "approval", "tool_call_id": ask["tool_call"]["tool_call_id"], "approve": True}])
     assert r.status_code == 200 and r.json()["stop_reason"]["stop_reason"] == "end_turn"
+
+
+def test_the_agent_shows_its_pending_approval_when_asked_and_lists_by_last_stop_reason(api, v2, fake_llm):
+    assert api.get(f"/v1/agents/{v2.id}?include=agent.pending_approval").json()["pending_approval"] is None
+    _, ask = _pause(api, v2, fake_llm)
+    state = api.get(f"/v1/agents/{v2.id}?include=agent.pending_approval").json()
+    assert state["pending_approval"]["message_type"] == "approval_request_message"
+    assert state["pending_approval"]["tool_calls"] == ask["tool_calls"]
+    assert api.get(f"/v1/agents/{v2.id}").json()["pending_approval"] is None  # only when asked, as Letta
+    listed = api.get("/v1/agents/?last_stop_reason=requires_approval").json()
+    assert [a["id"] for a in listed] == [v2.id]
