@@ -228,3 +228,43 @@ def test_killed_mid_run_the_agent_heals_within_the_lease(kind, server, account, 
         assert run.status == "failed" and run.stop_reason == "error", (run.status, run.stop_reason)
         assert "worker lost" in run.error and run.completed_at is not None
         _assert_whole_steps(run, committed[a.id])
+
+
+def test_a_run_waiting_for_approval_survives_a_restart_and_is_answered_on_the_new_server(server, account, fake_llm):
+    """A waiting run holds nothing in the process: killed while it waits, the server starts again and the answer
+    resumes it there."""
+    agent = make_agent(
+        account.org,
+        name="careful",
+        tool_rules=[{"type": "requires_approval", "tool_name": "archival_memory_insert"}],
+    )
+    fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": "kept across restarts"}, heartbeat=True))
+    server.start()
+    base = f"{server.url}/v1/agents/{agent.id}/messages"
+    status, body = _post(base, account.token, {"messages": [{"role": "user", "content": "store it"}]})
+    assert status == 200, body
+    paused = json.loads(body)
+    assert paused["stop_reason"]["stop_reason"] == "requires_approval"
+    call_id = next(m for m in paused["messages"] if m["message_type"] == "approval_request_message")["tool_call"][
+        "tool_call_id"
+    ]
+
+    server.kill()
+    server.start()
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Stored after the restart."}))
+    answer = {
+        "messages": [
+            {"type": "approval", "approvals": [{"type": "approval", "tool_call_id": call_id, "approve": True}]}
+        ]
+    }
+    status, body = _post(base, account.token, answer)
+    assert status == 200, body
+    out = json.loads(body)
+    assert out["stop_reason"]["stop_reason"] == "end_turn"
+    assert [m["content"] for m in out["messages"] if m["message_type"] == "assistant_message"] == [
+        "Stored after the restart."
+    ]
+    from memory.models import Passage
+
+    assert Passage.objects.filter(agent=agent, text="kept across restarts").count() == 1
+    assert Run.objects.get(pk=paused["run_id"]).waiting_until is None
