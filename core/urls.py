@@ -44,6 +44,11 @@ urlpatterns = [
     path("agents/<str:agent_id>/runs/<str:run_id>/", runs.run_detail, name="agent_run"),
     path("agents/<str:agent_id>/runs/<str:run_id>/notice/", runs.run_notice, name="agent_run_notice"),
     path(
+        "agents/<str:agent_id>/tool-approval/<str:tool_id>/",
+        workspace.tool_approval_toggle,
+        name="agent_tool_approval",
+    ),
+    path(
         "agents/<str:agent_id>/tools/<str:tool_id>/<str:action>/",
         workspace.tool_attach_toggle,
         name="agent_tool_toggle",

@@ -6,7 +6,7 @@ from core.agents.presenters import agent_state, tool_out
 from core.agents.versions import noted
 from core.api.agents import owner
 from core.api.schemas import AgentStateOut
-from core.errors import DomainError, NotFound
+from core.errors import DomainError, Invalid, NotFound
 from core.pagination import page
 from core.runs.tool_exec import agent_builtin_tool_run
 from core.selectors import agent_get
@@ -15,6 +15,7 @@ from tools.mcp_services import mcp_tool_execute
 from tools.schemas import (
     AgentToolRunIn,
     GenerateSchemaIn,
+    ToolApprovalIn,
     ToolCreateIn,
     ToolDeletedOut,
     ToolExecutionResultOut,
@@ -38,7 +39,16 @@ class SearchModeRefused(DomainError):
     status = 400
 
 
-_FIELDS = ("description", "tags", "return_char_limit", "pip_requirements", "sandbox", "env_vars", "allow_network")
+_FIELDS = (
+    "description",
+    "tags",
+    "return_char_limit",
+    "pip_requirements",
+    "sandbox",
+    "env_vars",
+    "allow_network",
+    "default_requires_approval",
+)
 
 
 def _set_fields(body, names=_FIELDS) -> dict:
@@ -226,3 +236,19 @@ def agent_tool_detach(request, agent_id: str, tool_id: str):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     services.tool_detach(agent=agent, tool=selectors.tool_get(owner=owner(request), tool_id=tool_id))
     return agent_state(agent)
+
+
+@router.patch("/agents/{agent_id}/tools/approval/{tool_name}", response=AgentStateOut, tags=["agents"])
+def agent_tool_approval(
+    request,
+    agent_id: str,
+    tool_name: str,
+    body: ToolApprovalIn | None = None,
+    requires_approval: bool | None = Query(None, deprecated=True, description="Letta's deprecated form of the body."),
+):
+    """Letta's modify_approval_for_tool: add or remove the agent's requires_approval rule for the tool."""
+    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    required = body.requires_approval if body is not None else requires_approval
+    if required is None:
+        raise Invalid("requires_approval must be provided either in request body or as query parameter")
+    return agent_state(services.agent_tool_approval_set(agent=agent, tool_name=tool_name, requires_approval=required))

@@ -23,6 +23,9 @@ class Tool(models.Model):
     pip_requirements = models.JSONField(default=list, blank=True)  # [{name, version?}]
     sandbox = models.CharField(max_length=16, choices=SANDBOXES, blank=True, default="")
     allow_network = models.BooleanField(null=True, blank=True, default=None)  # None: the deployment default
+    # Letta's default_requires_approval: an agent made with the tool, or that attaches it, gets a requires_approval
+    # rule for it. Read only then: changing it later leaves the agents that have the tool as they are.
+    default_requires_approval = models.BooleanField(null=True, blank=True, default=None)
     env_vars = EncryptedJSONField(default=dict, blank=True)  # workbench defaults for test runs: may hold keys
     agents = models.ManyToManyField("core.Agent", related_name="tools", blank=True)
     # external_mcp tools: the server that runs them, under the name the server gives the tool.

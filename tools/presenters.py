@@ -27,6 +27,7 @@ def tool_out(tool) -> dict:
         "return_char_limit": tool.return_char_limit,
         "pip_requirements": tool.pip_requirements,
         "sandbox": tool.sandbox or None,
+        "default_requires_approval": tool.default_requires_approval,
         "created_at": tool.created_at,
         "updated_at": tool.updated_at,
     }

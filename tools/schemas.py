@@ -33,6 +33,9 @@ class ToolCreateIn(Schema):
     sandbox: Sandbox | None = None
     env_vars: dict[str, Any] | None = None
     allow_network: bool | None = Field(None, description="Network for the tool's runs; null = the deployment default.")
+    default_requires_approval: bool | None = Field(
+        None, description="Agents made with the tool, or attaching it, get a requires_approval rule for it."
+    )
 
 
 class ToolUpdateIn(Schema):
@@ -47,6 +50,9 @@ class ToolUpdateIn(Schema):
     sandbox: Sandbox | None = None
     env_vars: dict[str, Any] | None = None
     allow_network: bool | None = Field(None, description="Network for the tool's runs; null = the deployment default.")
+    default_requires_approval: bool | None = Field(
+        None, description="Agents made with the tool, or attaching it, get a requires_approval rule for it."
+    )
     version_message: str | None = Field(
         None, max_length=500, description="why: kept with the version of each agent using the tool that this makes"
     )
@@ -72,6 +78,14 @@ class ToolRunIn(Schema):
 
 class AgentToolRunIn(Schema):
     args: dict[str, Any] = {}
+
+
+class ToolApprovalIn(Schema):
+    """Letta's ModifyApprovalRequest (unknown keys are a 422, as there)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requires_approval: bool = Field(description="Whether calls to the tool wait for a person's approval.")
 
 
 class ToolListQuery(Schema):
@@ -107,6 +121,7 @@ class ToolOut(BaseModel):
     return_char_limit: int
     pip_requirements: list[dict[str, Any]]
     sandbox: str | None
+    default_requires_approval: bool | None
     created_at: datetime
     updated_at: datetime
 

@@ -104,12 +104,51 @@ def agent_tools_set(*, agent: Agent, tools: list[Tool]) -> None:
     agent.tools.set(tools)
 
 
+@transaction.atomic
 def tool_attach(*, agent: Agent, tool: Tool) -> None:
-    """Attach a tool to an agent (idempotent)."""
+    """Attach a tool to an agent (idempotent); a tool whose default_requires_approval is set also gets the agent a
+    requires_approval rule for it if it has none (Letta's attach_tool_async; locks the agent's row then)."""
     if tool.owner_id != agent.owner_id:
         raise NotFound(f"Tool '{tool.id}' not found")
     agent.tools.add(tool)
+    if tool.default_requires_approval:
+        _approval_rule_set(agent=agent, tool_name=tool.name, required=True)
     agent_tools_changed.send(sender=Tool, agents=[agent], message=f"attached {tool.name}")
+
+
+def rules_with_approval(rules: list[dict], tool_name: str, *, required: bool) -> list[dict]:
+    """`rules` (Letta's JSON shapes) with a requires_approval rule for the tool added at the end if `required` and
+    absent, or every one for it removed if not (Letta's modify_approvals_async); the others as they were."""
+
+    def is_approval(rule) -> bool:
+        return isinstance(rule, dict) and rule.get("type") == "requires_approval" and rule.get("tool_name") == tool_name
+
+    rules = list(rules or [])
+    if not required:
+        return [r for r in rules if not is_approval(r)]
+    if any(is_approval(r) for r in rules):
+        return rules
+    return [*rules, {"tool_name": tool_name, "type": "requires_approval"}]
+
+
+def _approval_rule_set(*, agent: Agent, tool_name: str, required: bool) -> bool:
+    """Add or remove the agent's requires_approval rule for the tool from its rules as stored now (the row locked:
+    a concurrent rule write is not lost); whether they changed. Caller is in a transaction."""
+    stored = Agent.objects.select_for_update().values_list("tool_rules", flat=True).get(pk=agent.pk)
+    rules = rules_with_approval(stored, tool_name, required=required)
+    agent.tool_rules = stored
+    return bool(model_update(agent, fields=["tool_rules"], data={"tool_rules": rules}))
+
+
+@transaction.atomic
+def agent_tool_approval_set(*, agent: Agent, tool_name: str, requires_approval: bool) -> Agent:
+    """Make the agent's calls to the tool wait for a person's approval, or not: adds or removes its
+    requires_approval rule (the name is not checked against the agent's tools, as in Letta). Locks the agent's
+    row; records a version when the rules changed."""
+    if _approval_rule_set(agent=agent, tool_name=tool_name, required=requires_approval):
+        state = "needs" if requires_approval else "no longer needs"
+        agent_tools_changed.send(sender=Tool, agents=[agent], message=f"{tool_name} {state} approval")
+    return agent
 
 
 def tool_detach(*, agent: Agent, tool: Tool) -> None:
@@ -135,6 +174,7 @@ _EDITABLE = (
     "sandbox",
     "env_vars",
     "allow_network",
+    "default_requires_approval",
 )
 
 
@@ -279,6 +319,10 @@ def _clean_fields(changes: dict) -> dict:
         if changes["allow_network"] not in (None, True, False):
             raise Invalid("allow_network must be true, false or null (the deployment default)")
         out["allow_network"] = changes["allow_network"]
+    if "default_requires_approval" in changes:
+        if changes["default_requires_approval"] not in (None, True, False):
+            raise Invalid("default_requires_approval must be true, false or null")
+        out["default_requires_approval"] = changes["default_requires_approval"]
     return out
 
 
@@ -316,6 +360,7 @@ def tool_create(
     sandbox: str = "",
     env_vars: dict | None = None,
     allow_network: bool | None = None,
+    default_requires_approval: bool | None = None,
 ) -> Tool:
     """Create a custom tool from source (schema derived unless given); Conflict (409) if the name is taken,
     Forbidden (403) if it asks for network the operator does not permit the account."""
@@ -329,6 +374,7 @@ def tool_create(
             "sandbox": sandbox,
             "env_vars": env_vars,
             "allow_network": allow_network,
+            "default_requires_approval": default_requires_approval,
         }
     )
     _name_free(owner=owner, name=schema["name"])

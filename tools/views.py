@@ -285,6 +285,8 @@ def tool_save(request):
                 sandbox=request.POST.get("sandbox", ""),
                 pip_requirements=pip_parse(request.POST.get("pip_requirements", "")),
                 allow_network=_network_choice(request.POST.get("allow_network", "")),
+                # unticked is Letta's default (null), which asks no approval either
+                default_requires_approval=True if request.POST.get("default_requires_approval") == "on" else None,
             )
     except (DomainError, ValueError, tool_schema.SchemaError) as exc:
         return TemplateResponse(request, "tools/_saved.html", {"error": str(exc)})

@@ -48,6 +48,7 @@ def tool_save_source(
     sandbox: str = "",
     pip_requirements: list | None = None,
     allow_network: bool | None = None,
+    default_requires_approval: bool | None = None,
 ) -> Tool:
     """Create a custom tool from source, or update the one with `tool_id` (409 on a name clash).
 
@@ -58,6 +59,7 @@ def tool_save_source(
         "sandbox": sandbox,
         "pip_requirements": pip_requirements or [],
         "allow_network": allow_network,
+        "default_requires_approval": default_requires_approval,
     }
     if tool_id:
         tool = selectors.tool_get(owner=owner, tool_id=tool_id)

@@ -135,9 +135,12 @@ def agent_create(
     agent_type: str = "memgpt_v2_agent",
     initial_messages: list[dict] = (),
     embedding_config: dict | None = None,
+    approval_defaults: bool = True,
 ) -> Agent:
     """Create an agent with its blocks, tools, tags and system message, all in one transaction. `initial_messages`
-    ({role, text}, Letta's `initial_message_sequence`) follow the system message in the context window."""
+    ({role, text}, Letta's `initial_message_sequence`) follow the system message in the context window. Each tool
+    whose default_requires_approval is set adds a requires_approval rule for it unless one is given (Letta's
+    create_agent_async), unless `approval_defaults` is off (a copy keeps its original's rules as they are)."""
 
     model = model or settings.DEFAULT_MODEL
     if system is None:
@@ -162,6 +165,10 @@ def agent_create(
         include_multi_agent=include_multi_agent_tools,
         without=() if uses_heartbeats(agent_type) else ("send_message",),
     )
+    if approval_defaults:
+        for tool in wanted_tools:
+            if tool.default_requires_approval:
+                rules = tool_services.rules_with_approval(rules, tool.name, required=True)
     agent = Agent.objects.create(
         owner=owner,
         name=name.strip(),
@@ -436,6 +443,7 @@ def agent_duplicate(*, agent: Agent, name: str | None = None) -> Agent:
         max_steps=agent.max_steps,
         overflow_strategy=agent.overflow_strategy,
         agent_type=agent.agent_type,
+        approval_defaults=False,
     )
 
 
@@ -476,7 +484,8 @@ def agent_settings_update(*, agent: Agent, changes: dict) -> Agent:
 
 
 def agent_rules_update(*, agent: Agent, rules: list) -> Agent:
-    """Save tool rules edited in the IDE; a rule naming a tool the agent does not have is refused (Invalid)."""
+    """Save tool rules edited in the IDE; a rule naming a tool the agent does not have is refused (Invalid), but for
+    requires_approval, which may name any tool (as the API's approval toggle, and Letta's, does not check it)."""
 
     try:
         parsed = [tool_rule_from_dict(dict(r)).to_dict() for r in rules]
@@ -484,6 +493,8 @@ def agent_rules_update(*, agent: Agent, rules: list) -> Agent:
         parsed = []  # agent_update names the malformed rule
     have = {t.name for t in agent_tools(agent=agent)}
     for i, rule in enumerate(parsed):
+        if rule["type"] == "requires_approval":
+            continue
         missing = [n for n in _rule_tool_names(rule) if n not in have]
         if missing:
             raise Invalid(

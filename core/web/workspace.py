@@ -55,18 +55,28 @@ def _settings_initial(agent) -> dict:
     }
 
 
-def definition_ctx(request, agent) -> dict:
-    """What the settings, tools and rules sections render, from the agent as stored."""
+def _tools_ctx(request, agent) -> dict:
+    """What the tools and rules sections render: attached tools (those whose calls need approval by name), the rest
+    of the library, the rules as JSON."""
     attached = agent_tools(agent=agent)
     attached_ids = {t.id for t in attached}
+    return {
+        "agent": agent,
+        "tools": attached,
+        "library": [t for t in tools_list(owner=org(request)) if t.id not in attached_ids],
+        "needs_approval": {r.get("tool_name") for r in agent.tool_rules or [] if r.get("type") == "requires_approval"},
+        "rules_json": json.dumps(agent.tool_rules or [], indent=2),
+    }
+
+
+def definition_ctx(request, agent) -> dict:
+    """What the settings, tools and rules sections render, from the agent as stored."""
     return {
         "settings_form": AgentSettingsForm(initial=_settings_initial(agent)),
         "system_tokens": tokens.count_text(agent.model, agent.system),
         "models": providers.models_list(owner=org(request)),
         "window_max": max(tokens.model_info(agent.model).context_window, agent.context_window_limit),
-        "tools": attached,
-        "library": [t for t in tools_list(owner=org(request)) if t.id not in attached_ids],
-        "rules_json": json.dumps(agent.tool_rules or [], indent=2),
+        **_tools_ctx(request, agent),
     }
 
 
@@ -202,23 +212,41 @@ def messages_reset(request, agent_id: str):
     return trigger_client_event(response, "context-changed")
 
 
+def _tool_or_404(request, tool_id: str):
+    try:
+        return tool_selectors.tool_get(owner=org(request), tool_id=tool_id)
+    except DomainError as exc:
+        raise Http404(str(exc)) from exc
+
+
+def _tools_changed(request, agent, *, rules_before: list) -> TemplateResponse:
+    """The tools section again, and the rules section too (out of band) when the write changed the rules."""
+    ctx = {**_tools_ctx(request, agent), "rules_changed": agent.tool_rules != rules_before}
+    response = TemplateResponse(request, "core/_tools_changed.html", ctx)
+    return trigger_client_event(response, "context-changed")
+
+
 @login_required
 @require_POST
 def tool_attach_toggle(request, agent_id: str, tool_id: str, action: str):
     agent = agent_or_404(request, agent_id)
-    try:
-        tool = tool_selectors.tool_get(owner=org(request), tool_id=tool_id)
-    except DomainError as exc:
-        raise Http404(str(exc)) from exc
+    tool, rules_before = _tool_or_404(request, tool_id), list(agent.tool_rules or [])
     with versions.noted(request.POST.get("version_message")):
         (tool_services.tool_attach if action == "attach" else tool_services.tool_detach)(agent=agent, tool=tool)
-    attached = tool_selectors.agent_tools(agent=agent)
-    ids = {t.id for t in attached}
-    library = [t for t in tool_selectors.tools_list(owner=org(request)) if t.id not in ids]
-    response = TemplateResponse(
-        request, "core/_tools_attached.html", {"agent": agent, "tools": attached, "library": library}
-    )
-    return trigger_client_event(response, "context-changed")
+    return _tools_changed(request, agent, rules_before=rules_before)
+
+
+@login_required
+@require_POST
+def tool_approval_toggle(request, agent_id: str, tool_id: str):
+    """The attached tool's "needs approval" box: adds or removes the agent's requires_approval rule for it."""
+    agent = agent_or_404(request, agent_id)
+    tool, rules_before = _tool_or_404(request, tool_id), list(agent.tool_rules or [])
+    with versions.noted(request.POST.get("version_message")):
+        tool_services.agent_tool_approval_set(
+            agent=agent, tool_name=tool.name, requires_approval=request.POST.get("requires_approval") == "on"
+        )
+    return _tools_changed(request, agent, rules_before=rules_before)
 
 
 @login_required

@@ -12,7 +12,6 @@ from memory.selectors import agent_blocks
 from tests.core.agentfile_fixtures import fixture_names, fixture_path
 
 pytestmark = pytest.mark.django_db
-UNSUPPORTED_RULES = {"requires_approval"}
 
 
 def _expected(raw: dict) -> dict:
@@ -82,17 +81,14 @@ def test_fixture_tools_and_rules_are_restored(account, name):
             assert tools[t["name"]].tool_type == "custom"
             assert tools[t["name"]].source_code == (t["source_code"] or "")
             assert tools[t["name"]].json_schema == t["json_schema"]
+            assert tools[t["name"]].default_requires_approval == t.get("default_requires_approval")
         elif t["name"] in tools:  # a Letta built-in we have: our built-in row, not a copy
             assert tools[t["name"]].tool_type in ("base", "multi_agent")
         else:
             assert any(t["name"] in w for w in result.warnings)
     assert len(tools) <= len(exp["tools"])
     # Rules Letta's file repeats are kept once.
-    wanted = list(
-        dict.fromkeys(
-            (r["type"], r["tool_name"]) for r in exp["agent"]["tool_rules"] if r["type"] not in UNSUPPORTED_RULES
-        )
-    )
+    wanted = list(dict.fromkeys((r["type"], r["tool_name"]) for r in exp["agent"]["tool_rules"]))
     assert [(r["type"], r["tool_name"]) for r in agent.tool_rules] == wanted
 
 

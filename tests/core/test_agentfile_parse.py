@@ -61,15 +61,18 @@ def test_a_tool_message_with_several_returns_becomes_one_message_per_call():
     assert len(agent.in_context) == 7
 
 
-def test_unknown_rule_types_are_dropped_with_a_warning():
-    parsed = parse_agent_file(
-        edited(
-            v2_doc(),
-            lambda d: d["agents"][0]["tool_rules"].append({"tool_name": "roll_dice", "type": "requires_approval"}),
-        )
-    )
-    assert all(r["type"] != "requires_approval" for r in parsed.agents[0].tool_rules)
-    assert any("requires_approval" in w for w in parsed.warnings)
+def test_unknown_rule_types_are_dropped_with_a_warning_and_requires_approval_is_kept():
+    def change(d):
+        d["agents"][0]["tool_rules"] += [
+            {"tool_name": "roll_dice", "type": "requires_approval"},
+            {"tool_name": "roll_dice", "type": "some_future_rule"},
+        ]
+
+    parsed = parse_agent_file(edited(v2_doc(), change))
+    assert {"tool_name": "roll_dice", "type": "requires_approval"} in parsed.agents[0].tool_rules
+    assert all(r["type"] != "some_future_rule" for r in parsed.agents[0].tool_rules)
+    assert any("some_future_rule" in w for w in parsed.warnings)
+    assert not any("requires_approval" in w for w in parsed.warnings)
 
 
 def test_a_file_without_messages_gets_a_system_message():

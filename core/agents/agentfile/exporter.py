@@ -268,7 +268,7 @@ def _tool(tool, key: str) -> dict[str, Any]:
         "return_char_limit": tool.return_char_limit,
         "pip_requirements": list(tool.pip_requirements or []) or None,
         "npm_requirements": None,
-        "default_requires_approval": None,
+        "default_requires_approval": tool.default_requires_approval,
         "created_by_id": None,
         "last_updated_by_id": None,
         "metadata_": {"mcp": {"server_name": tool.mcp_server.server_name}} if tool.mcp_server_id else {},

@@ -117,7 +117,7 @@ def _tool_row(
         return Tool.objects.create(owner=owner, name=tool.name, tool_type="custom", **fields)
     if existing.tool_type != "custom":
         return existing
-    same = existing.source_code == fields["source_code"] and existing.json_schema == fields["json_schema"]
+    same = all(getattr(existing, k) == fields[k] for k in ("source_code", "json_schema", "default_requires_approval"))
     if policy == "reuse" or same:
         result.tools_reused.append(tool.name)
         if not same:
@@ -148,6 +148,7 @@ def _tool_fields(tool: ParsedTool, result: ImportResult) -> dict:
         "tags": list(tool.tags),
         "return_char_limit": tool.return_char_limit,
         "pip_requirements": list(tool.pip_requirements),
+        "default_requires_approval": tool.default_requires_approval,
     }
 
 

@@ -73,6 +73,7 @@ class ParsedTool:
     tags: tuple[str, ...] = ()
     return_char_limit: int = 50000
     pip_requirements: tuple[dict[str, Any], ...] = ()
+    default_requires_approval: bool | None = None
     mcp_server: str = ""  # external_mcp tools: the server's name (core.agents.agentfile.mcp_servers)
 
 

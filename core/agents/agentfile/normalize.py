@@ -144,6 +144,9 @@ def tool(raw: Any, path: str, key: str, warn: list[str]) -> ParsedTool | None:
             _pip(r, c.join(c.join(path, "pip_requirements"), i))
             for i, r in enumerate(c.lst(d.get("pip_requirements"), c.join(path, "pip_requirements"), limit=100))
         ),
+        default_requires_approval=None
+        if d.get("default_requires_approval") is None
+        else c.boolean(d["default_requires_approval"], c.join(path, "default_requires_approval")),
     )
 
 
@@ -156,7 +159,7 @@ def _pip(raw: Any, path: str) -> dict[str, Any]:
 
 
 def tool_rules(raw: Any, path: str, warn: list[str]) -> tuple[dict[str, Any], ...]:
-    """Validated rules in Letta's shape; types our engine does not enforce (e.g. requires_approval) are dropped."""
+    """Validated rules in Letta's shape (requires_approval included); types our engine does not know are dropped."""
 
     out: list[dict[str, Any]] = []
     dropped: dict[str, list[str]] = {}

@@ -4,7 +4,8 @@ Pure: no database, no network. Every refusal is an AgentFileError naming the JSO
 - the in-context system message's text becomes the raw `system` prompt. Letta stores the compiled prompt
   there (memory blocks rendered in); our compiler renders memory itself on every step, so storing the
   rendered copy would show the blocks twice and go stale.
-- tool rules of types our engine does not enforce (e.g. `requires_approval`) are dropped with a warning.
+- tool rules of types our engine does not know are dropped with a warning (`requires_approval` is kept, and so
+  is a tool's `default_requires_approval`).
 - groups, files, sources and MCP servers are not imported (warned), their agents are.
 """
 
