@@ -207,29 +207,30 @@ def agent_context(
     context_window_limit: int | None = None,
     model: str | None = None,
     system: str | None = None,
-    history: Sequence[str] | None = None,
-    last_output: str | None = None,
 ) -> t.CompiledContext:
-    """The agent's context exactly as its next model call would send it — the tools its rules allow then included —
-    for a run that starts now (`history` empty) or one that goes on after the calls in `history` (a run waiting at a
-    breakpoint; see `next_call`). The overrides preview unsaved settings."""
+    """The agent's context exactly as its next model call would send it, the tools its rules allow then included
+    (`next_call`); the overrides preview unsaved settings."""
+    return _next_context(agent, context_window_limit=context_window_limit, model=model, system=system)[0]
+
+
+def _next_context(agent: Agent, **overrides) -> tuple[t.CompiledContext, AgentSnapshot, dict]:
     snap = agent_snapshot(agent=agent)
     spec = snap.spec
-    if context_window_limit or model or system is not None:
+    window, model, system = overrides.get("context_window_limit"), overrides.get("model"), overrides.get("system")
+    if window or model or system is not None:
         spec = replace(
             spec,
-            context_window_limit=context_window_limit or spec.context_window_limit,
+            context_window_limit=window or spec.context_window_limit,
             model=model or spec.model,
             system=spec.system if system is None else system,
         )
-    if history is None:
-        call = next_call(agent)
-        history, last_output = call["history"], call["last_output"]
+    call = next_call(agent)
     try:
-        allowed = step_allowed(snap, history=history, last_output=last_output)
+        allowed = step_allowed(snap, history=call["history"], last_output=call["last_output"])
     except rules.ToolRuleError:  # the run would stop at this rule; show every tool rather than fail the view
-        return context_compile(snap, spec=spec)
-    return context_compile(snap, spec=spec, allowed_tools=allowed.tools, tool_choice=allowed.tool_choice)
+        return context_compile(snap, spec=spec), snap, call
+    ctx = context_compile(snap, spec=spec, allowed_tools=allowed.tools, tool_choice=allowed.tool_choice)
+    return ctx, snap, call
 
 
 def next_call(agent: Agent) -> dict:
@@ -250,10 +251,8 @@ def next_call(agent: Agent) -> dict:
     return {"run_id": waiting[0], "history": list(wait.get("history") or []), "last_output": wait.get("last_output")}
 
 
-def removed_tools(*, agent: Agent, ctx: t.CompiledContext) -> list[dict]:
+def _removed(snap: AgentSnapshot, call: dict, ctx: t.CompiledContext) -> list[dict]:
     """The agent's tools the next call does not offer, each with the rule that removed it."""
-    snap = agent_snapshot(agent=agent)
-    call = next_call(agent)
     gone = rules.removed_tools(snap.rules, [x.name for x in snap.tools], call["history"], call["last_output"])
     offered = set(ctx.allowed_tools)
     return [
@@ -264,12 +263,13 @@ def removed_tools(*, agent: Agent, ctx: t.CompiledContext) -> list[dict]:
 
 
 def context_overview(*, agent: Agent) -> dict:
-    """Letta's context-window overview fields, our sections with text, the tokenizer and the exact request."""
-    ctx = agent_context(agent=agent)
+    """Letta's context-window overview fields, our sections with text, the tokenizer and the exact request; which
+    call it is and which tools the rules removed from it."""
+    ctx, snap, call = _next_context(agent)
     out = overview(ctx)
     out["sections"] = [{"name": s.name, "tokens": s.tokens, "text": s.text} for s in ctx.sections]
     out["request"] = ctx.request
     out["allowed_tools"] = list(ctx.allowed_tools)
-    out["removed_tools"] = removed_tools(agent=agent, ctx=ctx)
-    out["next_call"] = {k: v for k, v in next_call(agent).items() if k != "last_output"}
+    out["removed_tools"] = _removed(snap, call, ctx)
+    out["next_call"] = {"run_id": call["run_id"], "history": call["history"]}
     return out

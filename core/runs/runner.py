@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists
+from django.db.models import Exists, Q
 from django.utils import timezone
 
 from agents_ide.transactions import outside_transaction
@@ -158,10 +158,9 @@ def _answer_normalize(m: dict, i: int) -> dict:
     }
 
 
-def _wait_check(agent: Agent, conversation_id: str | None, inputs: list[dict]) -> None:
+def _wait_check(agent: Agent, conversation_id: str | None, inputs: list[dict], wait: Run | None) -> None:
     """An answer must answer exactly the calls its thread waits for (Letta's texts); any other send to a thread that
     waits is Letta's 409. The answer is matched to the wait here, so the run resumes it (`_resume`)."""
-    wait = waits.pending(agent_id=agent.pk, conversation_id=conversation_id)
     role = inputs[0]["role"]
     if role not in ("approval", "continue"):
         if wait is not None:
@@ -194,7 +193,12 @@ def _counted(agents):
 _CLAIM_READ = Prepared(lambda p: _counted(Agent.objects.select_for_update()).filter(owner_id=p.owner_id, id=p.agent_id))
 _CLAIM_LOCK = Prepared(lambda p: Agent.objects.select_for_update().filter(owner_id=p.owner_id, id=p.agent_id))
 _CLAIM_COUNTS = Prepared(lambda p: _counted(Agent.objects.filter(pk=p.agent_id)).only("id"))
-_BUSY = Prepared(lambda p: Run.objects.filter(agent_id=p.agent_id, status__in=RUN_ACTIVE).order_by("created_at")[:1])
+# The agent's run in progress and its runs that wait for an answer (one per thread at most), in one statement.
+_BUSY = Prepared(
+    lambda p: Run.objects.filter(
+        Q(status__in=RUN_ACTIVE) | Q(waiting_until__isnull=False), agent_id=p.agent_id
+    ).order_by("created_at")[:50]
+)
 _STEP_AGENT = Prepared(
     lambda p: with_memory_counts(
         Agent.objects.annotate(cancelled=Exists(Run.objects.filter(pk=p.run_id, cancel_requested=True)))
@@ -246,7 +250,8 @@ def run_start(
     inputs = input_normalize(input_messages)  # bad input is refused before a busy agent is
     # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
-    busy = _BUSY.first(agent_id=agent.pk)
+    found = _BUSY(agent_id=agent.pk)
+    busy = next((r for r in found if r.status in RUN_ACTIVE), None)
     if busy is not None and not queue.lease_lapsed(busy):
         raise Conflict(
             f"Agent '{agent_id}' is busy with run '{busy.id}'; wait for it to finish or cancel it.",
@@ -256,7 +261,8 @@ def run_start(
         Run.objects.filter(pk=busy.pk).update(
             status=RunStatus.FAILED, stop_reason="error", error=queue.LOST, completed_at=timezone.now()
         )
-    _wait_check(agent, conversation_id, inputs)
+    waiting = [r for r in found if r.waiting_until is not None and r.conversation_id == conversation_id]
+    _wait_check(agent, conversation_id, inputs, waits.live(waiting[-1]) if waiting else None)
     try:
         tools = approvals.client_tools_check(client_tools)
     except approvals.AnswerError as exc:

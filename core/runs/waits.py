@@ -32,27 +32,13 @@ def until() -> timezone.datetime:
     return timezone.now() + timedelta(seconds=settings.RUN_WAIT_TTL_S)
 
 
-def pending(*, agent_id: str, conversation_id: str | None) -> Run | None:
-    """The run of this thread that waits for an answer, if any (a wait past its time is ended here first: the caller
-    holds the agent's lock in its transaction)."""
-    run = (
-        Run.objects.filter(agent_id=agent_id, conversation_id=conversation_id, waiting_until__isnull=False)
-        .order_by("-created_at")
-        .first()
-    )
-    if run is not None and run.waiting_until <= timezone.now():
+def live(run: Run) -> Run | None:
+    """The run if its wait is still on; a wait past its time is ended here first (the caller holds the agent's lock in
+    its transaction), giving None."""
+    if run.waiting_until is not None and run.waiting_until <= timezone.now():
         resolve(run=run, text=approvals.DENIED_ON_EXPIRY, stop_reason=EXPIRED, error=_expired_text())
         return None
-    return run
-
-
-def agent_waiting(agent_id: str) -> Run | None:
-    """Any run of the agent that waits (in whichever thread), newest first."""
-    return (
-        Run.objects.filter(agent_id=agent_id, waiting_until__isnull=False, waiting_until__gt=timezone.now())
-        .order_by("-created_at")
-        .first()
-    )
+    return run if run.waiting_until is not None else None
 
 
 def _expired_text() -> str:

@@ -15,7 +15,8 @@ from tests.fake_llm import FakeLLM
 SQLITE = connection.vendor == "sqlite"
 STEP_QUERIES = 16 if SQLITE else 17  # one model call and its reply: the claim, load (the agent with its memory
 # counts), compile, the step's transaction (which stores the run's end)
-CONTEXT_QUERIES = 4  # GET /v1/agents/{id}/context: auth, the agent with its memory counts, blocks, tools
+CONTEXT_QUERIES = 5  # GET /v1/agents/{id}/context: auth, the agent with its memory counts, blocks, tools, and
+# whether a breakpoint holds a run of the thread (the simulator then compiles that run's next call)
 AGENTS_LIST_QUERIES = 5  # GET /v1/agents/, whatever the number of agents (no query per agent)
 
 
