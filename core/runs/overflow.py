@@ -37,14 +37,38 @@ def fixed_tokens(ctx: CompiledContext) -> int:
     return ctx.total_tokens - by_name.get("messages", 0) - by_name.get("summary", 0)
 
 
-def too_large_message(ctx: CompiledContext) -> str:
+_PARTS = {  # a section of the context: what it is called, and what to do when it is the biggest part
+    "system": ("the system prompt", "Shorten the system prompt or raise context_window_limit."),
+    "tool_rules": ("the tool rules", "Remove tool rules or raise context_window_limit."),
+    "core_memory": (
+        "the core memory blocks",
+        "Shorten memory blocks (or lower their limits) or raise context_window_limit.",
+    ),
+    "memory_metadata": ("the memory metadata", "Raise context_window_limit."),
+    "tools": ("the tool definitions", "Detach tools the agent does not need or raise context_window_limit."),
+}
+
+
+def too_large_message(ctx: CompiledContext, pending=()) -> str:
+    """Why a turn cannot fit, naming its biggest part and what to do: a section that cannot shrink (the system prompt,
+    memory blocks, tool definitions) or a message of the turn itself (`pending`: its unsaved rows)."""
     by_name = {s.name: s.tokens for s in ctx.sections}
-    return (
-        f"The context window ({ctx.context_window} tokens) is too small for this agent: its system prompt, memory "
-        f"blocks and tool definitions alone take {fixed_tokens(ctx)} tokens (system {by_name.get('system', 0)}, "
-        f"core memory {by_name.get('core_memory', 0)}, tools {by_name.get('tools', 0)}). Raise "
-        f"context_window_limit, shorten memory blocks or detach tools."
-    )
+    parts = [(by_name.get(name, 0), label, advice) for name, (label, advice) in _PARTS.items()]
+    for row in pending:
+        text = row.text or ""
+        what = "your message" if row.role == "user" and not row.kind else f"the {row.kind or row.role} message"
+        parts.append(
+            (
+                row.token_count,
+                f"{what} ({len(text):,} characters)",
+                "Send it in smaller parts, or give the agent the document to search instead of pasting it "
+                "(archival memory, or a folder of files).",
+            )
+        )
+    tokens, label, advice = max(parts, key=lambda p: p[0])
+    needed = fixed_tokens(ctx) + sum(r.token_count for r in pending)
+    head = f"The context window ({ctx.context_window:,} tokens) is too small for this turn: it needs {needed:,} tokens"
+    return f"{head} even with older messages evicted. The biggest part is {label}: {tokens:,} tokens. {advice}"
 
 
 def _previous(summary) -> tuple[int, str | None]:
@@ -96,7 +120,9 @@ def _summarize(*, snap, evicted, previous: str | None, resolved, run, step_index
     return step_id, request, raw, usage, elapsed, text, error
 
 
-def evict(*, snap, ctx: CompiledContext, extra_tokens: int, resolved, run, step_index: int, force: bool = False):
+def evict(
+    *, snap, ctx: CompiledContext, extra_tokens: int, resolved, run, step_index: int, force: bool = False, pending=()
+):
     """Evict the oldest messages so the context drops to ~60 % of the window, summarize them, and commit.
 
     Writes a summary message and (for "summarize") a summarizer step; one LLM call; raises ContextTooLarge.
@@ -105,7 +131,7 @@ def evict(*, snap, ctx: CompiledContext, extra_tokens: int, resolved, run, step_
     window = ctx.context_window
     fixed = fixed_tokens(ctx)
     if fixed + extra_tokens >= window:
-        raise ContextTooLarge(too_large_message(ctx))
+        raise ContextTooLarge(too_large_message(ctx, pending))
     summary_reserve = max(50, min(400, window // 8))
     target = int(window * AFTER_EVICTION_FRACTION) - fixed - summary_reserve - extra_tokens
     if force:

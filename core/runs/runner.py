@@ -409,6 +409,7 @@ def _fit(rs: _RunState, snap: AgentSnapshot, *, force: bool = False):
             run=rs.run,
             step_index=rs.step_index,
             force=force,
+            pending=rs.pending,
         )
         if row is not None:
             rs.step_index += 1
@@ -421,7 +422,7 @@ def _fit(rs: _RunState, snap: AgentSnapshot, *, force: bool = False):
             )
             allowed, ctx = _compile(rs, snap)
     if not ctx.fits:
-        raise overflow.ContextTooLarge(overflow.too_large_message(ctx))
+        raise overflow.ContextTooLarge(overflow.too_large_message(ctx, rs.pending))
     warned = "memory_warning" in snap.kinds.values() or any(r.kind == "memory_warning" for r in rs.pending)
     if not warned and loop.memory_pressure(ctx.total_tokens, ctx.context_window) == "warn":
         rs.pending.append(

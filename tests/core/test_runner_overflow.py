@@ -111,6 +111,17 @@ def test_fixed_sections_over_the_window_is_a_clear_error(account, fake_llm):
     result = _say(agent, "hi")
     assert result.stop_reason == "error" and result.status == "failed"
     assert "too small" in result.error and "context_window_limit" in result.error
+    assert "The biggest part is the core memory blocks" in result.error and "Shorten memory blocks" in result.error
     assert fake_llm.chat_requests == []
     agent.refresh_from_db()
     assert len(agent.message_ids) == 1
+
+
+def test_a_huge_message_is_named_as_the_cause_not_the_fixed_sections(account, fake_llm):
+    agent = make_agent(account.org, context_window_limit=4096)
+    huge = "All work and no play makes Jack a dull boy. " * 4000  # ~180 KB
+    result = _say(agent, huge)
+    assert result.stop_reason == "error" and result.status == "failed"
+    assert f"The biggest part is your message ({len(huge):,} characters)" in result.error, result.error
+    assert "smaller parts" in result.error and "system prompt, memory blocks" not in result.error
+    assert fake_llm.chat_requests == []
