@@ -16,9 +16,9 @@ from memory.models import AgentBlock
 from memory.selectors import agent_blocks
 
 AGENT_TYPE_CHOICES = [
+    ("", "as the template says"),
     ("letta_v1_agent", "letta_v1_agent (Letta's default)"),
     ("memgpt_v2_agent", "memgpt_v2_agent"),
-    ("", "as the template says"),
 ]
 
 
@@ -28,10 +28,11 @@ class AgentCreateForm(forms.Form):
     model = forms.CharField(max_length=200, help_text="Pick a configured model or type any litellm handle.")
     agent_type = forms.ChoiceField(
         required=False,
-        initial="letta_v1_agent",
+        initial="",
         choices=AGENT_TYPE_CHOICES,
-        help_text="letta_v1_agent replies in plain text; memgpt_v2_agent replies through "
-        "send_message and chains steps with heartbeats.",
+        help_text="Each template states its type. letta_v1_agent replies in plain text; memgpt_v2_agent replies "
+        "through send_message and chains steps with heartbeats. Another type than the template's takes that type's "
+        "base system prompt.",
     )
 
     def __init__(self, *args, **kwargs):
@@ -59,7 +60,7 @@ def agents_page(request, form: AgentCreateForm | None = None):
     form = form or AgentCreateForm(
         initial={
             "template": "af:memgpt_chat",
-            "agent_type": "letta_v1_agent",
+            "agent_type": "",
             "model": models[0]["handle"] if models else settings.DEFAULT_MODEL,
         }
     )
@@ -71,6 +72,7 @@ def agents_page(request, form: AgentCreateForm | None = None):
         "all_tags": all_tags,
         "form": form,
         "models": models,
+        "templates": templates.templates_list(),
         "nav": "agents",
     }
     template = "core/_agents_rows.html" if request.htmx and request.htmx.target == "agents-rows" else "core/agents.html"

@@ -315,7 +315,7 @@ def test_the_new_agent_form_creates_the_chosen_type(account):
     web = Client()
     web.force_login(account.user)
     page = web.get("/").content.decode()
-    assert 'name="agent_type"' in page and 'value="letta_v1_agent" selected' in page
+    assert 'name="agent_type"' in page and '<option value="" selected>as the template says</option>' in page
     for chosen in (V1, V2):
         r = web.post(
             "/agents/new/",

@@ -19,7 +19,7 @@ from django.utils.timezone import is_naive, make_aware
 from core.agents.agentfile.mcp_servers import mcp_servers_import, mcp_tool_import
 from core.agents.agentfile.model import ParsedAgent, ParsedFile, ParsedMessage, ParsedTool
 from core.agents.agentfile.preview import preview
-from core.agents.services import AGENT_TYPES, agent_create
+from core.agents.services import AGENT_TYPES, DEFAULT_SYSTEM, DEFAULT_SYSTEM_V1, agent_create
 from core.agents.versions import history_import
 from core.engine import types as t
 from core.engine.tokens import count_message
@@ -196,6 +196,14 @@ def _agent_create(
     secrets = dict(pa.secrets)
     secrets.update({k: v or "" for k, v in (options.secrets or {}).items()})
     tool_keys, rules = list(pa.tool_keys), list(pa.tool_rules)
+    system = pa.system
+    if options.agent_type and uses_heartbeats(agent_type) != uses_heartbeats(pa.agent_type):
+        # the file's prompt was written for the other loop (send_message, or plain replies): the type's base prompt
+        system = DEFAULT_SYSTEM if uses_heartbeats(agent_type) else DEFAULT_SYSTEM_V1
+        result.warnings.append(
+            f"Agent '{pa.name}': its system prompt was written for {pa.agent_type}; the {agent_type} base prompt "
+            "was used instead."
+        )
     if options.agent_type and not uses_heartbeats(agent_type) and uses_heartbeats(pa.agent_type):
         # made a letta_v1_agent from a MemGPT file: it replies in plain text, so send_message and its rules go
         names = dict(
@@ -207,7 +215,7 @@ def _agent_create(
         owner=owner,
         name=name,
         model=model,
-        system=pa.system,
+        system=system,
         description=pa.description,
         block_ids=[block_ids[k] for k in pa.block_keys],
         tool_ids=list(dict.fromkeys(tool_ids[k] for k in tool_keys if k in tool_ids)),

@@ -36,13 +36,25 @@ BUILTIN_TEMPLATES = {
 
 
 def templates_list() -> list[dict[str, str]]:
-    """Every shipped template: {name (file stem), title, description}, sorted by name."""
+    """Every shipped template: {name (file stem), title, description, agent_type, tools, blocks, agents}, by name."""
     out = []
     for path in sorted(TEMPLATES_DIR.glob("*.af")):
         doc = json.loads(path.read_text(encoding="utf-8"))
         agent = (doc.get("agents") or [{}])[0]
         title = (doc.get("metadata") or {}).get("title") or agent.get("name") or path.stem  # a team names itself
-        out.append({"name": path.stem, "title": title, "description": agent.get("description") or ""})
+        tools = {t.get("id"): t.get("name") for t in doc.get("tools") or []}
+        blocks = {b.get("id"): b.get("label") for b in doc.get("blocks") or []}
+        out.append(
+            {
+                "name": path.stem,
+                "title": title,
+                "description": agent.get("description") or "",
+                "agent_type": agent.get("agent_type") or "memgpt_v2_agent",
+                "tools": [tools[i] for i in agent.get("tool_ids") or [] if tools.get(i)],
+                "blocks": [blocks[i] for i in agent.get("block_ids") or [] if blocks.get(i)],
+                "agents": len(doc.get("agents") or []),
+            }
+        )
     return out
 
 
