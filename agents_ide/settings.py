@@ -1,4 +1,4 @@
-"""Settings, all from the environment (see .env.example and README)."""
+"""Settings, all from the environment (see .env.example and docs/configuration.md)."""
 
 import os
 import secrets
@@ -210,7 +210,7 @@ SANDBOX_ALLOW_NETWORK = env_bool("SANDBOX_ALLOW_NETWORK")
 # Without user namespaces local runs are refused; this runs them anyway, with no file or network isolation.
 SANDBOX_LOCAL_WEAK_ISOLATION = env_bool("SANDBOX_LOCAL_WEAK_ISOLATION")
 MCP_IDLE_TIMEOUT_S = float(os.environ.get("MCP_IDLE_TIMEOUT_S", "300"))  # a stdio MCP server idle this long stops
-# --- What tenants may run (the operator's choice; README "Security") ---
+# --- What tenants may run (the operator's choice; docs/security.md) ---
 # Who may register and start stdio MCP servers (processes on this machine): "staff" (the default), "all" or "off".
 MCP_STDIO = os.environ.get("MCP_STDIO", "staff").strip().lower()
 # Directories a stdio MCP server may see, read-only, beside /usr and its own interpreter (npm or pip installs the
@@ -241,7 +241,7 @@ _SERVE_HOST = os.environ.get("HOST", "") or "127.0.0.1"
 _SERVE_HOST = "127.0.0.1" if _SERVE_HOST in ("0.0.0.0", "::", "[::]") else _SERVE_HOST
 _SERVE_HOST = f"[{_SERVE_HOST}]" if ":" in _SERVE_HOST and not _SERVE_HOST.startswith("[") else _SERVE_HOST
 PUBLIC_BASE_URL = os.environ.get("PUBLIC_BASE_URL") or f"http://{_SERVE_HOST}:{os.environ.get('PORT') or '8000'}"
-# Run agent steps on the task queue worker instead of in the web process (see README: scale-out).
+# Run agent steps on the task queue worker instead of in the web process (see docs/architecture.md, scale-out).
 RUNS_IN_WORKER = env_bool("RUNS_IN_WORKER")
 # Multi-agent loop guard: how many agent-to-agent hops one conversation may take.
 MULTI_AGENT_MAX_DEPTH = int(os.environ.get("MULTI_AGENT_MAX_DEPTH", "3"))

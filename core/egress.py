@@ -94,7 +94,7 @@ def allowances(extra: list[str] | tuple[str, ...] = ()) -> list[Allowance]:
         try:
             found.append(parse_allowance(entry))
         except ValueError:
-            continue  # a malformed entry allows nothing (settings are read as given; the README shows the forms)
+            continue  # a malformed entry allows nothing (settings are read as given; docs/security.md shows the forms)
     for url in [os.environ.get(var, "") for var in _OPERATOR_URL_VARS] + [settings.PUBLIC_BASE_URL]:
         if url:
             try:
