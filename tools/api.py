@@ -248,7 +248,12 @@ def agent_tool_approval(
 ):
     """Letta's modify_approval_for_tool: add or remove the agent's requires_approval rule for the tool."""
     agent = agent_get(owner=owner(request), agent_id=agent_id)
-    required = body.requires_approval if body is not None else requires_approval
+    given = (
+        None
+        if body is None
+        else next((v for v in (body.requires_approval, body.body_requires_approval) if v is not None), None)
+    )
+    required = given if given is not None else requires_approval
     if required is None:
         raise Invalid("requires_approval must be provided either in request body or as query parameter")
     return agent_state(services.agent_tool_approval_set(agent=agent, tool_name=tool_name, requires_approval=required))

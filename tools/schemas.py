@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tools.services import MAX_RETURN_CHAR_LIMIT
 
@@ -85,7 +85,15 @@ class ToolApprovalIn(Schema):
 
     model_config = ConfigDict(extra="forbid")
 
-    requires_approval: bool = Field(description="Whether calls to the tool wait for a person's approval.")
+    requires_approval: bool | None = Field(None, description="Whether calls to the tool wait for a person's approval.")
+    # Letta's TypeScript SDK (1.12) sends its parameter's name as the key: taken as the same answer.
+    body_requires_approval: bool | None = Field(None, description="requires_approval, as Letta's TS SDK sends it.")
+
+    @model_validator(mode="after")
+    def _one_given(self):
+        if self.requires_approval is None and self.body_requires_approval is None:
+            raise ValueError("requires_approval is required in the body")  # a body without it: Letta's 422
+        return self
 
 
 class ToolListQuery(Schema):

@@ -316,11 +316,18 @@ def _refresh(run: Run) -> None:
     run.refresh_from_db(fields=[f.attname for f in Run._meta.concrete_fields if not f.is_relation])
 
 
+def _answered_by_caller(run: Run, row) -> bool:
+    """A tool row the caller itself gave (its client tool's result, its denial) is not sent back to a token-streaming
+    caller, as Letta's stream sends nothing for such a step."""
+    ret = row.tool_return or {}
+    return run.stream_tokens and row.role == "tool" and (ret.get("sandbox") == "client" or bool(ret.get("denied")))
+
+
 def run_reply(*, run: Run, use_assistant_message: bool = True) -> list[dict]:
     """What the run's caller receives: its committed messages as Letta messages, without the user-role ones (its
     input, heartbeats, warnings) and summaries, as Letta answers; GET /v1/runs/{id}/messages lists those too."""
 
-    rows = [m for m in history.run_messages(run=run) if in_reply(m)]
+    rows = [m for m in history.run_messages(run=run) if in_reply(m) and not _answered_by_caller(run, m)]
     return messages_to_letta(
         rows, use_assistant_message=use_assistant_message, agent_type=run.agent.agent_type, hide_assistant_returns=True
     )

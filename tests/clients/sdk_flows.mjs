@@ -376,7 +376,7 @@ async function approvalFlows() {
   );
 
   // The SDK's own call: 1.12.1 sends its parameter's name as the body ({"body_requires_approval": true}, not
-  // Letta's {"requires_approval": true}), which Letta's ModifyApprovalRequest (extra="forbid") refuses with a 422.
+  // Letta's {"requires_approval": true}); the server takes either.
   await step(
     "agents.tools.updateApproval",
     async () => {

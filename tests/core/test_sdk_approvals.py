@@ -419,16 +419,9 @@ def test_the_agent_shows_its_pending_approval(client, fake_llm):
     assert client.agents.retrieve(agent.id, include=["agent.pending_approval"]).pending_approval is None
 
 
-# --------------------------------------------------------------------------- what the server gets wrong
+# --------------------------------------------------------------------------- a token stream's answer step
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="SERVER DEFECT (a race): a token-streaming caller answering only with a client's result (or only "
-    "denials) is sometimes sent a tool_return_message for it — the stream's first read of the run's committed "
-    "messages (core.runs.streaming._follow -> run_reply) replays the answer's tool rows regardless of the "
-    "to_caller=False the runner gave them (_resume); Letta emits nothing for that step in token mode",
-)
 @pytest.mark.parametrize("background", [False, True], ids=["foreground", "background"])
 def test_a_token_stream_answering_only_with_client_results_shows_no_tool_return(client, fake_llm, background):
     agent = make(client)
