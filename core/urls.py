@@ -6,6 +6,7 @@ from core.web import (
     agent_tests,
     agentfiles,
     agents,
+    approvals,
     inspector,
     runs,
     settings_pages,
@@ -43,6 +44,7 @@ urlpatterns = [
     path("agents/<str:agent_id>/runs/", runs.runs_panel, name="agent_runs"),
     path("agents/<str:agent_id>/runs/<str:run_id>/", runs.run_detail, name="agent_run"),
     path("agents/<str:agent_id>/runs/<str:run_id>/notice/", runs.run_notice, name="agent_run_notice"),
+    path("agents/<str:agent_id>/approvals/<str:message_id>/", approvals.approval_card_view, name="agent_approval"),
     path(
         "agents/<str:agent_id>/tool-approval/<str:tool_id>/",
         workspace.tool_approval_toggle,

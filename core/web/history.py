@@ -9,6 +9,7 @@ from core.engine.loop import NON_USER_PREFIX
 from core.engine.types import uses_heartbeats
 from core.models import Agent, Message
 from core.selectors import WindowMarks, agent_window_marks, steps_index
+from core.web.approvals import answer_items, approval_card
 
 PAGE_SIZE = 40
 SUMMARY_SPLIT = "The following is a summary of the previous messages: "
@@ -149,7 +150,18 @@ def history_page(*, agent, before_seq: int | None = None, size: int = PAGE_SIZE)
         )
     ]
     _mark(items, marks)
+    _approvals(items, rows, call_names)
     return items, (rows[0].seq if more and rows else None)
+
+
+def _approvals(items: list[dict], rows: list[Message], call_names: dict[str, str]) -> None:
+    """Approval requests get their card (waiting, or what was decided); stored answers name the calls they answer."""
+    by_id = {r.id: r for r in rows}
+    for item in items:
+        if item["message_type"] == "approval_request_message":
+            item["card"] = approval_card(reply=by_id[item["id"]])
+        elif item["message_type"] == "approval_response_message":
+            item["answers"] = answer_items(item.get("approvals"), call_names)
 
 
 def window_marks_json(*, agent, since_seq: int | None) -> dict:

@@ -8,7 +8,7 @@ from django.template.response import TemplateResponse
 from core import selectors
 from core.errors import NotFound
 from core.models import RUN_ACTIVE
-from core.runs import timetravel
+from core.runs import timetravel, waits
 from core.web.common import agent_or_404, thread_or_404
 from core.web.history import window_marks_json
 
@@ -24,8 +24,21 @@ def _run_row(run) -> dict:
         **_cost(usage),
         "duration_s": (end - start).total_seconds() if end and start else None,
         "active": run.status in RUN_ACTIVE,
-        "input": " / ".join(m.get("text", "") for m in run.input_messages or [] if isinstance(m, dict)),
+        "input": " / ".join(_input_text(m) for m in run.input_messages or [] if isinstance(m, dict)),
+        "waiting": waits.describe(run),
     }
+
+
+def _input_text(message: dict) -> str:
+    """A run's input as one line; an answer to a wait says what it decided."""
+    if message.get("role") != "approval":
+        return message.get("text", "")
+    answers = [a for a in message.get("answers") or [] if isinstance(a, dict)]
+    approved = sum(1 for a in answers if a.get("type") == "approval" and a.get("approve"))
+    denied = sum(1 for a in answers if a.get("type") == "approval" and not a.get("approve"))
+    returned = len(answers) - approved - denied
+    parts = [f"{n} {what}" for n, what in ((approved, "approved"), (denied, "denied"), (returned, "returned")) if n]
+    return "answer: " + ", ".join(parts)
 
 
 def _cost(usage: dict) -> dict:
@@ -86,7 +99,8 @@ def run_notice(request, agent_id: str, run_id: str):
             "agent": agent,
             "run": run,
             "delivered": delivered,
-            "inputs": [m for m in run.input_messages or [] if isinstance(m, dict)],
+            # an answer to a wait is not a message to retry: the card it answered shows what became of it
+            "inputs": [m for m in run.input_messages or [] if isinstance(m, dict) and m.get("role") != "approval"],
         },
     )
 

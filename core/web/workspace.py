@@ -127,6 +127,7 @@ def _ide_config(agent, thread: str | None = None) -> dict:
         "windowUrl": in_thread("agent_window"),
         "runUrl": url("agent_run", "RUN"),
         "noticeUrl": url("agent_run_notice", "RUN"),
+        "approvalUrl": url("agent_approval", "MSG"),
     }
 
 

@@ -1,9 +1,12 @@
 """What the agent websocket does with a message from the browser.
 
-Client → server: {"type": "user_message", "text": "...", "max_steps"?: N}, {"type": "cancel"}, {"type": "ping"}; a
-socket opened on one of the agent's conversations sends into that conversation.
-Server → client: Letta message dicts (as SSE sends them), run_status, context_update, block_update and
-error_message; run events go to the agent's channel group, so every open tab receives them.
+Client → server: {"type": "user_message", "text": "...", "max_steps"?: N}, {"type": "approval", "approvals": [...],
+"message_id": the approval request's message, "otid"?} (the answer to a run that waits: Letta's ApprovalCreate),
+{"type": "cancel"} (also ends a wait, denying its calls), {"type": "ping"}; a socket opened on one of the agent's
+conversations sends into that conversation.
+Server → client: Letta message dicts (as SSE sends them), run_status (with `waiting` when a run pauses),
+context_update, block_update and error_message (an answer refused because another tab or the API answered first
+has detail.code ALREADY_ANSWERED); run events go to the agent's channel group, so every open tab receives them.
 """
 
 from channels.db import database_sync_to_async
@@ -12,6 +15,7 @@ from core.accounts import Principal
 from core.errors import DomainError
 from core.runs import executor
 from core.runs.runner import run_cancel
+from core.web.approvals import answer_refused
 
 
 def _error(message: str, detail=None) -> dict:
@@ -40,10 +44,34 @@ async def _user_message(principal: Principal, agent_id: str, payload: dict, thre
         otid = payload["otid"][:100] if isinstance(payload.get("otid"), str) else None  # stored on the message
         run = await database_sync_to_async(_submit)(principal, agent_id, text, max_steps, otid, thread)
     except DomainError as exc:
-        return _error(exc.message, exc.detail)
-    reply = {"message_type": "run_status", "run_id": run.id, "status": "created", "stop_reason": None}
+        reply = _error(exc.message, exc.detail)
+    else:
+        reply = {"message_type": "run_status", "run_id": run.id, "status": "created", "stop_reason": None}
     if isinstance(payload.get("otid"), str):
         reply["otid"] = payload["otid"][:100]  # lets the tab match this reply to the message it sent
+    return reply
+
+
+def _answer(principal: Principal, agent_id: str, payload: dict, otid: str | None, thread=None) -> dict:
+    answer = {"type": "approval", "approvals": payload["approvals"], **({"otid": otid} if otid else {})}
+    try:
+        run = executor.run_send(owner=principal.org, agent_id=agent_id, input_messages=[answer], conversation_id=thread)
+    except DomainError as exc:
+        message_id = payload.get("message_id") if isinstance(payload.get("message_id"), str) else None
+        refused = answer_refused(agent_id=agent_id, thread=thread, message_id=message_id, exc=exc)
+        return _error(refused.pop("message"), refused)
+    return {"message_type": "run_status", "run_id": run.id, "status": "created", "stop_reason": None}
+
+
+async def _approval(principal: Principal, agent_id: str, payload: dict, thread: str | None) -> dict:
+    otid = payload["otid"][:100] if isinstance(payload.get("otid"), str) else None
+    approvals = payload.get("approvals")
+    if not isinstance(approvals, list) or not approvals or not all(isinstance(a, dict) for a in approvals):
+        reply = _error("An answer needs one approval per waiting tool call.")
+    else:
+        reply = await database_sync_to_async(_answer)(principal, agent_id, payload, otid, thread)
+    if otid:
+        reply["otid"] = otid  # lets the tab match this reply to the card it answered
     return reply
 
 
@@ -57,6 +85,8 @@ async def handle_client_message(
         return {"message_type": "pong"}
     if kind == "user_message":
         return await _user_message(principal, agent_id, payload, thread)
+    if kind == "approval":
+        return await _approval(principal, agent_id, payload, thread)
     if kind == "cancel":
         ids = await database_sync_to_async(_cancel)(principal, agent_id)
         if not ids:

@@ -227,7 +227,7 @@ window.AIDE_CONV = (function () {
       dropEmpty();
       live.appendChild(node);
     }
-    if (t === "tool_call_message") {
+    if (t === "tool_call_message" || t === "approval_request_message") {
       const tc = ev.tool_call || {};
       const code = node.querySelector("code");
       if (tc.name && code && !code.textContent) code.textContent = tc.name;
@@ -303,8 +303,9 @@ window.AIDE_CONV = (function () {
   }
 
   function reset() { live.textContent = ""; streaming.clear(); seen.clear(); }
+  function showCalls(ids) { ids.forEach((id) => shownCalls.add(id)); }  // calls whose results the page shows
   function dropStreams() { streaming.forEach((n) => n.remove()); streaming.clear(); }  // their messages never came
 
-  return {el, short, detailText, scrollDown, dropEmpty, bump, bubble, setBubble, failBubble, place, onDelta, render,
-          renderers, refreshMarks, trailingStatus, reset, dropStreams, live};
+  return {el, short, pretty, detailText, scrollDown, dropEmpty, bump, bubble, setBubble, failBubble, place, onDelta, render,
+          renderers, refreshMarks, trailingStatus, reset, dropStreams, showCalls, live};
 })();

@@ -4,6 +4,7 @@
   "use strict";
   const A = JSON.parse(document.getElementById("ide-config").textContent);
   const C = window.AIDE_CONV;
+  const P = window.AIDE_APPROVALS;
   const {el, short, detailText, scrollDown, bump, bubble, setBubble, failBubble, place, onDelta, render, renderers,
          refreshMarks, trailingStatus, live} = C;
   const $ = (sel, root) => (root || document).querySelector(sel);
@@ -13,7 +14,8 @@
   const cancelBtn = $("#cancel-run");
   const sendBtn = $("#send-btn");
   const busyBar = $("#busy-bar");
-  const awaiting = [];  // what this socket asked for, oldest first: {kind: "send", bubble} | {kind: "cancel"}
+  // what this socket asked for, oldest first: {kind: "send", bubble} | {kind: "answer", card} | {kind: "cancel"}
+  const awaiting = [];
   let ws = null, retry = 0, running = false, cancelling = false, activeRunId = A.activeRunId || null, outbox = [];
   let queued = null;  // {text, bubble}: sent when the active run ends
   const ended = new Set();  // runs whose end we saw (it can overtake the reply that names the run)
@@ -27,8 +29,10 @@
     statusEl.dataset.state = "cancelling";
     cancelBtn.disabled = true;
   }
+  let lastLabel = "idle";  // what the status line says when no run is going and no reply waits
   function setRunning(on, label) {
     running = on;
+    if (!on) lastLabel = label || "idle";
     if (!on) { cancelling = false; activeRunId = null; }
     document.body.dataset.run = on ? "busy" : "idle";
     sendBtn.textContent = on ? "Send…" : "Send";
@@ -44,8 +48,38 @@
     statusEl.dataset.state = on ? "running" : (label || "idle");
     cancelBtn.hidden = !on;
     cancelBtn.disabled = false;
-    if (!on) hideBusy();
+    cancelBtn.title = "";
+    if (!on) { hideBusy(); markWaiting(); }
   }
+  function waitLabel(w) {  // what a run that paused waits for (run_status `waiting`)
+    if (w.kind === "client") return "waiting for the client";
+    if (w.kind === "breakpoint") return "paused at a breakpoint";
+    return "waiting for approval";
+  }
+  // a reply waits for an answer (a card in the conversation): say so, and offer Cancel, which denies its calls
+  function markWaiting() {
+    const card = P.waiting();
+    document.body.dataset.wait = card ? "approval" : "none";
+    if (!card || running) return;
+    statusEl.textContent = "";
+    const client = card.querySelector(".approval-call") && !card.querySelector(".approval-call:not([data-why=client])");
+    statusEl.appendChild(el("span", "badge waiting", client ? "waiting for the client" : "waiting for approval"));
+    statusEl.title = "A reply waits for your answer: approve or deny its tool calls in the conversation, or cancel the run to deny them.";
+    statusEl.dataset.state = "waiting";
+    cancelBtn.hidden = false;
+    cancelBtn.disabled = false;
+    cancelBtn.title = "Deny the waiting tool calls and end the wait";
+  }
+  P.hooks.changed = (card) => {
+    if (running) return;
+    if (card) markWaiting();
+    else if (statusEl.dataset.state === "waiting") setRunning(false, lastLabel.startsWith("waiting for") ? "idle" : lastLabel);
+  };
+  P.hooks.send = (card, approvals) => {  // an answer from a card: its reply (run or refusal) goes back to that card
+    const otid = "otid-" + Date.now().toString(36) + Math.random().toString(36).slice(2, 8);
+    awaiting.push({kind: "answer", card: card, otid: otid});
+    send({type: "approval", approvals: approvals, message_id: card.dataset.id, otid: otid});
+  };
   function refreshContext() { bump("context-changed"); }
 
   let runsTimer = null;
@@ -65,19 +99,46 @@
     setRunning(true);
   }
 
+  function busyMode(mode) {  // "busy": a run holds the agent; "waiting": a reply waits for an approval
+    busyBar.dataset.mode = mode;
+    $("#busy-queue").hidden = mode !== "busy";
+    $("#busy-show").hidden = mode !== "waiting";
+    $("#busy-cancel").textContent = mode === "waiting" ? "Cancel it (deny)" : "Cancel it";
+  }
   function showBusy(runId, text) {
+    busyMode("busy");
     $("#busy-text").textContent = "The agent is busy with run " + (runId ? short(runId) : "(starting)") + ".";
     busyBar.dataset.run = runId || "";
     busyBar.hidden = false;
     if (text && !input.value.trim()) input.value = text;  // never lose what was typed
   }
+  function showPending(ev, text) {  // the server's 409: a reply waits for an answer first
+    busyMode("waiting");
+    const calls = (ev.detail.tool_calls || []).map((c) => c && c.name).filter(Boolean);
+    const named = calls.length ? calls : P.names(P.waiting());
+    $("#busy-text").textContent = String(ev.message || "The agent is waiting for approval on a tool call.") +
+      (named.length ? " Waiting: " + named.join(", ") + "." : "") + " Your message is back in the box.";
+    busyBar.dataset.run = ev.detail.run_id || "";
+    busyBar.hidden = false;
+    if (text && !input.value.trim()) input.value = text;
+    markWaiting();
+  }
   function hideBusy() { busyBar.hidden = true; }
 
   // ---- replies to this socket (sent in the order we asked) and events of every run of the agent
   function onReply(ev) {
-    const at = ev.otid ? awaiting.findIndex((a) => a.otid === ev.otid) : 0;  // else replies come in order
+    // else replies come in order (an answer's reply always names its otid)
+    const at = ev.otid ? awaiting.findIndex((a) => a.otid === ev.otid) : awaiting.findIndex((a) => a.kind !== "answer");
     const head = at >= 0 ? awaiting[at] : null;
     const take = () => awaiting.splice(at, 1);
+    if (head && head.kind === "answer" && (ev.message_type === "run_status" || ev.message_type === "error_message")) {
+      take();
+      if (ev.message_type === "error_message") { P.refused(head.card, ev); return true; }
+      runsChanged();
+      P.accepted(head.card, ev.run_id);
+      if (!ended.has(ev.run_id)) { activeRunId = ev.run_id; setRunning(true); }
+      return true;
+    }
     if (ev.message_type === "run_status" && ev.status === "created" && head && head.kind === "send") {
       take();
       runsChanged();
@@ -95,7 +156,12 @@
       take();
       if (head.kind === "cancel") { setRunning(false); render(ev); return true; }
       const busy = ev.detail && typeof ev.detail === "object" && ev.detail.run_id;
-      if (busy) {  // another run holds the agent: the text goes back to the composer, nothing is lost
+      if (busy && ev.detail.code === "PENDING_APPROVAL") {  // nothing is lost: the text goes back to the composer
+        const text = head.bubble.querySelector(".body").textContent;
+        head.bubble.remove();
+        if (!awaiting.some((a) => a.kind === "send")) setRunning(false, "not sent");
+        showPending(ev, text);
+      } else if (busy) {  // another run holds the agent: the text goes back to the composer, nothing is lost
         const text = head.bubble.querySelector(".body").textContent;
         head.bubble.remove();
         activeRunId = busy;
@@ -121,7 +187,8 @@
     }
     ended.add(ev.run_id);
     const why = ev.stop_reason && ev.stop_reason !== ev.status ? " · " + ev.stop_reason : "";
-    setRunning(false, ev.status + why);
+    setRunning(false, ev.waiting ? waitLabel(ev.waiting) : ev.status + why);
+    P.refresh();  // a card that waited may have been answered, cancelled or expired
     refreshContext();
     refreshMarks();
     C.dropStreams();
@@ -170,7 +237,10 @@
     // batch=1: every frame is an array of events (a run's batch of events in one frame)
     const thread = A.conversationId ? "&conversation=" + encodeURIComponent(A.conversationId) : "";
     ws = new WebSocket(proto + location.host + "/ws/agents/" + encodeURIComponent(A.agentId) + "/?batch=1" + thread);
-    ws.onopen = () => { retry = 0; document.body.dataset.ws = "open"; while (outbox.length) ws.send(outbox.shift()); };
+    ws.onopen = () => {
+      retry = 0; document.body.dataset.ws = "open"; while (outbox.length) ws.send(outbox.shift());
+      P.refresh();  // what changed while the socket was away
+    };
     ws.onmessage = (m) => {
       let events; try { events = JSON.parse(m.data); } catch (e) { return; }
       for (const ev of Array.isArray(events) ? events : [events]) {
@@ -211,10 +281,11 @@
     const b = e.target.closest("[data-cancel-run]");
     if (!b) return;
     b.disabled = true; b.textContent = "cancelling…";
-    if (!running) { activeRunId = b.dataset.cancelRun; setRunning(true); }
+    if (!running && !b.hasAttribute("data-waiting")) { activeRunId = b.dataset.cancelRun; setRunning(true); }
     cancelBtn.click();
   });
   $("#busy-dismiss").addEventListener("click", () => { hideBusy(); input.focus(); });
+  $("#busy-show").addEventListener("click", () => { hideBusy(); P.reveal(); });
   $("#busy-queue").addEventListener("click", () => {
     const text = input.value;
     hideBusy();

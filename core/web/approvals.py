@@ -1,0 +1,183 @@
+"""The conversation's approval card: a reply whose tool calls wait for a person (core.runs.waits) shows each waiting
+call with its arguments to edit, Approve and Deny, the calls that run with the answers and until when it waits;
+once answered, cancelled or expired it shows what was decided. One template (core/_approval.html) draws it in the
+page, after a reload and live (the page fetches it again when a run pauses or a wait ends), and a refused answer
+is told apart here: answered first elsewhere (another tab, the API) or refused for its own sake."""
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.template.response import TemplateResponse
+
+from core.agents.messages import APPROVAL_RESPONSE
+from core.errors import Conflict, DomainError
+from core.models import RUN_ACTIVE, Message, Run
+from core.runs import waits
+from core.runs.persistence import thread_view
+from core.selectors import steps_index
+from core.web.common import agent_or_404
+
+ALREADY_ANSWERED = "ALREADY_ANSWERED"
+_ENDED = {
+    "cancelled": "Cancelled: the waiting calls were denied.",
+    waits.EXPIRED: "Expired: nobody answered in time, so the waiting calls were denied.",
+}
+
+
+def _pretty(arguments) -> str:
+    """A call's arguments as indented JSON, without `thinking` (shown as the reasoning above the card)."""
+    if isinstance(arguments, dict):
+        value = arguments
+    else:
+        try:
+            value = json.loads(arguments or "{}")
+        except (TypeError, ValueError):
+            return str(arguments or "")
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k != "thinking"}
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _answering_run(*, agent_id: str, wait_run_id: str) -> Run | None:
+    """The run in progress that answers this wait (its answer is being run; the wait is taken when it commits)."""
+    for run in Run.objects.filter(agent_id=agent_id, status__in=RUN_ACTIVE).only("id", "input_messages"):
+        first = (run.input_messages or [{}])[0]
+        if isinstance(first, dict) and first.get("resumes") == wait_run_id:
+            return run
+    return None
+
+
+def _decision(answer: dict | None, tool_row: Message | None, ended_by: str) -> dict:
+    """What was decided for one waiting call: from the stored answer, else from its tool result (cancel, expiry)."""
+    if answer is not None and answer.get("type") == "tool":
+        return {"verdict": "returned", "status": answer.get("status") or "success"}
+    if answer is not None and answer.get("approve"):
+        if answer.get("arguments") is not None:
+            return {"verdict": "approved_edited", "arguments": _pretty(answer["arguments"])}
+        return {"verdict": "approved"}
+    if answer is not None:
+        return {"verdict": "denied", "reason": answer.get("reason")}
+    if tool_row is not None:
+        return {"verdict": ended_by if ended_by in _ENDED else "denied", "reason": None}
+    return {"verdict": "unknown"}
+
+
+def approval_card(*, reply: Message) -> dict:
+    """The card of an assistant message whose calls waited: its state (waiting, answering, answered, cancelled,
+    expired, ended), each waiting call (name, pretty arguments, why it waits, what was decided) and the reply's
+    other calls (deferred: they run with the answers). Reads the run that waited and, once it no longer waits, the
+    stored answer and the calls' tool results."""
+    waited = (reply.tool_return or {}).get("waiting") or {}
+    calls = [c for c in reply.tool_calls or [] if isinstance(c, dict)]
+    card = {
+        "id": reply.id,
+        "run_id": reply.run_id,
+        "calls": [
+            {"tool_call_id": c.get("id"), "name": c.get("name"), "arguments": _pretty(c.get("arguments")), "why": why}
+            for c in calls
+            if (why := waited.get(c.get("id")))
+        ],
+        "deferred": [{"tool_call_id": c.get("id"), "name": c.get("name")} for c in calls if c.get("id") not in waited],
+    }
+    for call in card["calls"]:
+        call["rows"] = min(max(call["arguments"].count("\n") + 1, 2), 14)
+    card["call_ids"] = " ".join(c["tool_call_id"] or "" for c in card["calls"])
+    card["approvable"] = any(c["why"] != "client" for c in card["calls"])
+    run = Run.objects.filter(pk=reply.run_id).first() if reply.run_id else None
+    wait = waits.describe(run) if run is not None else None
+    if wait is not None and wait.get("message_id") == reply.id:
+        answering = _answering_run(agent_id=reply.agent_id, wait_run_id=run.id)
+        card.update(
+            state="answering" if answering else "waiting",
+            answer_run_id=answering.id if answering else None,
+            expires_at=run.waiting_until,
+        )
+        return card
+    ids = [c["tool_call_id"] for c in card["calls"]]
+    later = Message.objects.filter(agent_id=reply.agent_id, conversation_id=reply.conversation_id, seq__gt=reply.seq)
+    response = later.filter(kind=APPROVAL_RESPONSE).order_by("seq").first()
+    try:
+        answers = {a.get("tool_call_id"): a for a in json.loads(response.text or "[]") if isinstance(a, dict)}
+    except (AttributeError, ValueError):
+        answers = {}
+    if not set(ids) & set(answers):
+        answers, response = {}, None  # a later answer, to another reply
+    results = {m.tool_call_id: m for m in later.filter(role="tool", tool_call_id__in=ids).order_by("seq")}
+    ended_by = run.stop_reason if run is not None else ""
+    for call in card["calls"]:
+        call["decision"] = _decision(answers.get(call["tool_call_id"]), results.get(call["tool_call_id"]), ended_by)
+    if response is not None:
+        card.update(state="answered", answered_at=response.created_at, answer_run_id=response.run_id)
+    elif results and ended_by in _ENDED:
+        card.update(state=ended_by, ended_text=_ENDED[ended_by], ended_at=run.completed_at)
+    else:
+        card.update(state="ended")
+    return card
+
+
+def approval_item(*, reply: Message, item: dict | None = None) -> dict:
+    """The history item of a reply's approval request with its card (`item`: the page's own, with its context-window
+    mark; without one, the mark is read from the thread's window)."""
+    if item is None:
+        thread = thread_view(reply.agent, reply.conversation_id)
+        item = {
+            "id": reply.id,
+            "seq": reply.seq,
+            "date": reply.created_at,
+            "step_id": reply.step_id,
+            "step_index": steps_index(step_ids={reply.step_id}).get(reply.step_id) if reply.step_id else None,
+            "in_context": reply.id in (thread.message_ids or ()),
+            "evicted": None,
+        }
+    return {**item, "card": approval_card(reply=reply)}
+
+
+def answer_items(answers: list, call_names: dict[str, str]) -> list[dict]:
+    """A stored answer's lines for the conversation: which call, and approved, edited, denied or a client's result."""
+    out = []
+    for a in answers if isinstance(answers, list) else []:
+        if not isinstance(a, dict):
+            continue
+        name = call_names.get(a.get("tool_call_id")) or a.get("tool_call_id") or "?"
+        decision = _decision(a, None, "")
+        out.append({"name": name, **decision})
+    return out
+
+
+@login_required
+def approval_card_view(request, agent_id: str, message_id: str):
+    """One approval card as it stands now (the conversation fetches it when a run pauses and when a wait ends)."""
+    agent = agent_or_404(request, agent_id)
+    reply = Message.objects.filter(pk=message_id, agent=agent, role="assistant").first()
+    if reply is None or not (reply.tool_return or {}).get("waiting"):
+        raise Http404("no such approval request")
+    return TemplateResponse(request, "core/_approval.html", {"agent": agent, "item": approval_item(reply=reply)})
+
+
+def answer_refused(*, agent_id: str, thread: str | None, message_id: str | None, exc: DomainError) -> dict:
+    """Why an answer sent from a card was refused, for that tab: answered first elsewhere (another tab, the API) or
+    ended (cancel, expiry) — code ALREADY_ANSWERED — else the refusal's own text (a wrong id, bad arguments, the
+    agent busy in another conversation)."""
+    run = None
+    if message_id:
+        run = (
+            Run.objects.filter(agent_id=agent_id, conversation_id=thread, waiting_until__isnull=False)
+            .only("id", "waiting")
+            .order_by("-created_at")
+            .first()
+        )
+        if run is not None and (run.waiting or {}).get("message_id") != message_id:
+            run = None
+    answering = _answering_run(agent_id=agent_id, wait_run_id=run.id) if run is not None else None
+    if message_id and (run is None or answering is not None):
+        text = (
+            "Not sent: this request was already answered in another tab (or over the API); its answer is being run."
+            if answering is not None
+            else "Not sent: this request was already answered in another tab (or over the API), cancelled or "
+            "expired. The card shows what was decided."
+        )
+        return {"code": ALREADY_ANSWERED, "message": text, "run_id": answering.id if answering else None}
+    detail = exc.detail if isinstance(exc.detail, dict) else {}
+    code = "BUSY" if isinstance(exc, Conflict) else detail.get("code")
+    return {"code": code, "message": exc.message, "run_id": detail.get("run_id")}

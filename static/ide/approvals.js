@@ -1,0 +1,231 @@
+// Agent workspace, approvals: the card of a reply whose tool calls wait for a person. The server draws it
+// (templates/core/_approval.html) in the history and here: the page fetches it when a run pauses and again when a
+// wait may have ended (an answer from any tab or the API, a cancel, an expiry). Its answer — each waiting call
+// approved (with its arguments, edited or not) or denied with a reason — goes over the page's socket (workspace.js).
+window.AIDE_APPROVALS = (function () {
+  "use strict";
+  const A = JSON.parse(document.getElementById("ide-config").textContent);
+  const C = window.AIDE_CONV;
+  const el = C.el;
+  const conv = document.getElementById("conversation");
+  const OPEN = new Set(["waiting", "answering", "sending", "loading"]);
+  const hooks = {send: null, changed: null};  // set by workspace.js
+
+  function cards() { return Array.from(conv.querySelectorAll(".approval-card[data-id]")); }
+  const WAITS = new Set(["waiting", "sending", "loading"]);  // a card just arrived (loading) is a request that waits
+  function waiting() { return cards().reverse().find((c) => WAITS.has(c.dataset.state)) || null; }
+  function changed() { if (hooks.changed) hooks.changed(waiting()); }
+  function remember(card) {  // the results of these calls show in the conversation like any tool's
+    C.showCalls((card.dataset.callIds || "").split(" ").filter(Boolean));
+  }
+  function showError(card, text) {
+    const box = card.querySelector(".approval-error");
+    if (!box) return;
+    box.textContent = text || "";
+    box.hidden = !text;
+  }
+
+  // ---- the card as the server has it now
+  function load(card) {
+    return fetch(A.approvalUrl.replace("MSG", encodeURIComponent(card.dataset.id)), {credentials: "same-origin"})
+      .then((r) => r.ok ? r.text() : Promise.reject(r.status))
+      .then((html) => {
+        const box = document.createElement("div");
+        box.innerHTML = html;  // server-rendered (autoescaped) template
+        const fresh = box.querySelector(".approval-card");
+        if (!fresh || !card.isConnected) return;
+        // a card still waiting keeps what the person is typing (or sending) in it
+        if (fresh.dataset.state === "waiting" && (card.dataset.state === "waiting" || card.dataset.state === "sending")) return;
+        const err = card.querySelector(".approval-error");
+        if (err && !err.hidden) showError(fresh, err.textContent);  // a refused answer stays told
+        card.replaceWith(fresh);
+        remember(fresh);
+        changed();
+      })
+      .catch(() => {
+        if (card.dataset.state === "loading") showError(card, "Could not load this approval request; reload the page to answer it.");
+      });
+  }
+  function refresh() { cards().filter((c) => OPEN.has(c.dataset.state)).forEach(load); }
+
+  // ---- live: the request arrives (token chunks first, then the stored message), then the answer
+  function request(ev) {
+    const calls = Array.isArray(ev.tool_calls) ? ev.tool_calls : [ev.tool_call || {}];
+    if (!ev.delta && ev.id) {
+      const known = conv.querySelector(`.approval-card[data-id="${CSS.escape(ev.id)}"]`);
+      if (known) { load(known); return null; }  // already on the page (the history held it)
+    }
+    const box = el("div", "msg approval_request_message approval-card");
+    box.dataset.type = "approval_request_message";
+    box.dataset.state = "loading";
+    if (ev.id && !ev.delta) { box.dataset.id = ev.id; box.dataset.ctx = "in"; }  // token chunks: not a card yet
+    box.dataset.callIds = calls.map((c) => c.tool_call_id || "").join(" ");
+    const meta = el("div", "meta");
+    meta.appendChild(el("span", "", "approval request"));
+    box.appendChild(meta);
+    const head = el("div", "approval-head");
+    head.appendChild(el("span", "badge waiting", "waiting for you"));
+    head.appendChild(el("span", "approval-lead muted", ev.delta ? "" : "loading…"));
+    box.appendChild(head);
+    box.appendChild(el("div", "approval-error error small")).hidden = true;
+    for (const c of calls) {  // what the model asked, as text, until the card arrives
+      const call = el("div", "approval-call");
+      call.appendChild(el("code", "approval-tool", c.name || ""));
+      call.appendChild(el("pre", "", ev.delta ? (c.arguments || "") : C.pretty(c.arguments)));
+      box.appendChild(call);
+    }
+    remember(box);
+    if (!ev.delta && ev.id) setTimeout(() => load(box), 0);  // once it is placed
+    return box;
+  }
+
+  function answerLine(a) {
+    const li = el("li");
+    const who = conv.querySelector(`.approval-call[data-call-id="${CSS.escape(a.tool_call_id || "")}"]`);
+    let badge;
+    if (a.type === "tool") badge = el("span", "badge", "result");
+    else if (a.approve) badge = el("span", "badge ok", a.arguments ? "approved, edited" : "approved");
+    else badge = el("span", "badge err", "denied");
+    li.appendChild(badge);
+    li.appendChild(document.createTextNode(" "));
+    li.appendChild(el("code", "", who ? who.dataset.name : C.short(a.tool_call_id)));
+    if (a.type === "approval" && !a.approve && a.reason) {
+      li.appendChild(document.createTextNode(" "));
+      li.appendChild(el("span", "approval-answer-reason", a.reason));
+    }
+    return li;
+  }
+  function response(ev) {
+    const b = el("div", "msg approval_response_message");
+    b.dataset.type = "approval_response_message";
+    if (ev.id) { b.dataset.id = ev.id; b.dataset.ctx = "out"; }
+    const meta = el("div", "meta");
+    meta.appendChild(el("span", "", "you · answer"));
+    meta.appendChild(el("span", "spacer"));
+    meta.appendChild(el("span", "", ev.date ? new Date(ev.date).toTimeString().slice(0, 8) : ""));
+    b.appendChild(meta);
+    const list = el("ul", "approval-answers");
+    (Array.isArray(ev.approvals) ? ev.approvals : []).forEach((a) => { if (a && typeof a === "object") list.appendChild(answerLine(a)); });
+    b.appendChild(list);
+    setTimeout(refresh, 0);  // every card this answers now shows what was decided
+    return b;
+  }
+  C.renderers.approval_request_message = request;
+  C.renderers.approval_response_message = response;
+
+  // ---- answering: choose per call (one call: the choice is the answer), check the arguments, send together
+  function parseArgs(call) {
+    const area = call.querySelector(".approval-args");
+    const out = call.querySelector(".approval-args-error");
+    let value;
+    try { value = JSON.parse(area.value); } catch (e) {
+      out.textContent = "The arguments are not valid JSON: " + e.message; out.hidden = false; area.setAttribute("aria-invalid", "true"); area.focus();
+      return undefined;
+    }
+    if (!value || typeof value !== "object" || Array.isArray(value)) {
+      out.textContent = "The arguments must be a JSON object, such as {\"name\": \"value\"}."; out.hidden = false; area.setAttribute("aria-invalid", "true"); area.focus();
+      return undefined;
+    }
+    out.hidden = true; area.removeAttribute("aria-invalid");
+    return value;
+  }
+  function edited(call, value) {
+    const area = call.querySelector(".approval-args");
+    try { return JSON.stringify(value) !== JSON.stringify(JSON.parse(area.defaultValue)); } catch (e) { return true; }
+  }
+  function choose(call, choice) {
+    call.dataset.choice = choice;
+    call.querySelectorAll("[data-answer]").forEach((b) => b.setAttribute("aria-pressed", String(b.dataset.answer === choice)));
+    const note = call.querySelector(".approval-choice");
+    if (note) note.textContent = choice === "approve" ? "✓ will approve" : "✗ will deny";
+  }
+  function progress(card) {
+    const calls = Array.from(card.querySelectorAll(".approval-call"));
+    const chosen = calls.filter((c) => c.dataset.choice).length;
+    const btn = card.querySelector("[data-send-answers]");
+    const note = card.querySelector(".approval-progress");
+    if (btn) btn.disabled = chosen < calls.length;
+    if (note) note.textContent = chosen < calls.length
+      ? `${chosen} of ${calls.length} calls answered: choose Approve or Deny for each, then send the answers together.`
+      : `All ${calls.length} calls answered: send the answers.`;
+  }
+  function collect(card) {
+    const out = [];
+    for (const call of card.querySelectorAll(".approval-call")) {
+      const reason = (call.querySelector(".approval-reason") || {value: ""}).value.trim() || null;
+      const answer = {type: "approval", tool_call_id: call.dataset.callId, approve: call.dataset.choice === "approve", reason: reason};
+      if (answer.approve) {
+        const value = parseArgs(call);
+        if (value === undefined) return null;
+        if (edited(call, value)) answer.arguments = value;
+      }
+      out.push(answer);
+    }
+    return out;
+  }
+  function submit(card) {
+    const answers = collect(card);
+    if (!answers || !hooks.send) return;
+    showError(card, "");
+    card.dataset.state = "sending";
+    card.querySelectorAll("button[data-answer], button[data-send-answers], .approval-args, .approval-reason").forEach((b) => { b.disabled = true; });
+    const lead = card.querySelector(".approval-lead");
+    if (lead) lead.textContent = "Sending your answer…";
+    hooks.send(card, answers);
+  }
+  conv.addEventListener("click", (e) => {
+    const card = e.target.closest(".approval-card[data-state=waiting]");
+    if (!card) return;
+    const btn = e.target.closest("[data-answer]");
+    if (btn) {
+      const call = btn.closest(".approval-call");
+      if (btn.dataset.answer === "approve" && parseArgs(call) === undefined) return;
+      choose(call, btn.dataset.answer);
+      if (card.querySelectorAll(".approval-call").length === 1) submit(card); else progress(card);
+      return;
+    }
+    if (e.target.closest("[data-send-answers]")) submit(card);
+  });
+  conv.addEventListener("input", (e) => {  // a new edit clears the old complaint
+    const area = e.target.closest(".approval-card .approval-args");
+    if (!area) return;
+    const out = area.closest(".approval-call").querySelector(".approval-args-error");
+    if (out && !out.hidden) { out.hidden = true; area.removeAttribute("aria-invalid"); }
+  });
+
+  // ---- what the socket said about an answer this tab sent
+  function accepted(card, runId) {
+    if (!card.isConnected) return;
+    card.dataset.state = "answering";
+    const lead = card.querySelector(".approval-lead");
+    if (lead) lead.textContent = "Answer sent; running it (run " + C.short(runId) + ")…";
+    changed();
+    load(card);
+  }
+  function refused(card, ev) {
+    if (!card.isConnected) return;
+    const detail = ev.detail && typeof ev.detail === "object" ? ev.detail : {};
+    showError(card, String(ev.message || "The answer was refused."));
+    if (detail.code === "ALREADY_ANSWERED") { card.dataset.state = "answering"; load(card); return; }
+    card.dataset.state = "waiting";  // nothing was taken: the person may change the answer and send it again
+    card.querySelectorAll("button[data-answer], .approval-args, .approval-reason").forEach((b) => { b.disabled = false; });
+    const btn = card.querySelector("[data-send-answers]");
+    if (btn) progress(card);
+    const lead = card.querySelector(".approval-lead");
+    if (lead) lead.textContent = "Not sent. Change the answer if needed and try again.";
+    changed();
+  }
+  function reveal() {
+    const card = waiting();
+    if (!card) return;
+    card.scrollIntoView({block: "center", behavior: "smooth"});
+    const first = card.querySelector("button[data-answer], .approval-args");
+    if (first) first.focus({preventScroll: true});
+  }
+  function names(card) {
+    return card ? Array.from(card.querySelectorAll(".approval-call")).map((c) => c.dataset.name).filter(Boolean) : [];
+  }
+
+  cards().forEach(remember);
+  return {refresh, waiting, accepted, refused, reveal, names, changed, hooks};
+})();

@@ -1,0 +1,212 @@
+"""Approvals over the agent websocket: a run that pauses reaches every open tab with what it waits for, an answer
+sent from a tab resumes it (every tab sees the answer and what ran), a second answer is told the request was
+already answered, a normal send meanwhile gets Letta's 409 text, and a cancel or an answer over the API resolves
+the wait for every tab."""
+
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+
+from agents_ide.routing import websocket_urlpatterns
+from core.models import Message, Run
+from memory.models import Passage
+from tests.factories import ApiClient, make_agent
+from tests.fake_llm import FakeLLM
+from tests.helpers import until_async
+
+pytestmark = pytest.mark.django_db(transaction=True)
+APP = URLRouter(websocket_urlpatterns)
+APPROVE_INSERT = [{"type": "requires_approval", "tool_name": "archival_memory_insert"}]
+
+
+async def _open(user, agent_id):
+    comm = WebsocketCommunicator(APP, f"/ws/agents/{agent_id}/")
+    comm.scope["user"] = user
+    connected, _ = await comm.connect()
+    assert connected
+    return comm
+
+
+async def _until(comm, message_type, timeout=20, **match):
+    """Events up to the first of this type matching `match` (a run_status: one that ended)."""
+    seen = []
+    while True:
+        event = await comm.receive_json_from(timeout=timeout)
+        seen.append(event)
+        if event.get("message_type") != message_type or any(event.get(k) != v for k, v in match.items()):
+            continue
+        if message_type != "run_status" or event["status"] not in ("running", "created"):
+            return seen
+
+
+async def _agent(account):
+    return await database_sync_to_async(make_agent)(account.org, name="Careful", tool_rules=APPROVE_INSERT)
+
+
+async def _pause(fake_llm, tab, *others):
+    """A run from `tab` that pauses on archival_memory_insert; every tab's events up to its end."""
+    fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": "the code is 42"}, heartbeat=True))
+    await tab.send_json_to({"type": "user_message", "text": "remember the code"})
+    return [await _until(t, "run_status") for t in (tab, *others)]
+
+
+def _ask(seen):
+    return next(e for e in seen if e["message_type"] == "approval_request_message" and not e.get("delta"))
+
+
+def _approve(ask, **extra):
+    call_id = ask["tool_calls"][0]["tool_call_id"]
+    return {"type": "approval", "tool_call_id": call_id, "approve": True, "reason": None, **extra}
+
+
+async def test_a_pause_reaches_every_tab_and_an_answer_from_one_resumes_it_for_all(account, fake_llm):
+    agent = await _agent(account)
+    a, b = await _open(account.user, agent.id), await _open(account.user, agent.id)
+    seen_a, seen_b = await _pause(fake_llm, a, b)
+    for seen in (seen_a, seen_b):
+        end = seen[-1]
+        assert end["status"] == "completed" and end["stop_reason"] == "requires_approval"
+        assert end["waiting"]["kind"] == "approval" and end["waiting"]["expires_at"]
+        assert [c["name"] for c in end["waiting"]["tool_calls"]] == ["archival_memory_insert"]
+        assert end["waiting"]["message_id"] == _ask(seen)["id"]
+    ask = _ask(seen_a)
+
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Saved it."}))
+    edited = {"content": "the code is 43", "request_heartbeat": True}
+    await a.send_json_to(
+        {"type": "approval", "approvals": [_approve(ask, arguments=edited)], "message_id": ask["id"], "otid": "o-1"}
+    )
+    created = await a.receive_json_from(timeout=10)
+    assert created["message_type"] == "run_status" and created["status"] == "created" and created["otid"] == "o-1"
+    for tab in (a, b):
+        seen = await _until(tab, "run_status", run_id=created["run_id"])
+        answer = next(e for e in seen if e["message_type"] == "approval_response_message")
+        assert answer["approvals"][0]["approve"] is True and answer["approvals"][0]["arguments"] == edited
+        result = next(e for e in seen if e["message_type"] == "tool_return_message" and e["name"] != "send_message")
+        assert result["tool_call_id"] == ask["tool_calls"][0]["tool_call_id"] and result["status"] == "success"
+        assert any(e["message_type"] == "assistant_message" and e.get("content") == "Saved it." for e in seen)
+        assert seen[-1]["stop_reason"] == "end_turn" and seen[-1]["waiting"] is None
+    texts = await database_sync_to_async(lambda: list(Passage.objects.filter(agent=agent).values_list("text")))()
+    assert texts == [("the code is 43",)]
+    await a.disconnect()
+    await b.disconnect()
+
+
+async def test_a_second_answer_is_told_another_tab_answered_first_and_nothing_is_taken_twice(account, fake_llm):
+    agent = await _agent(account)
+    a, b = await _open(account.user, agent.id), await _open(account.user, agent.id)
+    seen_a, _ = await _pause(fake_llm, a, b)
+    ask = _ask(seen_a)
+    asked = len(fake_llm.chat_requests)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Saved."}, latency=1.5))
+    await a.send_json_to({"type": "approval", "approvals": [_approve(ask)], "message_id": ask["id"], "otid": "a"})
+    created = await a.receive_json_from(timeout=10)
+    assert created["status"] == "created"
+    await until_async(lambda: len(fake_llm.chat_requests) > asked, timeout=20, what="the answer's model call")
+
+    # while the first answer runs: the second tab is told, with its own otid, and its answer is not taken
+    deny = {**_approve(ask), "approve": False, "reason": "no"}
+    await b.send_json_to({"type": "approval", "approvals": [deny], "message_id": ask["id"], "otid": "b"})
+    seen = await _until(b, "error_message")
+    refused = seen[-1]
+    assert refused["otid"] == "b" and refused["detail"]["code"] == "ALREADY_ANSWERED"
+    assert "already answered in another tab" in refused["message"]
+
+    await _until(a, "run_status", run_id=created["run_id"])
+    # after it ended: still told, now that nothing waits
+    await b.send_json_to({"type": "approval", "approvals": [deny], "message_id": ask["id"], "otid": "b2"})
+    late = (await _until(b, "error_message"))[-1]
+    assert late["otid"] == "b2" and late["detail"]["code"] == "ALREADY_ANSWERED"
+    assert "already answered in another tab" in late["message"]
+
+    def stored():
+        answers = Message.objects.filter(agent=agent, kind="approval_response")
+        return [json.loads(m.text)[0]["approve"] for m in answers], Passage.objects.filter(agent=agent).count()
+
+    assert await database_sync_to_async(stored)() == ([True], 1)
+    await a.disconnect()
+    await b.disconnect()
+
+
+async def test_a_message_sent_while_a_reply_waits_gets_the_409_text(account, fake_llm):
+    agent = await _agent(account)
+    tab = await _open(account.user, agent.id)
+    seen, *_ = await _pause(fake_llm, tab)
+    await tab.send_json_to({"type": "user_message", "text": "hello?", "otid": "m-1"})
+    err = await tab.receive_json_from(timeout=10)
+    assert err["message_type"] == "error_message" and err["otid"] == "m-1"
+    assert "waiting for approval" in err["message"]
+    assert err["detail"]["code"] == "PENDING_APPROVAL" and err["detail"]["run_id"] == seen[-1]["run_id"]
+    assert [c["name"] for c in err["detail"]["tool_calls"]] == ["archival_memory_insert"]
+    await tab.disconnect()
+
+
+async def test_cancel_from_a_tab_denies_the_calls_and_every_tab_hears_the_wait_end(account, fake_llm):
+    agent = await _agent(account)
+    a, b = await _open(account.user, agent.id), await _open(account.user, agent.id)
+    seen, _ = await _pause(fake_llm, a, b)
+    run_id, ask = seen[-1]["run_id"], _ask(seen)
+    await a.send_json_to({"type": "cancel"})
+    for tab in (a, b):
+        events = await _until(tab, "run_status", run_id=run_id)
+        denied = next(e for e in events if e["message_type"] == "tool_return_message")
+        assert denied["status"] == "error" and denied["tool_call_id"] == ask["tool_calls"][0]["tool_call_id"]
+        assert "The user cancelled the request" in denied["tool_return"]
+        assert events[-1]["stop_reason"] == "cancelled" and events[-1]["waiting"] is None
+        if tab is a:  # the tab that asked is answered too (before or after the broadcast)
+            told = [e for e in events if e["message_type"] == "cancel_requested"]
+            told = told or [await a.receive_json_from(timeout=5)]
+            assert told[0]["message_type"] == "cancel_requested" and told[0]["run_ids"] == [run_id]
+    run = await database_sync_to_async(Run.objects.get)(pk=run_id)
+    assert run.waiting_until is None and run.stop_reason == "cancelled"
+    await a.disconnect()
+    await b.disconnect()
+
+
+async def test_an_answer_over_the_api_resolves_the_wait_in_open_tabs(account, fake_llm):
+    agent = await _agent(account)
+    tab = await _open(account.user, agent.id)
+    seen, *_ = await _pause(fake_llm, tab)
+    ask = _ask(seen)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Not saved."}))
+
+    def answer():
+        from django.db import connection
+
+        deny = {**_approve(ask), "approve": False, "reason": "keep it secret"}
+        body = {"messages": [{"type": "approval", "approvals": [deny]}]}
+        try:
+            return ApiClient(account.token).post(f"/v1/agents/{agent.id}/messages", body).status_code
+        finally:
+            connection.close()
+
+    assert await sync_to_async(answer, thread_sensitive=False)() == 200
+    events = await _until(tab, "run_status", stop_reason="end_turn")
+    answer_event = next(e for e in events if e["message_type"] == "approval_response_message")
+    assert (
+        answer_event["approvals"][0]["approve"] is False and answer_event["approvals"][0]["reason"] == "keep it secret"
+    )
+    assert any(e["message_type"] == "assistant_message" and e.get("content") == "Not saved." for e in events)
+    await tab.disconnect()
+
+
+async def test_a_malformed_answer_is_refused_before_reaching_the_run(account, fake_llm):
+    agent = await _agent(account)
+    tab = await _open(account.user, agent.id)
+    await tab.send_json_to({"type": "approval", "approvals": "yes", "otid": "x"})
+    err = await tab.receive_json_from(timeout=5)
+    assert err["message_type"] == "error_message" and err["otid"] == "x" and "one approval per" in err["message"]
+    # an answer with nothing waiting: the request this card showed is no longer there
+    answer = {"type": "approval", "tool_call_id": "call_x", "approve": True}
+    await tab.send_json_to({"type": "approval", "approvals": [answer], "message_id": "message-gone", "otid": "y"})
+    err = await tab.receive_json_from(timeout=5)
+    assert err["detail"]["code"] == "ALREADY_ANSWERED" and err["otid"] == "y"
+    # without a card to name, Letta's own text
+    await tab.send_json_to({"type": "approval", "approvals": [answer]})
+    err = await tab.receive_json_from(timeout=5)
+    assert "No tool call is currently awaiting approval" in err["message"]
+    await tab.disconnect()
