@@ -2,7 +2,6 @@
 passages are presented by memory/presenters.py, tools and their runs by tools/presenters.py."""
 
 from core.models import Agent
-from core.runs import waits
 from core.selectors import agent_tags
 from memory.presenters import block_out
 from memory.selectors import agent_blocks, agents_blocks
@@ -101,7 +100,7 @@ def run_out(run) -> dict:
         "max_steps": run.max_steps,
         "input_messages": run.input_messages,
         "conversation_id": run.conversation_id,
-        "waiting": waits.describe(run),
+        "waiting": wait_out(run),
     }
 
 
@@ -127,4 +126,32 @@ def step_out(step) -> dict:
         "stop_reason": step.stop_reason or None,
         "error": step.error or None,
         "created_at": step.created_at,
+    }
+
+
+def wait_out(run) -> dict | None:
+    """What a run waits for, for GET /v1/runs/{id} and the IDE: the kind, the calls (name and arguments) and until
+    when; None when it waits for nothing."""
+    if run.waiting_until is None or not run.waiting:
+        return None
+    return {
+        "kind": run.waiting.get("kind"),
+        "message_id": run.waiting.get("message_id"),
+        "step_id": run.waiting.get("step_id"),
+        "tool_calls": [
+            {
+                "tool_call_id": c["tool_call_id"],
+                "name": c["name"],
+                "arguments": c.get("arguments", "{}"),
+                "reason": c.get("reason"),
+            }
+            for c in run.waiting.get("calls", [])
+        ],
+        "deferred": list(run.waiting.get("deferred", [])),
+        "before": run.waiting.get("before", "tool_call"),  # model_call: a breakpoint stopped it before the call
+        "why": run.waiting.get("why"),
+        "breakpoint": run.waiting.get("breakpoint"),
+        "tokens": run.waiting.get("tokens"),
+        "since": run.waiting.get("since"),
+        "expires_at": run.waiting_until.isoformat(),
     }

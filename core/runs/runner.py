@@ -26,6 +26,7 @@ from django.utils import timezone
 from agents_ide.transactions import outside_transaction
 from core import ids, mapping, prepared
 from core.agents import versions
+from core.agents.presenters import wait_out
 from core.agents.context import AgentSnapshot, agent_snapshot, context_compile, step_allowed, with_memory_counts
 from core.agents.messages import (
     APPROVAL_RESPONSE,
@@ -1011,7 +1012,7 @@ def _finish(rs: _RunState, stop: StopReason) -> RunResult:
             "status": status,
             "stop_reason": str(stop),
             "error": rs.error or None,
-            "waiting": waits.describe(rs.run),
+            "waiting": wait_out(rs.run),
         },
         to_caller=False,
     )

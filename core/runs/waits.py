@@ -160,34 +160,6 @@ def expire_due() -> list[str]:
     return ended
 
 
-def describe(run: Run) -> dict | None:
-    """What a run waits for, for GET /v1/runs/{id} and the IDE: the kind, the calls (name and arguments) and until
-    when; None when it waits for nothing."""
-    if run.waiting_until is None or not run.waiting:
-        return None
-    return {
-        "kind": run.waiting.get("kind"),
-        "message_id": run.waiting.get("message_id"),
-        "step_id": run.waiting.get("step_id"),
-        "tool_calls": [
-            {
-                "tool_call_id": c["tool_call_id"],
-                "name": c["name"],
-                "arguments": c.get("arguments", "{}"),
-                "reason": c.get("reason"),
-            }
-            for c in run.waiting.get("calls", [])
-        ],
-        "deferred": list(run.waiting.get("deferred", [])),
-        "before": run.waiting.get("before", "tool_call"),  # model_call: a breakpoint stopped it before the call
-        "why": run.waiting.get("why"),
-        "breakpoint": run.waiting.get("breakpoint"),
-        "tokens": run.waiting.get("tokens"),
-        "since": run.waiting.get("since"),
-        "expires_at": run.waiting_until.isoformat(),
-    }
-
-
 def arguments_of(call: dict) -> dict:
     try:
         value = json.loads(call.get("arguments") or "{}")

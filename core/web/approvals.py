@@ -11,6 +11,7 @@ from django.http import Http404
 from django.template.response import TemplateResponse
 
 from core.agents.messages import APPROVAL_RESPONSE
+from core.agents.presenters import wait_out
 from core.errors import Conflict, DomainError
 from core.models import RUN_ACTIVE, Message, Run
 from core.runs import waits
@@ -85,7 +86,7 @@ def approval_card(*, reply: Message) -> dict:
     card["call_ids"] = " ".join(c["tool_call_id"] or "" for c in card["calls"])
     card["approvable"] = any(c["why"] != "client" for c in card["calls"])
     run = Run.objects.filter(pk=reply.run_id).first() if reply.run_id else None
-    wait = waits.describe(run) if run is not None else None
+    wait = wait_out(run) if run is not None else None
     if wait is not None and wait.get("message_id") == reply.id:
         answering = _answering_run(agent_id=reply.agent_id, wait_run_id=run.id)
         card.update(

@@ -6,9 +6,10 @@ from django.http import Http404, JsonResponse
 from django.template.response import TemplateResponse
 
 from core import selectors
+from core.agents.presenters import wait_out
 from core.errors import NotFound
 from core.models import RUN_ACTIVE
-from core.runs import timetravel, waits
+from core.runs import timetravel
 from core.web.common import agent_or_404, thread_or_404
 from core.web.history import window_marks_json
 
@@ -25,7 +26,7 @@ def _run_row(run) -> dict:
         "duration_s": (end - start).total_seconds() if end and start else None,
         "active": run.status in RUN_ACTIVE,
         "input": " / ".join(_input_text(m) for m in run.input_messages or [] if isinstance(m, dict)),
-        "waiting": waits.describe(run),
+        "waiting": wait_out(run),
     }
 
 
