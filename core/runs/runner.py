@@ -26,7 +26,6 @@ from django.utils import timezone
 from agents_ide.transactions import outside_transaction
 from core import ids, mapping, prepared
 from core.agents import versions
-from core.agents.presenters import wait_out
 from core.agents.context import AgentSnapshot, agent_snapshot, context_compile, step_allowed, with_memory_counts
 from core.agents.messages import (
     APPROVAL_RESPONSE,
@@ -37,6 +36,7 @@ from core.agents.messages import (
     stop_reason_message,
     usage_statistics,
 )
+from core.agents.presenters import wait_out
 from core.engine import approvals, llm, loop
 from core.engine import rules as rule_solver
 from core.engine.stream import ChunkBuilder
