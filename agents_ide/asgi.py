@@ -16,7 +16,7 @@ from agents_ide.gc_tuning import settle  # noqa: E402
 from agents_ide.routing import websocket_urlpatterns  # noqa: E402
 from agents_ide.security import FullOriginValidator  # noqa: E402
 from core.engine import tokens  # noqa: E402
-from core.engine.llm import warm_up  # noqa: E402  (cheap: litellm itself is imported by warm_up)
+from core.llm.client import warm_up  # noqa: E402  (cheap: litellm itself is imported by warm_up)
 
 application = ProtocolTypeRouter(
     {

@@ -102,7 +102,7 @@ def _measure_executor(agent, runs: int, *, queued: bool):
 
 
 def bench_steps(runs: int) -> None:
-    from core.engine import llm
+    from core.llm import client as llm
     from tests.factories import make_account, make_agent
     from tests.fake_llm import FakeLLM
 
@@ -126,7 +126,7 @@ def bench_steps(runs: int) -> None:
         t = time.perf_counter()
         llm.complete(fake.chat_requests[-1] | {"model": "openai/fake-model"}, api_base=fake.base_url, api_key="fake")
         floor.append((time.perf_counter() - t) * 1000)
-    print(_summary("model call alone (litellm + fake, replayed)", floor))
+    print(_summary("model call alone (our client + fake, replayed)", floor))
     for label, a, script in (
         ("one-step reply", agent, None),
         ("memory edit + reply (2 steps)", memory_agent, memory_script),

@@ -6,7 +6,7 @@ They deconstruct as Django's own fields: the stored column is the same, so they 
 
 from django.db import models
 
-from core.engine import jsontext
+from core import jsontext
 from core.text import storable
 
 

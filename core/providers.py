@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from core.egress import EgressRefused, Unresolvable, check_url, guarded_client
-from core.engine.llm import NO_KEY
 from core.engine.tokens import model_info
 from core.errors import NotConfigured
+from core.llm.client import NO_KEY
 from core.models import Organization, ProviderConfig
 from core.prepared import Prepared
 
@@ -65,6 +65,7 @@ class ResolvedModel:
     api_base: str | None  # None: the deployment's provider at litellm's default (its environment's) address
     api_key: str = field(repr=False)  # the provider's own key, or NO_KEY
     provider: str
+    guarded: bool = False  # an owner's provider: its calls connect only through the egress guard (core.egress)
 
 
 def _env_providers() -> list[Provider]:
@@ -206,6 +207,7 @@ def model_resolve(*, owner: Organization | None, handle: str) -> ResolvedModel:
         api_base=api_base,
         api_key=provider.api_key or NO_KEY,
         provider=provider.name,
+        guarded=provider.source == "settings",
     )
 
 

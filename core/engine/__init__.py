@@ -1,4 +1,5 @@
 """The pure agent engine: types, token counting, context compiler, tool rules, step decisions, memory edits.
 
-No Django here. `llm.py` is the only module that imports litellm (lazily).
+No Django, no network: the model client (`core/llm/`) and the JSON encoder other layers use (`core/jsontext.py`) live
+outside it.
 """

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from core.engine.llm import Delta
+from core.engine.types import Delta
 
 ASSISTANT_TOOL = "send_message"
 ASSISTANT_KWARG = "message"

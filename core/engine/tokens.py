@@ -2,8 +2,8 @@
 
 We use the same tokenizer files litellm ships (tiktoken cl100k/o200k caches, Anthropic's and DeepSeek's
 HuggingFace tokenizer.json) and the same offline model cost map, but read them straight from litellm's
-package directory: `core/engine/llm.py` is the only module allowed to import litellm, and importing it
-costs seconds, which compiling a context must not pay.
+package directory: importing litellm costs seconds (only `core/llm/via_litellm.py` does, lazily), which compiling
+a context must not pay.
 
 Safety margins (why counts may exceed the raw tokenizer output):
 - exact tokenizers (OpenAI models via tiktoken, DeepSeek via its tokenizer.json): no margin;
@@ -27,7 +27,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from core.engine import jsontext
 from core.engine.types import Message
 
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -163,7 +162,9 @@ def count_message(model: str, message: Message | dict[str, Any]) -> int:
 def count_tool(model: str, tool: dict[str, Any]) -> int:
     """Tokens one OpenAI-format tool definition costs (its compact JSON, as the request's body carries it, plus
     framing)."""
-    return get_tokenizer(model).count(jsontext.dumps(tool)) + TOOL_OVERHEAD_TOKENS
+    return (
+        get_tokenizer(model).count(json.dumps(tool, separators=(",", ":"), ensure_ascii=False)) + TOOL_OVERHEAD_TOKENS
+    )
 
 
 def with_token_count(model: str, message: Message) -> Message:
@@ -183,6 +184,7 @@ class ModelInfo:
     supports_reasoning: bool
     supports_function_calling: bool
     known: bool
+    mode: str | None = None  # the cost map's: "chat" (chat completions), "responses" (OpenAI's Responses API only), ...
 
 
 @lru_cache(maxsize=1)
@@ -211,6 +213,7 @@ def model_info(handle: str) -> ModelInfo:
         supports_reasoning=bool(entry.get("supports_reasoning")),
         supports_function_calling=bool(entry.get("supports_function_calling", True)),
         known=True,
+        mode=entry.get("mode"),
     )
 
 

@@ -228,9 +228,23 @@ class Usage:
     cached_tokens: int = 0
 
 
+DeltaKind = Literal["reasoning", "text", "tool_call"]
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """A streamed fragment of a model reply: reasoning text, reply text, or a piece of a tool call's arguments."""
+
+    kind: DeltaKind
+    text: str
+    tool_index: int = 0
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LLMResult:
-    """A model reply, normalised across providers (built by llm.complete)."""
+    """A model reply, normalised across providers (built by core.llm.client.complete)."""
 
     content: str | None = None
     reasoning: str | None = None

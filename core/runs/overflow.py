@@ -14,10 +14,11 @@ from django.db import transaction
 from core import ids
 from core.agents.context import agent_snapshot
 from core.agents.messages import messages_to_letta
-from core.engine import llm, loop, tokens
+from core.engine import loop, tokens
 from core.engine.types import CompiledContext
 from core.errors import Conflict, DomainError
 from core.events import agent_group, send_events
+from core.llm import client as llm
 from core.models import RUN_ACTIVE, Agent, Run
 from core.providers import model_resolve
 from core.runs import persistence
@@ -111,7 +112,10 @@ def _summarize(*, snap, evicted, previous: str | None, resolved, run, step_index
     started = time.perf_counter()
     try:
         result = llm.complete(
-            {**request, "model": resolved.litellm_model}, api_base=resolved.api_base, api_key=resolved.api_key
+            {**request, "model": resolved.litellm_model},
+            api_base=resolved.api_base,
+            api_key=resolved.api_key,
+            guarded=resolved.guarded,
         )
         text, error, raw, usage = (result.content or "").strip(), "", result.raw, persistence.usage_dict(result.usage)
     except llm.LLMError as exc:

@@ -37,13 +37,14 @@ from core.agents.messages import (
     usage_statistics,
 )
 from core.agents.presenters import wait_out
-from core.engine import approvals, llm, loop
+from core.engine import approvals, loop
 from core.engine import rules as rule_solver
 from core.engine.stream import ChunkBuilder
 from core.engine.tokens import step_cost
 from core.engine.types import LLMResult, StopReason, ToolCall
 from core.errors import Conflict, DomainError, Invalid, NotFound
 from core.events import group_listened
+from core.llm import client as llm
 from core.models import RUN_ACTIVE, Agent, Conversation, Message, Organization, Run, RunStatus, Step
 from core.prepared import Prepared
 from core.providers import model_resolve
@@ -451,7 +452,12 @@ def _call(rs: _RunState, ctx, step_id: str, message_id: str, *, thinking_arg: bo
     state as before it."""
     outside_transaction("the model call")
     request = {**ctx.request, "model": rs.resolved.litellm_model}
-    call = {"api_base": rs.resolved.api_base, "api_key": rs.resolved.api_key, "timeout": settings.LLM_TIMEOUT_S}
+    call = {
+        "api_base": rs.resolved.api_base,
+        "api_key": rs.resolved.api_key,
+        "guarded": rs.resolved.guarded,
+        "timeout": settings.LLM_TIMEOUT_S,
+    }
     if not (settings.LLM_STREAMING and rs.streams is not False and _watched(rs)):
         return request, llm.complete(request, **call)
     chunks = ChunkBuilder(

@@ -17,11 +17,11 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from core import mapping
-from core.engine import llm
 from core.engine import types as t
 from core.engine.context import compile_context
 from core.engine.tokens import step_cost
 from core.errors import Invalid
+from core.llm import client as llm
 from core.models import Agent, AgentTag, Message, Organization, Replay, Step
 from core.providers import model_resolve
 from core.selectors import owned_get
@@ -168,7 +168,11 @@ def _one_model(owner, handle: str, request: dict) -> dict:
         out["request"] = sent
         started = time.perf_counter()
         result = llm.complete(
-            sent, api_base=resolved.api_base, api_key=resolved.api_key, timeout=settings.LLM_TIMEOUT_S
+            sent,
+            api_base=resolved.api_base,
+            api_key=resolved.api_key,
+            timeout=settings.LLM_TIMEOUT_S,
+            guarded=resolved.guarded,
         )
         out["latency_ms"] = round((time.perf_counter() - started) * 1000, 3)
     except llm.LLMError as exc:

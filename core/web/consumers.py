@@ -22,8 +22,8 @@ from django.contrib.auth import SESSION_KEY
 from django.contrib.auth.signals import user_logged_out
 from django.dispatch import receiver
 
+from core import jsontext
 from core.accounts import principal_from_user
-from core.engine import jsontext
 from core.events import agent_group, send_event, server_loop_remember
 from core.models import Agent, Conversation
 from core.text import first_bad_string, json_input

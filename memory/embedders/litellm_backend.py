@@ -1,6 +1,6 @@
 """Embeddings from any provider litellm speaks (OpenAI, Ollama, any OpenAI-compatible server)."""
 
-from core.engine.llm import LLMError, embed
+from core.llm.client import LLMError, embed
 from memory.embedders.base import Embedder, EmbeddingError
 
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from core.engine import llm
 from core.engine.types import Message, Role
+from core.llm import client as llm
 from core.models import Message as MessageRow
 from core.runs.runner import run_agent
 from memory.selectors import agent_block_by_label
@@ -86,19 +86,14 @@ def test_tool_use_and_signed_thinking_come_back_normalised(fake_anthropic, strea
         assert len(fragments) > 1 and json.loads("".join(fragments)) == {"q": "tea"}
 
 
-def test_a_streams_usage_matches_the_whole_calls_without_litellms_rebuild(fake_anthropic, monkeypatch):
+def test_a_streams_usage_matches_the_whole_calls(fake_anthropic):
     """Anthropic reports the prompt's tokens when the message starts and the reply's when it ends; the stream's usage
-    is read from those events (litellm's rebuild of the whole response is skipped) and equals the whole call's."""
-    import litellm
-
-    rebuilt = []
-    monkeypatch.setattr(litellm, "stream_chunk_builder", lambda *a, **k: rebuilt.append(True))
+    counts both and equals the whole call's."""
     reply = FakeAnthropic.reply(thinking="The user wants tea facts.", text="Looking.", tool=("lookup", {"q": "tea"}))
     fake_anthropic.script(reply, reply)
     request = _request(thinking={"type": "enabled", "budget_tokens": 1024}, max_tokens=4096)
     streamed = llm.complete(request, api_base=fake_anthropic.base_url, api_key="k", stream=True)
     whole = llm.complete(request, api_base=fake_anthropic.base_url, api_key="k")
-    assert rebuilt == []
     assert streamed.usage == whole.usage
     assert streamed.usage.prompt_tokens > 1 and streamed.usage.completion_tokens > 1 and streamed.usage.reasoning_tokens
 

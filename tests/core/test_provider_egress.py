@@ -60,3 +60,17 @@ def test_the_deployments_own_provider_on_loopback_is_the_operators_choice(accoun
     fake.script(FakeLLM.tool("send_message", {"message": "hello"}))
     result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "hi"}])
     assert result.status == "completed"
+
+
+def test_an_owners_base_url_is_checked_again_when_the_call_connects(account, fake, settings, monkeypatch):
+    """A name checked before the step may point inside by the time the call connects (DNS rebinding): the call to an
+    owner's provider connects only through the egress guard, at an address checked as it connects."""
+    settings.EGRESS_ALLOW = ["127.0.0.1"]
+    assert _settings_post(account, fake.base_url).status_code == 302
+    agent = make_agent(account.org, model="mine/fake-model")
+    monkeypatch.setattr(providers, "base_url_check", lambda url: None)  # the check before the step passed...
+    settings.EGRESS_ALLOW = []  # ...and the address is refused when the call connects
+    result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "hi"}])
+    assert result.status != "completed"
+    assert "loopback" in str(result.error if hasattr(result, "error") else result)
+    assert fake.requests == []

@@ -1,13 +1,14 @@
 """A key goes only where its owner sent it: the deployment's keys (environment) serve the deployment's providers, and
 a provider an owner adds on the Settings page is called with that owner's key or none, never the environment's —
-whatever the call (a step, a model listing, an embedding) and whichever path litellm takes."""
+whatever the call (a step, a model listing, an embedding) and whichever client makes it (ours, litellm's)."""
 
 import pytest
 from django.test import Client
 
 from core import providers
-from core.engine import llm
 from core.errors import NotConfigured
+from core.llm import client as llm
+from core.llm import openai_wire
 from core.models import Agent, ProviderConfig
 from core.runs.runner import run_agent
 from memory.services import passages_embed
@@ -67,11 +68,11 @@ def _say_hi(agent):
     return run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "hi"}])
 
 
-@pytest.mark.parametrize("path", ["direct", "completion"])
+@pytest.mark.parametrize("path", ["own", "litellm"])
 @pytest.mark.parametrize("kind", ["openai_compatible", "openai"])
 def test_a_step_on_a_keyless_user_provider_never_sends_the_deployments_key(account, fake, monkeypatch, path, kind):
-    if path == "completion":  # litellm's completion() (the openai SDK's path), not the direct one
-        monkeypatch.setenv(llm.OPENAI_HTTP_HANDLER, "false")
+    if path == "litellm":  # litellm's completion(), as OpenAI's reasoning models and other providers are called
+        monkeypatch.setattr(openai_wire, "serves", lambda *a, **k: False)
     _provider_add(account, kind=kind, base_url=fake.base_url)
     agent = make_agent(account.org, model="mine/fake-model")
     fake.script(FakeLLM.tool("send_message", {"message": "hello"}))
@@ -181,10 +182,13 @@ def test_a_request_cannot_name_its_own_base_url_or_key(fake):
         other.stop()
 
 
-def test_no_key_given_to_the_engine_means_the_placeholder_not_the_environments(fake, monkeypatch):
-    monkeypatch.setenv(llm.OPENAI_HTTP_HANDLER, "false")
+@pytest.mark.parametrize("path", ["own", "litellm"])
+def test_no_key_given_to_the_client_means_the_placeholder_not_the_environments(fake, monkeypatch, path):
+    if path == "litellm":
+        monkeypatch.setattr(openai_wire, "serves", lambda *a, **k: False)
     request = {"model": "openai/fake-model", "messages": [{"role": "user", "content": "hi"}]}
     llm.complete(request, api_base=fake.base_url, api_key=None)
+    assert _authorizations(fake) == {f"Bearer {llm.NO_KEY}"}
     llm.embed(["x"], model="openai/fake-embedding", api_base=fake.base_url, api_key=None)
     _never_got_the_sentinel(fake)
 

@@ -31,6 +31,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "core.events",
             "core.fields",
             "core.ids",
+            "core.jsontext",
+            "core.llm",
             "core.mapping",
             "core.models",
             "core.pagination",

@@ -7,7 +7,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from agents_ide.gc_tuning import settle
-from core.engine import llm, tokens
+from core.engine import tokens
+from core.llm import client as llm
 from core.runs import queue
 
 

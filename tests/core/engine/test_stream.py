@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from core.engine.llm import Delta
 from core.engine.stream import ChunkBuilder, coalesce, partial_string_values
+from core.engine.types import Delta
 
 
 def _builder(**kw) -> ChunkBuilder:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from core.engine import jsontext
+from core import jsontext
 
 
 class Colour(enum.StrEnum):

@@ -1,0 +1,101 @@
+"""A failed model call as one typed error: LLMError, with a kind the runner acts on (context_length → evict and
+retry; bad_request before any token of a stream → ask again without streaming; the rest → llm_api_error)."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+ErrorKind = Literal["api_error", "rate_limit", "timeout", "context_length", "auth", "bad_request", "stream_incomplete"]
+
+_CONTEXT_MARKERS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "prompt is too long",
+    "too many tokens",
+    "input is too long",
+    "exceeds the context",
+)
+
+
+class LLMError(Exception):
+    """A failed model call, with a kind, the provider's HTTP status (if any) and a readable message."""
+
+    def __init__(self, kind: ErrorKind, message: str, status: int | None = None):
+        self.kind, self.status, self.message = kind, status, message
+        super().__init__(message)
+
+    def __repr__(self) -> str:
+        return f"LLMError(kind={self.kind!r}, status={self.status!r}, message={self.message!r})"
+
+
+def is_context_length_error(error: BaseException) -> bool:
+    """Whether an error (ours or a provider's) means the prompt did not fit the model's window."""
+    if isinstance(error, LLMError):
+        return error.kind == "context_length"
+    return type(error).__name__ == "ContextWindowExceededError" or _names_the_window(str(error))
+
+
+def _names_the_window(text: str) -> bool:
+    text = text.lower()
+    return any(marker in text for marker in _CONTEXT_MARKERS)
+
+
+_NOISE = re.compile(r"^(?:litellm\.)?(?:\w+(?:Error|Exception))(?: - |: ?)")
+
+
+def clean(message: str) -> str:
+    """The provider's words of an error message, on one line, at most 1000 characters."""
+    # litellm stacks class-name prefixes ("BadRequestError: ContextWindowExceededError: ..."); keep the provider's words.
+    text = " ".join(str(message).split()).replace("Error_str: ", "")
+    text = text.split(" Traceback (most recent call last):", 1)[0]  # litellm appends its own stack to some messages
+    while (m := _NOISE.match(text)) is not None:
+        text = text[m.end() :]
+    return text[:1000]
+
+
+def provider_error(
+    status: int | None, detail: str, *, model: str = "", name: str = "", too_long: bool = False
+) -> LLMError:
+    """The LLMError for a provider's failure: its HTTP status (None: no response), its words (`clean`ed), the class
+    name of the exception an SDK raised for it (if one did), and whether the prompt is known not to have fit."""
+    who = f" ({model})" if model else ""
+    if "stream ended" in detail.lower() or "midstream" in name.lower():
+        return LLMError(
+            "stream_incomplete", f"The model's stream ended before the reply was complete{who}: {detail}", status
+        )
+    if too_long or _names_the_window(detail):
+        return LLMError(
+            "context_length", f"The prompt is longer than the model's context window{who}: {detail}", status or 400
+        )
+    if name in ("RateLimitError", "CallerCredentialRateLimitError") or status == 429:
+        return LLMError("rate_limit", f"Rate limited by the provider{who}: {detail}", status or 429)
+    if name in ("Timeout", "APITimeoutError") or "timed out" in detail.lower():
+        return LLMError("timeout", f"The model{who} did not answer in time: {detail}", status)
+    if name in ("AuthenticationError", "PermissionDeniedError", "CallerCredentialAuthenticationError") or status in (
+        401,
+        403,
+    ):
+        return LLMError("auth", f"The provider rejected the credentials{who}; check the API key: {detail}", status)
+    if status is not None and 400 <= status < 500:
+        return LLMError("bad_request", f"The provider rejected the request{who} (HTTP {status}): {detail}", status)
+    if name == "APIConnectionError":
+        return LLMError("api_error", f"Could not reach the model provider{who}: {detail}", status)
+    return LLMError(
+        "api_error", f"The model provider failed{who}" + (f" (HTTP {status})" if status else "") + f": {detail}", status
+    )
+
+
+def map_error(error: BaseException, *, model: str = "") -> LLMError:
+    """Translate an exception a provider's SDK raised (litellm's, openai's) into an LLMError."""
+    if isinstance(error, LLMError):
+        return error
+    status = getattr(error, "status_code", None) or getattr(error, "status", None)
+    return provider_error(
+        status if isinstance(status, int) else None,
+        clean(getattr(error, "message", None) or str(error)),
+        model=model,
+        name=type(error).__name__,
+        too_long=is_context_length_error(error),
+    )
