@@ -10,12 +10,15 @@ RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap && r
 # /opt/mcp: where an operator installs stdio MCP servers (a derived image's `npm install --prefix /opt/mcp …`).
 RUN useradd --create-home --uid 1000 app && mkdir -p /data /app /opt/mcp && chown app:app /data /app
 WORKDIR /app
+# The runtime lock (scripts/lock writes it): the versions the test suite passed with, in a layer of their own.
+COPY requirements.txt ./
+RUN pip install --no-cache-dir -r requirements.txt
 COPY pyproject.toml README.md ./
 COPY agents_ide ./agents_ide
 COPY core ./core
 COPY memory ./memory
 COPY tools ./tools
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir --no-deps .
 COPY manage.py ./
 COPY templates ./templates
 COPY static ./static

@@ -10,6 +10,8 @@ import pytest
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["LITELLM_TELEMETRY"] = "False"
+# The servers the tests start warm up beside their first requests (agents_ide/asgi.py): they listen seconds sooner.
+os.environ.setdefault("AIDE_WARM_UP", "background")
 for _var in (
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",

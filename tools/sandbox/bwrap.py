@@ -152,7 +152,7 @@ def probe(*, bwrap: str | None, python: str, runner: str, user: int | None) -> s
     Starts one trial sandbox, as `user` if given, exactly as a run would (minus the network).
     """
     if bwrap is None:
-        return "bubblewrap is not installed (the `bwrap` command; Debian/Ubuntu package `bubblewrap`)"
+        return "bubblewrap is not installed (the `bwrap` command; on Debian/Ubuntu: sudo apt-get install bubblewrap)"
     argv = bwrap_argv(bwrap=bwrap, mounts=python_mounts(python), runner=runner, allow_network=False, scratch_mb=1)
     argv += ["--", python, "-I", "-S", "-c", f"open({RUNNER_IN_SANDBOX!r}).close()"]
     ids = {"user": user, "group": user, "extra_groups": []} if user is not None else {}
