@@ -27,6 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from core.engine.types import Message
 
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -162,9 +164,16 @@ def count_message(model: str, message: Message | dict[str, Any]) -> int:
 def count_tool(model: str, tool: dict[str, Any]) -> int:
     """Tokens one OpenAI-format tool definition costs (its compact JSON, as the request's body carries it, plus
     framing)."""
-    return (
-        get_tokenizer(model).count(json.dumps(tool, separators=(",", ":"), ensure_ascii=False)) + TOOL_OVERHEAD_TOKENS
-    )
+    return get_tokenizer(model).count(_compact_json(tool)) + TOOL_OVERHEAD_TOKENS
+
+
+def _compact_json(value: Any) -> str:
+    # orjson: the same compact text as json's for a tool definition, in a tenth of its time (every compile counts
+    # every tool's)
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # what orjson refuses (keys that are not strings, integers past 64 bits): json's text
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def with_token_count(model: str, message: Message) -> Message:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.engine.types import Delta, LLMResult, ToolCall, Usage
@@ -96,6 +96,63 @@ class _CallBuffer:
     arguments: str = ""
 
 
+@dataclass
+class _Stream:
+    """A streamed reply as its chunks arrive: the text, reasoning, tool calls and thinking blocks so far."""
+
+    emit: Callable[[Delta], None]
+    text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: dict[int, _CallBuffer] = field(default_factory=dict)
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    usage: Any = None
+    finish: str | None = None
+    model: str = ""
+    id: str | None = None
+    created: int | None = None
+
+    def feed(self, chunk: Any) -> None:
+        """Fold one chunk in, passing its fragments on as Deltas."""
+        if chunk is DONE:
+            self.finish = self.finish or "stop"
+            return
+        self.model = get(chunk, "model") or self.model
+        self.id = self.id or get(chunk, "id")
+        self.created = self.created or get(chunk, "created")
+        self.usage = get(chunk, "usage") or self.usage
+        for choice in get(chunk, "choices") or []:
+            self.finish = get(choice, "finish_reason") or self.finish
+            if (delta := get(choice, "delta")) is not None:
+                self._delta(delta)
+
+    def _delta(self, delta: Any) -> None:
+        if r := get(delta, "reasoning_content") or get(delta, "reasoning"):
+            self.reasoning.append(r)
+            self.emit(Delta("reasoning", r))
+        for b in get(delta, "thinking_blocks") or []:
+            _stream_thinking_block(self.blocks, b)
+        if c := get(delta, "content"):
+            self.text.append(c)
+            self.emit(Delta("text", c))
+        for tc in get(delta, "tool_calls") or []:
+            idx = get(tc, "index") or 0
+            buf = self.calls.setdefault(idx, _CallBuffer())
+            fn = get(tc, "function")
+            buf.id = get(tc, "id") or buf.id
+            buf.name = (get(fn, "name") or "") if not buf.name else buf.name
+            piece = get(fn, "arguments") or ""
+            if not isinstance(piece, str):  # an object: its JSON, as litellm's parser takes it
+                piece = json.dumps(piece)
+            buf.arguments += piece
+            self.emit(Delta("tool_call", piece, idx, buf.id, buf.name))
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(
+            ToolCall(id=b.id or f"call_{i}", name=b.name, arguments=b.arguments or "{}")
+            for i, b in sorted(self.calls.items())
+        )
+
+
 def stream_result(
     chunks: Iterable[Any],
     on_delta: Callable[[Delta], None] | None,
@@ -106,81 +163,43 @@ def stream_result(
     whole completion) is the same as the whole call's. A stream whose provider reported no usage gets
     `estimate_usage(text, tool_calls)`. A stream that stops before the model said why it finished raises
     LLMError("stream_incomplete")."""
-    emit = on_delta or (lambda d: None)
-    text, reasoning, calls, blocks = [], [], {}, []  # type: ignore[var-annotated]
-    usage, finish, model, response_id, created = None, None, "", None, None
+    stream = _Stream(emit=on_delta or (lambda d: None))
     for chunk in chunks:
-        if chunk is DONE:
-            finish = finish or "stop"
-            continue
-        model = get(chunk, "model") or model
-        response_id = response_id or get(chunk, "id")
-        created = created or get(chunk, "created")
-        usage = get(chunk, "usage") or usage
-        for choice in get(chunk, "choices") or []:
-            finish = get(choice, "finish_reason") or finish
-            delta = get(choice, "delta")
-            if delta is None:
-                continue
-            if r := get(delta, "reasoning_content") or get(delta, "reasoning"):
-                reasoning.append(r)
-                emit(Delta("reasoning", r))
-            for b in get(delta, "thinking_blocks") or []:
-                _stream_thinking_block(blocks, b)
-            if c := get(delta, "content"):
-                text.append(c)
-                emit(Delta("text", c))
-            for tc in get(delta, "tool_calls") or []:
-                idx = get(tc, "index") or 0
-                buf = calls.setdefault(idx, _CallBuffer())
-                fn = get(tc, "function")
-                buf.id = get(tc, "id") or buf.id
-                buf.name = (get(fn, "name") or "") if not buf.name else buf.name
-                piece = get(fn, "arguments") or ""
-                if not isinstance(piece, str):  # an object: its JSON, as litellm's parser takes it
-                    piece = json.dumps(piece)
-                buf.arguments += piece
-                emit(Delta("tool_call", piece, idx, buf.id, buf.name))
-    if finish is None:
+        stream.feed(chunk)
+    if stream.finish is None:
         raise LLMError(
             "stream_incomplete",
             "The model's stream ended before the reply was complete "
             "(the connection dropped or the provider stopped sending).",
         )
-    tool_calls = tuple(
-        ToolCall(id=b.id or f"call_{i}", name=b.name, arguments=b.arguments or "{}") for i, b in sorted(calls.items())
-    )
+    text, reasoning, tool_calls = "".join(stream.text), "".join(stream.reasoning), stream.tool_calls()
+    usage = stream.usage
     if usage is None and estimate_usage is not None:
-        usage = estimate_usage("".join(reasoning) + "".join(text), tool_calls)
+        usage = estimate_usage(reasoning + text, tool_calls)
     usage_dict = usage.model_dump() if hasattr(usage, "model_dump") else (dict(usage) if usage else {})
+    message = {
+        "role": "assistant",
+        "content": text or None,
+        "reasoning_content": reasoning or None,
+        "tool_calls": [t.to_openai() for t in tool_calls] or None,
+        **({"thinking_blocks": stream.blocks} if stream.blocks else {}),
+    }
     raw = {
-        "id": response_id,
-        "created": created,
+        "id": stream.id,
+        "created": stream.created,
         "object": "chat.completion",
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": finish,
-                "message": {
-                    "role": "assistant",
-                    "content": "".join(text) or None,
-                    "reasoning_content": "".join(reasoning) or None,
-                    "tool_calls": [t.to_openai() for t in tool_calls] or None,
-                    **({"thinking_blocks": blocks} if blocks else {}),
-                },
-            }
-        ],
+        "model": stream.model,
+        "choices": [{"index": 0, "finish_reason": stream.finish, "message": message}],
         "usage": usage_dict,
     }
     return LLMResult(
-        content="".join(text) or None,
-        reasoning="".join(reasoning) or None,
+        content=text or None,
+        reasoning=reasoning or None,
         tool_calls=tool_calls,
-        thinking_blocks=tuple(blocks),
+        thinking_blocks=tuple(stream.blocks),
         usage=usage_of(usage_dict),
-        finish_reason=finish,
-        model=model,
+        finish_reason=stream.finish,
+        model=stream.model,
         raw=raw,
         latency_ms=(time.perf_counter() - started) * 1000,
     )
