@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.models import ApiToken, Membership, Organization
-from core.prepared import Prepared
+from core.selectors import row_or_none
 from tools.services import builtin_tools_ensure
 
 TOKEN_PREFIX = "aide_"
@@ -81,14 +81,11 @@ def api_token_revoke(*, user: User, token_id: str) -> None:
     ApiToken.objects.filter(user=user, id=token_id, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
-_TOKEN = Prepared(lambda p: ApiToken.objects.select_related("user", "organization").filter(hashed=p.hashed))
-
-
 def principal_from_token(raw: str) -> Principal | None:
     """Resolve a raw bearer token to its principal, or None if unknown, revoked or expired."""
     if not raw or not raw.startswith(TOKEN_PREFIX):
         return None
-    token = _TOKEN.first(hashed=_hash(raw))
+    token = row_or_none(ApiToken.objects.select_related("user", "organization").filter(hashed=_hash(raw)))
     now = timezone.now()
     if token is None or token.revoked_at or (token.expires_at and token.expires_at <= now) or not token.user.is_active:
         return None

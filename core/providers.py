@@ -16,7 +16,6 @@ from core.engine.tokens import model_info
 from core.errors import NotConfigured
 from core.llm.client import NO_KEY
 from core.models import Organization, ProviderConfig
-from core.prepared import Prepared
 
 # Curated handles offered when a provider is configured; any other litellm handle works too.
 _KNOWN = {
@@ -77,14 +76,11 @@ def _env_providers() -> list[Provider]:
     return found
 
 
-_OWNER_PROVIDERS = Prepared(lambda p: ProviderConfig.objects.filter(owner_id=p.owner_id).order_by("created_at"))
-
-
 def providers_list(*, owner: Organization | None) -> list[Provider]:
     """Configured providers: the environment's, then the owner's own (which take precedence by name)."""
     providers = {p.name: p for p in _env_providers()}
     if owner is not None:
-        for row in _OWNER_PROVIDERS(owner_id=owner.pk):
+        for row in ProviderConfig.objects.filter(owner=owner).order_by("created_at"):
             providers[row.name] = Provider(
                 name=row.name,
                 kind=row.kind,

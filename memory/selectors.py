@@ -12,7 +12,6 @@ from core.engine.types import MemoryStats
 from core.errors import Invalid, NotFound
 from core.models import Agent, Message, Organization
 from core.pagination import clamp_limit, clamp_offset, cursor_unknown, queryset_page
-from core.prepared import Prepared
 from core.selectors import owned_get
 from memory.embedders.base import EmbeddingError
 from memory.embedders.selection import embedder_for_agent
@@ -89,14 +88,9 @@ def blocks_attachable(*, owner: Organization, agent: Agent, limit: int = 200) ->
     return out
 
 
-_AGENT_BLOCKS = Prepared(
-    lambda p: Block.objects.filter(agentblock__agent_id=p.agent_id).order_by("agentblock__position", "agentblock__id")
-)
-
-
 def agent_blocks(*, agent: Agent) -> list[Block]:
-    """The agent's blocks in their display order (every step reads them: compiled once)."""
-    return _AGENT_BLOCKS(agent_id=agent.pk)
+    """The agent's blocks in their display order."""
+    return list(Block.objects.filter(agentblock__agent_id=agent.pk).order_by("agentblock__position", "agentblock__id"))
 
 
 def agents_blocks(*, agent_ids: list[str]) -> dict[str, list[Block]]:

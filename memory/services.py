@@ -7,11 +7,10 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from core import prepared
 from core.errors import Conflict, Invalid, NotConfigured, NotFound
 from core.events import broadcast_block_update
 from core.models import Agent, Organization
-from core.selectors import owned_get
+from core.selectors import owned_get, row_or_none
 from core.updates import model_update
 from memory.embedders.base import EmbeddingError
 from memory.embedders.selection import embedder_for_agent
@@ -74,9 +73,6 @@ def block_create(
     return block
 
 
-_LOCKED = prepared.Prepared(lambda p: Block.objects.select_for_update().filter(pk=p.block_id))
-
-
 @transaction.atomic
 def block_update(
     *,
@@ -92,7 +88,7 @@ def block_update(
     nulls = [key for key in ("value", "label", "limit") if key in changes and changes[key] is None]
     if nulls:
         raise Invalid(f"Block {', '.join(nulls)} cannot be null; leave a field out to keep it.")
-    block = _LOCKED.first(block_id=block.pk)
+    block = row_or_none(Block.objects.select_for_update().filter(pk=block.pk))
     if block is None:
         raise Block.DoesNotExist("Block matching query does not exist.")
     if enforce_read_only and block.read_only:
@@ -112,9 +108,8 @@ def block_update(
         return block
     old_value = block.value
     block.value, block.version, block.updated_at = new_value, block.version + 1, timezone.now()
-    # An agent's memory edit is on a step's path: both statements' SQL is built once (core.prepared).
     written = ("value", "version", "updated_at", *other)
-    prepared.update(Block, {"pk": block.pk}, **{name: getattr(block, name) for name in written})
+    Block.objects.filter(pk=block.pk).update(**{name: getattr(block, name) for name in written})
     change = BlockHistory(
         block=block,
         version=block.version,
@@ -127,7 +122,7 @@ def block_update(
         step_id=step_id,
         tool_call_id=tool_call_id,
     )
-    prepared.insert([change])
+    BlockHistory.objects.bulk_create([change])
     transaction.on_commit(lambda: _broadcast_block(block))
     return block
 

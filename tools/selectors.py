@@ -7,7 +7,6 @@ from django.db.models import Q, QuerySet
 from core.engine.base_tools import WEB_TOOL_NAMES
 from core.models import Agent, Organization
 from core.pagination import clamp_limit, queryset_page
-from core.prepared import Prepared
 from core.selectors import owned_get
 from tools.models import Tool, ToolRun
 
@@ -110,12 +109,9 @@ def tools_search(
     return [(tool, rank, score) for rank, (tool, score) in enumerate(scored[: clamp_limit(limit, 100)], start=1)]
 
 
-_AGENT_TOOLS = Prepared(lambda p: Tool.objects.filter(agents__id=p.agent_id).order_by("name"))
-
-
 def agent_tools(*, agent: Agent) -> list[Tool]:
-    """The agent's tools by name (every step reads them: compiled once)."""
-    return _AGENT_TOOLS(agent_id=agent.pk)
+    """The agent's tools by name."""
+    return list(Tool.objects.filter(agents__id=agent.pk).order_by("name"))
 
 
 def agents_tools(*, agent_ids: list[str]) -> dict[str, list[Tool]]:

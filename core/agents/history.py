@@ -8,7 +8,6 @@ from core.agents.messages import assistant_returns
 from core.errors import Conflict
 from core.models import RUN_ACTIVE, Agent, Message, Organization, Run, Step
 from core.pagination import queryset_page
-from core.prepared import Prepared
 from core.selectors import owned_get
 
 
@@ -74,7 +73,6 @@ def runs_list(
 
 
 RUN_MESSAGES_MAX = 10_000
-_RUN_MESSAGES = Prepared(lambda p: Message.objects.filter(run_id=p.run_id).order_by("seq", "pk")[:RUN_MESSAGES_MAX])
 
 
 def run_messages(
@@ -89,7 +87,7 @@ def run_messages(
     """The run's messages by seq (all of them unless a limit or cursor is given), optionally without
     send_message's returns (left out before paging, so pages stay full)."""
     if after is before is limit is None and order == "asc" and not hide_assistant_returns:
-        return _RUN_MESSAGES(run_id=run.pk)  # every reply to a send reads this: its SQL is built once
+        return list(Message.objects.filter(run_id=run.pk).order_by("seq", "pk")[:RUN_MESSAGES_MAX])
     scope = Message.objects.filter(run=run)
     return queryset_page(
         scope.exclude(assistant_returns()) if hide_assistant_returns else scope,

@@ -207,11 +207,13 @@ def version_record(
         )
 
 
+_LATEST = Subquery(AgentVersion.objects.filter(agent_id=OuterRef("pk")).order_by("-number").values("id")[:1])
+
+
 def with_current_version(agents: QuerySet[Agent]) -> QuerySet[Agent]:
     """Agents annotated with `current_version_id`, the id of their latest version (None before the first), read with
     the agent's row: a run's claim records it without another query."""
-    latest = AgentVersion.objects.filter(agent_id=OuterRef("pk")).order_by("-number").values("id")[:1]
-    return agents.annotate(current_version_id=Subquery(latest))
+    return agents.annotate(current_version_id=_LATEST)
 
 
 def version_current(*, agent: Agent) -> AgentVersion:

@@ -30,9 +30,9 @@ from core.agents.messages import in_reply, messages_to_letta
 from core.errors import DomainError, NotFound
 from core.events import agent_group, sender_loop
 from core.models import RUN_ACTIVE, RUN_TERMINAL, Organization, Run, RunStatus
-from core.prepared import Prepared
 from core.providers import model_resolve
 from core.runs import queue, runner, waits
+from core.selectors import row_or_none
 
 WAIT_POLL_S = 1.0
 
@@ -195,12 +195,9 @@ def run_call(
     return run
 
 
-_QUEUED_RUN = Prepared(lambda p: Run.objects.select_related("owner", "agent").filter(pk=p.run_id))
-
-
 def run_execute(*, run_id: str) -> str:
     """Task body: execute a queued run to its end under this process's lease; returns its final status."""
-    run = _QUEUED_RUN.first(run_id=run_id)
+    run = row_or_none(Run.objects.select_related("owner", "agent").filter(pk=run_id))
     if run is None or run.status not in RUN_ACTIVE:
         return run.status if run else "missing"
     try:

@@ -9,12 +9,12 @@ from collections.abc import Iterable, Sequence
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
-from core import ids, mapping, prepared
+from core import ids, mapping
 from core.agents.context import messages_cache_put
 from core.engine import tokens
 from core.engine.context import SYSTEM_SECTIONS
 from core.models import Agent, Conversation, Message, Run, Step
-from core.prepared import Prepared
+from core.selectors import row_or_none
 
 
 def message_build(
@@ -58,18 +58,13 @@ def message_build(
     return row
 
 
-def _locked(p):
-    last = Message.objects.filter(agent_id=OuterRef("pk")).order_by("-seq").values("seq")[:1]
-    return Agent.objects.select_for_update().annotate(max_seq=Subquery(last)).filter(pk=p.agent_id)
-
-
-_LOCKED = Prepared(_locked)
+_MAX_SEQ = Subquery(Message.objects.filter(agent_id=OuterRef("pk")).order_by("-seq").values("seq")[:1])
 
 
 def agent_lock(agent_id: str) -> Agent:
     """The agent's row, locked for this transaction (PostgreSQL row lock; SQLite: IMMEDIATE transactions),
     annotated with `max_seq`, its highest message seq (read under the lock, so it is authoritative)."""
-    agent = _LOCKED.first(agent_id=agent_id)
+    agent = row_or_none(Agent.objects.select_for_update().annotate(max_seq=_MAX_SEQ).filter(pk=agent_id))
     if agent is None:
         raise Agent.DoesNotExist(f"Agent '{agent_id}' was deleted")
     return agent
@@ -107,7 +102,7 @@ def messages_store(*, agent: Agent, rows: Iterable[Message], run: Run | None, st
     for offset, row in enumerate(rows):
         row.seq, row.run, row.step = seq + offset, run, step
         row.conversation_id = thread
-    prepared.insert(rows)
+    Message.objects.bulk_create(rows)
     transaction.on_commit(lambda: messages_cache_put(rows))
     return rows
 
@@ -166,7 +161,7 @@ def step_record(
         error=error,
         state=state or {},
     )
-    prepared.insert([step])
+    Step.objects.bulk_create([step])
     return step
 
 

@@ -30,9 +30,8 @@ from django_tasks_db.models import DBTaskResult, get_date_max
 from django_tasks_db.utils import exclusive_transaction
 
 from agents_ide.transactions import connection_lend
-from core import events, prepared
+from core import events
 from core.models import RUN_ACTIVE, Run, RunStatus
-from core.prepared import Prepared
 from core.runs import waits
 
 log = logging.getLogger(__name__)
@@ -59,8 +58,8 @@ def lease(run_id: str, **fields):
     run is no longer waiting to start: cancelled, reaped or taken by another process."""
 
     lease_thread_ensure()
-    taken = prepared.update(
-        Run, {"pk": run_id, "status": RunStatus.CREATED}, worker=WORKER_ID, heartbeat_at=timezone.now(), **fields
+    taken = Run.objects.filter(pk=run_id, status=RunStatus.CREATED).update(
+        worker=WORKER_ID, heartbeat_at=timezone.now(), **fields
     )
     if not taken:
         yield False
@@ -394,26 +393,22 @@ def _pool_connections_close() -> None:
             raw.close()
 
 
-# The dispatcher's read: `DBTaskResult.objects.ready().filter(backend_name=…).get_locked()` (django-tasks' order:
-# priority, then due time, then age), compiled once; "due" is by the database's clock.
-_READY = Prepared(
-    lambda p: (
-        DBTaskResult.objects.filter(status=TaskResultStatus.READY, backend_name=p.backend)
-        .filter(Q(run_after=get_date_max()) | Q(run_after__lte=Now()))
-        .select_for_update(skip_locked=True)[:1]
-    )
-)
-
-
 def _claim():
-    """Claim the next ready task (DBTaskResult.claim's writes, as one prepared update); None if there is none."""
+    """Claim the next ready task (DBTaskResult.claim's writes, as one update); None if there is none."""
     try:
         with exclusive_transaction(DBTaskResult.objects.db):
-            task = _READY.first(backend="default")
+            # `DBTaskResult.objects.ready().filter(backend_name=…).get_locked()`: django-tasks' order (priority,
+            # then due time, then age); "due" is by the database's clock.
+            task = (
+                DBTaskResult.objects.filter(status=TaskResultStatus.READY, backend_name="default")
+                .filter(Q(run_after=get_date_max()) | Q(run_after__lte=Now()))
+                .select_for_update(skip_locked=True)
+                .first()
+            )
             if task is not None:
                 now, workers = timezone.now(), [*task.worker_ids, WORKER_ID]
-                prepared.update(
-                    DBTaskResult, {"pk": task.pk}, status=TaskResultStatus.RUNNING, started_at=now, worker_ids=workers
+                DBTaskResult.objects.filter(pk=task.pk).update(
+                    status=TaskResultStatus.RUNNING, started_at=now, worker_ids=workers
                 )
                 task.status, task.started_at, task.worker_ids = TaskResultStatus.RUNNING, now, workers
             return task
@@ -429,10 +424,8 @@ def _claim_enqueued(enqueued):
 
     row, now = enqueued.db_result, timezone.now()
     # Ready means READY and due; a run's task is due when enqueued (it has no run_after), so READY is the test.
-    ready = {"pk": row.pk, "status": TaskResultStatus.READY}
-    if not prepared.update(
-        DBTaskResult, ready, status=TaskResultStatus.RUNNING, started_at=now, worker_ids=[WORKER_ID]
-    ):
+    ready = DBTaskResult.objects.filter(pk=row.pk, status=TaskResultStatus.READY)
+    if not ready.update(status=TaskResultStatus.RUNNING, started_at=now, worker_ids=[WORKER_ID]):
         return None
     row.status, row.started_at, row.worker_ids = TaskResultStatus.RUNNING, now, [WORKER_ID]
     row.enqueued = enqueued  # the Task and its arguments, already resolved (saves import_string + Task.using)
@@ -445,10 +438,8 @@ def _task_run(db_task) -> None:
         task = result.task
         log.info("task %s %s started", db_task.task_path, result.kwargs)
         value = task.call(*result.args, **result.kwargs)
-        # DBTaskResult.set_successful's writes, as one prepared update (that method saves through the ORM)
-        prepared.update(
-            DBTaskResult,
-            {"pk": db_task.pk},
+        # DBTaskResult.set_successful's writes, as one update (that method saves the whole row)
+        DBTaskResult.objects.filter(pk=db_task.pk).update(
             status=TaskResultStatus.SUCCESSFUL,
             finished_at=timezone.now(),
             return_value=value,

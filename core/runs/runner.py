@@ -24,7 +24,7 @@ from django.db.models import Exists, Q
 from django.utils import timezone
 
 from agents_ide.transactions import outside_transaction
-from core import ids, mapping, prepared
+from core import ids, mapping
 from core.agents import versions
 from core.agents.context import AgentSnapshot, agent_snapshot, context_compile, step_allowed, with_memory_counts
 from core.agents.messages import (
@@ -46,12 +46,11 @@ from core.errors import Conflict, DomainError, Invalid, NotFound
 from core.events import group_listened
 from core.llm import client as llm
 from core.models import RUN_ACTIVE, Agent, Conversation, Message, Organization, Run, RunStatus, Step
-from core.prepared import Prepared
 from core.providers import model_resolve
 from core.runs import overflow, persistence, queue, tool_exec, waits
 from core.runs.emit import Emitter
 from core.runs.timetravel import step_state
-from core.selectors import found_or_404
+from core.selectors import found_or_404, row_or_none
 
 log = logging.getLogger(__name__)
 
@@ -191,36 +190,21 @@ def _counted(agents):
     return versions.with_current_version(with_memory_counts(agents))
 
 
-# The run's hot reads, compiled once (core.prepared).
-_CLAIM_READ = Prepared(lambda p: _counted(Agent.objects.select_for_update()).filter(owner_id=p.owner_id, id=p.agent_id))
-_CLAIM_LOCK = Prepared(lambda p: Agent.objects.select_for_update().filter(owner_id=p.owner_id, id=p.agent_id))
-_CLAIM_COUNTS = Prepared(lambda p: _counted(Agent.objects.filter(pk=p.agent_id)).only("id"))
-# The agent's run in progress and its runs that wait for an answer (one per thread at most), in one statement.
-_BUSY = Prepared(
-    lambda p: Run.objects.filter(
-        Q(status__in=RUN_ACTIVE) | Q(waiting_until__isnull=False), agent_id=p.agent_id
-    ).order_by("created_at")[:50]
-)
-_STEP_AGENT = Prepared(
-    lambda p: with_memory_counts(
-        Agent.objects.annotate(cancelled=Exists(Run.objects.filter(pk=p.run_id, cancel_requested=True)))
-    ).filter(pk=p.agent_id)
-)
-
-
 def _claim_read(owner: Organization, agent_id: str) -> Agent:
     """The claim's locking read of the agent, with the counts its first step needs and its current version. On
     SQLite that is one statement: the write transaction began IMMEDIATE, so nothing changes under it. On PostgreSQL
     a locking SELECT that waited for the lock re-reads the row but evaluates subqueries in its snapshot from before
     the wait, so they are read after it, in one statement of their own."""
+    locked = Agent.objects.select_for_update().filter(owner=owner, id=agent_id)
     if connection.vendor != "postgresql":
-        agent = _CLAIM_READ.first(owner_id=owner.pk, agent_id=agent_id)
+        agent = row_or_none(_counted(locked))
     else:
-        agent = _CLAIM_LOCK.first(owner_id=owner.pk, agent_id=agent_id)
+        agent = row_or_none(locked)
         if agent is not None:
-            counts = _CLAIM_COUNTS.first(agent_id=agent.pk)
-            for name in ("snapshot_max_seq", "snapshot_archival", "current_version_id"):
-                setattr(agent, name, getattr(counts, name))
+            counts = _counted(Agent.objects.filter(pk=agent.pk))
+            names = ("snapshot_max_seq", "snapshot_archival", "current_version_id")
+            for name, value in counts.values(*names).get().items():
+                setattr(agent, name, value)
     return found_or_404(agent, Agent, agent_id)
 
 
@@ -252,7 +236,9 @@ def run_start(
     inputs = input_normalize(input_messages)  # bad input is refused before a busy agent is
     # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
-    found = _BUSY(agent_id=agent.pk)
+    # The agent's run in progress and its runs that wait for an answer (one per thread at most), in one statement.
+    active_or_waiting = Q(status__in=RUN_ACTIVE) | Q(waiting_until__isnull=False)
+    found = list(Run.objects.filter(active_or_waiting, agent_id=agent.pk).order_by("created_at")[:50])
     busy = next((r for r in found if r.status in RUN_ACTIVE), None)
     if busy is not None and not queue.lease_lapsed(busy):
         raise Conflict(
@@ -292,7 +278,7 @@ def run_start(
         client_tools=tools,
         **(_lease_fields() if leased else {}),
     )
-    prepared.insert([run])
+    Run.objects.bulk_create([run])
     persistence.thread_view(agent, conversation_id)
     return run
 
@@ -375,7 +361,8 @@ def run_agent(
 
 def _agent_unless_cancelled(run: Run) -> Agent | None:
     """The agent's current row, or None if the run was asked to stop (one query for both)."""
-    agent = _STEP_AGENT.first(agent_id=run.agent_id, run_id=run.pk)
+    cancelled = Exists(Run.objects.filter(pk=run.pk, cancel_requested=True))
+    agent = row_or_none(with_memory_counts(Agent.objects.annotate(cancelled=cancelled)).filter(pk=run.agent_id))
     if agent is None:
         raise Agent.DoesNotExist(f"Agent '{run.agent_id}' was deleted during the run")
     return None if agent.cancelled else persistence.thread_view(agent, run.conversation_id)
@@ -984,13 +971,14 @@ def _end_store(rs: _RunState, stop: StopReason, *, message_ids: list[str] | None
     now = timezone.now()
     usage = {**rs.usage, "run_ids": [rs.run.id]}
     window = {} if message_ids is None else {"message_ids": message_ids}
+    agent_row = Agent.objects.filter(pk=rs.run.agent_id)
     if rs.run.conversation_id is None:
-        prepared.update(Agent, {"pk": rs.run.agent_id}, last_stop_reason=str(stop), last_run_completion=now, **window)
+        agent_row.update(last_stop_reason=str(stop), last_run_completion=now, **window)
     else:  # the agent's row first (the lock order), then the conversation's window
-        prepared.update(Agent, {"pk": rs.run.agent_id}, last_stop_reason=str(stop), last_run_completion=now)
+        agent_row.update(last_stop_reason=str(stop), last_run_completion=now)
         Conversation.objects.filter(pk=rs.run.conversation_id).update(last_run_completion=now, **window)
-    prepared.update(
-        Run, {"pk": rs.run.pk}, status=status, stop_reason=str(stop), usage=usage, error=rs.error, completed_at=now
+    Run.objects.filter(pk=rs.run.pk).update(
+        status=status, stop_reason=str(stop), usage=usage, error=rs.error, completed_at=now
     )
     rs.run.status, rs.run.stop_reason, rs.run.usage, rs.run.error, rs.run.completed_at = (
         status,

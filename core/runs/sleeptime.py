@@ -13,7 +13,6 @@ from django.db import transaction
 from core.agents.services import agent_create
 from core.errors import Conflict, Invalid, NotFound
 from core.models import Agent, Message, Run, SleeptimeCompanion
-from core.prepared import Prepared
 from core.runs.executor import run_submit
 from memory.models import AgentBlock, BlockHistory
 from memory.services import block_attach
@@ -157,17 +156,14 @@ def sleeptime_run_submit(*, link: SleeptimeCompanion, manual: bool = False) -> R
     return run
 
 
-_ENABLED = Prepared(lambda p: SleeptimeCompanion.objects.filter(agent_id=p.agent_id, enabled=True).only("id")[:1])
-
-
 def sleeptime_after_run(sender=None, *, run_id: str, agent_id: str, completed: bool, **kwargs) -> None:
     """Receiver of executor.run_ended (connected in CoreConfig.ready; sent after waking waiters): count a completed
     turn of an agent with an enabled companion and, every `frequency` turns, queue the companion's run. Never
     raises."""
     try:
-        if not completed or _ENABLED.first(agent_id=agent_id) is None:  # one read for the agents without one
-            return
         companions = SleeptimeCompanion.objects.filter(agent_id=agent_id, enabled=True)
+        if not completed or not companions.exists():  # one read for the agents without one
+            return
         with transaction.atomic():
             link = companions.select_for_update().first()
             if link is None:

@@ -138,9 +138,9 @@ def test_every_secret_is_ciphertext_in_its_column_and_reads_back_as_written(acco
     assert _read_back(account) == EXPECTED
 
 
-def test_the_prepared_read_and_values_read_secrets_decrypted(account):
+def test_model_reads_and_values_reads_see_secrets_decrypted(account):
     _secrets_stored(account)
-    mine = next(p for p in providers.providers_list(owner=account.org) if p.name == "mine")  # a Prepared read
+    mine = next(p for p in providers.providers_list(owner=account.org) if p.name == "mine")  # model instances
     assert mine.api_key == PROVIDER_KEY
     assert list(ProviderConfig.objects.values_list("api_key", flat=True)) == [PROVIDER_KEY]
     assert list(Agent.objects.filter(owner=account.org).values("secrets")) == [

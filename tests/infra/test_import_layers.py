@@ -36,7 +36,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "core.mapping",
             "core.models",
             "core.pagination",
-            "core.prepared",
             "core.providers",
             "core.selectors",
             "core.text",
