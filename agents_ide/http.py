@@ -1,30 +1,56 @@
 """Django's ASGI handler with pooled request threads.
 
-Django runs each request's sync code (sync middleware steps, sync views, the ORM behind them) on a thread
-of its own: a new thread per request, stopped when the request ends. Every request then also opened a new
-database connection, and on SQLite parsed the schema again: that was most of the server's cost of a small
-API call. Here a request borrows a single-thread executor from a pool and gives it back when it ends, so
-threads, and with `CONN_MAX_AGE` their connections, serve request after request. A request still has
-one thread to itself for its whole life (asgiref's thread-sensitive contract).
+Django runs each request's sync code (sync middleware steps, sync views, the ORM behind them) on a thread of its
+own: a new thread per request, stopped when the request ends. Every request then also opened a new database
+connection, and on SQLite parsed the schema again: that was most of the server's cost of a small API call. Here
+an ASGI middleware around Django's own handler lends each request a single-thread executor from a pool
+(asgiref's `ThreadSensitiveContext(executor=...)`, which Django's handler then uses), so threads, and with
+`CONN_MAX_AGE` their connections, serve request after request. A request still has one thread to itself for its
+whole life (asgiref's thread-sensitive contract); everything else, disconnects included, is Django's handler.
 """
 
-import asyncio
-import contextlib
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
-import django
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
-from django.core import signals
-from django.core.exceptions import RequestAborted
-from django.core.handlers.asgi import ASGIHandler, get_script_prefix
-from django.http import FileResponse
-from django.urls import set_script_prefix
+from asgiref.sync import ThreadSensitiveContext
+from django.core.asgi import get_asgi_application
 
 IDLE_THREADS = 16  # threads kept between requests; a burst beyond it gets extra threads that end after
 
 
-class _ExecutorPool:
+class RequestExecutor(ThreadPoolExecutor):
+    """One thread, and a count of the calls submitted to it that have not ended."""
+
+    def __init__(self):
+        super().__init__(max_workers=1, thread_name_prefix="request")
+        self.pending = 0
+        self._count_lock = threading.Lock()
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        with self._count_lock:
+            self.pending += 1
+        future = super().submit(fn, *args, **kwargs)
+        future.add_done_callback(self._ended)
+        return future
+
+    def _ended(self, _future: Future) -> None:
+        with self._count_lock:
+            self.pending -= 1
+
+    def when_idle(self, callback) -> None:
+        """Call `callback(self)` once the thread has nothing left to do: now, or when its last call ends."""
+        with self._count_lock:
+            busy = self.pending > 0
+        if not busy:
+            callback(self)
+            return
+        # A request Django gave up on (the client left) may still be running its view on this thread; queue behind it.
+        super().submit(lambda: None).add_done_callback(lambda _f: callback(self))
+
+
+class ExecutorPool:
+    """Idle request executors, most recently used first."""
+
     def __init__(self, keep: int):
         self.keep = keep
         self.idle: list[ThreadPoolExecutor] = []
@@ -34,7 +60,7 @@ class _ExecutorPool:
         with self.lock:
             if self.idle:
                 return self.idle.pop()
-        return ThreadPoolExecutor(max_workers=1, thread_name_prefix="request")
+        return RequestExecutor()
 
     def give(self, executor: ThreadPoolExecutor) -> None:
         with self.lock:
@@ -44,74 +70,28 @@ class _ExecutorPool:
         executor.shutdown(wait=False)
 
 
-class PooledASGIHandler(ASGIHandler):
-    def __init__(self, *, idle_threads: int = IDLE_THREADS):
-        super().__init__()
-        # The middleware chain runs synchronously, with the view, in one hop to the request's thread. Built for an
-        # async handler, Django's own middleware (sessions, CSRF, auth, messages, ...) hands each of its hooks to
-        # that thread and back: about fifteen hops a request, each a wake-up of the event loop and of the thread.
-        self.load_middleware(is_async=False)
-        self.executors = _ExecutorPool(idle_threads)
+class PooledThreads:
+    """ASGI middleware: each HTTP request's thread-sensitive work (all of a Django request's sync code) runs on a
+    thread borrowed from a pool for the request's whole life, and given back once that thread is idle."""
 
-    async def get_response_async(self, request):
-        return await sync_to_async(self.get_response, thread_sensitive=True)(request)
-
-    async def handle(self, scope, receive, send):
-        """Django's `handle` in one hop to the request's thread where Django takes three: `request_started`'s
-        receivers, the request, the middleware chain and the view, and (for a response whose body is all there)
-        its close with `request_finished`'s receivers run there together; each hop is a wake-up of the thread and
-        of the event loop (about 0.1 ms of CPU on this kind of machine). A streamed response is sent while a
-        client's disconnect is watched for, and closed afterwards, as Django does."""
-        try:
-            body_file = await self.read_body(receive)
-        except RequestAborted:
-            return
-        set_script_prefix(get_script_prefix(scope))
-        response = await sync_to_async(self._respond, thread_sensitive=True)(scope, body_file)
-        if not response.streaming:
-            await self.send_response(response, send)
-            return
-        tasks = [
-            asyncio.create_task(self.listen_for_disconnect(receive)),
-            asyncio.create_task(self.send_response(response, send)),
-        ]
-        try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            for task in tasks:
-                if not task.done():
-                    task.cancel()  # the client left: stop sending (or sending ended: stop listening)
-                with contextlib.suppress(asyncio.CancelledError, RequestAborted):  # how each of them ends
-                    await task
-        finally:
-            await sync_to_async(response.close, thread_sensitive=True)()
-            body_file.close()
-
-    def _respond(self, scope, body_file):
-        """The request's work on its thread: the response, closed already unless it is streamed."""
-        signals.request_started.send(sender=self.__class__, scope=scope)
-        request, response = self.create_request(scope, body_file)
-        if request is not None:
-            response = self.get_response(request)
-            response._handler_class = self.__class__
-            if isinstance(response, FileResponse):
-                response.block_size = self.chunk_size  # the ASGI server chunks it
-        if not response.streaming:
-            body_file.close()
-            response.close()  # its body is in memory: resources and request_finished's receivers now, not after
-        return response
+    def __init__(self, app, *, idle_threads: int = IDLE_THREADS):
+        self.app = app
+        self.executors = ExecutorPool(idle_threads)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
-            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+            return await self.app(scope, receive, send)
         executor = self.executors.take()
         try:
             async with ThreadSensitiveContext(executor=executor):
-                await self.handle(scope, receive, send)
+                await self.app(scope, receive, send)
         finally:
-            self.executors.give(executor)
+            if isinstance(executor, RequestExecutor):
+                executor.when_idle(self.executors.give)
+            else:
+                self.executors.give(executor)
 
 
-def http_application() -> PooledASGIHandler:
-    """Like django.core.asgi.get_asgi_application, with pooled request threads."""
-    django.setup(set_prefix=False)
-    return PooledASGIHandler()
+def http_application(*, idle_threads: int = IDLE_THREADS) -> PooledThreads:
+    """django.core.asgi.get_asgi_application(), with pooled request threads."""
+    return PooledThreads(get_asgi_application(), idle_threads=idle_threads)

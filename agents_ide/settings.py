@@ -78,6 +78,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "core.web.middleware.FirstRunMiddleware",
     "core.web.middleware.VersionAuthorMiddleware",
+    "agents_ide.middleware.SyncChain",  # last: the chain runs on the request's thread in one pass
 ]
 
 ROOT_URLCONF = "agents_ide.urls"

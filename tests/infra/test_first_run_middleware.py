@@ -5,7 +5,7 @@ import asyncio
 import pytest
 from asgiref.testing import ApplicationCommunicator
 
-from agents_ide.http import PooledASGIHandler
+from agents_ide.http import http_application
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,7 +25,7 @@ def _get(path: str) -> dict:
             "server": ("127.0.0.1", 80),
             "client": ("127.0.0.1", 1234),
         }
-        comm = ApplicationCommunicator(PooledASGIHandler(), scope)
+        comm = ApplicationCommunicator(http_application(), scope)
         await comm.send_input({"type": "http.request", "body": b"", "more_body": False})
         start = await comm.receive_output(10)
         await comm.wait(10)

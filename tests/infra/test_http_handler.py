@@ -1,18 +1,17 @@
-"""The ASGI handler lends each request a pooled thread: sequential requests reuse the thread and its
-database connection (Django's own handler starts a thread, and opens a connection, per request), while
+"""Django's ASGI handler with pooled request threads (agents_ide.http): sequential requests reuse the thread and its
+database connection (Django's handler alone starts a thread, and opens a connection, per request), while
 overlapping requests still get a thread each. With PostgreSQL's connection pool the pool keeps the connections
-open instead: a request borrows one and opens none."""
+open instead: a request borrows one and opens none. Disconnects, signals and streaming are Django's handler's."""
 
 import asyncio
 import json
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from asgiref.testing import ApplicationCommunicator
 from django.core.handlers.asgi import ASGIHandler
 
-from agents_ide.http import PooledASGIHandler
+from agents_ide.http import RequestExecutor, http_application
 from tests.infra import threadinfo_urls
 
 pytestmark = [pytest.mark.urls("tests.infra.threadinfo_urls"), pytest.mark.django_db(transaction=True)]
@@ -61,7 +60,7 @@ def test_sequential_requests_reuse_one_thread_and_connection():
 
     pool = getattr(connection, "pool", None)
     opened = pool.get_stats().get("connections_num", 0) if pool is not None else None
-    served = _sequential(PooledASGIHandler())
+    served = _sequential(http_application())
     assert len({s["thread"] for s in served}) == 1
     if pool is None:  # the thread keeps its connection from request to request
         assert len({s["connection"] for s in served}) == 1
@@ -76,7 +75,7 @@ def test_djangos_own_handler_does_not_which_is_why_ours_exists():
 
 
 def test_overlapping_requests_get_a_thread_each_and_extra_threads_are_not_kept():
-    app = PooledASGIHandler(idle_threads=1)
+    app = http_application(idle_threads=1)
 
     async def go():
         return await asyncio.gather(*[_get(app, "sleep=0.2") for _ in range(3)])
@@ -86,9 +85,9 @@ def test_overlapping_requests_get_a_thread_each_and_extra_threads_are_not_kept()
     assert len(app.executors.idle) == 1
 
 
-class _CountingExecutor(ThreadPoolExecutor):
+class _CountingExecutor(RequestExecutor):
     def __init__(self):
-        super().__init__(max_workers=1)
+        super().__init__()
         self.hops = 0
 
     def submit(self, *args, **kwargs):
@@ -96,24 +95,22 @@ class _CountingExecutor(ThreadPoolExecutor):
         return super().submit(*args, **kwargs)
 
 
-def test_the_middleware_chain_and_the_view_take_one_hop_to_the_requests_thread():
-    """Built for an async handler, Django's own middleware (sessions, CSRF, auth, messages, ...) would hand each
-    hook to the request's thread and back, and its handler hops for request_started's receivers and the response's
-    close too; ours runs all of it synchronously with the view: one hop a request."""
-    app = PooledASGIHandler(idle_threads=1)
+def _hops(app, n=2) -> int:
+    """Calls handed to the request's thread for `n` sequential requests."""
     counting = _CountingExecutor()
     app.executors.idle = [counting]
-    served = _sequential(app, n=2)
+    served = _sequential(app, n=n)
     assert len({s["thread"] for s in served}) == 1
-    assert counting.hops == 2 * 1, counting.hops
-    djangos = PooledASGIHandler(idle_threads=1)
-    djangos.load_middleware(is_async=True)  # Django's async chain and its handler, for comparison
-    djangos.get_response_async = ASGIHandler.get_response_async.__get__(djangos)
-    djangos.handle = ASGIHandler.handle.__get__(djangos)
-    counting = _CountingExecutor()
-    djangos.executors.idle = [counting]
-    _sequential(djangos, n=2)
-    assert counting.hops >= 2 * 10, counting.hops
+    return counting.hops
+
+
+def test_the_middleware_chain_runs_on_the_requests_thread_in_one_pass(settings):
+    """With a sync-only middleware last (agents_ide.middleware.SyncChain), Django runs the whole chain synchronously
+    on the request's thread; only request_started's receivers and the response's close take a hop of their own. An
+    async chain of Django's middleware (sessions, CSRF, auth, messages, ...) hands each hook to the thread and back."""
+    assert _hops(http_application(idle_threads=1)) == 2 * 3
+    settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if m != "agents_ide.middleware.SyncChain"]
+    assert _hops(http_application(idle_threads=1)) >= 2 * 10
 
 
 @pytest.fixture
@@ -137,7 +134,7 @@ def signalled():
 
 
 def test_a_requests_signals_are_sent_once_each_on_its_thread(signalled):
-    _sequential(PooledASGIHandler(), n=2)
+    _sequential(http_application(), n=2)
     assert [name for name, _ in signalled] == ["started", "finished", "started", "finished"]
     assert threading.get_ident() not in {thread for _, thread in signalled}  # not on the event loop's thread
 
@@ -167,14 +164,14 @@ def _streamed(app, query: str, leave_after: int | None = None):
 
 
 def test_a_streamed_response_is_sent_whole_then_closed(signalled):
-    parts, events = _streamed(PooledASGIHandler(), "wait=0")
+    parts, events = _streamed(http_application(), "wait=0")
     assert "".join(parts) == "part 0;part 1;part 2;"
     assert events == ["part 0", "part 1", "part 2", "closed"]
     assert [name for name, _ in signalled] == ["started", "finished"]
 
 
 def test_a_client_leaving_a_stream_stops_it_and_the_response_is_closed(signalled):
-    parts, events = _streamed(PooledASGIHandler(), "wait=30", leave_after=2)
+    parts, events = _streamed(http_application(), "wait=30", leave_after=2)
     assert parts == ["part 0;", "part 1;"]
     assert events == ["part 0", "part 1", "closed"]  # the third part never came: the generator was stopped
     assert [name for name, _ in signalled] == ["started", "finished"]
@@ -186,7 +183,7 @@ def test_a_request_django_cannot_read_is_answered_400_in_the_same_hop(signalled)
     scope = {**_scope(), "query_string": b"\xff"}
 
     async def go():
-        comm = ApplicationCommunicator(PooledASGIHandler(), scope)
+        comm = ApplicationCommunicator(http_application(), scope)
         await comm.send_input({"type": "http.request", "body": b"", "more_body": False})
         start = await comm.receive_output(10)
         await comm.receive_output(10)
