@@ -150,7 +150,7 @@ def redis_channel_layers(url: str) -> dict:
     processes that joined the group), not channels-redis's queue layer (sorted sets, a script, a blocking pop and a
     backup write per message received). Either delivers to the listeners joined when a message is sent; neither keeps
     an event for a tab that connects later."""
-    return {"default": {"BACKEND": "core.channel_layer.RedisLayer", "CONFIG": {"hosts": [url]}}}
+    return {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {"hosts": [url]}}}
 
 
 if REDIS_URL:

@@ -1,16 +1,16 @@
 """Realtime events to open IDE tabs (channel groups). Call after the transaction commits.
 
-Sends from sync code (run threads, workers): on Redis each thread publishes itself (core.channel_layer.RedisLayer);
-to the embedded layer they are handed to the server's loop; any other layer's go through one long-lived event loop
-per process (with `async_to_sync` each send would build a new loop, and a new connection pool and connection).
+Sends from sync code (run threads, workers): to the embedded layer they are handed to the server's loop; any other
+layer's (Redis) go through one long-lived event loop per process (with `async_to_sync` each send would build a new
+loop, and a new connection pool and connection).
 """
 
 import asyncio
 import threading
 
-from channels.layers import InMemoryChannelLayer, get_channel_layer
+from channels.layers import get_channel_layer
 
-from core.channel_layer import LocalChannelLayer, RedisLayer
+from core.channel_layer import LocalChannelLayer
 from memory.models import AgentBlock
 
 _server_loop: asyncio.AbstractEventLoop | None = None
@@ -48,17 +48,14 @@ def _group_send(layer, group: str, message: dict) -> None:
         running = None
     if running is not None:
         raise RuntimeError("send_event/send_events are for sync code; await asend_event in async code")
-    if isinstance(layer, InMemoryChannelLayer):
-        if not layer.groups.get(group):
+    if isinstance(layer, LocalChannelLayer):
+        if not layer.listened(group):
             return  # no tab is listening in this process: nothing to deliver, no loop to wake
         server = _server_loop if _server_loop is not None and _server_loop.is_running() else None
-        if server is not None and isinstance(layer, LocalChannelLayer):
+        if server is not None:
             layer.group_send_soon(server, group, message)  # the run thread goes on at once, events in order
             return
-        loop = server or sender_loop()
-    elif isinstance(layer, RedisLayer) and layer.blocking_sends:
-        layer.group_send_blocking(group, message)  # from this thread: no hop to a loop's thread and back
-        return
+        loop = sender_loop()
     else:
         loop = sender_loop()
     asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(timeout=SEND_TIMEOUT_S)
@@ -70,8 +67,8 @@ def group_listened(group: str) -> bool | None:
     layer = get_channel_layer()
     if layer is None:
         return False
-    if isinstance(layer, InMemoryChannelLayer):
-        return bool(layer.groups.get(group))
+    if isinstance(layer, LocalChannelLayer):
+        return layer.listened(group)
     return None
 
 

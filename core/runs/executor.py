@@ -19,7 +19,7 @@ import threading
 import time
 from contextlib import contextmanager
 
-from channels.layers import InMemoryChannelLayer, get_channel_layer
+from channels.layers import get_channel_layer
 from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
@@ -27,6 +27,7 @@ from django_tasks import task
 
 from core.agents import history
 from core.agents.messages import in_reply, messages_to_letta
+from core.channel_layer import LocalChannelLayer
 from core.errors import DomainError, NotFound
 from core.events import agent_group, sender_loop
 from core.models import RUN_ACTIVE, RUN_TERMINAL, Organization, Run, RunStatus
@@ -255,7 +256,7 @@ def _watch_remote(run: Run, event: threading.Event):
     a worker, or another web process's pool, may execute it)."""
 
     layer = get_channel_layer()
-    if layer is None or isinstance(layer, InMemoryChannelLayer):
+    if layer is None or isinstance(layer, LocalChannelLayer):
         yield  # one process: runs execute here, and the local notification is enough
         return
     group = agent_group(run.agent_id)

@@ -40,16 +40,11 @@ REDIS_TEST_URL = os.environ.get("AIDE_TEST_REDIS_URL", "redis://127.0.0.1:6379/9
 @pytest.fixture
 def redis_layer(settings):
     """Share a Redis channel layer between this test and the server, so the test can send events to the page's
-    agent group itself (core.events.send_events). Request it before `live_server_url`."""
-    from channels.layers import channel_layers
-
+    agent group itself (core.events.send_events). Request it before `live_server_url`. Channels drops the layers it
+    made when the setting changes, and again when it is restored."""
     require_redis(REDIS_TEST_URL)
     settings.CHANNEL_LAYERS = redis_channel_layers(REDIS_TEST_URL)  # the layer the server gets from REDIS_URL
-    channel_layers.backends.clear()
-    try:
-        yield REDIS_TEST_URL
-    finally:
-        channel_layers.backends.clear()
+    return REDIS_TEST_URL
 
 
 @pytest.fixture

@@ -102,17 +102,17 @@ def redis_with_password(tmp_path):
 
 
 def test_settings_use_a_password_in_redis_url(redis_with_password, settings):
+    from channels_redis.pubsub import RedisPubSubChannelLayer
     from django.core.cache.backends.redis import RedisCache
 
     from agents_ide.settings import redis_channel_layers
-    from core.channel_layer import RedisLayer
+    from core import events
 
     url = f"redis://:pw0secret@127.0.0.1:{redis_with_password}/0"
     with pytest.raises(redis.AuthenticationError):
         redis.Redis.from_url(f"redis://127.0.0.1:{redis_with_password}/0").ping()
-    layer = RedisLayer(**redis_channel_layers(url)["default"]["CONFIG"])
-    assert layer.blocking_sends
-    layer.group_send_blocking("agent.x", {"type": "agent.event"})  # authenticated, or it raises
+    layer = RedisPubSubChannelLayer(**redis_channel_layers(url)["default"]["CONFIG"])
+    events._group_send(layer, "agent.x", {"type": "agent.event"})  # authenticated, or it raises
     cache = RedisCache(url, {})
     cache.set("login-fail:probe", 1)
     assert cache.get("login-fail:probe") == 1
