@@ -46,8 +46,39 @@ class Library:
 
 
 # litellm's documented API is its top-level module: completion, acompletion, embedding, its response types and
-# exceptions, its settings. Add Django, channels and channels-redis here with the modules of theirs we may use.
-LIBRARIES = {lib.name: lib for lib in [Library("litellm", public_modules=frozenset({"litellm"}))]}
+# exceptions, its settings. Django, channels: their documented modules are many, so what is off limits is listed
+# (the SQL compiler and query internals; the request handlers, whose documented entry points are django.core.asgi and
+# django.core.wsgi). channels-redis documents its two layers' modules only.
+LIBRARIES = {
+    lib.name: lib
+    for lib in [
+        Library("litellm", public_modules=frozenset({"litellm"})),
+        Library("django", private_modules=("django.db.models.sql", "django.core.handlers")),
+        Library("channels"),
+        Library(
+            "channels_redis",
+            public_modules=frozenset({"channels_redis", "channels_redis.core", "channels_redis.pubsub"}),
+        ),
+    ]
+}
+
+# Attributes of a library's objects that are its internals, whatever object they are read or written on (a model
+# instance's `_state`, a queryset's compiler): name -> library. A name starting with `_` that the project defines
+# on its own objects is not one of these; add a library's here when it shows up in review.
+PRIVATE_ATTRIBUTES = {
+    "_state": "django",
+    "_prepare_related_fields_for_save": "django",
+    "_prefetch_related_lookups": "django",
+    "_handler_class": "django",
+    "get_compiler": "django",
+    "klass_info": "django",
+    "get_related_populators": "django",
+    "_clean_expired": "channels",
+    "_remove_from_groups": "channels",
+    "_get_layer": "channels_redis",
+    "_get_group_channel_name": "channels_redis",
+    "_get_shard": "channels_redis",
+}
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -94,6 +125,12 @@ def violations(path: Path, root: Path = ROOT) -> list[str]:
             for alias in node.names:
                 if alias.name.startswith("_"):
                     flag(node, library, f"{node.module}.{alias.name}", "a private name")
+                elif PRIVATE_ATTRIBUTES.get(alias.name) == library.name:
+                    flag(node, library, f"{node.module}.{alias.name}", "an internal")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in PRIVATE_ATTRIBUTES:
+            library = LIBRARIES[PRIVATE_ATTRIBUTES[node.attr]]
+            flag(node, library, node.attr, "an internal")
     for node in ast.walk(tree):
         # litellm.main.handler, litellm._private: a reach into a module or a private name through attributes (a call
         # of a top-level function that shares its name with a submodule, `litellm.responses(...)`, is not one)
@@ -111,7 +148,10 @@ def violations(path: Path, root: Path = ROOT) -> list[str]:
             if parts[i].startswith("_"):
                 flag(node, library, prefix, "a private name")
                 break
-            if i < len(parts) - 1 and parts[i] in submodules and (reason := library.refusal(prefix)):
+            # A library with a list of off-limits modules is checked at every depth (django.db.models.sql.Query);
+            # one with a list of public modules only where a name is one of its modules (not a function's).
+            known = parts[i] in submodules or library.public_modules is None
+            if i < len(parts) - 1 and known and (reason := library.refusal(prefix)):
                 flag(node, library, prefix, reason)
                 break
     return sorted(found, key=lambda line: int(line.split(":", 2)[1]))
@@ -153,3 +193,32 @@ def test_the_check_sees_private_imports_and_reaches(tmp_path):
     assert "a private name of litellm (litellm._internal_context)" in found[1]
     assert "litellm.main" in found[3] and "litellm._turn_on_debug" in found[4]
     assert "litellm.litellm_core_utils" in found[5]  # through the module's local name
+
+
+def test_the_check_sees_djangos_and_channels_internals(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from django.db import connection, models\n"
+        "from django.db.models.sql.compiler import SQLCompiler\n"
+        "from django.db.models.query import get_related_populators\n"
+        "from django.core.handlers.asgi import ASGIHandler\n"
+        "from django.utils.functional import _lazy_proxy\n"
+        "from channels.layers import InMemoryChannelLayer, get_channel_layer\n"
+        "from channels_redis.utils import decode_hosts\n"
+        "from channels_redis.pubsub import RedisPubSubChannelLayer\n"
+        "\n"
+        "def f(obj, qs, layer):\n"
+        "    obj._state.adding = False\n"
+        "    compiler = qs.query.get_compiler(using='default')\n"
+        "    layer._clean_expired()\n"
+        "    return obj._meta.db_table, models.Q(), django.db.models.sql.Query\n"
+        "import django\n"
+    )
+    found = violations(probe, root=tmp_path)
+    assert [line.split(":", 2)[1] for line in found] == ["2", "3", "4", "5", "7", "11", "12", "13", "14"]
+    assert "undocumented module of django (django.db.models.sql.compiler)" in found[0]
+    assert "an internal of django (django.db.models.query.get_related_populators)" in found[1]
+    assert "a private name of django (django.utils.functional._lazy_proxy)" in found[3]
+    assert "undocumented module of channels_redis (channels_redis.utils)" in found[4]
+    assert "an internal of django (_state)" in found[5] and "an internal of channels (_clean_expired)" in found[7]
+    assert "django.db.models.sql" in found[8]  # a reach through attributes, at any depth
