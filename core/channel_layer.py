@@ -100,6 +100,8 @@ class LocalChannelLayer(BaseChannelLayer):
             finally:
                 if waiter in inbox.waiters:
                     inbox.waiters.remove(waiter)
+                if not inbox.messages and not inbox.waiters and self.channels.get(channel) is inbox:
+                    self.channels.pop(channel, None)  # a receiver that left (cancelled) leaves nothing behind
 
     def _inbox(self, channel: str) -> _Inbox:
         inbox = self.channels.get(channel)

@@ -2,6 +2,7 @@
 layer per send; capacity and expiry behave as in Channels' in-memory layer."""
 
 import asyncio
+import threading
 
 import pytest
 from channels.exceptions import ChannelFull
@@ -80,5 +81,33 @@ def test_expired_messages_are_swept_at_most_once_per_interval():
         await asyncio.sleep(0.01)
         await layer.group_send("other", {"type": "x"})
         assert fresh in layer.channels
+
+    _run(go())
+
+
+def test_a_receiver_that_leaves_leaves_no_channel_behind():
+    async def go():
+        layer = LocalChannelLayer()
+        ch = await layer.new_channel()
+        waiting = asyncio.create_task(layer.receive(ch))
+        await asyncio.sleep(0)
+        assert ch in layer.channels
+        waiting.cancel()  # a websocket closed while its consumer waited
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert ch not in layer.channels
+
+    _run(go())
+
+
+def test_a_message_sent_from_another_loop_wakes_the_receiver():
+    async def go():
+        layer = LocalChannelLayer()
+        ch = await layer.new_channel()
+        loop = asyncio.get_running_loop()
+        sender = threading.Thread(target=lambda: asyncio.run(layer.send(ch, {"type": "x", "n": 1})))
+        loop.call_later(0.05, sender.start)
+        assert (await asyncio.wait_for(layer.receive(ch), 5))["n"] == 1
+        sender.join(5)
 
     _run(go())
