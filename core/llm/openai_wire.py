@@ -33,7 +33,7 @@ PLAIN_PARAMS = frozenset(
 )
 OPENAI_BASE = "https://api.openai.com/v1"
 # Keywords OpenAI's validator refuses at the top of a tool's parameters (litellm merges their branches).
-_TOP_LEVEL_COMBINATORS = ("anyOf", "oneOf", "allOf", "enum", "const", "not")
+_TOP_LEVEL_COMBINATORS = frozenset({"anyOf", "oneOf", "allOf", "enum", "const", "not"})
 
 
 def base_url(api_base: str | None) -> str:
@@ -63,25 +63,29 @@ def serves(request: dict[str, Any], api_base: str | None) -> bool:
 
 
 def _has_top_level_combinator(tool: Any) -> bool:
-    parameters = (tool.get("function") or {}).get("parameters") if isinstance(tool, dict) else None
-    return isinstance(parameters, dict) and any(key in parameters for key in _TOP_LEVEL_COMBINATORS)
+    function = tool.get("function") if isinstance(tool, dict) else None
+    parameters = function.get("parameters") if isinstance(function, dict) else None
+    return isinstance(parameters, dict) and not _TOP_LEVEL_COMBINATORS.isdisjoint(parameters)
 
 
-def body(request: dict[str, Any], *, stream: bool) -> dict[str, Any]:
+def body(request: dict[str, Any], *, stream: bool) -> bytes:
     """The JSON body for a request: the model's name without its provider, messages without null fields, tools
     without regexes OpenAI's validator refuses; no tool_choice without tools; streamed with its usage at the end."""
     out = dict(request)
     out["model"] = request["model"].split("/", 1)[1]
     out["messages"] = [
-        {k: v for k, v in m.items() if v is not None} if isinstance(m, dict) else m for m in request["messages"]
+        {k: v for k, v in m.items() if v is not None} if isinstance(m, dict) and None in m.values() else m
+        for m in request["messages"]
     ]
-    if request.get("tools"):
-        out["tools"] = [_with_python_patterns(tool) for tool in request["tools"]]
-    else:
+    if not request.get("tools"):
         out.pop("tool_choice", None)
     if stream:
         out.update(stream=True, stream_options={"include_usage": True})
-    return out
+    content = jsontext.dumps(out).encode()
+    if out.get("tools") and b'"pattern' in content:  # only then may a schema hold a regex to drop (walking is slow)
+        out["tools"] = [_with_python_patterns(tool) for tool in out["tools"]]
+        content = jsontext.dumps(out).encode()
+    return content
 
 
 # JSON Schema keywords whose values are schemas (a map of them, a list of them, or one)
@@ -179,7 +183,7 @@ def complete(
     url = base_url(api_base).rstrip("/")
     url = url if url.endswith("/chat/completions") else url + "/chat/completions"
     headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
-    content = jsontext.dumps(body(request, stream=stream)).encode()
+    content = body(request, stream=stream)
     client = _client(guarded)
     started = time.perf_counter()
     try:
