@@ -1,5 +1,6 @@
 """The MCP servers page: register a server (stdio, SSE, streamable HTTP), see its tools with their schemas,
-refresh them, run one, delete the server. Writes go through tools.mcp_services."""
+refresh them, run one from its typed arguments form (tools.arg_form), delete the server. Writes go through
+tools.mcp_services."""
 
 import json
 
@@ -11,15 +12,17 @@ from django_htmx.http import retarget, trigger_client_event
 
 from core.errors import DomainError
 from core.web.common import org
-from tools import mcp_services
+from tools import arg_form, mcp_services
 from tools.models import McpServer
 
 
 def _with_tools(server: McpServer) -> McpServer:
-    """The server with `tool_list`, each tool carrying its parameters schema as indented JSON for the page."""
+    """The server with `tool_list`, each tool carrying its parameters schema as indented JSON and its typed
+    arguments form for the page."""
     server.tool_list = sorted(server.tools.all(), key=lambda t: t.name)
     for tool in server.tool_list:
         tool.schema_text = json.dumps((tool.json_schema or {}).get("parameters") or {}, indent=2, ensure_ascii=False)
+        tool.fields = arg_form.form_fields(tool.json_schema)
     return server
 
 
@@ -130,17 +133,20 @@ def mcp_server_refresh(request, server_id: str):
 @login_required
 @require_POST
 def mcp_tool_run(request, server_id: str, tool_id: str):
-    """Run one of the server's tools with the JSON arguments from the form; the result (escaped) comes back."""
+    """Run one of the server's tools with the typed form's arguments (checked first: each error comes back beside
+    its field and nothing runs); the result (escaped) comes back."""
     server = _server_or_404(request, server_id)
     tool = server.tools.filter(pk=tool_id).first()
     if tool is None:
         raise Http404("tool not found")
+    fields = arg_form.form_fields(tool.json_schema)
+    args, errors = arg_form.form_arguments(request.POST, fields, tool.json_schema)
+    ctx = {"fields": arg_form.with_errors(fields, errors), "form_key": tool.id}
+    if errors:
+        return TemplateResponse(request, "tools/_mcp_result.html", {**ctx, "arg_errors": arg_form.errors_text(errors)})
     try:
-        args = json.loads(request.POST.get("args") or "{}")
         run = mcp_services.mcp_tool_execute(tool=tool, args=args)
-    except json.JSONDecodeError as exc:
-        return TemplateResponse(request, "tools/_mcp_result.html", {"error": f"arguments are not JSON: {exc}"})
     except DomainError as exc:
         detail = "; ".join(f"{k}: {v}" for k, v in exc.detail.items()) if isinstance(exc.detail, dict) else ""
-        return TemplateResponse(request, "tools/_mcp_result.html", {"error": detail or exc.message})
-    return TemplateResponse(request, "tools/_mcp_result.html", {"run": run})
+        return TemplateResponse(request, "tools/_mcp_result.html", {**ctx, "error": detail or exc.message})
+    return TemplateResponse(request, "tools/_mcp_result.html", {**ctx, "run": run})

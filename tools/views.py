@@ -1,10 +1,11 @@
-"""The tools page: library, editor with a live schema preview, an arguments form from the schema, Run, history."""
+"""The tools page: library, editor with a live schema preview, the typed arguments form (tools.arg_form), Run with
+its output followed live, history."""
 
 import json
 import re
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, JsonResponse
+from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -14,10 +15,10 @@ from core.agents.versions import noted
 from core.errors import DomainError
 from core.models import Message
 from core.selectors import agent_get, agents_list
-from core.text import JSONTooDeep, json_input
+from core.text import json_input
 from core.web.common import org
+from tools import arg_form, selectors, services, web_workbench
 from tools import json_schema as tool_schema
-from tools import selectors, services, web_workbench
 from tools.execution import local_sandbox_notice
 from tools.workbench import tool_save_source
 
@@ -37,38 +38,6 @@ NEW_TOOL_SOURCE = '''def roll_dice(sides: int = 6, times: int = 1) -> str:
     print(f"rolled {rolls}")
     return ", ".join(map(str, rolls))
 '''
-
-
-def _fields(schema: dict, prefill: dict | None = None) -> list[dict]:
-    """Form fields for a tool's parameters (the args form); complex types are edited as JSON."""
-    params = (schema or {}).get("parameters") or {}
-    required = set(params.get("required") or [])
-    out = []
-    for name, prop in (params.get("properties") or {}).items():
-        kind = prop.get("type")
-        widget = (
-            "select"
-            if "enum" in prop
-            else {"integer": "number", "number": "number", "boolean": "checkbox", "string": "text"}.get(kind, "json")
-        )
-        value = (prefill or {}).get(name)
-        shown = (
-            "" if value is None else (json.dumps(value) if widget == "json" or not isinstance(value, str) else value)
-        )
-        out.append(
-            {
-                "name": name,
-                "type": kind or "any",
-                "widget": widget,
-                "required": name in required,
-                "description": prop.get("description", ""),
-                "enum": prop.get("enum", []),
-                "default": prop.get("default"),
-                "value": shown,
-                "checked": value is True,
-            }
-        )
-    return out
 
 
 def _recorded_call(request, message_id: str, call_id: str) -> dict | None:
@@ -124,10 +93,12 @@ def tools_page(request):
             "schema": schema,
             "schema_error": error,
             "schema_json": json.dumps(schema, indent=2) if schema else "",
-            "fields": _fields(schema, prefill),
+            "fields": arg_form.form_fields(schema, prefill),
+            "form_key": "wb",
             "prefill_json": json.dumps(prefill),
             "prefilled_from_run": bool(prefill and not recorded),
-            "builtin": bool(tool and not tool.source_code),
+            # an MCP or built-in tool: no source; it runs as saved (tool_run_saved)
+            "saved_only": bool(tool and not tool.source_code),
             "recorded": recorded,
             "runs": runs,
             "env_keys": sorted((tool.env_vars or {}).keys()) if tool else [],
@@ -135,7 +106,7 @@ def tools_page(request):
             "attached_ids": {a.id for a in attached},
             "attached_names": ", ".join(a.name for a in attached),
             "pip_text": pip_text(tool.pip_requirements if tool else []),
-            "run_agent_id": (recorded or {}).get("agent_id", ""),
+            "run_agent_id": (recorded or {}).get("agent_id", "") or request.GET.get("agent", ""),
             "sandbox_notice": local_sandbox_notice(),
         },
     )
@@ -206,34 +177,22 @@ def schema_preview(request):
             "schema": schema,
             "schema_error": error,
             "schema_json": json.dumps(schema, indent=2) if schema else "",
-            "fields": _fields(schema, prefill if isinstance(prefill, dict) else {}),
+            "fields": arg_form.form_fields(schema, prefill if isinstance(prefill, dict) else {}),
+            "form_key": "wb",
         },
     )
 
 
-def collect_args(post, fields: list[dict]) -> tuple[dict, dict]:
-    """The args dict from the generated form, and per-field errors."""
-    args, errors = {}, {}
-    for f in fields:
-        key = "arg_" + f["name"]
-        if f["widget"] == "checkbox":
-            args[f["name"]] = post.get(key) == "on"
-            continue
-        raw = post.get(key, "")
-        if raw == "":
-            if f["required"]:
-                errors[f["name"]] = "required"
-            continue
-        try:
-            if f["widget"] == "json" or f["type"] in ("integer", "number"):
-                args[f["name"]] = json_input(raw)
-            else:
-                args[f["name"]] = raw
-        except JSONTooDeep as exc:
-            errors[f["name"]] = str(exc)
-        except ValueError:
-            errors[f["name"]] = "not valid JSON"
-    return args, errors
+def _arguments(request, schema: dict) -> tuple[dict, list, dict]:
+    """The submitted form's arguments, its fields with their errors, and the errors (no run while there are any)."""
+    fields = arg_form.form_fields(schema)
+    args, errors = arg_form.form_arguments(request.POST, fields, schema)
+    return args, arg_form.with_errors(fields, errors), errors
+
+
+def _result(request, ctx: dict, fields: list) -> TemplateResponse:
+    """The run's result, with each argument's error (or none) swapped in beside its field."""
+    return TemplateResponse(request, "tools/_result.html", {**ctx, "fields": fields, "form_key": "wb"})
 
 
 @login_required
@@ -243,16 +202,16 @@ def tool_run(request):
 
     source = request.POST.get("source_code", "")
     schema, error = _derive(source)
-    ctx = {"error": error}
+    ctx, fields = {"error": error}, []
     if not error:
-        args, arg_errors = collect_args(request.POST, _fields(schema))
+        args, fields, arg_errors = _arguments(request, schema)
         try:
             env = {k: v for k, v in _env_changes(request.POST).items() if v is not None}
         except ValueError:
-            env, arg_errors = {}, {**arg_errors, "env vars": "must be a JSON object of strings"}
+            env, ctx["error"] = {}, "env vars: must be a JSON object of strings"
         if arg_errors:
-            ctx["error"] = "; ".join(f"{k}: {v}" for k, v in arg_errors.items())
-        else:
+            ctx["arg_errors"] = arg_form.errors_text(arg_errors)
+        elif not ctx["error"]:
             agent_id = request.POST.get("agent_id") or None
             try:
                 ctx["result"] = web_workbench.run(
@@ -268,7 +227,46 @@ def tool_run(request):
                 ctx["lacks"] = web_workbench.missing_without_agent(source, schema) if not agent_id else []
             except (DomainError, ValueError) as exc:
                 ctx["error"] = str(exc)
-    return TemplateResponse(request, "tools/_result.html", ctx)
+    return _result(request, ctx, fields)
+
+
+@login_required
+@require_POST
+def tool_run_saved(request, tool_id: str):
+    """Run a saved MCP or built-in tool with the form's arguments (a built-in as the chosen agent)."""
+
+    try:
+        tool = selectors.tool_get(owner=org(request), tool_id=tool_id)
+    except DomainError as exc:
+        raise Http404(str(exc)) from exc
+    args, fields, arg_errors = _arguments(request, tool.json_schema)
+    ctx = {"arg_errors": arg_form.errors_text(arg_errors)} if arg_errors else {}
+    if not arg_errors:
+        try:
+            ctx["result"] = web_workbench.run_saved(
+                owner=org(request), tool_id=tool.id, args=args, agent_id=request.POST.get("agent_id") or None
+            )
+        except DomainError as exc:
+            ctx["error"] = exc.message
+    return _result(request, ctx, fields)
+
+
+@login_required
+def tool_run_output(request):
+    """What the page's run in progress (its `run_key`) prints, as it prints it (server-sent events)."""
+
+    since = request.headers.get("Last-Event-ID", "")
+    response = StreamingHttpResponse(
+        web_workbench.output_events(
+            owner=org(request),
+            run_key=request.GET.get("run_key", "")[:64],
+            since=int(since) if since.isdigit() else 0,
+        ),
+        content_type="text/event-stream",
+    )
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
 
 
 @login_required

@@ -107,7 +107,9 @@ def test_create_from_template_and_stream_a_run_into_two_tabs(signed_in, fake_llm
     page.locator("#live .tool_call_message a.open-workbench").first.click()
     expect(page.locator(".notice").first).to_contain_text("Arguments filled in from a tool call")
     expect(page.locator("input[name=arg_query]")).to_have_value("tea")
-    expect(page.locator("#run-tool")).to_have_count(0)  # a built-in runs inside the agent runtime, not here
+    # a built-in runs in the agent runtime: the typed form runs it as the agent that made the call
+    expect(page.locator("#saved-tool-notice")).to_contain_text("built-in")
+    expect(page.locator("#run-agent option:checked")).not_to_have_text("no agent")
     shot(page, "14-workbench-from-recorded-call")
 
 

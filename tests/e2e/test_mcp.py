@@ -33,7 +33,7 @@ def test_mcp_page_adds_a_server_lists_its_tools_and_runs_one(signed_in):
         tool = card.locator(".mcp-tool[data-tool='read_env']")
         tool.locator("summary").click()
         expect(tool.locator("pre").first).to_contain_text('"required": [')
-        tool.locator("textarea").fill('{"name": "GREETING"}')
+        tool.locator("[name=arg_name]").fill("GREETING")  # the typed form (tools.arg_form)
         tool.locator("button[type=submit]").click()
         out = tool.locator(".mcp-run-output")
         expect(out).to_contain_text("<i>hello</i>", timeout=60000)  # shown as text, not markup

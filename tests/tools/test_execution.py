@@ -229,6 +229,7 @@ def test_without_network_a_tool_cannot_reach_the_server(live_server, account, se
     out = tool_execute(owner=account.org, source_code=CALLBACK, args={}, agent=make_agent(account.org))
     assert out.status == "error" and out.network is False
     assert out.result.error_type == "URLError" and "Connection refused" in out.result.error_message
+    assert out.tool_return.startswith("network blocked by the sandbox: this run has no network")  # said plainly
 
 
 def test_network_is_chosen_explicitly_and_shown_with_each_run(api, account, settings):

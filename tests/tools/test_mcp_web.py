@@ -47,17 +47,17 @@ def test_add_a_server_from_the_form_and_run_its_tool(web, account):
     page = web.get("/mcp-servers/").content.decode()
     assert "demo" in page and "GREETING" in page and "&lt;b&gt;hi" not in page  # secret values never shown
     read_env = Tool.objects.get(mcp_server=server, name="read_env")
-    out = web.post(
-        f"/mcp-servers/{server.id}/tools/{read_env.id}/run/", {"args": '{"name": "GREETING"}'}
-    ).content.decode()
+    assert f'id="{read_env.id}-arg-0" name="arg_name"' in page  # the typed form (tools.arg_form)
+    out = web.post(f"/mcp-servers/{server.id}/tools/{read_env.id}/run/", {"arg_name": "GREETING"}).content.decode()
     assert "&lt;b&gt;hi&lt;/b&gt;" in out and "<b>hi</b>" not in out and "mcp-run-output" in out
-    bad = web.post(f"/mcp-servers/{server.id}/tools/{read_env.id}/run/", {"args": "{not json"}).content.decode()
-    assert "not JSON" in bad
-    missing = web.post(f"/mcp-servers/{server.id}/tools/{read_env.id}/run/", {"args": "{}"}).content.decode()
-    assert "required" in missing
+    paths = Tool.objects.get(mcp_server=server, name="paths_visible")
+    bad = web.post(f"/mcp-servers/{server.id}/tools/{paths.id}/run/", {"arg_paths": "[not json"}).content.decode()
+    assert "not valid JSON" in bad
+    missing = web.post(f"/mcp-servers/{server.id}/tools/{read_env.id}/run/", {"arg_name": ""}).content.decode()
+    assert "name: required" in missing
     tools_page = web.get("/tools/")
     assert tools_page.status_code == 200 and "read_env" in tools_page.content.decode()
-    assert f'href="/mcp-servers/#mcp-{server.id}"' in tools_page.content.decode()  # MCP tools run on their page
+    assert f'href="?tool={read_env.id}"' in tools_page.content.decode()  # MCP tools open in the workbench too
     refreshed = web.post(f"/mcp-servers/{server.id}/refresh/").content.decode()
     assert "0 added" in refreshed
     assert web.post(f"/mcp-servers/{server.id}/delete/").status_code == 200

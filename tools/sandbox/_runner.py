@@ -241,6 +241,11 @@ def main(argv):
         os.environ.update(payload["env"])
     _apply_limits(payload.get("limits"))
     try:
+        # A pipe is block-buffered: line by line, each printed line reaches a page following the run as it is printed.
+        sys.stdout.reconfigure(line_buffering=True)
+    except (AttributeError, ValueError):
+        pass
+    try:
         doc = _run_tool(payload)
     except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt from a tool are tool errors too
         if os.getpid() != main_pid:

@@ -11,7 +11,7 @@ import os
 import re
 import time
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 # The script every backend executes inside its sandbox (same protocol everywhere).
@@ -166,6 +166,26 @@ def result_from_runner(
         traceback=tb,
         network=network,
     )
+
+
+# What a run without the network meets when it tries to connect: no name resolution, no route, its own empty loopback.
+_NO_NETWORK = re.compile(
+    r"Temporary failure in name resolution|Name or service not known|No address associated with hostname"
+    r"|Network is unreachable|\[Errno (?:101|111)\]|Connection refused|NameResolutionError|Failed to resolve"
+)
+NETWORK_BLOCKED = "network blocked by the sandbox"
+
+
+def network_blocked_said(result: SandboxResult) -> SandboxResult:
+    """A failed run without the network whose error is a refused connection or name lookup: say so plainly first
+    (the tool's own error follows); any other result is returned as it is."""
+    if result.status != "error" or not _NO_NETWORK.search(f"{result.error_message or ''}\n{result.traceback or ''}"):
+        return result
+    said = (
+        f"{NETWORK_BLOCKED}: this run has no network (allow it for the tool, or for the run); "
+        f"the tool got {result.error_type}: {result.error_message}"
+    )
+    return replace(result, tool_return=said, error_message=said)
 
 
 def elapsed_ms(started: float) -> float:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tools.sandbox import live
 from tools.sandbox.base import (
     RUNNER_PATH,
     SandboxBackend,
@@ -113,8 +114,16 @@ class E2BSandbox(SandboxBackend):
             sandbox.files.write(self._path("tool_runner.py"), f.read())
         sandbox.files.write(self._path("tool_payload.json"), json.dumps(request.payload()))
         cmd = f"{self.python_command} tool_runner.py tool_payload.json tool_result.json"
+        follow = live.listener()
+        streams = (
+            {"on_stdout": lambda s: follow("stdout", s.encode()), "on_stderr": lambda s: follow("stderr", s.encode())}
+            if follow
+            else {}
+        )
         try:
-            out = sandbox.commands.run(cmd, cwd=self.workdir, envs=dict(request.env_vars), timeout=request.timeout_s)
+            out = sandbox.commands.run(
+                cmd, cwd=self.workdir, envs=dict(request.env_vars), timeout=request.timeout_s, **streams
+            )
         except Exception as exc:  # noqa: BLE001 - CommandExitException carries the output too
             if _is_timeout(exc):
                 return error_result(

@@ -145,7 +145,10 @@ def _destination(method: str, target: str, lines: list[str], rest: bytes):
 
 
 def _answer(client: socket.socket, status: int, text: str) -> None:
-    reason = {400: "Bad Request", 403: "Forbidden", 431: "Request Header Fields Too Large"}.get(status, "Bad Gateway")
+    # The reason is what clients put in their errors ("HTTP Error 403: …", "Tunnel connection failed: 403 …").
+    reason = {400: "Bad Request", 403: "Blocked by the sandbox", 431: "Request Header Fields Too Large"}.get(
+        status, "Bad Gateway"
+    )
     body = (text + "\n").encode()
     head = (
         f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n"

@@ -39,6 +39,7 @@ import tempfile
 import threading
 import time
 
+from tools.sandbox import live
 from tools.sandbox.base import (
     RUNNER_PATH,
     SandboxBackend,
@@ -46,6 +47,7 @@ from tools.sandbox.base import (
     SandboxRequest,
     SandboxResult,
     error_result,
+    network_blocked_said,
     result_from_runner,
     truncate_output,
     validate_request,
@@ -313,6 +315,7 @@ class LocalSandbox(SandboxBackend):
             limits.max_output_bytes,
             self.max_result_bytes,
             early=namespaced,
+            on_output=live.listener(),
         )
         register_stop(lambda: kill_run(proc, None if namespaced else lease))
         try:
@@ -347,9 +350,11 @@ class LocalSandbox(SandboxBackend):
         raw = io.data["result"]
         if raw:
             try:
-                return result_from_runner(json.loads(raw), **common)
+                result = result_from_runner(json.loads(raw), **common)
             except ValueError:
                 pass
+            else:
+                return result if network or not namespaced else network_blocked_said(result)
         code = proc.returncode
         if namespaced and code is not None and code > 128 and (code - 128) in _SIGNAL_NUMBERS:
             code = 128 - code  # bwrap exits 128+N when the tool was killed by signal N

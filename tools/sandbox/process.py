@@ -37,6 +37,8 @@ class Pump:
     # process to exit; `result_complete` then says the process may still be dying.
     early: bool = False
     result_complete: bool = False
+    # Given what the tool writes to stdout/stderr as it arrives (within the cap), for a page that follows the run.
+    on_output: Callable[[str, bytes], None] | None = None
 
     def run(self, *, deadline: float, on_finish: Callable[[], None]) -> None:
         sel = selectors.DefaultSelector()
@@ -120,7 +122,10 @@ class Pump:
         cap = self.max_result + 1 if name == "result" else self.max_output
         self.total[name] += len(chunk)
         if len(self.data[name]) < cap:
-            self.data[name] += chunk[: cap - len(self.data[name])]
+            kept = chunk[: cap - len(self.data[name])]
+            self.data[name] += kept
+            if self.on_output is not None and name != "result":
+                self.on_output(name, kept)
         return True
 
 
