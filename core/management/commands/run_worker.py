@@ -25,8 +25,9 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         n = threads or settings.RUN_WORKER_THREADS
 
-        # litellm takes seconds to import, an encoding most of a second to load (litellm prices each response by
-        # counting with it): pay both before taking the first run, as the server does at start.
+        # litellm takes seconds to import (the providers our own client does not serve need it), the model client's
+        # TLS context a tenth of a second, a tokenizer most of a second to load (every compile counts with it): pay
+        # them before taking the first run, as the server does at start.
         llm.warm_up()
         tokens.warm_up()
 
