@@ -7,6 +7,7 @@ from core.web import (
     agentfiles,
     agents,
     approvals,
+    breakpoints,
     inspector,
     runs,
     settings_pages,
@@ -45,6 +46,19 @@ urlpatterns = [
     path("agents/<str:agent_id>/runs/<str:run_id>/", runs.run_detail, name="agent_run"),
     path("agents/<str:agent_id>/runs/<str:run_id>/notice/", runs.run_notice, name="agent_run_notice"),
     path("agents/<str:agent_id>/approvals/<str:message_id>/", approvals.approval_card_view, name="agent_approval"),
+    path("agents/<str:agent_id>/pauses/<str:run_id>/", breakpoints.pause_card_view, name="agent_pause"),
+    path("agents/<str:agent_id>/breakpoints/", breakpoints.breakpoints_panel, name="agent_breakpoints"),
+    path("agents/<str:agent_id>/breakpoints/add/", breakpoints.breakpoint_add, name="agent_breakpoint_add"),
+    path(
+        "agents/<str:agent_id>/breakpoints/<str:breakpoint_id>/toggle/",
+        breakpoints.breakpoint_toggle,
+        name="agent_breakpoint_toggle",
+    ),
+    path(
+        "agents/<str:agent_id>/breakpoints/<str:breakpoint_id>/remove/",
+        breakpoints.breakpoint_remove,
+        name="agent_breakpoint_remove",
+    ),
     path(
         "agents/<str:agent_id>/tool-approval/<str:tool_id>/",
         workspace.tool_approval_toggle,

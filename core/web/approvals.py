@@ -10,7 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.template.response import TemplateResponse
 
-from core.agents.messages import APPROVAL_RESPONSE
+from core.agents.messages import APPROVAL_RESPONSE, ASSISTANT_TOOL
 from core.agents.presenters import wait_out
 from core.errors import Conflict, DomainError
 from core.models import RUN_ACTIVE, Message, Run
@@ -40,7 +40,7 @@ def _pretty(arguments) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def _answering_run(*, agent_id: str, wait_run_id: str) -> Run | None:
+def answering_run(*, agent_id: str, wait_run_id: str) -> Run | None:
     """The run in progress that answers this wait (its answer is being run; the wait is taken when it commits)."""
     for run in Run.objects.filter(agent_id=agent_id, status__in=RUN_ACTIVE).only("id", "input_messages"):
         first = (run.input_messages or [{}])[0]
@@ -64,6 +64,20 @@ def _decision(answer: dict | None, tool_row: Message | None, ended_by: str) -> d
     return {"verdict": "unknown"}
 
 
+def _said(call: dict, answer: dict | None) -> str | None:
+    """The agent's reply when the call approved was its send_message (with the person's edit, if any): the reply
+    lives only in this card, the waiting reply never lists as an assistant_message."""
+    if call["name"] != ASSISTANT_TOOL or call["decision"]["verdict"] not in ("approved", "approved_edited"):
+        return None
+    args = (answer or {}).get("arguments")
+    if not isinstance(args, dict):
+        try:
+            args = json.loads(call["raw"] or "{}") if isinstance(call["raw"], str) else call["raw"]
+        except ValueError:
+            return None
+    return str(args["message"]) if isinstance(args, dict) and "message" in args else None
+
+
 def approval_card(*, reply: Message) -> dict:
     """The card of an assistant message whose calls waited: its state (waiting, answering, answered, cancelled,
     expired, ended), each waiting call (name, pretty arguments, why it waits, what was decided) and the reply's
@@ -75,7 +89,13 @@ def approval_card(*, reply: Message) -> dict:
         "id": reply.id,
         "run_id": reply.run_id,
         "calls": [
-            {"tool_call_id": c.get("id"), "name": c.get("name"), "arguments": _pretty(c.get("arguments")), "why": why}
+            {
+                "tool_call_id": c.get("id"),
+                "name": c.get("name"),
+                "arguments": _pretty(c.get("arguments")),
+                "raw": c.get("arguments"),
+                "why": why,
+            }
             for c in calls
             if (why := waited.get(c.get("id")))
         ],
@@ -85,10 +105,14 @@ def approval_card(*, reply: Message) -> dict:
         call["rows"] = min(max(call["arguments"].count("\n") + 1, 2), 14)
     card["call_ids"] = " ".join(c["tool_call_id"] or "" for c in card["calls"])
     card["approvable"] = any(c["why"] != "client" for c in card["calls"])
+    # a tool-call breakpoint (the debugger's): Step and Stop beside Approve and Deny; a client's call is not stepped
+    stopped_at = [c["name"] for c in card["calls"] if c["why"] == "breakpoint"]
+    card["breakpoint"] = bool(stopped_at) and all(c["why"] != "client" for c in card["calls"])
+    card["stopped_at"] = ", ".join(dict.fromkeys(n or "?" for n in stopped_at))
     run = Run.objects.filter(pk=reply.run_id).first() if reply.run_id else None
     wait = wait_out(run) if run is not None else None
     if wait is not None and wait.get("message_id") == reply.id:
-        answering = _answering_run(agent_id=reply.agent_id, wait_run_id=run.id)
+        answering = answering_run(agent_id=reply.agent_id, wait_run_id=run.id)
         card.update(
             state="answering" if answering else "waiting",
             answer_run_id=answering.id if answering else None,
@@ -108,6 +132,7 @@ def approval_card(*, reply: Message) -> dict:
     ended_by = run.stop_reason if run is not None else ""
     for call in card["calls"]:
         call["decision"] = _decision(answers.get(call["tool_call_id"]), results.get(call["tool_call_id"]), ended_by)
+        call["said"] = _said(call, answers.get(call["tool_call_id"]))
     if response is not None:
         card.update(state="answered", answered_at=response.created_at, answer_run_id=response.run_id)
     elif results and ended_by in _ENDED:
@@ -170,7 +195,7 @@ def answer_refused(*, agent_id: str, thread: str | None, message_id: str | None,
         )
         if run is not None and (run.waiting or {}).get("message_id") != message_id:
             run = None
-    answering = _answering_run(agent_id=agent_id, wait_run_id=run.id) if run is not None else None
+    answering = answering_run(agent_id=agent_id, wait_run_id=run.id) if run is not None else None
     if message_id and (run is None or answering is not None):
         text = (
             "Not sent: this request was already answered in another tab (or over the API); its answer is being run."

@@ -10,7 +10,9 @@ from django.template.response import TemplateResponse
 from core import selectors
 from core.agents.context import agent_context
 from core.errors import NotFound
+from core.models import Message
 from core.runs.timetravel import token_calibration
+from core.web.breakpoints import held_run
 from core.web.common import agent_or_404, thread_or_404
 from core.web.payload import SECTION_COLORS, SECTION_LABELS, payload_diff, payload_parts
 from memory.selectors import agent_blocks
@@ -64,7 +66,10 @@ def context_panel(request, agent_id: str):
         blocks=agent_blocks(agent=agent),
         calibration=token_calibration(owner=agent.owner, model=agent.model),
     )
-    return TemplateResponse(request, "core/_context.html", {"agent": agent, "context": view})
+    held = held_run(agent=agent)  # the simulator then compiles the call that run is held before
+    return TemplateResponse(
+        request, "core/_context.html", {"agent": agent, "context": view, "held_run_id": held.id if held else None}
+    )
 
 
 def _step_parts(step):
@@ -108,8 +113,47 @@ def step_detail(request, agent_id: str, step_id: str):
             "response_json": json.dumps(step.response, indent=2, ensure_ascii=False),
             "usage": step.usage or {},
             "estimate_diff": _estimate_diff(step.usage or {}),
+            "tool_results": step_tool_results(step=step),
         },
     )
+
+
+def _pretty(value) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k != "thinking"}
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def step_tool_results(*, step) -> list[dict]:
+    """The tool results this step's calls got, in order: name, status, and — for a call a person edited at a
+    breakpoint or an approval (`tool_return["arguments"]`) — the arguments it ran with beside the model's."""
+    rows = list(Message.objects.filter(step_id=step.id, role__in=("assistant", "tool")).order_by("seq"))
+    asked = {c.get("id"): c for r in rows if r.role == "assistant" for c in r.tool_calls or () if isinstance(c, dict)}
+    out = []
+    for row in rows:
+        if row.role != "tool":
+            continue
+        ret = row.tool_return or {}
+        call = asked.get(row.tool_call_id) or {}
+        edited = ret.get("arguments")
+        out.append(
+            {
+                "name": row.name or call.get("name") or "?",
+                "tool_call_id": row.tool_call_id,
+                "status": ret.get("status") or "success",
+                "denied": bool(ret.get("denied")),
+                "edited": edited is not None,
+                "arguments": _pretty(edited if edited is not None else call.get("arguments") or "{}"),
+                "asked": _pretty(call.get("arguments") or "{}") if edited is not None else "",
+                "text": row.body,
+            }
+        )
+    return out
 
 
 def _estimate_diff(usage: dict) -> int | None:

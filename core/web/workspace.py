@@ -21,6 +21,7 @@ from core.errors import DomainError
 from core.runs import timetravel
 from core.selectors import agent_tags
 from core.text import json_input
+from core.web.breakpoints import held_run, panel_ctx, pause_card
 from core.web.common import agent_or_404, org, thread_or_404
 from core.web.history import history_page
 from core.web.inspector import context_view_model
@@ -87,6 +88,7 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
     items, older = history_page(agent=thread)
     blocks = agent_blocks(agent=agent)
     definition = definition_ctx(request, agent)
+    held = held_run(agent=thread)  # a run this thread's breakpoint holds before a model call: its pause card
     return {
         "agent": agent,
         "nav": "agents",
@@ -108,6 +110,9 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
         "conversations": conversations_list(owner=owner, agent_id=agent.id, limit=200),
         # names for "from agent …" links on messages arriving live from other agents
         "agent_names": selectors.agent_names(owner=owner),
+        "pause": pause_card(run=held) if held is not None else None,
+        "held_run_id": held.id if held is not None else None,
+        **panel_ctx(agent=agent, tool_names=[t.name for t in definition["tools"]]),
     }
 
 
@@ -128,6 +133,7 @@ def _ide_config(agent, thread: str | None = None) -> dict:
         "runUrl": url("agent_run", "RUN"),
         "noticeUrl": url("agent_run_notice", "RUN"),
         "approvalUrl": url("agent_approval", "MSG"),
+        "pauseUrl": url("agent_pause", "RUN"),
     }
 
 

@@ -2,20 +2,23 @@
 
 Client → server: {"type": "user_message", "text": "...", "max_steps"?: N}, {"type": "approval", "approvals": [...],
 "message_id": the approval request's message, "otid"?} (the answer to a run that waits: Letta's ApprovalCreate),
-{"type": "cancel"} (also ends a wait, denying its calls), {"type": "ping"}; a socket opened on one of the agent's
+{"type": "continue", "run_id": the waiting run, "step"?: bool, "stop"?: bool, "approvals"?: [...], "otid"?} (the
+debugger's Continue / Step / Stop: core.runs.executor.run_continue), {"type": "cancel"} (also ends a wait, denying its calls), {"type": "ping"}; a socket opened on one of the agent's
 conversations sends into that conversation.
 Server → client: Letta message dicts (as SSE sends them), run_status (with `waiting` when a run pauses),
-context_update, block_update and error_message (an answer refused because another tab or the API answered first
-has detail.code ALREADY_ANSWERED); run events go to the agent's channel group, so every open tab receives them.
+context_update, block_update and error_message (an answer or a continue refused because another tab or the API
+answered first has detail.code ALREADY_ANSWERED); a Stop is answered with the ended run's run_status; run events go to the agent's channel group, so every open tab receives them.
 """
 
 from channels.db import database_sync_to_async
 
 from core.accounts import Principal
 from core.errors import DomainError
+from core.models import Run
 from core.runs import executor
 from core.runs.runner import run_cancel
-from core.web.approvals import answer_refused
+from core.web.approvals import answer_refused, answering_run
+from core.web.breakpoints import continue_refused
 
 
 def _error(message: str, detail=None) -> dict:
@@ -75,6 +78,47 @@ async def _approval(principal: Principal, agent_id: str, payload: dict, thread: 
     return reply
 
 
+def _go_on(principal: Principal, agent_id: str, run_id: str, payload: dict) -> dict:
+    if not Run.objects.filter(pk=run_id, agent_id=agent_id, owner=principal.org).exists():
+        return _error("No such run of this agent.", {"code": "NOT_FOUND", "run_id": None})
+    if payload.get("stop") and answering_run(agent_id=agent_id, wait_run_id=run_id) is not None:
+        # another tab's Continue is claimed and about to take the wait: it was first, the Stop is refused
+        refused = continue_refused(agent_id=agent_id, run_id=run_id, exc=DomainError("Already answered"))
+        return _error(refused.pop("message"), refused)
+    try:
+        run = executor.run_continue(
+            owner=principal.org,
+            run_id=run_id,
+            approvals=payload.get("approvals"),
+            step=payload.get("step", False),
+            stop=payload.get("stop", False),
+        )
+    except DomainError as exc:
+        refused = continue_refused(agent_id=agent_id, run_id=run_id, exc=exc)
+        return _error(refused.pop("message"), refused)
+    if payload.get("stop"):  # the wait ended here: the run as it ended
+        return {"message_type": "run_status", "run_id": run.id, "status": run.status, "stop_reason": run.stop_reason}
+    return {"message_type": "run_status", "run_id": run.id, "status": "created", "stop_reason": None}
+
+
+async def _continue(principal: Principal, agent_id: str, payload: dict) -> dict:
+    otid = payload["otid"][:100] if isinstance(payload.get("otid"), str) else None
+    run_id, approvals = payload.get("run_id"), payload.get("approvals")
+    if not isinstance(run_id, str) or not run_id:
+        reply = _error("Say which waiting run to continue: run_id.")
+    elif not all(isinstance(payload.get(k, False), bool) for k in ("step", "stop")):
+        reply = _error("step and stop must be true or false.")
+    elif approvals is not None and (
+        not isinstance(approvals, list) or not approvals or not all(isinstance(a, dict) for a in approvals)
+    ):
+        reply = _error("approvals, when given, needs one answer per waiting tool call.")
+    else:
+        reply = await database_sync_to_async(_go_on)(principal, agent_id, run_id, payload)
+    if otid:
+        reply["otid"] = otid  # lets the tab match this reply to the card it came from
+    return reply
+
+
 async def handle_client_message(
     *, principal: Principal, agent_id: str, payload: dict, thread: str | None = None
 ) -> dict | None:
@@ -87,6 +131,8 @@ async def handle_client_message(
         return await _user_message(principal, agent_id, payload, thread)
     if kind == "approval":
         return await _approval(principal, agent_id, payload, thread)
+    if kind == "continue":
+        return await _continue(principal, agent_id, payload)
     if kind == "cancel":
         ids = await database_sync_to_async(_cancel)(principal, agent_id)
         if not ids:

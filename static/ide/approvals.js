@@ -9,7 +9,7 @@ window.AIDE_APPROVALS = (function () {
   const el = C.el;
   const conv = document.getElementById("conversation");
   const OPEN = new Set(["waiting", "answering", "sending", "loading"]);
-  const hooks = {send: null, changed: null};  // set by workspace.js
+  const hooks = {send: null, changed: null, cont: null};  // set by workspace.js
 
   function cards() { return Array.from(conv.querySelectorAll(".approval-card[data-id]")); }
   const WAITS = new Set(["waiting", "sending", "loading"]);  // a card just arrived (loading) is a request that waits
@@ -25,15 +25,23 @@ window.AIDE_APPROVALS = (function () {
     box.hidden = !text;
   }
 
-  // ---- the card as the server has it now
+  // ---- the card as the server has it now. Fetches can come back out of order (a refresh when a run ends, another
+  // when this tab's answer is taken): the answer to the latest one wins, and goes to the card now on the page.
+  const asked = new Map(), shown = new Map();  // card id -> number of the latest fetch sent / applied
   function load(card) {
-    return fetch(A.approvalUrl.replace("MSG", encodeURIComponent(card.dataset.id)), {credentials: "same-origin"})
+    const id = card.dataset.id;
+    const n = (asked.get(id) || 0) + 1;
+    asked.set(id, n);
+    return fetch(A.approvalUrl.replace("MSG", encodeURIComponent(id)), {credentials: "same-origin"})
       .then((r) => r.ok ? r.text() : Promise.reject(r.status))
       .then((html) => {
         const box = document.createElement("div");
         box.innerHTML = html;  // server-rendered (autoescaped) template
         const fresh = box.querySelector(".approval-card");
+        if (n < (shown.get(id) || 0)) return;  // a later fetch already drew a newer state
+        if (!card.isConnected && id) card = conv.querySelector(`.approval-card[data-id="${CSS.escape(id)}"]`) || card;
         if (!fresh || !card.isConnected) return;
+        shown.set(id, n);
         // a card still waiting keeps what the person is typing (or sending) in it
         if (fresh.dataset.state === "waiting" && (card.dataset.state === "waiting" || card.dataset.state === "sending")) return;
         const err = card.querySelector(".approval-error");
@@ -149,11 +157,12 @@ window.AIDE_APPROVALS = (function () {
       ? `${chosen} of ${calls.length} calls answered: choose Approve or Deny for each, then send the answers together.`
       : `All ${calls.length} calls answered: send the answers.`;
   }
-  function collect(card) {
+  function collect(card, fallback) {  // fallback: the choice of a call not chosen yet (Step approves it)
     const out = [];
     for (const call of card.querySelectorAll(".approval-call")) {
       const reason = (call.querySelector(".approval-reason") || {value: ""}).value.trim() || null;
-      const answer = {type: "approval", tool_call_id: call.dataset.callId, approve: call.dataset.choice === "approve", reason: reason};
+      const choice = call.dataset.choice || fallback;
+      const answer = {type: "approval", tool_call_id: call.dataset.callId, approve: choice === "approve", reason: reason};
       if (answer.approve) {
         const value = parseArgs(call);
         if (value === undefined) return null;
@@ -163,15 +172,33 @@ window.AIDE_APPROVALS = (function () {
     }
     return out;
   }
+  const FIELDS = "button[data-answer], button[data-send-answers], button[data-bp], .approval-args, .approval-reason";
+  function sending(card, text) {
+    showError(card, "");
+    card.dataset.state = "sending";
+    card.querySelectorAll(FIELDS).forEach((b) => { b.disabled = true; });
+    const lead = card.querySelector(".approval-lead");
+    if (lead) lead.textContent = text;
+  }
   function submit(card) {
     const answers = collect(card);
     if (!answers || !hooks.send) return;
-    showError(card, "");
-    card.dataset.state = "sending";
-    card.querySelectorAll("button[data-answer], button[data-send-answers], .approval-args, .approval-reason").forEach((b) => { b.disabled = true; });
-    const lead = card.querySelector(".approval-lead");
-    if (lead) lead.textContent = "Sending your answer…";
+    sending(card, "Sending your answer…");
     hooks.send(card, answers);
+  }
+  // a tool-call breakpoint's Step (the calls as edited — a call chosen Deny is skipped — then stop again before the
+  // next model call or tool call) and Stop (end the wait: the calls are denied)
+  function goOn(card, how) {
+    if (!hooks.cont) return;
+    if (how === "stop") {
+      sending(card, "Stopping…");
+      hooks.cont(card, {type: "continue", run_id: card.dataset.run, stop: true}, true);
+      return;
+    }
+    const answers = collect(card, "approve");
+    if (!answers) return;
+    sending(card, "Stepping: running the call, then stopping before the next one…");
+    hooks.cont(card, {type: "continue", run_id: card.dataset.run, approvals: answers, step: true}, false);
   }
   conv.addEventListener("click", (e) => {
     const card = e.target.closest(".approval-card[data-state=waiting]");
@@ -184,7 +211,9 @@ window.AIDE_APPROVALS = (function () {
       if (card.querySelectorAll(".approval-call").length === 1) submit(card); else progress(card);
       return;
     }
-    if (e.target.closest("[data-send-answers]")) submit(card);
+    if (e.target.closest("[data-send-answers]")) { submit(card); return; }
+    const bp = e.target.closest("[data-bp]");
+    if (bp) goOn(card, bp.dataset.bp);
   });
   conv.addEventListener("input", (e) => {  // a new edit clears the old complaint
     const area = e.target.closest(".approval-card .approval-args");
@@ -208,7 +237,7 @@ window.AIDE_APPROVALS = (function () {
     showError(card, String(ev.message || "The answer was refused."));
     if (detail.code === "ALREADY_ANSWERED") { card.dataset.state = "answering"; load(card); return; }
     card.dataset.state = "waiting";  // nothing was taken: the person may change the answer and send it again
-    card.querySelectorAll("button[data-answer], .approval-args, .approval-reason").forEach((b) => { b.disabled = false; });
+    card.querySelectorAll("button[data-answer], button[data-bp], .approval-args, .approval-reason").forEach((b) => { b.disabled = false; });
     const btn = card.querySelector("[data-send-answers]");
     if (btn) progress(card);
     const lead = card.querySelector(".approval-lead");

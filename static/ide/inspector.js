@@ -86,6 +86,18 @@
     document.querySelectorAll(`.step-chip[data-step="${CSS.escape(stepId)}"]`).forEach((c) => c.classList.add("active"));
   }
 
+  // a button elsewhere opens an inspector tab and shows one part of it (data-open-tab, data-scroll)
+  function openFrom(opener) {
+    openTab(opener.dataset.openTab);
+    document.body.dispatchEvent(new CustomEvent("aide:show-inspector"));
+    const target = opener.dataset.scroll ? $(opener.dataset.scroll) : null;
+    if (!target) return;
+    target.scrollIntoView({block: "start"});
+    target.classList.remove("flash");
+    void target.offsetWidth;  // restart the highlight
+    target.classList.add("flash");
+  }
+
   // ---- clicks: copy, step chips, payload toggles, runs, attach
   document.addEventListener("click", (e) => {
     const copy = e.target.closest("[data-copy]");
@@ -100,6 +112,8 @@
     }
     const chip = e.target.closest(".step-chip[data-step]");
     if (chip) { e.preventDefault(); openStep(chip.dataset.step); return; }
+    const opener = e.target.closest("[data-open-tab]");  // e.g. a pause card's "Show the compiled request"
+    if (opener && document.getElementById(opener.dataset.openTab)) { openFrom(opener); return; }
     if (e.target.closest("[data-toggle-raw]")) { store.set("aide-payload-raw", !store.get("aide-payload-raw", false)); applyPayloadView(); return; }
     const expand = e.target.closest("[data-expand-parts]");
     if (expand) {

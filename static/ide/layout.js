@@ -89,5 +89,8 @@
     if (!e.target.childElementCount) return;
     if (phone.matches) showPane("inspector"); else if (!wide.matches) setDrawer(true);
   });
+  document.body.addEventListener("aide:show-inspector", () => {  // a button asked for an inspector tab
+    if (phone.matches) showPane("inspector"); else if (!wide.matches) setDrawer(true);
+  });
   wide.addEventListener("change", () => { if (wide.matches) setDrawer(false); });
 })();

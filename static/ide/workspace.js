@@ -5,6 +5,7 @@
   const A = JSON.parse(document.getElementById("ide-config").textContent);
   const C = window.AIDE_CONV;
   const P = window.AIDE_APPROVALS;
+  const B = window.AIDE_PAUSES;
   const {el, short, detailText, scrollDown, bump, bubble, setBubble, failBubble, place, onDelta, render, renderers,
          refreshMarks, trailingStatus, live} = C;
   const $ = (sel, root) => (root || document).querySelector(sel);
@@ -14,7 +15,8 @@
   const cancelBtn = $("#cancel-run");
   const sendBtn = $("#send-btn");
   const busyBar = $("#busy-bar");
-  // what this socket asked for, oldest first: {kind: "send", bubble} | {kind: "answer", card} | {kind: "cancel"}
+  // what this socket asked for, oldest first: {kind: "send", bubble} | {kind: "answer", card, via, stop} |
+  // {kind: "cancel"} (via: the module that drew the card, approvals or pauses; stop: a Stop, answered by the ended run)
   const awaiting = [];
   let ws = null, retry = 0, running = false, cancelling = false, activeRunId = A.activeRunId || null, outbox = [];
   let queued = null;  // {text, bubble}: sent when the active run ends
@@ -56,30 +58,40 @@
     if (w.kind === "breakpoint") return "paused at a breakpoint";
     return "waiting for approval";
   }
-  // a reply waits for an answer (a card in the conversation): say so, and offer Cancel, which denies its calls
+  // a reply waits for an answer, or a breakpoint holds a run (a card in the conversation): say so, and offer Cancel,
+  // which denies the waiting calls (or ends the pause)
+  function waitingCard() { return P.waiting() || B.waiting(); }
   function markWaiting() {
-    const card = P.waiting();
-    document.body.dataset.wait = card ? "approval" : "none";
+    const card = waitingCard();
+    document.body.dataset.wait = card ? (card.classList.contains("pause-card") ? "pause" : "approval") : "none";
     if (!card || running) return;
     statusEl.textContent = "";
     const client = card.querySelector(".approval-call") && !card.querySelector(".approval-call:not([data-why=client])");
-    statusEl.appendChild(el("span", "badge waiting", client ? "waiting for the client" : "waiting for approval"));
-    statusEl.title = "A reply waits for your answer: approve or deny its tool calls in the conversation, or cancel the run to deny them.";
+    const paused = card.classList.contains("pause-card") || card.dataset.breakpoint;
+    statusEl.appendChild(el("span", "badge waiting", paused ? "paused at a breakpoint" : (client ? "waiting for the client" : "waiting for approval")));
+    statusEl.title = paused
+      ? "A breakpoint holds the run: Continue, Step or Stop it in the conversation."
+      : "A reply waits for your answer: approve or deny its tool calls in the conversation, or cancel the run to deny them.";
     statusEl.dataset.state = "waiting";
     cancelBtn.hidden = false;
     cancelBtn.disabled = false;
-    cancelBtn.title = "Deny the waiting tool calls and end the wait";
+    cancelBtn.title = card.classList.contains("pause-card") ? "End the pause: the run stops here" : "Deny the waiting tool calls and end the wait";
   }
-  P.hooks.changed = (card) => {
+  function waitChanged() {
     if (running) return;
-    if (card) markWaiting();
-    else if (statusEl.dataset.state === "waiting") setRunning(false, lastLabel.startsWith("waiting for") ? "idle" : lastLabel);
-  };
-  P.hooks.send = (card, approvals) => {  // an answer from a card: its reply (run or refusal) goes back to that card
+    if (waitingCard()) markWaiting();
+    else if (statusEl.dataset.state === "waiting") setRunning(false, /^(waiting for|paused)/.test(lastLabel) ? "idle" : lastLabel);
+  }
+  P.hooks.changed = waitChanged;
+  B.hooks.changed = waitChanged;
+  function answer(via, card, msg, stop) {  // from a card: its reply (a run, the ended run or a refusal) goes back to it
     const otid = "otid-" + Date.now().toString(36) + Math.random().toString(36).slice(2, 8);
-    awaiting.push({kind: "answer", card: card, otid: otid});
-    send({type: "approval", approvals: approvals, message_id: card.dataset.id, otid: otid});
-  };
+    awaiting.push({kind: "answer", card: card, otid: otid, via: via, stop: !!stop});
+    send(Object.assign({}, msg, {otid: otid}));
+  }
+  P.hooks.send = (card, approvals) => answer(P, card, {type: "approval", approvals: approvals, message_id: card.dataset.id});
+  P.hooks.cont = (card, msg, stop) => answer(P, card, msg, stop);
+  B.hooks.send = (card, msg, stop) => answer(B, card, msg, stop);
   function refreshContext() { bump("context-changed"); }
 
   let runsTimer = null;
@@ -116,8 +128,10 @@
     busyMode("waiting");
     const calls = (ev.detail.tool_calls || []).map((c) => c && c.name).filter(Boolean);
     const named = calls.length ? calls : P.names(P.waiting());
-    $("#busy-text").textContent = String(ev.message || "The agent is waiting for approval on a tool call.") +
-      (named.length ? " Waiting: " + named.join(", ") + "." : "") + " Your message is back in the box.";
+    $("#busy-text").textContent = (!calls.length && B.waiting()
+      ? "The agent is paused at a breakpoint before a model call: Continue, Step or Stop it first."
+      : String(ev.message || "The agent is waiting for approval on a tool call.") + (named.length ? " Waiting: " + named.join(", ") + "." : "")) +
+      " Your message is back in the box.";
     busyBar.dataset.run = ev.detail.run_id || "";
     busyBar.hidden = false;
     if (text && !input.value.trim()) input.value = text;
@@ -133,9 +147,11 @@
     const take = () => awaiting.splice(at, 1);
     if (head && head.kind === "answer" && (ev.message_type === "run_status" || ev.message_type === "error_message")) {
       take();
-      if (ev.message_type === "error_message") { P.refused(head.card, ev); return true; }
+      const via = head.via || P;
+      if (ev.message_type === "error_message") { via.refused(head.card, ev); return true; }
       runsChanged();
-      P.accepted(head.card, ev.run_id);
+      via.accepted(head.card, ev.run_id);
+      if (head.stop) { P.refresh(); B.refresh(); return true; }  // a Stop: the run ended, nothing goes on
       if (!ended.has(ev.run_id)) { activeRunId = ev.run_id; setRunning(true); }
       return true;
     }
@@ -180,6 +196,8 @@
   function onRunStatus(ev) {
     const active = ev.status === "running" || ev.status === "created";
     runsChanged();
+    B.refresh();  // a pause may have been let go (a Continue from any tab starts a run) or ended
+    if (ev.waiting && ev.waiting.before === "model_call") B.arrived(ev);
     if (active) {
       activeRunId = ev.run_id;
       setRunning(true);
@@ -239,7 +257,7 @@
     ws = new WebSocket(proto + location.host + "/ws/agents/" + encodeURIComponent(A.agentId) + "/?batch=1" + thread);
     ws.onopen = () => {
       retry = 0; document.body.dataset.ws = "open"; while (outbox.length) ws.send(outbox.shift());
-      P.refresh();  // what changed while the socket was away
+      P.refresh(); B.refresh();  // what changed while the socket was away
     };
     ws.onmessage = (m) => {
       let events; try { events = JSON.parse(m.data); } catch (e) { return; }
@@ -285,7 +303,7 @@
     cancelBtn.click();
   });
   $("#busy-dismiss").addEventListener("click", () => { hideBusy(); input.focus(); });
-  $("#busy-show").addEventListener("click", () => { hideBusy(); P.reveal(); });
+  $("#busy-show").addEventListener("click", () => { hideBusy(); if (P.waiting()) P.reveal(); else B.reveal(); });
   $("#busy-queue").addEventListener("click", () => {
     const text = input.value;
     hideBusy();

@@ -1,0 +1,389 @@
+"""The debugger in the workspace, server side: the Breakpoints panel (listed in words, enabled or disabled, removed,
+added with an inline error for a bad token count), the pause card of a run held before a model call (in the page,
+alone, and once let go: continued, stepped, stopped), the approval card of a tool-call breakpoint (Step and Stop beside
+Approve and Deny), the step inspector showing a call that ran with edited arguments, and Continue / Step / Stop over
+the websocket, a second tab told the run no longer waits. Everything a person or the model wrote is escaped."""
+
+import json
+import re
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+
+from agents_ide.routing import websocket_urlpatterns
+from core.agents.breakpoints import breakpoint_set, breakpoints_list
+from core.models import Message, Run
+from core.runs import executor
+from memory.models import Passage
+from tests.factories import make_agent
+from tests.fake_llm import FakeLLM
+
+pytestmark = pytest.mark.django_db(transaction=True)
+APP = URLRouter(websocket_urlpatterns)
+HOSTILE = 'the code is <script>alert("x")</script> & <b>42</b>'
+
+
+@pytest.fixture
+def web(account):
+    client = Client()
+    client.force_login(account.user)
+    return client
+
+
+@pytest.fixture
+def agent(account, fake_llm):
+    return make_agent(account.org, name="Debuggee")
+
+
+def _say(api, agent, text="what is my name?"):
+    r = api.post(f"/v1/agents/{agent.id}/messages", {"messages": [{"role": "user", "content": text}]})
+    assert r.status_code == 200, r.content
+    return r.json()
+
+
+def _points(agent) -> list[dict]:
+    """The agent's breakpoints as stored now."""
+    agent.refresh_from_db()
+    return breakpoints_list(agent=agent)
+
+
+def _ended(run_id: str) -> Run:
+    return executor.run_wait(run=Run.objects.get(pk=run_id), timeout=30)
+
+
+def _pause_card(html: str) -> str:
+    found = re.search(
+        r'<div class="msg pause-card".*?(?=\n<div class="msg |</div>\s*</div>\s*<div class="busy-bar|\Z)', html, re.S
+    )
+    assert found, "no pause card"
+    return found.group(0)
+
+
+def _approval_card(html: str) -> str:
+    found = re.search(
+        r'<div class="msg approval_request_message approval-card".*?(?=\n<div class="msg |\Z)', html, re.S
+    )
+    assert found, "no approval card"
+    return found.group(0)
+
+
+# --------------------------------------------------------------------------- the Breakpoints panel
+
+
+def test_the_panel_lists_breakpoints_in_words_and_adds_one_through_the_form(web, agent):
+    page = web.get(f"/agents/{agent.id}/").content.decode()
+    assert 'data-tab="tab-breakpoints"' in page and 'id="breakpoints-panel"' in page
+    assert "No breakpoints: runs go through without stopping." in page
+    for kind in ("model_call", "tool_call", "block_change", "tokens_over", "tool_error"):
+        assert f'<option value="{kind}"' in page
+    assert "Before every model call" in page and "After a tool failed" in page  # the kinds in words
+    assert "before the model reads the error" in page  # and what each does
+    assert 'name="tools" value="archival_memory_insert"' in page  # the agent's tools to tick
+
+    html = web.post(
+        f"/agents/{agent.id}/breakpoints/add/", {"on": "tool_call", "tools": ["archival_memory_insert"]}
+    ).content.decode()
+    assert "Before a call of archival_memory_insert" in html and 'id="bp-added"' in html
+    html = web.post(f"/agents/{agent.id}/breakpoints/add/", {"on": "tool_call"}).content.decode()
+    assert "Before any tool call" in html
+    html = web.post(f"/agents/{agent.id}/breakpoints/add/", {"on": "tokens_over", "tokens": "4000"}).content.decode()
+    assert "Before a model call whose prompt passes 4000 tokens" in html
+    # a kind's fields that do not apply (hidden on the page, still posted) are ignored, not refused
+    web.post(f"/agents/{agent.id}/breakpoints/add/", {"on": "model_call", "tools": ["nope"], "tokens": "0"})
+    points = _points(agent)
+    assert [(p["on"], p["tools"], p["tokens"]) for p in points] == [
+        ("tool_call", ["archival_memory_insert"], None),
+        ("tool_call", [], None),
+        ("tokens_over", [], 4000),
+        ("model_call", [], None),
+    ]
+    page = web.get(f"/agents/{agent.id}/").content.decode()
+    assert re.search(r'id="bp-count">4</span>', page)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "told"),
+    [
+        ("", "Give the number of tokens the prompt must pass"),
+        ("many", "Give the number of tokens as a whole number"),
+        ("0", "must be at least 1"),
+        ("2.5", "Give the number of tokens as a whole number"),
+    ],
+)
+def test_a_bad_token_count_is_told_inline_and_nothing_is_stored(web, agent, tokens, told):
+    response = web.post(f"/agents/{agent.id}/breakpoints/add/", {"on": "tokens_over", "tokens": tokens})
+    html = response.content.decode()
+    assert response.status_code == 200 and told in html
+    assert 'id="bp-tokens-error"' in html and 'aria-invalid="true"' in html
+    assert '<option value="tokens_over" selected>' in html  # the form keeps what was chosen
+    assert _points(agent) == []
+
+
+def test_an_unknown_kind_or_tool_is_refused_inline(web, agent):
+    html = web.post(f"/agents/{agent.id}/breakpoints/add/", {"on": "sometimes"}).content.decode()
+    assert "Select a valid choice" in html
+    html = web.post(f"/agents/{agent.id}/breakpoints/add/", {"on": "tool_call", "tools": ["nope"]}).content.decode()
+    assert "Select a valid choice" in html
+    assert _points(agent) == []
+
+
+def test_a_breakpoint_is_disabled_enabled_and_removed_and_a_stale_panel_is_told(web, agent):
+    point = breakpoint_set(agent=agent, data={"on": "model_call"})
+    html = web.post(f"/agents/{agent.id}/breakpoints/{point['id']}/toggle/", {}).content.decode()
+    assert _points(agent)[0]["enabled"] is False
+    assert 'class="bp-item disabled"' in html and ">disabled</span>" in html
+    web.post(f"/agents/{agent.id}/breakpoints/{point['id']}/toggle/", {"enabled": "on"})
+    assert _points(agent)[0]["enabled"] is True
+    html = web.post(f"/agents/{agent.id}/breakpoints/{point['id']}/remove/").content.decode()
+    assert _points(agent) == [] and 'id="bp-none"' in html
+    html = web.post(f"/agents/{agent.id}/breakpoints/{point['id']}/remove/").content.decode()
+    assert "already removed" in html
+    html = web.post(f"/agents/{agent.id}/breakpoints/{point['id']}/toggle/", {"enabled": "on"}).content.decode()
+    assert "That breakpoint is gone" in html
+
+
+def test_the_panel_is_only_for_its_owner_posts_only_and_escapes_tool_names(web, api, agent, other_account):
+    r = api.post(f"/v1/agents/{agent.id}/breakpoints", {"on": "tool_call", "tools": ["<img src=x onerror=alert(1)>"]})
+    assert r.status_code == 201
+    html = web.get(f"/agents/{agent.id}/breakpoints/").content.decode()
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert web.get(f"/agents/{agent.id}/breakpoints/add/").status_code == 405
+    stranger = Client()
+    stranger.force_login(other_account.user)
+    assert stranger.get(f"/agents/{agent.id}/breakpoints/").status_code == 404
+    assert stranger.post(f"/agents/{agent.id}/breakpoints/add/", {"on": "model_call"}).status_code == 404
+    assert len(_points(agent)) == 1
+    assert Client().post(f"/agents/{agent.id}/breakpoints/add/", {"on": "model_call"}).status_code == 302
+
+
+# --------------------------------------------------------------------------- the pause before a model call
+
+
+def test_a_run_held_before_a_model_call_shows_a_pause_card_and_the_held_request(web, api, agent, fake_llm):
+    breakpoint_set(agent=agent, data={"on": "model_call"})
+    out = _say(api, agent, HOSTILE)
+    run = Run.objects.get(pk=out["run_id"])
+    page = web.get(f"/agents/{agent.id}/").content.decode()
+    card = _pause_card(page)
+    assert f'data-run="{run.id}"' in card and 'data-state="waiting"' in card
+    assert "Paused before the model call" in card and "before every model call" in card
+    assert f"{run.waiting['tokens']} tokens" in card
+    assert 'data-pause="continue"' in card and 'data-pause="step"' in card and 'data-pause="stop"' in card
+    assert "Edit a block, then Continue: the call is compiled from the state then." in card
+    assert 'data-open-tab="tab-context" data-scroll="#next-request"' in card  # the compiled request
+    assert 'data-open-tab="tab-memory"' in card
+    assert 'id="held-note"' in page and run.id[-8:] in page  # the context panel says it is that call
+    assert "<script>alert" not in page
+    config = json.loads(re.search(r'id="ide-config" type="application/json">(.*?)</script>', page).group(1))
+    assert config["pauseUrl"] == f"/agents/{agent.id}/pauses/RUN/"
+    alone = web.get(f"/agents/{agent.id}/pauses/{run.id}/").content.decode()
+    assert 'data-state="waiting"' in alone and "Paused before the model call" in alone
+    assert 'id="held-note"' in web.get(f"/agents/{agent.id}/context/").content.decode()
+
+    # Continue: the call goes out, the card says so (and the page no longer draws it)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "You are Alice."}))
+    resumed = executor.run_continue(owner=agent.owner, run_id=run.id)
+    assert _ended(resumed.id).stop_reason == "end_turn"
+    alone = web.get(f"/agents/{agent.id}/pauses/{run.id}/").content.decode()
+    assert 'data-state="continued"' in alone and resumed.id[-8:] in alone and "data-pause" not in alone
+    page = web.get(f"/agents/{agent.id}/").content.decode()
+    assert "pause-card" not in page and 'id="held-note"' not in page
+
+
+def test_step_and_stop_show_on_the_card(web, api, agent, fake_llm):
+    breakpoint_set(agent=agent, data={"on": "model_call"})
+    first = _say(api, agent)["run_id"]
+    fake_llm.script(FakeLLM.tool("conversation_search", {"query": "name"}, heartbeat=True))
+    stepped = executor.run_continue(owner=agent.owner, run_id=first, step=True)
+    # Step: the model call went out, and the run stops again before the tool call it made
+    assert _ended(stepped.id).stop_reason == "requires_approval"
+    assert 'data-state="stepped"' in web.get(f"/agents/{agent.id}/pauses/{first}/").content.decode()
+    card = _approval_card(web.get(f"/agents/{agent.id}/").content.decode())
+    assert "Paused before a call of conversation_search" in card and 'data-bp="step"' in card
+
+    stopped = executor.run_continue(owner=agent.owner, run_id=stepped.id, stop=True)
+    assert stopped.stop_reason == "cancelled"
+    card = _approval_card(web.get(f"/agents/{agent.id}/").content.decode())
+    assert ">stopped</span>" in card and 'data-bp="step"' not in card
+
+    out = _say(api, agent, "again")  # the model_call breakpoint holds the next run too
+    executor.run_continue(owner=agent.owner, run_id=out["run_id"], stop=True)
+    alone = web.get(f"/agents/{agent.id}/pauses/{out['run_id']}/").content.decode()
+    assert 'data-state="stopped"' in alone and "without calling the model" in alone
+
+
+def test_the_pause_card_is_only_for_its_owner_and_a_run_that_paused_there(web, api, agent, fake_llm, other_account):
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Hi."}))
+    plain = _say(api, agent, "hi")["run_id"]
+    assert web.get(f"/agents/{agent.id}/pauses/{plain}/").status_code == 404  # ended end_turn: never paused
+    breakpoint_set(agent=agent, data={"on": "tool_call", "tools": ["send_message"]})
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Hi."}))
+    at_tool = _say(api, agent, "hi")["run_id"]
+    assert web.get(f"/agents/{agent.id}/pauses/{at_tool}/").status_code == 404  # waits before a tool call
+    stranger = Client()
+    stranger.force_login(other_account.user)
+    assert stranger.get(f"/agents/{agent.id}/pauses/{at_tool}/").status_code == 404
+
+
+# --------------------------------------------------------------------------- tool-call breakpoints, edited calls
+
+
+def test_a_tool_call_breakpoint_card_has_step_and_stop_and_an_approval_card_keeps_its_own(web, api, account, fake_llm):
+    agent = make_agent(account.org, name="Debuggee")
+    breakpoint_set(agent=agent, data={"on": "tool_call", "tools": ["archival_memory_insert"]})
+    fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": HOSTILE}, heartbeat=True))
+    _say(api, agent, "store it")
+    page = web.get(f"/agents/{agent.id}/").content.decode()
+    card = _approval_card(page)
+    assert 'data-breakpoint="tool_call"' in card and "<span>breakpoint</span>" in card
+    assert "Paused before a call of archival_memory_insert" in card
+    assert "Approve &amp; continue" in card and "Deny (skip it)" in card
+    assert 'data-bp="step"' in card and 'data-bp="stop"' in card
+    assert "<script>alert" not in page
+
+    careful = make_agent(
+        account.org, name="Careful", tool_rules=[{"type": "requires_approval", "tool_name": "archival_memory_insert"}]
+    )
+    fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": "x"}, heartbeat=True))
+    _say(api, careful, "store it")
+    card = _approval_card(web.get(f"/agents/{careful.id}/").content.decode())
+    assert "<span>approval request</span>" in card and "waiting for you" in card
+    assert "data-bp" not in card and "data-breakpoint" not in card and ">Approve</button>" in card
+
+
+def test_the_step_inspector_shows_a_call_that_ran_with_edited_arguments(web, api, agent, fake_llm):
+    breakpoint_set(agent=agent, data={"on": "tool_call", "tools": ["archival_memory_insert"]})
+    fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": "draft"}, heartbeat=True))
+    run_id = _say(api, agent, "store it")["run_id"]
+    wait = Run.objects.get(pk=run_id).waiting
+    call_id, step_id = wait["calls"][0]["tool_call_id"], wait["step_id"]
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Stored."}))
+    edited = {"content": "final <b>fact</b>", "request_heartbeat": True}
+    answer = {"type": "approval", "tool_call_id": call_id, "approve": True, "arguments": edited}
+    resumed = executor.run_continue(owner=agent.owner, run_id=run_id, approvals=[answer])
+    assert _ended(resumed.id).stop_reason == "end_turn"
+    assert list(Passage.objects.filter(agent=agent).values_list("text", flat=True)) == ["final <b>fact</b>"]
+    html = web.get(f"/agents/{agent.id}/steps/{step_id}/").content.decode()
+    tools = re.search(r'<ul class="step-tools".*?</ul>', html, re.S).group(0)
+    assert "ran with edited arguments" in tools and "archival_memory_insert" in tools
+    assert "final &lt;b&gt;fact&lt;/b&gt;" in tools and "<b>fact</b>" not in html
+    assert "&quot;content&quot;: &quot;draft&quot;" in tools  # the model's own arguments, beside
+    # a step whose calls ran as the model wrote them says nothing of the kind
+    later = Message.objects.filter(agent=agent, role="tool", name="send_message").first()
+    html = web.get(f"/agents/{agent.id}/steps/{later.step_id}/").content.decode()
+    assert "ran with edited arguments" not in html
+
+
+# --------------------------------------------------------------------------- over the websocket
+
+
+async def _open(user, agent_id):
+    comm = WebsocketCommunicator(APP, f"/ws/agents/{agent_id}/")
+    comm.scope["user"] = user
+    connected, _ = await comm.connect()
+    assert connected
+    return comm
+
+
+async def _until(comm, message_type, timeout=20, **match):
+    seen = []
+    while True:
+        event = await comm.receive_json_from(timeout=timeout)
+        seen.append(event)
+        matches = event.get("message_type") == message_type and all(event.get(k) == v for k, v in match.items())
+        if matches and (message_type != "run_status" or event["status"] not in ("running", "created")):
+            return seen
+
+
+async def _reply(comm, otid: str, timeout=10) -> dict:
+    """This socket's direct reply to what it sent with `otid` (other tabs' events pass by)."""
+    while True:
+        event = await comm.receive_json_from(timeout=timeout)
+        if event.get("otid") == otid:
+            return event
+
+
+async def _held_agent(account):
+    agent = await database_sync_to_async(make_agent)(account.org, name="Debuggee")
+    await database_sync_to_async(breakpoint_set)(agent=agent, data={"on": "model_call"})
+    return agent
+
+
+async def test_continue_from_a_tab_goes_on_and_a_second_tab_is_told_it_no_longer_waits(account, fake_llm):
+    agent = await database_sync_to_async(make_agent)(account.org, name="Debuggee")
+    point = await database_sync_to_async(breakpoint_set)(agent=agent, data={"on": "model_call"})
+    a, b = await _open(account.user, agent.id), await _open(account.user, agent.id)
+    await a.send_json_to({"type": "user_message", "text": "hello"})
+    for tab in (a, b):
+        end = (await _until(tab, "run_status"))[-1]
+        assert end["stop_reason"] == "requires_approval" and end["waiting"]["before"] == "model_call"
+        assert end["waiting"]["tokens"] > 0
+    held = end["run_id"]
+
+    from core.agents.breakpoints import breakpoint_clear
+
+    await database_sync_to_async(breakpoint_clear)(agent=agent, breakpoint_id=point["id"])
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Hello back."}, latency=1.0))
+    await a.send_json_to({"type": "continue", "run_id": held, "step": False, "stop": False, "otid": "c-1"})
+    created = await _reply(a, "c-1")
+    assert created["message_type"] == "run_status" and created["status"] == "created"
+
+    # while it goes on, and after it ended: the other tab is told, by its own otid, and nothing is taken twice
+    await b.send_json_to({"type": "continue", "run_id": held, "stop": True, "otid": "c-2"})
+    refused = await _reply(b, "c-2")
+    assert refused["message_type"] == "error_message" and refused["detail"]["code"] == "ALREADY_ANSWERED"
+    assert "Not sent" in refused["message"]
+    for tab in (a, b):
+        seen = await _until(tab, "run_status", run_id=created["run_id"])
+        assert any(e["message_type"] == "assistant_message" and e.get("content") == "Hello back." for e in seen)
+    await b.send_json_to({"type": "continue", "run_id": held, "otid": "c-3"})
+    late = await _reply(b, "c-3")
+    assert late["message_type"] == "error_message" and late["detail"]["code"] == "ALREADY_ANSWERED"
+    assert "no longer waits" in late["message"]
+    assert await database_sync_to_async(lambda: Run.objects.get(pk=held).stop_reason)() == "requires_approval"
+    await a.disconnect()
+    await b.disconnect()
+
+
+async def test_stop_from_a_tab_ends_the_pause_for_every_tab(account, fake_llm):
+    agent = await _held_agent(account)
+    a, b = await _open(account.user, agent.id), await _open(account.user, agent.id)
+    await a.send_json_to({"type": "user_message", "text": "hello"})
+    held = (await _until(a, "run_status"))[-1]["run_id"]
+    await _until(b, "run_status")
+    await a.send_json_to({"type": "continue", "run_id": held, "stop": True, "otid": "s-1"})
+    told = await _reply(a, "s-1")
+    assert told["run_id"] == held and told["stop_reason"] == "cancelled"
+    end = (await _until(b, "run_status", run_id=held))[-1]
+    assert end["stop_reason"] == "cancelled" and end["waiting"] is None
+    assert fake_llm.chat_requests == []  # the model was never called
+    await a.disconnect()
+    await b.disconnect()
+
+
+async def test_a_malformed_continue_is_refused_before_reaching_the_run(account, fake_llm):
+    agent = await _held_agent(account)
+    other = await database_sync_to_async(make_agent)(account.org, name="Other")
+    tab = await _open(account.user, agent.id)
+    await tab.send_json_to({"type": "user_message", "text": "hello"})
+    held = (await _until(tab, "run_status"))[-1]["run_id"]
+    bad = [
+        ({"type": "continue"}, "run_id"),
+        ({"type": "continue", "run_id": held, "step": "yes"}, "true or false"),
+        ({"type": "continue", "run_id": held, "approvals": "all"}, "one answer per waiting tool call"),
+        ({"type": "continue", "run_id": "run-nope"}, "No such run of this agent"),
+    ]
+    for payload, told in bad:
+        await tab.send_json_to(payload)
+        err = await tab.receive_json_from(timeout=10)
+        assert err["message_type"] == "error_message" and told in err["message"], err
+    other_tab = await _open(account.user, other.id)  # a run of another agent is not this socket's
+    await other_tab.send_json_to({"type": "continue", "run_id": held})
+    err = await other_tab.receive_json_from(timeout=10)
+    assert "No such run of this agent" in err["message"]
+    assert await database_sync_to_async(lambda: Run.objects.get(pk=held).waiting_until is not None)()
+    await tab.disconnect()
+    await other_tab.disconnect()
