@@ -15,6 +15,7 @@ from core.egress import EgressRefused, Unresolvable, check_url, guarded_client
 from core.engine.tokens import model_info
 from core.errors import NotConfigured
 from core.llm.client import NO_KEY
+from core.llm.errors import not_reachable
 from core.models import Organization, ProviderConfig
 
 # Curated handles offered when a provider is configured; any other litellm handle works too.
@@ -145,6 +146,48 @@ def base_url_check(url: str) -> None:
     except EgressRefused as exc:
         raise NotConfigured(f"This provider's base URL cannot be used: {exc}.") from None
     _checked_bases[key] = time.monotonic()
+
+
+# Where each kind of provider lists its models, relative to the base URL an owner gives.
+_MODELS_PATH = {"ollama": "/v1/models", "anthropic": "/v1/models"}
+REACH_TIMEOUT_S = 3.0
+
+
+def provider_reach_check(*, kind: str, base_url: str, api_key: str, timeout: float = REACH_TIMEOUT_S) -> str | None:
+    """Ask an owner's provider for its models once (one GET through the egress guard, at most `timeout` seconds):
+    None when it answered as a provider does, else a sentence saying what is wrong. Network I/O, nothing cached."""
+    import httpx  # the guarded client's; loaded by the settings page that checks, not by every process
+
+    url = base_url.rstrip("/") + _MODELS_PATH.get(kind, "/models")
+    if kind == "anthropic":
+        headers = {"x-api-key": api_key, "anthropic-version": "2023-06-01"} if api_key else {}
+    else:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        with guarded_client(timeout=timeout) as client:
+            response = client.get(url, headers=headers)
+    except Unresolvable:
+        return not_reachable(base_url, "its host name does not resolve.")
+    except EgressRefused as exc:
+        return f"This provider's base URL cannot be used: {exc}."
+    except httpx.TimeoutException:
+        return not_reachable(base_url, f"no answer within {timeout:g} s.")
+    except httpx.HTTPError as exc:
+        return not_reachable(base_url, f"{' '.join(str(exc).split()) or type(exc).__name__}.")
+    if response.status_code in (401, 403):
+        return f"The model provider at {base_url} refused the API key (HTTP {response.status_code})."
+    if kind == "anthropic" and response.status_code < 500:
+        return None  # reached; its listing's shape is not ours to judge
+    try:
+        listed = response.json().get("data") if response.status_code == 200 else None
+    except (ValueError, AttributeError):
+        listed = None
+    if not isinstance(listed, list):
+        return (
+            f"The server at {base_url} answered {url} with HTTP {response.status_code}, not a list of models: "
+            "is this the API's base URL (it often ends in /v1)?"
+        )
+    return None
 
 
 def models_list(*, owner: Organization | None) -> list[dict]:

@@ -87,7 +87,7 @@ def complete(
     except LLMError:
         raise
     except Exception as exc:  # noqa: BLE001 - every provider failure is mapped to one typed error
-        raise map_error(exc, model=model) from exc
+        raise map_error(exc, model=model, api_base=api_base) from exc
 
 
 def embed(

@@ -55,8 +55,28 @@ def clean(message: str) -> str:
     return text[:1000]
 
 
+# What SDKs say when nothing answered at the address (litellm reports some as HTTP 500 from its own client).
+_NO_CONNECTION = ("connection refused", "name or service not known", "failed to establish a new connection")
+
+
+def _cannot_connect(text: str) -> bool:
+    text = text.lower()
+    return any(marker in text for marker in _NO_CONNECTION)
+
+
+def not_reachable(base_url: str, detail: str = "") -> str:
+    """The one sentence for a model provider that could not be connected to (runs, replays, the settings page)."""
+    return f"The model provider at {base_url} is not reachable" + (f": {detail}" if detail else ".")
+
+
 def provider_error(
-    status: int | None, detail: str, *, model: str = "", name: str = "", too_long: bool = False
+    status: int | None,
+    detail: str,
+    *,
+    model: str = "",
+    name: str = "",
+    too_long: bool = False,
+    api_base: str | None = None,
 ) -> LLMError:
     """The LLMError for a provider's failure: its HTTP status (None: no response), its words (`clean`ed), the class
     name of the exception an SDK raised for it (if one did), and whether the prompt is known not to have fit."""
@@ -80,15 +100,18 @@ def provider_error(
         return LLMError("auth", f"The provider rejected the credentials{who}; check the API key: {detail}", status)
     if status is not None and 400 <= status < 500:
         return LLMError("bad_request", f"The provider rejected the request{who} (HTTP {status}): {detail}", status)
-    if name == "APIConnectionError":
+    if name == "APIConnectionError" or _cannot_connect(detail):
+        if api_base:
+            return LLMError("api_error", not_reachable(api_base, f"{detail}{who}"), status)
         return LLMError("api_error", f"Could not reach the model provider{who}: {detail}", status)
     return LLMError(
         "api_error", f"The model provider failed{who}" + (f" (HTTP {status})" if status else "") + f": {detail}", status
     )
 
 
-def map_error(error: BaseException, *, model: str = "") -> LLMError:
-    """Translate an exception a provider's SDK raised (litellm's, openai's) into an LLMError."""
+def map_error(error: BaseException, *, model: str = "", api_base: str | None = None) -> LLMError:
+    """Translate an exception a provider's SDK raised (litellm's, openai's) into an LLMError; `api_base`, where the
+    call went, names the provider that could not be reached."""
     if isinstance(error, LLMError):
         return error
     status = getattr(error, "status_code", None) or getattr(error, "status", None)
@@ -98,4 +121,5 @@ def map_error(error: BaseException, *, model: str = "") -> LLMError:
         model=model,
         name=type(error).__name__,
         too_long=is_context_length_error(error),
+        api_base=api_base,
     )

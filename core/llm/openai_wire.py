@@ -24,7 +24,7 @@ from core import jsontext
 from core.egress import EgressRefused, guarded_client
 from core.engine import tokens
 from core.engine.types import Delta, LLMResult, ToolCall
-from core.llm.errors import LLMError, clean, provider_error
+from core.llm.errors import LLMError, clean, not_reachable, provider_error
 from core.llm.replies import DONE, completion_result, stream_result
 
 # What a request may carry to be sent as it is: the parameters every OpenAI-compatible server reads by these names.
@@ -193,6 +193,8 @@ def complete(
         raise _late(model, timeout) from exc
     except (httpx.TransportError, EgressRefused) as exc:
         detail = clean(str(exc)) or type(exc).__name__
+        if isinstance(exc, httpx.ConnectError):  # nothing answered at that address
+            raise LLMError("api_error", not_reachable(base_url(api_base), f"{detail} ({model})")) from exc
         raise LLMError("api_error", f"Could not reach the model provider ({model}): {detail}") from exc
     try:
         if response.status_code >= 400:

@@ -48,8 +48,8 @@ def setup(request):
 
 
 @login_required
-def settings_page(request, new_token: str | None = None, form: TokenForm | None = None):
-    return full_page(request, new_token=new_token, form=form)
+def settings_page(request, new_token: str | None = None, form: TokenForm | None = None, status: int = 200):
+    return full_page(request, new_token=new_token, form=form, status=status)
 
 
 @login_required
@@ -58,7 +58,7 @@ def token_create(request):
         return HttpResponseNotAllowed(["POST"])
     form = TokenForm(request.POST)
     if not form.is_valid():
-        return settings_page(request, form=form)
+        return settings_page(request, form=form, status=400)
     _, raw = accounts.api_token_create(user=request.user, name=form.cleaned_data["name"])
     return settings_page(request, new_token=raw)
 

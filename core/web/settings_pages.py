@@ -1,9 +1,11 @@
 """Settings: LLM providers (keys write-only), embedding model, sandbox default / E2B key, API tokens."""
 
 from django import forms
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from core import accounts, providers
@@ -19,6 +21,7 @@ class ProviderForm(forms.Form):
     base_url = forms.URLField(required=False, assume_scheme="https", max_length=BASE_URL_MAX)
     api_key = forms.CharField(required=False, widget=forms.PasswordInput(render_value=False))
     model_names = forms.CharField(required=False, help_text="comma-separated; empty = ask the server / defaults")
+    save_anyway = forms.BooleanField(required=False)  # offered once the URL check failed: the server may be down now
 
 
 class OwnerSettingsForm(forms.Form):
@@ -40,6 +43,7 @@ def settings_page(
     form: TokenForm | None = None,
     provider_form: ProviderForm | None = None,
     owner_form: OwnerSettingsForm | None = None,
+    unreachable: bool = False,
     status: int = 200,
 ):
     owner = org(request)
@@ -64,6 +68,7 @@ def settings_page(
             "providers": providers.providers_list(owner=owner),
             "provider_rows": ProviderConfig.objects.filter(owner=owner),
             "provider_form": provider_form or ProviderForm(),
+            "unreachable": unreachable,
             "owner_form": owner_form,
             "e2b_key_set": bool(current and current.e2b_api_key),
             "nav": "settings",
@@ -75,26 +80,38 @@ def settings_page(
 @login_required
 @require_POST
 def provider_save(request):
-    """Add or replace a provider; an empty key field keeps the stored key (keys are never shown again)."""
+    """Add or replace a provider; an empty key field keeps the stored key (keys are never shown again). A base URL
+    is asked for its models first (a few seconds at most): one that does not answer is saved only when the person
+    ticks "save anyway" (a server may be down for now), and the page then says so."""
     form = ProviderForm(request.POST)
     if not form.is_valid():
         return settings_page(request, provider_form=form, status=400)
     owner, data = org(request), form.cleaned_data
+    row = ProviderConfig.objects.filter(owner=owner, name=data["name"]).first() or ProviderConfig(
+        owner=owner, name=data["name"]
+    )
+    problem = None
     if data["base_url"]:
         try:
             providers.base_url_check(data["base_url"])
         except NotConfigured as exc:
             form.add_error("base_url", exc.message)
             return settings_page(request, provider_form=form, status=400)
-    row = ProviderConfig.objects.filter(owner=owner, name=data["name"]).first() or ProviderConfig(
-        owner=owner, name=data["name"]
-    )
+        key = data["api_key"] or (row.api_key if row.pk else "")
+        problem = providers.provider_reach_check(kind=data["kind"], base_url=data["base_url"], api_key=key)
+        if problem and not data["save_anyway"]:
+            form.add_error("base_url", problem)
+            return settings_page(request, provider_form=form, unreachable=True, status=400)
     row.kind, row.base_url = data["kind"], data["base_url"]
     row.model_names = [m.strip() for m in data["model_names"].split(",") if m.strip()]
     if data["api_key"]:
         row.api_key = data["api_key"]
     row.save()
-    return redirect("settings")
+    if problem:
+        messages.warning(request, f"Saved {row.name}, but it cannot be used yet. {problem}")
+    else:
+        messages.success(request, f"Saved {row.name}." + (" Its server answered." if data["base_url"] else ""))
+    return redirect(reverse("settings") + "#providers")
 
 
 @login_required

@@ -19,7 +19,14 @@ def _post(account, base_url: str):
     web.force_login(account.user)
     return web.post(
         "/settings/providers/",
-        {"kind": "openai_compatible", "name": "proxy", "base_url": base_url, "api_key": "k", "model_names": "m"},
+        {
+            "kind": "openai_compatible",
+            "name": "proxy",
+            "base_url": base_url,
+            "api_key": "k",
+            "model_names": "m",
+            "save_anyway": "on",
+        },  # the name does not resolve here: saved all the same
     )
 
 
