@@ -48,7 +48,7 @@ from core.llm import client as llm
 from core.models import RUN_ACTIVE, Agent, Conversation, Message, Organization, Run, RunStatus, Step
 from core.providers import model_resolve
 from core.runs import overflow, persistence, queue, tool_exec, waits
-from core.runs.emit import Emitter
+from core.runs.emit import Emitter, inputs_accepted
 from core.runs.timetravel import step_state
 from core.selectors import found_or_404, row_or_none
 
@@ -280,6 +280,7 @@ def run_start(
     )
     Run.objects.bulk_create([run])
     persistence.thread_view(agent, conversation_id)
+    transaction.on_commit(lambda: inputs_accepted(run))  # every tab shows the person's inputs from now on
     return run
 
 

@@ -26,6 +26,7 @@ from core import jsontext
 from core.accounts import principal_from_user
 from core.events import agent_group, send_event, server_loop_remember
 from core.models import Agent, Conversation
+from core.runs.emit import resync_request
 from core.text import first_bad_string, json_input
 from core.web.ws_handlers import handle_client_message
 
@@ -65,6 +66,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
+        await resync_request(self.agent_id)  # a reply streaming now: what it streamed so far, then the rest
         if self.session_key:
             age = await database_sync_to_async(session.get_expiry_age)()
             self._expiry = asyncio.get_running_loop().call_later(

@@ -7,7 +7,7 @@ import json
 from core.agents.messages import message_to_letta
 from core.engine.loop import NON_USER_PREFIX
 from core.engine.types import uses_heartbeats
-from core.models import Agent, Message
+from core.models import RUN_ACTIVE, Agent, Message, Run, RunStatus
 from core.selectors import WindowMarks, agent_window_marks, steps_index
 from core.web.approvals import answer_items, approval_card
 
@@ -152,6 +152,52 @@ def history_page(*, agent, before_seq: int | None = None, size: int = PAGE_SIZE)
     _mark(items, marks)
     _approvals(items, rows, call_names)
     return items, (rows[0].seq if more and rows else None)
+
+
+def history_after(*, agent, after_seq: int, size: int = 200) -> list[dict]:
+    """The thread's messages after `after_seq`, oldest first, as display items (what a tab whose socket was away
+    missed: it fetches them when the socket is back)."""
+    qs = Message.objects.filter(agent=agent, conversation_id=getattr(agent, "thread", None), seq__gt=after_seq)
+    rows = list(qs.order_by("seq")[:size])
+    if not rows:
+        return []
+    items, _ = history_page(agent=agent, before_seq=rows[-1].seq + 1, size=len(rows))
+    return items
+
+
+def in_flight(*, agent) -> dict | None:
+    """The thread's run in progress and the person's inputs it holds that no message stores yet (a run stores its
+    inputs with its first step): a tab opened mid-run shows them, as the tab that sent them does."""
+    run = (
+        Run.objects.filter(agent_id=agent.id, conversation_id=getattr(agent, "thread", None), status__in=RUN_ACTIVE)
+        .order_by("-created_at")
+        .values("id", "input_messages")
+        .first()
+    )
+    if run is None:
+        return None
+    stored = Message.objects.filter(run_id=run["id"], role="user").exists()
+    inputs = [
+        {"text": m.get("text", ""), "otid": m.get("otid", "")}
+        for m in run["input_messages"] or ()
+        if m.get("role") == "user" and not m.get("kind") and not stored
+    ]
+    return {"runId": run["id"], "inputs": inputs}
+
+
+def undelivered(*, agent, look_back: int = 5) -> list[dict]:
+    """The thread's latest runs that failed or were cancelled before storing the person's message, newest last,
+    back to the last run that completed: their notices (the error, the message with Retry and Edit) show again
+    after a reload, as they did live."""
+    runs = Run.objects.filter(agent_id=agent.id, conversation_id=getattr(agent, "thread", None)).order_by("-created_at")
+    found = []
+    for run in runs.only("id", "status", "stop_reason", "error", "completed_at", "input_messages")[:look_back]:
+        if run.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
+            break
+        inputs = [m for m in run.input_messages or () if m.get("role") == "user" and not m.get("kind")]
+        if inputs and not Message.objects.filter(run_id=run.id, role="user").exists():
+            found.append({"run": run, "inputs": inputs})
+    return found[::-1]
 
 
 def _approvals(items: list[dict], rows: list[Message], call_names: dict[str, str]) -> None:

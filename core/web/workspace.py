@@ -23,7 +23,7 @@ from core.selectors import agent_tags
 from core.text import json_input
 from core.web.breakpoints import held_run, panel_ctx, pause_card
 from core.web.common import agent_or_404, org, thread_or_404
-from core.web.history import history_page
+from core.web.history import history_after, history_page, in_flight, undelivered
 from core.web.inspector import context_view_model
 from memory.selectors import agent_blocks, blocks_attachable
 from tools import selectors as tool_selectors
@@ -105,13 +105,14 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
         "steps": selectors.agent_steps_recent(agent=agent),
         "fork_origin": selectors.agent_fork_origin(agent=agent),
         "forks": selectors.agent_forks(agent=agent),
-        "ide_config": _ide_config(agent, thread.thread),
+        "ide_config": {**_ide_config(agent, thread.thread), "inFlight": in_flight(agent=thread)},
         "thread": thread.thread,
         "conversations": conversations_list(owner=owner, agent_id=agent.id, limit=200),
         # names for "from agent …" links on messages arriving live from other agents
         "agent_names": selectors.agent_names(owner=owner),
         "pause": pause_card(run=held) if held is not None else None,
         "held_run_id": held.id if held is not None else None,
+        "undelivered": undelivered(agent=thread),
         **panel_ctx(agent=agent, tool_names=[t.name for t in definition["tools"]]),
     }
 
@@ -132,6 +133,7 @@ def _ide_config(agent, thread: str | None = None) -> dict:
         "windowUrl": in_thread("agent_window"),
         "runUrl": url("agent_run", "RUN"),
         "noticeUrl": url("agent_run_notice", "RUN"),
+        "historyUrl": in_thread("agent_history"),
         "approvalUrl": url("agent_approval", "MSG"),
         "pauseUrl": url("agent_pause", "RUN"),
     }
@@ -185,15 +187,20 @@ def token_count(request, agent_id: str):
 
 @login_required
 def history_older(request, agent_id: str):
+    """A page of older messages (`before`: a seq), or what came after `after` (a tab whose socket was away)."""
     agent = thread_or_404(request, agent_or_404(request, agent_id))
+    after = "after" in request.GET
     try:
-        before = int(request.GET.get("before", ""))
-        if not 0 <= before < 2**63:
+        cursor = int(request.GET.get("after" if after else "before", ""))
+        if not 0 <= cursor < 2**63:
             raise ValueError
     except ValueError:
         raise Http404("bad cursor") from None
-    items, older = history_page(agent=agent, before_seq=before)
-    context = {"agent": agent, "items": items, "older": older, "thread": agent.thread}
+    if after:
+        items, older = history_after(agent=agent, after_seq=cursor), None
+    else:
+        items, older = history_page(agent=agent, before_seq=cursor)
+    context = {"agent": agent, "items": items, "older": older, "thread": agent.thread, "newer": after}
     return TemplateResponse(request, "core/_history.html", context)
 
 

@@ -150,7 +150,9 @@ window.AIDE_CONV = (function () {
       if (ev.kind === "summary") return divider(ev);
       if (ev.kind === "memory_warning") return notice(ev, "memory pressure warning", String(ev.content || "").replace(NON_USER_PREFIX, ""));
       if (ev.kind) return notice(ev, ev.kind.replace(/_/g, " "), String(ev.content || "").replace(NON_USER_PREFIX, ""));
-      const b = shell(ev, "you"); b.appendChild(el("div", "body", ev.content)); return b;
+      const b = shell(ev, "you"); b.appendChild(el("div", "body", ev.content));
+      if (ev.otid) b.dataset.otid = ev.otid;
+      return b;
     },
     system_message(ev) {
       const b = shell(ev, (ev.sender_agent_id || ev.sender_id) ? "message" : "system"); b.appendChild(el("div", "body", ev.content)); return b;
@@ -223,6 +225,7 @@ window.AIDE_CONV = (function () {
       node = renderers[t](start);
       if (!node) return;
       node.classList.add("streaming");
+      if (catchingUp) node.classList.add("catching-up");  // joined mid-reply: its start comes with the snapshot
       streaming.set(key, node);
       dropEmpty();
       live.appendChild(node);
@@ -235,6 +238,31 @@ window.AIDE_CONV = (function () {
     } else if (DELTA_FIELD[t]) {
       node.querySelector(".body").textContent += ev[DELTA_FIELD[t]] || "";
     }
+    scrollDown();
+  }
+
+  // A tab that joined while a reply streams (a reload, a second tab, a socket back) gets a snapshot of every part
+  // streamed so far (core.runs.emit): its text replaces what the chunks since joining drew.
+  let catchingUp = false;
+  function catchUp(on) { catchingUp = on; }
+  function onSnapshot(ev) {
+    for (const part of ev.parts || []) {
+      const t = part.message_type, key = t + ":" + part.id;
+      if (!streaming.has(key)) {
+        const stored = conv.querySelector(`[data-id="${CSS.escape(part.id || "")}"]:not(.streaming)`);
+        if (stored) continue;  // it was stored meanwhile: the stored message shows it whole
+        onDelta(Object.assign({}, part, {delta: true, content: "", reasoning: "", tool_call: {name: part.name || "", arguments: ""}}));
+      }
+      const node = streaming.get(key);
+      if (!node) continue;
+      if (t === "tool_call_message" || t === "approval_request_message") {
+        const code = node.querySelector("code");
+        if (code && part.name) code.textContent = part.name;
+        node.querySelector("pre").textContent = part.arguments || "";
+      } else if (DELTA_FIELD[t]) node.querySelector(".body").textContent = part.text || "";
+      node.classList.remove("catching-up");
+    }
+    catchingUp = false;
     scrollDown();
   }
 
@@ -282,7 +310,8 @@ window.AIDE_CONV = (function () {
     const r = renderers[t];
     if (!r) return;
     if (t === "user_message" && !ev.kind) {  // our own message arriving: it takes the pending bubble's place
-      const pending = Array.from(live.querySelectorAll(".msg.user_message.pending")).find((p) =>
+      const bubbles = Array.from(live.querySelectorAll(".msg.user_message.pending"));
+      const pending = bubbles.find((p) => ev.otid && p.dataset.otid === ev.otid) || bubbles.find((p) =>
         p.querySelector(".body").textContent === ev.content && (!p.dataset.run || !ev.run_id || p.dataset.run === ev.run_id));
       // a copy left undelivered by an earlier failed run (here or in another tab) has now arrived
       live.querySelectorAll(".msg.user_message.failed").forEach((f) => {
@@ -306,6 +335,6 @@ window.AIDE_CONV = (function () {
   function showCalls(ids) { ids.forEach((id) => shownCalls.add(id)); }  // calls whose results the page shows
   function dropStreams() { streaming.forEach((n) => n.remove()); streaming.clear(); }  // their messages never came
 
-  return {el, short, pretty, detailText, scrollDown, dropEmpty, bump, bubble, setBubble, failBubble, place, onDelta, render,
+  return {catchUp, onSnapshot, el, short, pretty, detailText, scrollDown, dropEmpty, bump, bubble, setBubble, failBubble, place, onDelta, render,
           renderers, refreshMarks, trailingStatus, reset, dropStreams, showCalls, live};
 })();

@@ -22,6 +22,22 @@
   let queued = null;  // {text, bubble}: sent when the active run ends
   const ended = new Set();  // runs whose end we saw (it can overtake the reply that names the run)
 
+  // ---- what this browser sent that the server has not confirmed, and the text being typed: kept in localStorage
+  // so a reload (or a crash) loses neither. A send leaves the store once the server accepts it: from then on the
+  // server holds it (core.web.history.in_flight, then the stored message).
+  const where = A.agentId + ":" + (A.conversationId || "");
+  const SENDS = "aide:sends:" + where, DRAFT = "aide:draft:" + where;
+  function sendsRead() { try { const v = JSON.parse(localStorage.getItem(SENDS) || "[]"); return Array.isArray(v) ? v : []; } catch (e) { return []; } }
+  function sendsWrite(list) {
+    try { if (list.length) localStorage.setItem(SENDS, JSON.stringify(list.slice(-20))); else localStorage.removeItem(SENDS); } catch (e) { /* private mode, full */ }
+  }
+  function keep(otid, text, state, error) {
+    if (!otid) return;
+    sendsWrite(sendsRead().filter((s) => s.otid !== otid).concat([{otid: otid, text: text, state: state, error: error || "", at: Date.now()}]));
+  }
+  function forget(otid) { if (otid) sendsWrite(sendsRead().filter((s) => s.otid !== otid)); }
+  function draftKeep() { try { if (input.value) localStorage.setItem(DRAFT, input.value); else localStorage.removeItem(DRAFT); } catch (e) { /* ignore */ } }
+
   // ---- run state
   function showCancelling() {
     statusEl.textContent = "";
@@ -105,7 +121,9 @@
     if (existing) setBubble(p, "sending", "sending…");
     // the otid names this send, so a server that echoes it ties its reply to this bubble whatever else arrives
     const otid = "otid-" + Date.now().toString(36) + Math.random().toString(36).slice(2, 8);
+    forget(p.dataset.otid);  // a retry: the failed copy it replaces
     p.dataset.otid = otid;
+    keep(otid, text, "sending");
     awaiting.push({kind: "send", bubble: p, otid: otid});
     send({type: "user_message", text: text, otid: otid});
     setRunning(true);
@@ -158,10 +176,12 @@
     if (ev.message_type === "run_status" && ev.status === "created" && head && head.kind === "send") {
       take();
       runsChanged();
+      forget(head.otid);
       if (ended.has(ev.run_id)) {  // it already ended: its notice (or the stored message) replaced this bubble
         if (head.bubble.classList.contains("pending")) head.bubble.remove();
         return true;
       }
+      forget(head.otid);
       head.bubble.dataset.run = ev.run_id;
       setBubble(head.bubble, "sent", "");
       activeRunId = ev.run_id;
@@ -172,6 +192,7 @@
       take();
       if (head.kind === "cancel") { setRunning(false); render(ev); return true; }
       const busy = ev.detail && typeof ev.detail === "object" && ev.detail.run_id;
+      if (head.kind === "send") forget(head.otid);
       if (busy && ev.detail.code === "PENDING_APPROVAL") {  // nothing is lost: the text goes back to the composer
         const text = head.bubble.querySelector(".body").textContent;
         head.bubble.remove();
@@ -184,7 +205,9 @@
         setRunning(true);
         showBusy(busy, text);
       } else {
-        failBubble(head.bubble, String(ev.message || "") + (detailText(ev.detail) ? " " + detailText(ev.detail) : ""));
+        const why = String(ev.message || "") + (detailText(ev.detail) ? " " + detailText(ev.detail) : "");
+        keep(head.otid, head.bubble.querySelector(".body").textContent, "failed", why);
+        failBubble(head.bubble, why);
         if (!awaiting.some((a) => a.kind === "send")) setRunning(false, "not sent");
       }
       return true;
@@ -214,6 +237,18 @@
     if (queued) { const q = queued; queued = null; sendText(q.text, q.bubble); }
   }
 
+  // the person's inputs a run was given, from this tab, another tab or the API: each shows at once, and the stored
+  // message takes its place when the run's first step commits
+  function inputsShown(ev) {
+    for (const item of ev.inputs || []) {
+      if (item.otid && conv.querySelector(`.msg.user_message[data-otid="${CSS.escape(item.otid)}"]`)) continue;  // ours
+      const p = bubble(item.content, "sent", "sent from another tab or the API · waiting for the agent");
+      p.dataset.run = ev.run_id;
+      if (item.otid) p.dataset.otid = item.otid;
+      forget(item.otid);
+    }
+  }
+
   function showNotice(ev) {
     const mine = live.querySelectorAll(`.msg.pending[data-run="${CSS.escape(ev.run_id)}"]`);
     fetch(A.noticeUrl.replace("RUN", encodeURIComponent(ev.run_id)), {credentials: "same-origin"})
@@ -227,7 +262,10 @@
         mine.forEach((m) => m.remove());
       })
       .catch(() => {  // the page must still end usable: mark our own message and say what we know
-        mine.forEach((m) => failBubble(m, ev.error || ("The run " + ev.status + ".")));
+        mine.forEach((m) => {
+          keep(m.dataset.otid, m.querySelector(".body").textContent, "failed", ev.error || ("The run " + ev.status + "."));
+          failBubble(m, ev.error || ("The run " + ev.status + "."));
+        });
         place(renderers.error_message({message_type: "error_message", message: "Run " + short(ev.run_id) + " " + ev.status + (ev.error ? ": " + ev.error : ".")}));
       })
       .finally(() => scrollDown(true));
@@ -241,6 +279,8 @@
     if (t === "run_status") { onRunStatus(ev); return; }
     if (t === "block_update") { window.AIDE_BLOCKS && window.AIDE_BLOCKS.update(ev.block); refreshContext(); return; }
     if (t === "context_update") { refreshContext(); runsChanged(); return; }
+    if (t === "input_accepted") { inputsShown(ev); return; }
+    if (t === "stream_snapshot") { C.onSnapshot(ev); return; }
     if (t === "agent_test_result" || t === "agent_test_run") {  // the Tests tab (agent_tests.js) re-reads its run
       document.body.dispatchEvent(new CustomEvent("aide:agent-test", {detail: ev}));
       return;
@@ -258,6 +298,8 @@
     ws.onopen = () => {
       retry = 0; document.body.dataset.ws = "open"; while (outbox.length) ws.send(outbox.shift());
       P.refresh(); B.refresh();  // what changed while the socket was away
+      if (running) C.catchUp(true);  // a reply streaming now: its snapshot comes (the server was asked on connect)
+      if (opened++) missedFetch();
     };
     ws.onmessage = (m) => {
       let events; try { events = JSON.parse(m.data); } catch (e) { return; }
@@ -275,6 +317,29 @@
       setTimeout(connect, Math.min(10000, 500 * 2 ** retry++));
     };
   }
+  let opened = 0;
+  function missedFetch() {  // the socket was away: the messages stored meanwhile, and whether the run ended
+    const seqs = Array.from(conv.querySelectorAll("[data-seq]")).map((n) => Number(n.dataset.seq)).filter((n) => n >= 0);
+    const last = seqs.length ? Math.max(...seqs) : 0;
+    const sep = A.historyUrl.includes("?") ? "&" : "?";
+    fetch(A.historyUrl + sep + "after=" + last, {credentials: "same-origin"})
+      .then((r) => r.ok ? r.text() : Promise.reject(r.status))
+      .then((html) => {
+        const box = el("div");
+        box.innerHTML = html;  // server-rendered (autoescaped) items
+        for (const node of Array.from(box.children)) {
+          const id = node.dataset.id;
+          if (!id || conv.querySelector(`[data-id="${CSS.escape(id)}"]:not(.streaming)`)) continue;
+          if (node.matches(".msg.user_message")) {  // it takes its bubble's place
+            const b = node.dataset.otid && live.querySelector(`.msg.user_message.pending[data-otid="${CSS.escape(node.dataset.otid)}"]`);
+            if (b) { b.replaceWith(node); continue; }
+          }
+          place(node, node.dataset.type + ":" + id);
+        }
+        runsChanged(); refreshContext();
+      })
+      .catch(() => {});
+  }
   function send(obj) {
     const data = JSON.stringify(obj);
     if (ws && ws.readyState === WebSocket.OPEN) ws.send(data); else outbox.push(data);
@@ -291,8 +356,10 @@
     if (!text.trim()) return;
     if (running) { showBusy(activeRunId, null); return; }
     input.value = "";
+    draftKeep();
     sendText(text);
   }
+  input.addEventListener("input", draftKeep);
   cancelBtn.addEventListener("click", () => { cancelling = true; showCancelling(); awaiting.push({kind: "cancel"}); send({type: "cancel"}); });
   $("#busy-cancel").addEventListener("click", () => { hideBusy(); cancelBtn.click(); });
   document.addEventListener("click", (e) => {  // the runs view's Cancel on a run in progress (one at a time per agent)
@@ -319,6 +386,7 @@
     if (!failed) return;
     const text = failed.querySelector(".body").textContent;
     if (e.target.closest("[data-retry]")) {
+      forget(failed.dataset.otid);
       if (running) { showBusy(activeRunId, text); return; }
       const holder = failed.closest(".run-notice") || failed;
       const p = bubble(text, "sending", "sending…");
@@ -326,7 +394,7 @@
       failed.remove();
       sendText(text, p);
     } else if (e.target.closest("[data-edit]")) {
-      input.value = text; input.focus();
+      input.value = text; draftKeep(); input.focus();
     }
   });
 
@@ -348,6 +416,17 @@
 
   setRunning(!!A.activeRunId);
   if (A.activeRunId) activeRunId = A.activeRunId;
+  // what the thread's run in progress was given (a reload or another tab sent it): shown as this tab shows a send
+  if (A.inFlight) inputsShown({run_id: A.inFlight.runId, inputs: A.inFlight.inputs.map((i) => ({content: i.text, otid: i.otid}))});
+  conv.querySelectorAll(".msg.user_message.pending").forEach((p) => setBubble(p, "sent", "sent · waiting for the agent"));
+  // sends this browser made that the server never confirmed, or refused: back, with Retry and Edit
+  for (const s of sendsRead()) {
+    if (conv.querySelector(`.msg.user_message[data-otid="${CSS.escape(s.otid)}"]`)) { forget(s.otid); continue; }
+    const p = bubble(s.text, "failed", "");
+    p.dataset.otid = s.otid;
+    failBubble(p, s.error || "The page closed before the server confirmed this message: it was not delivered.");
+  }
+  try { const d = localStorage.getItem(DRAFT); if (d && !input.value) input.value = d; } catch (e) { /* ignore */ }
   scrollDown(true);
   connect();
   // The conversation picker opens the chosen thread (without script, its form has an Open button).

@@ -1,0 +1,127 @@
+"""Nothing a person did is lost, in Chromium: a reload or a second tab mid-reply shows the question and the reply so
+far (from its beginning, then the rest as it streams); every tab sees every tab's input at once; a failed send, an
+unconfirmed one and the text being typed come back after a reload, with Retry and Edit."""
+
+import dataclasses
+import time
+
+from playwright.sync_api import expect
+
+from core.agents.services import agent_update
+from tests.e2e.conftest import shot
+from tests.e2e.test_debugger import FIRST_CALL_S, _open, _send
+from tests.factories import make_agent
+from tests.fake_llm import FakeLLM
+
+REPLY = (
+    "Here is the plan, step by step: first we gather the facts, then we weigh them, then we write it all down "
+    "in one clear page that anyone can read."
+)
+
+
+def _streaming_body(page):
+    return page.locator("#live .msg.assistant_message.streaming .body")
+
+
+def test_a_reload_mid_reply_shows_the_question_and_the_reply_from_its_start(signed_in, account, fake_llm):
+    agent = make_agent(account.org, name="Mid-reply")
+    fake_llm.stream_chunk_chars = 3
+    fake_llm.script(dataclasses.replace(FakeLLM.tool("send_message", {"message": REPLY}), chunk_s=0.2))
+    page = _open(signed_in, agent.id)
+    _send(page, "What is the plan?")
+    expect(_streaming_body(page)).to_contain_text("step by step", timeout=FIRST_CALL_S)
+
+    page.reload()
+    expect(page.locator("body[data-ws=open]")).to_have_count(1)
+    # the question, though the run stores it only with its first step
+    expect(page.locator("#conversation .msg.user_message").filter(has_text="What is the plan?")).to_have_count(1)
+    seen = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # the reply as the page shows it, until it is stored whole
+        caught_up = page.locator("#live .msg.assistant_message.streaming:not(.catching-up) .body")
+        if caught_up.count():
+            seen.append(caught_up.first.inner_text())
+        if page.locator("#live .msg.assistant_message:not(.streaming)").count():
+            break
+        time.sleep(0.05)
+    assert seen, "the reply was stored before the page showed it streaming: the reload came too late"
+    for text in seen:  # never from mid-word: each state is the reply's beginning
+        assert REPLY.startswith(text.strip()), (text, seen)
+    shot(page, "60-reload-mid-reply")
+    expect(page.locator("#live .msg.assistant_message .body")).to_have_text(REPLY, timeout=FIRST_CALL_S)
+    expect(page.locator("#conversation .msg.user_message").filter(has_text="What is the plan?")).to_have_count(1)
+    expect(page.locator("#conversation .msg.user_message.pending")).to_have_count(0)
+
+
+def test_every_tab_sees_every_tabs_question_at_once(signed_in, account, fake_llm):
+    agent = make_agent(account.org, name="Two tabs")
+    page, other = _open(signed_in, agent.id), _open(signed_in, agent.id)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Answer for both tabs."}, latency=6))
+    _send(page, "Question from the first tab")
+    question = other.locator("#live .msg.user_message").filter(has_text="Question from the first tab")
+    expect(question).to_have_count(1, timeout=FIRST_CALL_S)
+    assert other.locator("#live .msg.assistant_message").count() == 0  # seen before the agent answered
+    expect(question).to_contain_text("another tab")
+    shot(other, "61-second-tab-sees-the-question")
+    for p in (page, other):
+        expect(p.locator("#live .msg.assistant_message")).to_contain_text("Answer for both tabs.", timeout=FIRST_CALL_S)
+        expect(
+            p.locator("#conversation .msg.user_message").filter(has_text="Question from the first tab")
+        ).to_have_count(1)
+        expect(p.locator("#conversation .msg.user_message.pending")).to_have_count(0)
+
+
+def test_a_failed_send_comes_back_after_a_reload_with_retry(signed_in, account, fake_llm):
+    agent = make_agent(account.org, name="Failing provider")
+    page = _open(signed_in, agent.id)
+    fake_llm.script(FakeLLM.error(500, "upstream exploded"))
+    _send(page, "Please <i>keep</i> this")
+    expect(page.locator("#live .msg.user_message.failed")).to_contain_text(
+        "Please <i>keep</i> this", timeout=FIRST_CALL_S
+    )
+
+    page.reload()
+    expect(page.locator("body[data-ws=open]")).to_have_count(1)
+    failed = page.locator("#live .msg.user_message.failed")
+    expect(failed).to_have_count(1)
+    expect(failed).to_contain_text("Please <i>keep</i> this")
+    expect(page.locator("#live .run-failed")).to_contain_text("upstream exploded")
+    assert page.locator("#live i").count() == 0  # escaped
+    shot(page, "62-failed-send-after-reload")
+
+    failed.locator("[data-edit]").click()
+    expect(page.locator("#composer-input")).to_have_value("Please <i>keep</i> this")
+    page.fill("#composer-input", "")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Kept and answered."}))
+    failed.locator("[data-retry]").click()
+    expect(page.locator("#live .msg.assistant_message")).to_contain_text("Kept and answered.", timeout=FIRST_CALL_S)
+    page.reload()
+    expect(page.locator("#conversation .msg.user_message.failed")).to_have_count(0)  # delivered: no notice any more
+    expect(page.locator("#conversation .msg.user_message").filter(has_text="keep")).to_have_count(1)
+
+
+def test_a_refused_send_and_the_draft_survive_a_reload(signed_in, account, fake_llm):
+    agent = make_agent(account.org, name="Refused")
+    agent_update(agent=agent, changes={"model": "mystery/model-x"})
+    page = _open(signed_in, agent.id)
+    _send(page, "did this arrive?")
+    expect(page.locator("#live .msg.user_message.failed .fail-reason")).to_contain_text("mystery/model-x")
+    page.fill("#composer-input", "a half-typed thought")
+
+    page.reload()
+    expect(page.locator("body[data-ws=open]")).to_have_count(1)
+    failed = page.locator("#live .msg.user_message.failed")
+    expect(failed).to_have_count(1)
+    expect(failed).to_contain_text("did this arrive?")
+    expect(failed.locator(".fail-reason")).to_contain_text("mystery/model-x")
+    expect(failed.locator("[data-retry]")).to_be_visible()
+    expect(page.locator("#composer-input")).to_have_value("a half-typed thought")
+    shot(page, "63-refused-send-and-draft-after-reload")
+
+    agent_update(agent=agent, changes={"model": "openai/fake-model"})
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Arrived now."}))
+    failed.locator("[data-retry]").click()
+    expect(page.locator("#live .msg.assistant_message")).to_contain_text("Arrived now.", timeout=FIRST_CALL_S)
+    page.reload()
+    expect(page.locator("#conversation .msg.user_message.failed")).to_have_count(0)  # delivered: forgotten
+    expect(page.locator("#composer-input")).to_have_value("a half-typed thought")  # still being typed
