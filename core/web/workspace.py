@@ -157,6 +157,10 @@ def settings_save(request, agent_id: str):
         changes["model_settings"] = {**(agent.model_settings or {}), "temperature": data["temperature"]}
         changes["tags"] = [t.strip() for t in data["tags"].split(",") if t.strip()]
         changes["version_message"] = data["version_message"]
+        room = _window_room(agent, data)
+        if room is not None:
+            form.add_error("context_window_limit", room)
+    if form.is_valid():
         try:
             agent = services.agent_settings_update(agent=agent, changes=changes)
             saved = True
@@ -172,6 +176,27 @@ def settings_save(request, agent_id: str):
     }
     response = TemplateResponse(request, "core/_settings_form.html", ctx)
     return trigger_client_event(response, "context-changed") if saved else response
+
+
+# Tokens a window must hold beyond its fixed part for a turn to be possible: a short message and the reply's start.
+WINDOW_ROOM = 256
+
+
+def _window_room(agent, data: dict) -> str | None:
+    """Why a window is unusable (the system prompt, memory blocks and tool definitions, as they would be with the
+    form's prompt and model, leave no room for a message), or None."""
+    try:
+        ctx = agent_context(agent=agent, model=data["model"], system=data["system"])
+    except DomainError:
+        return None  # the save says what is wrong with the model
+    fixed = ctx.total_tokens - sum(s.tokens for s in ctx.sections if s.name in ("messages", "summary"))
+    if data["context_window_limit"] >= fixed + WINDOW_ROOM:
+        return None
+    return (
+        f"A {data['context_window_limit']}-token window cannot hold this agent: the system prompt, memory blocks "
+        f"and tool definitions alone take {fixed} tokens, leaving no room for a message. Use at least "
+        f"{fixed + WINDOW_ROOM} tokens, or shorten memory blocks or detach tools."
+    )
 
 
 @login_required

@@ -41,6 +41,14 @@
     if (!slider || !ctx) return;
     const limit = parseInt(slider.value, 10), total = parseInt(ctx.dataset.total, 10);
     $("#window-value").textContent = limit;
+    const number = $("#window-number");
+    if (number && document.activeElement !== number) number.value = limit;
+    const fixed = parseInt(ctx.dataset.fixed, 10), warn = $("#window-fixed-warn");
+    if (warn) {  // what the save would refuse, said while dragging (core.web.workspace.WINDOW_ROOM)
+      warn.hidden = !(fixed + 256 > limit);
+      warn.textContent = warn.hidden ? "" : "Too small: the system prompt, memory blocks and tool definitions alone take " +
+        fixed + " tokens, leaving no room for a message. Saving needs at least " + (fixed + 256) + ".";
+    }
     $("#ctx-limit").textContent = limit;
     $("#ctx-pct").textContent = (100 * total / limit).toFixed(1);
     $("#ctx-free").textContent = limit - total;
@@ -48,10 +56,20 @@
     ctx.querySelectorAll("#ctx-table td.pct").forEach((td) => { td.textContent = (100 * td.dataset.tokens / limit).toFixed(2) + "%"; });
     $("#ctx-bar").classList.toggle("over", total > limit);
     const saved = parseInt(ctx.dataset.limit, 10);
-    $("#ctx-over-live").hidden = !(total > limit) || limit === saved;  // the saved limit has its own note
+    // the saved limit has its own note; a window the fixed part fills has the slider's
+    $("#ctx-over-live").hidden = !(total > limit) || limit === saved || fixed + 256 > limit;
     const note = $("#unsaved-note"); if (note) note.hidden = limit === saved;
   }
-  document.addEventListener("input", (e) => { if (e.target.id === "window-slider") applyWindow(); });
+  document.addEventListener("input", (e) => {
+    if (e.target.id === "window-slider") applyWindow();
+    if (e.target.id === "window-number") {  // the number field moves the slider (a value out of range waits)
+      const slider = $("#window-slider"), v = parseInt(e.target.value, 10);
+      if (slider && v >= parseInt(slider.min, 10) && v <= parseInt(slider.max, 10)) { slider.value = v; applyWindow(); }
+    }
+  });
+  document.addEventListener("change", (e) => {  // leaving the number field: it shows what the slider holds
+    if (e.target.id === "window-number") { const s = $("#window-slider"); if (s) { e.target.value = s.value; applyWindow(); } }
+  });
 
   // ---- runs table: a click shows the run's steps; open rows stay open when the table refreshes
   const openRuns = new Set();
@@ -132,6 +150,21 @@
       htmx.ajax("POST", $("#attach-select").value, {target: "#tools-attached", values: {version_message: note ? note.value : ""}});
     }
   });
+  // ---- keyboard: arrow keys (Home, End) move between the tabs of a tab list; Esc closes an open step
+  document.addEventListener("keydown", (e) => {
+    const tab = e.target.closest && e.target.closest("[role=tablist] > [role=tab]");
+    if (tab && ["ArrowLeft", "ArrowRight", "Home", "End"].includes(e.key)) {
+      const tabs = Array.from(tab.parentElement.querySelectorAll(":scope > [role=tab]")).filter((t) => t.offsetParent !== null);
+      const i = tabs.indexOf(tab), n = tabs.length;
+      const next = tabs[e.key === "Home" ? 0 : e.key === "End" ? n - 1 : (i + (e.key === "ArrowRight" ? 1 : -1) + n) % n];
+      if (next && next !== tab) { e.preventDefault(); next.focus(); next.click(); }
+      return;
+    }
+    if (e.key === "Escape" && !e.defaultPrevented && !e.target.closest("input, textarea, select, [contenteditable]")) {
+      const step = $("#step-detail");
+      if (step && step.childElementCount) { step.textContent = ""; e.preventDefault(); }  // the drawer stays: a second Esc
+    }
+  }, true);
   document.addEventListener("keydown", (e) => {
     const runRow = e.target.closest && e.target.closest(".run-main");
     if (runRow && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); toggleRun(runRow.closest(".run-row")); }

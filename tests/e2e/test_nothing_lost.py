@@ -125,3 +125,49 @@ def test_a_refused_send_and_the_draft_survive_a_reload(signed_in, account, fake_
     page.reload()
     expect(page.locator("#conversation .msg.user_message.failed")).to_have_count(0)  # delivered: forgotten
     expect(page.locator("#composer-input")).to_have_value("a half-typed thought")  # still being typed
+
+
+def test_the_context_window_has_a_number_field_and_refuses_a_window_too_small(signed_in, account):
+    agent = make_agent(account.org, name="Windowed")
+    page = _open(signed_in, agent.id)
+    page.click("[data-tab=tab-context]")
+    expect(page.locator("#ctx")).to_be_attached()
+    page.fill("#window-number", "6000")
+    expect(page.locator("#window-slider")).to_have_value("6000")
+    expect(page.locator("#ctx-limit")).to_have_text("6000")
+    expect(page.locator("#window-fixed-warn")).to_be_hidden()
+    page.locator("#window-slider").fill("1100")  # dragging below the fixed part warns at once
+    expect(page.locator("#window-number")).to_have_value("1100")
+    expect(page.locator("#window-fixed-warn")).to_contain_text("no room for a message")
+    shot(page, "64-window-too-small-warning")
+    page.click("#save-settings")
+    expect(page.locator("#window-error")).to_contain_text("cannot hold this agent")
+    agent.refresh_from_db()
+    assert agent.context_window_limit != 1100  # refused: nothing written
+    page.fill("#window-number", "6000")
+    page.click("#save-settings")
+    expect(page.locator("#settings-saved")).to_be_visible()
+    agent.refresh_from_db()
+    assert agent.context_window_limit == 6000
+
+
+def test_arrow_keys_move_between_tabs_and_esc_closes_the_open_step(signed_in, account, fake_llm):
+    agent = make_agent(account.org, name="Keyboard")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Hi."}))
+    page = _open(signed_in, agent.id)
+    _send(page, "hello")
+    expect(page.locator("#live .msg.assistant_message")).to_contain_text("Hi.", timeout=FIRST_CALL_S)
+    first = page.locator(".pill-nav [data-tab=tab-context]")
+    first.focus()
+    page.keyboard.press("ArrowRight")
+    expect(page.locator(".pill-nav [data-tab=tab-runs]")).to_have_attribute("aria-selected", "true")
+    expect(page.locator(".pill-nav [data-tab=tab-runs]")).to_be_focused()
+    page.keyboard.press("Home")
+    expect(first).to_have_attribute("aria-selected", "true")
+    page.keyboard.press("ArrowLeft")  # wraps to the last tab
+    expect(page.locator(".pill-nav [role=tab]").last).to_have_attribute("aria-selected", "true")
+
+    page.locator("#live .step-chip").first.click()
+    expect(page.locator("#step-detail")).not_to_be_empty()
+    page.keyboard.press("Escape")
+    expect(page.locator("#step-detail")).to_be_empty()
