@@ -331,6 +331,37 @@ window.AIDE_CONV = (function () {
     scrollDown(true);
   }
 
+  // ---- a huge message (a pasted document, a tool's long output) shows collapsed, with its size and Show all: one
+  // place for history, live messages and pages loaded later (whatever enters the conversation)
+  const LONG_CHARS = 3000;
+  function longify(root) {
+    const boxes = root.matches && root.matches(".msg:not(.streaming)") ? [root] : Array.from(root.querySelectorAll ? root.querySelectorAll(".msg:not(.streaming)") : []);
+    for (const box of boxes) {
+      for (const b of box.querySelectorAll(":scope > .body, :scope > pre, :scope > details > pre, :scope > details > .body")) {
+        const n = b.textContent.length;
+        if (n <= LONG_CHARS || b.dataset.long) continue;
+        b.dataset.long = "1";
+        b.classList.add("long");
+        const more = el("button", "small ghost show-all", "Show all · " + n.toLocaleString("en") + " characters");
+        more.type = "button";
+        more.dataset.chars = n;
+        more.setAttribute("aria-expanded", "false");
+        b.after(more);
+      }
+    }
+  }
+  longify(conv);
+  new MutationObserver((changes) => {
+    for (const c of changes) c.addedNodes.forEach((n) => { if (n.nodeType === 1) longify(n); });
+  }).observe(conv, {childList: true, subtree: true});
+  conv.addEventListener("click", (e) => {
+    const more = e.target.closest(".show-all");
+    if (!more) return;
+    const body = more.previousElementSibling, open = body.classList.toggle("long") === false;
+    more.setAttribute("aria-expanded", open ? "true" : "false");
+    more.textContent = open ? "Collapse" : "Show all · " + Number(more.dataset.chars).toLocaleString("en") + " characters";
+  });
+
   function reset() { live.textContent = ""; streaming.clear(); seen.clear(); }
   function showCalls(ids) { ids.forEach((id) => shownCalls.add(id)); }  // calls whose results the page shows
   function dropStreams() { streaming.forEach((n) => n.remove()); streaming.clear(); }  // their messages never came

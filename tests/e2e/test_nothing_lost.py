@@ -3,6 +3,7 @@ far (from its beginning, then the rest as it streams); every tab sees every tab'
 unconfirmed one and the text being typed come back after a reload, with Retry and Edit."""
 
 import dataclasses
+import re
 import time
 
 from playwright.sync_api import expect
@@ -171,3 +172,21 @@ def test_arrow_keys_move_between_tabs_and_esc_closes_the_open_step(signed_in, ac
     expect(page.locator("#step-detail")).not_to_be_empty()
     page.keyboard.press("Escape")
     expect(page.locator("#step-detail")).to_be_empty()
+
+
+def test_a_huge_message_shows_collapsed_with_its_size(signed_in, account, fake_llm):
+    agent = make_agent(account.org, name="Long reader")
+    huge = "A pasted document line that goes on. " * 600  # ~22,800 characters
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "That is long."}))
+    page = _open(signed_in, agent.id)
+    _send(page, huge)
+    expect(page.locator("#live .msg.assistant_message")).to_contain_text("That is long.", timeout=FIRST_CALL_S)
+    for p in (page, _open(signed_in, agent.id)):  # live, and as the history renders it
+        mine = p.locator("#conversation .msg.user_message").last
+        more = mine.locator(".show-all")
+        expect(more).to_have_text(re.compile(r"Show all · 22,\d{3} characters"))
+        assert mine.bounding_box()["height"] < 400
+        more.click()
+        expect(more).to_have_text("Collapse")
+        assert mine.bounding_box()["height"] > 600
+    shot(p, "65-huge-message-expanded")
