@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from core import providers, selectors
+from core.engine import tokens
 from core.errors import DomainError, NotFound
 from core.models import Message
 from core.runs import timetravel
@@ -124,6 +125,11 @@ def _calls_label(message) -> str:
     return ", ".join(f"{c.get('name')}(…)" for c in message.tool_calls or []) or message.kind or ""
 
 
+def _embedding_model(handle: str) -> bool:
+    """An embedding model cannot answer a chat request: not a replay target."""
+    return tokens.model_info(handle).mode == "embedding" or "embed" in handle.rsplit("/", 1)[-1].lower()
+
+
 def _page(request, agent, step, *, replay=None, error: str = "", status: int = 200):
     owner = org(request)
     replays = timetravel.replays_list(step=step)
@@ -131,7 +137,7 @@ def _page(request, agent, step, *, replay=None, error: str = "", status: int = 2
         replay = replays[0]
     form = _form_state(step, replay)
     offered = {t["name"] for t in form["tools"]}
-    handles = [m["handle"] for m in providers.models_list(owner=owner)]
+    handles = [m["handle"] for m in providers.models_list(owner=owner) if not _embedding_model(m["handle"])]
     extra = [m for m in form["models"] if m not in handles]
     ctx = {
         "agent": agent,

@@ -6,6 +6,7 @@ import pytest
 from django.template.defaultfilters import floatformat
 from django.test import Client
 
+from core import providers
 from core.models import Agent, Message, Replay, Step
 from memory.models import Block
 from tests.factories import make_agent
@@ -45,6 +46,9 @@ def test_replay_page_offers_the_steps_state_as_overrides(web, agent, step):
     assert 'name="block:human"' in html and "The user&#x27;s name is Alice." in html
     assert 'name="system"' in html and 'name="tools_remove" value="send_message"' in html
     assert 'value="openai/fake-model"' in html  # the models the owner's providers list
+    listed = [m["handle"] for m in providers.models_list(owner=agent.owner)]
+    embedders = [h for h in listed if "embedding" in h]
+    assert embedders and not any(f'value="{h}"' in html for h in embedders)  # listed, but no replay target
     for message_id in step.state["message_ids"]:
         assert f'name="drop" value="{message_id}"' in html
     assert 'id="replay-empty"' in html
