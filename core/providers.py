@@ -228,10 +228,14 @@ def model_resolve(*, owner: Organization | None, handle: str) -> ResolvedModel:
         raise NotConfigured(CONFIGURE_HINT)
     prefix, _, name = handle.partition("/")
     provider = providers.get(prefix)
-    if provider is None or not name:
+    if provider is not None and not name:
+        raise NotConfigured(f"Model '{handle}' names a provider but no model: write it as '{prefix}/<model>'.")
+    if provider is None:
+        names = ", ".join(sorted(providers))
         raise NotConfigured(
-            f"Model '{handle}' is not served by a configured provider "
-            f"(configured: {', '.join(sorted(providers))}). {CONFIGURE_HINT}"
+            f"Model '{handle}' is not served by a configured provider: its name must start with one of "
+            f"{names} (as in '{sorted(providers)[0]}/<model>'). Choose one of their models in the agent's settings, "
+            f"or add a provider named '{prefix}' on the Settings page."
         )
     kind = {"openai_compatible": "openai"}.get(provider.kind, provider.kind)
     if provider.source == "settings":

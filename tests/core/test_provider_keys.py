@@ -203,3 +203,13 @@ def test_a_user_ollama_provider_without_a_base_url_is_this_hosts_and_checked_by_
     settings.EGRESS_ALLOW = []
     with pytest.raises(NotConfigured, match="base URL cannot be used"):
         providers.model_resolve(owner=account.org, handle="mine/llama3")
+
+
+def test_an_unknown_model_is_explained_without_contradiction(account, fake_llm):
+    with pytest.raises(NotConfigured) as found:
+        providers.model_resolve(owner=account.org, handle="mystery/model-x")
+    message = str(found.value)
+    assert "No LLM provider is configured" not in message  # one is: the message must not say otherwise
+    assert "'mystery/model-x'" in message and "openai" in message and "named 'mystery'" in message
+    with pytest.raises(NotConfigured, match="names a provider but no model"):
+        providers.model_resolve(owner=account.org, handle="openai")
