@@ -129,6 +129,26 @@ def block_history_diff(entry: BlockHistory) -> list[str]:
     )
 
 
+def blocks_last_change(*, blocks: list[Block]) -> dict[str, BlockHistory]:
+    """Each block's latest change since it was created, by block id; an agent's edit gets `tool_name` and `step_index`
+    from the return message of the tool call that made it. Two queries at most."""
+    wanted = Q()
+    for block in blocks:
+        if block.version > 1:
+            wanted |= Q(block_id=block.id, version=block.version)
+    if not wanted:
+        return {}
+    entries = {e.block_id: e for e in BlockHistory.objects.filter(wanted).select_related("actor_user")}
+    calls = {e.tool_call_id: e.step_id for e in entries.values() if e.tool_call_id and e.step_id}
+    found = {}
+    if calls:
+        rows = Message.objects.filter(step_id__in=set(calls.values()), role="tool", tool_call_id__in=list(calls))
+        found = {call: (name, index) for call, name, index in rows.values_list("tool_call_id", "name", "step__index")}
+    for entry in entries.values():
+        entry.tool_name, entry.step_index = found.get(entry.tool_call_id, ("", None))
+    return entries
+
+
 def block_last_edit(*, agent: Agent) -> datetime | None:
     """When any of the agent's blocks last changed."""
     entry = BlockHistory.objects.filter(block__agentblock__agent=agent).order_by("-created_at").first()

@@ -7,6 +7,7 @@ urlpatterns = [
     path("agents/<str:agent_id>/blocks/new/", views.block_new, name="agent_block_new"),
     path("agents/<str:agent_id>/blocks/<str:action>/", views.block_attach_toggle, name="agent_block_toggle"),
     path("agents/<str:agent_id>/blocks/<str:block_id>/save/", views.block_save, name="agent_block_save"),
+    path("agents/<str:agent_id>/blocks/<str:block_id>/card/", views.block_card, name="agent_block_card"),
     path("agents/<str:agent_id>/archival/", views.archival, name="agent_archival"),
     path("agents/<str:agent_id>/archival/insert/", views.archival_insert, name="agent_archival_insert"),
     path(

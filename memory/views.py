@@ -11,6 +11,7 @@ from core.errors import DomainError
 from core.web.common import agent_or_404, org, owned_or_404
 from memory import selectors, services
 from memory.models import Block
+from memory.presenters import block_cards
 
 
 def _block_or_404(request, block_id: str):
@@ -20,7 +21,7 @@ def _block_or_404(request, block_id: str):
 def _agent_blocks_ctx(request, agent, **extra) -> dict:
     return {
         "agent": agent,
-        "blocks": selectors.agent_blocks(agent=agent),
+        "blocks": block_cards(selectors.agent_blocks(agent=agent)),
         "other_blocks": selectors.blocks_attachable(owner=org(request), agent=agent),
         **extra,
     }
@@ -50,10 +51,23 @@ def block_save(request, agent_id: str, block_id: str):
         error = str(exc)
     if error:
         block.value, block.limit = request.POST.get("value", ""), request.POST.get("limit") or block.limit
+    else:
+        block_cards([block])
     response = TemplateResponse(
         request, "memory/_block_card.html", {"agent": agent, "b": block, "error": error, "saved": not error}
     )
     return response if error else trigger_client_event(response, "block-saved")
+
+
+@login_required
+def block_card(request, agent_id: str, block_id: str):
+    """One block's card as it is now, with its last change; `?live=1`: the change just arrived (it flashes, the diff
+    is open)."""
+    agent = agent_or_404(request, agent_id)
+    block = block_cards([_block_or_404(request, block_id)])[0]
+    return TemplateResponse(
+        request, "memory/_block_card.html", {"agent": agent, "b": block, "live": request.GET.get("live") == "1"}
+    )
 
 
 @login_required

@@ -25,6 +25,7 @@ from core.web.breakpoints import held_run, panel_ctx, pause_card
 from core.web.common import agent_or_404, org, thread_or_404
 from core.web.history import history_after, history_page, in_flight, undelivered
 from core.web.inspector import context_view_model
+from memory.presenters import block_cards
 from memory.selectors import agent_blocks, blocks_attachable
 from tools import selectors as tool_selectors
 from tools import services as tool_services
@@ -86,7 +87,7 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
     thread = thread_or_404(request, agent)  # the conversation shown (its messages and window), else the agent's own
     ctx = agent_context(agent=thread)
     items, older = history_page(agent=thread)
-    blocks = agent_blocks(agent=agent)
+    blocks = block_cards(agent_blocks(agent=agent))  # each with its last change, for the memory column
     definition = definition_ctx(request, agent)
     held = held_run(agent=thread)  # a run this thread's breakpoint holds before a model call: its pause card
     return {
