@@ -35,7 +35,9 @@ from tools.selectors import agent_tools, tools_list
 class AgentSettingsForm(forms.Form):
     name = forms.CharField(max_length=200)
     model = forms.CharField(max_length=200)
-    system = forms.CharField(widget=forms.Textarea, required=False)
+    system = forms.CharField(
+        widget=forms.Textarea, required=False, strip=False
+    )  # spaces and line ends are the prompt's
     temperature = forms.FloatField(min_value=0, max_value=2)
     max_steps = forms.IntegerField(min_value=1, max_value=1000)
     context_window_limit = forms.IntegerField(
@@ -43,6 +45,9 @@ class AgentSettingsForm(forms.Form):
     )
     tags = forms.CharField(required=False, help_text="comma-separated")
     version_message = forms.CharField(required=False, max_length=versions.MAX_MESSAGE)
+
+    def clean_system(self) -> str:
+        return self.cleaned_data["system"].replace("\r\n", "\n")  # a browser sends a textarea's lines with CRLF
 
 
 def _settings_initial(agent) -> dict:
@@ -155,7 +160,8 @@ def settings_save(request, agent_id: str):
     if form.is_valid():
         data = form.cleaned_data
         changes = {k: data[k] for k in ("name", "model", "system", "max_steps", "context_window_limit")}
-        changes["model_settings"] = {**(agent.model_settings or {}), "temperature": data["temperature"]}
+        if data["temperature"] != _settings_initial(agent)["temperature"]:  # else the version records no change
+            changes["model_settings"] = {**(agent.model_settings or {}), "temperature": data["temperature"]}
         changes["tags"] = [t.strip() for t in data["tags"].split(",") if t.strip()]
         changes["version_message"] = data["version_message"]
         room = _window_room(agent, data)
