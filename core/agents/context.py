@@ -15,14 +15,13 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from core import mapping
+from core.agents import queries
 from core.engine import rules
 from core.engine import types as t
 from core.engine.context import compile_context, overview
 from core.models import Agent, Message, Organization, Run
-from core.selectors import found_or_404, row_or_none
+from core.selectors import found_or_404
 from memory.models import Passage
-from memory.selectors import agent_blocks
-from tools.selectors import agent_tools
 
 
 @dataclass
@@ -109,7 +108,7 @@ def with_memory_counts(agents: QuerySet[Agent]) -> QuerySet[Agent]:
 
 def agent_with_counts(*, owner: Organization, agent_id: str) -> Agent:
     """The owner's agent with its memory counts (what a context read needs), or NotFound."""
-    agent = row_or_none(with_memory_counts(Agent.objects.filter(owner=owner, id=agent_id)))
+    agent = queries.agent_read(agent_id=agent_id, owner_id=owner.pk, counts=True)
     return found_or_404(agent, Agent, agent_id)
 
 
@@ -131,8 +130,8 @@ def agent_snapshot(*, agent: Agent) -> AgentSnapshot:
     `with_memory_counts` brings its statistics' counts along; read at once before the snapshot, they are as
     current as the rest."""
 
-    block_rows = agent_blocks(agent=agent)
-    tool_rows = agent_tools(agent=agent)
+    block_rows = queries.agent_blocks_read(agent_id=agent.pk)
+    tool_rows = queries.agent_tools_read(agent_id=agent.pk)
     cached = messages_cached(list(agent.message_ids or []))
     window = [cached[i] for i in agent.message_ids or [] if i in cached]
     in_context = len(window)

@@ -25,15 +25,14 @@ from django.dispatch import Signal
 from django.utils import timezone
 from django_tasks import task
 
-from core.agents import history
+from core.agents import history, queries
 from core.agents.messages import in_reply, messages_to_letta
 from core.channel_layer import LocalChannelLayer
 from core.errors import DomainError, NotFound
 from core.events import agent_group, sender_loop
 from core.models import RUN_ACTIVE, RUN_TERMINAL, Organization, Run, RunStatus
 from core.providers import model_resolve
-from core.runs import queue, runner, waits
-from core.selectors import row_or_none
+from core.runs import persistence, queue, runner, waits
 
 WAIT_POLL_S = 1.0
 
@@ -198,15 +197,22 @@ def run_call(
 
 def run_execute(*, run_id: str) -> str:
     """Task body: execute a queued run to its end under this process's lease; returns its final status."""
-    run = row_or_none(Run.objects.select_related("owner", "agent").filter(pk=run_id))
+    run = queries.run_read(run_id=run_id)
     if run is None or run.status not in RUN_ACTIVE:
         return run.status if run else "missing"
+    # The agent as its first step needs it (counts, and whether the run was cancelled), read with the run: a cancel
+    # landing between this read and the first step is seen at the next step, as one landing during the first is.
+    agent = queries.agent_read(agent_id=run.agent_id, counts=True, cancelled_run_id=run.pk)
+    fresh = agent is not None and not agent.cancelled
+    if fresh:
+        run.agent = persistence.thread_view(agent, run.conversation_id)
     try:
         with queue.lease(run.id, status=RunStatus.RUNNING, started_at=timezone.now()) as taken:
             if not taken:  # cancelled, reaped or started elsewhere meanwhile
                 return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or "missing"
             run.status = RunStatus.RUNNING
-            result = runner.run_agent(agent_id=run.agent_id, owner=run.owner, input_messages=[], run=run)
+            owner = queries.organization_read(org_id=run.owner_id)
+            result = runner.run_agent(agent_id=run.agent_id, owner=owner, input_messages=[], run=run, agent_fresh=fresh)
         return result.status
     finally:
         _ended(run)

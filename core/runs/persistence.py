@@ -7,14 +7,13 @@ Every function that writes expects to run inside the step's transaction, with th
 from collections.abc import Iterable, Sequence
 
 from django.db import transaction
-from django.db.models import OuterRef, Subquery
 
 from core import ids, mapping
+from core.agents import queries
 from core.agents.context import messages_cache_put
 from core.engine import tokens
 from core.engine.context import SYSTEM_SECTIONS
 from core.models import Agent, Conversation, Message, Run, Step
-from core.selectors import row_or_none
 
 
 def message_build(
@@ -58,13 +57,10 @@ def message_build(
     return row
 
 
-_MAX_SEQ = Subquery(Message.objects.filter(agent_id=OuterRef("pk")).order_by("-seq").values("seq")[:1])
-
-
 def agent_lock(agent_id: str) -> Agent:
     """The agent's row, locked for this transaction (PostgreSQL row lock; SQLite: IMMEDIATE transactions),
     annotated with `max_seq`, its highest message seq (read under the lock, so it is authoritative)."""
-    agent = row_or_none(Agent.objects.select_for_update().annotate(max_seq=_MAX_SEQ).filter(pk=agent_id))
+    agent = queries.agent_read(agent_id=agent_id, max_seq=True, lock=True)
     if agent is None:
         raise Agent.DoesNotExist(f"Agent '{agent_id}' was deleted")
     return agent
@@ -111,7 +107,7 @@ def window_set(*, agent_id: str, message_ids: list[str], conversation_id: str | 
     """Replace the in-context message list of the agent's own thread, or of its conversation `conversation_id`.
     Caller holds the agent's lock."""
     if conversation_id is None:
-        Agent.objects.filter(pk=agent_id).update(message_ids=message_ids)
+        queries.row_update(Agent, where={"id": agent_id}, message_ids=message_ids)
     else:
         Conversation.objects.filter(pk=conversation_id, agent_id=agent_id).update(message_ids=message_ids)
 

@@ -31,6 +31,7 @@ from django_tasks_db.utils import exclusive_transaction
 
 from agents_ide.transactions import connection_lend
 from core import events
+from core.agents import queries
 from core.models import RUN_ACTIVE, Run, RunStatus
 from core.runs import waits
 
@@ -58,8 +59,8 @@ def lease(run_id: str, **fields):
     run is no longer waiting to start: cancelled, reaped or taken by another process."""
 
     lease_thread_ensure()
-    taken = Run.objects.filter(pk=run_id, status=RunStatus.CREATED).update(
-        worker=WORKER_ID, heartbeat_at=timezone.now(), **fields
+    taken = queries.row_update(
+        Run, where={"id": run_id, "status": RunStatus.CREATED}, worker=WORKER_ID, heartbeat_at=timezone.now(), **fields
     )
     if not taken:
         yield False
@@ -424,8 +425,10 @@ def _claim_enqueued(enqueued):
 
     row, now = enqueued.db_result, timezone.now()
     # Ready means READY and due; a run's task is due when enqueued (it has no run_after), so READY is the test.
-    ready = DBTaskResult.objects.filter(pk=row.pk, status=TaskResultStatus.READY)
-    if not ready.update(status=TaskResultStatus.RUNNING, started_at=now, worker_ids=[WORKER_ID]):
+    ready = {"id": row.pk, "status": TaskResultStatus.READY}
+    if not queries.row_update(
+        DBTaskResult, where=ready, status=TaskResultStatus.RUNNING, started_at=now, worker_ids=[WORKER_ID]
+    ):
         return None
     row.status, row.started_at, row.worker_ids = TaskResultStatus.RUNNING, now, [WORKER_ID]
     row.enqueued = enqueued  # the Task and its arguments, already resolved (saves import_string + Task.using)
@@ -439,7 +442,9 @@ def _task_run(db_task) -> None:
         log.info("task %s %s started", db_task.task_path, result.kwargs)
         value = task.call(*result.args, **result.kwargs)
         # DBTaskResult.set_successful's writes, as one update (that method saves the whole row)
-        DBTaskResult.objects.filter(pk=db_task.pk).update(
+        queries.row_update(
+            DBTaskResult,
+            where={"id": db_task.pk},
             status=TaskResultStatus.SUCCESSFUL,
             finished_at=timezone.now(),
             return_value=value,

@@ -20,13 +20,12 @@ from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, Q
 from django.utils import timezone
 
 from agents_ide.transactions import outside_transaction
 from core import ids, mapping
-from core.agents import versions
-from core.agents.context import AgentSnapshot, agent_snapshot, context_compile, step_allowed, with_memory_counts
+from core.agents import queries, versions
+from core.agents.context import AgentSnapshot, agent_snapshot, context_compile, step_allowed
 from core.agents.messages import (
     APPROVAL_RESPONSE,
     assistant_calls,
@@ -50,7 +49,7 @@ from core.providers import model_resolve
 from core.runs import overflow, persistence, queue, tool_exec, waits
 from core.runs.emit import Emitter, inputs_accepted
 from core.runs.timetravel import step_state
-from core.selectors import found_or_404, row_or_none
+from core.selectors import found_or_404
 
 log = logging.getLogger(__name__)
 
@@ -186,25 +185,19 @@ def _wait_check(agent: Agent, conversation_id: str | None, inputs: list[dict], w
     inputs[0]["answers"] = [a.to_letta() for a in matched]
 
 
-def _counted(agents):
-    return versions.with_current_version(with_memory_counts(agents))
-
-
 def _claim_read(owner: Organization, agent_id: str) -> Agent:
     """The claim's locking read of the agent, with the counts its first step needs and its current version. On
     SQLite that is one statement: the write transaction began IMMEDIATE, so nothing changes under it. On PostgreSQL
     a locking SELECT that waited for the lock re-reads the row but evaluates subqueries in its snapshot from before
     the wait, so they are read after it, in one statement of their own."""
-    locked = Agent.objects.select_for_update().filter(owner=owner, id=agent_id)
     if connection.vendor != "postgresql":
-        agent = row_or_none(_counted(locked))
+        agent = queries.agent_read(agent_id=agent_id, owner_id=owner.pk, counts=True, version=True)
     else:
-        agent = row_or_none(locked)
+        agent = queries.agent_read(agent_id=agent_id, owner_id=owner.pk, lock=True)
         if agent is not None:
-            counts = _counted(Agent.objects.filter(pk=agent.pk))
-            names = ("snapshot_max_seq", "snapshot_archival", "current_version_id")
-            for name, value in counts.values(*names).get().items():
-                setattr(agent, name, value)
+            counted = queries.agent_read(agent_id=agent.pk, counts=True, version=True)
+            for name in ("snapshot_max_seq", "snapshot_archival", "current_version_id"):
+                setattr(agent, name, getattr(counted, name))
     return found_or_404(agent, Agent, agent_id)
 
 
@@ -237,8 +230,7 @@ def run_start(
     # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
     # The agent's run in progress and its runs that wait for an answer (one per thread at most), in one statement.
-    active_or_waiting = Q(status__in=RUN_ACTIVE) | Q(waiting_until__isnull=False)
-    found = list(Run.objects.filter(active_or_waiting, agent_id=agent.pk).order_by("created_at")[:50])
+    found = queries.agent_runs_open(agent_id=agent.pk)
     busy = next((r for r in found if r.status in RUN_ACTIVE), None)
     if busy is not None and not queue.lease_lapsed(busy):
         raise Conflict(
@@ -246,8 +238,13 @@ def run_start(
             detail={"run_id": busy.id},
         )
     if busy is not None:
-        Run.objects.filter(pk=busy.pk).update(
-            status=RunStatus.FAILED, stop_reason="error", error=queue.LOST, completed_at=timezone.now()
+        queries.row_update(
+            Run,
+            where={"id": busy.pk},
+            status=RunStatus.FAILED,
+            stop_reason="error",
+            error=queue.LOST,
+            completed_at=timezone.now(),
         )
     waiting = [r for r in found if r.waiting_until is not None and r.conversation_id == conversation_id]
     _wait_check(agent, conversation_id, inputs, waits.live(waiting[-1]) if waiting else None)
@@ -323,7 +320,7 @@ def run_agent(
     if run is None:
         run = run_start(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps)
     if run.status == RunStatus.CREATED:
-        Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=timezone.now())
+        queries.row_update(Run, where={"id": run.pk}, status=RunStatus.RUNNING, started_at=timezone.now())
     emitter = Emitter(agent_id, run.id, run.conversation_id)
     agent = run.agent if agent_fresh else persistence.thread_view(run.agent, run.conversation_id)
     try:
@@ -362,8 +359,7 @@ def run_agent(
 
 def _agent_unless_cancelled(run: Run) -> Agent | None:
     """The agent's current row, or None if the run was asked to stop (one query for both)."""
-    cancelled = Exists(Run.objects.filter(pk=run.pk, cancel_requested=True))
-    agent = row_or_none(with_memory_counts(Agent.objects.annotate(cancelled=cancelled)).filter(pk=run.agent_id))
+    agent = queries.agent_read(agent_id=run.agent_id, counts=True, cancelled_run_id=run.pk)
     if agent is None:
         raise Agent.DoesNotExist(f"Agent '{run.agent_id}' was deleted during the run")
     return None if agent.cancelled else persistence.thread_view(agent, run.conversation_id)
@@ -972,14 +968,20 @@ def _end_store(rs: _RunState, stop: StopReason, *, message_ids: list[str] | None
     now = timezone.now()
     usage = {**rs.usage, "run_ids": [rs.run.id]}
     window = {} if message_ids is None else {"message_ids": message_ids}
-    agent_row = Agent.objects.filter(pk=rs.run.agent_id)
+    agent_row = {"id": rs.run.agent_id}
     if rs.run.conversation_id is None:
-        agent_row.update(last_stop_reason=str(stop), last_run_completion=now, **window)
+        queries.row_update(Agent, where=agent_row, last_stop_reason=str(stop), last_run_completion=now, **window)
     else:  # the agent's row first (the lock order), then the conversation's window
-        agent_row.update(last_stop_reason=str(stop), last_run_completion=now)
+        queries.row_update(Agent, where=agent_row, last_stop_reason=str(stop), last_run_completion=now)
         Conversation.objects.filter(pk=rs.run.conversation_id).update(last_run_completion=now, **window)
-    Run.objects.filter(pk=rs.run.pk).update(
-        status=status, stop_reason=str(stop), usage=usage, error=rs.error, completed_at=now
+    queries.row_update(
+        Run,
+        where={"id": rs.run.pk},
+        status=status,
+        stop_reason=str(stop),
+        usage=usage,
+        error=rs.error,
+        completed_at=now,
     )
     rs.run.status, rs.run.stop_reason, rs.run.usage, rs.run.error, rs.run.completed_at = (
         status,
