@@ -18,8 +18,8 @@ from core.web.forms import TokenForm
 class ProviderForm(forms.Form):
     kind = forms.ChoiceField(choices=ProviderConfig.KINDS)
     name = forms.SlugField(max_length=64, help_text="Prefix of model handles, e.g. 'openai' → openai/gpt-4o-mini")
-    base_url = forms.URLField(required=False, assume_scheme="https", max_length=BASE_URL_MAX)
-    api_key = forms.CharField(required=False, widget=forms.PasswordInput(render_value=False))
+    base_url = forms.URLField(required=False, assume_scheme="https", max_length=BASE_URL_MAX, label="Base URL")
+    api_key = forms.CharField(required=False, widget=forms.PasswordInput(render_value=False), label="API key")
     model_names = forms.CharField(required=False, help_text="comma-separated; empty = ask the server / defaults")
     save_anyway = forms.BooleanField(required=False)  # offered once the URL check failed: the server may be down now
 

@@ -1,4 +1,4 @@
-// Plain (non-htmx) forms marked data-busy show progress like htmx requests do: on submit the pressed button is
+// Plain (non-htmx) forms marked data-busy (or sent by a button marked so) show progress like htmx requests do: on submit the pressed button is
 // disabled and busy, the others disabled, and the form gets .is-busy (shows its .busy status). [data-copy]
 // buttons copy the text of the element they name. [data-reveal] elements are scrolled into view when they appear.
 (function () {
@@ -16,7 +16,8 @@
 
   document.addEventListener("submit", function (event) {
     const form = event.target;
-    if (!(form instanceof HTMLFormElement) || !form.hasAttribute("data-busy") || event.defaultPrevented) return;
+    if (!(form instanceof HTMLFormElement) || event.defaultPrevented) return;
+    if (!form.hasAttribute("data-busy") && !(event.submitter && event.submitter.hasAttribute("data-busy"))) return;
     if (form.classList.contains("is-busy")) { event.preventDefault(); return; }
     markBusy(form, event.submitter);
   });
