@@ -129,9 +129,10 @@ def run_read(*, run_id: str) -> Run | None:
     return next(iter(Run.objects.raw(f"SELECT * FROM {_table(Run)} WHERE id = %s", [run_id])), None)
 
 
-def organization_read(*, org_id: str) -> Organization:
-    """An organization's row (it exists: a run's owner)."""
-    return next(iter(Organization.objects.raw(f"SELECT * FROM {_table(Organization)} WHERE id = %s", [org_id])))
+def organization_ref(*, org_id: str) -> Organization:
+    """A run's owner by its id, without reading its row (`Model.from_db` with the id alone: any other field is
+    loaded from the database if read). Enough to filter by it, which is all a run does with its owner."""
+    return Organization.from_db(Organization.objects.db, ["id"], [org_id])
 
 
 @cache

@@ -211,7 +211,7 @@ def run_execute(*, run_id: str) -> str:
             if not taken:  # cancelled, reaped or started elsewhere meanwhile
                 return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or "missing"
             run.status = RunStatus.RUNNING
-            owner = queries.organization_read(org_id=run.owner_id)
+            owner = queries.organization_ref(org_id=run.owner_id)
             result = runner.run_agent(agent_id=run.agent_id, owner=owner, input_messages=[], run=run, agent_fresh=fresh)
         return result.status
     finally:
