@@ -55,7 +55,7 @@ def test_the_workspace_has_a_memory_column_whose_card_names_the_tool_call_that_c
     assert "<ins>\nLikes &lt;b&gt;oolong&lt;/b&gt; tea.</ins>" in card
     assert "<b>oolong" not in card
     assert '<details class="bc-details">' in card
-    assert '<span class="bc-added">+25</span> <span class="bc-removed">−0</span>' in card
+    assert '<span class="bc-added">+25</span> <span class="bc-removed">−0</span></span>' in card
     # the Memory tab only says where the blocks are (the panel moves there on narrow screens)
     tab = web.get(f"/agents/{agent.id}/").content.decode().split('id="tab-memory"', 1)[1].split("</div>", 1)[0]
     assert "blocks-panel" not in tab and "beside the conversation" in tab
