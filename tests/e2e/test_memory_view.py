@@ -186,3 +186,28 @@ def test_on_a_phone_the_change_marks_the_tab_and_the_link_returns_to_the_convers
     call = page.locator("#conversation .msg.tool_call_message", has_text="core_memory_append")
     expect(call).to_have_class(re.compile(r"\bcall-highlight\b"))
     expect(call).to_be_in_viewport()
+
+
+def test_a_call_the_page_does_not_hold_is_shown_in_its_step(signed_in, account, fake_llm):
+    from core.agents.conversations import conversation_create
+
+    agent = make_agent(account.org, name="Ada")
+    fake_llm.script(
+        FakeLLM.tool(
+            "core_memory_replace", {"label": "human", "old_content": "Alice", "new_content": "Bea"}, heartbeat=True
+        ),
+        FakeLLM.tool("send_message", {"message": "Noted."}),
+    )
+    run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "I am Bea"}])
+    other = conversation_create(agent=agent)  # another conversation: the same blocks, none of the agent's thread
+    page = signed_in.new_page()
+    page.goto(f"/agents/{agent.id}/?conversation={other.id}")
+    card = page.locator("#memory-pane .block-card", has=page.locator("strong", has_text="human"))
+    expect(card.locator(".bc-diff", has=page.locator("del", has_text="Alice"))).to_have_count(1)
+    expect(card.locator(".bc-diff ins")).to_have_text("Bea")
+    assert page.locator("#conversation .msg.tool_call_message").count() == 0
+    call_id = card.locator("a.bc-call").get_attribute("data-call")
+    card.locator("a.bc-call").click()
+    step_call = page.locator(f'#step-detail .step-tool[data-call-id="{call_id}"]')
+    expect(step_call).to_have_class(re.compile(r"\bcall-highlight\b"))
+    expect(step_call).to_be_in_viewport()
