@@ -309,3 +309,15 @@ def test_the_404_and_500_pages_are_styled(signed_in, account, settings):
     expect(page.locator("#error-page h1")).to_have_text("Something went wrong on the server")
     assert page.evaluate("getComputedStyle(document.querySelector('.error-page')).textAlign") == "center"
     _shots(page, "500")
+
+
+def test_agent_settings_errors_show_beside_save_settings(signed_in, account, fake_llm):
+    agent = make_agent(account.org, name="Settled")
+    page = _open(signed_in, agent.id)
+    page.fill("#agent-settings input[name=model]", "openai/not-a-model")
+    page.click("#save-settings")
+    beside = page.locator("#settings-form-error")
+    expect(beside).to_contain_text("does not serve")
+    expect(beside).to_be_in_viewport()
+    expect(page.locator("#save-settings")).to_be_enabled()
+    _shots(page, "agent-settings-error")

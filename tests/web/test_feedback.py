@@ -172,3 +172,12 @@ def test_the_check_sends_the_owners_key_or_none_never_the_deployments(web, accou
     assert web.post("/settings/providers/", _provider(fake_llm.base_url, api_key="")).status_code == 302  # kept
     sent = [q.headers.get("Authorization") for q in fake_llm.requests if q.path == "/v1/models"]
     assert sent == [None, "Bearer sk-own", "Bearer sk-own"]
+
+
+def test_agent_settings_errors_are_beside_save_settings(web, account, fake_llm):
+    agent = make_agent(account.org)
+    form = {"name": "Ada", "model": "openai/fake-model", "system": "s", "temperature": "9", "max_steps": "10"}
+    html = web.post(f"/agents/{agent.id}/settings/", {**form, "context_window_limit": "8000"}).content.decode()
+    beside = html.split('id="settings-form-error"', 1)[1].split("</span>", 1)[0]
+    assert "Not saved" in beside and "Temperature" in beside
+    assert 'hx-disabled-elt="find #save-settings"' in html
