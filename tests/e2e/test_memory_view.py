@@ -147,12 +147,35 @@ def test_a_block_a_tool_edits_flashes_shows_its_diff_and_links_to_the_call(signe
     # its step chip opens the step in the inspector
     card.locator(".step-chip").click()
     expect(page.locator("#step-detail .step-card")).to_be_visible()
-    # the block's history links the change to the same call: the workspace shows it and its result in the step
+
+    # a second edit by a tool, then a person's edit on the card drawn live (a working form): it says who made it
+    fake_llm.script(
+        FakeLLM.tool(
+            "core_memory_replace", {"label": "human", "old_content": "Alice", "new_content": "Alice B."}, heartbeat=True
+        ),
+        FakeLLM.tool("send_message", {"message": "Noted again."}),
+    )
+    page.fill("#composer-input", "My surname starts with B")
+    page.press("#composer-input", "Enter")
+    expect(card.locator(".version")).to_have_text("v3")
+    expect(card).to_have_class(re.compile(r"\bjust-changed\b"))
+    expect(card.locator(".bc-diff ins")).to_have_text(re.compile(r"^\s?B\.$"))  # "Alice." became "Alice B.."
+    expect(card.locator(".bc-diff del")).to_have_count(0)
+    replace_call = card.locator("a.bc-call").get_attribute("data-call")
+    assert replace_call != call_id
+    expect(page.locator("#live .msg.assistant_message").last).to_contain_text("Noted again.")
+    card.locator("textarea").fill("The user's name is Alice B. Likes tea.")
+    card.locator("button[type=submit]").click()
+    expect(card.locator(".ok-text")).to_have_text("Saved.")
+    expect(card.locator(".bc-line")).to_contain_text("edited by alice")
+    expect(card.locator(".version")).to_have_text("v4")
+
+    # the block's history links the agent's last change to its call: the workspace shows it and its result in the step
     card.locator("a", has_text="history").click()
     page.locator("#history a.history-step").first.click()
-    call = page.locator("#history .msg.tool_call_message", has_text="core_memory_append")
+    call = page.locator("#history .msg.tool_call_message", has_text="core_memory_replace")
     expect(call).to_have_class(re.compile(r"\bcall-highlight\b"))
-    expect(page.locator(f'#step-detail .step-tool[data-call-id="{call_id}"]')).to_have_class(
+    expect(page.locator(f'#step-detail .step-tool[data-call-id="{replace_call}"]')).to_have_class(
         re.compile(r"\bcall-highlight\b")
     )
     card = page.locator(f'#memory-pane .block-card[data-block-id="{human.id}"]')
