@@ -83,6 +83,8 @@ def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]
 
 
 def _cut(kind: str, text: str) -> list[tuple[str, str]]:
+    if text.isspace():  # a change of spaces or line breaks alone would not show: name them
+        return [(kind, text.replace(" ", "␣").replace("\t", "⇥").replace("\n", "↵\n"))]
     if len(text) <= DIFF_SHOWN:
         return [(kind, text)]
     return [(kind, text[:DIFF_SHOWN]), ("gap", f"… {len(text) - DIFF_SHOWN:,} more characters")]

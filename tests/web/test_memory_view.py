@@ -129,3 +129,6 @@ def test_text_diff_cuts_long_runs_and_compares_huge_texts_by_their_ends():
     runs, added, removed = text_diff(words, words.replace("w1500 ", "CHANGED "))
     assert ("del", "w1500") in runs and ("ins", "CHANGED") in runs and (added, removed) == (7, 5)
     assert text_diff("same", "same") == ([("same", "same")], 0, 0)
+    # spaces or line breaks alone are named, so the change shows
+    runs, added, removed = text_diff("one two", "one\ntwo")
+    assert runs == [("same", "one"), ("del", "␣"), ("ins", "↵\n"), ("same", "two")] and (added, removed) == (1, 1)
