@@ -261,6 +261,7 @@ window.AIDE_CONV = (function () {
         node.querySelector("pre").textContent = part.arguments || "";
       } else if (DELTA_FIELD[t]) node.querySelector(".body").textContent = part.text || "";
       node.classList.remove("catching-up");
+      live.appendChild(node);  // in the order they streamed (a chunk since joining may have drawn a later part first)
     }
     catchingUp = false;
     scrollDown();

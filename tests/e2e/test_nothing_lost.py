@@ -27,7 +27,11 @@ def _streaming_body(page):
 def test_a_reload_mid_reply_shows_the_question_and_the_reply_from_its_start(signed_in, account, fake_llm):
     agent = make_agent(account.org, name="Mid-reply")
     fake_llm.stream_chunk_chars = 3
-    fake_llm.script(dataclasses.replace(FakeLLM.tool("send_message", {"message": REPLY}), chunk_s=0.2))
+    fake_llm.script(
+        dataclasses.replace(
+            FakeLLM.tool("send_message", {"message": REPLY}, thinking="Plan in three parts."), chunk_s=0.2
+        )
+    )
     page = _open(signed_in, agent.id)
     _send(page, "What is the plan?")
     expect(_streaming_body(page)).to_contain_text("step by step", timeout=FIRST_CALL_S)
@@ -49,6 +53,8 @@ def test_a_reload_mid_reply_shows_the_question_and_the_reply_from_its_start(sign
     for text in seen:  # never from mid-word: each state is the reply's beginning
         assert REPLY.startswith(text.strip()), (text, seen)
     shot(page, "60-reload-mid-reply")
+    order = page.eval_on_selector_all("#live .msg", "ns => ns.map((n) => n.dataset.type)")
+    assert order.index("reasoning_message") < order.index("assistant_message"), order  # in the order they streamed
     expect(page.locator("#live .msg.assistant_message .body")).to_have_text(REPLY, timeout=FIRST_CALL_S)
     expect(page.locator("#conversation .msg.user_message").filter(has_text="What is the plan?")).to_have_count(1)
     expect(page.locator("#conversation .msg.user_message.pending")).to_have_count(0)
