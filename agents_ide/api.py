@@ -19,6 +19,7 @@ from core.api.agentfiles import router as agentfile_router
 from core.api.agents import router as core_router
 from core.api.breakpoints import router as breakpoints_router
 from core.api.conversations import router as conversations_router
+from core.api.folders import router as folders_router
 from core.api.messages import router as messages_router
 from core.api.runs import router as runs_router
 from core.api.schemas import HealthOut
@@ -179,6 +180,7 @@ def _register_routers() -> None:
         agent_tests_router,
         versions_router,
         memory_router,
+        folders_router,
         tools_router,
         mcp_router,
         sleeptime_router,

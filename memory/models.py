@@ -1,4 +1,5 @@
-"""Core memory blocks (shared between agents), their history, and archival passages."""
+"""Core memory blocks (shared between agents), their history, archival passages, and folders of files whose chunks
+are passages too."""
 
 from django.db import models
 
@@ -63,13 +64,20 @@ class BlockHistory(models.Model):
 
 
 class Passage(models.Model):
-    """An archival memory: text the agent (or a person) stored, with an embedding when one is configured."""
+    """An archival memory: text the agent (or a person) stored, with an embedding when one is configured; or a
+    chunk of a folder's file (`file` set, no agent: every agent the folder is attached to searches it)."""
 
-    SOURCES = [("agent", "agent"), ("user", "person"), ("import", "import")]
+    SOURCES = [("agent", "agent"), ("user", "person"), ("import", "import"), ("file", "file")]
 
     id = models.CharField(primary_key=True, max_length=64, default=ids.new_passage_id, editable=False)
     owner = models.ForeignKey("core.Organization", on_delete=models.CASCADE, related_name="passages")
-    agent = models.ForeignKey("core.Agent", on_delete=models.CASCADE, related_name="passages")
+    agent = models.ForeignKey("core.Agent", on_delete=models.CASCADE, related_name="passages", null=True, blank=True)
+    folder = models.ForeignKey(
+        "memory.Folder", on_delete=models.CASCADE, related_name="passages", null=True, blank=True
+    )
+    file = models.ForeignKey(
+        "memory.FolderFile", on_delete=models.CASCADE, related_name="passages", null=True, blank=True
+    )
     text = StorableTextField()
     tags = models.JSONField(default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
@@ -80,7 +88,7 @@ class Passage(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
-        indexes = [models.Index(fields=["agent", "created_at"])]
+        indexes = [models.Index(fields=["agent", "created_at"]), models.Index(fields=["folder", "embedding_model"])]
 
 
 class PassageTag(models.Model):
@@ -93,3 +101,107 @@ class PassageTag(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["passage", "tag"], name="unique_passage_tag")]
         indexes = [models.Index(fields=["agent", "tag"])]
+
+
+def new_source_id() -> str:
+    """A folder id: Letta names folders `source-…` (they were "sources")."""
+    return ids.new_id("source")
+
+
+def new_file_id() -> str:
+    return ids.new_id("file")
+
+
+def new_file_agent_id() -> str:
+    return ids.new_id("file_agent")
+
+
+class Folder(models.Model):
+    """A named set of files (Letta's folder, once "source") that agents are attached to; its files are parsed,
+    chunked and embedded with its embedding model (full-text search only when it has none)."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_source_id, editable=False)
+    owner = models.ForeignKey("core.Organization", on_delete=models.CASCADE, related_name="folders")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    instructions = models.TextField(blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    embedding = models.CharField(max_length=200, blank=True, default="")
+    embedding_chunk_size = models.PositiveIntegerField(default=300)
+    agents = models.ManyToManyField("core.Agent", through="AgentFolder", related_name="folders", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="unique_folder_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AgentFolder(models.Model):
+    agent = models.ForeignKey("core.Agent", on_delete=models.CASCADE)
+    folder = models.ForeignKey(Folder, on_delete=models.CASCADE)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["agent", "folder"], name="unique_agent_folder")]
+
+
+class FileStatus(models.TextChoices):
+    PENDING = "pending"
+    PARSING = "parsing"
+    EMBEDDING = "embedding"
+    COMPLETED = "completed"
+    ERROR = "error"
+
+
+FILE_TERMINAL = (FileStatus.COMPLETED, FileStatus.ERROR)
+
+
+class FolderFile(models.Model):
+    """An uploaded file: its bytes until ingest finishes, its parsed text, and how far processing got."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_file_id, editable=False)
+    owner = models.ForeignKey("core.Organization", on_delete=models.CASCADE, related_name="folder_files")
+    folder = models.ForeignKey(Folder, on_delete=models.CASCADE, related_name="files")
+    file_name = models.CharField(max_length=255)  # unique in the folder ("report_(1).pdf" for a second upload)
+    original_file_name = models.CharField(max_length=255)
+    mime_type = models.CharField(max_length=200, blank=True, default="")
+    file_size = models.PositiveBigIntegerField(default=0)
+    raw = models.BinaryField(null=True, blank=True)  # the upload, kept until ingest ends so a restart can redo it
+    content = StorableTextField(blank=True, default="")
+    status = models.CharField(max_length=16, choices=FileStatus.choices, default=FileStatus.PENDING)
+    error_message = models.TextField(blank=True, default="")
+    total_chunks = models.PositiveIntegerField(null=True, blank=True)
+    chunks_embedded = models.PositiveIntegerField(null=True, blank=True)
+    line_count = models.PositiveIntegerField(default=0)
+    page_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "file"
+        constraints = [models.UniqueConstraint(fields=["folder", "file_name"], name="unique_folder_file_name")]
+
+    def __str__(self) -> str:
+        return self.file_name
+
+
+class FileAgent(models.Model):
+    """One agent's view of one attached file: open or closed, the window of lines it sees, and when it last
+    used it (the least recently used open file is closed first)."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_file_agent_id, editable=False)
+    agent = models.ForeignKey("core.Agent", on_delete=models.CASCADE, related_name="file_states")
+    file = models.ForeignKey(FolderFile, on_delete=models.CASCADE, related_name="agent_states")
+    folder = models.ForeignKey(Folder, on_delete=models.CASCADE, related_name="agent_file_states")
+    is_open = models.BooleanField(default=False)
+    start_line = models.PositiveIntegerField(null=True, blank=True)  # 1-based, inclusive; None: from the start
+    end_line = models.PositiveIntegerField(null=True, blank=True)  # None: to the end
+    last_accessed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["agent", "file"], name="unique_file_agent")]
+        indexes = [models.Index(fields=["agent", "is_open", "last_accessed_at"])]

@@ -44,12 +44,16 @@ def _sqlite_revision_statements() -> list[str]:
     )
     return [
         "CREATE TABLE IF NOT EXISTS memory_passage_rev (agent_id TEXT PRIMARY KEY, rev INTEGER NOT NULL)",
-        f"CREATE TRIGGER IF NOT EXISTS memory_passage_rev_ai AFTER INSERT ON memory_passage BEGIN {bump.format(ref='new')} END",
-        f"CREATE TRIGGER IF NOT EXISTS memory_passage_rev_ad AFTER DELETE ON memory_passage BEGIN {bump.format(ref='old')} END",
+        # A file's chunks have no agent (they are searched per folder): no revision row for them.
+        "CREATE TRIGGER IF NOT EXISTS memory_passage_rev_ai AFTER INSERT ON memory_passage "
+        f"WHEN new.agent_id IS NOT NULL BEGIN {bump.format(ref='new')} END",
+        "CREATE TRIGGER IF NOT EXISTS memory_passage_rev_ad AFTER DELETE ON memory_passage "
+        f"WHEN old.agent_id IS NOT NULL BEGIN {bump.format(ref='old')} END",
         "CREATE TRIGGER IF NOT EXISTS memory_passage_rev_au AFTER UPDATE OF embedding, embedding_model ON memory_passage "
-        f"BEGIN {bump.format(ref='new')} END",
+        f"WHEN new.agent_id IS NOT NULL BEGIN {bump.format(ref='new')} END",
         # Anything written while the triggers were missing: force every cache to reload.
-        "INSERT INTO memory_passage_rev(agent_id, rev) SELECT DISTINCT agent_id, 1 FROM memory_passage WHERE true "
+        "INSERT INTO memory_passage_rev(agent_id, rev) SELECT DISTINCT agent_id, 1 FROM memory_passage "
+        "WHERE agent_id IS NOT NULL "
         "ON CONFLICT(agent_id) DO UPDATE SET rev = rev + 1",
     ]
 

@@ -1,0 +1,125 @@
+"""A file's ingest: parse → chunk → embed in batches → store its passages, in the background (memory/files/tasks.py).
+
+Status goes pending → parsing → embedding → completed, or error with the reason. Progress (`chunks_embedded`) is
+written after each batch, but the passages themselves are written in one transaction at the end with the status:
+a file that fails half-way leaves no passages behind, and one ingested twice (a retried task) replaces its own.
+"""
+
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from core.models import OwnerSettings
+from memory.embedders.base import EmbeddingError
+from memory.embedders.selection import embedder_for_handle
+from memory.files.chunk import Chunk, chunk_lines
+from memory.files.parse import ParseError, parse
+from memory.files.selectors import file_lines
+from memory.files.services import file_fail, files_show
+from memory.models import FILE_TERMINAL, FileStatus, Folder, FolderFile, Passage
+
+log = logging.getLogger(__name__)
+EMBED_BATCH = 64
+
+
+def folder_embedding_handle(folder: Folder) -> str:
+    """The folder's embedding model, else the owner's, else EMBEDDING_MODEL; "" for full-text search only."""
+    if folder.embedding:
+        return folder.embedding
+    owner_choice = (
+        OwnerSettings.objects.filter(owner_id=folder.owner_id).values_list("embedding_model", flat=True).first()
+    )
+    return owner_choice or getattr(settings, "EMBEDDING_MODEL", "") or ""
+
+
+def _status(file_id: str, **fields) -> None:
+    FolderFile.objects.filter(pk=file_id).update(updated_at=timezone.now(), **fields)
+
+
+def file_ingest(*, file_id: str) -> str:
+    """Parse, chunk and embed a pending file and store its passages; returns its final status. Embedding calls
+    are made outside any transaction. A file already completed or failed is left alone."""
+    file = FolderFile.objects.select_related("folder").filter(pk=file_id).first()
+    if file is None or file.status in FILE_TERMINAL:
+        return "gone" if file is None else file.status
+    try:
+        return _ingest(file)
+    except (ParseError, EmbeddingError) as exc:
+        file_fail(file_id=file.id, reason=str(exc))
+    except Exception as exc:  # an unexpected failure still ends the file's processing, with a reason
+        log.exception("ingest of %s failed", file.id)
+        file_fail(file_id=file.id, reason=f"Processing failed: {type(exc).__name__}: {exc}"[:500])
+    return FileStatus.ERROR
+
+
+def _ingest(file: FolderFile) -> str:
+    _status(file.id, status=FileStatus.PARSING)
+    parsed = parse(data=bytes(file.raw or b""), mime=file.mime_type, file_name=file.original_file_name)
+    file.content = parsed.text
+    lines = file_lines(file)
+    if not lines:
+        raise ParseError("The file holds no text")
+    chunks = chunk_lines(lines, chunk_tokens=file.folder.embedding_chunk_size)
+    _status(file.id, status=FileStatus.EMBEDDING, total_chunks=len(chunks), chunks_embedded=0)
+    handle = folder_embedding_handle(file.folder)
+    vectors = _embed(file, handle, chunks)
+    passages = [
+        _passage(file, chunk, handle if vectors is not None else "", vectors, i) for i, chunk in enumerate(chunks)
+    ]
+    with transaction.atomic():
+        locked = FolderFile.objects.select_for_update().filter(pk=file.id).values_list("status", flat=True).first()
+        if locked is None or locked in FILE_TERMINAL:  # deleted, timed out or done meanwhile
+            return locked or "gone"
+        Passage.objects.filter(file_id=file.id).delete()
+        Passage.objects.bulk_create(passages, batch_size=500)
+        _status(
+            file.id,
+            status=FileStatus.COMPLETED,
+            content=parsed.text,
+            line_count=len(lines),
+            page_count=parsed.pages,
+            chunks_embedded=len(chunks),
+            error_message="",
+            raw=None,
+        )
+        file.status = FileStatus.COMPLETED
+        for agent in file.folder.agents.all():
+            files_show(agent=agent, files=[file])
+    return FileStatus.COMPLETED
+
+
+def _embed(file: FolderFile, handle: str, chunks: list[Chunk]):
+    """One vector per chunk (provider calls in batches, progress written after each), or None without a model."""
+    embedder = embedder_for_handle(owner=file.folder.owner, handle=handle)
+    if embedder is None:
+        return None
+    vectors = []
+    for start in range(0, len(chunks), EMBED_BATCH):
+        batch = chunks[start : start + EMBED_BATCH]
+        vectors.extend(embedder.embed([c.text for c in batch]))
+        _status(file.id, chunks_embedded=start + len(batch))
+    return vectors
+
+
+def _passage(file: FolderFile, chunk: Chunk, handle: str, vectors, index: int) -> Passage:
+    vector = vectors[index] if vectors is not None else None
+    return Passage(
+        owner_id=file.owner_id,
+        folder_id=file.folder_id,
+        file_id=file.id,
+        text=chunk.text,
+        source="file",
+        metadata={
+            "file_name": file.file_name,
+            "chunk": index,
+            "start_line": chunk.start_line,
+            "end_line": chunk.end_line,
+            "start_page": chunk.start_page,
+            "end_page": chunk.end_page,
+        },
+        embedding=vector,
+        embedding_model=handle if vector is not None else "",
+        embedding_dim=len(vector) if vector is not None else 0,
+    )
