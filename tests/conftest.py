@@ -156,6 +156,16 @@ def account(db):
 
 
 @pytest.fixture
+def web(account):
+    """A Django test client signed in as the test account (the IDE's pages and views)."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(account.user)
+    return client
+
+
+@pytest.fixture
 def other_account(db):
     from tests.factories import make_account
 

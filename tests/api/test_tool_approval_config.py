@@ -7,7 +7,6 @@ import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
 from letta_client import Letta
 
 from core.agents import versions
@@ -242,13 +241,6 @@ def test_agent_file_round_trip_keeps_the_rule_and_the_default(api, other_account
 
 
 # --------------------------------------------------------------------------- the IDE
-
-
-@pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
 
 
 @pytest.mark.django_db

@@ -2,7 +2,6 @@
 run, read the companion's edits (escaped) and its runs; another owner's agent is a 404."""
 
 import pytest
-from django.test import Client
 
 from core.models import Run, SleeptimeCompanion
 from core.runs import queue
@@ -17,13 +16,6 @@ from tests.helpers import until
 def _queue_stopped_after(transactional_db):
     yield
     queue.shutdown()
-
-
-@pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
 
 
 def test_panel_enables_runs_and_shows_what_the_companion_changed(web, account, fake_llm):

@@ -5,7 +5,6 @@ import json
 import textwrap
 
 import pytest
-from django.test import Client
 
 from core.models import AgentVersion
 from core.runs.runner import run_agent
@@ -21,13 +20,6 @@ SOURCE = 'def shout(text: str) -> str:\n    """Shout it.\n\n    Args:\n        t
 @pytest.fixture
 def agent(account):
     return make_agent(account.org, name="Ada")
-
-
-@pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
 
 
 def _latest(agent):

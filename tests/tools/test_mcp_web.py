@@ -16,13 +16,6 @@ def _connections_closed():
     manager().close_all()
 
 
-@pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
-
-
 def _add(web, name="demo"):
     return web.post(
         "/mcp-servers/new/",

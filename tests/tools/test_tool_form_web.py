@@ -9,7 +9,6 @@ import time
 
 import pytest
 from django.conf import settings
-from django.test import Client
 
 from memory.models import Block
 from tests.factories import make_agent
@@ -57,13 +56,6 @@ OFFLINE = '''def offline() -> str:
     import urllib.request
     return urllib.request.urlopen("http://example.com", timeout=5).read(20).decode()
 '''
-
-
-@pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
 
 
 def _page_form(html: str) -> dict:

@@ -4,7 +4,6 @@ from there, and runs a turn against the fake LLM the way its instructions descri
 import json
 
 import pytest
-from django.test import Client
 
 from core.agents.agentfile.templates import templates_list
 from core.models import Agent, Run
@@ -14,13 +13,6 @@ from memory.models import Block, Passage
 from tests.fake_llm import FakeLLM
 
 WAIT = "send_message_to_agent_and_wait_for_reply"
-
-
-@pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
 
 
 def _create(web, template: str, name: str) -> Agent:

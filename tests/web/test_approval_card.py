@@ -22,13 +22,6 @@ HOSTILE = 'the code is <script>alert("x")</script> & <b>42</b>'
 
 
 @pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
-
-
-@pytest.fixture
 def agent(account, fake_llm):
     return make_agent(account.org, name="Careful", tool_rules=APPROVE_INSERT)
 

@@ -27,13 +27,6 @@ HOSTILE = 'the code is <script>alert("x")</script> & <b>42</b>'
 
 
 @pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
-
-
-@pytest.fixture
 def agent(account, fake_llm):
     return make_agent(account.org, name="Debuggee")
 

@@ -5,21 +5,11 @@ failed run, and saves that are refused (a model no provider serves, rules naming
 import json
 import re
 
-import pytest
-from django.test import Client
-
 from core.agents.services import BlockInput
 from core.models import Agent, Message, Run, Step
 from core.runs.runner import run_agent
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
-
-
-@pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
 
 
 def _say(agent, text):

@@ -24,13 +24,6 @@ urlpatterns = [path("__boom__/", _boom), path("", include("agents_ide.urls"))]
 
 
 @pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
-
-
-@pytest.fixture
 def loopback_allowed(settings):
     settings.EGRESS_ALLOW = ["127.0.0.1"]  # the owners' servers below are the test's own, on loopback
 

@@ -3,18 +3,8 @@ workspace's knowledge of a run already in progress."""
 
 import re
 
-import pytest
-from django.test import Client
-
 from core.models import Agent, Message, Run
 from tests.factories import make_agent
-
-
-@pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
 
 
 def _badges(html: str) -> dict[str, str]:

@@ -1,21 +1,11 @@
 """Memory in the workspace: "Attach existing" is there on the first load and says who uses each block; a block's
 history links an agent's edit to the step and tool call that made it."""
 
-import pytest
-from django.test import Client
-
 from core.models import Step
 from memory import services as memory_services
 from memory.models import Block, BlockHistory
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
-
-
-@pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
 
 
 def test_attach_existing_is_on_the_first_load_and_names_the_blocks_users(web, account):

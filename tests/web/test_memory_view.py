@@ -4,9 +4,7 @@ the word diff itself."""
 
 import re
 
-import pytest
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from core.models import Step
@@ -16,13 +14,6 @@ from memory.models import Block, BlockHistory
 from memory.presenters import DIFF_CONTEXT, DIFF_SHOWN, block_cards, text_diff
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
-
-
-@pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
 
 
 def _agent_edits_human(agent, fake_llm, content: str) -> BlockHistory:

@@ -6,21 +6,11 @@ import asyncio
 import json
 import re
 
-import pytest
-from django.test import Client
-
 from core.models import Message
 from core.runs import emit
 from core.runs.runner import run_agent, run_start
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
-
-
-@pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
 
 
 def _config(html: str) -> dict:
@@ -30,7 +20,9 @@ def _config(html: str) -> dict:
 def test_a_page_opened_mid_run_is_given_the_inputs_the_run_has_not_stored(web, account, fake_llm):
     agent = make_agent(account.org, name="In flight")
     run = run_start(
-        owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "Still <b>on</b> its way", "otid": "o-1"}]
+        owner=account.org,
+        agent_id=agent.id,
+        input_messages=[{"role": "user", "content": "Still <b>on</b> its way", "otid": "o-1"}],
     )
     config = _config(web.get(f"/agents/{agent.id}/").content.decode())
     assert config["inFlight"] == {"runId": run.id, "inputs": [{"text": "Still <b>on</b> its way", "otid": "o-1"}]}
@@ -47,7 +39,9 @@ def test_a_page_opened_when_nothing_runs_has_no_inputs_in_flight(web, account, f
 def test_a_failed_runs_undelivered_message_shows_again_until_a_later_run_completes(web, account, fake_llm):
     agent = make_agent(account.org, name="Notices")
     fake_llm.script(FakeLLM.error(500, "upstream exploded"))
-    run = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "Lost <i>words</i>?"}])
+    run = run_agent(
+        agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "Lost <i>words</i>?"}]
+    )
     assert run.status == "failed"
     html = web.get(f"/agents/{agent.id}/").content.decode()
     notice = re.search(rf'<div class="run-notice" data-run="{run.run_id}".*?</div>\s*</div>\s*</div>', html, re.S)
@@ -64,8 +58,12 @@ def test_a_failed_runs_undelivered_message_shows_again_until_a_later_run_complet
 
 def test_the_messages_after_a_seq_are_what_a_socket_that_was_away_missed(web, account, fake_llm):
     agent = make_agent(account.org)
-    fake_llm.script(FakeLLM.tool("send_message", {"message": "First."}), FakeLLM.tool("send_message", {"message": "Second."}))
-    run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "one", "otid": "o-one"}])
+    fake_llm.script(
+        FakeLLM.tool("send_message", {"message": "First."}), FakeLLM.tool("send_message", {"message": "Second."})
+    )
+    run_agent(
+        agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "one", "otid": "o-one"}]
+    )
     last = Message.objects.filter(agent=agent).order_by("-seq").first().seq
     run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "two"}])
     html = web.get(f"/agents/{agent.id}/history/?after={last}").content.decode()

@@ -3,19 +3,11 @@
 import json
 
 import pytest
-from django.test import Client
 
 from core.models import Agent, Message
 from memory.models import Block
 from tests.factories import make_agent
 from tools.models import Tool
-
-
-@pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
 
 
 @pytest.fixture

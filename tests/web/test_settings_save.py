@@ -1,18 +1,8 @@
 """Saving an agent's settings from the workspace records only what the person changed: the version diff of a
 rename is the name, whatever the browser did to the prompt's line ends and with the temperature left alone."""
 
-import pytest
-from django.test import Client
-
 from core.agents import versions
 from tests.factories import make_agent
-
-
-@pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
 
 
 def test_a_rename_from_the_settings_form_changes_only_the_name(web, account):

@@ -3,7 +3,6 @@ and an agent of another type than the template's gets that type's base prompt (n
 that send_message is its only voice); the page describes each template's tools and blocks."""
 
 import pytest
-from django.test import Client
 
 from core.agents.agentfile import templates
 from core.agents.services import DEFAULT_SYSTEM, DEFAULT_SYSTEM_V1
@@ -11,13 +10,6 @@ from core.models import Agent
 from tools.selectors import agent_tools
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
 
 
 def _create(web, name, template, agent_type=""):

@@ -16,13 +16,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
-
-
-@pytest.fixture
 def agent(account, fake_llm):
     return make_agent(account.org, name="Ada")
 

@@ -5,7 +5,6 @@ import threading
 
 import pytest
 from django.template import Context, Template
-from django.test import Client
 
 from tests.factories import make_agent
 from tools import services
@@ -29,13 +28,6 @@ WHO_AM_I = '''def who_am_i(agent_state: "AgentState") -> str:
     return "|".join([os.environ.get("AIDE_AGENT_ID", "-"), agent_state.name if agent_state else "-",
                      "token" if os.environ.get("AIDE_API_TOKEN") else "no-token", os.environ.get("GREETING", "-")])
 '''
-
-
-@pytest.fixture
-def web(account):
-    client = Client()
-    client.force_login(account.user)
-    return client
 
 
 def test_saving_a_new_tool_keeps_the_page_and_gives_it_its_id(web, account):
