@@ -24,6 +24,7 @@ from memory.files.tasks import file_ingest_task
 from memory.models import FileAgent, Folder, FolderFile
 
 router = Router(tags=["folders"])
+_NULL = {"description": "null, as Letta answers", "content": {"application/json": {"schema": {"type": "null"}}}}
 
 
 class FolderIn(Schema):
@@ -56,7 +57,7 @@ class FolderOut(Schema):
     updated_at: datetime
 
 
-class FileOut(Schema):
+class FolderFileOut(Schema):
     id: str
     source_id: str
     folder_id: str
@@ -77,7 +78,7 @@ class FileOut(Schema):
     updated_at: datetime
 
 
-class AgentFileOut(Schema):
+class AgentFileViewOut(Schema):
     id: str
     file_id: str
     file_name: str
@@ -90,17 +91,17 @@ class AgentFileOut(Schema):
     end_line: int | None
 
 
-class AgentFilesPage(Schema):
-    files: list[AgentFileOut]
+class AgentFilesPageOut(Schema):
+    files: list[AgentFileViewOut]
     next_cursor: str | None
     has_more: bool
 
 
-class Closed(Schema):
+class FileClosedOut(Schema):
     message: str
 
 
-class PageQuery(Schema):
+class FolderPageQuery(Schema):
     before: str | None = None
     after: str | None = None
     limit: int = 50
@@ -191,7 +192,7 @@ def folder_create(request: HttpRequest, body: FolderIn):
 
 
 @router.get("/folders/", response=list[FolderOut])
-def folders_list(request: HttpRequest, q: Query[PageQuery]):
+def folders_list(request: HttpRequest, q: Query[FolderPageQuery]):
     folders = list(selectors.folders_of(owner=owner(request), name=q.name).order_by("created_at", "id"))
     return [folder_out(f) for f in page(folders, after=q.after, before=q.before, limit=q.limit, order=q.order)]
 
@@ -210,13 +211,13 @@ def folder_update(request: HttpRequest, folder_id: str, body: FolderUpdateIn):
     return folder_out(services.folder_update(folder=folder, changes=changes))
 
 
-@router.delete("/folders/{folder_id}", response={200: None})
+@router.delete("/folders/{folder_id}", response={200: None}, openapi_extra={"responses": {200: _NULL}})
 def folder_delete(request: HttpRequest, folder_id: str):
     services.folder_delete(folder=selectors.folder_get(owner=owner(request), folder_id=folder_id))
     return HttpResponse(b"null", content_type="application/json")  # Letta answers a JSON null
 
 
-@router.post("/folders/{folder_id}/upload", response=FileOut)
+@router.post("/folders/{folder_id}/upload", response=FolderFileOut)
 def file_upload(
     request: HttpRequest,
     response: HttpResponse,
@@ -243,7 +244,7 @@ def file_upload(
     return file_out(stored, folder_name=folder.name)
 
 
-@router.get("/folders/{folder_id}/files", response=list[FileOut])
+@router.get("/folders/{folder_id}/files", response=list[FolderFileOut])
 def files_list(
     request: HttpRequest,
     folder_id: str,
@@ -261,7 +262,7 @@ def files_list(
     return [file_out(f, include_content=include_content) for f in selectors.files_timed_out(chosen)]
 
 
-@router.get("/folders/{folder_id}/files/{file_id}", response=FileOut)
+@router.get("/folders/{folder_id}/files/{file_id}", response=FolderFileOut)
 def file_retrieve(request: HttpRequest, folder_id: str, file_id: str, include_content: bool = False):
     folder = selectors.folder_get(owner=owner(request), folder_id=folder_id)
     return file_out(selectors.file_get(folder=folder, file_id=file_id), include_content=include_content)
@@ -281,7 +282,7 @@ def file_delete(request: HttpRequest, folder_id: str, file_id: str):
 
 
 @router.get("/agents/{agent_id}/folders", response=list[FolderOut], tags=["agents"])
-def agent_folders(request: HttpRequest, agent_id: str, q: Query[PageQuery]):
+def agent_folders(request: HttpRequest, agent_id: str, q: Query[FolderPageQuery]):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     folders = list(selectors.agent_folders(agent=agent))
     return [folder_out(f) for f in page(folders, after=q.after, before=q.before, limit=q.limit, order=q.order)]
@@ -301,7 +302,7 @@ def agent_folder_detach(request: HttpRequest, agent_id: str, folder_id: str):
     return agent_state(agent)
 
 
-@router.get("/agents/{agent_id}/files", response=AgentFilesPage, tags=["agents"])
+@router.get("/agents/{agent_id}/files", response=AgentFilesPageOut, tags=["agents"])
 def agent_files(
     request: HttpRequest,
     agent_id: str,
@@ -334,7 +335,7 @@ def agent_file_open(request: HttpRequest, agent_id: str, file_id: str):
     return services.file_open(agent=agent_get(owner=owner(request), agent_id=agent_id), file_id=file_id)
 
 
-@router.patch("/agents/{agent_id}/files/{file_id}/close", response=Closed, tags=["agents"])
+@router.patch("/agents/{agent_id}/files/{file_id}/close", response=FileClosedOut, tags=["agents"])
 def agent_file_close(request: HttpRequest, agent_id: str, file_id: str):
     services.file_close(agent=agent_get(owner=owner(request), agent_id=agent_id), file_id=file_id)
     return {"message": f"File id={file_id} successfully closed"}

@@ -359,7 +359,7 @@ def test_models_lists_chat_models_only(api, fake_llm):
         ("get", "/v1/archives/"),
         ("patch", "/v1/steps/step-x/feedback"),
         ("get", "/v1/runs/run-x/trace"),
-        ("delete", "/v1/folders/source-x/file-x"),
+        ("get", "/v1/environments"),
         ("get", "/v1/metadata/balance"),
     ],
 )
