@@ -400,16 +400,15 @@ def _claim():
         with exclusive_transaction(DBTaskResult.objects.db):
             # `DBTaskResult.objects.ready().filter(backend_name=…).get_locked()`: django-tasks' order (priority,
             # then due time, then age); "due" is by the database's clock.
-            task = (
-                DBTaskResult.objects.filter(status=TaskResultStatus.READY, backend_name="default")
-                .filter(Q(run_after=get_date_max()) | Q(run_after__lte=Now()))
-                .select_for_update(skip_locked=True)
-                .first()
-            )
+            task = _ready_locked()
             if task is not None:
                 now, workers = timezone.now(), [*task.worker_ids, WORKER_ID]
-                DBTaskResult.objects.filter(pk=task.pk).update(
-                    status=TaskResultStatus.RUNNING, started_at=now, worker_ids=workers
+                queries.row_update(
+                    DBTaskResult,
+                    where={"id": task.pk},
+                    status=TaskResultStatus.RUNNING,
+                    started_at=now,
+                    worker_ids=workers,
                 )
                 task.status, task.started_at, task.worker_ids = TaskResultStatus.RUNNING, now, workers
             return task
@@ -417,6 +416,28 @@ def _claim():
         if "locked" in str(exc).lower():
             return None
         raise
+
+
+def _ready_locked():
+    """The next ready task, its row locked (skipping rows other claims hold). On PostgreSQL, where worker processes
+    claim every task the web processes enqueue, a statement written once (core.agents.queries' reason); the
+    queryset elsewhere (an embedded server hands its own tasks to its threads and claims only what is left)."""
+    if connection.vendor != "postgresql":
+        return (
+            DBTaskResult.objects.filter(status=TaskResultStatus.READY, backend_name="default")
+            .filter(Q(run_after=get_date_max()) | Q(run_after__lte=Now()))
+            .select_for_update(skip_locked=True)
+            .first()
+        )
+    run_after = DBTaskResult._meta.get_field("run_after").get_db_prep_value(get_date_max(), connection)
+    return next(iter(DBTaskResult.objects.raw(_READY_SQL, [TaskResultStatus.READY, "default", run_after])), None)
+
+
+_READY_SQL = (
+    f'SELECT * FROM "{DBTaskResult._meta.db_table}" WHERE status = %s AND backend_name = %s '
+    "AND (run_after = %s OR run_after <= NOW()) ORDER BY priority DESC, run_after, enqueued_at LIMIT 1 "
+    "FOR UPDATE SKIP LOCKED"
+)
 
 
 def _claim_enqueued(enqueued):
