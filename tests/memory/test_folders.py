@@ -19,6 +19,8 @@ from memory.search.fulltext import ranked_ids
 pytestmark = pytest.mark.django_db
 
 EMBEDDING = "openai/text-embedding-3-small"
+# One word found on one page only, for searches that must land on that page.
+CODEWORDS = ("fjord", "amber", "birch", "cobalt", "dahlia", "ember", "garnet")
 
 
 def pdf_bytes(pages: int) -> bytes:
@@ -39,6 +41,7 @@ def pdf_bytes(pages: int) -> bytes:
             pdf.multi_cell(
                 0, 8, f"Filler sentence {k} about harbours and tides on page {n}.", new_x="LMARGIN", new_y="NEXT"
             )
+        pdf.multi_cell(0, 8, f"Codeword: {CODEWORDS[n % len(CODEWORDS)]}.", new_x="LMARGIN", new_y="NEXT")
     return bytes(pdf.output())
 
 
