@@ -24,6 +24,14 @@ window.AIDE_CONV = (function () {
     const t = d ? new Date(d) : new Date();
     return isNaN(t) ? "" : t.toTimeString().slice(0, 8);
   }
+  function breakable(node, name) {  // a snake_case name may wrap after its underscores, not inside its words
+    node.textContent = "";
+    String(name == null ? "" : name).split(/(?<=_)/).forEach((piece, i) => {
+      if (i) node.appendChild(document.createElement("wbr"));
+      node.appendChild(document.createTextNode(piece));
+    });
+    return node;
+  }
   function short(id) { return id ? "…" + String(id).slice(-8) : ""; }
   function pretty(args) {
     // `thinking` is already shown as the reasoning above the call
@@ -164,7 +172,7 @@ window.AIDE_CONV = (function () {
       shownCalls.add(tc.tool_call_id);
       const b = shell(ev, "tool call");
       const row = el("div", "row");
-      row.appendChild(el("code", "", tc.name));
+      row.appendChild(breakable(el("code"), tc.name));
       row.appendChild(el("span", "spacer"));
       if (ev.id && !ev.delta) {
         const a = el("a", "small open-workbench", "Open in workbench");
@@ -233,7 +241,7 @@ window.AIDE_CONV = (function () {
     if (t === "tool_call_message" || t === "approval_request_message") {
       const tc = ev.tool_call || {};
       const code = node.querySelector("code");
-      if (tc.name && code && !code.textContent) code.textContent = tc.name;
+      if (tc.name && code && !code.textContent) breakable(code, tc.name);
       node.querySelector("pre").textContent += tc.arguments || "";
     } else if (DELTA_FIELD[t]) {
       node.querySelector(".body").textContent += ev[DELTA_FIELD[t]] || "";
@@ -257,7 +265,7 @@ window.AIDE_CONV = (function () {
       if (!node) continue;
       if (t === "tool_call_message" || t === "approval_request_message") {
         const code = node.querySelector("code");
-        if (code && part.name) code.textContent = part.name;
+        if (code && part.name) breakable(code, part.name);
         node.querySelector("pre").textContent = part.arguments || "";
       } else if (DELTA_FIELD[t]) node.querySelector(".body").textContent = part.text || "";
       node.classList.remove("catching-up");
