@@ -73,6 +73,7 @@ PRIVATE_ATTRIBUTES = {
     "get_compiler": "django",
     "klass_info": "django",
     "get_related_populators": "django",
+    "sql_with_params": "django",  # a queryset's SQL text: undocumented (QuerySet.query is not a public API)
     "_clean_expired": "channels",
     "_remove_from_groups": "channels",
     "_get_layer": "channels_redis",
