@@ -109,7 +109,8 @@ async def _follow(run_id: str, channel, layer):
             ):
                 ended = event
             elif mine and for_caller and event.get("delta"):
-                yield event
+                if _key(event) not in seen:  # its stored message was replayed whole already: the chunks add nothing
+                    yield event
             elif mine and for_caller and (key := _key(event)) not in seen:
                 if key is not None:
                     seen.add(key)
