@@ -120,7 +120,9 @@ class ToolOut(BaseModel):
 
     id: str
     name: str
-    tool_type: Literal["letta_core", "letta_multi_agent_core", "letta_builtin", "external_mcp", "custom"]
+    tool_type: Literal[
+        "letta_core", "letta_multi_agent_core", "letta_builtin", "letta_files_core", "external_mcp", "custom"
+    ]
     description: str
     source_code: str
     source_type: str

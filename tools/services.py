@@ -9,6 +9,8 @@ from django.db import transaction
 from core.engine.base_tools import (
     BASE_TOOL_NAMES,
     BASE_TOOL_SCHEMAS,
+    FILE_TOOL_NAMES,
+    FILE_TOOL_SCHEMAS,
     MULTI_AGENT_TOOL_NAMES,
     MULTI_AGENT_TOOL_SCHEMAS,
     WEB_TOOL_NAMES,
@@ -29,6 +31,7 @@ def _builtin_schemas() -> dict[str, tuple[str, list[str], dict]]:
     out = {name: ("base", ["base"], schema) for name, schema in BASE_TOOL_SCHEMAS.items()}
     out |= {name: ("multi_agent", ["multi_agent"], schema) for name, schema in MULTI_AGENT_TOOL_SCHEMAS.items()}
     out |= {name: ("base", ["letta_builtin"], schema) for name, schema in WEB_TOOL_SCHEMAS.items()}
+    out |= {name: ("base", ["letta_files_core"], schema) for name, schema in FILE_TOOL_SCHEMAS.items()}
     return out
 
 
@@ -81,7 +84,7 @@ def agent_tools_resolve(
     a letta_v1_agent), then named and id'd tools; installs the built-ins if a name needs them. ToolsNotFound (400)
     for a name or id the owner has no tool for."""
     wanted: list[Tool] = []
-    builtin_names = BASE_TOOL_NAMES + MULTI_AGENT_TOOL_NAMES + WEB_TOOL_NAMES
+    builtin_names = BASE_TOOL_NAMES + MULTI_AGENT_TOOL_NAMES + WEB_TOOL_NAMES + FILE_TOOL_NAMES
     if include_base or include_multi_agent or set(names) & set(builtin_names):
         builtins = builtin_tools_ensure(owner=owner)
         if include_base:
@@ -114,6 +117,20 @@ def tool_attach(*, agent: Agent, tool: Tool) -> None:
     if tool.default_requires_approval:
         _approval_rule_set(agent=agent, tool_name=tool.name, required=True)
     agent_tools_changed.send(sender=Tool, agents=[agent], message=f"attached {tool.name}")
+
+
+def file_tools_sync(*, agent: Agent, attached: bool) -> None:
+    """A folder was attached (`attached`) or the agent's last folder detached: it gets the file tools it lacks, or
+    loses them (Letta's attach_missing_files_tools / detach_all_files_tools)."""
+    tools = builtin_tools_ensure(owner=agent.owner)
+    wanted = [tools[name] for name in FILE_TOOL_NAMES if tools[name].tool_type != "custom"]
+    have = set(agent.tools.filter(pk__in=[t.pk for t in wanted]).values_list("pk", flat=True))
+    change = [t for t in wanted if (t.pk in have) != attached]
+    if not change:
+        return
+    (agent.tools.add if attached else agent.tools.remove)(*change)
+    verb = "attached" if attached else "detached"
+    agent_tools_changed.send(sender=Tool, agents=[agent], message=f"{verb} the file tools")
 
 
 def rules_with_approval(rules: list[dict], tool_name: str, *, required: bool) -> list[dict]:

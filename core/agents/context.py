@@ -18,9 +18,11 @@ from core import mapping
 from core.agents import queries
 from core.engine import rules
 from core.engine import types as t
+from core.engine.base_tools import FILE_TOOL_NAMES
 from core.engine.context import compile_context, overview
 from core.models import Agent, Message, Organization, Run
 from core.selectors import found_or_404
+from memory.files.tools import directories_section
 from memory.models import Passage
 
 
@@ -40,6 +42,7 @@ class AgentSnapshot:
     kinds: dict[str, str]
     stats: t.MemoryStats
     max_seq: int
+    files: str = ""  # the `<directories>` section, for an agent with the file tools (a folder attached)
 
 
 # Stored messages never change (edits are new messages), so their engine form is cached by id in this
@@ -157,6 +160,8 @@ def agent_snapshot(*, agent: Agent) -> AgentSnapshot:
         kinds={m.id: kind for m, kind, _ in window if kind},
         stats=_stats(agent, in_context, max_seq, block_rows),
         max_seq=max_seq,
+        # read only for an agent a folder gave the file tools: no statement for the others
+        files=directories_section(agent) if any(x.name in FILE_TOOL_NAMES for x in tool_rows) else "",
     )
 
 
@@ -182,6 +187,7 @@ def context_compile(
         allowed_tools=allowed_tools,
         tool_choice=tool_choice,
         summary=summary if summary is not None else snap.summary,
+        files=snap.files,
     )
 
 

@@ -7,6 +7,7 @@ request returns at once; clients poll the file until its `processing_status` is 
 from datetime import datetime
 from typing import Any, Literal
 
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from ninja import File, Query, Router, Schema
 from ninja.files import UploadedFile
@@ -22,6 +23,7 @@ from memory.files.ingest import folder_embedding_handle
 from memory.files.lines import cut, window
 from memory.files.tasks import file_ingest_task
 from memory.models import FileAgent, Folder, FolderFile
+from tools import services as tool_services
 
 router = Router(tags=["folders"])
 _NULL = {"description": "null, as Letta answers", "content": {"application/json": {"schema": {"type": "null"}}}}
@@ -291,14 +293,20 @@ def agent_folders(request: HttpRequest, agent_id: str, q: Query[FolderPageQuery]
 @router.patch("/agents/{agent_id}/folders/attach/{folder_id}", response=AgentStateOut, tags=["agents"])
 def agent_folder_attach(request: HttpRequest, agent_id: str, folder_id: str):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
-    services.folder_attach(agent=agent, folder=selectors.folder_get(owner=owner(request), folder_id=folder_id))
+    folder = selectors.folder_get(owner=owner(request), folder_id=folder_id)
+    with transaction.atomic():  # the folder's files in its context and the file tools to read them, together
+        services.folder_attach(agent=agent, folder=folder)
+        tool_services.file_tools_sync(agent=agent, attached=True)
     return agent_state(agent)
 
 
 @router.patch("/agents/{agent_id}/folders/detach/{folder_id}", response=AgentStateOut, tags=["agents"])
 def agent_folder_detach(request: HttpRequest, agent_id: str, folder_id: str):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
-    services.folder_detach(agent=agent, folder_id=folder_id)
+    with transaction.atomic():  # the last folder takes the file tools with it
+        services.folder_detach(agent=agent, folder_id=folder_id)
+        if not selectors.agent_folders(agent=agent).exists():
+            tool_services.file_tools_sync(agent=agent, attached=False)
     return agent_state(agent)
 
 

@@ -218,7 +218,68 @@ WEB_TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     ),
 }
 
+_INT = {"type": "integer"}
+
+# The file tools (Letta's letta_files_core): an agent gets them when a folder is attached to it, and loses them when
+# its last folder is detached. They read the folders' files; what they open shows in the `<directories>` section.
+FILE_TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
+    "open_files": _schema(
+        "open_files",
+        "Open one or more files and load their contents into the files section of your core memory, whole or a range"
+        " of lines. The least recently used open files are closed past the open-file limit.",
+        {
+            "file_requests": {
+                "type": "array",
+                "description": "The files to open, each by name and with an optional range of lines.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "file_name": {
+                            **_STR,
+                            "description": "The file's name as the files section shows it (folder/file).",
+                        },
+                        "offset": {
+                            **_INT,
+                            "description": "The first line to show, counted from 0. Default: the start.",
+                        },
+                        "length": {**_INT, "description": "How many lines to show from offset. Default: to the end."},
+                    },
+                    "required": ["file_name"],
+                },
+            },
+            "close_all_others": {
+                "type": "boolean",
+                "description": "Close every other open file first. Default: false.",
+            },
+        },
+        ["file_requests"],
+    ),
+    "grep_files": _schema(
+        "grep_files",
+        "Search the attached files' lines for a keyword or regular expression (case-insensitive), with context lines"
+        " around each match; 20 matches a call, the next ones with offset.",
+        {
+            "pattern": {**_STR, "description": "The keyword or regular expression to look for."},
+            "include": {**_STR, "description": "Only files whose names match this regex or glob (e.g. *.md)."},
+            "context_lines": {**_INT, "description": "Lines to show before and after each match. Default: 1."},
+            "offset": {**_INT, "description": "Matches to skip, to see the next page. Default: 0."},
+        },
+        ["pattern"],
+    ),
+    "semantic_search_files": _schema(
+        "semantic_search_files",
+        "Search the attached files by meaning rather than exact words: the passages nearest the query, each under"
+        " its file's name.",
+        {
+            "query": {**_STR, "description": "What to look for, in words."},
+            "limit": {**_INT, "description": "How many passages to return (at most 50). Default: 5."},
+        },
+        ["query"],
+    ),
+}
+
 BASE_TOOL_NAMES: tuple[str, ...] = tuple(BASE_TOOL_SCHEMAS)
+FILE_TOOL_NAMES: tuple[str, ...] = tuple(FILE_TOOL_SCHEMAS)
 MULTI_AGENT_TOOL_NAMES: tuple[str, ...] = tuple(MULTI_AGENT_TOOL_SCHEMAS)
 WEB_TOOL_NAMES: tuple[str, ...] = tuple(WEB_TOOL_SCHEMAS)
 
@@ -237,4 +298,9 @@ def base_tool_specs(*, include_multi_agent: bool = False) -> list[ToolSpec]:
 
 def is_builtin(name: str) -> bool:
     """Whether a tool name belongs to the built-in (in-process) set."""
-    return name in BASE_TOOL_SCHEMAS or name in MULTI_AGENT_TOOL_SCHEMAS or name in WEB_TOOL_SCHEMAS
+    return (
+        name in BASE_TOOL_SCHEMAS
+        or name in MULTI_AGENT_TOOL_SCHEMAS
+        or name in WEB_TOOL_SCHEMAS
+        or name in FILE_TOOL_SCHEMAS
+    )

@@ -23,7 +23,16 @@ from core.engine.types import (
     ToolSpec,
 )
 
-SECTION_NAMES = ("system", "tool_rules", "core_memory", "memory_metadata", "summary", "messages", "tools")
+SECTION_NAMES = (
+    "system",
+    "tool_rules",
+    "core_memory",
+    "files",
+    "memory_metadata",
+    "summary",
+    "messages",
+    "tools",
+)
 THINKING_DESCRIPTION = "Deep inner monologue private to you only."
 HEARTBEAT_DESCRIPTION = (
     "Request an immediate heartbeat after function execution. Set to true if you want to send a follow-up "
@@ -33,7 +42,7 @@ _RESERVED_PARAMS = ("thinking", "request_heartbeat")
 
 # The sections the system message is made of (joined by blank lines); a stored step keeps their text, the other
 # sections' text is in its request already.
-SYSTEM_SECTIONS = ("system", "tool_rules", "core_memory", "memory_metadata")
+SYSTEM_SECTIONS = ("system", "tool_rules", "core_memory", "files", "memory_metadata")
 
 
 def render_memory_blocks(blocks: Sequence[BlockSpec]) -> str:
@@ -132,6 +141,7 @@ def compile_context(
     tool_choice: str | dict[str, Any] | None = None,
     summary: Message | None = None,
     now: datetime | None = None,
+    files: str = "",
 ) -> CompiledContext:
     """Compile the agent's context window into named sections and the exact request (pure, no I/O).
 
@@ -146,6 +156,7 @@ def compile_context(
         "system": agent.system,
         "tool_rules": render_rules(tool_rules),
         "core_memory": render_memory_blocks(blocks),
+        "files": files,  # the `<directories>` of the agent's attached folders, rendered by its caller ("" when none)
         "memory_metadata": render_memory_metadata(stats, now),
     }
     system_text = "\n\n".join(t for t in texts.values() if t)

@@ -15,13 +15,20 @@ from agents_ide.transactions import outside_transaction
 from core.agents.context import agent_snapshot
 from core.engine import loop, memory_ops
 from core.engine import types as t
-from core.engine.base_tools import MEMORY_EDIT_TOOLS, MULTI_AGENT_TOOL_NAMES, WEB_TOOL_NAMES, is_builtin
+from core.engine.base_tools import (
+    FILE_TOOL_NAMES,
+    MEMORY_EDIT_TOOLS,
+    MULTI_AGENT_TOOL_NAMES,
+    WEB_TOOL_NAMES,
+    is_builtin,
+)
 from core.engine.loop import ParsedCall
 from core.errors import Conflict, DomainError, Invalid
 from core.ids import new_id
 from core.models import RUN_ACTIVE, Agent, Run
 from core.runs import recall
 from memory import services as memory_services
+from memory.files import tools as file_tools
 from tools.execution import tool_execute
 from tools.mcp_services import mcp_tool_execute
 from tools.web_tools import web_tool_execute
@@ -101,12 +108,48 @@ def _web(call, snap, step_id: str) -> ToolOutcome:
     return ToolOutcome(ok, value, "", run.stderr, tool_run=run)
 
 
+def _files(call, agent) -> ToolOutcome:
+    """The file tools read the agent's attached files (open_files also marks what it opened, in this step: the
+    next step's files section shows it); a bad request's error is the bare message, as Letta returns it."""
+    a = call.args
+    if call.name == "open_files":
+        requests = a.get("file_requests")
+        if not isinstance(requests, list) or not all(isinstance(r, dict) for r in requests):
+            raise Invalid("file_requests must be a list of {file_name, offset?, length?} objects")
+        text = file_tools.open_files(
+            agent=agent, file_requests=requests, close_all_others=bool(a.get("close_all_others"))
+        )
+    elif call.name == "grep_files":
+        text = file_tools.grep_files(
+            agent=agent,
+            pattern=str(a.get("pattern") or ""),
+            include=a.get("include") if isinstance(a.get("include"), str) else None,
+            context_lines=_whole(a.get("context_lines"), 1),
+            offset=_whole(a.get("offset"), 0),
+        )
+    else:
+        text = file_tools.semantic_search_files(
+            agent=agent, query=str(a.get("query") or ""), limit=_whole(a.get("limit"), 5)
+        )
+    return ToolOutcome(True, text)
+
+
+def _whole(value, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Invalid(f"expected a whole number, got {value!r}")
+    return value
+
+
 def _builtin(call, snap, step_id: str) -> ToolOutcome:
     a, agent = call.args, snap.agent
     if call.name in WEB_TOOL_NAMES:
         return _web(call, snap, step_id)
     if call.name == "send_message":
         return ToolOutcome(True, "None")
+    if call.name in FILE_TOOL_NAMES:
+        return _files(call, agent)
     if call.name in MEMORY_EDIT_TOOLS:
         return _memory_edit(call, snap, step_id)
     if call.name == "archival_memory_insert":

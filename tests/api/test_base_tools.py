@@ -7,7 +7,7 @@ import pytest
 from letta_client import Letta
 from letta_client.types import Tool as SdkTool
 
-from core.engine.base_tools import BASE_TOOL_NAMES, MULTI_AGENT_TOOL_NAMES, WEB_TOOL_SCHEMAS
+from core.engine.base_tools import BASE_TOOL_NAMES, FILE_TOOL_NAMES, MULTI_AGENT_TOOL_NAMES, WEB_TOOL_SCHEMAS
 from core.models import Agent
 from tests.factories import make_agent
 from tools.models import Tool
@@ -27,7 +27,8 @@ def test_add_base_tools_installs_and_returns_them_idempotently(api, old_account)
     first = api.post("/v1/tools/add-base-tools")
     assert first.status_code == 200
     tools = {t["name"]: t for t in first.json()}
-    assert set(tools) == {*BASE_TOOL_NAMES, *MULTI_AGENT_TOOL_NAMES, *WEB}
+    assert set(tools) == {*BASE_TOOL_NAMES, *MULTI_AGENT_TOOL_NAMES, *WEB, *FILE_TOOL_NAMES}
+    assert {tools[n]["tool_type"] for n in FILE_TOOL_NAMES} == {"letta_files_core"}  # Letta's set has them too
     search = tools["web_search"]
     assert search["tool_type"] == "letta_builtin" and search["tags"] == ["letta_builtin"]
     assert search["json_schema"]["parameters"] == WEB_TOOL_SCHEMAS["web_search"]["parameters"]
