@@ -38,16 +38,9 @@ def _warm_up() -> None:
     settle()
 
 
-_WARM_UP = os.environ.get("AIDE_WARM_UP", "1")
-if _WARM_UP == "background":
-    # Beside the first requests (the test suite's servers: they listen seconds sooner); those requests share the
-    # interpreter with the imports and wait on them.
-    import threading  # noqa: E402
-
-    threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
-elif _WARM_UP != "0":
+if os.environ.get("AIDE_WARM_UP", "1") != "0":
     # Before serving: daphne listens once this module is imported, so no request waits on the warm-up (in a thread,
-    # the first request after start took 0.4-3 s instead of a few ms).
+    # the first request after start took 0.4-3 s instead of a few ms). The test suite's servers skip it.
     _warm_up()
 
 

@@ -9,8 +9,9 @@ an ASGI middleware around Django's own handler lends each request a single-threa
 whole life (asgiref's thread-sensitive contract); everything else, disconnects included, is Django's handler.
 """
 
+import queue
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 
 from asgiref.sync import ThreadSensitiveContext
 from django.core.asgi import get_asgi_application
@@ -18,20 +19,47 @@ from django.core.asgi import get_asgi_application
 IDLE_THREADS = 16  # threads kept between requests; a burst beyond it gets extra threads that end after
 
 
-class RequestExecutor(ThreadPoolExecutor):
-    """One thread, and a count of the calls submitted to it that have not ended."""
+class RequestExecutor(Executor):
+    """One thread running the calls submitted to it in order, and a count of those that have not ended.
+
+    The thread is a daemon: when the server stops, its event loop is gone, so a request still on the thread can never
+    answer — a pool's ordinary thread would hold the process open for it (for good, when the thread waits on that
+    loop). Whatever the request was writing is one transaction, rolled back with the process."""
 
     def __init__(self):
-        super().__init__(max_workers=1, thread_name_prefix="request")
         self.pending = 0
         self._count_lock = threading.Lock()
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        self._closed = False
+        threading.Thread(target=self._work, name="request", daemon=True).start()
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
+        future: Future = Future()
         with self._count_lock:
+            if self._closed:
+                raise RuntimeError("cannot schedule new futures after shutdown")
             self.pending += 1
-        future = super().submit(fn, *args, **kwargs)
         future.add_done_callback(self._ended)
+        self._calls.put((future, fn, args, kwargs))
         return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._count_lock:
+            self._closed = True
+        self._calls.put(None)  # the thread ends after the calls before it
+
+    def _work(self) -> None:
+        while (call := self._calls.get()) is not None:
+            future, fn, args, kwargs = call
+            call = None  # keep no reference to a finished call's arguments while waiting for the next
+            if future.set_running_or_notify_cancel():
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException as exc:  # noqa: BLE001 — handed to the caller, as ThreadPoolExecutor does
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
+            future = fn = args = kwargs = result = None
 
     def _ended(self, _future: Future) -> None:
         with self._count_lock:
@@ -45,7 +73,7 @@ class RequestExecutor(ThreadPoolExecutor):
             callback(self)
             return
         # A request Django gave up on (the client left) may still be running its view on this thread; queue behind it.
-        super().submit(lambda: None).add_done_callback(lambda _f: callback(self))
+        self.submit(lambda: None).add_done_callback(lambda _f: callback(self))
 
 
 class ExecutorPool:
@@ -53,16 +81,16 @@ class ExecutorPool:
 
     def __init__(self, keep: int):
         self.keep = keep
-        self.idle: list[ThreadPoolExecutor] = []
+        self.idle: list[Executor] = []
         self.lock = threading.Lock()
 
-    def take(self) -> ThreadPoolExecutor:
+    def take(self) -> Executor:
         with self.lock:
             if self.idle:
                 return self.idle.pop()
         return RequestExecutor()
 
-    def give(self, executor: ThreadPoolExecutor) -> None:
+    def give(self, executor: Executor) -> None:
         with self.lock:
             if len(self.idle) < self.keep:
                 self.idle.append(executor)

@@ -65,6 +65,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "core.telemetry.middleware.RequestLogMiddleware",  # first: its log line times the whole request
     "django.middleware.security.SecurityMiddleware",
     "agents_ide.security.ContentSecurityPolicyMiddleware",
     "agents_ide.middleware.JsonApiErrorsMiddleware",
@@ -274,9 +275,41 @@ if env_bool("TRUST_X_FORWARDED_PROTO"):
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 
+# --- Observability (docs/observability.md) ---
+# Traces over OTLP/HTTP when an endpoint is set; the exporter reads the other standard OTEL_* variables itself.
+OTEL_TRACES_ENABLED = (
+    bool(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+    and not env_bool("OTEL_SDK_DISABLED")
+    and os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() != "none"
+)
+# Prompts and completions on model-call spans (they may hold personal data): off unless asked for.
+OTEL_CAPTURE_MESSAGE_CONTENT = env_bool("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+# A trace UI's address for a trace id, e.g. http://jaeger:16686/trace/{trace_id}: the IDE links runs and steps to it.
+TRACE_UI_URL = os.environ.get("TRACE_UI_URL", "")
+# /metrics answers a scraper sending this bearer token; unset, /metrics is off (404).
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+# "json": one JSON object per log line (with request, run, step and agent ids); else plain text.
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "text").strip().lower()
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"ids": {"()": "core.telemetry.logs.ContextFilter"}},
+    "formatters": {
+        "json": {"()": "core.telemetry.logs.JsonFormatter"},
+        "text": {"()": "core.telemetry.logs.TextFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["ids"],
+            "formatter": "json" if LOG_FORMAT == "json" else "text",
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    # one line per request and per run end (LOG_REQUESTS=false: none)
+    "loggers": {
+        name: {"level": "INFO" if env_bool("LOG_REQUESTS", True) else "WARNING"}
+        for name in ("agents_ide.requests", "agents_ide.runs")
+    },
 }

@@ -2,9 +2,11 @@ from django.contrib import admin
 from django.urls import include, path
 
 from agents_ide.api import api
+from core.telemetry.views import metrics_view
 
 urlpatterns = [
     path("v1/", api.urls),
     path("admin/", admin.site.urls),
+    path("metrics", metrics_view, name="metrics"),  # Prometheus (docs/observability.md)
     path("", include("core.urls")),
 ]

@@ -3,6 +3,7 @@
     .venv/bin/python bench/concurrency.py [--agents 32] [--messages 5] [--latency 0.2]
     .venv/bin/python bench/concurrency.py --postgres --workers 2      # PostgreSQL + Redis, RUNS_IN_WORKER
     .venv/bin/python bench/concurrency.py --mode sync                  # blocking POST /messages instead
+    .venv/bin/python bench/concurrency.py --trace                      # tracing on, to a local OTLP receiver
 
 Starts a daphne server (and worker processes with --workers) on a throwaway database (a temp SQLite file,
 or a `bench_concurrency` PostgreSQL database with Redis db 13), creates the agents, and drives each agent
@@ -212,6 +213,7 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=0, help="run worker processes (sets RUNS_IN_WORKER)")
     p.add_argument("--threads", type=int, default=32, help="run threads per process (RUN_WORKER_THREADS)")
     p.add_argument("--mode", choices=["async", "sync"], default="async")
+    p.add_argument("--trace", action="store_true", help="export traces over OTLP/HTTP to a receiver in this process")
     args = p.parse_args()
 
     speed_before = machine_speed_s()
@@ -231,6 +233,12 @@ def main() -> None:
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "RUN_POLL_S": "0.05",
     }
+    receiver = None
+    if args.trace:
+        from tests.telemetry.otlp_receiver import OTLPReceiver
+
+        receiver = OTLPReceiver().start()
+        env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = receiver.endpoint
     procs: list[subprocess.Popen] = []
     try:
         _spawn(["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"], env, "web", procs)
@@ -252,6 +260,8 @@ def main() -> None:
         for proc in procs:
             proc.wait(timeout=20)
         llm.stop()
+        if receiver is not None:
+            receiver.stop()
     speed_after = machine_speed_s()
     ok = [r[1] for r in out if r[0] == "completed"]
     bad = [r for r in out if r[0] != "completed"]
@@ -262,8 +272,10 @@ def main() -> None:
     where = f"{args.workers} worker process(es)" if args.workers else "in the server process"
     print(
         f"{args.agents} agents x {args.messages} messages, fake LLM {args.latency * 1000:.0f} ms, {db}, runs {where}, "
-        f"{args.threads} threads, mode {args.mode}"
+        f"{args.threads} threads, mode {args.mode}, tracing {'on' if args.trace else 'off'}"
     )
+    if receiver is not None:
+        print(f"traces: {len(receiver.spans)} spans received in {receiver.requests} OTLP requests")
     print(f"completed {len(ok)}/{total} in {wall:.2f} s; failures {len(bad)} {bad[:3] if bad else ''}")
     print(f"machine speed: a 10-million-addition loop took {speed_before:.2f} s before, {speed_after:.2f} s after")
     print(f"throughput {tput:.1f} msg/s   ideal {ideal_tput:.1f} msg/s   = {100 * tput / ideal_tput:.0f}% of ideal")

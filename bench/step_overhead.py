@@ -82,17 +82,14 @@ def _measure_executor(agent, runs: int, *, queued: bool):
     waits), the path of a synchronous caller when every slot is taken."""
     from core.models import Step
     from core.runs import executor
+    from core.runs.request import RunRequest
 
     overhead, wall = [], []
     for i in range(runs):
         started = time.perf_counter()
         inputs = [{"role": "user", "content": f"hey {i}"}]
-        if queued:
-            run = executor.run_wait(
-                run=executor.run_submit(owner=agent.owner, agent_id=agent.id, input_messages=inputs)
-            )
-        else:
-            run = executor.run_call(owner=agent.owner, agent_id=agent.id, input_messages=inputs)
+        request = RunRequest(owner=agent.owner, agent_id=agent.id, input_messages=inputs)
+        run = executor.run_wait(run=executor.run_submit(request)) if queued else executor.run_call(request)
         elapsed = (time.perf_counter() - started) * 1000
         assert run.stop_reason == "end_turn", run.error
         model_ms = sum(Step.objects.filter(run_id=run.id).values_list("model_ms", flat=True))

@@ -3,11 +3,13 @@ from django.urls import include, path
 
 from core.web import accounts as views
 from core.web import (
+    agent_files,
     agent_tests,
     agentfiles,
     agents,
     approvals,
     breakpoints,
+    folders,
     inspector,
     runs,
     settings_pages,
@@ -84,6 +86,22 @@ urlpatterns = [
     path("agents/<str:agent_id>/sleeptime/", sleeptime.sleeptime_panel, name="agent_sleeptime"),
     path("agents/<str:agent_id>/sleeptime/save/", sleeptime.sleeptime_save, name="agent_sleeptime_save"),
     path("agents/<str:agent_id>/sleeptime/run/", sleeptime.sleeptime_run, name="agent_sleeptime_run"),
+    path("agents/<str:agent_id>/files/", agent_files.files_panel, name="agent_files"),
+    path("agents/<str:agent_id>/files/attach/", agent_files.folder_attach, name="agent_folder_attach"),
+    path("agents/<str:agent_id>/files/detach/<str:folder_id>/", agent_files.folder_detach, name="agent_folder_detach"),
+    path(
+        "agents/<str:agent_id>/files/<str:file_id>/<str:action>/", agent_files.file_open_close, name="agent_file_action"
+    ),
+    path("agents/<str:agent_id>/file-links/<str:message_id>/", agent_files.tool_result_links, name="agent_file_links"),
+    path("folders/", folders.folders_page, name="folders"),
+    path("folders/new/", folders.folder_create, name="folder_create"),
+    path("folders/<str:folder_id>/", folders.folder_page, name="folder"),
+    path("folders/<str:folder_id>/rename/", folders.folder_rename, name="folder_rename"),
+    path("folders/<str:folder_id>/delete/", folders.folder_delete, name="folder_delete"),
+    path("folders/<str:folder_id>/upload/", folders.file_upload, name="folder_upload"),
+    path("folders/<str:folder_id>/files/<str:file_id>/", folders.file_view, name="file_view"),
+    path("folders/<str:folder_id>/files/<str:file_id>/row/", folders.file_row, name="folder_file_row"),
+    path("folders/<str:folder_id>/files/<str:file_id>/delete/", folders.file_delete, name="folder_file_delete"),
     path("", include("memory.urls")),
     path("", include("tools.urls")),
     path("settings/", settings_pages.settings_page, name="settings"),

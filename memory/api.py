@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from core.agents.messages import messages_to_letta
 from core.agents.presenters import agent_state, block_out
 from core.agents.recall import passages_search as org_passages_search
-from core.api.agents import owner
+from core.api.common import PageQuery, WholeListQuery, clamped, owner
 from core.api.schemas import AgentStateOut, DeletedOut, LettaMessageOut
 from core.errors import NotFound
 from core.pagination import page
@@ -31,7 +31,6 @@ from memory.schemas import (
 )
 
 router = Router(tags=["blocks"])
-_CLAMPED = "Page size; values outside 1..{} are clamped to it."
 
 
 @router.post("/blocks/", response={201: BlockOut})
@@ -49,7 +48,7 @@ def block_create(request, body: BlockIn):
     return 201, block_out(block)
 
 
-class BlockListQuery(Schema):
+class BlockListQuery(PageQuery):
     label: str | None = None
     label_search: str | None = None
     value_search: str | None = None
@@ -57,11 +56,8 @@ class BlockListQuery(Schema):
     connected_to_agents_count_eq: list[int] | None = None
     connected_to_agents_count_gt: int | None = None
     connected_to_agents_count_lt: int | None = None
-    after: str | None = None
-    before: str | None = None
-    limit: int = Field(50, description=_CLAMPED.format(1000))
+    limit: int = Field(50, description=clamped(1000))
     order: Literal["asc", "desc"] = "asc"
-    order_by: Literal["created_at"] = "created_at"
 
 
 @router.get("/blocks/", response=list[BlockOut])
@@ -103,21 +99,14 @@ def block_delete(request, block_id: str):
 
 
 @router.get("/blocks/{block_id}/agents", response=list[BlockAgentOut])
-def block_agents(
-    request,
-    block_id: str,
-    after: str | None = None,
-    before: str | None = None,
-    limit: int | None = None,
-    order: Literal["asc", "desc"] = "asc",
-):
+def block_agents(request, block_id: str, q: Query[WholeListQuery]):
     block = selectors.block_get(owner=owner(request), block_id=block_id)
-    agents = page(selectors.block_agents(block=block), after=after, before=before, limit=limit, order=order)
+    agents = page(selectors.block_agents(block=block), after=q.after, before=q.before, limit=q.limit, order=q.order)
     return [{"id": a.id, "name": a.name} for a in agents]
 
 
 @router.get("/blocks/{block_id}/history", response=list[BlockHistoryOut])
-def block_history(request, block_id: str, limit: int = Query(100, description=_CLAMPED.format(1000))):
+def block_history(request, block_id: str, limit: int = Query(100, description=clamped(1000))):
     block = selectors.block_get(owner=owner(request), block_id=block_id)
     return [
         {
@@ -148,16 +137,9 @@ def block_restore(request, block_id: str, version: int):
 
 
 @router.get("/agents/{agent_id}/core-memory/blocks", response=list[BlockOut], tags=["agents"])
-def agent_blocks(
-    request,
-    agent_id: str,
-    after: str | None = None,
-    before: str | None = None,
-    limit: int | None = None,
-    order: str = "asc",
-):
+def agent_blocks(request, agent_id: str, q: Query[WholeListQuery]):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
-    blocks = page(selectors.agent_blocks(agent=agent), after=after, before=before, limit=limit, order=order)
+    blocks = page(selectors.agent_blocks(agent=agent), after=q.after, before=q.before, limit=q.limit, order=q.order)
     return [block_out(b) for b in blocks]
 
 
@@ -205,20 +187,27 @@ def passage_create(request, agent_id: str, body: PassageIn):
     return [passage_out(passage)]
 
 
+class PassageListQuery(PageQuery):
+    """Letta's parameters: `ascending` (its own; `order` says the same, and either asks for newest first)."""
+
+    limit: int = Field(100, description=clamped(1000))
+    order: Literal["asc", "desc"] = "asc"
+    search: str | None = None
+    ascending: bool = True
+    source: str | None = None
+
+
 @router.get("/agents/{agent_id}/archival-memory", response=list[PassageOut], tags=["archival-memory"])
-def passages_list(
-    request,
-    agent_id: str,
-    after: str | None = None,
-    before: str | None = None,
-    limit: int = Query(100, description=_CLAMPED.format(1000)),
-    search: str | None = None,
-    ascending: bool = True,
-    source: str | None = None,
-):
+def passages_list(request, agent_id: str, q: Query[PassageListQuery]):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     rows = selectors.passages_list(
-        agent=agent, search=search, after=after, before=before, limit=limit, ascending=ascending, source=source
+        agent=agent,
+        search=q.search,
+        after=q.after,
+        before=q.before,
+        limit=q.limit,
+        ascending=q.ascending and q.order == "asc",
+        source=q.source,
     )
     return [passage_out(p) for p in rows]
 
@@ -281,7 +270,7 @@ def messages_search(
     roles: list[str] | None = Query(None),
     start_date: str | None = None,
     end_date: str | None = None,
-    limit: int = Query(10, description=_CLAMPED.format(500)),
+    limit: int = Query(10, description=clamped(500)),
     offset: int = Query(0, description="Rows to skip; negative counts as 0."),
 ):
     agent = agent_get(owner=owner(request), agent_id=agent_id)

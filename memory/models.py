@@ -177,8 +177,10 @@ class FolderFile(models.Model):
     chunks_embedded = models.PositiveIntegerField(null=True, blank=True)
     line_count = models.PositiveIntegerField(default=0)
     page_count = models.PositiveIntegerField(default=0)
+    ingest_attempts = models.PositiveSmallIntegerField(default=0)  # ingests started; a restart retries a few times
+    embedding_model = models.CharField(max_length=200, blank=True, default="")  # its chunks' vectors ("": none)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = models.DateTimeField(auto_now=True)  # also an ingest's heartbeat (memory.files.recovery)
 
     class Meta:
         verbose_name = "file"

@@ -10,8 +10,9 @@ import pytest
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["LITELLM_TELEMETRY"] = "False"
-# The servers the tests start warm up beside their first requests (agents_ide/asgi.py): they listen seconds sooner.
-os.environ.setdefault("AIDE_WARM_UP", "background")
+# The servers the tests start (a hundred a pass) skip the warm-up (agents_ide/asgi.py): it imports litellm, about 3 s
+# of CPU a server, which only calls to providers our own client does not serve need, and they import it when first used.
+os.environ.setdefault("AIDE_WARM_UP", "0")
 for _var in (
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
@@ -45,6 +46,14 @@ def _loopback_only_connect(self, address):
 socket.socket.connect = _loopback_only_connect
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+# Files of one long test go first: pytest-xdist gives a worker a file at a time in this order (scripts/test), and one
+# scheduled last would keep its worker going for a minute after the others ran out of files.
+LONG_FILES = ("tests/web/test_api_schema.py",)
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: not item.nodeid.startswith(LONG_FILES))  # stable: the rest keep their order
 
 
 @pytest.fixture(autouse=True)

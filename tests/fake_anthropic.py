@@ -18,6 +18,7 @@ import hashlib
 import json
 import socket
 import threading
+import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ class AnthropicReply:
     stop_reason: str | None = None
     status: int = 200
     error: dict[str, Any] | None = None
+    latency: float = 0.0  # seconds before the answer starts, as a model takes
 
 
 @dataclass
@@ -102,9 +104,12 @@ class FakeAnthropic:
         thinking: str | None = None,
         redacted: str | None = None,
         stop_reason: str | None = None,
+        latency: float = 0.0,
     ) -> AnthropicReply:
         calls = list(tools or []) + ([tool] if tool else [])
-        return AnthropicReply(text=text, tools=calls, thinking=thinking, redacted=redacted, stop_reason=stop_reason)
+        return AnthropicReply(
+            text=text, tools=calls, thinking=thinking, redacted=redacted, stop_reason=stop_reason, latency=latency
+        )
 
     @staticmethod
     def error(status: int, message: str, type_: str = "invalid_request_error") -> AnthropicReply:
@@ -233,6 +238,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json({"type": "error", "error": {"type": "invalid_request_error", "message": problem}}, 400)
             return
         reply = self.fake._next()
+        if reply.latency:
+            time.sleep(reply.latency)
         if reply.status != 200:
             self._json(reply.error, reply.status)
             return

@@ -105,6 +105,13 @@ class FakeLLM:
     def __init__(
         self, *, latency: float = 0.0, embedding_dim: int = 384, stream_chunk_chars: int = 8, streaming: bool = True
     ):
+        self._defaults = {
+            "latency": latency,
+            "embedding_dim": embedding_dim,
+            "stream_chunk_chars": stream_chunk_chars,
+            "streaming": streaming,
+        }
+        self.in_flight = 0  # requests being answered now
         self.streaming = streaming  # False: refuse `stream: true` with a 400, like a provider that cannot stream
         self.chunk_times: list[float] = []  # time.time() of each streamed chunk written, for latency measurements
         self.by_model: dict[str, Reply] = {}  # model name -> the reply it always gives (two models, one server)
@@ -113,6 +120,7 @@ class FakeLLM:
         self.stream_chunk_chars = stream_chunk_chars
         self.requests: list[RecordedRequest] = []
         self._script: deque[Reply] = deque()
+        self._embedding_script: deque[Reply] = deque()  # answers for /embeddings (status, body, latency) before vectors
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -152,10 +160,33 @@ class FakeLLM:
             self._script.extend(replies)
         return self
 
+    def script_embeddings(self, *replies: Reply) -> FakeLLM:
+        """The next embedding requests get these answers (an error, a body, a delay) instead of vectors."""
+        with self._lock:
+            self._embedding_script.extend(replies)
+        return self
+
     def clear(self) -> None:
         with self._lock:
             self._script.clear()
+            self._embedding_script.clear()
             self.requests.clear()
+
+    def reset(self) -> FakeLLM:
+        """As it was started: no script, no requests, the constructor's settings (one server serves many tests)."""
+        with self._lock:
+            self._script.clear()
+            self._embedding_script.clear()
+            self.requests.clear()
+            self.chunk_times.clear()
+            self.by_model = {}
+            for name, value in self._defaults.items():
+                setattr(self, name, value)
+        return self
+
+    def _busy(self, delta: int) -> None:
+        with self._lock:
+            self.in_flight += delta
 
     @property
     def pending(self) -> int:
@@ -347,6 +378,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json({"error": {"message": f"not found: {self.path}"}}, 404)
 
     def do_POST(self) -> None:  # noqa: N802
+        self.fake._busy(1)
+        try:
+            self._post()
+        finally:
+            self.fake._busy(-1)
+
+    def _post(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
             body = json.loads(raw or b"{}")
@@ -363,6 +401,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json({"error": {"message": f"not found: {self.path}"}}, 404)
 
     def _embeddings(self, body: dict[str, Any]) -> None:
+        with self.fake._lock:
+            reply = self.fake._embedding_script.popleft() if self.fake._embedding_script else None
+        if reply is not None:
+            if reply.latency:
+                time.sleep(reply.latency)
+            if reply.status != 200 or reply.body is not None:
+                self._send_json(reply.body if reply.status == 200 else reply.error_body or {"error": {}}, reply.status)
+                return
         inp = body.get("input", "")
         items = inp if isinstance(inp, list) else [inp]
         dim = int(body.get("dimensions") or self.fake.embedding_dim)

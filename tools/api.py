@@ -4,7 +4,7 @@ from ninja import Query, Router
 
 from core.agents.presenters import agent_state, tool_out
 from core.agents.versions import noted
-from core.api.agents import owner
+from core.api.common import PageQuery, WholeListQuery, owner
 from core.api.schemas import AgentStateOut
 from core.errors import DomainError, Invalid, NotFound
 from core.pagination import page
@@ -19,7 +19,6 @@ from tools.schemas import (
     ToolCreateIn,
     ToolDeletedOut,
     ToolExecutionResultOut,
-    ToolListQuery,
     ToolOut,
     ToolRunIn,
     ToolRunOut,
@@ -54,6 +53,17 @@ _FIELDS = (
 def _set_fields(body, names=_FIELDS) -> dict:
     given = body.dict(exclude_unset=True)
     return {k: given[k] for k in names if k in given}
+
+
+class ToolListQuery(PageQuery):
+    limit: int = 50
+    name: str | None = None
+    names: list[str] | None = None
+    tool_ids: list[str] | None = None
+    return_only_letta_tools: bool = False
+    search: str | None = None
+    tool_types: list[str] | None = None
+    exclude_tool_types: list[str] | None = None
 
 
 @router.get("/tools/", response=list[ToolOut])
@@ -181,16 +191,9 @@ def tool_runs(
 
 
 @router.get("/agents/{agent_id}/tools", response=list[ToolOut], tags=["agents"])
-def agent_tools(
-    request,
-    agent_id: str,
-    after: str | None = None,
-    before: str | None = None,
-    limit: int | None = None,
-    order: str = "asc",
-):
+def agent_tools(request, agent_id: str, q: Query[WholeListQuery]):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
-    tools = page(selectors.agent_tools(agent=agent), after=after, before=before, limit=limit, order=order)
+    tools = page(selectors.agent_tools(agent=agent), after=q.after, before=q.before, limit=q.limit, order=q.order)
     return [tool_out(t) for t in tools]
 
 

@@ -6,7 +6,7 @@ from ninja import Router, Schema
 from pydantic import Field
 
 from core.agents.presenters import tool_out
-from core.api.agents import owner
+from core.api.common import owner
 from core.errors import NotFound
 from tools import mcp_services, presenters
 from tools.models import McpServer, Tool

@@ -12,7 +12,7 @@ from django_htmx.http import retarget, trigger_client_event
 
 from core.errors import DomainError
 from core.web.common import org
-from tools import arg_form, mcp_services
+from tools import arg_form, mcp_services, policy
 from tools.models import McpServer
 
 
@@ -39,12 +39,24 @@ def _server_or_404(request, server_id: str) -> McpServer:
     return server
 
 
+def _form_context(owner, form: dict | None = None, errors: dict | None = None) -> dict:
+    """What the add form needs: what was typed, its errors, and what the operator lets this account register
+    (a stdio server, network for it), so the form offers only that and says why not."""
+    stdio_refusal = policy.stdio_refusal(owner)
+    form = form or {"mcp_server_type": "streamable_http" if stdio_refusal else "stdio"}
+    return {
+        "form": form,
+        "errors": errors or {},
+        "stdio_refusal": stdio_refusal,
+        "network_permitted": policy.network_permitted(owner),
+    }
+
+
 @login_required
 def mcp_page(request):
+    owner = org(request)
     return TemplateResponse(
-        request,
-        "tools/mcp_servers.html",
-        {"nav": "mcp", "servers": _servers(org(request)), "form": {"mcp_server_type": "stdio"}},
+        request, "tools/mcp_servers.html", {"nav": "mcp", "servers": _servers(owner), **_form_context(owner)}
     )
 
 
@@ -104,9 +116,11 @@ def mcp_server_save(request):
     if errors:
         # 200 so htmx swaps the form with its errors back in; nothing was saved.
         return retarget(
-            TemplateResponse(request, "tools/_mcp_form.html", {"form": form, "errors": errors}), "#mcp-form"
+            TemplateResponse(request, "tools/_mcp_form.html", _form_context(owner, form, errors)), "#mcp-form"
         )
-    response = TemplateResponse(request, "tools/_mcp_list.html", {"servers": _servers(owner), "reset_form": True})
+    response = TemplateResponse(
+        request, "tools/_mcp_list.html", {"servers": _servers(owner), "reset_form": True, **_form_context(owner)}
+    )
     return trigger_client_event(response, "mcp-saved")
 
 

@@ -96,21 +96,6 @@ class ToolApprovalIn(Schema):
         return self
 
 
-class ToolListQuery(Schema):
-    after: str | None = None
-    before: str | None = None
-    limit: int = 50
-    order: Literal["asc", "desc"] = "desc"
-    order_by: Literal["created_at"] = "created_at"
-    name: str | None = None
-    names: list[str] | None = None
-    tool_ids: list[str] | None = None
-    return_only_letta_tools: bool = False
-    search: str | None = None
-    tool_types: list[str] | None = None
-    exclude_tool_types: list[str] | None = None
-
-
 # --- responses. Output models are plain pydantic models: ninja's Schema reads its input through a per-object
 # attribute getter, slower on big outputs and blind to the keys of open payloads.
 

@@ -96,12 +96,14 @@ def conversations_list(
     agent_id: str | None = None,
     limit: int = 50,
     after: str | None = None,
+    before: str | None = None,
     summary_search: str | None = None,
     ascending: bool = False,
     order_by: str = "created_at",
 ) -> list[Conversation]:
     """The owner's live conversations (of one agent, or all), ordered by `order_by` with ties by id; conversations
-    without a value for it come last. `after` is a conversation id (unknown: from the start)."""
+    without a value for it come last. `after` is a conversation id (unknown: from the start); `before` one to list
+    the page just ahead of (unknown: up to the end)."""
     if order_by not in ORDER_FIELDS:
         raise Invalid(f"order_by must be one of {', '.join(ORDER_FIELDS)}")
     qs = Conversation.objects.filter(owner=owner, deleted=False)
@@ -115,7 +117,13 @@ def conversations_list(
         index = next((i for i, c in enumerate(rows) if c.id == after), None)
         if index is not None:
             rows = rows[index + 1 :]
-    return rows[: max(1, min(limit, 1000))]
+    size = max(1, min(limit, 1000))
+    if before:
+        index = next((i for i, c in enumerate(rows) if c.id == before), None)
+        if index is not None:
+            rows = rows[:index]
+        return rows[-size:] if not after else rows[:size]
+    return rows[:size]
 
 
 def conversation_update(

@@ -2,7 +2,7 @@
 
 from ninja import Field, Router, Schema
 
-from core.api.agents import owner
+from core.api.common import owner
 from core.api.schemas import DeletedOut, TestOut, TestRunOut
 from core.providers import model_resolve
 from core.runs import agent_tests

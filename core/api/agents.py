@@ -4,7 +4,6 @@ from dataclasses import asdict
 from typing import Literal
 
 from django.conf import settings
-from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from pydantic import BaseModel
 
@@ -12,6 +11,7 @@ from core import selectors
 from core.agents import presenters, services
 from core.agents.context import agent_context, agent_with_counts
 from core.agents.services import BlockInput
+from core.api.common import PageQuery, owner
 from core.api.schemas import (
     AgentCreateIn,
     AgentStateOut,
@@ -29,10 +29,6 @@ from core.runs.overflow import agent_compact, compaction_settings_set
 from core.runs.sleeptime import sleeptime_configure
 
 router = Router(tags=["agents"])
-
-
-def owner(request: HttpRequest):
-    return request.principal.org
 
 
 def _llm_config(body) -> dict:
@@ -135,7 +131,7 @@ def agent_create(request, body: AgentCreateIn):
     return 201, presenters.agent_state(agent)
 
 
-class AgentListQuery(Schema):
+class AgentListQuery(PageQuery):
     """Letta's filters; identity_id, project_id, template_id, base_template_id, created_by_id, identifier_keys,
     include and include_relationships are accepted and ignored (nothing here models them)."""
 
@@ -144,10 +140,7 @@ class AgentListQuery(Schema):
     match_all_tags: bool = False
     query_text: str | None = None
     last_stop_reason: str | None = None
-    before: str | None = None
-    after: str | None = None
     limit: int = 50
-    order: Literal["asc", "desc"] = "desc"
     ascending: bool | None = Field(None, description="Deprecated by Letta in favour of order.")
     order_by: Literal["created_at", "updated_at", "last_run_completion"] | None = None
     sort_by: str | None = Field(None, description="Deprecated by Letta in favour of order_by.")

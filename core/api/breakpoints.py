@@ -6,7 +6,7 @@ from ninja import Field, Router, Schema
 
 from core.agents import presenters
 from core.agents.breakpoints import breakpoint_clear, breakpoint_set, breakpoints_list
-from core.api.agents import owner
+from core.api.common import owner
 from core.api.schemas import RunOut
 from core.runs import executor
 from core.selectors import agent_get

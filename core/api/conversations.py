@@ -5,7 +5,7 @@ addresses it), or — Letta's deprecated form — the agent's own id. Thin: pars
 import re
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from django.http import HttpResponse, StreamingHttpResponse
 from ninja import Field, Query, Router, Schema
@@ -14,15 +14,16 @@ from pydantic import BaseModel
 from core.agents import conversations as conv
 from core.agents.context import agent_context, agent_with_counts
 from core.agents.messages import messages_to_letta, stop_reason_message, usage_statistics
-from core.api.agents import CompactIn, CompactionOut, owner
-from core.api.messages import SSE_ALSO, SSE_ONLY, LettaRequest, client_tools
+from core.api.agents import CompactIn, CompactionOut
+from core.api.common import SSE_ALSO, SSE_ONLY, PageQuery, owner
+from core.api.messages import LettaRequest, inputs_of, run_request, sse_of
 from core.api.schemas import ErrorOut, LettaMessageOut, LettaResponseOut
 from core.errors import Conflict, Invalid, NotFound
 from core.models import Agent, Conversation
 from core.runs import executor, runner
 from core.runs.overflow import agent_compact
 from core.runs.persistence import thread_view
-from core.runs.streaming import run_resumable, sse_events, sse_resume
+from core.runs.streaming import run_resumable, sse_resume
 from core.selectors import agent_get
 
 router = Router(tags=["conversations"])
@@ -104,13 +105,11 @@ def conversation_create(request, agent_id: str, body: ConversationCreateIn | Non
     return _out(created)
 
 
-class ConversationListQuery(Schema):
+class ConversationListQuery(PageQuery):
     agent_id: str | None = None
     limit: int = Field(50, ge=1, le=1000)
-    after: str | None = None
     summary_search: str | None = None
-    order: str = Field("desc", pattern="^(asc|desc)$")
-    order_by: str = Field("created_at", pattern="^(created_at|last_run_completion|last_message_at)$")
+    order_by: Literal["created_at", "last_run_completion", "last_message_at"] = "created_at"
 
 
 @router.get("/conversations/", response=list[ConversationOut])
@@ -120,6 +119,7 @@ def conversations_list(request, q: Query[ConversationListQuery]):
         agent_id=q.agent_id,
         limit=q.limit,
         after=q.after,
+        before=q.before,
         summary_search=q.summary_search,
         ascending=q.order == "asc",
         order_by=q.order_by,
@@ -176,56 +176,24 @@ class ConversationMessageRequest(LettaRequest):
     streaming: bool = True  # unlike the agent route, a conversation streams unless asked not to
 
 
-def _sse(run, body: ConversationMessageRequest) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(
-        sse_events(
-            run=run,
-            types=body.include_return_message_types,
-            include_pings=body.include_pings,
-            stream_tokens=body.stream_tokens,
-        ),
-        content_type="text/event-stream",
-    )
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
-
-
-def _inputs(body: LettaRequest) -> list[dict]:
-    if body.messages:
-        return [m.dict(exclude_none=True) for m in body.messages]
-    return [{"role": "user", "content": body.input}] if body.input else []
-
-
 @router.post(
     "/conversations/{conversation_id}/messages", response=LettaResponseOut, openapi_extra=SSE_ALSO, exclude_unset=True
 )
 def conversation_messages_send(request, conversation_id: str, body: ConversationMessageRequest):
     """Run the thread's agent on the message: an SSE stream by default, the LettaResponse with `streaming: false`."""
     agent, found = _thread(request, conversation_id, body.agent_id)
-    inputs = _inputs(body)
+    inputs = inputs_of(body)
     if not inputs:
         raise Invalid("Messages must not be empty")
     thread = found.id if found is not None else None
     if body.streaming:
-        run = executor.run_send(
-            owner=agent.owner,
-            agent_id=agent.id,
-            input_messages=inputs,
-            max_steps=body.max_steps,
-            stream_tokens=body.stream_tokens,
-            background=body.background,
-            conversation_id=thread,
-            client_tools=client_tools(body),
-        )
-        return _sse(run, body)
+
+        def submit():
+            return executor.run_submit(run_request(agent.owner, agent.id, body, inputs, conversation_id=thread))
+
+        return sse_of(agent.id, submit, body)
     run = executor.run_call(
-        owner=agent.owner,
-        agent_id=agent.id,
-        input_messages=inputs,
-        max_steps=body.max_steps,
-        conversation_id=thread,
-        client_tools=client_tools(body),
+        run_request(agent.owner, agent.id, body, inputs, conversation_id=thread, stream_tokens=False, background=False)
     )
     messages = executor.run_reply(run=run, use_assistant_message=body.use_assistant_message)
     if body.include_return_message_types:
@@ -239,12 +207,9 @@ def conversation_messages_send(request, conversation_id: str, body: Conversation
     }
 
 
-class ConversationMessagesQuery(Schema):
+class ConversationMessagesQuery(PageQuery):
     agent_id: str | None = None
-    before: str | None = None
-    after: str | None = None
     limit: int = Field(100, ge=1, le=1000)
-    order: str = Field("desc", pattern="^(asc|desc)$")
     include_return_message_types: list[str] | None = None
 
 

@@ -13,16 +13,15 @@ from ninja import File, Query, Router, Schema
 from ninja.files import UploadedFile
 
 from core.agents.presenters import agent_state
-from core.api.agents import owner
+from core.api.common import PageQuery, owner
 from core.api.schemas import AgentStateOut
-from core.pagination import page
+from core.errors import NotFound
+from core.pagination import page, queryset_page
 from core.runs import queue
 from core.selectors import agent_get
 from memory.files import selectors, services
-from memory.files.ingest import folder_embedding_handle
-from memory.files.lines import cut, window
+from memory.files.presenters import agent_file_out, file_out, folder_out, folder_passage_out
 from memory.files.tasks import file_ingest_task
-from memory.models import FileAgent, Folder, FolderFile
 from tools import services as tool_services
 
 router = Router(tags=["folders"])
@@ -103,75 +102,67 @@ class FileClosedOut(Schema):
     message: str
 
 
-class FolderPageQuery(Schema):
-    before: str | None = None
-    after: str | None = None
+class FolderPassageOut(Schema):
+    id: str
+    text: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    source_id: str
+    file_id: str
+    file_name: str
+    agent_id: str | None
+    archive_id: str | None
+    organization_id: str
+    embedding: list[float] | None
+    embedding_config: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+    is_deleted: bool
+
+
+class FileStatsOut(Schema):
+    file_id: str
+    file_name: str
+    file_size: int | None
+
+
+class FolderStatsOut(Schema):
+    source_id: str
+    source_name: str
+    file_count: int
+    total_size: int
+    files: list[FileStatsOut]
+
+
+class FoldersMetadataOut(Schema):
+    total_sources: int
+    total_files: int
+    total_size: int
+    sources: list[FolderStatsOut]
+
+
+class FolderItemsQuery(PageQuery):
+    """A folder's agents or passages."""
+
+    limit: int = 100
+
+
+class FolderListQuery(PageQuery):
+    """Folders, the owner's or an agent's: oldest first."""
+
     limit: int = 50
     order: Literal["asc", "desc"] = "asc"
     name: str | None = None
 
 
-def folder_out(folder: Folder) -> dict:
-    """Letta's Folder; its embedding_config names the model files are embedded with ("" when full text only)."""
-    handle = folder_embedding_handle(folder)
-    provider, _, model = handle.partition("/")
-    return {
-        "id": folder.id,
-        "name": folder.name,
-        "description": folder.description or None,
-        "instructions": folder.instructions or None,
-        "metadata": folder.metadata or {},
-        "embedding_config": {
-            "embedding_endpoint_type": provider or "openai",
-            "embedding_model": model or handle,
-            "embedding_dim": 0,
-            "embedding_chunk_size": folder.embedding_chunk_size,
-            "handle": handle or None,
-        },
-        "organization_id": folder.owner_id,
-        "created_at": folder.created_at,
-        "updated_at": folder.updated_at,
-    }
+class FileListQuery(PageQuery):
+    limit: int = 1000
+    include_content: bool = False
 
 
-def file_out(file: FolderFile, *, folder_name: str | None = None, include_content: bool = False) -> dict:
-    """Letta's FileMetadata; `folder_name` prefixes the name as Letta's upload response does."""
-    return {
-        "id": file.id,
-        "source_id": file.folder_id,
-        "folder_id": file.folder_id,
-        "file_name": f"{folder_name}/{file.file_name}" if folder_name else file.file_name,
-        "original_file_name": file.original_file_name,
-        "file_type": file.mime_type,
-        "file_size": file.file_size,
-        "processing_status": file.status,
-        "error_message": file.error_message or None,
-        "total_chunks": file.total_chunks,
-        "chunks_embedded": file.chunks_embedded,
-        "content": file.content if include_content else None,
-        "organization_id": file.owner_id,
-        "created_at": file.created_at,
-        "updated_at": file.updated_at,
-    }
-
-
-def agent_file_out(state: FileAgent, char_limit: int) -> dict:
-    visible = None
-    if state.is_open:
-        lines = selectors.file_lines(state.file)
-        visible = cut(window(lines, start=state.start_line, end=state.end_line), char_limit)
-    return {
-        "id": state.id,
-        "file_id": state.file_id,
-        "file_name": services.context_name(state),
-        "folder_id": state.folder_id,
-        "folder_name": state.folder.name,
-        "is_open": state.is_open,
-        "last_accessed_at": state.last_accessed_at,
-        "visible_content": visible,
-        "start_line": state.start_line,
-        "end_line": state.end_line,
-    }
+class AgentFilesQuery(PageQuery):
+    limit: int = 100
+    is_open: bool | None = None
 
 
 def _embedding(body: FolderIn) -> str:
@@ -194,9 +185,29 @@ def folder_create(request: HttpRequest, body: FolderIn):
 
 
 @router.get("/folders/", response=list[FolderOut])
-def folders_list(request: HttpRequest, q: Query[FolderPageQuery]):
+def folders_list(request: HttpRequest, q: Query[FolderListQuery]):
     folders = list(selectors.folders_of(owner=owner(request), name=q.name).order_by("created_at", "id"))
     return [folder_out(f) for f in page(folders, after=q.after, before=q.before, limit=q.limit, order=q.order)]
+
+
+# Before `/folders/{folder_id}`, which would take "count" or "metadata" for an id.
+@router.get("/folders/count", response=int)
+def folders_count(request: HttpRequest):
+    return selectors.folders_count(owner=owner(request))
+
+
+@router.get("/folders/metadata", response=FoldersMetadataOut)
+def folders_metadata(request: HttpRequest, include_detailed_per_source_metadata: bool = False):
+    return selectors.folders_metadata(owner=owner(request), detailed=include_detailed_per_source_metadata)
+
+
+@router.get("/folders/name/{folder_name}", response=str)
+def folder_id_by_name(request: HttpRequest, folder_name: str):
+    """Letta's deprecated lookup of a folder's id by its name."""
+    found = selectors.folders_of(owner=owner(request), name=folder_name).values_list("id", flat=True).first()
+    if found is None:
+        raise NotFound(f"Folder with name={folder_name} not found")
+    return found
 
 
 @router.get("/folders/{folder_id}", response=FolderOut)
@@ -247,21 +258,13 @@ def file_upload(
 
 
 @router.get("/folders/{folder_id}/files", response=list[FolderFileOut])
-def files_list(
-    request: HttpRequest,
-    folder_id: str,
-    before: str | None = None,
-    after: str | None = None,
-    limit: int = 1000,
-    order: Literal["asc", "desc"] = "desc",
-    include_content: bool = False,
-):
+def files_list(request: HttpRequest, folder_id: str, q: Query[FileListQuery]):
     folder = selectors.folder_get(owner=owner(request), folder_id=folder_id)
-    files = selectors.files_of(folder=folder).order_by("created_at", "id")
-    if include_content:
-        files = files.defer("raw")
-    chosen = page(list(files), after=after, before=before, limit=limit, order=order)
-    return [file_out(f, include_content=include_content) for f in selectors.files_timed_out(chosen)]
+    files = selectors.files_of(folder=folder)
+    if q.include_content:
+        files = folder.files.defer("raw")
+    chosen = queryset_page(files, after=q.after, before=q.before, limit=q.limit, order=q.order)
+    return [file_out(f, include_content=q.include_content) for f in selectors.files_timed_out(chosen)]
 
 
 @router.get("/folders/{folder_id}/files/{file_id}", response=FolderFileOut)
@@ -272,8 +275,21 @@ def file_retrieve(request: HttpRequest, folder_id: str, file_id: str, include_co
 
 # Before `/folders/{folder_id}/{file_id}`: Django matches the first pattern, which would answer 405.
 @router.get("/folders/{folder_id}/agents", response=list[str])
-def folder_agents(request: HttpRequest, folder_id: str):
-    return selectors.folder_agent_ids(folder=selectors.folder_get(owner=owner(request), folder_id=folder_id))
+def folder_agents(request: HttpRequest, folder_id: str, q: Query[FolderItemsQuery]):
+    folder = selectors.folder_get(owner=owner(request), folder_id=folder_id)
+    agents = queryset_page(
+        selectors.folder_agents(folder=folder), after=q.after, before=q.before, limit=q.limit, order=q.order
+    )
+    return [a.id for a in agents]
+
+
+@router.get("/folders/{folder_id}/passages", response=list[FolderPassageOut])
+def folder_passages(request: HttpRequest, folder_id: str, q: Query[FolderItemsQuery]):
+    folder = selectors.folder_get(owner=owner(request), folder_id=folder_id)
+    passages = queryset_page(
+        selectors.folder_passages(folder=folder), after=q.after, before=q.before, limit=q.limit, order=q.order
+    )
+    return [folder_passage_out(p) for p in passages]
 
 
 @router.delete("/folders/{folder_id}/{file_id}", response={204: None})
@@ -284,7 +300,7 @@ def file_delete(request: HttpRequest, folder_id: str, file_id: str):
 
 
 @router.get("/agents/{agent_id}/folders", response=list[FolderOut], tags=["agents"])
-def agent_folders(request: HttpRequest, agent_id: str, q: Query[FolderPageQuery]):
+def agent_folders(request: HttpRequest, agent_id: str, q: Query[FolderListQuery]):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
     folders = list(selectors.agent_folders(agent=agent))
     return [folder_out(f) for f in page(folders, after=q.after, before=q.before, limit=q.limit, order=q.order)]
@@ -311,20 +327,12 @@ def agent_folder_detach(request: HttpRequest, agent_id: str, folder_id: str):
 
 
 @router.get("/agents/{agent_id}/files", response=AgentFilesPageOut, tags=["agents"])
-def agent_files(
-    request: HttpRequest,
-    agent_id: str,
-    before: str | None = None,
-    after: str | None = None,
-    limit: int = 100,
-    order: Literal["asc", "desc"] = "desc",
-    is_open: bool | None = None,
-):
+def agent_files(request: HttpRequest, agent_id: str, q: Query[AgentFilesQuery]):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
-    states = list(selectors.agent_file_states(agent=agent, is_open=is_open).order_by("created_at", "id"))
-    chosen = page(states, after=after, before=before, limit=limit + 1, order=order)
-    more = len(chosen) > limit
-    chosen = chosen[:limit]
+    states = list(selectors.agent_file_states(agent=agent, is_open=q.is_open).order_by("created_at", "id"))
+    chosen = page(states, after=q.after, before=q.before, limit=q.limit + 1, order=q.order)
+    more = len(chosen) > q.limit
+    chosen = chosen[: q.limit]
     char_limit = selectors.file_limits(agent).per_file_view_window_char_limit
     return {
         "files": [agent_file_out(s, char_limit) for s in chosen],

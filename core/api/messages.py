@@ -10,25 +10,13 @@ from pydantic import model_validator
 from core.agents import history, presenters, recall
 from core.agents.context import agent_with_counts, context_overview
 from core.agents.messages import message_to_letta, messages_to_letta, stop_reason_message, usage_statistics
-from core.api.agents import owner
+from core.api.common import SSE_ALSO, SSE_ONLY, PageQuery, clamped, owner, sse_submitted
 from core.api.schemas import AgentStateOut, ContextWindowOut, LettaMessageOut, LettaResponseOut, RunOut
 from core.runs import executor, runner
-from core.runs.streaming import sse_events
+from core.runs.request import RunRequest
 from core.selectors import agent_get
 
 router = Router(tags=["messages"])
-
-_SSE = {
-    "text/event-stream": {
-        "schema": {
-            "type": "string",
-            "description": "Server-sent events: each `data:` line holds one Letta message as JSON (then "
-            "`stop_reason` and `usage_statistics`; `ping` while waiting), the last is `data: [DONE]`.",
-        }
-    }
-}
-SSE_ALSO = {"responses": {200: {"content": _SSE}}}  # with `streaming: true`
-SSE_ONLY = {"responses": {200: {"description": "The run as it happens.", "content": _SSE}}}
 
 
 class MessageIn(Schema):
@@ -80,57 +68,51 @@ def client_tools(body: LettaRequest) -> list[dict] | None:
     return [t.dict() for t in body.client_tools] if body.client_tools else None
 
 
-def _inputs(body: LettaRequest) -> list[dict]:
+def inputs_of(body: LettaRequest) -> list[dict]:
     if body.messages:
         return [m.dict(exclude_none=True) for m in body.messages]
     return [{"role": "user", "content": body.input}] if body.input else []
+
+
+def run_request(owner, agent_id: str, body: LettaRequest, inputs: list[dict], **more) -> RunRequest:
+    """The one request a send becomes (the claim resolves its model onto it); `more` sets other fields (a thread's
+    conversation_id; the streaming options for a send whose caller does not stream)."""
+    fields = {
+        "max_steps": body.max_steps,
+        "stream_tokens": body.stream_tokens,
+        "background": body.background,  # its stream is recorded, so a caller whose connection broke can resume it
+        "client_tools": client_tools(body),
+    }
+    return RunRequest(owner=owner, agent_id=agent_id, input_messages=inputs, **(fields | more))
 
 
 def _submit(request, agent_id: str, body: LettaRequest, *, call: bool = False):
     """Start the run (`call`: execute it here and return it ended; `background` applies to streams only). 404 for
     another owner's agent, 400 for bad input or a model no provider serves (with a how-to), 409 when the agent is
     busy; nothing is claimed then."""
-    # The claim reads the agent and resolves its model under its lock.
-    org, inputs = owner(request), _inputs(body)
     if call:
         return executor.run_call(
-            owner=org,
-            agent_id=agent_id,
-            input_messages=inputs,
-            max_steps=body.max_steps,
-            client_tools=client_tools(body),
+            run_request(owner(request), agent_id, body, inputs_of(body), stream_tokens=False, background=False)
         )
-    return executor.run_send(
-        owner=org,
-        agent_id=agent_id,
-        input_messages=inputs,
-        max_steps=body.max_steps,
+    return executor.run_submit(run_request(owner(request), agent_id, body, inputs_of(body)))
+
+
+def sse_of(agent_id: str, submit, body: LettaRequest) -> StreamingHttpResponse:
+    """The run `submit()` starts as SSE, with the options its body asked for (followed from before it starts)."""
+    return sse_submitted(
+        agent_id,
+        submit,
+        types=body.include_return_message_types,
+        include_pings=body.include_pings,
         stream_tokens=body.stream_tokens,
-        background=body.background,  # its stream is recorded, so a caller whose connection broke can resume it
-        client_tools=client_tools(body),
     )
-
-
-def _stream(request, run, body: LettaRequest) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(
-        sse_events(
-            run=run,
-            types=body.include_return_message_types,
-            include_pings=body.include_pings,
-            stream_tokens=body.stream_tokens,
-        ),
-        content_type="text/event-stream",
-    )
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
 
 
 @router.post("/agents/{agent_id}/messages", response=LettaResponseOut, openapi_extra=SSE_ALSO, exclude_unset=True)
 def messages_send(request, agent_id: str, body: LettaRequest):
     """Run the agent and answer when the run ends (or stream it as SSE with `streaming: true`)."""
     if body.streaming:
-        return _stream(request, _submit(request, agent_id, body), body)
+        return sse_of(agent_id, lambda: _submit(request, agent_id, body), body)
     run = _submit(request, agent_id, body, call=True)
     messages = executor.run_reply(run=run, use_assistant_message=body.use_assistant_message)
     if body.include_return_message_types:
@@ -146,7 +128,7 @@ def messages_send(request, agent_id: str, body: LettaRequest):
 
 @router.post("/agents/{agent_id}/messages/stream", response={200: None}, openapi_extra=SSE_ONLY)
 def messages_stream(request, agent_id: str, body: LettaRequest):
-    return _stream(request, _submit(request, agent_id, body), body)
+    return sse_of(agent_id, lambda: _submit(request, agent_id, body), body)
 
 
 THREAD = Field(
@@ -154,15 +136,11 @@ THREAD = Field(
 )
 
 
-class MessageListQuery(Schema):
+class MessageListQuery(PageQuery):
     """Letta's parameters; group_id, include_err, assistant_message_tool_name and assistant_message_tool_kwarg are
     accepted and ignored (send_message/message)."""
 
-    before: str | None = None
-    after: str | None = None
     limit: int = 100
-    order: Literal["asc", "desc"] = "desc"
-    order_by: Literal["created_at"] = "created_at"
     conversation_id: str | None = THREAD
     use_assistant_message: bool = True
     include_return_message_types: list[str] | None = None
@@ -190,11 +168,10 @@ class CancelIn(Schema):
     run_ids: list[str] | None = None
 
 
-class AllMessagesQuery(Schema):
+class AllMessagesQuery(PageQuery):
     before: str | None = Field(None, description="A message id: only older messages.")
     after: str | None = Field(None, description="A message id: only newer messages.")
-    limit: int = Field(100, description="Page size; values outside 1..1000 are clamped to it.")
-    order: Literal["asc", "desc"] = "desc"
+    limit: int = Field(100, description=clamped(1000))
     conversation_id: str | None = THREAD
     include_return_message_types: list[str] | None = None
 
@@ -245,12 +222,7 @@ def messages_send_async(request, agent_id: str, body: LettaRequest):
     """Queue a run and return it at once (status created); 409 if the agent is busy."""
     # A plain view: every request has a thread of its own (agents_ide.http), so concurrent sends do not queue
     # behind each other's database waits.
-    run = executor.run_send(
-        owner=owner(request),
-        agent_id=agent_id,
-        input_messages=_inputs(body),
-        max_steps=body.max_steps,
-        background=True,
-        client_tools=client_tools(body),
+    run = executor.run_submit(
+        run_request(owner(request), agent_id, body, inputs_of(body), background=True, stream_tokens=False)
     )
     return presenters.run_out(run)

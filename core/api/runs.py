@@ -9,8 +9,7 @@ from ninja import Field, Query, Router, Schema
 from core.agents import history, presenters
 from core.agents.messages import messages_to_letta
 from core.agents.steps import step_letta
-from core.api.agents import owner
-from core.api.messages import SSE_ONLY
+from core.api.common import SSE_ONLY, PageQuery, clamped, owner
 from core.api.schemas import ErrorOut, LettaMessageOut, RunOut, RunUsageOut
 from core.api.steps import LettaStepOut
 from core.runs.streaming import run_resumable, sse_resume
@@ -18,7 +17,7 @@ from core.runs.streaming import run_resumable, sse_resume
 router = Router(tags=["runs"])
 
 
-class RunListQuery(Schema):
+class RunListQuery(PageQuery):
     agent_id: str | None = None
     agent_ids: list[str] | None = None
     active: bool = False
@@ -26,20 +25,15 @@ class RunListQuery(Schema):
     background: bool | None = None
     stop_reason: str | None = None
     conversation_id: str | None = Field(None, description="`default`: runs in agents' own threads.")
-    after: str | None = None
-    before: str | None = None
-    limit: int = Field(50, description="Page size; values outside 1..1000 are clamped to it.")
-    order: Literal["asc", "desc"] = "desc"
-    order_by: Literal["created_at"] = "created_at"
+    limit: int = Field(50, description=clamped(1000))
     ascending: bool | None = Field(None, description="Deprecated by Letta in favour of order.")
 
 
-class PageQuery(Schema):
-    after: str | None = None
-    before: str | None = None
+class RunPageQuery(PageQuery):
+    """A run's messages or steps: all of them, oldest first, unless asked otherwise."""
+
     limit: int | None = Field(None, description="Page size (all rows when absent); clamped to 1..10000.")
     order: Literal["asc", "desc"] = "asc"
-    order_by: Literal["created_at"] = "created_at"
 
 
 @router.get("/runs/", response=list[RunOut])
@@ -68,7 +62,7 @@ def run_retrieve(request, run_id: str):
 
 
 @router.get("/runs/{run_id}/messages", response=list[LettaMessageOut], exclude_unset=True)
-def run_messages(request, run_id: str, q: Query[PageQuery]):
+def run_messages(request, run_id: str, q: Query[RunPageQuery]):
     run = history.run_get(owner=owner(request), run_id=run_id)
     rows = history.run_messages(
         run=run, after=q.after, before=q.before, limit=q.limit, order=q.order, hide_assistant_returns=True
@@ -78,7 +72,7 @@ def run_messages(request, run_id: str, q: Query[PageQuery]):
 
 
 @router.get("/runs/{run_id}/steps", response=list[LettaStepOut])
-def run_steps(request, run_id: str, q: Query[PageQuery]):
+def run_steps(request, run_id: str, q: Query[RunPageQuery]):
     run = history.run_get(owner=owner(request), run_id=run_id)
     return [
         step_letta(s) for s in history.run_steps(run=run, after=q.after, before=q.before, limit=q.limit, order=q.order)

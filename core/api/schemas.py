@@ -571,6 +571,24 @@ class PreviewToolOut(BaseModel):
     changed: bool
 
 
+class PreviewFileOut(BaseModel):
+    name: str
+    bytes: int
+    open: bool
+
+
+class PreviewFolderOut(BaseModel):
+    """A folder the agent is attached to in the file; `exists`: the owner has a folder of that name, which the import
+    attaches (its files of the same names kept) instead of creating one."""
+
+    name: str
+    exists: bool
+    file_count: int
+    bytes: int
+    open_count: int
+    files: list[PreviewFileOut]
+
+
 class PreviewAgentOut(BaseModel):
     name: str
     model: str | None
@@ -585,6 +603,7 @@ class PreviewAgentOut(BaseModel):
     message_count: int
     in_context_count: int
     passages: int
+    folders: list[PreviewFolderOut] = []
 
 
 class ImportPreviewOut(BaseModel):

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from core.agents.messages import message_to_letta
 from core.agents.recall import messages_search
-from core.api.agents import owner
+from core.api.common import owner
 
 router = Router(tags=["messages"])
 

@@ -3,7 +3,7 @@
 from ninja import Router, Schema
 from pydantic import Field
 
-from core.api.agents import owner
+from core.api.common import owner
 from core.api.schemas import SleeptimeOut, SleeptimeRunOut
 from core.errors import NotFound
 from core.runs import sleeptime

@@ -3,11 +3,11 @@ shape over our step record. Thin: parse, call, present."""
 
 from typing import Any, Literal
 
-from ninja import Field, Query, Router, Schema
+from ninja import Field, Query, Router
 
 from core.agents import history
 from core.agents.steps import step_letta, steps_list
-from core.api.agents import owner
+from core.api.common import PageQuery, clamped, owner
 from core.api.schemas import StepOut
 
 router = Router(tags=["steps"])
@@ -41,15 +41,11 @@ class LettaStepOut(StepOut):
     status: Literal["pending", "success", "failed", "cancelled"]
 
 
-class StepListQuery(Schema):
+class StepListQuery(PageQuery):
     """Letta's filters; `order` and `order_by` are accepted and, as in Letta, steps always list newest first;
     trace_ids, tags and project_id are accepted and ignored (nothing here records them)."""
 
-    before: str | None = None
-    after: str | None = None
-    limit: int = Field(50, description="Page size; values outside 1..1000 are clamped to it.")
-    order: Literal["asc", "desc"] = "desc"
-    order_by: Literal["created_at"] = "created_at"
+    limit: int = Field(50, description=clamped(1000))
     start_date: str | None = None
     end_date: str | None = None
     model: str | None = None

@@ -2,18 +2,18 @@
 
 from typing import Literal
 
-from ninja import Field, Query, Router, Schema
+from ninja import Field, Query, Router
 
 from core.agents.tags import tags_list
-from core.api.agents import owner
+from core.api.common import PageQuery, clamped, owner
 
 router = Router(tags=["tags"])
 
 
-class TagListQuery(Schema):
+class TagListQuery(PageQuery):
     before: str | None = Field(None, description="A tag: only tags before it in the order asked for.")
     after: str | None = Field(None, description="A tag: only tags after it in the order asked for.")
-    limit: int = Field(50, description="Page size; values outside 1..1000 are clamped to it.")
+    limit: int = Field(50, description=clamped(1000))
     order: Literal["asc", "desc"] = "asc"
     order_by: Literal["name"] = "name"
     name: str | None = Field(None, description="Only tags containing this text (case-insensitive).")

@@ -4,7 +4,7 @@ Thin: parse, call a service, present."""
 from ninja import Field, Router, Schema
 
 from core.agents import presenters
-from core.api.agents import owner
+from core.api.common import owner
 from core.api.schemas import AgentStateOut, AgentUsageOut, ReplayOut
 from core.runs import timetravel
 from core.selectors import agent_get

@@ -3,7 +3,7 @@
 from ninja import Router
 
 from core.agents import restore, versions
-from core.api.agents import owner
+from core.api.common import owner
 from core.api.schemas import DiffOut, RestoreIn, VersionDetailOut, VersionOut
 from core.models import AgentVersion
 from core.selectors import agent_get

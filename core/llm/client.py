@@ -1,9 +1,9 @@
 """The model client: `complete` sends a compiled chat request to its provider and returns an LLMResult, `embed`
 embeds texts; every failure is an LLMError (errors.py) with a kind the runner acts on.
 
-Providers that speak OpenAI's chat-completions wire format (`openai/…` handles: OpenAI, any OpenAI-compatible server)
-are called by our own small client over that public format (openai_wire.py); every other provider, and the requests
-that client does not serve, through litellm's public API (via_litellm.py).
+Providers that speak OpenAI's wire format (`openai/…` handles: OpenAI, any OpenAI-compatible server) are called by our
+own small client over that public format, chat completions and embeddings (openai_wire.py); every other provider, and
+the requests that client does not serve, through litellm's public API (via_litellm.py).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from core.engine.types import Delta, LLMResult
 from core.llm import openai_wire, via_litellm
 from core.llm.errors import LLMError, is_context_length_error, map_error
+from core.telemetry import hooks as telemetry
 
 __all__ = ["NO_KEY", "Delta", "LLMError", "complete", "embed", "is_context_length_error", "map_error", "warm_up"]
 
@@ -59,9 +60,13 @@ def complete(
     never one from the environment); blocks; streamed, each fragment goes to `on_delta` as it arrives; raises
     LLMError. `guarded`: the base URL is an owner's, so our own client connects only through the egress guard
     (litellm's calls have theirs checked before, by core.providers.base_url_check)."""
-    model = str(request.get("model", ""))
     request = {k: v for k, v in request.items() if k not in _ROUTING_PARAMS}
-    key = api_key or NO_KEY
+    with telemetry.model_call(request, api_base=api_base, stream=stream) as traced:
+        return traced.done(_complete(request, api_base, api_key or NO_KEY, timeout, stream, on_delta, guarded))
+
+
+def _complete(request, api_base, key, timeout, stream, on_delta, guarded) -> LLMResult:
+    model = str(request.get("model", ""))
     started = time.perf_counter()
     try:
         if openai_wire.serves(request, api_base):
@@ -98,25 +103,40 @@ def embed(
     api_key: str | None = None,
     timeout: float = 60.0,
     dimensions: int | None = None,
+    guarded: bool = False,
 ) -> list[list[float]]:
-    """Embed texts with an embedding handle ("openai/text-embedding-3-small") through litellm, with exactly the key
-    given (none: NO_KEY, never one from the environment); blocks; raises LLMError."""
+    """Embed texts with an embedding handle ("openai/text-embedding-3-small"): `openai/` handles through our own
+    client, every other provider's through litellm; with exactly the key given (none: NO_KEY, never one from the
+    environment); blocks; raises LLMError. `guarded`: as for `complete`."""
     if not texts:
         return []
-    kwargs: dict[str, Any] = {
-        "model": model,
-        "input": texts,
-        "api_base": api_base,
-        "api_key": api_key or NO_KEY,
-        "timeout": timeout,
-        "max_retries": 0,
-    }
-    if dimensions:
-        kwargs["dimensions"] = dimensions
+    key = api_key or NO_KEY
     try:
+        if openai_wire.serves_embedding(model):
+            return openai_wire.embed(
+                texts,
+                model=model,
+                api_base=api_base,
+                api_key=key,
+                timeout=timeout,
+                dimensions=dimensions,
+                guarded=guarded,
+            )
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "input": texts,
+            "api_base": api_base,
+            "api_key": key,
+            "timeout": timeout,
+            "max_retries": 0,
+        }
+        if dimensions:
+            kwargs["dimensions"] = dimensions
         return via_litellm.embed(kwargs)
+    except LLMError:
+        raise
     except Exception as exc:  # noqa: BLE001
-        raise map_error(exc, model=model) from exc
+        raise map_error(exc, model=model, api_base=api_base) from exc
 
 
 def warm_up() -> None:

@@ -1,10 +1,13 @@
-"""Our own client for providers that speak OpenAI's chat-completions wire format (OpenAI, any OpenAI-compatible
-server): the engine's request sent as the body with httpx, the reply read here, whole or as server-sent events.
+"""Our own client for providers that speak OpenAI's wire format (OpenAI, any OpenAI-compatible server): chat
+completions (the engine's request sent as the body with httpx, the reply read here, whole or as server-sent events)
+and embeddings (`/embeddings`, the body litellm's embedding() sends).
 
 It exists for speed. Through litellm's public completion() a call cost about 3 ms of CPU whole and 15 ms streamed
 against about 1 ms here (README, Benchmarks): litellm builds a logging object for every call, prices every response,
 and its stream wrapper rebuilds each chunk and then the whole reply, for callbacks and caches a proxy uses and this
-server does not. Everything that needs a provider's quirks goes through litellm (`serves` says what comes here).
+server does not; its embedding() spent about 2 ms of a file search's query embedding on the same, and on building the
+OpenAI SDK's typed response. Everything that needs a provider's quirks goes through litellm (`serves` and
+`serves_embedding` say what comes here).
 """
 
 from __future__ import annotations
@@ -180,22 +183,17 @@ def complete(
     """POST the request to the server's /chat/completions (one HTTP call, blocking) and read the reply; raises
     LLMError."""
     model = request["model"]
-    url = base_url(api_base).rstrip("/")
-    url = url if url.endswith("/chat/completions") else url + "/chat/completions"
-    headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
-    content = body(request, stream=stream)
-    client = _client(guarded)
     started = time.perf_counter()
-    try:
-        sent = client.build_request("POST", url, content=content, headers=headers, timeout=timeout)
-        response = client.send(sent, stream=stream)
-    except httpx.TimeoutException as exc:
-        raise _late(model, timeout) from exc
-    except (httpx.TransportError, EgressRefused) as exc:
-        detail = clean(str(exc)) or type(exc).__name__
-        if isinstance(exc, httpx.ConnectError):  # nothing answered at that address
-            raise LLMError("api_error", not_reachable(base_url(api_base), f"{detail} ({model})")) from exc
-        raise LLMError("api_error", f"Could not reach the model provider ({model}): {detail}") from exc
+    response = _post(
+        "/chat/completions",
+        body(request, stream=stream),
+        api_base=api_base,
+        api_key=api_key,
+        timeout=timeout,
+        stream=stream,
+        guarded=guarded,
+        model=model,
+    )
     try:
         if response.status_code >= 400:
             response.read()
@@ -215,18 +213,108 @@ def complete(
         response.close()  # read to its end: the connection goes back to the pool
 
 
+def _post(
+    path: str,
+    content: bytes,
+    *,
+    api_base: str | None,
+    api_key: str,
+    timeout: float,
+    stream: bool,
+    guarded: bool,
+    model: str,
+) -> httpx.Response:
+    """POST a JSON body to the server's `path` (one HTTP call, blocking) and return the response, its body unread when
+    `stream`; a call that reached no server, or none in time, raises LLMError."""
+    url = base_url(api_base).rstrip("/")
+    url = url if url.endswith(path) else url + path
+    headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
+    client = _client(guarded)
+    try:
+        sent = client.build_request("POST", url, content=content, headers=headers, timeout=timeout)
+        return client.send(sent, stream=stream)
+    except httpx.TimeoutException as exc:
+        raise _late(model, timeout) from exc
+    except (httpx.TransportError, EgressRefused) as exc:
+        detail = clean(str(exc)) or type(exc).__name__
+        if isinstance(exc, httpx.ConnectError):  # nothing answered at that address
+            raise LLMError("api_error", not_reachable(base_url(api_base), f"{detail} ({model})")) from exc
+        raise LLMError("api_error", f"Could not reach the model provider ({model}): {detail}") from exc
+
+
+def serves_embedding(model: str) -> bool:
+    """Whether this client embeds with the handle: a model of the `openai` provider (OpenAI's own, or any
+    OpenAI-compatible server's)."""
+    return model.startswith("openai/") and len(model) > len("openai/")
+
+
+def embed(
+    texts: list[str],
+    *,
+    model: str,
+    api_base: str | None,
+    api_key: str,
+    timeout: float,
+    dimensions: int | None,
+    guarded: bool,
+) -> list[list[float]]:
+    """POST the texts to the server's /embeddings (one HTTP call, blocking): a vector per text, in the texts' order;
+    raises LLMError."""
+    request: dict[str, Any] = {"model": model.split("/", 1)[1], "input": texts}
+    if dimensions:
+        request["dimensions"] = dimensions
+    response = _post(
+        "/embeddings",
+        jsontext.dumps(request).encode(),
+        api_base=api_base,
+        api_key=api_key,
+        timeout=timeout,
+        stream=False,
+        guarded=guarded,
+        model=model,
+    )
+    if response.status_code >= 400:
+        raise provider_error(response.status_code, _error_text(response.text), model=model)
+    return _vectors(response.content, model, len(texts))
+
+
+def _vectors(content: bytes, model: str, count: int) -> list[list[float]]:
+    """An embeddings reply's vectors in their inputs' order (`index`); a body that is not one is an api_error."""
+    raw = _reply_json(content, model, "data")
+    data = raw.get("data") if isinstance(raw, dict) else None
+    if isinstance(data, list) and len(data) == count and all(map(_is_embedding, data)):
+        return [d["embedding"] for d in sorted(data, key=lambda d: d.get("index") or 0)]
+    if isinstance(data, list):
+        what = f"{len(data)} embeddings for {count} inputs" if len(data) != count else "an item with no list of numbers"
+    elif isinstance(raw, dict):
+        what = f"a JSON object with no 'data' (keys: {', '.join(map(str, raw))})"
+    else:
+        what = f"not a JSON object: {clean(content.decode(errors='replace'))[:200]!r}"
+    raise LLMError("api_error", f"The embedding provider sent an unreadable response ({model}): {what}")
+
+
+def _reply_json(content: bytes, model: str, field: str) -> Any:
+    """A reply body's JSON (None if it is not JSON); an error object sent with a 200 (no `field`) is raised."""
+    try:
+        raw = jsontext.loads(content)
+    except ValueError:
+        return None
+    if isinstance(raw, dict) and raw.get("error") and field not in raw:
+        raise _error_event(raw["error"], model)
+    return raw
+
+
+def _is_embedding(item: Any) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("embedding"), list)
+
+
 def _late(model: str, timeout: float) -> LLMError:
     return LLMError("timeout", f"The model ({model}) did not answer in time: no reply within {timeout:g} s")
 
 
 def _whole(content: bytes, model: str, started: float) -> LLMResult:
     """A whole reply's JSON as an LLMResult; a body that is not a chat completion is an api_error saying so."""
-    try:
-        raw = jsontext.loads(content)
-    except ValueError:
-        raw = None
-    if isinstance(raw, dict) and raw.get("error") and "choices" not in raw:  # an error object in a 200
-        raise _error_event(raw["error"], model)
+    raw = _reply_json(content, model, "choices")
     if not isinstance(raw, dict) or not isinstance(raw.get("choices"), list):
         what = f"a JSON object with no 'choices' (keys: {', '.join(map(str, raw))})" if isinstance(raw, dict) else None
         what = what or f"not a JSON object: {clean(content.decode(errors='replace'))[:200]!r}"

@@ -23,6 +23,7 @@ from core.errors import Invalid, NotFound
 from core.events import agent_group, send_event
 from core.models import Agent, AgentTestRun, Message, Organization, Run, RunStatus, Step
 from core.runs import executor, timetravel
+from core.runs.request import RunRequest
 from memory.models import BlockHistory, Passage
 from memory.selectors import agent_blocks
 
@@ -293,9 +294,13 @@ def test_execute(*, agent: Agent, test: dict, model: str = "", keep: bool = Fals
         copy = _copy_for(agent, test, model)
         runs = []
         for turn in test["turns"]:
-            run = executor.run_submit(
-                owner=agent.owner, agent_id=copy.id, input_messages=[_turn_input(turn, runs[-1] if runs else None)]
+            request = RunRequest(
+                owner=agent.owner,
+                agent_id=copy.id,
+                input_messages=[_turn_input(turn, runs[-1] if runs else None)],
+                refuse_unconfigured=False,  # the failed run is the test's finding
             )
+            run = executor.run_submit(request)
             runs.append(executor.run_wait(run=run))
             if runs[-1].status != RunStatus.COMPLETED:
                 break

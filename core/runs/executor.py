@@ -1,10 +1,11 @@
 """The one way to run an agent: claim and enqueue in one transaction, execute on the run pool under a lease.
 
 Every run — a synchronous `POST …/messages`, an SSE stream, a websocket send, `…/messages/async`, an
-agent-to-agent message — is claimed (`runner.run_start`, the agent's row lock; 409 if busy) and its task
-enqueued in the same transaction, so a claimed run always has a task and a task always has its run. A pool
-thread (this process's on the embedded default, a `run_worker` process's with RUNS_IN_WORKER) executes it
-under a lease (core.runs.queue); callers only wait for the run (`run_wait`) or follow the agent's events
+agent-to-agent message — comes as one RunRequest (core.runs.request), built where it came in. It is claimed
+(`runner.run_start`, the agent's row lock; 409 if busy; the model resolved) and its task enqueued in the same
+transaction, so a claimed run always has a task and a task always has its run. A pool thread (this process's on the
+embedded default, a `run_worker` process's with RUNS_IN_WORKER) executes it (`runner.run_steps`) under a lease
+(core.runs.queue); callers only wait for the run (`run_wait`) or follow the agent's events
 (core.runs.streaming). One rule finds dead runs: a lapsed lease.
 
 A synchronous caller that would only block until its run ends (`run_call`) lends its own thread instead: when
@@ -17,9 +18,11 @@ is queued as usual.
 import asyncio
 import threading
 import time
+from collections import OrderedDict
 from contextlib import contextmanager
 
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
@@ -31,8 +34,10 @@ from core.channel_layer import LocalChannelLayer
 from core.errors import DomainError, NotFound
 from core.events import agent_group, sender_loop
 from core.models import RUN_ACTIVE, RUN_TERMINAL, Organization, Run, RunStatus
-from core.providers import model_resolve
 from core.runs import persistence, queue, runner, waits
+from core.runs.request import RunRequest
+from core.telemetry import hooks as telemetry
+from core.telemetry import logs
 
 WAIT_POLL_S = 1.0
 
@@ -44,65 +49,38 @@ _waiters: dict[str, set[threading.Event]] = {}
 _waiters_lock = threading.Lock()
 
 
-@transaction.atomic  # a savepoint when nested: callers (sleep-time, multi-agent tools) catch its Conflict
-def run_submit(
-    *,
-    owner: Organization,
-    agent_id: str,
-    input_messages: list[dict],
-    max_steps: int | None = None,
-    background: bool = False,
-    depth: int = 0,
-    parent_run_id: str | None = None,
-    kinds: dict[int, str] | None = None,
-    stream_tokens: bool = False,
-) -> Run:
-    """Claim the agent and queue the run in one transaction; returns the run (status created).
-
-    Raises Conflict if the agent is busy, Invalid for bad input. The task reaches a pool thread after commit.
-    """
-    return _queued(
-        runner.run_start(
-            owner=owner,
-            agent_id=agent_id,
-            input_messages=input_messages,
-            max_steps=max_steps,
-            background=background,
-            depth=depth,
-            parent_run_id=parent_run_id,
-            kinds=kinds,
-            stream_tokens=stream_tokens,
-        )
-    )
+@transaction.atomic  # outermost from entry points; a savepoint when nested (multi-agent and sleep-time catch Conflict)
+def run_submit(request: RunRequest) -> Run:
+    """Claim the agent for `request` and queue its run in one transaction; returns the run (status created). Raises
+    what run_start raises (Conflict if the agent is busy, Invalid for bad input, NotConfigured for a person's send to
+    a model no provider serves); nothing is claimed or queued then. The task reaches a pool thread after commit, with
+    the request handed to it when this process executes it."""
+    run = runner.run_start(request)
+    if not settings.RUNS_IN_WORKER:  # this process's pool will most likely take the task: hand it the request
+        transaction.on_commit(lambda: _hand_over(run.id, request))
+    queue.woken_after_commit(run_execute_task.enqueue(run_id=run.id, **telemetry.origin()))
+    return run
 
 
-@transaction.atomic  # outermost from entry points (no savepoint then); nested in tests that run in a transaction
-def run_send(
-    *,
-    owner: Organization,
-    agent_id: str,
-    input_messages: list[dict],
-    max_steps: int | None = None,
-    background: bool = False,
-    stream_tokens: bool = False,
-    conversation_id: str | None = None,
-    client_tools: list[dict] | None = None,
-) -> Run:
-    """Queue a person's message to an agent (API, SSE, websocket), in its own thread or in its conversation
-    `conversation_id`: run_submit, with the model resolved from the claim's row before the commit. Raises what
-    run_start raises, and NotConfigured when no provider serves the model; nothing is claimed or queued then."""
-    run = runner.run_start(
-        owner=owner,
-        agent_id=agent_id,
-        input_messages=input_messages,
-        max_steps=max_steps,
-        background=background,
-        stream_tokens=stream_tokens,
-        conversation_id=conversation_id,
-        client_tools=client_tools,
-    )
-    model_resolve(owner=owner, handle=run.agent.model)
-    return _queued(run)
+def run_call(request: RunRequest) -> Run:
+    """Run the agent for a caller that waits for the end; returns the ended run (status, stop reason, usage and
+    error current). Executes on this thread in a free slot of the local pool (claimed already leased, in one
+    transaction), else queues the run and waits. Raises what run_start raises; nothing is claimed then."""
+    pool = queue.slot_take()
+    if pool is None:
+        return run_wait(run=run_submit(request))
+    try:
+        with transaction.atomic():
+            run = runner.run_start(request, leased=True)
+    except BaseException:
+        queue.slot_give(pool)
+        raise
+    try:
+        with queue.in_slot(pool), queue.lease_held(run.id):
+            runner.run_steps(run, request, agent_fresh=True)
+    finally:
+        _ended(run)
+    return run
 
 
 @transaction.atomic
@@ -130,73 +108,20 @@ def run_continue(
     else:
         given = approvals or [{"type": "approval", "tool_call_id": c["tool_call_id"], "approve": True} for c in calls]
         answer = {"type": "approval", "approvals": given, "step": step}
-    return run_send(
-        owner=owner,
-        agent_id=waited.agent_id,
-        input_messages=[answer],
-        conversation_id=waited.conversation_id,
-        client_tools=waited.client_tools or None,
-    )
-
-
-def _queued(run: Run) -> Run:
-    """Enqueue the claimed run's task; a pool thread is woken when the transaction commits."""
-    queue.woken_after_commit(run_execute_task.enqueue(run_id=run.id))
-    return run
-
-
-def run_call(
-    *,
-    owner: Organization,
-    agent_id: str,
-    input_messages: list[dict],
-    max_steps: int | None = None,
-    conversation_id: str | None = None,
-    client_tools: list[dict] | None = None,
-) -> Run:
-    """Run the agent for a caller that waits for the end; returns the ended run (status, stop reason, usage and
-    error current). Executes on this thread in a free slot of the local pool, else queues the run and waits.
-    Raises what run_start raises, and NotConfigured when no provider serves the agent's model (nothing is
-    claimed then): the model is resolved from the agent's row as the claim read it, not read again."""
-    pool = queue.slot_take()
-    if pool is None:
-        return run_wait(
-            run=run_send(
-                owner=owner,
-                agent_id=agent_id,
-                input_messages=input_messages,
-                max_steps=max_steps,
-                conversation_id=conversation_id,
-                client_tools=client_tools,
-            )
+    return run_submit(
+        RunRequest(
+            owner=owner,
+            agent_id=waited.agent_id,
+            input_messages=[answer],
+            conversation_id=waited.conversation_id,
+            client_tools=waited.client_tools or None,
         )
-    try:
-        with transaction.atomic():
-            run = runner.run_start(
-                owner=owner,
-                agent_id=agent_id,
-                input_messages=input_messages,
-                max_steps=max_steps,
-                leased=True,
-                conversation_id=conversation_id,
-                client_tools=client_tools,
-            )
-            resolved = model_resolve(owner=owner, handle=run.agent.model)
-    except BaseException:
-        queue.slot_give(pool)
-        raise
-    try:
-        with queue.in_slot(pool), queue.lease_held(run.id):
-            runner.run_agent(
-                agent_id=run.agent_id, owner=owner, input_messages=[], run=run, resolved=resolved, agent_fresh=True
-            )
-    finally:
-        _ended(run)
-    return run
+    )
 
 
 def run_execute(*, run_id: str) -> str:
     """Task body: execute a queued run to its end under this process's lease; returns its final status."""
+    handed = _handed_take(run_id)
     run = queries.run_read(run_id=run_id)
     if run is None or run.status not in RUN_ACTIVE:
         return run.status if run else "missing"
@@ -211,11 +136,30 @@ def run_execute(*, run_id: str) -> str:
             if not taken:  # cancelled, reaped or started elsewhere meanwhile
                 return Run.objects.filter(pk=run_id).values_list("status", flat=True).first() or "missing"
             run.status = RunStatus.RUNNING
-            owner = queries.organization_ref(org_id=run.owner_id)
-            result = runner.run_agent(agent_id=run.agent_id, owner=owner, input_messages=[], run=run, agent_fresh=fresh)
+            request = handed or RunRequest.of_run(run, queries.organization_ref(org_id=run.owner_id))
+            result = runner.run_steps(run, request, agent_fresh=fresh)
         return result.status
     finally:
         _ended(run)
+
+
+# Requests of runs this process queued, for its pool thread that executes them (the resolved model comes with them,
+# so it is not resolved again). A task another process claims leaves its entry behind: the oldest go past the cap.
+_handed: OrderedDict[str, RunRequest] = OrderedDict()
+_handed_lock = threading.Lock()
+_HANDED_MAX = 1000
+
+
+def _hand_over(run_id: str, request: RunRequest) -> None:
+    with _handed_lock:
+        _handed[run_id] = request
+        while len(_handed) > _HANDED_MAX:
+            _handed.popitem(last=False)
+
+
+def _handed_take(run_id: str) -> RunRequest | None:
+    with _handed_lock:
+        return _handed.pop(run_id, None)
 
 
 def _ended(run: Run) -> None:
@@ -226,9 +170,11 @@ def _ended(run: Run) -> None:
 
 
 @task()
-def run_execute_task(*, run_id: str) -> str:
-    """Task-queue entry point of run_execute (arguments are JSON values)."""
-    return run_execute(run_id=run_id)
+def run_execute_task(*, run_id: str, request_id: str = "", user: str = "") -> str:
+    """Task-queue entry point of run_execute (arguments are JSON values); `request_id` and `user` name the request
+    that queued the run, in its logs and trace."""
+    with logs.bound(request_id=request_id, user=user):
+        return run_execute(run_id=run_id)
 
 
 # --------------------------------------------------------------------------- waiting for a run

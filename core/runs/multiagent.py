@@ -25,7 +25,9 @@ from core.errors import Conflict, DomainError, NotFound
 from core.events import agent_group, send_event
 from core.models import RUN_ACTIVE, RUN_TERMINAL, Agent, AgentTag, Run, RunStatus
 from core.runs import executor, runner
+from core.runs.request import RunRequest
 from core.runs.tool_exec import ToolOutcome
+from core.telemetry import hooks as telemetry
 
 log = logging.getLogger(__name__)
 DELIVERY_RETRY_S = 1.0
@@ -84,7 +86,7 @@ def _target(agent: Agent, other_agent_id: str) -> Agent:
 
 
 def _submit(agent: Agent, target_id: str, message: str, depth: int, parent: Run | None) -> Run:
-    return executor.run_submit(
+    request = RunRequest(
         owner=agent.owner,
         agent_id=target_id,
         input_messages=_inputs(agent.id, message),
@@ -92,7 +94,11 @@ def _submit(agent: Agent, target_id: str, message: str, depth: int, parent: Run 
         parent_run_id=parent.id if parent else None,
         kinds={0: "agent_message"},
         background=True,
+        refuse_unconfigured=False,  # the receiving run ends with the how-to, which the sender reads
     )
+    run = executor.run_submit(request)
+    telemetry.run_linked(run.id)  # the sending tool call's span links to the receiving run's trace
+    return run
 
 
 # --------------------------------------------------------------------------- the three tools

@@ -34,6 +34,8 @@ from core import events
 from core.agents import queries
 from core.models import RUN_ACTIVE, Run, RunStatus
 from core.runs import waits
+from core.telemetry import hooks as telemetry
+from memory.files import recovery
 
 log = logging.getLogger(__name__)
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
@@ -178,8 +180,9 @@ def _lease_loop() -> None:
         try:
             close_old_connections()
             leases_renew()
-            runs_reap()
+            telemetry.lease_swept(reaped=len(runs_reap()))
             waits.expire_due()
+            recovery.files_sweep(lease_s=settings.RUN_LEASE_S)  # ingests of files a dead process left
         except Exception:  # noqa: BLE001 - the lease thread must outlive database hiccups
             log.exception("lease renewal failed")
         finally:

@@ -1,8 +1,9 @@
 """The one orchestrator of agent runs: load → compile → call → run tools → decide → persist → emit.
 
-`run_agent` executes a claimed run synchronously; the executor (core.runs.executor) calls it on a run-pool
-thread under a lease, and its events reach the agent's channel group. One run per agent at a time:
-`run_start` claims the agent atomically and a second claim gets Conflict (HTTP 409).
+The executor (core.runs.executor) hands it one RunRequest (core.runs.request): `run_start` claims the agent for it
+atomically (a second claim gets Conflict, HTTP 409) and resolves its model; `run_steps` then executes the claimed run
+synchronously, on whichever thread the executor chose and under its lease, and its events reach the agent's channel
+group. The send path from top to bottom is told in docs/architecture.md.
 
 A step has two phases. First everything slow, outside any transaction: the model call, the tool calls
 (sandboxes, embeddings, other agents' runs). Then the commit phase, one durable transaction: messages,
@@ -48,8 +49,10 @@ from core.models import RUN_ACTIVE, Agent, Conversation, Message, Organization, 
 from core.providers import model_resolve
 from core.runs import overflow, persistence, queue, tool_exec, waits
 from core.runs.emit import Emitter, inputs_accepted
+from core.runs.request import RunRequest
 from core.runs.timetravel import step_state
 from core.selectors import found_or_404
+from core.telemetry import hooks as telemetry
 
 log = logging.getLogger(__name__)
 
@@ -202,31 +205,17 @@ def _claim_read(owner: Organization, agent_id: str) -> Agent:
 
 
 @transaction.atomic(savepoint=False)  # inside its caller's transaction (executor): nothing catches in between
-def run_start(
-    *,
-    owner: Organization,
-    agent_id: str,
-    input_messages: list[dict],
-    max_steps: int | None = None,
-    background: bool = False,
-    depth: int = 0,
-    parent_run_id: str | None = None,
-    kinds: dict[int, str] | None = None,
-    stream_tokens: bool = False,
-    leased: bool = False,
-    conversation_id: str | None = None,
-    client_tools: list[dict] | None = None,
-) -> Run:
-    """Claim the agent for a new run, stored as `created` (row lock); Conflict if another run of the agent is in
-    progress — in any of its threads. A run whose lease lapsed (its process died) is failed here rather than
-    blocking the agent. `conversation_id`: the run continues that conversation of the agent (NotFound if it has
-    none such) instead of the agent's own thread; `run.agent` is then seen from it (`persistence.thread_view`).
-    `background` marks runs whose caller does not wait (…/messages/async); `kinds` marks input messages by index;
-    `stream_tokens` says the caller follows the reply token by token; `leased` stores it already `running` under
-    this process's lease (its caller executes it at once).
+def run_start(request: RunRequest, *, leased: bool = False) -> Run:
+    """Claim the agent for a new run of `request`, stored as `created` (row lock); Conflict if another run of the agent
+    is in progress — in any of its threads. A run whose lease lapsed (its process died) is failed here rather than
+    blocking the agent. With `request.conversation_id` the run continues that conversation of the agent (NotFound if
+    it has none such) instead of the agent's own thread; `run.agent` is then seen from it (`persistence.thread_view`).
+    A person's request gets the agent's model resolved onto it here, from the row just locked (NotConfigured when no
+    provider serves it). `leased` stores the run already `running` under this process's lease (its caller executes
+    it at once).
     """
-    agent = _claim_read(owner, agent_id)
-    inputs = input_normalize(input_messages)  # bad input is refused before a busy agent is
+    agent = _claim_read(request.owner, request.agent_id)
+    inputs = input_normalize(request.input_messages)  # bad input is refused before a busy agent is
     # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
     # The agent's run in progress and its runs that wait for an answer (one per thread at most), in one statement.
@@ -234,7 +223,7 @@ def run_start(
     busy = next((r for r in found if r.status in RUN_ACTIVE), None)
     if busy is not None and not queue.lease_lapsed(busy):
         raise Conflict(
-            f"Agent '{agent_id}' is busy with run '{busy.id}'; wait for it to finish or cancel it.",
+            f"Agent '{request.agent_id}' is busy with run '{busy.id}'; wait for it to finish or cancel it.",
             detail={"run_id": busy.id},
         )
     if busy is not None:
@@ -246,37 +235,40 @@ def run_start(
             error=queue.LOST,
             completed_at=timezone.now(),
         )
-    waiting = [r for r in found if r.waiting_until is not None and r.conversation_id == conversation_id]
-    _wait_check(agent, conversation_id, inputs, waits.live(waiting[-1]) if waiting else None)
+    thread = request.conversation_id
+    waiting = [r for r in found if r.waiting_until is not None and r.conversation_id == thread]
+    _wait_check(agent, thread, inputs, waits.live(waiting[-1]) if waiting else None)
     try:
-        tools = approvals.client_tools_check(client_tools)
+        tools = approvals.client_tools_check(request.client_tools)
     except approvals.AnswerError as exc:
         raise Invalid(str(exc)) from None
-    steps = max_steps or agent.max_steps
+    steps = request.max_steps or agent.max_steps
     if not 1 <= steps <= 1000:
         raise Invalid("max_steps must be between 1 and 1000")
-    for i, kind in (kinds or {}).items():
+    for i, kind in (request.kinds or {}).items():
         inputs[i]["kind"] = kind
-    if conversation_id is not None:
-        found = Conversation.objects.filter(pk=conversation_id, agent_id=agent.pk, deleted=False)
+    if thread is not None:
+        found = Conversation.objects.filter(pk=thread, agent_id=agent.pk, deleted=False)
         if not found.update(last_message_at=timezone.now()):
-            raise NotFound(f"Conversation '{conversation_id}' not found")
+            raise NotFound(f"Conversation '{thread}' not found")
+    if request.refuse_unconfigured:
+        request.resolved = model_resolve(owner=request.owner, handle=agent.model)
     run = Run(
-        owner=owner,
+        owner=request.owner,
         agent=agent,
         input_messages=inputs,
         max_steps=steps,
-        background=background,
-        depth=depth,
-        parent_run_id=parent_run_id,
-        stream_tokens=stream_tokens,
+        background=request.background,
+        depth=request.depth,
+        parent_run_id=request.parent_run_id,
+        stream_tokens=request.stream_tokens,
         agent_version_id=agent.current_version_id or versions.version_current(agent=agent).id,
-        conversation_id=conversation_id,
+        conversation_id=thread,
         client_tools=tools,
         **(_lease_fields() if leased else {}),
     )
     Run.objects.bulk_create([run])
-    persistence.thread_view(agent, conversation_id)
+    persistence.thread_view(agent, thread)
     transaction.on_commit(lambda: inputs_accepted(run))  # every tab shows the person's inputs from now on
     return run
 
@@ -300,34 +292,40 @@ def run_cancel(*, owner: Organization, agent_id: str, run_ids: list[str] | None 
 # --------------------------------------------------------------------------- the loop
 
 
-def run_agent(
-    *,
-    agent_id: str,
-    owner: Organization,
-    input_messages: list[dict],
-    max_steps: int | None = None,
-    run: Run | None = None,
-    resolved=None,
-    agent_fresh: bool = False,
-) -> RunResult:
-    """Execute a run to its end on this thread (LLM calls, tool runs, one transaction per step, events after
-    each commit). The executor passes the claimed `run` it leased; without one (tests of the loop itself) the
-    agent is claimed here. `resolved` is the agent's model as its caller already resolved it (saves a read);
-    `agent_fresh` says `run.agent` was read under the claim's lock just now, so the first step starts from it
-    (a change or a cancel landing in between is seen at the next step, as one landing during the first is).
-    """
+def run_steps(run: Run, request: RunRequest, *, agent_fresh: bool = False) -> RunResult:
+    """Execute a claimed run to its end on this thread (LLM calls, tool runs, one transaction per step, events after
+    each commit); the executor calls it under the run's lease. The model is `request.resolved` when the claim
+    resolved it, else resolved here (a failure ends the run with the how-to). `agent_fresh` says `run.agent` was
+    read under the claim's lock or just before the lease, so the first step starts from it (a change or a cancel
+    landing in between is seen at the next step, as one landing during the first is)."""
+    with telemetry.run_span(run):
+        return _run_claimed(run, request, agent_fresh=agent_fresh)
 
-    if run is None:
-        run = run_start(owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps)
+
+def run_agent(
+    *, agent_id: str, owner: Organization, input_messages: list[dict], max_steps: int | None = None
+) -> RunResult:
+    """Claim the agent and execute the run on this thread, without the executor's queue or lease: for tests of the
+    loop itself and the step benchmark. Everything else goes through core.runs.executor."""
+    request = RunRequest(
+        owner=owner, agent_id=agent_id, input_messages=input_messages, max_steps=max_steps, refuse_unconfigured=False
+    )
+    return run_steps(run_start(request), request)
+
+
+def _run_claimed(run: Run, request: RunRequest, *, agent_fresh: bool) -> RunResult:
+    """run_steps' loop, for a run already claimed."""
+    agent_id = run.agent_id
     if run.status == RunStatus.CREATED:
         queries.row_update(Run, where={"id": run.pk}, status=RunStatus.RUNNING, started_at=timezone.now())
     emitter = Emitter(agent_id, run.id, run.conversation_id)
     agent = run.agent if agent_fresh else persistence.thread_view(run.agent, run.conversation_id)
     try:
-        resolved = resolved or model_resolve(owner=owner, handle=agent.model)
+        if request.resolved is None:
+            request.resolved = model_resolve(owner=request.owner, handle=agent.model)
     except Exception as exc:
         return _finish(_RunState(run, None, emitter, run.max_steps, error=str(exc)), StopReason.ERROR)
-    rs = _RunState(run, resolved, emitter, run.max_steps, fresh_agent=agent if agent_fresh else None)
+    rs = _RunState(run, request.resolved, emitter, run.max_steps, fresh_agent=agent if agent_fresh else None)
     answer = next((m for m in run.input_messages if m["role"] in ("approval", "continue")), None)
     rs.pending = [
         persistence.message_build(
@@ -349,9 +347,11 @@ def run_agent(
         if answer is not None:
             stop = _resume(rs, answer) if answer["role"] == "approval" else _continue(rs, answer)
         while stop is None:
-            stop = _step(rs)
+            with telemetry.step(rs.step_index):
+                stop = _step(rs)
     except Exception as exc:  # noqa: BLE001 - the run must end with a status whatever went wrong
         log.exception("run %s failed", run.id)
+        telemetry.run_error(exc)
         rs.error = rs.error or f"{type(exc).__name__}: {exc}"
         stop = StopReason.ERROR
     return _finish(rs, stop)
@@ -500,6 +500,7 @@ def _step(rs: _RunState) -> StopReason | None:
         return _hold(rs, snap, ctx, hit)
     state = step_state(snap, allowed, rs.pending)
     step_id, message_id = ids.new_id("step"), ids.new_id("message")
+    telemetry.step_identify(step_id)
     model_started = time.perf_counter()
     try:
         request, result = _call(rs, ctx, step_id, message_id, thinking_arg=snap.spec.heartbeats, snap=snap)
@@ -937,6 +938,7 @@ def _account(rs: _RunState, usage: dict) -> None:
     for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
         rs.usage[key] += usage.get(key, 0)
     rs.usage["step_count"] += 1
+    telemetry.cost(rs.resolved.litellm_model, usage.get("cost_usd"))  # labelled as the model call counts tokens
     if usage.get("cost_usd") is None:
         rs.usage["unpriced_steps"] = rs.usage.get("unpriced_steps", 0) + 1
     else:
@@ -1000,6 +1002,7 @@ def _finish(rs: _RunState, stop: StopReason) -> RunResult:
         with transaction.atomic():
             _end_store(rs, stop)
     status, usage = rs.run.status, rs.run.usage
+    telemetry.run_ended(rs.run, stop_reason=str(stop), steps=rs.steps, usage=usage)
     rs.emitter.emit(stop_reason_message(str(stop)), flush=False)
     rs.emitter.emit(usage_statistics(usage), flush=False)
     rs.emitter.emit(

@@ -14,6 +14,7 @@ from core.agents.services import agent_create
 from core.errors import Conflict, Invalid, NotFound
 from core.models import Agent, Message, Run, SleeptimeCompanion
 from core.runs.executor import run_submit
+from core.runs.request import RunRequest
 from memory.models import AgentBlock, BlockHistory
 from memory.services import block_attach
 
@@ -141,12 +142,14 @@ def sleeptime_run_submit(*, link: SleeptimeCompanion, manual: bool = False) -> R
     )
     try:
         with transaction.atomic():
-            run = run_submit(
+            request = RunRequest(
                 owner=link.agent.owner,
                 agent_id=link.companion_id,
                 background=True,
                 input_messages=[{"role": "user", "content": prompt}],
+                refuse_unconfigured=False,  # the companion's run ends with the how-to, shown in its history
             )
+            run = run_submit(request)
             SleeptimeCompanion.objects.filter(pk=link.pk).update(turns_since=0, last_seq=last_seq, last_run_id=run.id)
     except Conflict:
         if manual:

@@ -2,8 +2,10 @@
 
 The run executes on the run pool (core.runs.executor), possibly in another process; the stream follows the
 agent's channel group, where the runner's events carry the run id and which of them are the caller's.
-It subscribes first, then replays what the run already committed (its events went out before we
-listened), then forwards live events it has not sent yet, so nothing is lost or doubled. With
+The caller subscribes before its run is submitted (`subscribe`, from the view), so not even a token chunk the
+run sends before the response starts streaming is missed; the stream then replays what the run already
+committed (a run resumed or followed late), then forwards live events it has not sent yet, so nothing is lost
+or doubled. With
 `stream_tokens` the caller also gets the token chunks (`"delta": true`, core.engine.stream) and then not
 the complete messages they spelled out; without it, chunks are skipped. While waiting it
 sends pings and re-reads the run, so a run whose process died (failed by the lease reaper) ends the stream.
@@ -15,7 +17,10 @@ import json
 import logging
 import threading
 import time
+from dataclasses import dataclass
+from typing import Any
 
+from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.utils import timezone
@@ -75,17 +80,19 @@ def _ending(run) -> list[dict]:
     return out
 
 
-async def _follow(run_id: str, channel, layer):
-    """Yield the caller's events of the run: committed ones first, then live ones, until the run ends."""
+async def _follow(run_id: str, channel, layer, *, replay: bool = True):
+    """Yield the caller's events of the run: committed ones first (`replay`: the channel was subscribed after the run
+    started), then live ones, until the run ends."""
     seen: set = set()
-    run, replay = await _committed_read(run_id)
-    for event in replay:
-        seen.add(_key(event))
-        yield event
-    if run.status in RUN_TERMINAL:
-        for event in _ending(run):
+    if replay:
+        run, committed = await _committed_read(run_id)
+        for event in committed:
+            seen.add(_key(event))
             yield event
-        return
+        if run.status in RUN_TERMINAL:
+            for event in _ending(run):
+                yield event
+            return
     while True:
         try:
             message = await asyncio.wait_for(layer.receive(channel), timeout=PING_SECONDS)
@@ -123,6 +130,32 @@ async def _follow(run_id: str, channel, layer):
             return
 
 
+@dataclass(frozen=True)
+class Subscription:
+    """A channel of its own in an agent's group: every event sent to the agent from now on waits in it."""
+
+    layer: Any
+    group: str
+    channel: str
+
+    async def close(self) -> None:
+        await self.layer.group_discard(self.group, self.channel)
+
+
+async def subscribe(agent_id: str) -> Subscription:
+    """Follow the agent's events from now on: taken before a run is submitted, its caller misses none of them.
+    (Given to `sse_events`, whose stream ends it; a stream that never starts leaves it to the group's expiry.)"""
+    layer = get_channel_layer()
+    server_loop_remember()
+    channel = await layer.new_channel()
+    group = agent_group(agent_id)
+    await layer.group_add(group, channel)
+    return Subscription(layer, group, channel)
+
+
+subscribe_sync = async_to_sync(subscribe)
+
+
 class _CallerView:
     """Which of a run's events its caller gets: the message types asked for (and the run's end, always); token
     chunks only with `stream_tokens`, and then not the complete message they already spelled out."""
@@ -141,14 +174,22 @@ class _CallerView:
         return _key(event) not in self.streamed
 
 
-async def sse_events(*, run, types: list[str] | None = None, include_pings: bool = True, stream_tokens: bool = False):
+async def sse_events(
+    *,
+    run,
+    types: list[str] | None = None,
+    include_pings: bool = True,
+    stream_tokens: bool = False,
+    subscription: Subscription | None = None,
+):
     """The SSE body of a claimed run: one `data:` frame per event, pings while waiting, then `data: [DONE]`. A
-    background run's events come from its record, numbered by `seq_id`, so the stream can be resumed."""
+    background run's events come from its record, numbered by `seq_id`, so the stream can be resumed.
+    `subscription`: the one taken before the run was submitted (else one is taken now)."""
     view = _CallerView(types, stream_tokens)
     if run.background:
-        events = _recorded(record_for(run), starting_after=0, view=view)
+        events = _recorded(record_for(run, subscription), starting_after=0, view=view)
     else:
-        events = _followed(run.id, run.agent_id)
+        events = _followed(run.id, run.agent_id, subscription)
     async for frame in _frames(events, view, include_pings):
         yield frame
 
@@ -163,18 +204,16 @@ async def _frames(events, view: _CallerView, include_pings: bool):
     yield "data: [DONE]\n\n"
 
 
-async def _followed(run_id: str, agent_id: str):
-    """The run's events for its caller, following the agent's group from now on (a subscription of its own)."""
-    layer = get_channel_layer()
-    server_loop_remember()
-    channel = await layer.new_channel()
-    group = agent_group(agent_id)
-    await layer.group_add(group, channel)
+async def _followed(run_id: str, agent_id: str, subscription: Subscription | None = None):
+    """The run's events for its caller, from its subscription: the one taken before the run was submitted holds every
+    event of the run; one taken now starts with what the run committed before."""
+    early = subscription is not None
+    subscription = subscription or await subscribe(agent_id)
     try:
-        async for event in _follow(run_id, channel, layer):
+        async for event in _follow(run_id, subscription.channel, subscription.layer, replay=not early):
             yield event
     finally:
-        await layer.group_discard(group, channel)
+        await subscription.close()
 
 
 # --------------------------------------------------------------------------- background runs: record and resume
@@ -266,22 +305,27 @@ def _records_prune() -> None:
             del _records[run_id]
 
 
-def record_for(run) -> _Record:
-    """The run's record, started now (its recorder a task on this event loop) if this process has none."""
+def record_for(run, subscription: Subscription | None = None) -> _Record:
+    """The run's record, started now (its recorder a task on this event loop, following `subscription` if given)
+    if this process has none."""
     with _records_lock:
         _records_prune()
         record = _records.get(run.id)
-        if record is not None:
-            return record
-        record = _records[run.id] = _Record(run.id)
-    record.task = asyncio.get_running_loop().create_task(_record(record, run.id, run.agent_id))
+        fresh = record is None
+        if fresh:
+            record = _records[run.id] = _Record(run.id)
+    loop = asyncio.get_running_loop()
+    if fresh:
+        record.task = loop.create_task(_record(record, run.id, run.agent_id, subscription))
+    elif subscription is not None:  # a recorder already follows the run: this caller's channel is not needed
+        loop.create_task(subscription.close())
     return record
 
 
-async def _record(record: _Record, run_id: str, agent_id: str) -> None:
+async def _record(record: _Record, run_id: str, agent_id: str, subscription: Subscription | None = None) -> None:
     """Follow the run to its end, keeping each event its caller would see (pings aside)."""
     try:
-        async for event in _followed(run_id, agent_id):
+        async for event in _followed(run_id, agent_id, subscription):
             if event.get("message_type") != "ping":
                 record.append(event)
     except Exception:  # noqa: BLE001 - a reader must still see the record end

@@ -27,6 +27,7 @@ from core.errors import Conflict, DomainError, Invalid
 from core.ids import new_id
 from core.models import RUN_ACTIVE, Agent, Run
 from core.runs import recall
+from core.telemetry import hooks as telemetry
 from memory import services as memory_services
 from memory.files import tools as file_tools
 from tools.execution import tool_execute
@@ -76,14 +77,15 @@ def _memory_edit(call, snap, step_id: str) -> ToolOutcome:
     snap.blocks[index] = replace(snap.blocks[index], value=edit.new_value)
 
     def write():
-        snap.block_rows[index] = memory_services.block_update(
-            block=snap.block_rows[index],
-            changes={"value": edit.new_value},
-            agent_id=snap.agent.id,
-            step_id=step_id,
-            tool_call_id=call.call.id,
-            enforce_read_only=True,
-        )
+        with telemetry.memory_edit(label=edit.label, tool=call.name, agent_id=snap.agent.id):
+            snap.block_rows[index] = memory_services.block_update(
+                block=snap.block_rows[index],
+                changes={"value": edit.new_value},
+                agent_id=snap.agent.id,
+                step_id=step_id,
+                tool_call_id=call.call.id,
+                enforce_read_only=True,
+            )
 
     return ToolOutcome(True, memory_ops.edit_result_text(edit), memory_edit=True, effect=write)
 
@@ -258,18 +260,21 @@ def calls_run(parsed, snap, step_id: str) -> dict[int, ToolOutcome]:
     tools = {t.name: t for t in snap.tool_rows}
     out: dict[int, ToolOutcome] = {}
     for i, call in enumerate(parsed.calls):
-        if not call.valid:
-            continue
-        if call.name in MULTI_AGENT_TOOL_NAMES:
-            out[i] = multi_agent_run(call, snap, step_id)
-        elif is_builtin(call.name) and getattr(tools.get(call.name), "tool_type", "") != "custom":
-            # (a custom tool made under a web tool's name before that was built in stays the owner's code)
-            out[i] = builtin_run(call, snap, step_id)
-        elif tools[call.name].tool_type == "external_mcp":
-            out[i] = mcp_run(call, tools[call.name], snap, step_id)
-        else:
-            out[i] = custom_run(call, tools[call.name], snap, step_id)
+        if call.valid:
+            with telemetry.tool_call(call.name, call.call.id) as traced:
+                out[i] = traced.done(_call_run(call, tools, snap, step_id))
     return out
+
+
+def _call_run(call, tools: dict, snap, step_id: str) -> ToolOutcome:
+    if call.name in MULTI_AGENT_TOOL_NAMES:
+        return multi_agent_run(call, snap, step_id)
+    if is_builtin(call.name) and getattr(tools.get(call.name), "tool_type", "") != "custom":
+        # (a custom tool made under a web tool's name before that was built in stays the owner's code)
+        return builtin_run(call, snap, step_id)
+    if tools[call.name].tool_type == "external_mcp":
+        return mcp_run(call, tools[call.name], snap, step_id)
+    return custom_run(call, tools[call.name], snap, step_id)
 
 
 def effects_apply(outcomes: dict[int, ToolOutcome]) -> None:

@@ -5,6 +5,7 @@ events of runs in the agent's other threads are not forwarded (events of no run,
 
 A socket opened with `?batch=1` (the IDE's pages) gets every frame as a JSON array of events: a run's events
 travel in batches (core.runs.emit), each then one frame instead of one per event. Without it, one event a frame.
+The IDE's events that the conversation shows carry their item's server-rendered HTML (core.web.live).
 
 A socket lives only as long as the session that opened it: logging out (any tab) closes it at once, a message
 sent after the session ended is refused, and the socket closes when the session expires.
@@ -27,7 +28,10 @@ from core.accounts import principal_from_user
 from core.events import agent_group, send_event, server_loop_remember
 from core.models import Agent, Conversation
 from core.runs.emit import resync_request
+from core.selectors import agent_names
+from core.telemetry import metrics
 from core.text import first_bad_string, json_input
+from core.web.live import LiveRenderer, needs_database
 from core.web.ws_handlers import handle_client_message
 
 SESSION_ENDED = 4401  # close code: the session that opened the socket ended (logout or expiry)
@@ -44,6 +48,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
         user = self.scope.get("user")
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         self.batched = query.get("batch", [""])[-1] in ("1", "true")
+        self.live = None
         self.agent_id = self.scope["url_route"]["kwargs"]["agent_id"]
         self.principal = await database_sync_to_async(_principal_for)(user, self.agent_id)
         self.thread = query.get("conversation", [""])[-1] or None
@@ -61,11 +66,17 @@ class AgentConsumer(AsyncWebsocketConsumer):
             await self.close(code=4404)  # unauthenticated or not this owner's agent: indistinguishable
             return
         self.group = agent_group(self.agent_id)
+        # the IDE's pages draw the conversation from the items' HTML (core.web.live); the API's sockets get Letta's
+        if self.batched:
+            names = await database_sync_to_async(agent_names)(owner=self.principal.org)
+            self.live = LiveRenderer(self.agent_id, names)
         self.groups_joined = [self.group] + ([session_group(self.session_key)] if self.session_key else [])
         server_loop_remember()
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
+        metrics.WEBSOCKETS.inc()
+        self.counted = True
         await resync_request(self.agent_id)  # a reply streaming now: what it streamed so far, then the rest
         if self.session_key:
             age = await database_sync_to_async(session.get_expiry_age)()
@@ -74,6 +85,8 @@ class AgentConsumer(AsyncWebsocketConsumer):
             )
 
     async def disconnect(self, code):
+        if getattr(self, "counted", False):
+            metrics.WEBSOCKETS.dec()
         if getattr(self, "_expiry", None) is not None:
             self._expiry.cancel()
         for group in getattr(self, "groups_joined", ()):
@@ -124,14 +137,18 @@ class AgentConsumer(AsyncWebsocketConsumer):
         if any(e.get("message_type") == SESSION_ENDED_EVENT for e in events):
             await self.close(code=SESSION_ENDED)
             return
-        if self.batched:
+        if self.live is not None:
+            if needs_database(events):
+                events = await database_sync_to_async(self.live.events)(events)
+            else:
+                events = self.live.events(events)
             await self._send_frame(events)
             return
         for event in events:
             await self._send_frame(event)
 
     async def send_json(self, data: dict):
-        await self._send_frame([data] if self.batched else data)
+        await self._send_frame([self.live.event(data)] if self.live is not None else data)
 
     async def _send_frame(self, value):
         await self.send(text_data=jsontext.dumps(value, default=str))

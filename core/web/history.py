@@ -4,6 +4,8 @@ window and what evicted the others, and how system-injected messages are told ap
 
 import json
 
+from django.template.loader import render_to_string
+
 from core.agents.messages import message_to_letta
 from core.engine.loop import NON_USER_PREFIX
 from core.engine.types import uses_heartbeats
@@ -33,13 +35,14 @@ def _v1_wrapped(text: str) -> dict | None:
     return value if isinstance(value.get("type"), str) else None
 
 
-def _user_shape(d: dict, row: Message) -> dict:
-    """How a user-role row shows: the person's words, or a notice the system injected."""
-    if row.kind == "summary":
+def _user_shape(d: dict, kind: str) -> dict:
+    """How a user-role message of this kind shows: the person's words, or a notice the system injected."""
+    if kind == "summary":
         text = d["content"] or ""
         return {"shape": "summary", "summary": text.split(SUMMARY_SPLIT, 1)[-1]}
-    wrapped = None if row.kind else _v1_wrapped(d["content"] or "")
-    kind = row.kind or (wrapped or {}).get("type", "")
+    row_kind = kind
+    wrapped = None if row_kind else _v1_wrapped(d["content"] or "")
+    kind = row_kind or (wrapped or {}).get("type", "")
     if kind == "heartbeat":
         return {"shape": "heartbeat", "notice": (wrapped or _args(d["content"])).get("reason") or d["content"]}
     if wrapped and kind == "system_alert" and str(wrapped.get("message", "")).startswith("Note: prior messages"):
@@ -55,10 +58,10 @@ def _user_shape(d: dict, row: Message) -> dict:
             "notice_label": _V1_NOTICES[kind],
             "notice": str(wrapped.get("message") or d["content"]),
         }
-    if row.kind:
+    if row_kind:
         return {
             "shape": "notice",
-            "notice_label": _KIND_LABELS.get(row.kind, row.kind.replace("_", " ")),
+            "notice_label": _KIND_LABELS.get(row_kind, row_kind.replace("_", " ")),
             "notice": d["content"].removeprefix(NON_USER_PREFIX),
         }
     if (d["content"] or "").startswith(NON_USER_PREFIX):
@@ -103,19 +106,29 @@ def message_items(
             "seq": row.seq,
             "kind": row.kind,
         }
-        if d["message_type"] == "tool_call_message":
-            args = _args(d["tool_call"].get("arguments"))
-            if args.get("thinking") and not any(i["message_type"] == "reasoning_message" for i in items):
-                items.append({**d, "message_type": "reasoning_message", "reasoning": args["thinking"]})
-            shown = {k: v for k, v in args.items() if k != "thinking"} if args else d["tool_call"].get("arguments")
-            d["tool_call"] = {**d["tool_call"], "arguments": json.dumps(shown, indent=2, ensure_ascii=False)}
-        if d["message_type"] == "system_message":
-            d["is_prompt"] = not row.kind and not row.sender_agent_id
-            if d["is_prompt"]:
-                d["shape"] = "reset" if row.id in resets else "prompt"
-        if d["message_type"] == "user_message":
-            d.update(_user_shape(d, row))
-        items.append(d)
+        items.extend(display_items(d, reset=row.id in resets, before=items))
+    return items
+
+
+def display_items(d: dict, *, reset: bool = False, before: list[dict] = ()) -> list[dict]:
+    """What the page shows for one Letta message dict (stored or arriving live): the item, with its pretty
+    arguments (the `thinking` argument shown as the reasoning before it, unless `before` holds one) and its shape
+    (a system prompt, a reset, a notice the system injected, a summary)."""
+    d = dict(d)
+    items = []
+    if d["message_type"] == "tool_call_message":
+        args = _args(d["tool_call"].get("arguments"))
+        if args.get("thinking") and not any(i["message_type"] == "reasoning_message" for i in before):
+            items.append({**d, "message_type": "reasoning_message", "reasoning": args["thinking"]})
+        shown = {k: v for k, v in args.items() if k != "thinking"} if args else d["tool_call"].get("arguments")
+        d["tool_call"] = {**d["tool_call"], "arguments": json.dumps(shown, indent=2, ensure_ascii=False)}
+    if d["message_type"] == "system_message":
+        d["is_prompt"] = not d.get("kind") and not d.get("sender_agent_id")
+        if d["is_prompt"]:
+            d["shape"] = "reset" if reset else "prompt"
+    if d["message_type"] == "user_message":
+        d.update(_user_shape(d, d.get("kind") or ""))
+    items.append(d)
     return items
 
 
@@ -188,15 +201,21 @@ def in_flight(*, agent) -> dict | None:
 def undelivered(*, agent, look_back: int = 5) -> list[dict]:
     """The thread's latest runs that failed or were cancelled before storing the person's message, newest last,
     back to the last run that completed: their notices (the error, the message with Retry and Edit) show again
-    after a reload, as they did live."""
+    after a reload, as they did live. A run still going does not hide the failures before it, but a later send of
+    the same text (Retry, or the person sending it again) replaces the failed copy, as it does live."""
     runs = Run.objects.filter(agent_id=agent.id, conversation_id=getattr(agent, "thread", None)).order_by("-created_at")
-    found = []
+    found, sent_later = [], set()
     for run in runs.only("id", "status", "stop_reason", "error", "completed_at", "input_messages")[:look_back]:
+        inputs = [m for m in run.input_messages or () if m.get("role") == "user" and not m.get("kind")]
+        texts = {m.get("text", "") for m in inputs}
+        if run.status in RUN_ACTIVE:
+            sent_later |= texts
+            continue
         if run.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
             break
-        inputs = [m for m in run.input_messages or () if m.get("role") == "user" and not m.get("kind")]
-        if inputs and not Message.objects.filter(run_id=run.id, role="user").exists():
+        if inputs and not texts <= sent_later and not Message.objects.filter(run_id=run.id, role="user").exists():
             found.append({"run": run, "inputs": inputs})
+        sent_later |= texts
     return found[::-1]
 
 
@@ -213,7 +232,21 @@ def _approvals(items: list[dict], rows: list[Message], call_names: dict[str, str
 def window_marks_json(*, agent, since_seq: int | None) -> dict:
     """What the page needs to re-mark messages already shown after the window changed (a summary, a reset)."""
     marks = agent_window_marks(agent=agent, since_seq=since_seq)
+    drawn: dict[tuple, str] = {}  # one render per way of being out (the summarizer step, a reset)
+
+    def mark(evicted) -> str:
+        key = (getattr(evicted, "by", None), getattr(evicted, "step_id", None), getattr(evicted, "step_index", None))
+        if key not in drawn:
+            drawn[key] = render_to_string("core/_ctx_mark.html", {"item": {"in_context": False, "evicted": evicted}})
+        return drawn[key]
+
     return {
+        # each mark as templates/core/_ctx_mark.html draws it: "in", "out", and per evicted message
+        "html": {
+            "in": render_to_string("core/_ctx_mark.html", {"item": {"in_context": True}}),
+            "out": mark(None),
+            **{i: mark(e) for i, e in marks.evicted.items()},
+        },
         "in_context": sorted(marks.in_window),
         "evicted": {
             i: {

@@ -8,7 +8,7 @@ from agents_ide.middleware import SyncAsyncMiddleware
 from core.accounts import first_run_pending
 from core.agents.versions import serving
 
-_EXEMPT_PREFIXES = ("/static/", "/v1/", "/setup/", "/healthz")
+_EXEMPT_PREFIXES = ("/static/", "/v1/", "/setup/", "/healthz", "/metrics")
 
 
 class FirstRunMiddleware(SyncAsyncMiddleware):

@@ -114,8 +114,11 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
         "ide_config": {**_ide_config(agent, thread.thread), "inFlight": in_flight(agent=thread)},
         "thread": thread.thread,
         "conversations": conversations_list(owner=owner, agent_id=agent.id, limit=200),
-        # names for "from agent …" links on messages arriving live from other agents
-        "agent_names": selectors.agent_names(owner=owner),
+        # items the page draws before the server stores them: the person's message being sent, a note
+        "local_items": {
+            "bubble": {"message_type": "user_message", "pending": True},
+            "note": {"message_type": "error_message", "message": " "},
+        },
         "pause": pause_card(run=held) if held is not None else None,
         "held_run_id": held.id if held is not None else None,
         "undelivered": undelivered(agent=thread),
@@ -142,6 +145,7 @@ def _ide_config(agent, thread: str | None = None) -> dict:
         "historyUrl": in_thread("agent_history"),
         "approvalUrl": url("agent_approval", "MSG"),
         "pauseUrl": url("agent_pause", "RUN"),
+        "fileLinksUrl": url("agent_file_links", "MSG"),
     }
 
 

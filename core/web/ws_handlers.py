@@ -16,6 +16,7 @@ from core.accounts import Principal
 from core.errors import DomainError
 from core.models import Run
 from core.runs import executor
+from core.runs.request import RunRequest
 from core.runs.runner import run_cancel
 from core.web.approvals import answer_refused, answering_run
 from core.web.breakpoints import continue_refused
@@ -27,9 +28,10 @@ def _error(message: str, detail=None) -> dict:
 
 def _submit(principal: Principal, agent_id: str, text: str, max_steps, otid: str | None = None, thread=None):
     inputs = [{"role": "user", "content": text, **({"otid": otid} if otid else {})}]
-    return executor.run_send(
+    request = RunRequest(
         owner=principal.org, agent_id=agent_id, input_messages=inputs, max_steps=max_steps, conversation_id=thread
     )
+    return executor.run_submit(request)
 
 
 def _cancel(principal: Principal, agent_id: str) -> list[str]:
@@ -58,7 +60,8 @@ async def _user_message(principal: Principal, agent_id: str, payload: dict, thre
 def _answer(principal: Principal, agent_id: str, payload: dict, otid: str | None, thread=None) -> dict:
     answer = {"type": "approval", "approvals": payload["approvals"], **({"otid": otid} if otid else {})}
     try:
-        run = executor.run_send(owner=principal.org, agent_id=agent_id, input_messages=[answer], conversation_id=thread)
+        request = RunRequest(owner=principal.org, agent_id=agent_id, input_messages=[answer], conversation_id=thread)
+        run = executor.run_submit(request)
     except DomainError as exc:
         message_id = payload.get("message_id") if isinstance(payload.get("message_id"), str) else None
         refused = answer_refused(agent_id=agent_id, thread=thread, message_id=message_id, exc=exc)

@@ -14,9 +14,9 @@ from core.models import OwnerSettings
 from core.providers import model_resolve
 from memory.embedders import local
 from memory.embedders.base import Embedder, EmbeddingError
-from memory.embedders.litellm_backend import LiteLLMEmbedder
+from memory.embedders.provider import ProviderEmbedder
 
-__all__ = ["Embedder", "EmbeddingError", "embedder_for_agent", "embedding_handle_for_agent"]
+__all__ = ["Embedder", "EmbeddingError", "embedder_for_agent", "embedding_handle_for_agent", "embedding_unavailable"]
 
 log = logging.getLogger(__name__)
 
@@ -34,19 +34,35 @@ def embedding_handle_for_agent(agent) -> str:
 
 def embedder_for_handle(*, owner, handle: str) -> Embedder | None:
     """An embedder for the handle, or None when no configured provider (or installed extra) serves it."""
+    return _embedder(owner=owner, handle=handle)[0]
 
+
+def embedding_unavailable(*, owner, handle: str) -> str:
+    """Why `handle` cannot embed for this owner ("" when it can, or when there is no handle): searches that would
+    use it rank by full text instead, which a page should say rather than leave to be discovered."""
+    return _embedder(owner=owner, handle=handle)[1] if handle else ""
+
+
+def _embedder(*, owner, handle: str) -> tuple[Embedder | None, str]:
+    """The handle's embedder, or None and why there is none."""
     if not handle:
-        return None
+        return None, "no embedding model is configured"
     if handle.startswith("local/"):
-        return local.LocalEmbedder() if local.available() else None
-
+        if not local.available():
+            return None, "the local embedder is not installed (the local-embeddings extra)"
+        return local.LocalEmbedder(), ""
     try:
         resolved = model_resolve(owner=owner, handle=handle)
-    except NotConfigured:
-        return None
-    return LiteLLMEmbedder(
-        handle=handle, litellm_model=resolved.litellm_model, api_base=resolved.api_base, api_key=resolved.api_key
+    except NotConfigured as exc:
+        return None, exc.message
+    embedder = ProviderEmbedder(
+        handle=handle,
+        model=resolved.litellm_model,
+        api_base=resolved.api_base,
+        api_key=resolved.api_key,
+        guarded=resolved.guarded,
     )
+    return embedder, ""
 
 
 def embedder_for_agent(agent) -> Embedder | None:

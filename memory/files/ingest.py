@@ -3,25 +3,58 @@
 Status goes pending → parsing → embedding → completed, or error with the reason. Progress (`chunks_embedded`) is
 written after each batch, but the passages themselves are written in one transaction at the end with the status:
 a file that fails half-way leaves no passages behind, and one ingested twice (a retried task) replaces its own.
+While a process ingests a file, its lease thread renews the file's `updated_at` (`files_heartbeat`), so a file
+whose process died is told apart from a slow one (memory.files.recovery).
 """
 
 import logging
+import threading
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from core.models import OwnerSettings
 from memory.embedders.base import EmbeddingError
 from memory.embedders.selection import embedder_for_handle
 from memory.files.chunk import Chunk, chunk_lines
-from memory.files.parse import ParseError, parse
+from memory.files.parse import PAGE_BREAK, Parsed, ParseError, parse
 from memory.files.selectors import file_lines
 from memory.files.services import file_fail, files_show
 from memory.models import FILE_TERMINAL, FileStatus, Folder, FolderFile, Passage
 
 log = logging.getLogger(__name__)
 EMBED_BATCH = 64
+
+_held: set[str] = set()
+_held_lock = threading.Lock()
+
+
+@contextmanager
+def _holding(file_id: str):
+    with _held_lock:
+        _held.add(file_id)
+    try:
+        yield
+    finally:
+        with _held_lock:
+            _held.discard(file_id)
+
+
+def files_held() -> set[str]:
+    """The ids of the files this process is ingesting now."""
+    with _held_lock:
+        return set(_held)
+
+
+def files_heartbeat() -> int:
+    """Renew `updated_at` of the files this process is ingesting (called by its lease thread); returns how many."""
+    held = files_held()
+    if held:
+        FolderFile.objects.filter(pk__in=held).exclude(status__in=FILE_TERMINAL).update(updated_at=timezone.now())
+    return len(held)
 
 
 def folder_embedding_handle(folder: Folder) -> str:
@@ -34,8 +67,18 @@ def folder_embedding_handle(folder: Folder) -> str:
     return owner_choice or getattr(settings, "EMBEDDING_MODEL", "") or ""
 
 
+class _Ended(Exception):
+    """The file ended meanwhile (deleted, timed out, or completed by another ingest): stop without touching it."""
+
+
 def _status(file_id: str, **fields) -> None:
-    FolderFile.objects.filter(pk=file_id).update(updated_at=timezone.now(), **fields)
+    # Never moves a file out of a final status: a second ingest of it (a retry) must not undo the first's end.
+    if (
+        not FolderFile.objects.filter(pk=file_id)
+        .exclude(status__in=FILE_TERMINAL)
+        .update(updated_at=timezone.now(), **fields)
+    ):
+        raise _Ended
 
 
 def file_ingest(*, file_id: str) -> str:
@@ -45,7 +88,10 @@ def file_ingest(*, file_id: str) -> str:
     if file is None or file.status in FILE_TERMINAL:
         return "gone" if file is None else file.status
     try:
-        return _ingest(file)
+        with _holding(file.id):
+            return _ingest(file)
+    except _Ended:
+        return FolderFile.objects.filter(pk=file.id).values_list("status", flat=True).first() or "gone"
     except (ParseError, EmbeddingError) as exc:
         file_fail(file_id=file.id, reason=str(exc))
     except Exception as exc:  # an unexpected failure still ends the file's processing, with a reason
@@ -55,8 +101,11 @@ def file_ingest(*, file_id: str) -> str:
 
 
 def _ingest(file: FolderFile) -> str:
-    _status(file.id, status=FileStatus.PARSING)
-    parsed = parse(data=bytes(file.raw or b""), mime=file.mime_type, file_name=file.original_file_name)
+    _status(file.id, status=FileStatus.PARSING, ingest_attempts=F("ingest_attempts") + 1)
+    if file.raw is None and file.content:  # imported from an agent file: its text, already parsed
+        parsed = Parsed(text=file.content, pages=file.content.count(PAGE_BREAK) + 1)
+    else:
+        parsed = parse(data=bytes(file.raw or b""), mime=file.mime_type, file_name=file.original_file_name)
     file.content = parsed.text
     lines = file_lines(file)
     if not lines:
@@ -81,6 +130,7 @@ def _ingest(file: FolderFile) -> str:
             line_count=len(lines),
             page_count=parsed.pages,
             chunks_embedded=len(chunks),
+            embedding_model=handle if vectors is not None else "",
             error_message="",
             raw=None,
         )

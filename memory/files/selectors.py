@@ -1,10 +1,12 @@
 """Reads of folders and files: an owner's folders and files, an agent's files and its open-file limits."""
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
 from core.errors import NotFound
@@ -12,7 +14,7 @@ from core.models import Agent, Organization
 from core.selectors import owned_get
 from memory.files import types
 from memory.files.lines import Line, numbered_lines
-from memory.models import FILE_TERMINAL, FileAgent, FileStatus, Folder, FolderFile
+from memory.models import FILE_TERMINAL, FileAgent, FileStatus, Folder, FolderFile, Passage
 
 DEFAULT_TIMEOUT_MINUTES = 30
 TIMED_OUT = "File processing timed out after {} minutes. Please try again."
@@ -33,9 +35,56 @@ def file_limits(agent: Agent) -> FileLimits:
     return FileLimits(15, 40_000)
 
 
+@dataclass(frozen=True)
+class NumberedText:
+    """A file's numbered lines, and their texts joined by newlines with where each starts (for one regex pass)."""
+
+    lines: list[Line]
+    text: str
+    starts: list[int]
+    lowered: str | None  # `text` lowercased, when that keeps every offset (grep's fast case-insensitive pass)
+
+
+# A processed file's text never changes, and numbering it costs ~5 ms per 100,000 characters: every window drawn,
+# grep and open of a step would pay it again. Kept per process, least recently used dropped past this many characters.
+LINES_CACHE_CHARS = 64_000_000
+_numbered: OrderedDict[tuple[str, datetime], NumberedText] = OrderedDict()
+_numbered_chars = 0
+_numbered_lock = threading.Lock()
+
+
+def file_numbered(file: FolderFile) -> NumberedText:
+    """The file's numbered lines (code keeps its indentation); a processed file's are cached, so its text is read
+    (a query, when the caller deferred it) only the first time."""
+    global _numbered_chars
+    key = (file.pk, file.updated_at) if file.status == FileStatus.COMPLETED else None
+    with _numbered_lock:
+        hit = _numbered.get(key) if key else None
+        if hit is not None:
+            _numbered.move_to_end(key)
+            return hit
+    lines = numbered_lines(file.content, keep_indent=types.is_code(file.mime_type))
+    starts, at = [], 0
+    for line in lines:
+        starts.append(at)
+        at += len(line.text) + 1
+    text = "\n".join(line.text for line in lines)
+    lowered = text.lower()
+    made = NumberedText(lines=lines, text=text, starts=starts, lowered=lowered if len(lowered) == len(text) else None)
+    if key:
+        with _numbered_lock:
+            if key not in _numbered:
+                _numbered[key] = made
+                _numbered_chars += len(made.text)
+            while _numbered_chars > LINES_CACHE_CHARS and len(_numbered) > 1:
+                _, dropped = _numbered.popitem(last=False)
+                _numbered_chars -= len(dropped.text)
+    return made
+
+
 def file_lines(file: FolderFile) -> list[Line]:
     """The file's numbered lines (code keeps its indentation)."""
-    return numbered_lines(file.content, keep_indent=types.is_code(file.mime_type))
+    return file_numbered(file).lines
 
 
 def folder_get(*, owner: Organization, folder_id: str) -> Folder:
@@ -77,15 +126,65 @@ def files_timed_out(files: list[FolderFile]) -> list[FolderFile]:
     return files
 
 
-def agent_file_states(*, agent: Agent, is_open: bool | None = None) -> QuerySet[FileAgent]:
-    """The agent's views of its attached files, with their file and folder."""
+def agent_file_states(*, agent: Agent, is_open: bool | None = None, content: bool = True) -> QuerySet[FileAgent]:
+    """The agent's views of its attached files, with their file and folder (without the files' text unless
+    `content`: file_numbered reads it when its lines are not cached)."""
     qs = FileAgent.objects.filter(agent=agent).select_related("folder", "file").defer("file__raw")
+    if not content:
+        qs = qs.defer("file__raw", "file__content")
     return qs if is_open is None else qs.filter(is_open=is_open)
 
 
-def folder_agent_ids(*, folder: Folder) -> list[str]:
-    return list(folder.agentfolder_set.order_by("created_at", "id").values_list("agent_id", flat=True))
+def folder_agents(*, folder: Folder) -> QuerySet[Agent]:
+    """The agents the folder is attached to (their ids and creation times only)."""
+    return Agent.objects.filter(folders=folder).only("id", "created_at")
 
 
 def agent_folders(*, agent: Agent) -> QuerySet[Folder]:
     return Folder.objects.filter(agentfolder__agent=agent).order_by("agentfolder__created_at")
+
+
+def folders_count(*, owner: Organization) -> int:
+    return Folder.objects.filter(owner=owner).count()
+
+
+def folders_metadata(*, owner: Organization, detailed: bool = False) -> dict:
+    """Letta's OrganizationSourcesStats: how many folders and files the owner has and their bytes; `detailed` adds
+    each folder's files (two queries whatever the number of folders)."""
+    totals = FolderFile.objects.filter(owner=owner).aggregate(files=Count("id"), size=Sum("file_size"))
+    stats = {
+        "total_sources": folders_count(owner=owner),
+        "total_files": totals["files"],
+        "total_size": totals["size"] or 0,
+        "sources": [],
+    }
+    if not detailed:
+        return stats
+    files: dict[str, list[dict]] = {}
+    for folder_id, file_id, name, size in (
+        FolderFile.objects.filter(owner=owner)
+        .order_by("created_at", "id")
+        .values_list("folder_id", "id", "file_name", "file_size")
+    ):
+        files.setdefault(folder_id, []).append({"file_id": file_id, "file_name": name, "file_size": size})
+    for folder_id, name in Folder.objects.filter(owner=owner).order_by("created_at", "id").values_list("id", "name"):
+        mine = files.get(folder_id, [])
+        stats["sources"].append(
+            {
+                "source_id": folder_id,
+                "source_name": name,
+                "file_count": len(mine),
+                "total_size": sum(f["file_size"] for f in mine),
+                "files": mine,
+            }
+        )
+    return stats
+
+
+def folder_passages(*, folder: Folder) -> QuerySet[Passage]:
+    """The chunks of the folder's processed files, with their file's name."""
+    return (
+        Passage.objects.filter(folder=folder, file__isnull=False)
+        .select_related("file")
+        .defer("embedding", "file__raw", "file__content")
+    )

@@ -167,9 +167,9 @@ def file_delete(*, file: FolderFile) -> None:
 
 
 def file_fail(*, file_id: str, reason: str) -> None:
-    """Mark a file's processing failed with the reason, dropping anything its ingest wrote."""
+    """Mark a file's processing failed with the reason and drop its bytes (a file completed meanwhile stays so)."""
     with transaction.atomic():
-        FolderFile.objects.filter(pk=file_id).update(
+        FolderFile.objects.filter(pk=file_id).exclude(status=FileStatus.COMPLETED).update(
             status=FileStatus.ERROR, error_message=reason[:2000], raw=None, updated_at=timezone.now()
         )
 

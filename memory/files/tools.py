@@ -4,9 +4,9 @@ recently used closed past the limit), grep_files (regex with context lines, page
 section of the agent's context. Reads, plus the open/accessed marks on the agent's file views."""
 
 import re
+from bisect import bisect_right
 from html import escape
 
-import numpy as np
 from django.db import connections
 
 from core.errors import Invalid
@@ -15,11 +15,19 @@ from memory.embedders.base import EmbeddingError
 from memory.embedders.selection import embedder_for_handle
 from memory.files import services
 from memory.files.lines import cut, window
-from memory.files.selectors import agent_file_states, agent_folders, file_limits, file_lines
-from memory.models import Passage
+from memory.files.selectors import (
+    NumberedText,
+    agent_file_states,
+    agent_folders,
+    file_limits,
+    file_lines,
+    file_numbered,
+)
+from memory.files.vectors import files_nearest
+from memory.models import FileStatus, FolderFile, Passage
 from memory.search.fulltext import ranked_ids
 from memory.search.fusion import reciprocal_rank_fusion
-from memory.search.vectors import pg_nearest
+from memory.search.vectors import pg_nearest, pg_nearest_rows
 
 GREP_PAGE = 20
 GREP_MAX_MATCHES = 1000
@@ -28,7 +36,7 @@ SEMANTIC_MAX = 50
 
 
 def _attached(agent: Agent) -> dict:
-    return {services.context_name(s): s for s in agent_file_states(agent=agent)}
+    return {services.context_name(s): s for s in agent_file_states(agent=agent, content=False)}
 
 
 def open_files(*, agent: Agent, file_requests: list[dict], close_all_others: bool = False) -> str:
@@ -100,20 +108,22 @@ def grep_files(
     if not attached:
         return "No files are currently attached to search"
     wanted = _include(include)
+    lowered = _lowered(pattern)
     context_lines = max(0, min(int(context_lines or 0), 20))
     matches, per_file = [], {}
     for name, state in sorted(attached.items()):
         if wanted and not wanted.search(name):
             continue
-        lines = file_lines(state.file)
-        for i, line in enumerate(lines):
-            if regex.search(line.text):
-                per_file[name] = per_file.get(name, 0) + 1
-                around = lines[max(0, i - context_lines) : i + context_lines + 1]
-                block = [f"{'>' if x.number == line.number else ' '} {x.number}: {x.text}" for x in around]
-                matches.append((name, line.number, block, state.file_id))
-                if len(matches) >= GREP_MAX_MATCHES:
-                    break
+        numbered = file_numbered(state.file)
+        lines = numbered.lines
+        for i in _matching_lines(regex, numbered, lowered):
+            line = lines[i]
+            per_file[name] = per_file.get(name, 0) + 1
+            around = lines[max(0, i - context_lines) : i + context_lines + 1]
+            block = [f"{'>' if x.number == line.number else ' '} {x.number}: {x.text}" for x in around]
+            matches.append((name, line.number, block, state.file_id))
+            if len(matches) >= GREP_MAX_MATCHES:
+                break
     if not matches:
         return f"No matches found for pattern: '{pattern}'" + (f" in files matching '{include}'" if include else "")
     services.files_touch(agent=agent, file_ids={m[3] for m in matches})
@@ -139,36 +149,116 @@ def grep_files(
     return "\n".join(out)
 
 
-def _vector_ids(qs, handle: str, owner, query: str, limit: int) -> list[str]:
+_SAFE_ESCAPES = frozenset("dDsSwWbB")
+
+
+def _lowered(pattern: str) -> re.Pattern | None:
+    """The pattern for a lowercased text, matched without IGNORECASE (Python's case-insensitive search is ~10 times
+    slower): an ASCII pattern with its letters lowered outside escapes; None when an escape could name a letter or
+    a group (\\x41, \\1, \\N{…}) or an anchor means each line's ends."""
+    if not pattern.isascii():
+        return None
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            nxt = pattern[i + 1 : i + 2]
+            if nxt.isalnum() and nxt not in _SAFE_ESCAPES:
+                return None
+            out.append(pattern[i : i + 2])
+            i += 2
+        else:
+            out.append(pattern[i].lower())
+            i += 1
+    try:
+        return re.compile("".join(out), re.MULTILINE)
+    except re.error:
+        return None
+
+
+def _matching_lines(regex: re.Pattern, numbered: NumberedText, lowered: re.Pattern | None):
+    """Indexes of the lines the regex matches, each checked on its own line as Letta does, found by searching the
+    joined text (one C-speed pass to each next candidate instead of a Python call per line; lowercased, without
+    IGNORECASE, when the pattern allows)."""
+    lines, text, starts = numbered.lines, numbered.text, numbered.starts
+    if "\\A" in regex.pattern or "\\Z" in regex.pattern:  # anchors that mean each line's ends: line by line
+        yield from (i for i, line in enumerate(lines) if regex.search(line.text))
+        return
+    search = regex.search
+    if lowered is not None and numbered.lowered is not None:
+        search, text = lowered.search, numbered.lowered
+    pos = 0
+    while pos < len(text) and (found := search(text, pos)):
+        i = bisect_right(starts, found.start()) - 1
+        if regex.search(lines[i].text):
+            yield i
+        if i + 1 >= len(starts):
+            return
+        pos = starts[i + 1]
+
+
+# What a hit shows: its text under its folder's and file's names.
+_HIT_FIELDS = ("id", "text", "file_id", "folder_id", "file__file_name", "folder__name")
+
+
+def _hits(qs):
+    return qs.select_related("file", "folder").only(*_HIT_FIELDS)
+
+
+def _vector_ids(qs, handle: str, owner, query: str, limit: int, folder_ids: list[str]) -> list[str]:
     embedder = embedder_for_handle(owner=owner, handle=handle)
     if embedder is None:
         return []
     vector = embedder.embed_one(query)
-    qs = qs.filter(embedding_model=handle)
     if connections[qs.db].vendor == "postgresql":
-        return [pid for pid, _ in pg_nearest(queryset=qs, vector=vector, limit=limit)]
-    rows = list(qs.filter(embedding_dim=len(vector)).values_list("id", "embedding"))
-    if not rows:
+        return [pid for pid, _ in pg_nearest(queryset=qs.filter(embedding_model=handle), vector=vector, limit=limit)]
+    return files_nearest(folder_ids=folder_ids, handle=handle, vector=vector, limit=limit)
+
+
+def _nearest_hits(qs, handle: str, owner, query: str, limit: int, folder_ids: list[str]) -> list[Passage]:
+    """The chunks nearest the query by one model's vectors, nearest first (on PostgreSQL ranked and read in one
+    query); raises EmbeddingError."""
+    embedder = embedder_for_handle(owner=owner, handle=handle)
+    if embedder is None:
         return []
-    matrix = np.stack([np.asarray(e, dtype=np.float32) for _, e in rows])
-    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(vector) or 1.0)
-    scores = (matrix @ vector) / np.where(norms == 0, 1, norms)
-    return [rows[i][0] for i in np.argsort(-scores)[:limit]]
+    vector = embedder.embed_one(query)
+    if connections[qs.db].vendor == "postgresql":
+        return pg_nearest_rows(queryset=_hits(qs.filter(embedding_model=handle)), vector=vector, limit=limit)
+    ids = files_nearest(folder_ids=folder_ids, handle=handle, vector=vector, limit=limit)
+    rows = _hits(Passage.objects).in_bulk(ids)
+    return [rows[pid] for pid in ids if pid in rows]
 
 
 def passages_for_query(*, agent: Agent, query: str, limit: int = 5) -> list[Passage]:
-    """The chunks of the agent's attached files nearest the query: vector and full-text rankings fused."""
-    folder_ids = list(agent_folders(agent=agent).values_list("id", flat=True))
+    """The chunks of the agent's attached files nearest the query, as Letta searches them: by vector with the files'
+    embedding models (the rankings of several models fused), by full text for files embedded with none or when the
+    embedding call fails. Full text is not fused with vectors: ranking every chunk a common word matches costs
+    tens of milliseconds at 10,000 chunks (bench/files.py), more than the whole search may take. The chunks are read
+    with what a hit shows (text, file and folder names); another field is read when first touched."""
+    # Chunks exist only for processed files: their folders and models, in one query.
+    processed = set(
+        FolderFile.objects.filter(folder__agentfolder__agent=agent, status=FileStatus.COMPLETED)
+        .values_list("folder_id", "embedding_model")
+        .distinct()
+    )
+    folder_ids = sorted({folder_id for folder_id, _ in processed})
+    handles = {handle for _, handle in processed}
     qs = Passage.objects.filter(folder_id__in=folder_ids, file__isnull=False)
-    rankings = {"full_text": ranked_ids(queryset=qs, query=query, limit=limit * 2)}
-    handles = set(qs.exclude(embedding_model="").values_list("embedding_model", flat=True).distinct())
-    for handle in sorted(handles):
+    if len(handles) == 1 and "" not in handles:  # the usual case: one model's ranking is the answer
         try:
-            rankings[handle] = _vector_ids(qs, handle, agent.owner, query, limit * 2)
+            return _nearest_hits(qs, next(iter(handles)), agent.owner, query, limit, folder_ids)
+        except EmbeddingError:
+            handles = set()  # full text still answers
+    rankings = {}
+    for handle in sorted(handles - {""}):
+        try:
+            rankings[handle] = _vector_ids(qs, handle, agent.owner, query, limit * 2, folder_ids)
         except EmbeddingError:
             continue  # full text still answers
+    if "" in handles or not rankings:
+        text_qs = qs if not rankings else qs.filter(embedding_model="")
+        rankings["full_text"] = ranked_ids(queryset=text_qs, query=query, limit=limit * 2)
     fused = [pid for pid, _, _ in reciprocal_rank_fusion(rankings)][:limit]
-    rows = Passage.objects.select_related("file", "folder").defer("embedding").in_bulk(fused)
+    rows = _hits(Passage.objects).in_bulk(fused)
     return [rows[pid] for pid in fused if pid in rows]
 
 

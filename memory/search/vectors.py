@@ -1,7 +1,9 @@
 """Nearest passages by cosine distance.
 
 PostgreSQL: pgvector with the per-dimension partial HNSW index (migration 0002). The column is an untyped
-`vector`, so the query casts `embedding::vector(N)` and filters `embedding_dim = N` to match that index.
+`vector`, so the query casts `embedding::vector(N)` and filters `embedding_dim = N` to match that index. The scan's
+settings (hnsw.ef_search, iterative scans) are set once per database connection for its session when no transaction
+is open, in the search's transaction otherwise.
 SQLite: this Python's sqlite3 cannot load extensions, so each agent's vectors are held as one normalized
 float32 matrix per process and searched with a single matrix-vector product. The agent's passage revision (a
 counter that triggers bump on every insert, delete or re-embed) is checked on every search, so other processes'
@@ -9,12 +11,15 @@ writes are seen.
 """
 
 import threading
+import weakref
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db import connections, transaction
-from django.db.models import FloatField, QuerySet
+from django.db import connections
+from django.db.models import FloatField, Model, QuerySet
 from django.db.models.expressions import RawSQL
 
 # ef_search 100 measured recall@10 of 1.0 at 100k passages (index built in one pass) and 0.95 at 10k (built row
@@ -27,8 +32,36 @@ def vector_literal(vector: np.ndarray) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-def pg_nearest(*, queryset: QuerySet, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
-    """(id, cosine distance) of the `limit` nearest passages in `queryset` (HNSW; approximate)."""
+# The psycopg connections whose session runs HNSW scans with these settings, and its ef_search. They steer only HNSW
+# index scans, which only these searches make; set per search instead (a transaction and a set_config: three more
+# round trips), they took about as long as the search itself on a loaded machine (bench/files.py).
+_SCAN_SETTINGS = (
+    "SELECT set_config('hnsw.ef_search', %s, {local}), set_config('hnsw.iterative_scan', 'relaxed_order', {local})"
+)
+_session_ef_search: "weakref.WeakKeyDictionary[object, int]" = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def _hnsw_scan(using: str, limit: int) -> Iterator[None]:
+    """HNSW scans in the block keep walking the graph until `limit` rows pass the query's filters (pgvector >= 0.8),
+    from a beam of at least EF_SEARCH."""
+    ef_search = max(EF_SEARCH, 2 * limit)
+    connection = connections[using]
+    if connection.in_atomic_block:  # a rollback would undo a session setting made here: local to the transaction
+        with connection.cursor() as cursor:
+            cursor.execute(_SCAN_SETTINGS.format(local="true"), (str(ef_search),))
+        yield
+        return
+    connection.ensure_connection()
+    session = connection.connection
+    if _session_ef_search.get(session) != ef_search:
+        with connection.cursor() as cursor:
+            cursor.execute(_SCAN_SETTINGS.format(local="false"), (str(ef_search),))
+        _session_ef_search[session] = ef_search
+    yield
+
+
+def _by_distance(queryset: QuerySet, vector: np.ndarray) -> QuerySet:
     dim = int(len(vector))
     table = queryset.model._meta.db_table
     distance = RawSQL(
@@ -36,15 +69,22 @@ def pg_nearest(*, queryset: QuerySet, vector: np.ndarray, limit: int) -> list[tu
         (vector_literal(vector),),
         output_field=FloatField(),
     )
-    qs = queryset.filter(embedding_dim=dim).annotate(_distance=distance).order_by("_distance")
-    with transaction.atomic(using=queryset.db), connections[queryset.db].cursor() as cursor:
-        # Filtered HNSW scans keep walking the graph until `limit` rows pass the filters (pgvector >= 0.8).
-        cursor.execute(
-            "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-            (str(max(EF_SEARCH, 2 * limit)),),
-        )
-        rows = list(qs.values_list("id", "_distance")[:limit])
+    return queryset.filter(embedding_dim=dim).annotate(_distance=distance).order_by("_distance")
+
+
+def pg_nearest(*, queryset: QuerySet, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
+    """(id, cosine distance) of the `limit` nearest passages in `queryset` (HNSW; approximate)."""
+    with _hnsw_scan(queryset.db, limit):
+        rows = list(_by_distance(queryset, vector).values_list("id", "_distance")[:limit])
     return sorted(rows, key=lambda r: r[1])
+
+
+def pg_nearest_rows(*, queryset: QuerySet, vector: np.ndarray, limit: int) -> list[Model]:
+    """The `limit` nearest passages in `queryset` as its rows (its select_related and only() kept), nearest first,
+    each with its cosine distance in `_distance` (HNSW; approximate): ranked and read in one query."""
+    with _hnsw_scan(queryset.db, limit):
+        rows = list(_by_distance(queryset, vector)[:limit])
+    return sorted(rows, key=lambda r: r._distance)
 
 
 @dataclass

@@ -7,11 +7,40 @@
 
   function openTests() { const t = tab(); if (t && t.getAttribute("aria-selected") !== "true") t.click(); }
 
+  // A run's box as the server has it now, fetched after each of its events. Fetches can come back out of order (a
+  // test's result and the run's end arrive together): the answer to the latest one wins, and replaces the box now on
+  // the page. (htmx.ajax would share one request slot with every other refresh of the page and drop all but the last
+  // one queued, which could leave a finished run showing "running".)
+  const asked = new Map(), shown = new Map();  // run id -> number of the latest fetch sent / applied
+  const boxOf = (runId) => document.querySelector(`[data-test-run="${CSS.escape(runId)}"]`);
   function refreshRun(runId) {
-    const box = document.querySelector(`[data-test-run="${CSS.escape(runId)}"]`);
-    if (box) { htmx.ajax("GET", box.dataset.url, {target: box, swap: "outerHTML"}); return; }
-    const list = $("#test-results");  // a run started elsewhere (another tab, the API): shown too
-    htmx.ajax("GET", list.dataset.resultsUrl.replace("RUN", encodeURIComponent(runId)), {target: list, swap: "afterbegin"});
+    const list = $("#test-results");
+    const box = boxOf(runId);
+    if (!box && !list) return;
+    const url = box ? box.dataset.url : list.dataset.resultsUrl.replace("RUN", encodeURIComponent(runId));
+    const n = (asked.get(runId) || 0) + 1;
+    asked.set(runId, n);
+    fetch(url, {credentials: "same-origin", headers: {"HX-Request": "true"}})
+      .then((r) => r.ok ? r.text() : Promise.reject(r.status))
+      .then((html) => {
+        if (n < (shown.get(runId) || 0)) return;  // a later fetch already drew a newer state
+        const holder = document.createElement("div");
+        holder.innerHTML = html;  // server-rendered (autoescaped) template
+        const fresh = holder.querySelector("[data-test-run]");
+        if (!fresh) return;
+        shown.set(runId, n);
+        const current = boxOf(runId);
+        if (current && current.outerHTML === fresh.outerHTML) return;  // nothing changed: the box stays as it is
+        if (current) current.replaceWith(fresh);
+        else {  // a run started elsewhere (another tab, the API): shown too, newest first
+          const target = $("#test-results");
+          if (!target) return;
+          target.prepend(fresh);
+          const none = $("#no-results"); if (none) none.remove();
+        }
+        htmx.process(fresh);
+      })
+      .catch(() => {});
   }
   function dedupe(list) {  // a run's box can arrive twice (its start and its first event race): keep the newest
     const seen = new Set();

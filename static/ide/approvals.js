@@ -1,12 +1,11 @@
 // Agent workspace, approvals: the card of a reply whose tool calls wait for a person. The server draws it
-// (templates/core/_approval.html) in the history and here: the page fetches it when a run pauses and again when a
+// (templates/core/_approval.html) in the history and over the socket; the page fetches it again when a
 // wait may have ended (an answer from any tab or the API, a cancel, an expiry). Its answer — each waiting call
 // approved (with its arguments, edited or not) or denied with a reason — goes over the page's socket (workspace.js).
 window.AIDE_APPROVALS = (function () {
   "use strict";
   const A = JSON.parse(document.getElementById("ide-config").textContent);
   const C = window.AIDE_CONV;
-  const el = C.el;
   const conv = document.getElementById("conversation");
   const OPEN = new Set(["waiting", "answering", "sending", "loading"]);
   const hooks = {send: null, changed: null, cont: null};  // set by workspace.js
@@ -15,9 +14,6 @@ window.AIDE_APPROVALS = (function () {
   const WAITS = new Set(["waiting", "sending", "loading"]);  // a card just arrived (loading) is a request that waits
   function waiting() { return cards().reverse().find((c) => WAITS.has(c.dataset.state)) || null; }
   function changed() { if (hooks.changed) hooks.changed(waiting()); }
-  function remember(card) {  // the results of these calls show in the conversation like any tool's
-    C.showCalls((card.dataset.callIds || "").split(" ").filter(Boolean));
-  }
   function showError(card, text) {
     const box = card.querySelector(".approval-error");
     if (!box) return;
@@ -47,7 +43,6 @@ window.AIDE_APPROVALS = (function () {
         const err = card.querySelector(".approval-error");
         if (err && !err.hidden) showError(fresh, err.textContent);  // a refused answer stays told
         card.replaceWith(fresh);
-        remember(fresh);
         changed();
       })
       .catch(() => {
@@ -56,70 +51,11 @@ window.AIDE_APPROVALS = (function () {
   }
   function refresh() { cards().filter((c) => OPEN.has(c.dataset.state)).forEach(load); }
 
-  // ---- live: the request arrives (token chunks first, then the stored message), then the answer
-  function request(ev) {
-    const calls = Array.isArray(ev.tool_calls) ? ev.tool_calls : [ev.tool_call || {}];
-    if (!ev.delta && ev.id) {
-      const known = conv.querySelector(`.approval-card[data-id="${CSS.escape(ev.id)}"]`);
-      if (known) { load(known); return null; }  // already on the page (the history held it)
-    }
-    const box = el("div", "msg approval_request_message approval-card");
-    box.dataset.type = "approval_request_message";
-    box.dataset.state = "loading";
-    if (ev.id && !ev.delta) { box.dataset.id = ev.id; box.dataset.ctx = "in"; }  // token chunks: not a card yet
-    box.dataset.callIds = calls.map((c) => c.tool_call_id || "").join(" ");
-    const meta = el("div", "meta");
-    meta.appendChild(el("span", "", "approval request"));
-    box.appendChild(meta);
-    const head = el("div", "approval-head");
-    head.appendChild(el("span", "badge waiting", "waiting for you"));
-    head.appendChild(el("span", "approval-lead muted", ev.delta ? "" : "loading…"));
-    box.appendChild(head);
-    box.appendChild(el("div", "approval-error error small")).hidden = true;
-    for (const c of calls) {  // what the model asked, as text, until the card arrives
-      const call = el("div", "approval-call");
-      call.appendChild(el("code", "approval-tool", c.name || ""));
-      call.appendChild(el("pre", "", ev.delta ? (c.arguments || "") : C.pretty(c.arguments)));
-      box.appendChild(call);
-    }
-    remember(box);
-    if (!ev.delta && ev.id) setTimeout(() => load(box), 0);  // once it is placed
-    return box;
-  }
-
-  function answerLine(a) {
-    const li = el("li");
-    const who = conv.querySelector(`.approval-call[data-call-id="${CSS.escape(a.tool_call_id || "")}"]`);
-    let badge;
-    if (a.type === "tool") badge = el("span", "badge", "result");
-    else if (a.approve) badge = el("span", "badge ok", a.arguments ? "approved, edited" : "approved");
-    else badge = el("span", "badge err", "denied");
-    li.appendChild(badge);
-    li.appendChild(document.createTextNode(" "));
-    li.appendChild(el("code", "", who ? who.dataset.name : C.short(a.tool_call_id)));
-    if (a.type === "approval" && !a.approve && a.reason) {
-      li.appendChild(document.createTextNode(" "));
-      li.appendChild(el("span", "approval-answer-reason", a.reason));
-    }
-    return li;
-  }
-  function response(ev) {
-    const b = el("div", "msg approval_response_message");
-    b.dataset.type = "approval_response_message";
-    if (ev.id) { b.dataset.id = ev.id; b.dataset.ctx = "out"; }
-    const meta = el("div", "meta");
-    meta.appendChild(el("span", "", "you · answer"));
-    meta.appendChild(el("span", "spacer"));
-    meta.appendChild(el("span", "", ev.date ? new Date(ev.date).toTimeString().slice(0, 8) : ""));
-    b.appendChild(meta);
-    const list = el("ul", "approval-answers");
-    (Array.isArray(ev.approvals) ? ev.approvals : []).forEach((a) => { if (a && typeof a === "object") list.appendChild(answerLine(a)); });
-    b.appendChild(list);
-    setTimeout(refresh, 0);  // every card this answers now shows what was decided
-    return b;
-  }
-  C.renderers.approval_request_message = request;
-  C.renderers.approval_response_message = response;
+  // ---- live: the server draws the request (its streamed calls' text first, then the card) and the answer
+  C.hooks.placed = (ev, node, known) => {  // known: the card was on the page already (the history held it)
+    if (ev.message_type === "approval_response_message") refresh();  // every card it answers shows what was decided
+    else if (ev.message_type === "approval_request_message") { if (known) load(node); else changed(); }
+  };
 
   // ---- answering: choose per call (one call: the choice is the answer), check the arguments, send together
   function parseArgs(call) {
@@ -255,6 +191,5 @@ window.AIDE_APPROVALS = (function () {
     return card ? Array.from(card.querySelectorAll(".approval-call")).map((c) => c.dataset.name).filter(Boolean) : [];
   }
 
-  cards().forEach(remember);
   return {refresh, waiting, accepted, refused, reveal, names, changed, hooks};
 })();

@@ -69,7 +69,7 @@ window.AIDE_PAUSES = (function () {
       C.scrollDown(true);
       changed();
     }).catch(() => {
-      const note = C.renderers.error_message({message_type: "error_message", message: "Run " + C.short(ev.run_id) + " paused before a model call; reload the page to continue it."});
+      const note = C.note("Run " + C.short(ev.run_id) + " paused before a model call; reload the page to continue it.");
       C.place(note);
     });
   }

@@ -1,18 +1,13 @@
-// Agent workspace, the conversation: how each message, notice, divider and token chunk is drawn, and the
-// context-window mark every message carries. Everything a model or tool produced is inserted with textContent.
+// Agent workspace, the conversation: where each server-rendered item goes, how a streamed part's token text fills
+// its shell, and the context-window marks. What a model or tool produced arrives escaped or is set as textContent.
 window.AIDE_CONV = (function () {
   "use strict";
   const A = JSON.parse(document.getElementById("ide-config").textContent);
   const $ = (sel, root) => (root || document).querySelector(sel);
   const live = $("#live");
   const conv = $("#conversation");
-  const shownCalls = new Set();
   const seen = new Set();
   const streaming = new Map();  // "type:id" -> element being filled by token chunks
-  const NON_USER_PREFIX = "[This is an automated system message hidden from the user] ";
-  const SUMMARY_SPLIT = "The following is a summary of the previous messages: ";
-  const namesEl = document.getElementById("agent-names");
-  const agentNames = namesEl ? JSON.parse(namesEl.textContent) : {};
 
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -20,27 +15,22 @@ window.AIDE_CONV = (function () {
     if (text !== undefined && text !== null) e.textContent = String(text);
     return e;
   }
-  function time(d) {
-    const t = d ? new Date(d) : new Date();
-    return isNaN(t) ? "" : t.toTimeString().slice(0, 8);
+  // Every item is drawn by the server (templates/core/_item.html): the history, and over the socket each event's
+  // `html` (core.web.live). The page only places those fragments and appends streamed tokens' text to a shell.
+  function fragment(html) {
+    const t = document.createElement("template");
+    t.innerHTML = html || "";  // server-rendered, autoescaped
+    return t.content.firstElementChild;
   }
-  function breakable(node, name) {  // a snake_case name may wrap after its underscores, not inside its words
-    node.textContent = "";
-    String(name == null ? "" : name).split(/(?<=_)/).forEach((piece, i) => {
-      if (i) node.appendChild(document.createElement("wbr"));
-      node.appendChild(document.createTextNode(piece));
-    });
+  function local(id, text) {  // an item the server has not stored (yet): its markup drawn by the server, filled here
+    const node = fragment(document.getElementById(id).innerHTML);
+    const spans = node.querySelectorAll(":scope > .meta > span:not(.spacer):not(.pending-label)");
+    if (spans.length) spans[spans.length - 1].textContent = new Date().toTimeString().slice(0, 8);
+    node.querySelector(".body").textContent = text;
     return node;
   }
+  function note(text) { return local("conv-note", text); }
   function short(id) { return id ? "…" + String(id).slice(-8) : ""; }
-  function pretty(args) {
-    // `thinking` is already shown as the reasoning above the call
-    try {
-      const v = JSON.parse(args);
-      if (v && typeof v === "object" && !Array.isArray(v)) delete v.thinking;
-      return JSON.stringify(v, null, 2);
-    } catch (e) { return String(args == null ? "" : args); }
-  }
   function detailText(detail) {
     if (detail == null || detail === "") return "";
     if (typeof detail === "string") return detail;
@@ -52,35 +42,7 @@ window.AIDE_CONV = (function () {
   function dropEmpty() { const e = $("#empty-history"); if (e) e.remove(); }
   function bump(name) { if (window.htmx) htmx.trigger(document.body, name); }
 
-  // ---- the context-window mark every message carries (same markup as templates/core/_ctx_mark.html)
-  function ctxMark(mark) {
-    if (!mark || mark.in) { const s = el("span", "ctx-mark in", "in context"); s.title = "In the model's context window now"; return s; }
-    const s = el("span", "ctx-mark out");
-    const ev = mark.evicted;
-    if (ev && ev.by === "summary") {
-      s.title = "Evicted from the context window by overflow; still searchable in recall memory";
-      s.appendChild(document.createTextNode("out · evicted at "));
-      if (ev.step_id) {
-        const c = chip(ev.step_id, ev.step_index, "The summarizer step that evicted it");
-        c.textContent += " · summarizer";
-        s.appendChild(c);
-      }
-      else s.appendChild(document.createTextNode("overflow"));
-    } else if (ev && ev.by === "reset") {
-      s.textContent = "out · reset"; s.title = "Removed from the context window by a reset; still searchable in recall memory";
-    } else { s.textContent = "out of context"; s.title = "Not in the model's context window; still searchable in recall memory"; }
-    return s;
-  }
-  function chip(stepId, index, title) {
-    const c = el("button", "step-chip", index == null ? "step" : "step " + index);
-    c.type = "button"; c.dataset.step = stepId; c.title = title || "Show the payload sent at this step";
-    return c;
-  }
-  function applyMark(node, mark) {
-    node.dataset.ctx = mark.in ? "in" : "out";
-    const old = node.querySelector(":scope > .meta > .ctx-mark, :scope > summary > .ctx-mark, :scope .divider-label > .ctx-mark");
-    if (old) old.replaceWith(ctxMark(mark));
-  }
+  // ---- the context-window mark every message carries: re-drawn by the server when the window changed
   function refreshMarks() {
     const nodes = conv.querySelectorAll("[data-id][data-ctx]");
     if (!nodes.length) return;
@@ -90,129 +52,17 @@ window.AIDE_CONV = (function () {
     fetch(url, {credentials: "same-origin"}).then((r) => r.ok ? r.json() : null).then((data) => {
       if (!data) return;
       const inCtx = new Set(data.in_context);
-      nodes.forEach((n) => applyMark(n, {in: inCtx.has(n.dataset.id), evicted: data.evicted[n.dataset.id]}));
+      nodes.forEach((n) => {
+        const on = inCtx.has(n.dataset.id);
+        n.dataset.ctx = on ? "in" : "out";
+        const old = n.querySelector(":scope > .meta > .ctx-mark, :scope > summary > .ctx-mark, :scope .divider-label > .ctx-mark");
+        const mark = fragment(on ? data.html.in : (data.html[n.dataset.id] || data.html.out));
+        if (old && mark) old.replaceWith(mark);
+      });
     }).catch(() => {});
   }
 
-  function shell(ev, label) {
-    const box = el("div", "msg " + ev.message_type);
-    box.dataset.type = ev.message_type;
-    if (ev.id) { box.dataset.id = ev.id; box.dataset.ctx = "in"; }
-    const meta = el("div", "meta");
-    meta.appendChild(el("span", "", label));
-    const sender = ev.sender_agent_id || ev.sender_id;
-    if (sender) {
-      box.classList.add("from-agent");
-      const from = el("span", "sender", "· from agent ");
-      const a = el("a", "sender-link", agentNames[sender] || sender);
-      a.href = A.workspaceUrl.replace("AGENT", encodeURIComponent(sender));
-      a.title = sender;
-      from.appendChild(a);
-      meta.appendChild(from);
-    }
-    meta.appendChild(el("span", "spacer"));
-    if (ev.id) meta.appendChild(ctxMark({in: true}));
-    if (ev.step_id) meta.appendChild(chip(ev.step_id, ev.step_index));
-    meta.appendChild(el("span", "", time(ev.date)));
-    box.appendChild(meta);
-    return box;
-  }
-
-  function notice(ev, label, text) {
-    const b = shell(ev, label);
-    b.className = "msg notice";
-    b.dataset.type = "notice";
-    if (ev.kind) b.dataset.kind = ev.kind;
-    b.appendChild(el("div", "body", text));
-    return b;
-  }
-  function divider(ev) {
-    const box = el("div", "divider summary");
-    box.dataset.type = "summary"; box.dataset.id = ev.id; box.dataset.ctx = "in";
-    const line = el("div", "divider-line");
-    const label = el("span", "divider-label", "Context summarized");
-    if (ev.step_id) { label.appendChild(document.createTextNode(" at ")); label.appendChild(chip(ev.step_id, ev.step_index, "The summarizer step")); }
-    label.appendChild(document.createTextNode(" · older messages evicted "));
-    label.appendChild(el("span", "muted", time(ev.date)));
-    label.appendChild(document.createTextNode(" "));
-    label.appendChild(ctxMark({in: true}));
-    line.appendChild(label);
-    box.appendChild(line);
-    const det = el("details"); det.open = true;
-    det.appendChild(el("summary", "small muted", "summary the model sees"));
-    const text = String(ev.content || "");
-    const at = text.indexOf(SUMMARY_SPLIT);
-    det.appendChild(el("div", "body", at >= 0 ? text.slice(at + SUMMARY_SPLIT.length) : text));
-    box.appendChild(det);
-    return box;
-  }
-
-  const renderers = {
-    user_message(ev) {
-      if (ev.kind === "heartbeat") {
-        const h = el("div", "msg heartbeat", "heartbeat — the agent asked to continue");
-        h.dataset.type = "heartbeat"; h.title = ev.content || "";
-        if (ev.id) { h.dataset.id = ev.id; h.dataset.ctx = "in"; }
-        return h;
-      }
-      if (ev.kind === "summary") return divider(ev);
-      if (ev.kind === "memory_warning") return notice(ev, "memory pressure warning", String(ev.content || "").replace(NON_USER_PREFIX, ""));
-      if (ev.kind) return notice(ev, ev.kind.replace(/_/g, " "), String(ev.content || "").replace(NON_USER_PREFIX, ""));
-      const b = shell(ev, "you"); b.appendChild(el("div", "body", ev.content));
-      if (ev.otid) b.dataset.otid = ev.otid;
-      return b;
-    },
-    system_message(ev) {
-      const b = shell(ev, (ev.sender_agent_id || ev.sender_id) ? "message" : "system"); b.appendChild(el("div", "body", ev.content)); return b;
-    },
-    reasoning_message(ev) { const b = shell(ev, "reasoning"); b.appendChild(el("div", "body", ev.reasoning)); return b; },
-    assistant_message(ev) { const b = shell(ev, "agent"); b.appendChild(el("div", "body", ev.content)); return b; },
-    tool_call_message(ev) {
-      const tc = ev.tool_call || {};
-      shownCalls.add(tc.tool_call_id);
-      const b = shell(ev, "tool call");
-      const row = el("div", "row");
-      row.appendChild(breakable(el("code"), tc.name));
-      row.appendChild(el("span", "spacer"));
-      if (ev.id && !ev.delta) {
-        const a = el("a", "small open-workbench", "Open in workbench");
-        a.href = A.toolsUrl + "?message=" + encodeURIComponent(ev.id) + "&call=" + encodeURIComponent(tc.tool_call_id || "");
-        row.appendChild(a);
-      }
-      b.appendChild(row);
-      b.appendChild(el("pre", "", ev.delta ? (tc.arguments || "") : pretty(tc.arguments)));
-      return b;
-    },
-    tool_return_message(ev) {
-      if (!shownCalls.has(ev.tool_call_id) && ev.status !== "error") return null;  // send_message's receipt
-      const b = shell(ev, "tool return");
-      if (ev.status === "error") b.classList.add("error");
-      const det = el("details");
-      if (ev.status === "error") det.open = true;
-      const sum = el("summary");
-      sum.appendChild(el("span", "badge " + (ev.status === "error" ? "err" : "ok"), ev.status || "success"));
-      if (ev.name) sum.appendChild(document.createTextNode(" " + ev.name));
-      det.appendChild(sum);
-      det.appendChild(el("pre", "", ev.tool_return));
-      for (const k of ["stdout", "stderr"]) {
-        const v = ev[k];
-        if (v && v.length) { det.appendChild(el("div", "muted small", k)); det.appendChild(el("pre", "", Array.isArray(v) ? v.join("") : v)); }
-      }
-      b.appendChild(det);
-      return b;
-    },
-    error_message(ev) {
-      const b = shell(ev, "error");
-      const d = detailText(ev.detail);
-      b.appendChild(el("div", "body", String(ev.message || "Something went wrong.") + (d ? "\n" + d : "")));
-      return b;
-    },
-    stop_reason(ev) { return el("div", "msg stop_reason", "stop reason: " + ev.stop_reason); },
-    usage_statistics(ev) {
-      return el("div", "msg usage_statistics",
-        `usage: ${ev.prompt_tokens} prompt + ${ev.completion_tokens} completion = ${ev.total_tokens} tokens · ${ev.step_count} step${ev.step_count === 1 ? "" : "s"}`);
-    },
-  };
+  const hooks = {placed: null};  // approvals.js: a card or an answer arrived
 
   // ---- placing items: a final message replaces its streamed chunks; others go before what is still streaming
   function place(node, key) {
@@ -224,24 +74,24 @@ window.AIDE_CONV = (function () {
     if (first) live.insertBefore(node, first); else live.appendChild(node);
   }
   const DELTA_FIELD = {assistant_message: "content", reasoning_message: "reasoning"};
+  function start(ev, key) {  // a streamed part's shell (the server sends it with the part's first chunk)
+    const node = fragment(ev.html);
+    if (!node) return null;
+    node.classList.add("streaming");
+    if (catchingUp) node.classList.add("catching-up");  // joined mid-reply: its start comes with the snapshot
+    streaming.set(key, node);
+    dropEmpty();
+    live.appendChild(node);
+    return node;
+  }
   function onDelta(ev) {
     const t = ev.message_type, key = t + ":" + ev.id;
-    let node = streaming.get(key);
-    if (!node) {
-      if (!renderers[t] || t === "tool_return_message") return;
-      const start = Object.assign({}, ev, {content: "", reasoning: "", tool_call: Object.assign({}, ev.tool_call || {}, {arguments: ""})});
-      node = renderers[t](start);
-      if (!node) return;
-      node.classList.add("streaming");
-      if (catchingUp) node.classList.add("catching-up");  // joined mid-reply: its start comes with the snapshot
-      streaming.set(key, node);
-      dropEmpty();
-      live.appendChild(node);
-    }
+    const node = streaming.get(key) || start(ev, key);
+    if (!node) return;
     if (t === "tool_call_message" || t === "approval_request_message") {
       const tc = ev.tool_call || {};
       const code = node.querySelector("code");
-      if (tc.name && code && !code.textContent) breakable(code, tc.name);
+      if (tc.name && code && !code.textContent) code.textContent = tc.name;
       node.querySelector("pre").textContent += tc.arguments || "";
     } else if (DELTA_FIELD[t]) {
       node.querySelector(".body").textContent += ev[DELTA_FIELD[t]] || "";
@@ -259,15 +109,12 @@ window.AIDE_CONV = (function () {
       if (!streaming.has(key)) {
         const stored = conv.querySelector(`[data-id="${CSS.escape(part.id || "")}"]:not(.streaming)`);
         if (stored) continue;  // it was stored meanwhile: the stored message shows it whole
-        onDelta(Object.assign({}, part, {delta: true, content: "", reasoning: "", tool_call: {name: part.name || "", arguments: ""}}));
+        start(Object.assign({}, part, {delta: true, tool_call: {name: part.name || "", arguments: ""}}), key);
       }
       const node = streaming.get(key);
       if (!node) continue;
-      if (t === "tool_call_message" || t === "approval_request_message") {
-        const code = node.querySelector("code");
-        if (code && part.name) breakable(code, part.name);
-        node.querySelector("pre").textContent = part.arguments || "";
-      } else if (DELTA_FIELD[t]) node.querySelector(".body").textContent = part.text || "";
+      if (t === "tool_call_message" || t === "approval_request_message") node.querySelector("pre").textContent = part.arguments || "";
+      else if (DELTA_FIELD[t]) node.querySelector(".body").textContent = part.text || "";
       node.classList.remove("catching-up");
       live.appendChild(node);  // in the order they streamed (a chunk since joining may have drawn a later part first)
     }
@@ -275,13 +122,11 @@ window.AIDE_CONV = (function () {
     scrollDown();
   }
 
+  // ---- the person's own message before the server stores it: the server's markup (workspace.html), filled here
   function bubble(text, state, note) {
-    const p = shell({message_type: "user_message"}, "you");
-    p.classList.add("pending");
+    const p = local("conv-bubble", text);
     p.dataset.state = state;
-    const n = el("span", "pending-label", note || "");
-    p.querySelector(".meta .spacer").after(n);
-    p.appendChild(el("div", "body", text));
+    p.querySelector(".pending-label").textContent = note || "";
     dropEmpty();
     place(p);
     scrollDown(true);
@@ -316,8 +161,15 @@ window.AIDE_CONV = (function () {
     const key = ev.id ? t + ":" + ev.id + ":" + (t === "tool_call_message" ? (ev.tool_call || {}).tool_call_id : "") : null;
     if (key && seen.has(key)) return;
     if (key) seen.add(key);
-    const r = renderers[t];
-    if (!r) return;
+    if (t === "approval_request_message" && ev.id) {  // already on the page (the history held it): brought up to date
+      const known = conv.querySelector(`.approval-card[data-id="${CSS.escape(ev.id)}"]`);
+      if (known) { if (hooks.placed) hooks.placed(ev, known, true); return; }
+    }
+    const box = el("div");
+    box.innerHTML = ev.html || "";  // server-rendered, autoescaped: one item, or a reasoning and the call it led to
+    const nodes = Array.from(box.children);
+    if (!nodes.length) return;  // nothing shown (send_message's receipt, an event the conversation does not show)
+    const node = nodes[nodes.length - 1];
     if (t === "user_message" && !ev.kind) {  // our own message arriving: it takes the pending bubble's place
       const bubbles = Array.from(live.querySelectorAll(".msg.user_message.pending"));
       const pending = bubbles.find((p) => ev.otid && p.dataset.otid === ev.otid) || bubbles.find((p) =>
@@ -326,15 +178,15 @@ window.AIDE_CONV = (function () {
       live.querySelectorAll(".msg.user_message.failed").forEach((f) => {
         if (f.querySelector(".body").textContent === ev.content) f.remove();
       });
-      if (pending) { pending.replaceWith(r(ev)); scrollDown(true); return; }
+      if (pending) { pending.replaceWith(node); scrollDown(true); return; }
     }
-    const node = r(ev);
-    if (!node) return;
     dropEmpty();
     const waiting = t === "user_message" && ev.kind === "summary" &&
       Array.from(live.querySelectorAll(".msg.user_message.pending")).find((p) => !p.dataset.run || p.dataset.run === ev.run_id);
     if (waiting) live.insertBefore(node, waiting);  // the eviction happened before this input was stored
     else place(node, ev.id ? t + ":" + ev.id : null);
+    nodes.slice(0, -1).forEach((n) => node.before(n));
+    if (hooks.placed) hooks.placed(ev, node);
     if (t === "stop_reason") bump("context-changed");
     if (t === "user_message" && ev.kind === "summary") refreshMarks();
     scrollDown(true);
@@ -372,9 +224,8 @@ window.AIDE_CONV = (function () {
   });
 
   function reset() { live.textContent = ""; streaming.clear(); seen.clear(); }
-  function showCalls(ids) { ids.forEach((id) => shownCalls.add(id)); }  // calls whose results the page shows
   function dropStreams() { streaming.forEach((n) => n.remove()); streaming.clear(); }  // their messages never came
 
-  return {catchUp, onSnapshot, el, short, pretty, detailText, scrollDown, dropEmpty, bump, bubble, setBubble, failBubble, place, onDelta, render,
-          renderers, refreshMarks, trailingStatus, reset, dropStreams, showCalls, live};
+  return {catchUp, onSnapshot, el, note, short, detailText, scrollDown, dropEmpty, bump, bubble, setBubble, failBubble, place, onDelta, render,
+          hooks, refreshMarks, trailingStatus, reset, dropStreams, live};
 })();

@@ -6,7 +6,7 @@
   const C = window.AIDE_CONV;
   const P = window.AIDE_APPROVALS;
   const B = window.AIDE_PAUSES;
-  const {el, short, detailText, scrollDown, bump, bubble, setBubble, failBubble, place, onDelta, render, renderers,
+  const {el, short, detailText, scrollDown, bump, bubble, setBubble, failBubble, place, onDelta, render,
          refreshMarks, trailingStatus, live} = C;
   const $ = (sel, root) => (root || document).querySelector(sel);
   const conv = $("#conversation");
@@ -266,7 +266,7 @@
           keep(m.dataset.otid, m.querySelector(".body").textContent, "failed", ev.error || ("The run " + ev.status + "."));
           failBubble(m, ev.error || ("The run " + ev.status + "."));
         });
-        place(renderers.error_message({message_type: "error_message", message: "Run " + short(ev.run_id) + " " + ev.status + (ev.error ? ": " + ev.error : ".")}));
+        place(C.note("Run " + short(ev.run_id) + " " + ev.status + (ev.error ? ": " + ev.error : ".")));
       })
       .finally(() => scrollDown(true));
   }

@@ -3,6 +3,7 @@ processed in the background until `completed` (or `error` for a corrupt one), at
 open and close its files, delete a file and the folder; errors answer as Letta's do (415, 404, 409)."""
 
 import time
+from typing import Any
 
 import letta_client
 import pytest
@@ -105,3 +106,30 @@ def test_sdk_errors_match_letta(client):
     assert (updated.name, updated.description) == ("errs2", "renamed")
     with pytest.raises(letta_client.NotFoundError):
         client.folders.retrieve("source-00000000-0000-0000-0000-000000000000")
+
+
+def test_sdk_pages_files_and_agents_and_reads_counts(client):
+    folder = client.folders.create(name="pages")
+    ids = []
+    for n in range(5):
+        sent = client.folders.files.upload(
+            folder.id, file=(f"note{n}.txt", f"Note {n}: tide at {n}:00".encode(), "text/plain")
+        )
+        ids.append(processed(client, folder.id, sent.id).id)
+    # auto-pagination sends the last file's id as the next `after`: two files a page, every file once, newest first
+    assert [f.id for f in client.folders.files.list(folder.id, limit=2)] == ids[::-1]
+    assert [f.id for f in client.folders.files.list(folder.id, limit=2, order="asc")] == ids
+
+    agents = [client.agents.create(name=f"a{n}", model="openai/fake-model") for n in range(3)]
+    for agent in agents:
+        client.agents.folders.attach(folder.id, agent_id=agent.id)
+    assert list(client.folders.agents.list(folder.id, order="asc")) == [a.id for a in agents]
+    assert list(client.folders.agents.list(folder.id, order="asc", after=agents[0].id, limit=1)) == [agents[1].id]
+
+    # routes letta-client 1.x has no method for, called as Letta's other clients do
+    assert client.get("/v1/folders/count", cast_to=int) == 1
+    stats = client.get("/v1/folders/metadata?include_detailed_per_source_metadata=true", cast_to=dict[str, Any])
+    assert stats["total_files"] == 5 and [f["file_id"] for f in stats["sources"][0]["files"]] == ids
+    assert client.get("/v1/folders/name/pages", cast_to=object) == folder.id  # a JSON string
+    passages = client.get(f"/v1/folders/{folder.id}/passages?order=asc", cast_to=list[dict[str, Any]])
+    assert [p["file_name"] for p in passages] == [f"note{n}.txt" for n in range(5)]

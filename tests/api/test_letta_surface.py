@@ -9,6 +9,7 @@ from core.agents.conversations import conversation_create
 from core.models import Agent, Message, Run, Step
 from core.runs import executor
 from core.runs.overflow import agent_compact
+from core.runs.request import RunRequest
 from core.runs.runner import run_agent
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
@@ -321,10 +322,12 @@ def test_summarize_waits_for_no_run_and_compacts_a_conversation_too(api, account
     conv = conversation_create(agent=agent)
     fake_llm.script(FakeLLM.tool("send_message", {"message": "in the thread"}))
     executor.run_call(
-        owner=account.org,
-        agent_id=agent.id,
-        input_messages=[{"role": "user", "content": "hi"}],
-        conversation_id=conv.id,
+        RunRequest(
+            owner=account.org,
+            agent_id=agent.id,
+            input_messages=[{"role": "user", "content": "hi"}],
+            conversation_id=conv.id,
+        )
     )
     own_before = list(Agent.objects.get(pk=agent.pk).message_ids)
     fake_llm.script(FakeLLM.text("A short thread."))

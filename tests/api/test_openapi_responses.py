@@ -275,7 +275,7 @@ def _described(schema: dict, components: dict) -> bool:
         schema.get("properties")
         or schema.get("anyOf")
         or schema.get("oneOf")
-        or schema.get("type") in ("string", "null")
+        or schema.get("type") in ("string", "integer", "null")
     ):
         return True
     if schema.get("type") == "array":

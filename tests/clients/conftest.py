@@ -6,8 +6,9 @@ import os
 import pytest
 
 from tests.clients import node_deps
-from tests.clients.server import start_server, stop_server
+from tests.clients.server import start_server, view_from_now
 from tests.conftest import IN_CI
+from tests.shared_servers import fake_llm, module_fake_llm, module_servers  # noqa: F401 - fixtures
 
 
 @pytest.fixture(scope="session")
@@ -24,14 +25,13 @@ def node_clients():
 
 
 @pytest.fixture
-def daphne_server(node_clients, transactional_db, fake_llm, tmp_path):
+def daphne_server(node_clients, transactional_db, fake_llm, module_servers, tmp_path_factory):  # noqa: F811
     """A daphne process serving the project against the test database, the fake LLM as its `openai` provider,
-    every request it answers written to `daphne_server.request_log`."""
-    proc, server = start_server(tmp_path)
-    try:
-        yield server
-    finally:
-        stop_server(proc)
+    every request it answers written to its request log; shared by a module's tests (tests/shared_servers.py), each
+    test seeing the requests made since it began."""
+    server = module_servers.get({}, lambda: start_server(tmp_path_factory.mktemp("server")))
+    yield view_from_now(server)
+    module_servers.release({}, fake_llm)
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ def condensed(body: bytes) -> str:
 
 
 class RequestLog:
-    """Wrap an ASGI app; log each HTTP exchange once its response has ended (or the app has failed)."""
+    """Wrap an ASGI app; log each HTTP exchange as its response's last part is sent (or when the app fails)."""
 
     def __init__(self, app, path: str):
         self.app = app
@@ -69,7 +69,19 @@ class RequestLog:
                     chunk = chunk[room:]
                 tail.extend(chunk)
                 del tail[:-TAIL]
+                if not message.get("more_body"):
+                    # written before the client can see the response end: a client that exits on reading it
+                    # finds the exchange in the log
+                    finish()
             await send(message)
+
+        def finish():
+            if "seconds" in entry:
+                return
+            entry["seconds"] = round(time.monotonic() - started, 3)
+            entry["request_body"] = condensed(bytes(request_body)) if request_body else ""
+            entry["response_body"] = _text(bytes(head)) + (f" … {_text(bytes(tail))}" if tail else "")
+            self._write(entry)
 
         try:
             await self.app(scope, logged_receive, logged_send)
@@ -77,10 +89,7 @@ class RequestLog:
             entry["exception"] = repr(exc)
             raise
         finally:
-            entry["seconds"] = round(time.monotonic() - started, 3)
-            entry["request_body"] = condensed(bytes(request_body)) if request_body else ""
-            entry["response_body"] = _text(bytes(head)) + (f" … {_text(bytes(tail))}" if tail else "")
-            self._write(entry)
+            finish()
 
     def _write(self, entry: dict) -> None:
         line = json.dumps(entry, ensure_ascii=False) + "\n"

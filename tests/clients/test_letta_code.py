@@ -5,6 +5,7 @@ on this machine (or denies it by its permission rules) and answers, and the mode
 waiting by an earlier session is denied when Letta Code resumes the thread. A failure shows what Letta Code printed
 and every request the server answered (tests/clients/conftest.py)."""
 
+import dataclasses
 import json
 import subprocess
 import urllib.request
@@ -170,7 +171,10 @@ def test_a_client_tool_runs_in_letta_code_and_its_result_reaches_the_model(
 ):
     secret = f"secret-{uuid.uuid4().hex}"
     (project / "notes.txt").write_text(secret + "\n")
-    fake_llm.script(FakeLLM.tool(*shell(project, "cat notes.txt")), FakeLLM.text(CLOSING))
+    # the call streams in chunks some milliseconds apart, as a model's do: a server that got them all at once
+    # would send the call in one event, which Letta Code approves without echoing it
+    asking = dataclasses.replace(FakeLLM.tool(*shell(project, "cat notes.txt")), chunk_s=0.02)
+    fake_llm.script(asking, FakeLLM.text(CLOSING))
     args = ("-p", "What is in notes.txt?", "--new-agent", "-m", MODEL, "--output-format", "stream-json", "--yolo")
     events = events_of(letta(*args, env=client_env, cwd=project))
 

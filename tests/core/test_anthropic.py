@@ -149,6 +149,7 @@ def test_letta_v1_agent_with_extended_thinking_streams_and_sends_signed_blocks_b
         FakeAnthropic.reply(
             thinking="She likes tea; save it.",
             tool=("memory_insert", {"label": "human", "new_string": "Likes tea.", "insert_line": -1}),
+            latency=0.3,  # a model's latency: the stream has subscribed to the run's events before its first chunk
         ),
         FakeAnthropic.reply(thinking="Now answer.", text="Noted, you like tea."),
     )

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from core.models import Message, Run, Step
 from core.runs import queue
+from core.runs.request import RunRequest
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 from tests.helpers import until
@@ -159,7 +160,9 @@ def test_a_claim_frees_an_agent_whose_run_lost_its_lease_without_the_reaper(agen
         worker="gone:1",
         heartbeat_at=timezone.now() - timedelta(seconds=120),
     )
-    run = runner.run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+    run = runner.run_start(
+        RunRequest(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+    )
     dead.refresh_from_db()
     assert run.status == "created" and dead.status == "failed" and "worker lost" in dead.error
 
@@ -167,7 +170,9 @@ def test_a_claim_frees_an_agent_whose_run_lost_its_lease_without_the_reaper(agen
 def test_a_run_no_longer_queued_is_not_executed(agent, fake_llm):
     from core.runs import executor, runner
 
-    run = runner.run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+    run = runner.run_start(
+        RunRequest(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+    )
     Run.objects.filter(pk=run.pk).update(status="cancelled")
     assert executor.run_execute(run_id=run.id) == "cancelled"
     assert fake_llm.chat_requests == [] and not Step.objects.filter(run=run).exists()
@@ -177,7 +182,9 @@ def test_waiting_for_a_run_returns_when_it_ends_or_at_the_timeout(agent, fake_ll
     from core.runs import executor
 
     fake_llm.script(FakeLLM.tool("send_message", {"message": "slow"}, latency=0.5))
-    run = executor.run_submit(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+    run = executor.run_submit(
+        RunRequest(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+    )
     assert executor.run_wait(run=run, timeout=0.05).status in ("created", "running")
     assert executor.run_wait(run=run).status == "completed"
 
@@ -193,7 +200,9 @@ def test_tasks_enqueued_while_every_slot_is_taken_start_as_slots_free_without_th
     runs = []
     for i in range(3):
         agent = make_agent(account.org, name=f"a{i}")
-        run = runner.run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+        run = runner.run_start(
+            RunRequest(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+        )
         runs.append(run.id)
         pool.submit(run_execute_task.enqueue(run_id=run.id))
     assert len(pool.backlog) == 2  # the first took the only slot
@@ -209,3 +218,21 @@ def test_tasks_enqueued_while_every_slot_is_taken_start_as_slots_free_without_th
     )
     assert all(t.finished_at >= t.started_at and t.traceback == t.exception_class_path == "" for t in ended)
     assert pool.free.acquire(blocking=False)  # the slot was given back
+
+
+def test_a_queued_run_executes_with_the_model_its_claim_resolved(agent, fake_llm, monkeypatch):
+    """The model is resolved once, by the claim: the pool thread that executes the queued run takes it with the
+    request, so a provider change after the claim does not reach that run (the next claim sees it)."""
+    from django.db import transaction
+
+    from core.runs import executor
+
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "resolved once"}))
+    request = RunRequest(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "go"}])
+    with transaction.atomic():  # the task reaches the pool when this commits, after the provider moved
+        run = executor.run_submit(request)
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    assert request.resolved is not None and request.resolved.api_base == fake_llm.base_url
+    run = executor.run_wait(run=run, timeout=60)
+    assert run.status == "completed", run.error
+    assert Message.objects.filter(run=run, role="assistant").exists()

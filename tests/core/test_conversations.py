@@ -110,6 +110,8 @@ def test_list_filters_orders_and_pages(api, agent, account):
     assert [c["id"] for c in api.get(f"/v1/conversations/?agent_id={agent.id}&order=asc&limit=2").json()] == ids[:2]
     after = api.get(f"/v1/conversations/?agent_id={agent.id}&order=asc&after={ids[0]}").json()
     assert [c["id"] for c in after] == ids[1:]
+    before = api.get(f"/v1/conversations/?agent_id={agent.id}&order=asc&before={ids[2]}&limit=1").json()
+    assert [c["id"] for c in before] == [ids[1]]  # the page nearest the cursor, as every list's `before`
     assert [c["summary"] for c in api.get("/v1/conversations/?summary_search=topic 1").json()] == ["topic 1"]
     assert len(api.get("/v1/conversations/").json()) == 4
     by_message = api.get(f"/v1/conversations/?agent_id={agent.id}&order_by=last_message_at").json()

@@ -6,6 +6,7 @@ import threading
 import pytest
 
 from core.models import Message
+from core.runs.request import RunRequest
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
 from tests.helpers import until
@@ -111,7 +112,9 @@ def test_reset_keeps_rows_and_empties_window(api, agent, fake_llm):
 def test_reset_refuses_while_a_run_is_active(api, agent, fake_llm):
     from core.runs import runner
 
-    run = runner.run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+    run = runner.run_start(
+        RunRequest(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+    )
     r = api.patch(f"/v1/agents/{agent.id}/reset-messages", {})
     assert r.status_code == 409 and run.id in r.json()["detail"]
 

@@ -8,6 +8,7 @@ import pytest
 
 from core.models import Message, Run
 from core.runs import queue
+from core.runs.request import RunRequest
 from core.runs.runner import run_agent
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
@@ -161,7 +162,9 @@ def test_async_to_a_busy_agent_is_delivered_when_it_is_free(account, fake_llm):
         FakeLLM.tool(ASYNC, {"message": "later", "other_agent_id": b.id}, heartbeat=False),
     )
     first = run_submit(
-        owner=account.org, agent_id=b.id, input_messages=[{"role": "user", "content": "work"}], background=True
+        RunRequest(
+            owner=account.org, agent_id=b.id, input_messages=[{"role": "user", "content": "work"}], background=True
+        )
     )
     until(lambda: fake_llm.chat_requests)  # b is now mid-step
     receipt = json.loads(_returns(_send(a))[0]["tool_return"])["message"]

@@ -8,6 +8,7 @@ from django.test import Client
 from core import providers
 from core.models import ProviderConfig
 from core.runs.runner import run_agent
+from memory.embedders.selection import EmbeddingError, embedder_for_handle
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 
@@ -75,4 +76,21 @@ def test_an_owners_base_url_is_checked_again_when_the_call_connects(account, fak
     result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "hi"}])
     assert result.status != "completed"
     assert "loopback" in str(result.error if hasattr(result, "error") else result)
+    assert fake.requests[asked:] == []
+
+
+def test_an_owners_embedding_provider_inside_is_refused_before_the_call_and_as_it_connects(
+    account, fake, settings, monkeypatch
+):
+    settings.EGRESS_ALLOW = ["127.0.0.1"]
+    assert _settings_post(account, fake.base_url).status_code == 302
+    made_while_allowed = embedder_for_handle(owner=account.org, handle="mine/text-embedding-3-small")
+    assert made_while_allowed.embed(["allowed"]).shape[0] == 1  # the provider answers: only the guard refuses below
+    asked = len(fake.requests)
+    settings.EGRESS_ALLOW = []
+    monkeypatch.setattr(providers, "_checked_bases", {})
+    # refused before any call: no embedder, so archival memory and file search use full text
+    assert embedder_for_handle(owner=account.org, handle="mine/text-embedding-3-small") is None
+    with pytest.raises(EmbeddingError, match="loopback"):  # and an embedder made before is refused as it connects
+        made_while_allowed.embed(["inside"])
     assert fake.requests[asked:] == []

@@ -11,6 +11,7 @@ from core.agents.context import with_memory_counts
 from core.agents.versions import with_current_version
 from core.models import Agent, Organization, Run, RunStatus
 from core.runs.executor import run_submit
+from core.runs.request import RunRequest
 from memory.selectors import agent_blocks
 from tests.factories import make_account, make_agent
 from tools.selectors import agent_tools
@@ -19,7 +20,11 @@ pytestmark = pytest.mark.django_db
 
 
 def _send(agent, text="hi"):
-    return run_submit(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": text}])
+    inputs = [{"role": "user", "content": text}]
+    # no provider is configured here: the run is claimed all the same, as an agent's own message is
+    return run_submit(
+        RunRequest(owner=agent.owner, agent_id=agent.id, input_messages=inputs, refuse_unconfigured=False)
+    )
 
 
 def test_an_agent_read_matches_the_annotated_queryset(account):

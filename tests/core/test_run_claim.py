@@ -8,8 +8,15 @@ import pytest
 from django.db import connection, transaction
 
 from core.errors import Conflict
+from core.runs.request import RunRequest
 from core.runs.runner import run_start
 from tests.factories import make_agent
+
+
+def _request(account, agent, text: str) -> RunRequest:
+    # no provider is configured here: the claim leaves the model to the run, as for an agent's own message
+    inputs = [{"role": "user", "content": text}]
+    return RunRequest(owner=account.org, agent_id=agent.id, input_messages=inputs, refuse_unconfigured=False)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -20,9 +27,7 @@ def test_a_claim_waiting_on_the_lock_sees_the_committed_run(account):
     def first():
         try:
             with transaction.atomic():
-                outcome["first"] = run_start(
-                    owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "a"}]
-                )
+                outcome["first"] = run_start(_request(account, agent, "a"))
                 first_locked.set()
                 time.sleep(1.0)  # hold the agent's lock while the second claim queues behind it
         finally:
@@ -31,9 +36,7 @@ def test_a_claim_waiting_on_the_lock_sees_the_committed_run(account):
     def second():
         first_locked.wait(10)
         try:
-            outcome["second"] = run_start(
-                owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "b"}]
-            )
+            outcome["second"] = run_start(_request(account, agent, "b"))
         except Conflict as exc:
             outcome["second"] = exc
         finally:

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from core.models import Message, Run, Step
+from core.runs.request import RunRequest
 from core.runs.runner import run_agent
 from memory.models import BlockHistory
 from memory.selectors import agent_block_by_label
@@ -187,11 +188,12 @@ def test_provider_error_after_heartbeat_keeps_first_step(agent, fake_llm):
 
 
 def test_cancel_requested_stops_at_step_boundary(agent, fake_llm):
-    from core.runs.runner import run_cancel, run_start
+    from core.runs.runner import run_cancel, run_start, run_steps
 
-    run = run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+    request = RunRequest(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hi"}])
+    run = run_start(request)
     assert run_cancel(owner=agent.owner, agent_id=agent.id) == [run.id]
-    result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[], run=run)
+    result = run_steps(run, request)
     assert result.stop_reason == "cancelled" and result.status == "cancelled"
     assert fake_llm.chat_requests == []
 
@@ -200,9 +202,9 @@ def test_second_claim_conflicts(agent):
     from core.errors import Conflict
     from core.runs.runner import run_start
 
-    run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "a"}])
+    run_start(RunRequest(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "a"}]))
     with pytest.raises(Conflict):
-        run_start(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "b"}])
+        run_start(RunRequest(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "b"}]))
 
 
 def test_events_reach_the_agent_group_in_order_with_the_callers_marked(agent, fake_llm, monkeypatch):

@@ -5,6 +5,7 @@ import pytest
 
 from core.models import Run, SleeptimeCompanion
 from core.runs import queue
+from core.runs.request import RunRequest
 from memory.selectors import agent_block_by_label
 from memory.services import block_update
 from tests.factories import make_agent
@@ -36,7 +37,11 @@ def test_panel_enables_runs_and_shows_what_the_companion_changed(web, account, f
     )
     from core.runs.executor import run_submit, run_wait
 
-    run_wait(run=run_submit(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hey"}]))
+    run_wait(
+        run=run_submit(
+            RunRequest(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "hey"}])
+        )
+    )
     started = web.post(f"/agents/{agent.id}/sleeptime/run/").content.decode()
     assert 'id="sleeptime-started"' in started
     until(

@@ -11,6 +11,7 @@ from django.db import connection
 
 from core.models import Run
 from core.runs import executor
+from core.runs.request import RunRequest
 from core.runs.streaming import sse_events, sse_resume
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
@@ -77,12 +78,14 @@ def test_only_a_background_run_of_ones_own_is_resumed(api, agent, fake_llm, othe
 
 async def test_a_stream_broken_mid_run_resumes_token_for_token(account, agent, fake_llm):
     _two_steps(fake_llm, chunk_s=0.03)
-    run = await sync_to_async(executor.run_send)(
-        owner=account.org,
-        agent_id=agent.id,
-        input_messages=[{"role": "user", "content": "hi"}],
-        background=True,
-        stream_tokens=True,
+    run = await sync_to_async(executor.run_submit)(
+        RunRequest(
+            owner=account.org,
+            agent_id=agent.id,
+            input_messages=[{"role": "user", "content": "hi"}],
+            background=True,
+            stream_tokens=True,
+        )
     )
     first, last_seq = [], 0
     stream = sse_events(run=run, stream_tokens=True, include_pings=False)

@@ -11,9 +11,10 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
 from agents_ide.routing import websocket_urlpatterns
-from core.models import Message, Run, Step
+from core.models import RUN_TERMINAL, Message, Run, Step
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
+from tests.helpers import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 REPLY = "Streaming, one small piece at a time."
@@ -21,6 +22,15 @@ REPLY = "Streaming, one small piece at a time."
 
 def _paced(reply, chunk_s=0.02):
     return dataclasses.replace(reply, chunk_s=chunk_s)
+
+
+# A streamed reply's first chunk comes after a model's usual latency: the caller's stream subscribes to the run's
+# events as its response starts, and chunks sent before that are not replayed (stored messages are).
+FIRST_CHUNK_S = 0.3
+
+
+def _slow_start(reply):
+    return dataclasses.replace(reply, latency=FIRST_CHUNK_S)
 
 
 def _frames(response) -> list[dict]:
@@ -57,7 +67,7 @@ async def test_an_open_tab_sees_chunks_arrive_before_the_step_commits(account, a
 
 def test_sse_with_stream_tokens_sends_chunks_then_whole_tool_returns(api, agent, fake_llm):
     fake_llm.script(  # paced: chunks that arrive together are sent merged (core.runs.emit)
-        _paced(FakeLLM.tool("archival_memory_search", {"query": "cats"}, heartbeat=True), 0.04),
+        _slow_start(_paced(FakeLLM.tool("archival_memory_search", {"query": "cats"}, heartbeat=True), 0.04)),
         _paced(FakeLLM.tool("send_message", {"message": REPLY}), 0.04),
     )
     frames = _frames(api.post(f"/v1/agents/{agent.id}/messages/stream", {"input": "hi", "stream_tokens": True}))
@@ -85,8 +95,10 @@ def test_sse_without_stream_tokens_sends_whole_messages(api, agent, fake_llm):
 def _exchange(api, agent, fake_llm, streaming: bool):
     """The same exchange as a plain request, or followed token by token (a stream_tokens SSE caller)."""
     fake_llm.script(
-        FakeLLM.tool(
-            "core_memory_append", {"label": "human", "content": "Likes tea."}, thinking="note it", heartbeat=True
+        _slow_start(
+            FakeLLM.tool(
+                "core_memory_append", {"label": "human", "content": "Likes tea."}, thinking="note it", heartbeat=True
+            )
         ),
         FakeLLM.tool("send_message", {"message": REPLY}),
     )
@@ -155,7 +167,7 @@ def test_a_reply_nobody_follows_is_not_streamed(api, agent, fake_llm):
 
 def test_a_stream_that_breaks_midway_fails_the_step_and_changes_nothing(api, agent, fake_llm):
     before = list(Message.objects.filter(agent=agent).values_list("id", flat=True))
-    fake_llm.script(dataclasses.replace(FakeLLM.tool("send_message", {"message": REPLY}), break_after=6))
+    fake_llm.script(_slow_start(dataclasses.replace(FakeLLM.tool("send_message", {"message": REPLY}), break_after=6)))
     frames = _frames(api.post(f"/v1/agents/{agent.id}/messages/stream", {"input": "hi", "stream_tokens": True}))
     assert any(f.get("delta") for f in frames)  # chunks went out before the break
     [error] = [f for f in frames if f["message_type"] == "error_message"]
@@ -168,3 +180,16 @@ def test_a_stream_that_breaks_midway_fails_the_step_and_changes_nothing(api, age
     assert agent.message_ids == before
     [step] = Step.objects.filter(run=run)
     assert step.stop_reason == "llm_api_error" and step.error and not step.response
+
+
+def test_a_stream_read_only_after_its_run_ended_still_gets_every_chunk(api, agent, fake_llm):
+    """The caller follows the agent's events from before its run is submitted: chunks the run sent before the
+    response started streaming wait for it (they used to be lost, and the reply came whole or without its start)."""
+    fake_llm.script(FakeLLM.tool("send_message", {"message": REPLY}))
+    response = api.post(f"/v1/agents/{agent.id}/messages/stream", {"input": "hi", "stream_tokens": True})
+    until(lambda: Run.objects.filter(agent=agent, status__in=RUN_TERMINAL).exists(), what="the run to end")
+    frames = _frames(response)
+    answer = [f for f in frames if f["message_type"] == "assistant_message"]
+    assert answer and all(f.get("delta") for f in answer), answer  # chunks (merged when they came together)
+    assert "".join(f["content"] for f in answer) == REPLY
+    assert frames[-2] == {"message_type": "stop_reason", "stop_reason": "end_turn"}

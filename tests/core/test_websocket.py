@@ -7,29 +7,10 @@ from channels.testing import WebsocketCommunicator
 from agents_ide.routing import websocket_urlpatterns
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
-from tests.helpers import until_async
+from tests.helpers import agent_socket, events_until, until_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 APP = URLRouter(websocket_urlpatterns)
-
-
-async def _open(user, agent_id):
-    comm = WebsocketCommunicator(APP, f"/ws/agents/{agent_id}/")
-    comm.scope["user"] = user
-    connected, _ = await comm.connect()
-    assert connected
-    return comm
-
-
-async def _until(comm, message_type, timeout=20):
-    seen = []
-    while True:
-        event = await comm.receive_json_from(timeout=timeout)
-        seen.append(event)
-        if event.get("message_type") == message_type and (
-            message_type != "run_status" or event["status"] not in ("running", "created")
-        ):
-            return seen
 
 
 def _agent(account):
@@ -41,9 +22,9 @@ async def test_two_tabs_both_receive_a_run_started_in_one(account, fake_llm):
 
     agent = await database_sync_to_async(_agent)(account)
     fake_llm.script(FakeLLM.tool("send_message", {"message": "hello tabs"}, thinking="hm"))
-    a, b = await _open(account.user, agent.id), await _open(account.user, agent.id)
+    a, b = await agent_socket(account.user, agent.id), await agent_socket(account.user, agent.id)
     await a.send_json_to({"type": "user_message", "text": "hi"})
-    seen_a, seen_b = await _until(a, "run_status"), await _until(b, "run_status")
+    seen_a, seen_b = await events_until(a, "run_status"), await events_until(b, "run_status")
     for seen in (seen_a, seen_b):
         types = [e["message_type"] for e in seen]
         for t in (
@@ -68,7 +49,7 @@ async def test_run_started_over_rest_is_pushed_to_open_tabs(account, fake_llm):
     from channels.db import database_sync_to_async
 
     agent = await database_sync_to_async(_agent)(account)
-    tab = await _open(account.user, agent.id)
+    tab = await agent_socket(account.user, agent.id)
 
     def send():
         from django.db import connection
@@ -80,7 +61,7 @@ async def test_run_started_over_rest_is_pushed_to_open_tabs(account, fake_llm):
 
     status = await sync_to_async(send, thread_sensitive=False)()
     assert status == 200
-    seen = await _until(tab, "run_status")
+    seen = await events_until(tab, "run_status")
     assert any(e["message_type"] == "user_message" and e["content"] == "from rest" for e in seen)
     assert any(e["message_type"] == "assistant_message" for e in seen)
     await tab.disconnect()
@@ -91,7 +72,7 @@ async def test_bad_input_and_busy_agent_get_error_messages(account, fake_llm):
 
     agent = await database_sync_to_async(_agent)(account)
     fake_llm.script(FakeLLM.tool("send_message", {"message": "slow"}, latency=1.0))
-    tab = await _open(account.user, agent.id)
+    tab = await agent_socket(account.user, agent.id)
     await tab.send_json_to({"type": "user_message", "text": "  "})
     err = await tab.receive_json_from(timeout=5)
     assert err["message_type"] == "error_message" and "empty" in err["message"]
@@ -101,7 +82,7 @@ async def test_bad_input_and_busy_agent_get_error_messages(account, fake_llm):
         if e["message_type"] == "run_status":
             break
     await tab.send_json_to({"type": "user_message", "text": "second"})
-    events = await _until(tab, "run_status")
+    events = await events_until(tab, "run_status")
     busy = [e for e in events if e["message_type"] == "error_message"]
     assert busy and "busy" in busy[0]["message"]
     await tab.send_json_to({"type": "ping"})
@@ -115,7 +96,7 @@ async def test_a_model_no_provider_serves_gets_an_error_message_and_claims_nothi
     from core.models import Run
 
     agent = await database_sync_to_async(make_agent)(account.org, name="stray", model="nowhere/some-model")
-    tab = await _open(account.user, agent.id)
+    tab = await agent_socket(account.user, agent.id)
     await tab.send_json_to({"type": "user_message", "text": "hello"})
     err = await tab.receive_json_from(timeout=5)
     assert err["message_type"] == "error_message" and "not served by a configured provider" in err["message"], err
@@ -130,11 +111,11 @@ async def test_cancel_from_a_tab(account, fake_llm):
     fake_llm.script(
         *[FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True, latency=0.3) for _ in range(10)]
     )
-    tab = await _open(account.user, agent.id)
+    tab = await agent_socket(account.user, agent.id)
     await tab.send_json_to({"type": "user_message", "text": "loop", "max_steps": 10})
     await until_async(lambda: fake_llm.chat_requests, timeout=30, what="the run's first model call")
     await tab.send_json_to({"type": "cancel"})
-    events = await _until(tab, "run_status")
+    events = await events_until(tab, "run_status")
     assert events[-1]["status"] == "cancelled" and events[-1]["stop_reason"] == "cancelled"
     assert len(fake_llm.chat_requests) < 10
     await tab.disconnect()
@@ -159,9 +140,9 @@ async def test_the_reply_names_the_message_it_answers_and_events_carry_their_ste
         FakeLLM.tool("conversation_search", {"query": "x"}, heartbeat=True),
         FakeLLM.tool("send_message", {"message": "done"}),
     )
-    tab = await _open(account.user, agent.id)
+    tab = await agent_socket(account.user, agent.id)
     await tab.send_json_to({"type": "user_message", "text": "hi", "otid": "otid-123"})
-    seen = await _until(tab, "run_status")
+    seen = await events_until(tab, "run_status")
     reply, user = [e for e in seen if e.get("otid") == "otid-123"]
     assert reply["message_type"] == "run_status" and reply["status"] == "created"
     assert user["message_type"] == "user_message" and user["content"] == "hi"  # the tab's otid is kept on its message
@@ -195,7 +176,7 @@ async def test_a_batched_socket_gets_the_same_events_in_fewer_frames(account, fa
     batched = WebsocketCommunicator(APP, f"/ws/agents/{agent.id}/?batch=1")
     batched.scope["user"] = account.user
     assert (await batched.connect())[0]
-    plain = await _open(account.user, agent.id)
+    plain = await agent_socket(account.user, agent.id)
     await batched.send_json_to({"type": "user_message", "text": "hi"})
     frames, last = [], {}
     while (last.get("message_type"), last.get("status")) != ("run_status", "completed"):
@@ -204,7 +185,7 @@ async def test_a_batched_socket_gets_the_same_events_in_fewer_frames(account, fa
         frames.append(frame)
         last = frame[-1]
     events = [e for frame in frames for e in frame]
-    unbatched = await _until(plain, "run_status")
+    unbatched = await events_until(plain, "run_status")
     assert len(frames) < len(events)
 
     def whole(seen):  # the complete events, but the "created" reply only the sending socket gets

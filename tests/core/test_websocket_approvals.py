@@ -9,38 +9,17 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 
 from agents_ide.routing import websocket_urlpatterns
 from core.models import Message, Run
 from memory.models import Passage
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
-from tests.helpers import until_async
+from tests.helpers import agent_socket, events_until, until_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 APP = URLRouter(websocket_urlpatterns)
 APPROVE_INSERT = [{"type": "requires_approval", "tool_name": "archival_memory_insert"}]
-
-
-async def _open(user, agent_id):
-    comm = WebsocketCommunicator(APP, f"/ws/agents/{agent_id}/")
-    comm.scope["user"] = user
-    connected, _ = await comm.connect()
-    assert connected
-    return comm
-
-
-async def _until(comm, message_type, timeout=20, **match):
-    """Events up to the first of this type matching `match` (a run_status: one that ended)."""
-    seen = []
-    while True:
-        event = await comm.receive_json_from(timeout=timeout)
-        seen.append(event)
-        if event.get("message_type") != message_type or any(event.get(k) != v for k, v in match.items()):
-            continue
-        if message_type != "run_status" or event["status"] not in ("running", "created"):
-            return seen
 
 
 async def _agent(account):
@@ -51,7 +30,7 @@ async def _pause(fake_llm, tab, *others):
     """A run from `tab` that pauses on archival_memory_insert; every tab's events up to its end."""
     fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": "the code is 42"}, heartbeat=True))
     await tab.send_json_to({"type": "user_message", "text": "remember the code"})
-    return [await _until(t, "run_status") for t in (tab, *others)]
+    return [await events_until(t, "run_status") for t in (tab, *others)]
 
 
 def _ask(seen):
@@ -65,7 +44,7 @@ def _approve(ask, **extra):
 
 async def test_a_pause_reaches_every_tab_and_an_answer_from_one_resumes_it_for_all(account, fake_llm):
     agent = await _agent(account)
-    a, b = await _open(account.user, agent.id), await _open(account.user, agent.id)
+    a, b = await agent_socket(account.user, agent.id), await agent_socket(account.user, agent.id)
     seen_a, seen_b = await _pause(fake_llm, a, b)
     for seen in (seen_a, seen_b):
         end = seen[-1]
@@ -83,7 +62,7 @@ async def test_a_pause_reaches_every_tab_and_an_answer_from_one_resumes_it_for_a
     created = await a.receive_json_from(timeout=10)
     assert created["message_type"] == "run_status" and created["status"] == "created" and created["otid"] == "o-1"
     for tab in (a, b):
-        seen = await _until(tab, "run_status", run_id=created["run_id"])
+        seen = await events_until(tab, "run_status", run_id=created["run_id"])
         answer = next(e for e in seen if e["message_type"] == "approval_response_message")
         assert answer["approvals"][0]["approve"] is True and answer["approvals"][0]["arguments"] == edited
         result = next(e for e in seen if e["message_type"] == "tool_return_message" and e["name"] != "send_message")
@@ -98,7 +77,7 @@ async def test_a_pause_reaches_every_tab_and_an_answer_from_one_resumes_it_for_a
 
 async def test_a_second_answer_is_told_another_tab_answered_first_and_nothing_is_taken_twice(account, fake_llm):
     agent = await _agent(account)
-    a, b = await _open(account.user, agent.id), await _open(account.user, agent.id)
+    a, b = await agent_socket(account.user, agent.id), await agent_socket(account.user, agent.id)
     seen_a, _ = await _pause(fake_llm, a, b)
     ask = _ask(seen_a)
     asked = len(fake_llm.chat_requests)
@@ -111,15 +90,15 @@ async def test_a_second_answer_is_told_another_tab_answered_first_and_nothing_is
     # while the first answer runs: the second tab is told, with its own otid, and its answer is not taken
     deny = {**_approve(ask), "approve": False, "reason": "no"}
     await b.send_json_to({"type": "approval", "approvals": [deny], "message_id": ask["id"], "otid": "b"})
-    seen = await _until(b, "error_message")
+    seen = await events_until(b, "error_message")
     refused = seen[-1]
     assert refused["otid"] == "b" and refused["detail"]["code"] == "ALREADY_ANSWERED"
     assert "already answered in another tab" in refused["message"]
 
-    await _until(a, "run_status", run_id=created["run_id"])
+    await events_until(a, "run_status", run_id=created["run_id"])
     # after it ended: still told, now that nothing waits
     await b.send_json_to({"type": "approval", "approvals": [deny], "message_id": ask["id"], "otid": "b2"})
-    late = (await _until(b, "error_message"))[-1]
+    late = (await events_until(b, "error_message"))[-1]
     assert late["otid"] == "b2" and late["detail"]["code"] == "ALREADY_ANSWERED"
     assert "already answered in another tab" in late["message"]
 
@@ -134,7 +113,7 @@ async def test_a_second_answer_is_told_another_tab_answered_first_and_nothing_is
 
 async def test_a_message_sent_while_a_reply_waits_gets_the_409_text(account, fake_llm):
     agent = await _agent(account)
-    tab = await _open(account.user, agent.id)
+    tab = await agent_socket(account.user, agent.id)
     seen, *_ = await _pause(fake_llm, tab)
     await tab.send_json_to({"type": "user_message", "text": "hello?", "otid": "m-1"})
     err = await tab.receive_json_from(timeout=10)
@@ -147,12 +126,12 @@ async def test_a_message_sent_while_a_reply_waits_gets_the_409_text(account, fak
 
 async def test_cancel_from_a_tab_denies_the_calls_and_every_tab_hears_the_wait_end(account, fake_llm):
     agent = await _agent(account)
-    a, b = await _open(account.user, agent.id), await _open(account.user, agent.id)
+    a, b = await agent_socket(account.user, agent.id), await agent_socket(account.user, agent.id)
     seen, _ = await _pause(fake_llm, a, b)
     run_id, ask = seen[-1]["run_id"], _ask(seen)
     await a.send_json_to({"type": "cancel"})
     for tab in (a, b):
-        events = await _until(tab, "run_status", run_id=run_id)
+        events = await events_until(tab, "run_status", run_id=run_id)
         denied = next(e for e in events if e["message_type"] == "tool_return_message")
         assert denied["status"] == "error" and denied["tool_call_id"] == ask["tool_calls"][0]["tool_call_id"]
         assert "The user cancelled the request" in denied["tool_return"]
@@ -169,7 +148,7 @@ async def test_cancel_from_a_tab_denies_the_calls_and_every_tab_hears_the_wait_e
 
 async def test_an_answer_over_the_api_resolves_the_wait_in_open_tabs(account, fake_llm):
     agent = await _agent(account)
-    tab = await _open(account.user, agent.id)
+    tab = await agent_socket(account.user, agent.id)
     seen, *_ = await _pause(fake_llm, tab)
     ask = _ask(seen)
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Not saved."}))
@@ -185,7 +164,7 @@ async def test_an_answer_over_the_api_resolves_the_wait_in_open_tabs(account, fa
             connection.close()
 
     assert await sync_to_async(answer, thread_sensitive=False)() == 200
-    events = await _until(tab, "run_status", stop_reason="end_turn")
+    events = await events_until(tab, "run_status", stop_reason="end_turn")
     answer_event = next(e for e in events if e["message_type"] == "approval_response_message")
     assert (
         answer_event["approvals"][0]["approve"] is False and answer_event["approvals"][0]["reason"] == "keep it secret"
@@ -196,7 +175,7 @@ async def test_an_answer_over_the_api_resolves_the_wait_in_open_tabs(account, fa
 
 async def test_a_malformed_answer_is_refused_before_reaching_the_run(account, fake_llm):
     agent = await _agent(account)
-    tab = await _open(account.user, agent.id)
+    tab = await agent_socket(account.user, agent.id)
     await tab.send_json_to({"type": "approval", "approvals": "yes", "otid": "x"})
     err = await tab.receive_json_from(timeout=5)
     assert err["message_type"] == "error_message" and err["otid"] == "x" and "one approval per" in err["message"]

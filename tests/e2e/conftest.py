@@ -1,18 +1,16 @@
 """Browser tests: Debian's Chromium (never a downloaded browser) driving a daphne process that serves
-agents_ide.asgi against this test run's database, with the fake LLM as the `openai` provider."""
+agents_ide.asgi against this test run's database, with the fake LLM as the `openai` provider. A module's tests share
+one browser (a context each), and its fake LLM and servers (tests/shared_servers.py)."""
 
 import os
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from agents_ide.settings import redis_channel_layers
 from tests.conftest import IN_CI
-from tests.helpers import database_url, free_port, require_redis
+from tests.helpers import daphne_start, free_port, redis_test_url, require_redis
+from tests.shared_servers import fake_llm, module_fake_llm, module_servers  # noqa: F401 - fixtures
 
 CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +32,7 @@ def _require_chromium():
         pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium)")
 
 
-REDIS_TEST_URL = os.environ.get("AIDE_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+REDIS_TEST_URL = redis_test_url("e2e")
 
 
 @pytest.fixture
@@ -48,69 +46,31 @@ def redis_layer(settings):
 
 
 @pytest.fixture
-def live_server_url(request, transactional_db, fake_llm):
-    """A daphne process on a free port serving the ASGI app against the test database (with the `redis_layer`
-    fixture, on that channel layer; otherwise its own in-process one)."""
+def live_server_url(request, transactional_db, fake_llm, module_servers):  # noqa: F811 - the fixtures imported above
+    """A daphne process serving the ASGI app against the test database (with the `redis_layer` fixture, on that
+    channel layer; otherwise its own in-process one), shared by a module's tests (tests/shared_servers.py)."""
     _require_chromium()
-    port = free_port()
     redis_url = request.getfixturevalue("redis_layer") if "redis_layer" in request.fixturenames else ""
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url(),
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "CSRF_TRUSTED_ORIGINS": f"http://127.0.0.1:{port}",
-        "REDIS_URL": redis_url,
-        "RUNS_IN_WORKER": "",
-        "PYTHONUNBUFFERED": "1",
-        # as scripts/serve does: the server derives the tools' callback address (PUBLIC_BASE_URL) from these
-        "HOST": "127.0.0.1",
-        "PORT": str(port),
-        "PUBLIC_BASE_URL": "",
-    }
-    log = (
-        open(ROOT / "test-artifacts" / f"daphne-{port}.log", "w")
-        if (ROOT / "test-artifacts").exists()
-        else subprocess.DEVNULL
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/healthz", timeout=1) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail("the daphne test server did not start")
-        time.sleep(0.2)
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    env = {"REDIS_URL": redis_url}
+
+    def start():
+        artifacts = ROOT / "test-artifacts"
+        port = free_port()
+        return daphne_start(env=env, port=port, log=artifacts / f"daphne-{port}.log" if artifacts.exists() else None)
+
+    yield module_servers.get(env, start).url
+    module_servers.release(env, fake_llm)
 
 
-@pytest.fixture
-def chromium(monkeypatch):
+@pytest.fixture(scope="module")
+def chromium():
+    """One browser for a module's tests (each test gets its own context: cookies and storage apart)."""
     _require_chromium()
-    # Playwright's sync API keeps an event loop on this thread; the test's own ORM calls are still synchronous.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as pw:
+        # Playwright's sync API keeps an event loop on this thread; the test's own ORM calls are still synchronous.
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             yield browser

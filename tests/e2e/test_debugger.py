@@ -5,7 +5,6 @@ Screenshots go to test-artifacts/screenshots/ (and /tmp/shots/ when it exists)."
 
 import json
 import re
-import threading
 import urllib.request
 
 from playwright.sync_api import expect
@@ -16,6 +15,7 @@ from core.runs.runner import run_agent
 from tests.e2e.conftest import shot
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
+from tests.helpers import in_thread
 
 FIRST_CALL_S = 60000  # ms: the server's first model call imports litellm (several seconds on a small machine)
 
@@ -247,18 +247,7 @@ def _group_send(group: str, events: list[dict]) -> None:
     """core.events.send_events from a plain thread (Playwright keeps an event loop on the test's own)."""
     from core.events import send_events
 
-    errors = []
-    thread = threading.Thread(target=lambda: _capture(errors, send_events, group, events))
-    thread.start()
-    thread.join(15)
-    assert not errors and not thread.is_alive(), errors
-
-
-def _capture(errors: list, fn, *args) -> None:
-    try:
-        fn(*args)
-    except Exception as exc:  # noqa: BLE001 - reported by the caller's assertion
-        errors.append(exc)
+    in_thread(send_events, group, events, timeout=15)
 
 
 def test_token_chunks_render_before_the_final_message(redis_layer, signed_in, account):

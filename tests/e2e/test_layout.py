@@ -15,9 +15,12 @@ from core.models import Agent, Step
 from core.runs import agent_tests
 from core.runs.runner import run_agent
 from memory import services as memory_services
+from memory.files import services as file_services
+from memory.files.ingest import file_ingest
 from tests.e2e.conftest import SHOTS
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
+from tests.helpers import in_thread
 from tools import services as tool_services
 
 CHECKS = (Path(__file__).parent / "layout_checks.js").read_text()
@@ -69,10 +72,21 @@ def _seed(account, fake_llm, tmp_path) -> dict:
             '    """Look up an order.\n\n    Args:\n        order_id: The order id.\n    """\n    return order_id\n'
         ),
     )
+    folder = file_services.folder_create(
+        owner=account.org, name="handbooks-for-the-northern-european-region-" + "z" * 30
+    )
+    handbook, _ = file_services.file_upload(
+        folder=folder,
+        file_name="returns-and-refunds-handbook-" + LONG_ID + ".md",
+        content_type="text/markdown",
+        data=("# Returns\n\n" + "Refunds take five days. " * 40 + "\n\n" + LONG_ID + "\n").encode(),
+    )
+    assert file_ingest(file_id=handbook.id) == "completed"
+    file_services.folder_attach(agent=Agent.objects.get(pk=agent.id), folder=folder)
     block = agent.blocks.get(label="customer_profile_with_a_long_label")
     path = tmp_path / "agent.af"
     path.write_text(json.dumps(agentfile_export(agent=Agent.objects.get(pk=agent.id)), default=str))
-    return {"agent": agent, "step": step, "tool": tool, "block": block, "af": path}
+    return {"agent": agent, "step": step, "tool": tool, "block": block, "af": path, "folder": folder, "file": handbook}
 
 
 def _audit(page) -> list[str]:
@@ -98,6 +112,9 @@ def _pages(data) -> list[tuple[str, str]]:
         ("tools", f"/tools/?tool={data['tool'].id}"),
         ("new-tool", "/tools/"),
         ("settings", "/settings/"),
+        ("folders", "/folders/"),
+        ("folder", f"/folders/{data['folder'].id}/"),
+        ("file", f"/folders/{data['folder'].id}/files/{data['file'].id}/"),
         ("replay", f"/agents/{a.id}/steps/{s.id}/replay/"),
         ("delete", f"/agents/{a.id}/delete/"),
     ]
@@ -133,6 +150,9 @@ def _workspace_states(page, width: int, data):
     page.click('.pill-nav [data-tab="tab-archival"]')
     expect(page.locator("#archival")).to_be_visible()
     yield "workspace-archival"
+    page.click('.pill-nav [data-tab="tab-files"]')
+    expect(page.locator("#agent-files .attached-folder")).to_be_visible()
+    yield "workspace-files"
     page.click('.pill-nav [data-tab="tab-tests"]')
     page.click("#new-test")
     expect(page.locator("#test-editor form")).to_be_visible()
@@ -164,7 +184,7 @@ def _check(page, name: str, width: int, problems: list[str]) -> None:
 
 
 def test_every_page_fits_and_reads_at_each_width_in_both_themes(signed_in, account, fake_llm, tmp_path):
-    data = _seed(account, fake_llm, tmp_path)
+    data = in_thread(_seed, account, fake_llm, tmp_path)  # the runs send events: off the browser's event loop
     page = signed_in.new_page()
     problems: list[str] = []
     for width in WIDTHS:
@@ -302,6 +322,14 @@ def test_one_pane_at_a_time_with_tabs_below_768(signed_in, account, fake_llm):
     page.goto(f"/agents/{agent.id}/")
     tabs = page.locator(".ws-tabs [role=tab]")
     expect(tabs).to_have_text(["Conversation", "Agent", "Context"])
+    # every page's link is in view on a phone, none hidden behind the nav's own scroll (down to 360 px)
+    for width in (390, 360):
+        page.set_viewport_size({"width": width, "height": 844})
+        nav = page.evaluate(
+            "(() => { const n = document.querySelector('.topbar nav'); return [n.scrollWidth, n.clientWidth]; })()"
+        )
+        assert nav[0] <= nav[1], (width, nav)
+    page.set_viewport_size({"width": 390, "height": 844})
     panes = {
         "conversation": page.locator("#conversation-pane"),
         "settings": page.locator("#settings-pane"),

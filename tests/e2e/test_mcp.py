@@ -5,6 +5,7 @@ from django.conf import settings
 from playwright.sync_api import expect
 
 from core.runs.executor import run_submit, run_wait
+from core.runs.request import RunRequest
 from tests.e2e.conftest import shot
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
@@ -65,9 +66,11 @@ def test_sleeptime_panel_enables_the_companion_runs_it_and_shows_its_edit(signed
         )
         run_wait(
             run=run_submit(
-                owner=agent.owner,
-                agent_id=agent.id,
-                input_messages=[{"role": "user", "content": "I work best in the morning"}],
+                RunRequest(
+                    owner=agent.owner,
+                    agent_id=agent.id,
+                    input_messages=[{"role": "user", "content": "I work best in the morning"}],
+                )
             )
         )
         page.click("#sleeptime-run")

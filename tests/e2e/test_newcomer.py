@@ -10,6 +10,7 @@ from memory import services as memory_services
 from tests.e2e.conftest import shot
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
+from tests.helpers import in_thread
 from tools import services as tool_services
 
 
@@ -88,23 +89,12 @@ def test_block_history_opens_the_step_that_made_the_edit(signed_in, account, fak
         FakeLLM.tool("core_memory_append", {"label": "human", "content": "Loves oolong tea."}, heartbeat=True),
         FakeLLM.tool("send_message", {"message": "Noted."}),
     )
-    import threading
-
-    from django.db import connection
-
     from core.runs.runner import run_agent
 
-    def turn():  # outside Playwright's event loop, where the runner's sync event sending belongs
-        try:
-            run_agent(
-                agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "I love oolong"}]
-            )
-        finally:
-            connection.close()
-
-    worker = threading.Thread(target=turn)
-    worker.start()
-    worker.join()
+    # on a plain thread: outside Playwright's event loop, where the runner's sync event sending belongs
+    in_thread(
+        run_agent, agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "I love oolong"}]
+    )
     human = agent.blocks.get(label="human")
     policies = memory_services.block_create(owner=account.org, label="policies", value="Refunds within 30 days.")
     memory_services.block_attach(agent=agent, block=policies)

@@ -43,9 +43,13 @@ def test_a_reload_mid_reply_shows_the_question_and_the_reply_from_its_start(sign
     seen = []
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # the reply as the page shows it, until it is stored whole
-        caught_up = page.locator("#live .msg.assistant_message.streaming:not(.catching-up) .body")
-        if caught_up.count():
-            seen.append(caught_up.first.inner_text())
+        # read in one evaluation: the streaming node is replaced by the stored one at any moment
+        text = page.evaluate(
+            "() => document.querySelector('#live .msg.assistant_message.streaming:not(.catching-up) .body')"
+            "?.innerText ?? null"
+        )
+        if text is not None:
+            seen.append(text)
         if page.locator("#live .msg.assistant_message:not(.streaming)").count():
             break
         time.sleep(0.05)

@@ -7,6 +7,7 @@ from playwright.sync_api import expect
 
 from core.agents.services import BlockInput, agent_update
 from core.models import Run
+from core.runs.request import RunRequest
 from tests.e2e.conftest import shot
 from tests.e2e.test_debugger import FIRST_CALL_S, _group_send, _open, _send
 from tests.factories import make_agent
@@ -172,7 +173,9 @@ def test_a_run_lost_to_a_server_restart_ends_usable(redis_layer, signed_in, acco
     agent = make_agent(account.org, name="Crashed")
     page = _open(signed_in, agent.id)
     run = run_start(
-        owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "lost in the crash"}]
+        RunRequest(
+            owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "lost in the crash"}]
+        )
     )
     group = agent_group(agent.id)
     _group_send(group, [{"message_type": "run_status", "run_id": run.id, "status": "running", "stop_reason": None}])
@@ -205,7 +208,9 @@ def test_a_run_the_page_did_not_hear_of_makes_the_send_say_which_run_is_busy(sig
     agent = make_agent(account.org, name="Claimed elsewhere")
     page = _open(signed_in, agent.id)
     expect(page.locator("#run-status")).to_contain_text("idle")
-    run = run_start(owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "elsewhere"}])
+    run = run_start(
+        RunRequest(owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "elsewhere"}])
+    )
     _send(page, "are you free?")  # the server answers that another run holds the agent
     bar = page.locator("#busy-bar")
     expect(bar).to_contain_text(f"busy with run …{run.id[-8:]}")

@@ -10,20 +10,29 @@ from memory.models import Block
 from memory.services import block_update
 from tests.e2e.conftest import shot
 from tests.factories import make_agent
+from tests.helpers import in_thread
 
 
 @pytest.fixture
 def versioned(live_server_url, account):
-    """An agent at version 2 with a block value changed since; made before the browser's event loop starts
-    (a block write sends an event, which sync code may only do outside a running loop)."""
-    agent = make_agent(account.org, name="versioned", system="Answer in English.\nBe kind.")
-    agent_update(
-        agent=agent,
-        changes={"system": "Answer in French.\nBe kind.", "tags": ["fr"], "version_message": "<i>switch to French</i>"},
-    )
-    block = Block.objects.get(agentblock__agent=agent, label="human")
-    block_update(block=block, changes={"value": "The user's name is Zoé."})
-    return agent, block
+    """An agent at version 2 with a block value changed since (on a plain thread: a block write sends an event,
+    which sync code may only do outside the browser's running event loop)."""
+
+    def make():
+        agent = make_agent(account.org, name="versioned", system="Answer in English.\nBe kind.")
+        agent_update(
+            agent=agent,
+            changes={
+                "system": "Answer in French.\nBe kind.",
+                "tags": ["fr"],
+                "version_message": "<i>switch to French</i>",
+            },
+        )
+        block = Block.objects.get(agentblock__agent=agent, label="human")
+        block_update(block=block, changes={"value": "The user's name is Zoé."})
+        return agent, block
+
+    return in_thread(make)
 
 
 def test_history_tab_diffs_two_versions_and_restores_one(versioned, signed_in):
@@ -80,7 +89,7 @@ def _history(page, width: int):
 
 @pytest.fixture
 def noted_agent(live_server_url, account):
-    return make_agent(account.org, name="noted", system="Answer at length.")
+    return in_thread(make_agent, account.org, name="noted", system="Answer at length.")
 
 
 def test_a_version_note_given_with_a_save_shows_in_history(noted_agent, signed_in):

@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "core.pagination",
             "core.providers",
             "core.selectors",
+            "core.telemetry",
             "core.text",
             "core.throttle",
             "core.updates",

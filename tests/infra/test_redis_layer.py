@@ -12,9 +12,9 @@ from channels_redis.pubsub import RedisPubSubChannelLayer
 
 from agents_ide.settings import redis_channel_layers
 from core import events
-from tests.helpers import require_redis
+from tests.helpers import redis_test_url, require_redis
 
-REDIS_URL = "redis://127.0.0.1:6379/10"
+REDIS_URL = redis_test_url("layer")
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_a_sync_send_to_an_unreachable_redis_raises():
 
 def test_a_layer_over_several_redis_shards_delivers_sync_sends(receiving_loop):
     require_redis(REDIS_URL)
-    layer = _layer([REDIS_URL, "redis://127.0.0.1:6379/11"])
+    layer = _layer([REDIS_URL, redis_test_url("layer_shard")])
     try:
         members = {group: _joined(receiving_loop, layer, group) for group in ("agent.r4", "agent.r5", "agent.r6")}
         for group in members:

@@ -2,13 +2,19 @@
 grep finds the right page's line with its context, semantic search ranks the right chunk first with the fake
 embedder and with full text alone, open_files windows lines and closes the least recently used."""
 
+import itertools
+
 import pytest
+from django.conf import settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from core.agents.services import agent_update
 from core.errors import Invalid
 from memory.files import services, tools
 from memory.files.ingest import file_ingest
 from memory.files.selectors import agent_file_states
+from tests.conftest import postgres_required
 from tests.memory.test_folders import EMBEDDING, pdf_bytes
 
 pytestmark = pytest.mark.django_db
@@ -80,3 +86,52 @@ def test_directories_section_shows_open_windows(account, agent):
         '<file status="closed" name="harbour/notes.md">\n<metadata>\n- read_only=true\n- chars_current=0'
         in tools.directories_section(tools_agent)
     )
+
+
+def _search_queries(agent, query: str) -> list[str]:
+    with CaptureQueriesContext(connection) as ctx:
+        assert tools.semantic_search_files(agent=agent, query=query).startswith("Found")
+    return [q["sql"] for q in ctx.captured_queries]
+
+
+def test_a_semantic_search_reads_its_hits_in_the_ranking_query(account, agent, fake_llm):
+    """One model's ranking is the answer: on PostgreSQL the nearest chunks are read with their file's and folder's
+    names in the query that ranks them (HNSW), only the columns a hit shows; then the views are touched."""
+    _folder(account, agent, embedding=EMBEDDING)
+    tools.semantic_search_files(agent=agent, query="warm")  # SQLite: each file's vectors are read once a process
+    sql = _search_queries(agent, "dahlia codeword")
+    if connection.vendor == "postgresql":
+        # the folders and models of the processed files, the provider, the scan's settings (local: a test runs in a
+        # transaction), the ranking with its hits, the touch
+        assert len(sql) == 5, sql
+        ranking = next(s for s in sql if "<=>" in s)
+        assert '"memory_folder"."name"' in ranking and '"memory_folderfile"."file_name"' in ranking
+        assert '"memory_passage"."metadata"' not in ranking and '"memory_folderfile"."content"' not in ranking
+    else:
+        assert len(sql) == 5, sql  # folders and models, the provider, the files, the hits, the touch
+    assert sql[-1].startswith('UPDATE "memory_fileagent"')
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_the_hnsw_settings_are_set_once_per_connection(account, agent, fake_llm):
+    """A search sets the scan's settings for its connection's session the first time that connection searches (the
+    query's embedding gives the connection back to the pool: the next query may borrow another)."""
+    postgres_required()
+    _folder(account, agent, embedding=EMBEDDING)
+    seen, again = set(), 0
+    queries = itertools.cycle(("dahlia", "dahlia codeword", "keeper", "lighthouse", "ferry dawn", "codeword"))
+    # until three searches ran on a connection that had searched before: the pool holds at most DB_POOL_MAX, so
+    # that many searches more are enough, whichever connection the pool lends each time
+    for query in itertools.islice(queries, 3 * (settings.DB_POOL_MAX + 1)):
+        sql = _search_queries(agent, query)
+        session = connection.connection  # the one the search ranked on, still borrowed (its views were touched)
+        if id(session) in seen:
+            assert not [s for s in sql if "set_config" in s]
+            again += 1
+        seen.add(id(session))
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan')")
+            assert cursor.fetchone() == ("100", "relaxed_order")
+        if again == 3:
+            break
+    assert again == 3, (again, len(seen))

@@ -19,15 +19,14 @@ import pytest
 
 from tests.conftest import IN_CI, postgres_required
 from tests.fake_llm import FakeLLM
-from tests.helpers import database_url, free_port, until
+from tests.helpers import database_url, free_port, redis_test_url, until
 
 ROOT = Path(__file__).resolve().parents[2]
-REDIS_DB = 11
 LEASE_S = 3
 
 
 def _redis_url() -> str:
-    return f"redis://127.0.0.1:6379/{REDIS_DB}"
+    return redis_test_url("multiprocess")
 
 
 def _require_redis() -> None:

@@ -87,3 +87,21 @@ def test_another_owners_server_is_not_found(web, account, other_account):
     assert other.post(f"/mcp-servers/{server.id}/delete/").status_code == 404
     assert "demo" not in other.get("/mcp-servers/").content.decode()
     assert McpServer.objects.filter(pk=server.pk).exists()
+
+
+def test_the_form_offers_only_what_the_operator_lets_this_account_register(web, account, settings):
+    settings.MCP_STDIO, settings.TOOL_NETWORK = "all", "all"
+    page = web.get("/mcp-servers/").content.decode()
+    assert 'id="mcp-stdio-refusal"' not in page and 'id="mcp-network"' in page
+    assert '<option value="stdio" selected>' in page  # stdio first when it may be used
+
+    settings.MCP_STDIO, settings.TOOL_NETWORK = "staff", "off"  # the account has no staff user
+    page = web.get("/mcp-servers/").content.decode()
+    assert '<fieldset id="mcp-stdio" disabled>' in page and "only staff accounts may do here" in page
+    assert '<option value="streamable_http" selected>' in page and 'id="mcp-network"' not in page
+    assert 'id="mcp-network-off"' in page
+    # a stdio server posted anyway is refused at the form, nothing saved, and the form keeps saying why
+    resp = _add(web, name="sneaky")
+    html = resp.content.decode()
+    assert resp.status_code == 200 and "Not added" in html and 'id="mcp-stdio-refusal"' in html
+    assert not McpServer.objects.filter(owner=account.org).exists()

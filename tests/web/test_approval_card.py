@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from core.models import Message, Run
 from core.runs import waits
+from core.runs.request import RunRequest
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 
@@ -186,7 +187,9 @@ def test_an_answer_in_progress_shows_as_answering_and_a_second_answer_is_told(we
     approve = {"type": "approval", "tool_call_id": ask["tool_call"]["tool_call_id"], "approve": True}
     with transaction.atomic():  # the first answer, claimed and not yet run: the wait is not taken until it commits
         first = run_start(
-            owner=agent.owner, agent_id=agent.id, input_messages=[{"type": "approval", "approvals": [approve]}]
+            RunRequest(
+                owner=agent.owner, agent_id=agent.id, input_messages=[{"type": "approval", "approvals": [approve]}]
+            )
         )
     card = web.get(f"/agents/{agent.id}/approvals/{ask['id']}/").content.decode()
     assert 'data-state="answering"' in card and first.id[-8:] in card and "approval-args" not in card

@@ -9,20 +9,17 @@ import re
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 from django.test import Client
 
-from agents_ide.routing import websocket_urlpatterns
 from core.agents.breakpoints import breakpoint_set, breakpoints_list
 from core.models import Message, Run
 from core.runs import executor
 from memory.models import Passage
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
+from tests.helpers import agent_socket, events_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
-APP = URLRouter(websocket_urlpatterns)
 HOSTILE = 'the code is <script>alert("x")</script> & <b>42</b>'
 
 
@@ -273,24 +270,6 @@ def test_the_step_inspector_shows_a_call_that_ran_with_edited_arguments(web, api
 # --------------------------------------------------------------------------- over the websocket
 
 
-async def _open(user, agent_id):
-    comm = WebsocketCommunicator(APP, f"/ws/agents/{agent_id}/")
-    comm.scope["user"] = user
-    connected, _ = await comm.connect()
-    assert connected
-    return comm
-
-
-async def _until(comm, message_type, timeout=20, **match):
-    seen = []
-    while True:
-        event = await comm.receive_json_from(timeout=timeout)
-        seen.append(event)
-        matches = event.get("message_type") == message_type and all(event.get(k) == v for k, v in match.items())
-        if matches and (message_type != "run_status" or event["status"] not in ("running", "created")):
-            return seen
-
-
 async def _reply(comm, otid: str, timeout=10) -> dict:
     """This socket's direct reply to what it sent with `otid` (other tabs' events pass by)."""
     while True:
@@ -308,10 +287,10 @@ async def _held_agent(account):
 async def test_continue_from_a_tab_goes_on_and_a_second_tab_is_told_it_no_longer_waits(account, fake_llm):
     agent = await database_sync_to_async(make_agent)(account.org, name="Debuggee")
     point = await database_sync_to_async(breakpoint_set)(agent=agent, data={"on": "model_call"})
-    a, b = await _open(account.user, agent.id), await _open(account.user, agent.id)
+    a, b = await agent_socket(account.user, agent.id), await agent_socket(account.user, agent.id)
     await a.send_json_to({"type": "user_message", "text": "hello"})
     for tab in (a, b):
-        end = (await _until(tab, "run_status"))[-1]
+        end = (await events_until(tab, "run_status"))[-1]
         assert end["stop_reason"] == "requires_approval" and end["waiting"]["before"] == "model_call"
         assert end["waiting"]["tokens"] > 0
     held = end["run_id"]
@@ -330,7 +309,7 @@ async def test_continue_from_a_tab_goes_on_and_a_second_tab_is_told_it_no_longer
     assert refused["message_type"] == "error_message" and refused["detail"]["code"] == "ALREADY_ANSWERED"
     assert "Not sent" in refused["message"]
     for tab in (a, b):
-        seen = await _until(tab, "run_status", run_id=created["run_id"])
+        seen = await events_until(tab, "run_status", run_id=created["run_id"])
         assert any(e["message_type"] == "assistant_message" and e.get("content") == "Hello back." for e in seen)
     await b.send_json_to({"type": "continue", "run_id": held, "otid": "c-3"})
     late = await _reply(b, "c-3")
@@ -343,14 +322,14 @@ async def test_continue_from_a_tab_goes_on_and_a_second_tab_is_told_it_no_longer
 
 async def test_stop_from_a_tab_ends_the_pause_for_every_tab(account, fake_llm):
     agent = await _held_agent(account)
-    a, b = await _open(account.user, agent.id), await _open(account.user, agent.id)
+    a, b = await agent_socket(account.user, agent.id), await agent_socket(account.user, agent.id)
     await a.send_json_to({"type": "user_message", "text": "hello"})
-    held = (await _until(a, "run_status"))[-1]["run_id"]
-    await _until(b, "run_status")
+    held = (await events_until(a, "run_status"))[-1]["run_id"]
+    await events_until(b, "run_status")
     await a.send_json_to({"type": "continue", "run_id": held, "stop": True, "otid": "s-1"})
     told = await _reply(a, "s-1")
     assert told["run_id"] == held and told["stop_reason"] == "cancelled"
-    end = (await _until(b, "run_status", run_id=held))[-1]
+    end = (await events_until(b, "run_status", run_id=held))[-1]
     assert end["stop_reason"] == "cancelled" and end["waiting"] is None
     assert fake_llm.chat_requests == []  # the model was never called
     await a.disconnect()
@@ -360,9 +339,9 @@ async def test_stop_from_a_tab_ends_the_pause_for_every_tab(account, fake_llm):
 async def test_a_malformed_continue_is_refused_before_reaching_the_run(account, fake_llm):
     agent = await _held_agent(account)
     other = await database_sync_to_async(make_agent)(account.org, name="Other")
-    tab = await _open(account.user, agent.id)
+    tab = await agent_socket(account.user, agent.id)
     await tab.send_json_to({"type": "user_message", "text": "hello"})
-    held = (await _until(tab, "run_status"))[-1]["run_id"]
+    held = (await events_until(tab, "run_status"))[-1]["run_id"]
     bad = [
         ({"type": "continue"}, "run_id"),
         ({"type": "continue", "run_id": held, "step": "yes"}, "true or false"),
@@ -373,7 +352,7 @@ async def test_a_malformed_continue_is_refused_before_reaching_the_run(account, 
         await tab.send_json_to(payload)
         err = await tab.receive_json_from(timeout=10)
         assert err["message_type"] == "error_message" and told in err["message"], err
-    other_tab = await _open(account.user, other.id)  # a run of another agent is not this socket's
+    other_tab = await agent_socket(account.user, other.id)  # a run of another agent is not this socket's
     await other_tab.send_json_to({"type": "continue", "run_id": held})
     err = await other_tab.receive_json_from(timeout=10)
     assert "No such run of this agent" in err["message"]

@@ -8,6 +8,7 @@ import re
 
 from core.models import Message
 from core.runs import emit
+from core.runs.request import RunRequest
 from core.runs.runner import run_agent, run_start
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
@@ -20,9 +21,11 @@ def _config(html: str) -> dict:
 def test_a_page_opened_mid_run_is_given_the_inputs_the_run_has_not_stored(web, account, fake_llm):
     agent = make_agent(account.org, name="In flight")
     run = run_start(
-        owner=account.org,
-        agent_id=agent.id,
-        input_messages=[{"role": "user", "content": "Still <b>on</b> its way", "otid": "o-1"}],
+        RunRequest(
+            owner=account.org,
+            agent_id=agent.id,
+            input_messages=[{"role": "user", "content": "Still <b>on</b> its way", "otid": "o-1"}],
+        )
     )
     config = _config(web.get(f"/agents/{agent.id}/").content.decode())
     assert config["inFlight"] == {"runId": run.id, "inputs": [{"text": "Still <b>on</b> its way", "otid": "o-1"}]}
@@ -56,6 +59,33 @@ def test_a_failed_runs_undelivered_message_shows_again_until_a_later_run_complet
     assert "Got it now." in html
 
 
+def test_a_run_in_progress_does_not_hide_the_notice_of_a_failed_run_before_it(web, account, fake_llm):
+    agent = make_agent(account.org, name="Busy")
+    fake_llm.script(FakeLLM.error(500, "upstream exploded"))
+    failed = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "first try"}])
+    assert failed.status == "failed"
+    going = run_start(
+        RunRequest(
+            owner=account.org,
+            agent_id=agent.id,
+            input_messages=[{"role": "user", "content": "second try", "otid": "o-2"}],
+        )
+    )
+    html = web.get(f"/agents/{agent.id}/").content.decode()
+    assert f'class="run-notice" data-run="{failed.run_id}"' in html and "first try" in html
+    assert _config(html)["inFlight"]["runId"] == going.id
+
+
+def test_a_retry_in_progress_replaces_the_failed_copy_of_its_message(web, account, fake_llm):
+    agent = make_agent(account.org, name="Retrying")
+    fake_llm.script(FakeLLM.error(500, "upstream exploded"))
+    failed = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "again?"}])
+    assert failed.status == "failed"
+    run_start(RunRequest(owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "again?"}]))
+    html = web.get(f"/agents/{agent.id}/").content.decode()
+    assert f'class="run-notice" data-run="{failed.run_id}"' not in html  # the retry, still running, replaces it
+
+
 def test_the_messages_after_a_seq_are_what_a_socket_that_was_away_missed(web, account, fake_llm):
     agent = make_agent(account.org)
     fake_llm.script(
@@ -81,9 +111,12 @@ def test_every_tab_is_told_the_inputs_a_run_was_given(account, monkeypatch):
     monkeypatch.setattr(emit, "send_events", lambda group, events, **extra: sent.append((group, events, extra)))
     monkeypatch.setattr(emit, "group_listened", lambda group: True)
     run = run_start(
-        owner=account.org,
-        agent_id=agent.id,
-        input_messages=[{"role": "user", "content": "hello tabs", "otid": "o-2"}],
+        RunRequest(
+            owner=account.org,
+            agent_id=agent.id,
+            input_messages=[{"role": "user", "content": "hello tabs", "otid": "o-2"}],
+            refuse_unconfigured=False,  # no provider here: the claim alone is under test
+        )
     )
     emit.inputs_accepted(run)
     (group, events, extra), *_ = [s for s in sent if s[1][0]["message_type"] == "input_accepted"]

@@ -7,9 +7,16 @@ reads like `agents[0].tools[3].name: must be a string`.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from core.agents.agentfile.model import MAX_DEPTH, MAX_FILE_BYTES, MAX_STRING, AgentFileError
+from core.agents.agentfile.model import (
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    MAX_FOLDER_FILE_TEXT,
+    MAX_STRING,
+    AgentFileError,
+)
 from core.text import text_problem
 
 # Fields Letta writes (union over the versions that wrote the published files); anything else is refused,
@@ -209,8 +216,13 @@ def load_json(raw: bytes | str) -> Any:
     return data
 
 
+# The strings allowed past MAX_STRING (up to MAX_FOLDER_FILE_TEXT): a folder file's parsed text.
+_LONG_TEXT = re.compile(r"files\[\d+\]\.content")
+
+
 def check_bounds(data: Any) -> None:
-    """Refuse nesting deeper than MAX_DEPTH and strings longer than MAX_STRING (iterative: no recursion)."""
+    """Refuse nesting deeper than MAX_DEPTH and strings longer than MAX_STRING, a folder file's text longer than
+    MAX_FOLDER_FILE_TEXT (iterative: no recursion)."""
     stack: list[tuple[Any, str, int]] = [(data, "", 0)]
     while stack:
         value, path, depth = stack.pop()
@@ -218,7 +230,9 @@ def check_bounds(data: Any) -> None:
             raise AgentFileError(path, f"nested deeper than {MAX_DEPTH} levels")
         if isinstance(value, str):
             if len(value) > MAX_STRING:
-                raise AgentFileError(path, f"a string of {len(value)} characters; the limit is {MAX_STRING}")
+                limit = MAX_FOLDER_FILE_TEXT if _LONG_TEXT.fullmatch(path) else MAX_STRING
+                if len(value) > limit:
+                    raise AgentFileError(path, f"a string of {len(value)} characters; the limit is {limit}")
             if problem := text_problem(value):
                 raise AgentFileError(path, f"contains {problem}, which cannot be stored")
         elif isinstance(value, dict):

@@ -3,7 +3,8 @@
 File-local ids (`agent-0`, `block-0`, `tool-0`, `message-0`) replace ours. Secrets keep their names with
 blank values ("" rather than null: Letta's schema types them Dict[str, str]). Archival passages, which
 Letta's format has no place for, go in the agent's free-form `metadata` under ARCHIVAL_METADATA_KEY when
-asked for; Letta accepts and ignores them, our importer restores them.
+asked for; Letta accepts and ignores them, our importer restores them. The agent's folders, their processed files
+(with their text) and its views of them go in `sources`, `files` and `files_agents` (core.agents.agentfile.folders).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from core.agents.agentfile.folders import folders_export
 from core.agents.agentfile.mcp_servers import mcp_servers_export
 from core.agents.agentfile.model import ARCHIVAL_METADATA_KEY, HISTORY_METADATA_KEY, MAX_MESSAGES, MAX_PASSAGES
 from core.agents.versions import history_export
@@ -62,6 +64,7 @@ def agentfile_export(
     if include_history:
         metadata[HISTORY_METADATA_KEY] = history_export(agent=agent)
     agent_out = _agent(agent, metadata)
+    folders = folders_export(agent=agent)
     agent_out.update(
         {
             "block_ids": [f"block-{i}" for i in range(len(blocks))],
@@ -69,7 +72,8 @@ def agentfile_export(
             "id": "agent-0",
             "in_context_message_ids": [msg_keys[i] for i in window if i in msg_keys],
             "messages": [_message(m, msg_keys[m.id], agent) for m in messages],
-            "files_agents": [],
+            "files_agents": folders["files_agents"],
+            "source_ids": folders["source_ids"],
             "group_ids": [],
         }
     )
@@ -77,8 +81,8 @@ def agentfile_export(
         "agents": [agent_out],
         "groups": [],
         "blocks": [_block(b, f"block-{i}") for i, b in enumerate(blocks)],
-        "files": [],
-        "sources": [],
+        "files": folders["files"],
+        "sources": folders["sources"],
         "tools": [_tool(t, f"tool-{i}") for i, t in enumerate(tools)],
         "mcp_servers": mcp_servers_export(tools),
         "metadata": {"revision_id": FORMAT_REVISION},

@@ -4,6 +4,7 @@ Tools: built-ins map to the owner's built-in rows; a custom tool whose name the 
 reused (default) or overridden in place (`tool_policy="override"`), never duplicated. Models: the file's
 model is kept even when no configured provider serves it; the result then carries a warning.
 Messages keep the file's order (`seq`), in-context window and timestamps (the import time when a file has none).
+Folders and their files are created (or reused by name) and attached; the files are ingested again after commit.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from django.db import transaction
 from django.utils.dateparse import parse_datetime
 from django.utils.timezone import is_naive, make_aware
 
+from core.agents.agentfile.folders import folders_attach, folders_import
 from core.agents.agentfile.mcp_servers import mcp_servers_import, mcp_tool_import
 from core.agents.agentfile.model import ParsedAgent, ParsedFile, ParsedMessage, ParsedTool
 from core.agents.agentfile.preview import preview
@@ -30,7 +32,7 @@ from core.mapping import search_text
 from core.models import Agent, Message, Organization
 from core.providers import model_is_configured
 from core.updates import model_update
-from memory.models import Passage, PassageTag
+from memory.models import Folder, Passage, PassageTag
 from memory.services import block_create
 from tools.json_schema import SchemaError, derive_schema
 from tools.models import Tool
@@ -94,10 +96,12 @@ def agentfile_import(*, owner: Organization, parsed: ParsedFile, options: Import
     }
     tool_ids = {key: row.id for key, row in rows.items() if row is not None}
     block_ids = _blocks_create(owner=owner, parsed=parsed)
+    folders = folders_import(owner=owner, parsed=parsed, warnings=result.warnings)
     for i, pa in enumerate(parsed.agents):
         # A name given for a file of several agents names the first; the others keep theirs after it.
         named = options if i == 0 or not options.name else replace(options, name=f"{options.name} · {pa.name}")
         agent = _agent_create(owner=owner, pa=pa, options=named, block_ids=block_ids, tool_ids=tool_ids, result=result)
+        folders_attach(agent=agent, source_keys=pa.source_keys, views=pa.file_views, imported=folders)
         result.agent_ids.append(agent.id)
     result.warnings = list(dict.fromkeys(result.warnings))
     return result
@@ -314,15 +318,18 @@ def _passages_create(*, agent: Agent, pa: ParsedAgent) -> None:
 
 
 def agentfile_preview(*, owner: Organization, parsed: ParsedFile, options: ImportOptions | None = None) -> dict:
-    """preview() with the owner's configured models and existing tools looked up (reads only)."""
+    """preview() with the owner's configured models, existing tools and folders looked up (reads only)."""
 
     options = options or ImportOptions()
     names = [t.name for t in parsed.tools.values() if not t.builtin]
     existing = dict(
         Tool.objects.filter(owner=owner, name__in=names, tool_type="custom").values_list("name", "source_code")
     )
+    folders = {parsed.sources[k].name for a in parsed.agents for k in a.source_keys}
+    existing_folders = Folder.objects.filter(owner=owner, name__in=folders).values_list("name", flat=True)
     return preview(
         parsed,
+        existing_folders=set(existing_folders) if folders else set(),
         model_configured=lambda handle: model_is_configured(owner=owner, handle=handle),
         existing_tools=existing,
         tool_policy=options.tool_policy,

@@ -36,6 +36,10 @@ ARCHIVAL_METADATA_KEY = "agents_ide_archival_passages"
 # ... and the agent's version history (core.agents.versions.history_export), when exported with it.
 HISTORY_METADATA_KEY = "agents_ide_version_history"
 MAX_VERSIONS = 10_000
+MAX_SOURCES = 100
+MAX_FOLDER_FILES = 1_000
+# A folder file's parsed text (`files[i].content`) may be longer than MAX_STRING: as long as the whole file allows.
+MAX_FOLDER_FILE_TEXT = MAX_FILE_BYTES
 
 
 class AgentFileError(Invalid):
@@ -107,6 +111,40 @@ class ParsedPassage:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ParsedSource:
+    """A folder of the file (Letta's `sources`)."""
+
+    key: str
+    name: str
+    description: str = ""
+    instructions: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    embedding: str = ""
+    embedding_chunk_size: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParsedFolderFile:
+    """A file of a folder with its parsed text (Letta's `files`); imported files are ingested again from it."""
+
+    key: str
+    source_key: str
+    file_name: str  # without the folder's "<name>/" prefix Letta stores
+    file_type: str = ""
+    content: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParsedFileView:
+    """An agent's view of a file (Letta's `files_agents`): open or closed, and the lines it shows."""
+
+    file_key: str
+    is_open: bool = False
+    start_line: int | None = None
+    end_line: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class ParsedAgent:
     key: str
     name: str
@@ -129,6 +167,8 @@ class ParsedAgent:
     in_context: tuple[str, ...] = ()
     passages: tuple[ParsedPassage, ...] = ()
     history: tuple[dict[str, Any], ...] = ()  # versions, oldest first (core.agents.versions.history_import checks each)
+    source_keys: tuple[str, ...] = ()  # folders attached (source_ids, folder_ids and the sources of its file views)
+    file_views: tuple[ParsedFileView, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,3 +179,5 @@ class ParsedFile:
     tools: dict[str, ParsedTool]
     warnings: tuple[str, ...] = ()
     mcp_servers: tuple[dict[str, Any], ...] = ()  # core.agents.agentfile.mcp_servers.mcp_servers_parse
+    sources: dict[str, ParsedSource] = field(default_factory=dict)
+    files: dict[str, ParsedFolderFile] = field(default_factory=dict)

@@ -6,7 +6,7 @@ Pure: no database, no network. Every refusal is an AgentFileError naming the JSO
   rendered copy would show the blocks twice and go stale.
 - tool rules of types our engine does not know are dropped with a warning (`requires_approval` is kept, and so
   is a tool's `default_requires_approval`).
-- groups, files, sources and MCP servers are not imported (warned), their agents are.
+- groups are not imported (warned), their agents are; folders and their files are (core.agents.agentfile.folders).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 from core.agents.agentfile import checks as c
 from core.agents.agentfile import normalize as n
+from core.agents.agentfile.folders import agent_folders_parse, sources_parse
 from core.agents.agentfile.mcp_servers import mcp_servers_parse
 from core.agents.agentfile.model import (
     ARCHIVAL_METADATA_KEY,
@@ -60,9 +61,9 @@ def _v2(d: dict, warn: list[str]) -> ParsedFile:
     c.obj(d, "", c.V2_TOP)
 
     mcp_servers = mcp_servers_parse(d.get("mcp_servers"), warn)
-    for key in ("groups", "files", "sources"):
-        if c.lst(d.get(key), key, limit=1000):
-            warn.append(f"The file's {key} are not supported here and were not imported.")
+    if c.lst(d.get("groups"), "groups", limit=1000):
+        warn.append("The file's groups are not supported here and were not imported.")
+    sources, files = sources_parse(d, warn)
     c.obj(d.get("metadata") or {}, "metadata")
     blocks: dict[str, ParsedBlock] = {}
     seen: set[str] = set()
@@ -76,7 +77,7 @@ def _v2(d: dict, warn: list[str]) -> ParsedFile:
     agent_keys: set[str] = set()
     message_keys: set[str] = set()
     agents = tuple(
-        _agent_v2(a, f"agents[{i}]", blocks, tools, all_tool_keys, agent_keys, message_keys, warn)
+        _agent_v2(a, f"agents[{i}]", blocks, tools, all_tool_keys, agent_keys, message_keys, warn, sources, files)
         for i, a in enumerate(agents_raw)
     )
     return ParsedFile(
@@ -86,6 +87,8 @@ def _v2(d: dict, warn: list[str]) -> ParsedFile:
         tools=tools,
         warnings=tuple(dict.fromkeys(warn)),
         mcp_servers=mcp_servers,
+        sources=sources,
+        files=files,
     )
 
 
@@ -129,6 +132,8 @@ def _agent_v2(
     agent_keys: set[str],
     message_keys: set[str],
     warn: list[str],
+    sources: dict,
+    files: dict,
 ) -> ParsedAgent:
     d = c.obj(a, path, c.V2_AGENT)
     key = c.unique_key(d.get("id"), c.join(path, "id"), agent_keys)
@@ -170,6 +175,7 @@ def _agent_v2(
     handle, settings, window_size = n.model(d.get("llm_config"), d.get("model"), path)
     limit = c.integer(d.get("context_window_limit"), c.join(path, "context_window_limit"), low=1024, high=10_000_000)
     emb, emb_cfg = n.embedding(d.get("embedding_config"), c.join(path, "embedding_config"))
+    source_keys, file_views = agent_folders_parse(d, path, sources, files)
     return _finish(
         path,
         warn,
@@ -191,6 +197,8 @@ def _agent_v2(
         tool_keys=tuple(tool_keys),
         passages=passages,
         history=tuple(history),
+        source_keys=source_keys,
+        file_views=file_views,
         messages_raw=msgs_raw,
         message_keys=keys,
         window=window,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from core.agents.agentfile.model import ParsedFile
+from core.agents.agentfile.model import ParsedAgent, ParsedFile
 
 
 def preview(
@@ -17,11 +17,14 @@ def preview(
     model_override: str | None = None,
     name_override: str | None = None,
     strip_messages: bool = False,
+    existing_folders: Collection[str] = (),
 ) -> dict[str, Any]:
-    """A JSON-ready summary: per agent its name, model (+ configured flag), blocks, tools and their fate, counts.
+    """A JSON-ready summary: per agent its name, model (+ configured flag), blocks, tools and their fate, folders
+    and their files, counts.
 
     `existing_tools` maps the owner's custom tool names to their source code; a tool's status is
     builtin | new | reused (same code, or policy reuse) | overridden (policy override, different code).
+    `existing_folders`: the names of the owner's folders, which an import attaches instead of creating.
     """
     existing = existing_tools or {}
     agents = []
@@ -64,6 +67,32 @@ def preview(
                 "message_count": 0 if strip_messages else len(a.messages),
                 "in_context_count": 1 if strip_messages else len(a.in_context),
                 "passages": len(a.passages),
+                "folders": _folders(parsed, a, existing_folders),
             }
         )
     return {"version": parsed.version, "agents": agents, "warnings": list(parsed.warnings)}
+
+
+def _folders(parsed: ParsedFile, agent: ParsedAgent, existing: Collection[str]) -> list[dict[str, Any]]:
+    """The folders the agent is attached to: each one's name, whether the owner has it already (attached, its files
+    of the same names kept), and its files with their sizes in bytes and whether the agent has them open."""
+    open_keys = {v.file_key for v in agent.file_views if v.is_open}
+    out = []
+    for key in agent.source_keys:
+        files = [
+            {"name": f.file_name, "bytes": len(f.content.encode()), "open": f.key in open_keys}
+            for f in parsed.files.values()
+            if f.source_key == key
+        ]
+        name = parsed.sources[key].name
+        out.append(
+            {
+                "name": name,
+                "exists": name in existing,
+                "files": files,
+                "file_count": len(files),
+                "bytes": sum(f["bytes"] for f in files),
+                "open_count": sum(f["open"] for f in files),
+            }
+        )
+    return out

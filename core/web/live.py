@@ -1,0 +1,148 @@
+"""The conversation's live items as the history draws them: an IDE socket's events get the HTML of their item,
+rendered by templates/core/_item.html (one renderer for the history and for what arrives live).
+
+Rendered per IDE socket, in the consumer, so nothing renders when no page listens and the API's streams (SSE, a
+socket without `batch=1`) carry Letta's events unchanged. A streamed part's shell (its meta line, an empty body) is
+rendered once, with its first token chunk; the page appends the tokens' text to it.
+"""
+
+from django.template.loader import render_to_string
+from django.utils.dateparse import parse_datetime
+
+from core.models import Message
+from core.web.approvals import answer_items, approval_item
+from core.web.history import display_items
+
+# what the conversation shows of the events a socket receives
+SHOWN = {
+    "approval_request_message",
+    "approval_response_message",
+    "user_message",
+    "system_message",
+    "reasoning_message",
+    "assistant_message",
+    "tool_call_message",
+    "tool_return_message",
+    "error_message",
+    "stop_reason",
+    "usage_statistics",
+}
+STREAMED = {"reasoning_message", "assistant_message", "tool_call_message", "approval_request_message"}
+# drawn from the database (the card as it stands, the names of the calls answered): rare, and read off the event loop
+APPROVALS = {"approval_request_message", "approval_response_message"}
+
+
+def needs_database(events: list[dict]) -> bool:
+    """Whether rendering these events reads the database (an approval request's card, an answer's call names)."""
+    return any(e.get("message_type") in APPROVALS and not e.get("delta") for e in events)
+
+
+def _date(value):
+    return parse_datetime(value) if isinstance(value, str) else value
+
+
+def _detail_text(detail) -> str:
+    if isinstance(detail, str):
+        return detail
+    if isinstance(detail, dict) and isinstance(detail.get("available"), list):
+        return "Available models: " + ", ".join(map(str, detail["available"]))
+    return ""  # structured details (a busy run id, …) are shown by the page itself
+
+
+def item_html(item: dict, *, agent_id: str) -> str:
+    """One display item drawn as the history draws it."""
+    return render_to_string("core/_item.html", {"item": item, "agent": {"id": agent_id}}).strip()
+
+
+def event_item(event: dict, *, names: dict[str, str]) -> dict:
+    """A Letta event as the display item the history builds from the stored message (a message just stored is in
+    the context window)."""
+    sender = event.get("sender_id") or ""
+    base = {
+        **event,
+        "date": _date(event.get("date")),
+        "seq": event.get("seq_id"),
+        "kind": event.get("kind") or "",
+        "sender_agent_id": sender,
+        "sender_name": names.get(sender, ""),
+        "in_context": True,
+        "evicted": None,
+    }
+    if event.get("message_type") == "error_message":
+        base["detail_text"] = _detail_text(event.get("detail"))
+    return base
+
+
+def shell_item(part: dict) -> dict:
+    """The empty item a streamed part's token text fills (a chunk, or a part of a catch-up snapshot)."""
+    call = part.get("tool_call") if isinstance(part.get("tool_call"), dict) else {}
+    return {
+        "message_type": part.get("message_type"),
+        "id": part.get("id"),
+        "date": _date(part.get("date")),
+        "step_id": part.get("step_id"),
+        "step_index": part.get("step_index"),
+        "sender_agent_id": part.get("sender_id") or "",
+        "tool_call": {"name": call.get("name") or part.get("name") or "", "arguments": ""},
+        "call_ids": call.get("tool_call_id") or "",
+        "in_context": True,
+        "streaming": True,
+    }
+
+
+class LiveRenderer:
+    """One IDE socket's renderer: adds `html` to the events its page draws (copies: a channel-layer message is
+    shared by every listener in the process)."""
+
+    def __init__(self, agent_id: str, names: dict[str, str] | None = None):
+        self.agent_id = agent_id
+        self.names = names or {}
+        self._shells: set[str] = set()  # streamed parts whose shell this socket was sent
+        self._reasoned: set[str] = set()  # messages of the run whose reasoning was shown (once per message, as stored)
+
+    def events(self, events: list[dict]) -> list[dict]:
+        """The events as the page gets them (call through database_sync_to_async when `needs_database`)."""
+        return [self.event(e) for e in events]
+
+    def event(self, event: dict) -> dict:
+        kind = event.get("message_type")
+        if kind == "stream_snapshot":
+            parts = [p for p in event.get("parts") or () if isinstance(p, dict)]
+            return {**event, "parts": [self._shell(p, p, again=True) for p in parts]}
+        if kind not in SHOWN:
+            if kind == "run_status" and event.get("status") not in ("created", "running"):
+                self._shells.clear()
+                self._reasoned.clear()
+            return event
+        if event.get("delta"):
+            return self._shell(event, event) if kind in STREAMED else event
+        if kind in APPROVALS:
+            return {**event, "html": self._approval(event)}
+        self._shells.discard(f"{kind}:{event.get('id')}")
+        said = [{"message_type": "reasoning_message"}] if event.get("id") in self._reasoned else []
+        items = display_items(event_item(event, names=self.names), before=said)
+        if any(i["message_type"] == "reasoning_message" for i in items):
+            self._reasoned.add(event.get("id"))
+        return {**event, "html": "".join(item_html(i, agent_id=self.agent_id) for i in items)}
+
+    def _approval(self, event: dict) -> str:
+        if event["message_type"] == "approval_request_message":
+            self._shells.discard(f"approval_request_message:{event.get('id')}")
+            reply = Message.objects.select_related("agent").filter(pk=event.get("id"), agent_id=self.agent_id).first()
+            if reply is None:
+                return ""
+            item = {**approval_item(reply=reply), "message_type": "approval_request_message"}
+            return render_to_string("core/_approval.html", {"item": item, "agent": {"id": self.agent_id}}).strip()
+        recent = Message.objects.filter(agent_id=self.agent_id, role="assistant")
+        calls = [c for row in recent.order_by("-seq").values_list("tool_calls", flat=True)[:50] for c in row or ()]
+        names = {c.get("id"): c.get("name") for c in calls if isinstance(c, dict)}
+        item = {**event_item(event, names=self.names), "answers": answer_items(event.get("approvals"), names)}
+        item["in_context"] = False  # the model reads the answers as tool results, not this message
+        return item_html(item, agent_id=self.agent_id)
+
+    def _shell(self, part: dict, out: dict, *, again: bool = False) -> dict:
+        key = f"{part.get('message_type')}:{part.get('id')}"
+        if part.get("message_type") not in STREAMED or (key in self._shells and not again):
+            return out
+        self._shells.add(key)
+        return {**out, "html": item_html(shell_item(part), agent_id=self.agent_id)}
