@@ -42,6 +42,7 @@ class Reply:
     fill: bool = True
     chunk_s: float = 0.0  # pause between streamed chunks
     break_after: int | None = None  # streamed: drop the connection after this many chunks
+    drop: bool = False  # close the connection without answering (a keep-alive connection the server just closed)
     streamed_usage: bool = True  # streamed: send the usage chunk when the request asks for it (some providers never do)
     body: Any = None  # whole: answer 200 with this JSON instead of a chat completion (a proxy that is something else)
     stream_lines: list[str] | None = None  # streamed: send these SSE lines, each ending an event, as the whole stream
@@ -437,6 +438,10 @@ class _Handler(BaseHTTPRequestHandler):
         delay = reply.latency if reply.latency is not None else fake.latency
         if delay:
             time.sleep(delay)
+        if reply.drop:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         if reply.status != 200:
             self._send_json(reply.error_body or {"error": {"message": "error"}}, reply.status)
             return
@@ -474,10 +479,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _stream(self, req: dict[str, Any], reply: Reply, calls: list[dict[str, Any]], usage: dict[str, int]) -> None:
         try:
             self._stream_chunks(req, reply, calls, usage)
-        except ConnectionAbortedError:  # a scripted break: end the response mid-stream, as a dropped connection
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+        except ConnectionAbortedError:
+            # A scripted break drops the connection mid-body, as a provider's failure does: no last chunk, so the
+            # client cannot take the connection for a finished one and reuse it (a race the server then wins).
             self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     def _stream_chunks(
         self, req: dict[str, Any], reply: Reply, calls: list[dict[str, Any]], usage: dict[str, int]

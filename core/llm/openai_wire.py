@@ -232,7 +232,12 @@ def _post(
     client = _client(guarded)
     try:
         sent = client.build_request("POST", url, content=content, headers=headers, timeout=timeout)
-        return client.send(sent, stream=stream)
+        try:
+            return client.send(sent, stream=stream)
+        except httpx.RemoteProtocolError:
+            # The server closed the connection without a byte of answer: most often a kept-alive connection it
+            # closed as we reused it (providers' load balancers drop idle ones). It saw no request; send it once more.
+            return client.send(sent, stream=stream)
     except httpx.TimeoutException as exc:
         raise _late(model, timeout) from exc
     except (httpx.TransportError, EgressRefused) as exc:

@@ -107,6 +107,21 @@ def test_a_stream_that_breaks_midway_is_incomplete_and_the_next_call_works(fake_
     assert _call(fake_llm, stream=True, on_delta=lambda d: None).content == "next"
 
 
+def test_a_connection_closed_without_an_answer_is_tried_once_more(fake_llm, monkeypatch):
+    _without_litellm(monkeypatch)
+    fake_llm.script(Reply(drop=True), FakeLLM.text("after one drop"))
+    assert _call(fake_llm).content == "after one drop"
+    fake_llm.script(Reply(drop=True), FakeLLM.text("streamed after one drop"))
+    assert _call(fake_llm, stream=True, on_delta=lambda d: None).content == "streamed after one drop"
+    assert len(fake_llm.chat_requests) == 4
+
+    fake_llm.script(Reply(drop=True), Reply(drop=True), FakeLLM.text("never asked for"))
+    with pytest.raises(llm.LLMError) as err:
+        _call(fake_llm)
+    assert err.value.kind == "api_error" and "Server disconnected without sending a response" in err.value.message
+    assert len(fake_llm.chat_requests) == 6  # twice, not more
+
+
 def test_a_streams_reported_usage_is_the_whole_calls(fake_llm, path):
     reply = FakeLLM.tool("send_message", {"message": "streamed"})
     fake_llm.script(reply, reply)
