@@ -234,7 +234,7 @@ def model_resolve(*, owner: Organization | None, handle: str) -> ResolvedModel:
         names = ", ".join(sorted(providers))
         raise NotConfigured(
             f"Model '{handle}' is not served by a configured provider: its name must start with one of "
-            f"{names} (as in '{sorted(providers)[0]}/<model>'). Choose one of their models in the agent's settings, "
+            f"{names} (as in '{sorted(providers)[0]}/<model>'). Use one of their models, "
             f"or add a provider named '{prefix}' on the Settings page."
         )
     kind = {"openai_compatible": "openai"}.get(provider.kind, provider.kind)

@@ -1,9 +1,11 @@
 """Prometheus metrics. The counters and histograms are incremented where things happen (always on: an increment
 costs well under a microsecond); `exposition` renders them for /metrics, with the gauges read from the database at
 scrape time (queue depth, runs in progress, runs waiting). With PROMETHEUS_MULTIPROC_DIR set (several web and worker
-processes), prometheus-client keeps each process's values in files there and the scrape sums them."""
+processes), prometheus-client keeps each process's values in files there and the scrape sums them; the live gauges
+(open websockets) of processes that are gone are dropped, so a crash does not leave its connections counted."""
 
 import os
+from pathlib import Path
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -16,6 +18,10 @@ from prometheus_client import (
     multiprocess,
 )
 from prometheus_client.core import GaugeMetricFamily
+
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    # A file a dead process of this pid left (a crash: it never decremented) would be read as this process's values.
+    multiprocess.mark_process_dead(os.getpid())
 
 _LATENCY = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
@@ -78,9 +84,29 @@ def process_registry() -> CollectorRegistry:
     summed (from the files they write there); else this process's, with prometheus-client's process metrics."""
     if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         return REGISTRY
+    _forget_the_dead(Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]))
     summed = CollectorRegistry()
     multiprocess.MultiProcessCollector(summed)
     return summed
+
+
+def _forget_the_dead(directory: Path) -> None:
+    """Drop the live gauges of processes that no longer run here (their counters and histograms stay summed: what
+    they counted happened). The directory is one host's, as its process ids are."""
+    for path in directory.glob("gauge_live*_*.db"):
+        pid = path.stem.rpartition("_")[2]
+        if pid.isdigit() and not _running(int(pid)):
+            multiprocess.mark_process_dead(int(pid), str(directory))
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
 
 
 def exposition() -> tuple[bytes, str]:

@@ -28,16 +28,36 @@ def _python(code: str, env: dict) -> str:
     return done.stdout
 
 
-def test_a_scrape_sums_what_every_process_counted(tmp_path):
-    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
-    for _ in range(2):  # two processes, say a web process and a worker
-        _python(COUNT, env)
-    samples = {
+def _scrape(env: dict) -> dict:
+    return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(_python(SCRAPE, env))
         for s in family.samples
     }
+
+
+def test_a_scrape_sums_what_every_process_counted_and_only_live_processes_connections(tmp_path):
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    _python(COUNT, env)  # a process that counted and ended, say a worker, its websocket never closed (a crash)
+    live = subprocess.Popen(  # one still running, say a web process
+        [sys.executable, "-c", COUNT + "print('counted', flush=True)\nimport sys\nsys.stdin.read()"],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert live.stdout.readline() == "counted\n"
+        samples = _scrape(env)
+        assert samples[("agents_ide_runs_total", (("status", "completed"), ("stop_reason", "end_turn")))] == 2
+        assert samples[("agents_ide_step_duration_seconds_count", ())] == 2
+        assert samples[("agents_ide_websocket_connections", ())] == 1  # the ended process's is not counted
+        assert (tmp_path / f"gauge_livesum_{live.pid}.db").exists()
+    finally:
+        live.kill()
+        live.wait()
+    samples = _scrape(env)
+    assert samples[("agents_ide_websocket_connections", ())] == 0
     assert samples[("agents_ide_runs_total", (("status", "completed"), ("stop_reason", "end_turn")))] == 2
-    assert samples[("agents_ide_step_duration_seconds_count", ())] == 2
-    assert samples[("agents_ide_websocket_connections", ())] == 2
-    assert len(list(tmp_path.iterdir())) >= 2  # one file per process and kind of metric
+    assert not (tmp_path / f"gauge_livesum_{live.pid}.db").exists()
