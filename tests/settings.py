@@ -70,3 +70,7 @@ MCP_STDIO_PATHS = [_approved_mcp_dir()]
 MCP_DEMO_SERVER = MCP_STDIO_PATHS[0] + "/mcp_demo_server.py"
 MCP_NODE_SERVER = MCP_STDIO_PATHS[0] + "/mcp_node_server.js"
 MCP_DEMO_PYTHON = __import__("shutil").which("python3", path="/usr/local/bin:/usr/bin:/bin")  # under /usr
+
+if IS_POSTGRES:  # noqa: F405
+    # A transactional test's flush deletes rows rather than truncating every table (tests/postgres_backend).
+    DATABASES["default"]["ENGINE"] = "tests.postgres_backend"  # noqa: F405

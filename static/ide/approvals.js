@@ -158,9 +158,16 @@ window.AIDE_APPROVALS = (function () {
     if (out && !out.hidden) { out.hidden = true; area.removeAttribute("aria-invalid"); }
   });
 
-  // ---- what the socket said about an answer this tab sent
+  // ---- what the socket said about an answer this tab sent, told on the card now on the page (a fetch may have
+  // drawn it anew since the answer left: its refusal must still be told)
+  function current(card) {
+    if (card.isConnected || !card.dataset.id) return card;
+    return conv.querySelector(`.approval-card[data-id="${CSS.escape(card.dataset.id)}"]`) || card;
+  }
   function accepted(card, runId) {
+    card = current(card);
     if (!card.isConnected) return;
+    if (!OPEN.has(card.dataset.state)) { changed(); return; }  // drawn already with what was decided
     card.dataset.state = "answering";
     const lead = card.querySelector(".approval-lead");
     if (lead) lead.textContent = "Answer sent; running it (run " + C.short(runId) + ")…";
@@ -168,6 +175,7 @@ window.AIDE_APPROVALS = (function () {
     load(card);
   }
   function refused(card, ev) {
+    card = current(card);
     if (!card.isConnected) return;
     const detail = ev.detail && typeof ev.detail === "object" ? ev.detail : {};
     showError(card, String(ev.message || "The answer was refused."));

@@ -182,10 +182,22 @@ def test_a_tab_answering_after_another_is_told_and_shows_what_was_decided(signed
     _waiting_card(first)
     stale = _waiting_card(late)
     # the late tab misses the news (its card cannot be fetched again), as a tab whose socket was away would
-    late.route(re.compile(r".*/approvals/.*"), lambda route: route.abort())
+    missed = []
+
+    def miss(route):
+        missed.append(route.request.url)
+        route.abort()
+
+    late.route(re.compile(r".*/approvals/.*"), miss)
     first.locator(f"{CARD} [data-answer=approve]").click()
     expect(first.locator("#live .msg.assistant_message")).to_contain_text("Saved.", timeout=FIRST_CALL_S)
     expect(late.locator("#live .msg.assistant_message")).to_contain_text("Saved.")
+    # both of its fetches failed: on the answer's arrival and on the run's end (later, it would draw the answer)
+    for _ in range(200):
+        if len(missed) >= 2:
+            break
+        late.wait_for_timeout(50)  # lets Playwright deliver the route calls
+    assert len(missed) == 2, missed
     expect(stale).to_have_attribute("data-state", "waiting")
     late.unroute(re.compile(r".*/approvals/.*"))
 
@@ -198,6 +210,19 @@ def test_a_tab_answering_after_another_is_told_and_shows_what_was_decided(signed
     expect(card.locator(".approval-verdict")).to_have_text("approved")  # the first answer stands
     _snap(late, "67-approval-answered-elsewhere")
     assert Passage.objects.filter(agent=agent).count() == 1
+
+    # a refusal the socket brings after a fetch drew the card anew is told on the card now on the page
+    late.evaluate(
+        """() => {
+            const sent = document.querySelector(".approval-card[data-state=answered]");
+            const redrawn = sent.cloneNode(true);
+            redrawn.querySelector(".approval-error").hidden = true;
+            sent.replaceWith(redrawn);
+            window.AIDE_APPROVALS.refused(sent, {message: "told after a redraw", detail: {code: "ALREADY_ANSWERED"}});
+        }"""
+    )
+    expect(told).to_have_text("told after a redraw")
+    expect(card.locator(".approval-verdict")).to_have_text("approved")
 
 
 def test_several_calls_are_answered_one_by_one_and_sent_together(signed_in, account, fake_llm):
