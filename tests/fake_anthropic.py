@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.helpers import serve_in_thread
+
 DEFAULT_TEXT = "ok"
 
 
@@ -68,7 +70,7 @@ class FakeAnthropic:
     def start(self) -> FakeAnthropic:
         handler = type("BoundHandler", (_Handler,), {"fake": self})
         self._server = _Server(("127.0.0.1", 0), handler)
-        threading.Thread(target=self._server.serve_forever, name="fake-anthropic", daemon=True).start()
+        serve_in_thread(self._server, "fake-anthropic")
         return self
 
     def stop(self) -> None:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.helpers import serve_in_thread
+
 DEFAULT_TEXT = "ok"
 FILLER_THINKING = "Thinking about how to respond."
 
@@ -130,8 +132,7 @@ class FakeLLM:
     def start(self) -> FakeLLM:
         handler = type("BoundHandler", (_Handler,), {"fake": self})
         self._server = _Server(("127.0.0.1", 0), handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-llm", daemon=True)
-        self._thread.start()
+        self._thread = serve_in_thread(self._server, "fake-llm")
         return self
 
     def stop(self) -> None:

@@ -4,13 +4,13 @@ Only loopback is ever targeted; the other ranges are judged without connecting."
 
 import ipaddress
 import socket
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
 
 from core import egress
+from tests.helpers import serve_in_thread
 
 
 @pytest.mark.parametrize(
@@ -108,7 +108,7 @@ def _server(redirect_to: str = "") -> ThreadingHTTPServer:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.hits = 0
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     return server
 
 

@@ -22,7 +22,7 @@ from tests.e2e.conftest import shot
 from tests.e2e.test_debugger import FIRST_CALL_S, _open, _send
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
-from tests.helpers import free_port
+from tests.helpers import free_port, serve_in_thread
 
 WIDTHS = (390, 1280, 1920)
 SHOTS_FB = Path("/tmp/shots-fb")
@@ -75,8 +75,7 @@ def gated():
     server.daemon_threads = True
     server.gate, server.asked = threading.Event(), threading.Event()
     server.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_thread(server)
     try:
         yield server
     finally:

@@ -11,6 +11,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from tests.helpers import serve_in_thread
+
 
 def _value(any_value):
     kind = any_value.WhichOneof("value")
@@ -52,7 +54,6 @@ class OTLPReceiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def _take(self, request: ExportTraceServiceRequest) -> None:
         found = []
@@ -79,7 +80,7 @@ class OTLPReceiver:
             self.spans.extend(found)
 
     def start(self) -> OTLPReceiver:
-        self.thread.start()
+        serve_in_thread(self.server, "otlp-receiver")
         return self
 
     def stop(self) -> None:

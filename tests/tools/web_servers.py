@@ -4,11 +4,12 @@ instance, each a real HTTP server on 127.0.0.1 that records what it was asked.""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+from tests.helpers import serve_in_thread
 
 PAGE = b"""<!doctype html><html><head><title>Otters</title><script>var secret = "in-a-script";</script>
 <style>.x { color: red }</style></head><body>
@@ -80,7 +81,7 @@ class FakeWeb:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serve_in_thread(self.server)
 
     def stop(self):
         self.server.shutdown()

@@ -6,13 +6,13 @@ import os
 import re
 import subprocess
 import sys
-import threading
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
 from tests.factories import make_account, make_agent
+from tests.helpers import serve_in_thread
 
 PASSWORD = "correct horse battery staple"
 
@@ -240,7 +240,7 @@ class _FakeListing:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serve_in_thread(self.server)
         self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
 
     def stop(self):
