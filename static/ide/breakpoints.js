@@ -89,14 +89,19 @@ window.AIDE_PAUSES = (function () {
     if (btn) submit(btn.closest(".pause-card"), btn.dataset.pause);
   });
 
-  // ---- what the socket said about a Continue / Step / Stop this tab sent
+  // ---- what the socket said about a Continue / Step / Stop this tab sent, told on the card now on the page (a fetch
+  // may have drawn it anew since the answer left)
+  function current(card) { return card.isConnected ? card : byRun(card.dataset.run) || card; }
   function accepted(card, runId) {
+    card = current(card);
     if (!card.isConnected) return;
+    if (!OPEN.has(card.dataset.state)) { changed(); return; }  // drawn already with what happened
     card.dataset.state = "answering";
     changed();
     load(card);
   }
   function refused(card, ev) {
+    card = current(card);
     if (!card.isConnected) return;
     const detail = ev.detail && typeof ev.detail === "object" ? ev.detail : {};
     showError(card, String(ev.message || "Refused."));
