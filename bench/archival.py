@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 
+from benchlib import scratch_postgres
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PG_ADMIN_URL = os.environ.get("BENCH_PG_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 PG_DB = "aide_bench"
@@ -264,15 +266,7 @@ def run_backend(database_url: str, sizes: list[int], n_queries: int, bulk_above:
 
 
 def _pg_database(action: str) -> str:
-    import psycopg
-
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        if action == "create":
-            conn.execute(f"DROP DATABASE IF EXISTS {PG_DB}")
-            conn.execute(f"CREATE DATABASE {PG_DB}")
-        else:
-            conn.execute(f"DROP DATABASE IF EXISTS {PG_DB}")
-    return PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + PG_DB
+    return scratch_postgres(action, admin_url=PG_ADMIN_URL, name=PG_DB)
 
 
 def main() -> None:

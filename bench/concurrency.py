@@ -27,6 +27,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from benchlib import machine_speed_s
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -187,16 +189,6 @@ async def _drive(mode, base, token, cookie, agents, m):
         else:
             await asyncio.gather(*[_agent_sync(session, base, token, a, m, out) for a in agents])
         return time.perf_counter() - started, out, socket_counts
-
-
-_SPEED_LOOP = "import time\nt = time.time()\nx = 0\nfor i in range(10_000_000):\n    x += i\nprint(time.time() - t)"
-
-
-def machine_speed_s() -> float:
-    """Seconds a pure-Python loop of 10 million additions (at module level, as the README's earlier figures were
-    read) takes now: this kind of machine's speed drifts by up to 1.7 times within minutes, so figures from runs
-    apart are compared with this next to them."""
-    return float(subprocess.run([sys.executable, "-c", _SPEED_LOOP], capture_output=True, text=True).stdout)
 
 
 def pct(values, q):

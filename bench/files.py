@@ -27,20 +27,14 @@ import sys
 import tempfile
 import time
 
+from benchlib import machine_speed_s, scratch_postgres
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PG_ADMIN_URL = os.environ.get("BENCH_PG_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 PG_DB = "agents_ide_bench"
 EMBEDDING = "openai/text-embedding-3-small"
 VOCABULARY = 5000  # synthetic words w0..w4999
 CODEWORDS = ("fjord", "amber", "birch", "cobalt", "dahlia", "ember", "garnet")
-
-
-_SPEED_LOOP = "import time\nt = time.time()\nx = 0\nfor i in range(10_000_000):\n    x += i\nprint(time.time() - t)"
-
-
-def machine_speed_s() -> float:
-    """Seconds a pure-Python loop of 10 million additions takes now (the benchmarks table's "machine's loop")."""
-    return float(subprocess.run([sys.executable, "-c", _SPEED_LOOP], capture_output=True, text=True).stdout)
 
 
 def _pct(values, q):
@@ -230,17 +224,7 @@ def run_backend(database_url: str, pages: int, chunks: int, queries: int) -> dic
 
 
 def _pg_database(action: str) -> str:
-    import psycopg
-
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {PG_DB}")
-        if action == "create":
-            conn.execute(f"CREATE DATABASE {PG_DB}")
-    url = PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + PG_DB
-    if action == "create":
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    return url
+    return scratch_postgres(action, admin_url=PG_ADMIN_URL, name=PG_DB, extensions=("vector",))
 
 
 def main() -> None:

@@ -4,6 +4,7 @@ from memory.files import selectors, services
 from memory.files.ingest import folder_embedding_handle
 from memory.files.lines import cut, window
 from memory.models import FileAgent, Folder, FolderFile, Passage
+from memory.presenters import passage_out
 
 
 def folder_out(folder: Folder) -> dict:
@@ -70,29 +71,13 @@ def agent_file_out(state: FileAgent, char_limit: int) -> dict:
 
 
 def folder_passage_out(passage: Passage) -> dict:
-    """Letta's Passage of a folder's file (no agent; vectors are not sent)."""
+    """Letta's Passage of a folder's file: an archival passage's shape, with its folder and file instead of an
+    agent (vectors are not sent)."""
     return {
-        "id": passage.id,
-        "text": passage.text,
-        "tags": passage.tags or [],
-        "metadata": passage.metadata or {},
+        **passage_out(passage),
         "source_id": passage.folder_id,
         "file_id": passage.file_id,
         "file_name": passage.file.file_name,
         "agent_id": None,
-        "archive_id": None,
         "organization_id": passage.owner_id,
-        "embedding": None,
-        "embedding_config": (
-            {
-                "handle": passage.embedding_model,
-                "embedding_model": passage.embedding_model,
-                "embedding_dim": passage.embedding_dim,
-            }
-            if passage.embedding_model
-            else None
-        ),
-        "created_at": passage.created_at,
-        "updated_at": passage.created_at,
-        "is_deleted": False,
     }
