@@ -3,8 +3,9 @@
 A user names URLs (an MCP server, a provider's base URL, a page for `fetch_webpage`) and tools with network go
 out through the sandbox's egress proxy; none of it may turn inward. Each connection is checked here: the host is
 resolved once, every address that is loopback, private, link-local (169.254.0.0/16, cloud metadata included),
-unique-local, shared, reserved, multicast or one of this host's own is refused, and the connection is made to
-an address that was checked — never to a name resolved again later, so a DNS answer cannot change in between
+unique-local, shared, reserved, multicast or one of this host's own is refused (so is an IPv6 address that carries
+such an IPv4 address: NAT64, 6to4, Teredo, IPv4-compatible, -mapped, -translated), and the connection is made to an
+address that was checked — never to a name resolved again later, so a DNS answer cannot change in between
 (rebinding). Redirects are connections too: each hop comes through here.
 
 The operator decides the exceptions: `EGRESS_ALLOW` lists internal hosts, addresses or networks (optionally with
@@ -105,8 +106,18 @@ def allowances(extra: list[str] | tuple[str, ...] = ()) -> list[Allowance]:
 
 
 def refusal_reason(address: IPAddress) -> str | None:
-    """Why an address is not on the public internet (None: it is)."""
-    address = _unmapped(address)
+    """Why an address is not on the public internet (None: it is). An IPv6 address that carries an IPv4 one (NAT64,
+    6to4, Teredo, the IPv4-compatible, -mapped and -translated forms) is refused when the IPv4 inside is."""
+    if isinstance(address, ipaddress.IPv6Address):
+        for form, inner in embedded_ipv4(address):
+            if (reason := _reason(inner)) is not None:
+                return f"{reason} ({inner} inside {form})"
+        if address.ipv4_mapped is not None:
+            return None  # nothing but the IPv4 address it maps, judged above
+    return _reason(address)
+
+
+def _reason(address: IPAddress) -> str | None:
     if address.is_loopback:
         return "a loopback address"
     if address.is_link_local:
@@ -125,10 +136,40 @@ def refusal_reason(address: IPAddress) -> str | None:
 
 
 _UNIQUE_LOCAL = ipaddress.ip_network("fc00::/7")
+_NAT64_WELL_KNOWN = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052
+_NAT64_LOCAL_USE = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # RFC 4291 (deprecated, still routed by some stacks)
+_IPV4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # RFC 2765 (SIIT)
+# Where RFC 6052 puts the IPv4 address for each prefix length a NAT64 may use (bits 64-71 are always zero).
+_RFC6052_OCTETS = {48: (6, 7, 9, 10), 56: (7, 9, 10, 11), 64: (9, 10, 11, 12), 96: (12, 13, 14, 15)}
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """The IPv4 addresses an IPv6 address carries, each with the name of the form that carries it: a connection
+    to it reaches that IPv4 address through a translator or tunnel (or, on some stacks, directly)."""
+    found: list[tuple[str, ipaddress.IPv4Address]] = []
+    packed = address.packed
+    if address.ipv4_mapped is not None:
+        found.append(("an IPv4-mapped address", address.ipv4_mapped))
+    if address in _IPV4_TRANSLATED:
+        found.append(("an IPv4-translated address", ipaddress.IPv4Address(packed[12:])))
+    if address in _IPV4_COMPATIBLE and int(address) > 1:  # :: and ::1 are IPv6's own
+        found.append(("an IPv4-compatible address", ipaddress.IPv4Address(packed[12:])))
+    if address in _NAT64_WELL_KNOWN:
+        found.append(("a NAT64 address", ipaddress.IPv4Address(packed[12:])))
+    if address in _NAT64_LOCAL_USE:  # the operator's translator chose its prefix length: every reading is judged
+        for octets in _RFC6052_OCTETS.values():
+            found.append(("a local-use NAT64 address", ipaddress.IPv4Address(bytes(packed[i] for i in octets))))
+    if address.sixtofour is not None:
+        found.append(("a 6to4 address", address.sixtofour))
+    if address.teredo is not None:
+        server, client = address.teredo  # the stdlib undoes the client's obfuscation
+        found += [("a Teredo address (its server)", server), ("a Teredo address (its client)", client)]
+    return found
 
 
 def _unmapped(address: IPAddress) -> IPAddress:
-    """An IPv4 address written as IPv6 (::ffff:127.0.0.1, 6to4's embedded one) is judged as the IPv4 it is."""
+    """An IPv4 address written as IPv6 (::ffff:127.0.0.1, 6to4's embedded one) is matched as the IPv4 it is."""
     if isinstance(address, ipaddress.IPv6Address):
         if address.ipv4_mapped is not None:
             return address.ipv4_mapped

@@ -42,6 +42,53 @@ def test_public_addresses_pass(address, monkeypatch):
     assert egress.refusal_reason(ipaddress.ip_address(address)) is None
 
 
+@pytest.mark.parametrize(
+    ("address", "inside"),
+    [
+        ("64:ff9b::a9fe:a9fe", "169.254.169.254 inside a NAT64 address"),  # the metadata address, translated
+        ("64:ff9b::7f00:1", "127.0.0.1 inside a NAT64 address"),
+        ("64:ff9b:1::a00:1", "inside a local-use NAT64 address"),
+        ("64:ff9b:1:a00:0:100::", "10.0.0.1 inside a local-use NAT64 address"),  # a /48 translator's reading
+        ("::127.0.0.1", "127.0.0.1 inside an IPv4-compatible address"),
+        ("::ffff:127.0.0.1", "127.0.0.1 inside an IPv4-mapped address"),
+        ("::ffff:0:7f00:1", "127.0.0.1 inside an IPv4-translated address"),
+        ("2002:a9fe:a9fe::1", "169.254.169.254 inside a 6to4 address"),
+        ("2001:0:808:808:0:f227:f5ff:fffe", "10.0.0.1 inside a Teredo address (its client)"),  # obfuscated client
+        ("2001:0:a00:1::", "10.0.0.1 inside a Teredo address (its server)"),
+    ],
+)
+def test_ipv6_forms_that_carry_an_internal_ipv4_address_are_refused(address, inside, monkeypatch):
+    monkeypatch.setattr(egress, "own_addresses", lambda: frozenset())
+    assert inside in egress.refusal_reason(ipaddress.ip_address(address))
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "64:ff9b::808:808",  # a DNS64 answer for 8.8.8.8
+        "64:ff9b:1:808:8:808:808:808",  # 8.8.8.8 at every prefix length a local-use translator may use
+        "::ffff:8.8.8.8",
+        "2002:808:808::1",
+    ],
+)
+def test_ipv6_forms_that_carry_a_public_ipv4_address_pass(address, monkeypatch):
+    monkeypatch.setattr(egress, "own_addresses", lambda: frozenset())
+    assert egress.refusal_reason(ipaddress.ip_address(address)) is None
+
+
+def test_ipv6_forms_are_refused_when_the_ipv4_inside_is_this_hosts_own(monkeypatch):
+    monkeypatch.setattr(egress, "own_addresses", lambda: frozenset({ipaddress.ip_address("8.8.4.4")}))
+    assert "one of this host's own" in egress.refusal_reason(ipaddress.ip_address("64:ff9b::808:404"))
+
+
+def test_a_name_answering_a_nat64_form_of_the_metadata_address_is_refused(settings, monkeypatch):
+    settings.EGRESS_ALLOW = []
+    answer = [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("64:ff9b::a9fe:a9fe", 80, 0, 0))]
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: answer)
+    with pytest.raises(egress.EgressRefused, match="169.254.169.254 inside a NAT64 address"):
+        egress.checked_addresses("dns64.example", 80)
+
+
 def test_the_hosts_own_public_address_is_refused(monkeypatch):
     monkeypatch.setattr(egress, "own_addresses", lambda: frozenset({ipaddress.ip_address("8.8.4.4")}))
     assert egress.refusal_reason(ipaddress.ip_address("8.8.4.4")) == "one of this host's own addresses"
