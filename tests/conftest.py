@@ -56,6 +56,40 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: not item.nodeid.startswith(LONG_FILES))  # stable: the rest keep their order
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "needs(part): the test needs a system part (agents_ide/system_parts.py)")
+
+
+def pytest_sessionstart(session):
+    """An xdist controller collects nothing: it provides what its run may need before its workers start."""
+    from tests import system_needs
+
+    config = session.config
+    if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("dsession"):
+        system_needs.provided_or_exit(system_needs.needs_of_args(list(config.invocation_params.args)), config)
+
+
+def pytest_collection_finish(session):
+    """A run in one process provides what the tests it chose need (after -k and -m chose), or stops naming it."""
+    from tests import system_needs
+
+    config = session.config
+    if hasattr(config, "workerinput") or config.pluginmanager.hasplugin("dsession"):
+        return  # a worker: its controller provided them
+    needs = set()
+    for item in session.items:
+        needs |= system_needs.needs_of(item.nodeid, item.iter_markers("needs"))
+    if needs:
+        system_needs.provided_or_exit(needs, config)
+
+
+def pytest_terminal_summary(terminalreporter):
+    from tests import system_needs
+
+    for line in system_needs.skipped_for_missing_service(terminalreporter):
+        terminalreporter.write_line(line, yellow=True)
+
+
 @pytest.fixture(autouse=True)
 def _run_pool_stopped_after():
     """Runs execute on the run pool's threads: stop it after each test that started it, waiting for its runs,

@@ -213,7 +213,7 @@ def require_redis(url: str) -> None:
     except redis.RedisError:
         if IN_CI:
             pytest.fail(f"Redis is not reachable at {url}")
-        pytest.skip(f"Redis is not reachable at {url}")
+        pytest.skip(f"missing service: Redis is not reachable at {url}")  # named in the summary (tests/system_needs.py)
 
 
 async def agent_socket(user, agent_id):

@@ -7,20 +7,17 @@ import pytest
 
 from tests.clients import node_deps
 from tests.clients.server import start_server, view_from_now
-from tests.conftest import IN_CI
 from tests.shared_servers import fake_llm, module_fake_llm, module_servers  # noqa: F401 - fixtures
 
 
 @pytest.fixture(scope="session")
 def node_clients():
-    """The locked Node packages in tests/clients/node_modules (`npm ci` once per session, only if needed).
-    Outside CI a machine without Node or the npm registry skips these tests; in CI that is a failure."""
+    """The locked Node packages in tests/clients/node_modules (`npm ci` once per session, only if needed; the session
+    installed them before any test ran, tests/system_needs.py). A missing Node fails, never skips."""
     try:
         node_deps.ensure_installed()
     except node_deps.NodeDepsError as exc:
-        if IN_CI:
-            pytest.fail(f"Node clients could not be installed: {exc}", pytrace=False)
-        pytest.skip(f"Node clients not installed: {exc}")
+        pytest.fail(f"Node clients could not be installed: {exc}", pytrace=False)
     return node_deps.NODE_MODULES
 
 

@@ -31,7 +31,7 @@ def fixture_path(name: str) -> Path:
         )
         if IN_CI:
             pytest.fail(message)
-        pytest.skip(message)
+        pytest.skip(f"missing service: {message}")
     return path
 
 

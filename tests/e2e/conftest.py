@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from agents_ide.settings import redis_channel_layers
-from tests.conftest import IN_CI
 from tests.helpers import daphne_start, free_port, redis_test_url, require_redis
 from tests.shared_servers import fake_llm, module_fake_llm, module_servers  # noqa: F401 - fixtures
 
@@ -26,10 +25,9 @@ CHROMIUM_ARGS = [
 
 
 def _require_chromium():
+    """The session provided Chromium before any test ran (tests/system_needs.py); a browser test never skips."""
     if not os.path.exists(CHROMIUM):
-        if IN_CI:
-            pytest.fail(f"{CHROMIUM} is missing (apt-get install -y chromium); browser tests must run in CI")
-        pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium)")
+        pytest.fail(f"{CHROMIUM} is missing (apt-get install -y chromium); browser tests never skip", pytrace=False)
 
 
 REDIS_TEST_URL = redis_test_url("e2e")

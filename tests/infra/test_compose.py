@@ -76,7 +76,7 @@ def redis_with_password(tmp_path):
     if shutil.which("redis-server") is None:
         if IN_CI:
             pytest.fail("redis-server is not installed")
-        pytest.skip("redis-server is not installed")
+        pytest.skip("missing service: redis-server is not installed")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

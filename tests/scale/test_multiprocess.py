@@ -37,7 +37,7 @@ def _require_redis() -> None:
     except Exception as exc:  # noqa: BLE001
         if IN_CI:
             pytest.fail(f"Redis is needed at {_redis_url()}: {exc}")
-        pytest.skip(f"Redis not reachable at {_redis_url()}")
+        pytest.skip(f"missing service: Redis is not reachable at {_redis_url()}")
 
 
 class Cluster:
