@@ -39,6 +39,9 @@ PREFIXES = (
     "testrun",
     "mcp_server",
     "conv",
+    "dataset",
+    "case",
+    "experiment",
 )
 _DEFAULTS = {p: _make(p) for p in PREFIXES}
 # Migrations reference defaults by module attribute, so expose each one by name.

@@ -363,3 +363,98 @@ class AgentVersion(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["agent", "number"], name="unique_agent_version")]
+
+
+class Dataset(models.Model):
+    """Cases an agent is judged on (core.evals): its default graders and the gate an experiment must pass."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_dataset_id, editable=False)
+    owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="datasets")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    # Grader specs (core.engine.graders) applied to every case: [{name, kind, extractor, ...}].
+    graders = JSONField(default=list, blank=True)
+    # Letta Evals' gate: {metric_key, metric: avg_score|accuracy, op: gt|gte|lt|lte|eq, value}; empty: no gate.
+    gate = JSONField(default=dict, blank=True)
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="datasets")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["owner", "created_at"])]
+
+
+class EvalCase(models.Model):
+    """One case of a dataset: user turns, an optional ground truth and starting state, graders of its own."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_case_id, editable=False)
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="cases")
+    position = models.PositiveIntegerField(default=0)
+    name = models.CharField(max_length=200, blank=True, default="")
+    turns = JSONField(default=list)  # user messages, in order
+    ground_truth = JSONField(null=True, blank=True)  # a string, or one per turn (Letta Evals' per-turn grading)
+    rubric_vars = JSONField(default=dict, blank=True)
+    graders = JSONField(default=list, blank=True)  # in addition to the dataset's (an agent test's expectations)
+    # Where the case starts: {"agent_id", "version"} (an agent at a version) or nothing (the experiment's target).
+    start = JSONField(default=dict, blank=True)
+    agent_file = StorableJSONField(null=True, blank=True)  # or an agent file, imported fresh for every run
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["dataset", "position"])]
+
+
+class Experiment(models.Model):
+    """A dataset run against one target (an agent at a version, a model, prompt or block overrides)."""
+
+    STATUSES = [(s, s) for s in ("queued", "running", "completed", "failed", "cancelled")]
+    id = models.CharField(primary_key=True, max_length=64, default=ids.new_experiment_id, editable=False)
+    owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="experiments")
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="experiments")
+    name = models.CharField(max_length=200, blank=True, default="")
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="experiments")
+    agent_version = models.PositiveIntegerField(null=True, blank=True)  # None: the agent as it is when it starts
+    model = models.CharField(max_length=200, blank=True, default="")  # empty: the agent's own
+    overrides = JSONField(default=dict, blank=True)  # {"system": str, "blocks": {label: value}}
+    graders = JSONField(default=list, blank=True)  # the dataset's graders as they were at the start
+    gate = JSONField(default=dict, blank=True)
+    concurrency = models.PositiveSmallIntegerField(default=2)
+    status = models.CharField(max_length=16, choices=STATUSES, default="queued")
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    aggregates = JSONField(default=dict, blank=True)  # per grader, pass rate, gate, tokens, cost, latency
+    gate_passed = models.BooleanField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["owner", "created_at"]), models.Index(fields=["dataset", "created_at"])]
+
+
+class CaseResult(models.Model):
+    """One case of an experiment: its runs, what was extracted, each grader's score and reason, what it cost."""
+
+    STATUSES = [(s, s) for s in ("pending", "running", "done", "error")]
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="results")
+    case = models.ForeignKey(EvalCase, null=True, blank=True, on_delete=models.SET_NULL, related_name="results")
+    position = models.PositiveIntegerField(default=0)
+    name = models.CharField(max_length=200, blank=True, default="")
+    status = models.CharField(max_length=16, choices=STATUSES, default="pending")
+    run_ids = JSONField(default=list, blank=True)  # the case's runs, one per turn, in order
+    copy_agent_id = models.CharField(max_length=64, blank=True, default="")  # the throwaway agent the runs are on
+    output = StorableTextField(blank=True, default="")  # what the first grader's extractor took
+    replies = JSONField(default=list, blank=True)
+    scores = JSONField(default=list, blank=True)  # [{grader, kind, score, passed, reason, error}]
+    score = models.FloatField(null=True, blank=True)  # the gate's grader's score
+    passed = models.BooleanField(null=True, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.FloatField(null=True, blank=True)  # None: a model without a known price
+    latency_ms = models.FloatField(null=True, blank=True)
+    error = StorableTextField(blank=True, default="")
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["experiment", "position"], name="unique_case_result")]
