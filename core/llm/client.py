@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from core.engine.types import Delta, LLMResult
-from core.llm import openai_wire, via_litellm
+from core.llm import openai_wire, relay, via_litellm
 from core.llm.errors import LLMError, is_context_length_error, map_error
 from core.telemetry import hooks as telemetry
 
@@ -58,8 +58,8 @@ def complete(
 ) -> LLMResult:
     """Send one chat-completions request (the handle is request["model"]) with exactly the key given (none: NO_KEY,
     never one from the environment); blocks; streamed, each fragment goes to `on_delta` as it arrives; raises
-    LLMError. `guarded`: the base URL is an owner's, so our own client connects only through the egress guard
-    (litellm's calls have theirs checked before, by core.providers.base_url_check)."""
+    LLMError. `guarded`: the base URL is an owner's, so every connection goes only through the egress guard, to the
+    address it checked (litellm's through the relay, relay.py)."""
     request = {k: v for k, v in request.items() if k not in _ROUTING_PARAMS}
     with telemetry.model_call(request, api_base=api_base, stream=stream) as traced:
         return traced.done(_complete(request, api_base, api_key or NO_KEY, timeout, stream, on_delta, guarded))
@@ -88,6 +88,16 @@ def _complete(request, api_base, key, timeout, stream, on_delta, guarded) -> LLM
             "num_retries": 0,
             "drop_params": True,
         }
+        if guarded and api_base:
+            with relay.routed(api_base, timeout=timeout) as route:
+                return _relayed(
+                    route,
+                    via_litellm.complete,
+                    {**kwargs, "api_base": route.local_base},
+                    stream=stream,
+                    on_delta=on_delta,
+                    started=started,
+                )
         return via_litellm.complete(kwargs, stream=stream, on_delta=on_delta, started=started)
     except LLMError:
         raise
@@ -132,11 +142,25 @@ def embed(
         }
         if dimensions:
             kwargs["dimensions"] = dimensions
+        if guarded and api_base:
+            with relay.routed(api_base, timeout=timeout) as route:
+                return _relayed(route, via_litellm.embed, {**kwargs, "api_base": route.local_base})
         return via_litellm.embed(kwargs)
     except LLMError:
         raise
     except Exception as exc:  # noqa: BLE001
         raise map_error(exc, model=model, api_base=api_base) from exc
+
+
+def _relayed(route: relay.Route, call: Callable[..., Any], kwargs: dict[str, Any], **options: Any) -> Any:
+    """A litellm call through a relay route; what stopped it on the relay (the guard's refusal, an unreachable
+    provider) is raised instead of litellm's account of the relay's answer."""
+    try:
+        return call(kwargs, **options)
+    except Exception:
+        if route.failure is not None:
+            raise route.failure from None
+        raise
 
 
 def warm_up() -> None:
