@@ -179,8 +179,8 @@ def tests_start(
 # --------------------------------------------------------------------------- running
 
 
-def _observed(copy: Agent, runs: list[Run]) -> dict:
-    """What happened on the copy, as plain data for the expectations."""
+def observed_gather(copy: Agent, runs: list[Run]) -> dict:
+    """What happened on the copy, as plain data for the expectations and the eval graders (core.engine.graders)."""
 
     run_ids = [r.id for r in runs]
     rows = list(Message.objects.filter(run_id__in=run_ids).order_by("seq"))
@@ -190,11 +190,14 @@ def _observed(copy: Agent, runs: list[Run]) -> dict:
         if m.role == "assistant"
         for c in m.tool_calls or []
     ]
-    replies = [
-        (e.get("content"), e.get("step_id"))
-        for e in messages_to_letta([r for r in rows if r.role == "assistant"])
+    letta = [
+        (e, m.run_id)
+        for m in rows
+        if m.role == "assistant"
+        for e in messages_to_letta([m])
         if e["message_type"] == "assistant_message"
     ]
+    replies = [(e.get("content"), e.get("step_id")) for e, _ in letta]
     steps = list(Step.objects.filter(run_id__in=run_ids, kind="agent").order_by("created_at"))
     costs = [s.usage.get("cost_usd") for s in steps]
     blocks = agent_blocks(agent=copy)
@@ -211,17 +214,30 @@ def _observed(copy: Agent, runs: list[Run]) -> dict:
         for c in m.tool_calls or []
         if c.get("id") in ((m.tool_return or {}).get("waiting") or {})
     ]
+    arguments = {c.get("id"): c.get("arguments") for m in rows if m.role == "assistant" for c in m.tool_calls or []}
     return {
         "approval_requests": [name for name, _ in asked],
         "approval_step_id": asked[0][1] if asked else None,
         "tool_calls": calls,
         "reply": replies[-1][0] if replies else None,
         "reply_step_id": replies[-1][1] if replies else None,
+        "replies": [text or "" for text, _ in replies],
+        "turn_replies": [[e.get("content") or "" for e, run_id in letta if run_id == r] for r in run_ids],
+        "tool_returns": [
+            {"name": m.name, "output": m.body or m.text, "arguments": expectations_args(arguments.get(m.tool_call_id))}
+            for m in rows
+            if m.role == "tool"
+        ],
         "blocks": {b.label: b.value for b in blocks},
         "block_steps": block_steps,
         "passages": list(Passage.objects.filter(agent=copy).order_by("created_at").values_list("text", flat=True)),
         "stop_reason": runs[-1].stop_reason if runs else None,
         "steps": [{"id": s.id, "prompt_tokens": s.usage.get("prompt_tokens")} for s in steps],
+        "tokens": {
+            "prompt": sum(s.usage.get("prompt_tokens") or 0 for s in steps),
+            "completion": sum(s.usage.get("completion_tokens") or 0 for s in steps),
+            "total": sum(s.usage.get("total_tokens") or 0 for s in steps),
+        },
         "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 10),
     }
 
@@ -260,6 +276,23 @@ def _turn_input(turn: str, last: Run | None) -> dict:
     }
 
 
+def turns_run(*, owner: Organization, agent: Agent, turns: list[str]) -> list[Run]:
+    """Send the turns to the agent one after another, each a run through the executor waited for; stops after a run
+    that did not complete. Returns the runs."""
+    runs: list[Run] = []
+    for turn in turns:
+        request = RunRequest(
+            owner=owner,
+            agent_id=agent.id,
+            input_messages=[_turn_input(turn, runs[-1] if runs else None)],
+            refuse_unconfigured=False,  # the failed run is the test's finding
+        )
+        runs.append(executor.run_wait(run=executor.run_submit(request)))
+        if runs[-1].status != RunStatus.COMPLETED:
+            break
+    return runs
+
+
 def _copy_for(agent: Agent, test: dict, model: str) -> Agent:
     meta = {"agent_test_copy": {"agent_id": agent.id, "test_id": test["id"]}}
     name = f"{agent.name} · test {test['name']}"
@@ -292,20 +325,9 @@ def test_execute(*, agent: Agent, test: dict, model: str = "", keep: bool = Fals
     copy = None
     try:
         copy = _copy_for(agent, test, model)
-        runs = []
-        for turn in test["turns"]:
-            request = RunRequest(
-                owner=agent.owner,
-                agent_id=copy.id,
-                input_messages=[_turn_input(turn, runs[-1] if runs else None)],
-                refuse_unconfigured=False,  # the failed run is the test's finding
-            )
-            run = executor.run_submit(request)
-            runs.append(executor.run_wait(run=run))
-            if runs[-1].status != RunStatus.COMPLETED:
-                break
+        runs = turns_run(owner=agent.owner, agent=copy, turns=test["turns"])
         result["run_ids"] = [r.id for r in runs]
-        observed = _observed(copy, runs)
+        observed = observed_gather(copy, runs)
         result["failures"] = expectations.evaluate(test["expect"], observed)
         if runs and runs[-1].status != RunStatus.COMPLETED and not result["failures"]:
             result["failures"] = [
