@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from core.regex import PatternError, pattern_search
 from core.text import JSONTooDeep, json_input
 from tools import json_schema as tool_schema
 
@@ -317,8 +318,12 @@ def _constraint_problem(f: ArgField, value: Any) -> str:
             return f"must be at least {c['minLength']} characters long"
         if _is_number(c.get("maxLength")) and len(value) > c["maxLength"]:
             return f"must be at most {c['maxLength']} characters long (it is {len(value)})"
-        if isinstance(c.get("pattern"), str) and not _matches(c["pattern"], value):
-            return f"must match the pattern {c['pattern']}"
+        if isinstance(c.get("pattern"), str):
+            try:
+                if not pattern_search(c["pattern"], value):
+                    return f"must match the pattern {c['pattern']}"
+            except PatternError as exc:  # the schema's author (or an MCP server) wrote it; a person reads this
+                return f"cannot be checked against the pattern {c['pattern']}: {exc}"
     if isinstance(value, list):
         if _is_number(c.get("minItems")) and len(value) < c["minItems"]:
             return f"must have at least {c['minItems']} items"
@@ -339,13 +344,6 @@ def _bound(c: dict, inclusive: str, exclusive: str) -> tuple[float, bool] | None
 def _multiple(value: float, step: float) -> bool:
     quotient = value / step
     return math.isclose(quotient, round(quotient), rel_tol=0, abs_tol=1e-9)
-
-
-def _matches(pattern: str, value: str) -> bool:
-    try:
-        return re.search(pattern, value) is not None
-    except re.error:
-        return True  # a pattern Python cannot read (an ECMA-only feature) is left to the tool
 
 
 def _is_number(value: Any) -> bool:

@@ -9,8 +9,9 @@ and the step where it went wrong when there is one.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
+
+from core.regex import PatternError, pattern_compile
 
 KEYS = (
     "tools",
@@ -32,12 +33,26 @@ def _text_check(kind: str, expected: str, actual: str) -> bool:
         return expected in actual
     if kind == "equals":
         return actual == expected
-    return re.search(expected, actual, re.S) is not None
+    return _found(expected, actual)
+
+
+def _compiled(pattern: str):
+    """The test's pattern (`.` matching newlines too) compiled by RE2, since a test and the agent file it came in are
+    anyone's; None for one RE2 refuses (stored before patterns were checked with it), which matches nothing."""
+    try:
+        return pattern_compile(pattern, dot_all=True)
+    except PatternError:
+        return None
+
+
+def _found(pattern: str, text: str) -> bool:
+    regex = _compiled(pattern)
+    return regex is not None and regex.search(text) is not None
 
 
 def _arg_matches(expected: Any, actual: Any) -> bool:
     if isinstance(expected, dict) and set(expected) == {"regex"}:
-        return isinstance(actual, str) and re.search(expected["regex"], actual, re.S) is not None
+        return isinstance(actual, str) and _found(expected["regex"], actual)
     return expected == actual
 
 
@@ -107,7 +122,8 @@ def _checks(spec: dict, observed: dict) -> list[dict]:
             )
     if "archival" in spec:
         pattern = spec["archival"]["matches"]
-        if not any(re.search(pattern, p, re.S) for p in observed["passages"]):
+        regex = _compiled(pattern)
+        if regex is None or not any(regex.search(p) for p in observed["passages"]):
             out.append(
                 {
                     "expectation": "archival memory has a passage matching",
@@ -252,8 +268,8 @@ def _block_problems(block: dict) -> list[str]:
 
 def _regex_problems(pattern: str) -> list[str]:
     try:
-        re.compile(pattern)
-    except re.error as exc:
+        pattern_compile(pattern, dot_all=True)
+    except PatternError as exc:
         return [f"bad regular expression {pattern!r}: {exc}"]
     return []
 

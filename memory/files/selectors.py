@@ -37,16 +37,16 @@ def file_limits(agent: Agent) -> FileLimits:
 
 @dataclass(frozen=True)
 class NumberedText:
-    """A file's numbered lines, and their texts joined by newlines with where each starts (for one regex pass)."""
+    """A file's numbered lines, and their texts joined by newlines in UTF-8 with where each starts (for one regex
+    pass: RE2 searching a str would encode it again at every call)."""
 
     lines: list[Line]
-    text: str
-    starts: list[int]
-    lowered: str | None  # `text` lowercased, when that keeps every offset (grep's fast case-insensitive pass)
+    utf8: bytes
+    starts: list[int]  # byte offsets in `utf8`
 
 
 # A processed file's text never changes, and numbering it costs ~5 ms per 100,000 characters: every window drawn,
-# grep and open of a step would pay it again. Kept per process, least recently used dropped past this many characters.
+# grep and open of a step would pay it again. Kept per process, least recently used dropped past this many bytes.
 LINES_CACHE_CHARS = 64_000_000
 _numbered: OrderedDict[tuple[str, datetime], NumberedText] = OrderedDict()
 _numbered_chars = 0
@@ -64,21 +64,23 @@ def file_numbered(file: FolderFile) -> NumberedText:
             _numbered.move_to_end(key)
             return hit
     lines = numbered_lines(file.content, keep_indent=types.is_code(file.mime_type))
+    text = "\n".join(line.text for line in lines)
+    # a lone surrogate (from a PDF's text layer) is one "?": each line's bytes are counted as they are encoded here
+    utf8 = text.encode("utf-8", "replace")
+    ascii_only = len(utf8) == len(text)
     starts, at = [], 0
     for line in lines:
         starts.append(at)
-        at += len(line.text) + 1
-    text = "\n".join(line.text for line in lines)
-    lowered = text.lower()
-    made = NumberedText(lines=lines, text=text, starts=starts, lowered=lowered if len(lowered) == len(text) else None)
+        at += (len(line.text) if ascii_only else len(line.text.encode("utf-8", "replace"))) + 1
+    made = NumberedText(lines=lines, utf8=utf8, starts=starts)
     if key:
         with _numbered_lock:
             if key not in _numbered:
                 _numbered[key] = made
-                _numbered_chars += len(made.text)
+                _numbered_chars += len(made.utf8)
             while _numbered_chars > LINES_CACHE_CHARS and len(_numbered) > 1:
                 _, dropped = _numbered.popitem(last=False)
-                _numbered_chars -= len(dropped.text)
+                _numbered_chars -= len(dropped.utf8)
     return made
 
 

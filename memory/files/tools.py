@@ -11,6 +11,7 @@ from django.db import connections
 
 from core.errors import Invalid
 from core.models import Agent
+from core.regex import MAX_PATTERN, PatternError, pattern_compile
 from memory.embedders.base import EmbeddingError
 from memory.embedders.selection import embedder_for_handle
 from memory.files import services
@@ -31,7 +32,6 @@ from memory.search.vectors import pg_nearest, pg_nearest_rows
 
 GREP_PAGE = 20
 GREP_MAX_MATCHES = 1000
-MAX_PATTERN = 1000
 SEMANTIC_MAX = 50
 
 
@@ -89,26 +89,26 @@ def _include(include: str | None):
     if include.startswith("*.") and re.fullmatch(r"\*\.\w+", include):
         include = ".*" + re.escape(include[1:]) + "$"
     try:
-        return re.compile(include, re.IGNORECASE)
-    except re.error as exc:
+        return pattern_compile(include, ignore_case=True)
+    except PatternError as exc:
         raise Invalid(f"Invalid include pattern: {exc}") from None
 
 
 def grep_files(
     *, agent: Agent, pattern: str, include: str | None = None, context_lines: int = 1, offset: int = 0
 ) -> str:
-    """Regex search (case-insensitive) over the numbered lines of the agent's files, 20 matches a page."""
+    """Regex search (case-insensitive, by RE2: linear in the text) over the numbered lines of the agent's files, 20
+    matches a page."""
     if not pattern or len(pattern) > MAX_PATTERN:
         raise Invalid(f"Pattern must be 1-{MAX_PATTERN} characters")
     try:
-        regex = re.compile(pattern, re.IGNORECASE | re.MULTILINE)
-    except re.error as exc:
+        regex = pattern_compile(pattern, ignore_case=True, multiline=True, utf8=True)
+    except PatternError as exc:
         raise Invalid(f"Invalid regex pattern '{pattern}': {exc}") from None
     attached = _attached(agent)
     if not attached:
         return "No files are currently attached to search"
     wanted = _include(include)
-    lowered = _lowered(pattern)
     context_lines = max(0, min(int(context_lines or 0), 20))
     matches, per_file = [], {}
     for name, state in sorted(attached.items()):
@@ -116,7 +116,7 @@ def grep_files(
             continue
         numbered = file_numbered(state.file)
         lines = numbered.lines
-        for i in _matching_lines(regex, numbered, lowered):
+        for i in _matching_lines(regex, numbered):
             line = lines[i]
             per_file[name] = per_file.get(name, 0) + 1
             around = lines[max(0, i - context_lines) : i + context_lines + 1]
@@ -149,47 +149,21 @@ def grep_files(
     return "\n".join(out)
 
 
-_SAFE_ESCAPES = frozenset("dDsSwWbB")
-
-
-def _lowered(pattern: str) -> re.Pattern | None:
-    """The pattern for a lowercased text, matched without IGNORECASE (Python's case-insensitive search is ~10 times
-    slower): an ASCII pattern with its letters lowered outside escapes; None when an escape could name a letter or
-    a group (\\x41, \\1, \\N{…}) or an anchor means each line's ends."""
-    if not pattern.isascii():
-        return None
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern[i] == "\\":
-            nxt = pattern[i + 1 : i + 2]
-            if nxt.isalnum() and nxt not in _SAFE_ESCAPES:
-                return None
-            out.append(pattern[i : i + 2])
-            i += 2
-        else:
-            out.append(pattern[i].lower())
-            i += 1
-    try:
-        return re.compile("".join(out), re.MULTILINE)
-    except re.error:
-        return None
-
-
-def _matching_lines(regex: re.Pattern, numbered: NumberedText, lowered: re.Pattern | None):
+def _matching_lines(regex, numbered: NumberedText):
     """Indexes of the lines the regex matches, each checked on its own line as Letta does, found by searching the
-    joined text (one C-speed pass to each next candidate instead of a Python call per line; lowercased, without
-    IGNORECASE, when the pattern allows)."""
-    lines, text, starts = numbered.lines, numbered.text, numbered.starts
-    if "\\A" in regex.pattern or "\\Z" in regex.pattern:  # anchors that mean each line's ends: line by line
-        yield from (i for i, line in enumerate(lines) if regex.search(line.text))
+    joined text (one scan in C, the GIL released, to each next candidate line instead of a Python call per line)."""
+    lines, text, starts = numbered.lines, numbered.utf8, numbered.starts
+
+    def line_bytes(i: int) -> bytes:
+        return text[starts[i] : starts[i + 1] - 1] if i + 1 < len(starts) else text[starts[i] :]
+
+    if b"\\A" in regex.pattern or b"\\z" in regex.pattern:  # anchors that mean each line's ends: line by line
+        yield from (i for i in range(len(lines)) if regex.search(line_bytes(i)))
         return
-    search = regex.search
-    if lowered is not None and numbered.lowered is not None:
-        search, text = lowered.search, numbered.lowered
     pos = 0
-    while pos < len(text) and (found := search(text, pos)):
+    while pos < len(text) and (found := regex.search(text, pos)):
         i = bisect_right(starts, found.start()) - 1
-        if regex.search(lines[i].text):
+        if regex.search(line_bytes(i)):
             yield i
         if i + 1 >= len(starts):
             return

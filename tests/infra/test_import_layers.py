@@ -12,8 +12,10 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("agents_ide", "core", "memory", "tools")
 
 # Bottom to top. A module belongs to the layer of the longest prefix naming it and may import only modules of its
-# own layer or those below. Entry points (endpoints, pages, consumers, app configs, commands) sit on top.
+# own layer or those below. Entry points (endpoints, pages, consumers, app configs, commands) sit on top. A leaf is
+# a pure helper every layer may use, the engine included: it imports nothing of the project.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("leaf", ("core.regex",)),
     ("engine", ("core.engine",)),
     (
         "foundation",
@@ -27,6 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "core.channel_layer",
             "core.crypto",
             "core.egress",
+            "core.egress_rules",
             "core.errors",
             "core.events",
             "core.fields",
@@ -239,9 +242,19 @@ def test_the_engine_imports_no_django_and_nothing_outside_itself():
         if m == "core.engine" or m.startswith("core.engine.")
         for name in names
         if name.split(".")[0] == "django"
-        or (name.split(".")[0] in PACKAGES and not (name == "core.engine" or name.startswith("core.engine.")))
+        or (
+            name.split(".")[0] in PACKAGES
+            and not (name == "core.engine" or name.startswith("core.engine."))
+            and layer_of(name) != 0
+        )
     ]
     assert bad == []
+
+
+def test_leaves_import_nothing_of_the_project_nor_django():
+    leaves = [m for m in MODULES if layer_of(m) == 0]
+    assert leaves
+    assert [f"{m} imports {n}" for m in leaves for n in ALL_NAMES[m] if n.split(".")[0] in (*PACKAGES, "django")] == []
 
 
 def _says_why(lines: list[str], line: int) -> bool:

@@ -234,3 +234,23 @@ def test_errors_go_beside_their_fields_and_everything_is_escaped():
     oob = render_to_string("tools/_args_errors.html", {"fields": fields, "form_key": "k"})
     assert 'id="k-err-0"' in oob and 'hx-swap-oob="true"' in oob
     assert errors_text({"a": "required", "b": "must be at least 1"}) == "a: required; b: must be at least 1"
+
+
+def test_a_pattern_is_matched_in_linear_time_and_one_re2_refuses_is_the_fields_error():
+    schema = {
+        "type": "object",
+        "properties": {
+            "word": {"type": "string", "pattern": "^(a+)+$"},
+            "twice": {"type": "string", "pattern": r"(a)\1"},
+        },
+    }
+    fields = form_fields(schema)
+    # Python's re backtracks about 2**n steps on n a's and a "!"; RE2 answers at once
+    args, errors = form_arguments(_form(word="a" * 50_000 + "!"), fields, schema)
+    assert errors == {"word": "must match the pattern ^(a+)+$"}
+    assert form_arguments(_form(word="aaaa"), fields, schema) == ({"word": "aaaa"}, {})
+    _, errors = form_arguments(_form(twice="aa"), fields, schema)
+    assert errors == {
+        "twice": r"cannot be checked against the pattern (a)\1: backreferences (\1) are not supported "
+        "(patterns are matched by RE2, in time linear in the text)"
+    }

@@ -82,3 +82,19 @@ def test_approvals_expect_the_calls_that_waited_in_order():
     [failure] = evaluate({"approvals": {"tools": ["archival_memory_insert"]}}, _observed())
     assert failure["actual"] == []
     assert validate({"approvals": {"tools": [1]}}) and validate({"approvals": []})
+
+
+def test_patterns_are_matched_by_re2_and_one_it_refuses_is_a_problem():
+    long_reply = "a" * 50_000 + "!"  # Python's re would backtrack about 2**50000 steps on (a+)+$
+    assert evaluate({"reply": {"matches": "(a+)+!$"}}, _observed(reply=long_reply)) == []
+    [failure] = evaluate({"reply": {"matches": "(a+)+$"}}, _observed(reply=long_reply))
+    assert failure["expectation"] == "reply matches"
+    assert evaluate({"archival": {"matches": "DRAGON.*RED|dragon.*red"}}, _observed()) == []
+    [problem] = validate({"tools": {"calls": [{"name": "search", "args": {"query": {"regex": "tea(?= time)"}}}]}})
+    assert problem == (
+        "bad regular expression 'tea(?= time)': lookahead (?=…) is not supported "
+        "(patterns are matched by RE2, in time linear in the text)"
+    )
+    # a spec stored before patterns were checked by RE2 fails its check instead of raising
+    [failure] = evaluate({"reply": {"matches": r"(h)\1"}}, _observed())
+    assert failure["expectation"] == "reply matches"
