@@ -18,7 +18,7 @@ def agent_spec(agent: Agent) -> t.AgentSpec:
         max_tokens=ms.get("max_tokens"),
         context_window_limit=agent.context_window_limit,
         native_reasoning=bool(ms.get("native_reasoning", False)),
-        put_inner_thoughts=bool(ms.get("put_inner_thoughts", True)),
+        put_inner_thoughts=bool(ms.get("put_inner_thoughts", False)),
         agent_type=agent.agent_type,
         thinking_budget=int(ms.get("max_reasoning_tokens") or 1024),
     )

@@ -21,7 +21,7 @@ def llm_config(agent: Agent) -> dict:
         "context_window": agent.context_window_limit,
         "temperature": ms.get("temperature", 0.7),
         "max_tokens": ms.get("max_tokens"),
-        "put_inner_thoughts_in_kwargs": ms.get("put_inner_thoughts", True),
+        "put_inner_thoughts_in_kwargs": ms.get("put_inner_thoughts", False),
         "enable_reasoner": ms.get("enable_reasoner", False),
     }
 

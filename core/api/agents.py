@@ -36,7 +36,8 @@ def _llm_config(body) -> dict:
     return body.llm_config.dict(exclude_none=True) if body.llm_config else {}
 
 
-def _model_settings(body, base: dict | None = None) -> dict:
+def _model_settings(body, agent_type: str, base: dict | None = None) -> dict:
+    """The agent's model settings from the request; put_inner_thoughts stays off unless asked (Letta's default)."""
     ms = dict(base or {})
     cfg = _llm_config(body)
     for key, src in (("temperature", body.temperature), ("max_tokens", body.max_tokens)):
@@ -50,7 +51,20 @@ def _model_settings(body, base: dict | None = None) -> dict:
         ms["enable_reasoner"] = ms["native_reasoning"] = bool(cfg["enable_reasoner"])
     if isinstance(cfg.get("max_reasoning_tokens"), int) and cfg["max_reasoning_tokens"] > 0:
         ms["max_reasoning_tokens"] = min(cfg["max_reasoning_tokens"], 128_000)
+    if body.reasoning is not None:
+        _apply_reasoning(ms, body.reasoning, agent_type)
     return ms
+
+
+def _apply_reasoning(ms: dict, reasoning: bool, agent_type: str) -> None:
+    """Letta's LLMConfig.apply_reasoning_setting_to_config: a letta_v1_agent never reasons in a `thinking` argument;
+    the MemGPT types reason in it when asked, unless the model reasons on its own."""
+    if agent_type == "letta_v1_agent" or not reasoning:
+        ms["put_inner_thoughts"] = False
+        ms["enable_reasoner"] = ms["native_reasoning"] = reasoning
+    else:
+        ms["enable_reasoner"] = True
+        ms["put_inner_thoughts"] = not ms.get("native_reasoning", False)
 
 
 def _model_handle(body) -> str | None:
@@ -116,7 +130,7 @@ def agent_create(request, body: AgentCreateIn):
         metadata=body.metadata,
         secrets=body.secrets or body.tool_exec_environment_variables,
         embedding=_embedding_handle(body),
-        model_settings=_model_settings(body),
+        model_settings=_model_settings(body, body.agent_type or "letta_v1_agent"),
         max_steps=body.max_steps or 50,
         overflow_strategy=body.overflow_strategy or "summarize",
         agent_type=body.agent_type or "letta_v1_agent",
@@ -186,8 +200,9 @@ def agent_modify(request, agent_id: str, body: AgentUpdateIn):
         changes["context_window_limit"] = window
     if body.tool_exec_environment_variables is not None and body.secrets is None:
         changes["secrets"] = body.tool_exec_environment_variables
-    if body.temperature is not None or body.max_tokens is not None or body.llm_config:
-        changes["model_settings"] = _model_settings(body, agent.model_settings)
+    changes.pop("reasoning", None)
+    if body.temperature is not None or body.max_tokens is not None or body.llm_config or body.reasoning is not None:
+        changes["model_settings"] = _model_settings(body, agent.agent_type, agent.model_settings)
     if changes.pop("message_ids", None) is not None:
         raise Invalid("message_ids cannot be set directly; use reset-messages")
     sleeptime = changes.pop("enable_sleeptime", None)

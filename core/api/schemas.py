@@ -67,6 +67,7 @@ class AgentCreateIn(Schema):
     agent_type: AgentType | None = "letta_v1_agent"  # Letta 1.x's default
     model: ModelHandle | None = None
     llm_config: LlmConfigIn | None = None
+    reasoning: bool | None = Field(None, description="Deprecated by Letta: turn the agent's reasoning on or off.")
     embedding: Embedding | None = None
     context_window_limit: ContextWindow | None = None
     memory_blocks: list[BlockCreateIn] = []
@@ -101,6 +102,7 @@ class AgentUpdateIn(Schema):
     system: str | None = None
     model: ModelHandle | None = None
     llm_config: LlmConfigIn | None = None
+    reasoning: bool | None = Field(None, description="Deprecated by Letta: turn the agent's reasoning on or off.")
     embedding: Embedding | None = None
     context_window_limit: ContextWindow | None = None
     tool_rules: list[dict] | None = None

@@ -49,7 +49,7 @@ class AgentSpec:
     """What the engine needs to know about an agent and its model.
 
     `model` is a litellm handle ("openai/gpt-4o-mini"). `native_reasoning` says the model reasons on its
-    own (reasoning content / thinking blocks); otherwise, when `put_inner_thoughts` is on, every tool
+    own (reasoning content / thinking blocks); otherwise, when `put_inner_thoughts` is on (off unless asked), every tool
     gets a first `thinking` argument. `context_window_limit` None means the model's own maximum.
     `agent_type` picks the loop: letta_v1_agent never gets a `thinking` argument nor `request_heartbeat`.
     """
@@ -62,7 +62,7 @@ class AgentSpec:
     max_tokens: int | None = None
     context_window_limit: int | None = None
     native_reasoning: bool = False
-    put_inner_thoughts: bool = True
+    put_inner_thoughts: bool = False  # Letta's LLMConfig default for every model
     agent_type: str = MEMGPT_V2_AGENT
     thinking_budget: int = 1024  # extended-thinking tokens asked of an Anthropic model with native reasoning
 

@@ -28,7 +28,7 @@ def _say(agent, text: str, fake_llm, reply: str = "noted"):
 @pytest.fixture
 def harbour(account, fake_llm):
     """An agent that heard about the harbour and replied, and another that heard about mountains."""
-    one = make_agent(account.org, name="one", tags=["sea", "boats"])
+    one = make_agent(account.org, name="one", tags=["sea", "boats"], model_settings={"put_inner_thoughts": True})
     two = make_agent(account.org, name="two", tags=["hills"])
     _say(one, "We sailed out of the harbour at dawn", fake_llm, reply="The harbour sounds lovely")
     _say(two, "We walked up the mountain", fake_llm, reply="Mountains are tall")

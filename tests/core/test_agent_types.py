@@ -55,7 +55,9 @@ def test_the_compiler_offers_tools_as_each_type_expects(agent_type, heartbeat, c
     spec = AgentSpec(id="a", name="a", system="s", model="openai/gpt-4o-mini", agent_type=agent_type)
     ctx = compile_context(spec, [], [], [_TOOL], [], MemoryStats())
     props = ctx.request["tools"][0]["function"]["parameters"]["properties"]
-    assert ("request_heartbeat" in props) is heartbeat and ("thinking" in props) is heartbeat
+    assert ("request_heartbeat" in props) is heartbeat and "thinking" not in props  # Letta: off unless asked
+    asked = compile_context(dataclasses.replace(spec, put_inner_thoughts=True), [], [], [_TOOL], [], MemoryStats())
+    assert ("thinking" in asked.request["tools"][0]["function"]["parameters"]["properties"]) is heartbeat
     assert ctx.request["tool_choice"] == choice
 
 

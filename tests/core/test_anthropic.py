@@ -183,7 +183,8 @@ def test_letta_v1_agent_with_extended_thinking_streams_and_sends_signed_blocks_b
 
 
 def test_memgpt_v2_agent_on_anthropic_forces_a_tool_and_replies_through_send_message(account, fake_anthropic):
-    agent = make_agent(account.org, model=MODEL, agent_type="memgpt_v2_agent")
+    ms = {"put_inner_thoughts": True}  # the model reasons in a `thinking` argument (Letta's reasoning=True)
+    agent = make_agent(account.org, model=MODEL, agent_type="memgpt_v2_agent", model_settings=ms)
     fake_anthropic.script(
         FakeAnthropic.reply(
             tool=("conversation_search", {"query": "tea", "request_heartbeat": True, "thinking": "check history"})

@@ -207,10 +207,11 @@ def test_second_claim_conflicts(agent):
         run_start(RunRequest(owner=agent.owner, agent_id=agent.id, input_messages=[{"role": "user", "content": "b"}]))
 
 
-def test_events_reach_the_agent_group_in_order_with_the_callers_marked(agent, fake_llm, monkeypatch):
+def test_events_reach_the_agent_group_in_order_with_the_callers_marked(account, fake_llm, monkeypatch):
     from core.events import agent_group
     from core.runs import emit
 
+    agent = make_agent(account.org, model_settings={"put_inner_thoughts": True})  # the model reasons in `thinking`
     sent = []
     monkeypatch.setattr(emit, "send_events", lambda group, events, **extra: sent.append((group, events, extra)))
     monkeypatch.setattr("core.runs.runner.group_listened", lambda group: True)  # a tab follows the agent

@@ -56,6 +56,24 @@ def test_memgpt_v2_agent_hides_send_messages_return(client, fake_llm):
     assert "tool_return_message" not in listed and listed[-1] == "assistant_message"
 
 
+def test_memgpt_v2_agent_on_a_non_reasoning_model_reasons_only_when_asked(client, fake_llm):
+    """Letta's LLMConfig defaults put_inner_thoughts_in_kwargs to False for every model; `reasoning=True` turns the
+    `thinking` argument on for the MemGPT types (apply_reasoning_setting_to_config)."""
+    agent = client.agents.create(name="plain", model="openai/gpt-4o-mini", agent_type="memgpt_v2_agent")
+    assert agent.llm_config.put_inner_thoughts_in_kwargs is False
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Hi Alice"}))
+    response = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "hi"}])
+    assert [m.message_type for m in response.messages] == ["assistant_message"]
+    assert all("thinking" not in t["function"]["parameters"]["properties"] for t in fake_llm.chat_requests[0]["tools"])
+    agent = client.agents.update(agent.id, reasoning=True)
+    assert agent.llm_config.put_inner_thoughts_in_kwargs is True
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Hi again"}, thinking="greet"))
+    response = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "hi"}])
+    assert [m.message_type for m in response.messages] == ["reasoning_message", "assistant_message"]
+    assert response.messages[0].source == "non_reasoner_model"
+    assert all("thinking" in t["function"]["parameters"]["properties"] for t in fake_llm.chat_requests[1]["tools"])
+
+
 def test_letta_v1_tool_then_text_and_token_stream(client, fake_llm):
     agent = _agent(client)
     fake_llm.script(FakeLLM.tool("conversation_search", {"query": "tea"}), FakeLLM.text("No tea talk yet."))

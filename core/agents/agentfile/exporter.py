@@ -119,7 +119,7 @@ def _llm_config(agent: Agent) -> dict[str, Any]:
         "provider_category": "base",
         "model_wrapper": None,
         "context_window": agent.context_window_limit,
-        "put_inner_thoughts_in_kwargs": bool(ms.get("put_inner_thoughts", True)),
+        "put_inner_thoughts_in_kwargs": bool(ms.get("put_inner_thoughts", False)),
         "handle": agent.model,
         "temperature": ms.get("temperature", 0.7),
         "max_tokens": ms.get("max_tokens"),

@@ -222,7 +222,7 @@ def model(llm_config: Any, agent_model: Any, path: str) -> tuple[str, dict[str, 
     for key, default in (("enable_reasoner", False), ("max_reasoning_tokens", 0)):  # Letta's defaults say nothing
         if ms.get(key) == default:
             del ms[key]
-    if ms.get("enable_reasoner") and not ms.get("put_inner_thoughts", True):
+    if ms.get("enable_reasoner") and ms.get("put_inner_thoughts") is False:  # said so, as Letta writes a reasoner
         ms["native_reasoning"] = True
     window = c.integer(cfg.get("context_window"), c.join(p, "context_window"), low=1024, high=MAX_CONTEXT_WINDOW)
     return handle, ms, window

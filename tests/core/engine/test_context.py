@@ -88,6 +88,7 @@ def test_a_system_role_message_first_after_the_system_prompt_is_kept(agent, bloc
 
 
 def test_thinking_and_heartbeat_are_added_per_tool(agent, blocks, tools):
+    agent = replace(agent, put_inner_thoughts=True)
     ctx = compile_(agent, blocks, [], tools, [ExitLoop(tool_name="archival_memory_search")])
     defs = {d["function"]["name"]: d["function"]["parameters"] for d in ctx.request["tools"]}
     append = defs["core_memory_append"]
@@ -98,8 +99,16 @@ def test_thinking_and_heartbeat_are_added_per_tool(agent, blocks, tools):
     assert "request_heartbeat" not in defs["archival_memory_search"]["properties"]  # exit_loop rule
 
 
+def test_thinking_arg_is_off_unless_asked(agent, blocks, tools):
+    """Letta's LLMConfig defaults put_inner_thoughts_in_kwargs to False for every model; heartbeats stay."""
+    ctx = compile_(agent, blocks, [], tools)
+    defs = {d["function"]["name"]: d["function"]["parameters"] for d in ctx.request["tools"]}
+    assert all("thinking" not in p["properties"] for p in defs.values())
+    assert "request_heartbeat" in defs["core_memory_append"]["properties"]
+
+
 def test_native_reasoning_models_get_no_thinking_arg(agent, blocks, tools):
-    ctx = compile_(replace(agent, native_reasoning=True), blocks, [], tools)
+    ctx = compile_(replace(agent, native_reasoning=True, put_inner_thoughts=True), blocks, [], tools)
     for d in ctx.request["tools"]:
         assert "thinking" not in d["function"]["parameters"]["properties"]
 
