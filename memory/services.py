@@ -19,7 +19,7 @@ from memory.search.vectors import matrix_invalidate
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BLOCK_LIMIT = 20_000  # Letta's CORE_MEMORY_BLOCK_CHAR_LIMIT
+DEFAULT_BLOCK_LIMIT = 100_000  # Letta's CORE_MEMORY_BLOCK_CHAR_LIMIT, CreateBlock's default for every label
 MAX_BLOCK_LIMIT = 1_000_000
 
 

@@ -132,10 +132,20 @@ def test_delete_agent_detaches_a_standalone_block_and_deletes_its_own(client):
         client.blocks.retrieve(own.id)
 
 
+def test_blocks_made_on_their_own_default_to_lettas_block_limit(client):
+    """Letta's CreateBlock: limit CORE_MEMORY_BLOCK_CHAR_LIMIT (100,000) for every label (tests/sdk/blocks_test.py)."""
+    for label in ("human", "persona", "notes"):
+        assert client.blocks.create(label=label, value="test").limit == 100_000
+    block = client.blocks.create(label="persona", value="test1")
+    with pytest.raises(letta_client.UnprocessableEntityError):
+        client.blocks.update(block.id, value="testing testing testing", limit=10)
+    assert client.blocks.retrieve(block.id).limit == 100_000
+
+
 def test_create_defaults_names_rules_initial_messages(client):
     first, second = _agent(client), _agent(client)
     assert first.name != second.name and first.name != "agent" and first.name and second.name
-    assert first.memory.blocks[0].limit == 20000 and client.blocks.create(label="x", value="y").limit == 20000
+    assert first.memory.blocks[0].limit == 100_000 and client.blocks.create(label="x", value="y").limit == 100_000
     assert (
         first.llm_config.context_window == 16000
         and client.agents.create(model="openai/fake-model").llm_config.context_window <= 32000
