@@ -18,6 +18,9 @@ from core.api.agent_tests import router as agent_tests_router
 from core.api.agentfiles import router as agentfile_router
 from core.api.agents import router as core_router
 from core.api.breakpoints import router as breakpoints_router
+from core.api.chat import PATH_PREFIX as OPENAI_PATHS
+from core.api.chat import openai_error
+from core.api.chat import router as chat_router
 from core.api.conversations import router as conversations_router
 from core.api.folders import router as folders_router
 from core.api.messages import router as messages_router
@@ -94,24 +97,31 @@ api = AgentsAPI(
 )
 
 
+def _error(request, body: dict, status: int):
+    """An error answer: `{"detail": …}`, or OpenAI's error shape on the OpenAI-compatible routes (its clients read
+    only that)."""
+    if request.path.startswith(OPENAI_PATHS):
+        message = body["detail"] + (f" {json.dumps(body['errors'], default=str)}" if body.get("errors") else "")
+        body = openai_error(message, status)
+    return api.create_response(request, body, status=status)
+
+
 @api.exception_handler(DomainError)
 def _domain_error(request, exc: DomainError):
     body = {"detail": exc.message}
     if exc.detail is not None:
         body["errors"] = exc.detail
-    return api.create_response(request, body, status=exc.status)
+    return _error(request, body, exc.status)
 
 
 @api.exception_handler(AuthenticationError)
 def _auth_error(request, exc):
-    return api.create_response(
-        request, {"detail": "Authentication required: send `Authorization: Bearer <API token>`."}, status=401
-    )
+    return _error(request, {"detail": "Authentication required: send `Authorization: Bearer <API token>`."}, 401)
 
 
 @api.exception_handler(ValidationError)
 def _validation_error(request, exc: ValidationError):
-    return api.create_response(request, {"detail": "Invalid request", "errors": exc.errors}, status=422)
+    return _error(request, {"detail": "Invalid request", "errors": exc.errors}, 422)
 
 
 @api.exception_handler(HttpError)
@@ -127,7 +137,7 @@ def _http_error(request, exc: HttpError):
             {"detail": f"The request body is not valid JSON: {cause.msg} (line {cause.lineno}, column {cause.colno})."},
             status=400,
         )
-    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+    return _error(request, {"detail": str(exc)}, exc.status_code)
 
 
 @api.exception_handler(TooLarge)
@@ -184,6 +194,7 @@ def _register_routers() -> None:
         tools_router,
         mcp_router,
         sleeptime_router,
+        chat_router,
     ]
     for router in routers:
         api.add_router("", router)

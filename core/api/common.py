@@ -72,6 +72,13 @@ def sse_response(
 def sse_submitted(agent_id: str, submit: Callable[[], Any], **options) -> StreamingHttpResponse:
     """Follow the agent's events, then `submit()` its run and stream it: the caller misses none of the run's events,
     not even a token chunk sent before the response starts. `options`: sse_response's."""
+    run, subscription = followed_submit(agent_id, submit)
+    return sse_response(run, subscription=subscription, **options)
+
+
+def followed_submit(agent_id: str, submit: Callable[[], Any]) -> tuple[Any, Subscription | None]:
+    """Subscribe to the agent's events, then `submit()` its run: the run and the subscription that holds every event
+    it sends (None when the run's agent was named otherwise: a stream then subscribes itself and replays)."""
     try:
         subscription = subscribe_sync(agent_id)
     except (TypeError, ValueError):  # not a name a group can have: submit() answers for the id
@@ -85,4 +92,4 @@ def sse_submitted(agent_id: str, submit: Callable[[], Any], **options) -> Stream
     if subscription is not None and run.agent_id != agent_id:  # the agent was named otherwise: follow its own group
         async_to_sync(subscription.close)()
         subscription = None
-    return sse_response(run, subscription=subscription, **options)
+    return run, subscription

@@ -186,12 +186,25 @@ async def sse_events(
     background run's events come from its record, numbered by `seq_id`, so the stream can be resumed.
     `subscription`: the one taken before the run was submitted (else one is taken now)."""
     view = _CallerView(types, stream_tokens)
-    if run.background:
-        events = _recorded(record_for(run, subscription), starting_after=0, view=view)
-    else:
-        events = _followed(run.id, run.agent_id, subscription)
-    async for frame in _frames(events, view, include_pings):
+    async for frame in _frames(_events(run, view, subscription), view, include_pings):
         yield frame
+
+
+def _events(run, view: _CallerView, subscription: Subscription | None):
+    if run.background:
+        return _recorded(record_for(run, subscription), starting_after=0, view=view)
+    return _followed(run.id, run.agent_id, subscription)
+
+
+async def caller_events(
+    *, run, types: list[str] | None = None, stream_tokens: bool = False, subscription: Subscription | None = None
+):
+    """The events of a claimed run its caller gets (as sse_events sends them, pings included), as dicts: for a body
+    in another wire format (the OpenAI-compatible chat completions)."""
+    view = _CallerView(types, stream_tokens)
+    async for event in _events(run, view, subscription):
+        if event.get("message_type") == "ping" or view.shows(event):
+            yield event
 
 
 async def _frames(events, view: _CallerView, include_pings: bool):
