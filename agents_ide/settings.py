@@ -225,8 +225,8 @@ MCP_START_TIMEOUT_S = float(os.environ.get("MCP_START_TIMEOUT_S", "10"))
 # only the public internet through the egress guard (core/egress.py).
 TOOL_NETWORK = os.environ.get("TOOL_NETWORK", "all").strip().lower()
 # Internal addresses the operator lets requests made for users reach (comma-separated hosts, IPs or CIDRs, each
-# optionally with :port), e.g. "10.0.0.5:11434". The deployment's own endpoints (provider base URLs from the
-# environment, PUBLIC_BASE_URL) are allowed without being listed.
+# optionally with :port), e.g. "10.0.0.5:11434". The deployment's model endpoints (provider base URLs from the
+# environment) are allowed at their model API's paths without being listed (core/egress_rules.py).
 EGRESS_ALLOW = [h.strip() for h in os.environ.get("EGRESS_ALLOW", "").split(",") if h.strip()]
 E2B_API_KEY = os.environ.get("E2B_API_KEY", "")
 E2B_TEMPLATE = os.environ.get("E2B_TEMPLATE", "")

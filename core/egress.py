@@ -8,28 +8,27 @@ such an IPv4 address: NAT64, 6to4, Teredo, IPv4-compatible, -mapped, -translated
 address that was checked — never to a name resolved again later, so a DNS answer cannot change in between
 (rebinding). Redirects are connections too: each hop comes through here.
 
-The operator decides the exceptions: `EGRESS_ALLOW` lists internal hosts, addresses or networks (optionally with
-a port), and the deployment's own endpoints — the environment's provider base URLs and `PUBLIC_BASE_URL` — are
-allowed without being listed.
+The operator decides the exceptions (core/egress_rules.py): `EGRESS_ALLOW` lists internal hosts, addresses or
+networks (optionally with a port); the deployment's model endpoints are allowed at their model API's paths only, and
+`PUBLIC_BASE_URL` to the sandbox's proxy only. An HTTP request made for a user never reaches this server itself.
 
 Refusal happens before any connection is attempted; `EgressRefused` says which address and why.
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 from urllib.parse import urlsplit
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+# Allowance, parse_allowance and allowances are the guard's vocabulary: its callers import them from here.
+from core.egress_rules import DEFAULT_PORTS, Allowance, IPAddress, allowances, parse_allowance, unmapped  # noqa: F401
 
-# The deployment's own endpoints, read from the environment (the same variables core/providers.py reads).
-_OPERATOR_URL_VARS = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "DEEPSEEK_API_BASE", "OLLAMA_API_BASE")
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 _OWN_ADDRESSES_TTL_S = 30.0
 
 
@@ -41,68 +40,23 @@ class Unresolvable(EgressRefused):
     """The destination's name does not resolve (now): nothing could be checked, nothing was connected to."""
 
 
-@dataclass(frozen=True)
-class Allowance:
-    """One destination the operator allows: a host name, or a network; on one port or on every port."""
-
-    host: str = ""
-    network: ipaddress.IPv4Network | ipaddress.IPv6Network | None = None
-    port: int | None = None
-
-    def admits(self, host: str, address: IPAddress, port: int) -> bool:
-        if self.port is not None and self.port != port:
-            return False
-        if self.network is not None:
-            return _unmapped(address) in self.network
-        return self.host == host.lower().rstrip(".")
-
-
-def parse_allowance(text: str) -> Allowance:
-    """`host`, `host:port`, `10.0.0.0/8`, `10.0.0.5:11434`, `[fd00::1]:8080` or a URL -> an Allowance."""
-    text = text.strip()
-    if "://" in text:
-        parts = urlsplit(text)
-        return _allowance(parts.hostname or "", parts.port or _DEFAULT_PORTS.get(parts.scheme))
-    port: int | None = None
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        if rest.startswith(":"):
-            port = int(rest[1:])
-    elif text.count(":") == 1:
-        host, _, port_text = text.partition(":")
-        port = int(port_text)
-    else:
-        host = text
-    return _allowance(host, port)
-
-
-def _allowance(host: str, port: int | None) -> Allowance:
-    try:
-        return Allowance(network=ipaddress.ip_network(host, strict=False), port=port)
-    except ValueError:
-        return Allowance(host=host.lower().rstrip("."), port=port)
-
-
-def allowances(extra: list[str] | tuple[str, ...] = ()) -> list[Allowance]:
-    """What the operator allows beyond the public internet: EGRESS_ALLOW and the deployment's own endpoints
-    (and `extra`, in the same forms)."""
-    # Read at call time: the sandbox's proxy imports this module in processes without Django (tests' server as
-    # an ordinary user), where the allowances are passed in instead.
+def own_server_reason(host: str, address: IPAddress, port: int) -> str | None:
+    """Why an HTTP request would reach this server itself (its PUBLIC_BASE_URL, or the port it listens on at one of
+    this host's addresses); None when it would not. Its pages and admin are never fetched on a user's behalf."""
     from django.conf import settings
 
-    found = []
-    for entry in [*settings.EGRESS_ALLOW, *extra]:
-        try:
-            found.append(parse_allowance(entry))
-        except ValueError:
-            continue  # a malformed entry allows nothing (settings are read as given; docs/security.md shows the forms)
-    for url in [os.environ.get(var, "") for var in _OPERATOR_URL_VARS] + [settings.PUBLIC_BASE_URL]:
-        if url:
-            try:
-                found.append(parse_allowance(url))
-            except ValueError:
-                continue
-    return found
+    public = urlsplit(settings.PUBLIC_BASE_URL)
+    if (public.hostname or "").lower().rstrip(".") == host and (
+        public.port or DEFAULT_PORTS.get(public.scheme)
+    ) == port:
+        return "this server's own address (PUBLIC_BASE_URL)"
+    if port != int(os.environ.get("PORT") or 8000):
+        return None
+    address = unmapped(address)
+    bound = os.environ.get("HOST", "").strip("[]")
+    if address.is_loopback or address.is_unspecified or address in own_addresses() or str(address) == bound:
+        return "this server's own address (the port it listens on)"
+    return None
 
 
 def refusal_reason(address: IPAddress) -> str | None:
@@ -168,16 +122,6 @@ def embedded_ipv4(address: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.I
     return found
 
 
-def _unmapped(address: IPAddress) -> IPAddress:
-    """An IPv4 address written as IPv6 (::ffff:127.0.0.1, 6to4's embedded one) is matched as the IPv4 it is."""
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return address.ipv4_mapped
-        if address.sixtofour is not None:
-            return address.sixtofour
-    return address
-
-
 _own_lock = threading.Lock()
 _own: tuple[float, frozenset[IPAddress]] = (0.0, frozenset())
 
@@ -228,11 +172,14 @@ def resolve(host: str, port: int) -> list[IPAddress]:
     return addresses
 
 
-def checked_addresses(host: str, port: int, *, allowed: list[Allowance] | None = None) -> list[IPAddress]:
+def checked_addresses(
+    host: str, port: int, *, allowed: list[Allowance] | None = None, path: str | None = None, base: bool = False
+) -> list[IPAddress]:
     """The addresses of host:port a connection may use, resolved once and each checked; EgressRefused if none.
 
     An address is usable when it is on the public internet or the operator allows it (by name, address or
-    network, and port). A name whose answer mixes public and internal addresses is used only at its public ones.
+    network, and port; an HTTP request's `path` too, `base` when it is a base URL's). A name whose answer mixes
+    public and internal addresses is used only at its public ones. An HTTP request never reaches this server itself.
     """
     host = host.strip("[]").lower().rstrip(".")
     if not host:
@@ -241,33 +188,40 @@ def checked_addresses(host: str, port: int, *, allowed: list[Allowance] | None =
     allowed_by_operator = allowances() if allowed is None else allowed
     usable, refused = [], []
     for address in addresses:
-        if (
-            any(a.admits(host, address, port) for a in allowed_by_operator)
+        if path is not None and (reason := own_server_reason(host, address, port)) is not None:
+            refused.append((address, reason, False))
+        elif (
+            any(a.admits(host, address, port, path, base) for a in allowed_by_operator)
             or (reason := refusal_reason(address)) is None
         ):
             usable.append(address)
+        elif any(replace(a, paths=None).admits(host, address, port, path) for a in allowed_by_operator if a.paths):
+            reason = (
+                "the deployment's model endpoint, which requests made for users reach only at its model API's paths"
+            )
+            refused.append((address, reason, False))
         else:
-            refused.append((address, reason))
+            refused.append((address, reason, True))
     if not usable:
-        address, reason = refused[0]
+        address, reason, can_allow = refused[0]
         named = f"{host} ({address})" if str(address) != host else host
-        raise EgressRefused(
-            f"{named} is {reason}; requests made for users reach only the public internet "
-            f"(an operator can allow it in EGRESS_ALLOW)"
-        )
+        where = f"{named}:{port}{path}" if path and not base and not can_allow else named
+        hint = "requests made for users reach only the public internet (an operator can allow it in EGRESS_ALLOW)"
+        raise EgressRefused(f"{where} is {reason}" + (f"; {hint}" if can_allow else ""))
     return usable
 
 
-def check_url(url: str) -> list[IPAddress]:
-    """Check an http(s) URL's destination now (configuration time, and before a call); EgressRefused if refused."""
+def check_url(url: str, *, base: bool = False) -> list[IPAddress]:
+    """Check an http(s) URL's destination now (configuration time, and before a call); EgressRefused if refused.
+    `base`: the URL is a base the requests go under (a provider's), admitted where it leads to a model API's paths."""
     try:
         parts = urlsplit(url)
-        port = parts.port or _DEFAULT_PORTS.get(parts.scheme)
+        port = parts.port or DEFAULT_PORTS.get(parts.scheme)
     except ValueError as exc:
         raise EgressRefused(f"not a valid URL: {exc}") from None
-    if parts.scheme not in _DEFAULT_PORTS or not parts.hostname or port is None:
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname or port is None:
         raise EgressRefused("only http:// and https:// URLs with a host can be reached")
-    return checked_addresses(parts.hostname, port)
+    return checked_addresses(parts.hostname, port, path=parts.path or "/", base=base)
 
 
 def connect(host: str, port: int, *, timeout: float = 10.0, allowed: list[Allowance] | None = None) -> socket.socket:
@@ -304,7 +258,12 @@ def _pinned(module, request, address: IPAddress):
 
 
 def _port(url) -> int:
-    return url.port or _DEFAULT_PORTS.get(url.scheme, 443)
+    return url.port or DEFAULT_PORTS.get(url.scheme, 443)
+
+
+def _path(url) -> str:
+    """The request's path as sent (still percent-encoded: the guard judges what the server will read)."""
+    return url.raw_path.decode("ascii").partition("?")[0] or "/"
 
 
 def transports(module):
@@ -318,7 +277,7 @@ def transports(module):
             self._kwargs, self._inner, self._lock = kwargs, {}, threading.Lock()
 
         def handle_request(self, request):
-            address = checked_addresses(request.url.host, _port(request.url))[0]
+            address = checked_addresses(request.url.host, _port(request.url), path=_path(request.url))[0]
             with self._lock:
                 inner = self._inner.setdefault(request.url.host, module.HTTPTransport(**self._kwargs))
             return inner.handle_request(_pinned(module, request, address))
@@ -335,7 +294,9 @@ def transports(module):
             import anyio  # httpx's own dependency; resolution must not block the event loop
 
             host, port = request.url.host, _port(request.url)
-            addresses = await anyio.to_thread.run_sync(checked_addresses, host, port)
+            addresses = await anyio.to_thread.run_sync(
+                functools.partial(checked_addresses, host, port, path=_path(request.url))
+            )
             inner = self._inner.setdefault(host, module.AsyncHTTPTransport(**self._kwargs))
             return await inner.handle_async_request(_pinned(module, request, addresses[0]))
 

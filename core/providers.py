@@ -140,7 +140,7 @@ def base_url_check(url: str) -> None:
     if time.monotonic() - _checked_bases.get(key, -_CHECKED_TTL_S) < _CHECKED_TTL_S:
         return
     try:
-        check_url(url)
+        check_url(url, base=True)
     except Unresolvable:
         return
     except EgressRefused as exc:

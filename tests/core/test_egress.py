@@ -108,14 +108,76 @@ def test_allowances_parse_every_documented_form():
     assert a("https://proxy.corp") == egress.Allowance(host="proxy.corp", port=443)
 
 
-def test_the_deployments_own_endpoints_are_allowed(settings, monkeypatch):
+def test_the_deployments_own_endpoints_are_allowed_at_their_model_apis_paths_only(settings, monkeypatch):
+    settings.EGRESS_ALLOW = []
+    monkeypatch.setenv("OLLAMA_API_BASE", "http://127.0.0.1:11434")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9000/v1")
+    loopback = [ipaddress.ip_address("127.0.0.1")]
+    for path in ("/api/chat", "/api/generate", "/api/embed", "/api/embeddings", "/api/tags", "/api/show"):
+        assert egress.check_url(f"http://127.0.0.1:11434{path}") == loopback
+    for path in ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models", "/v1/models/llama3"):
+        assert egress.check_url(f"http://127.0.0.1:11434{path}") == loopback
+    assert egress.check_url("http://127.0.0.1:9000/v1/chat/completions") == loopback
+    assert egress.check_url("http://127.0.0.1:11434", base=True) == loopback  # a provider's base URL leads there
+    with pytest.raises(egress.EgressRefused, match="loopback"):
+        egress.check_url("http://127.0.0.1:6379/")  # another port of the same address
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:11434/api/delete",
+        "http://127.0.0.1:11434/api/pull",
+        "http://127.0.0.1:11434/api/create",
+        "http://127.0.0.1:11434/",
+        "http://127.0.0.1:11434/api/chat/../delete",
+        "http://127.0.0.1:11434/api/chat/%2e%2e/delete",
+        "http://127.0.0.1:11434/api/chat%2F..%2Fdelete",
+        "http://127.0.0.1:11434//api/delete",
+        "http://127.0.0.1:11434/api/chatter",
+        "http://127.0.0.1:9000/admin/",  # OPENAI_BASE_URL's host, outside its /v1
+        "http://127.0.0.1:9000/chat/completions",
+    ],
+)
+def test_the_rest_of_an_operators_endpoint_is_refused(url, settings, monkeypatch):
+    settings.EGRESS_ALLOW = []
+    monkeypatch.setenv("OLLAMA_API_BASE", "http://127.0.0.1:11434")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9000/v1")
+    with pytest.raises(egress.EgressRefused, match="model endpoint, which requests made for users reach only"):
+        egress.check_url(url)
+
+
+def test_the_sandboxs_raw_connections_reach_this_server_but_not_an_operators_endpoint(settings, monkeypatch):
+    """A tunnel shows no path: the model endpoint is not admitted whole; tools still call back into the API."""
     settings.EGRESS_ALLOW = []
     settings.PUBLIC_BASE_URL = "http://127.0.0.1:8123"
     monkeypatch.setenv("OLLAMA_API_BASE", "http://127.0.0.1:11434")
-    assert egress.check_url("http://127.0.0.1:8123/v1/agents") == [ipaddress.ip_address("127.0.0.1")]
-    assert egress.check_url("http://127.0.0.1:11434/api") == [ipaddress.ip_address("127.0.0.1")]
-    with pytest.raises(egress.EgressRefused, match="loopback"):
-        egress.check_url("http://127.0.0.1:6379/")  # another port of the same address
+    assert egress.checked_addresses("127.0.0.1", 8123) == [ipaddress.ip_address("127.0.0.1")]
+    with pytest.raises(egress.EgressRefused, match="model endpoint"):
+        egress.checked_addresses("127.0.0.1", 11434)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8123/admin/", "http://localhost:8123/v1/agents", "http://[::1]:8123/"]
+)
+def test_requests_made_for_users_never_reach_this_server(url, settings, monkeypatch):
+    settings.EGRESS_ALLOW = ["127.0.0.1", "::1", "localhost"]  # even where the operator allows loopback
+    settings.PUBLIC_BASE_URL = "https://ide.example.org"
+    monkeypatch.setenv("PORT", "8123")
+    with pytest.raises(egress.EgressRefused, match="this server's own address"):
+        egress.check_url(url)
+    assert egress.check_url("http://127.0.0.1:8124/") == [ipaddress.ip_address("127.0.0.1")]  # another port
+
+
+def test_requests_made_for_users_never_reach_public_base_url(settings, monkeypatch):
+    settings.EGRESS_ALLOW = []
+    settings.PUBLIC_BASE_URL = "https://ide.example.org"
+    monkeypatch.setattr(
+        socket, "getaddrinfo", lambda *a, **k: [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.216.34", 443))]
+    )
+    with pytest.raises(egress.EgressRefused, match=r"this server's own address \(PUBLIC_BASE_URL\)"):
+        egress.check_url("https://IDE.example.org./admin/")
+    assert egress.check_url("https://other.example.org/admin/")
 
 
 def test_a_name_is_used_only_at_its_checked_addresses(settings, monkeypatch):
@@ -201,6 +263,18 @@ def test_every_redirect_hop_is_checked(settings, web):
     settings.EGRESS_ALLOW = [f"127.0.0.1:{first.server_port}", f"127.0.0.1:{second.server_port}"]
     with egress.guarded_client(follow_redirects=True) as client:
         assert client.get(f"http://127.0.0.1:{first.server_port}/").status_code == 200
+    assert second.hits == 1
+
+
+def test_the_guarded_client_reaches_an_operators_endpoint_at_its_model_api_only(settings, monkeypatch, web):
+    _first, second = web
+    settings.EGRESS_ALLOW = []
+    monkeypatch.setenv("OLLAMA_API_BASE", f"http://127.0.0.1:{second.server_port}")
+    with egress.guarded_client() as client:
+        assert client.get(f"http://127.0.0.1:{second.server_port}/api/tags").status_code == 200
+        for path in ("/api/delete", "/api/pull", "/admin/"):
+            with pytest.raises(egress.EgressRefused, match="model endpoint"):
+                client.get(f"http://127.0.0.1:{second.server_port}{path}")
     assert second.hits == 1
 
 

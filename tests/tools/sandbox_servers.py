@@ -65,7 +65,8 @@ class AsOrdinaryUser:
         # The egress guard the sandbox's proxy uses (standard library only until it reads settings).
         os.mkdir(os.path.join(self.root, "core"))
         open(os.path.join(self.root, "core", "__init__.py"), "w").close()
-        shutil.copy(os.path.join(TOOLS_DIR, "core", "egress.py"), os.path.join(self.root, "core", "egress.py"))
+        for name in ("egress.py", "egress_rules.py"):
+            shutil.copy(os.path.join(TOOLS_DIR, "core", name), os.path.join(self.root, "core", name))
         for dirpath, _dirnames, filenames in os.walk(self.root):
             os.chmod(dirpath, 0o755)
             for name in filenames:
