@@ -205,6 +205,9 @@ class Run(models.Model):
     # (core.runs.waits) and until when; both None once answered, cancelled or expired.
     waiting = JSONField(null=True, blank=True)
     waiting_until = models.DateTimeField(null=True, blank=True, db_index=True)
+    # Letta's LettaRequestConfig of the send that made the run: its include_return_message_types also filter the
+    # run's message list later (Letta's run_manager.get_run_messages). None: a run no API send made.
+    request_config = JSONField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["agent", "status"]), models.Index(fields=["owner", "created_at"])]

@@ -101,6 +101,7 @@ def run_out(run) -> dict:
         "input_messages": run.input_messages,
         "conversation_id": run.conversation_id,
         "waiting": wait_out(run),
+        "request_config": run.request_config,
     }
 
 

@@ -68,6 +68,17 @@ def client_tools(body: LettaRequest) -> list[dict] | None:
     return [t.dict() for t in body.client_tools] if body.client_tools else None
 
 
+def request_config(body: LettaRequest) -> dict:
+    """Letta's LettaRequestConfig.from_letta_request (letta/schemas/job.py): kept on the run, whose message list
+    honours its include_return_message_types."""
+    return {
+        "use_assistant_message": body.use_assistant_message,
+        "assistant_message_tool_name": "send_message",
+        "assistant_message_tool_kwarg": "message",
+        "include_return_message_types": body.include_return_message_types,
+    }
+
+
 def inputs_of(body: LettaRequest) -> list[dict]:
     if body.messages:
         return [m.dict(exclude_none=True) for m in body.messages]
@@ -82,6 +93,7 @@ def run_request(owner, agent_id: str, body: LettaRequest, inputs: list[dict], **
         "stream_tokens": body.stream_tokens,
         "background": body.background,  # its stream is recorded, so a caller whose connection broke can resume it
         "client_tools": client_tools(body),
+        "request_config": request_config(body),
     }
     return RunRequest(owner=owner, agent_id=agent_id, input_messages=inputs, **(fields | more))
 

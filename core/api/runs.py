@@ -67,8 +67,10 @@ def run_messages(request, run_id: str, q: Query[RunPageQuery]):
     rows = history.run_messages(
         run=run, after=q.after, before=q.before, limit=q.limit, order=q.order, hide_assistant_returns=True
     )
-    # newest first, each message's parts last first too, as Letta's run_manager.get_run_messages lists them
-    return messages_to_letta(rows, agent_type=run.agent.agent_type, reverse=q.order == "desc")
+    # newest first, each message's parts last first too, as Letta's run_manager.get_run_messages lists them; only the
+    # types the send asked for (its request_config), as there
+    types = (run.request_config or {}).get("include_return_message_types")
+    return messages_to_letta(rows, types=types, agent_type=run.agent.agent_type, reverse=q.order == "desc")
 
 
 @router.get("/runs/{run_id}/steps", response=list[LettaStepOut])

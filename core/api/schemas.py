@@ -422,6 +422,7 @@ class RunOut(BaseModel):
     conversation_id: str | None = None  # the run's thread (None: the agent's own)
     # What the run waits for (stop reason requires_approval): {kind, tool_calls, deferred, since, expires_at}.
     waiting: dict[str, Any] | None = None
+    request_config: dict[str, Any] | None = None  # Letta's LettaRequestConfig of the send that made the run
 
 
 class RunUsageOut(BaseModel):

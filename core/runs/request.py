@@ -20,7 +20,8 @@ class RunRequest:
     that waits), validated by the claim; `conversation_id` continues that conversation of the agent instead of its
     own thread; `client_tools` are tools the client runs itself; `stream_tokens` says the caller follows the reply
     token by token; `background` marks runs whose caller does not wait. `depth`, `parent_run_id` and `kinds` (input
-    messages marked by index) are for agent-to-agent messages.
+    messages marked by index) are for agent-to-agent messages. `request_config` is Letta's LettaRequestConfig of an
+    API send, kept on the run.
 
     `refuse_unconfigured`: a person's send is refused (NotConfigured, 400, nothing claimed) when no provider serves
     the agent's model, so the claim resolves it; an agent's own message (multi-agent tools, sleep-time companions,
@@ -38,6 +39,7 @@ class RunRequest:
     depth: int = 0
     parent_run_id: str | None = None
     kinds: dict[int, str] | None = None
+    request_config: dict | None = None
     refuse_unconfigured: bool = True
     resolved: ResolvedModel | None = None
 
@@ -56,4 +58,5 @@ class RunRequest:
             background=run.background,
             depth=run.depth,
             parent_run_id=run.parent_run_id,
+            request_config=run.request_config,
         )

@@ -265,6 +265,7 @@ def run_start(request: RunRequest, *, leased: bool = False) -> Run:
         agent_version_id=agent.current_version_id or versions.version_current(agent=agent).id,
         conversation_id=thread,
         client_tools=tools,
+        request_config=request.request_config,
         **(_lease_fields() if leased else {}),
     )
     Run.objects.bulk_create([run])

@@ -9,6 +9,7 @@ import pytest
 from letta_client import Letta
 
 from tests.fake_llm import FakeLLM
+from tests.helpers import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,6 +72,24 @@ def test_a_stream_sends_no_user_role_messages(client, fake_llm):
     types = [c.message_type for c in chunks]
     assert "user_message" not in types and "assistant_message" in types
     assert types[-2:] == ["stop_reason", "usage_statistics"]
+
+
+def test_a_runs_message_list_keeps_to_the_types_its_send_asked_for(client, fake_llm):
+    """Letta's run_manager.get_run_messages filters by the run's request_config.include_return_message_types."""
+    agent = _agent(client, reasoning=True)  # the memgpt model reasons in a `thinking` argument
+    _chained_turn(fake_llm)
+    wanted = ["reasoning_message", "tool_call_message"]
+    run = client.agents.messages.create_async(
+        agent.id, messages=[{"role": "user", "content": "I like tea"}], include_return_message_types=wanted
+    )
+    until(lambda: client.runs.retrieve(run.id).status == "completed", what="the run to complete")
+    assert client.runs.retrieve(run.id).request_config.include_return_message_types == wanted
+    listed = [m.message_type for m in client.runs.messages.list(run.id)]
+    assert set(listed) == set(wanted) and listed.count("tool_call_message") == 1  # send_message is the reply
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "all of it"}))
+    plain = client.agents.messages.create_async(agent.id, messages=[{"role": "user", "content": "again"}])
+    until(lambda: client.runs.retrieve(plain.id).status == "completed", what="the run to complete")
+    assert {"user_message", "assistant_message"} <= {m.message_type for m in client.runs.messages.list(plain.id)}
 
 
 # --------------------------------------------------------------------------- hidden returns before paging
