@@ -3,7 +3,10 @@ FROM python:3.11-slim-bookworm
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
     LITELLM_LOCAL_MODEL_COST_MAP=True HF_HUB_OFFLINE=1 \
     AGENTS_IDE_DATA_DIR=/data STATIC_ROOT=/app/staticfiles \
-    MCP_STDIO_PATHS=/opt/mcp
+    MCP_STDIO_PATHS=/opt/mcp \
+    TRUSTED_PROXIES=""
+# TRUSTED_PROXIES: set it (docker run -e, compose) to the reverse proxy's address or network, so that the login
+# lockout and the throttles see each client's own address, not the proxy's (docs/security.md).
 
 # bubblewrap: the local tool sandbox (user namespaces; no setuid, works as the unprivileged `app` user).
 RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap && rm -rf /var/lib/apt/lists/*

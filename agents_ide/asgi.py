@@ -13,17 +13,21 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from agents_ide.gc_tuning import settle  # noqa: E402
+from agents_ide.proxies import TrustedProxyHeaders  # noqa: E402
 from agents_ide.routing import websocket_urlpatterns  # noqa: E402
 from agents_ide.security import FullOriginValidator  # noqa: E402
 from core.engine import tokens  # noqa: E402
 from core.llm.client import warm_up  # noqa: E402  (cheap: litellm itself is imported by warm_up)
 
-application = ProtocolTypeRouter(
-    {
-        # Static assets are vendored and small; serving them here keeps the IDE a single process.
-        "http": ASGIStaticFilesHandler(django_http),
-        "websocket": FullOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-    }
+# Outermost: behind a trusted reverse proxy, everything below sees the client's own address (TRUSTED_PROXIES).
+application = TrustedProxyHeaders(
+    ProtocolTypeRouter(
+        {
+            # Static assets are vendored and small; serving them here keeps the IDE a single process.
+            "http": ASGIStaticFilesHandler(django_http),
+            "websocket": FullOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        }
+    )
 )
 
 

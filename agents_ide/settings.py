@@ -272,6 +272,10 @@ SECURE_HSTS_SECONDS = int(os.environ.get("HSTS_SECONDS", "0"))
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HSTS_INCLUDE_SUBDOMAINS")
 if env_bool("TRUST_X_FORWARDED_PROTO"):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Reverse proxies whose X-Forwarded-For is believed (comma-separated addresses or CIDRs; agents_ide/proxies.py): a
+# request from one of them is the rightmost forwarded address no trusted proxy owns, for the login lockout, the
+# throttles and the logs. Empty: every request is its direct peer's (behind a proxy, the proxy's: one for everyone).
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", "")
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 

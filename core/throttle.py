@@ -33,7 +33,7 @@ def _key(kind: str, *parts: str) -> str:
 
 
 def client_address(request) -> str:
-    """The client's address (REMOTE_ADDR; a trusted proxy is expected to set it, e.g. daphne --proxy-headers)."""
+    """The client's address (REMOTE_ADDR: behind a proxy in TRUSTED_PROXIES, the forwarded one; agents_ide/proxies.py)."""
     return (request.META.get("REMOTE_ADDR") or "unknown") if request is not None else "unknown"
 
 

@@ -116,3 +116,11 @@ def test_settings_use_a_password_in_redis_url(redis_with_password, settings):
     cache = RedisCache(url, {})
     cache.set("login-fail:probe", 1)
     assert cache.get("login-fail:probe") == 1
+
+
+def test_the_trusted_proxies_setting_is_passed_to_the_app():
+    """Behind the reverse proxy the docs recommend, the operator names it; unset, nobody's X-Forwarded-For counts."""
+    app = _compose()["x-app"]["environment"]
+    assert _interpolate(app["TRUSTED_PROXIES"], {}) == ""
+    assert _interpolate(app["TRUSTED_PROXIES"], {"TRUSTED_PROXIES": "172.18.0.0/16"}) == "172.18.0.0/16"
+    assert 'TRUSTED_PROXIES=""' in (COMPOSE.parent / "Dockerfile").read_text()
