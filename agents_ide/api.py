@@ -22,6 +22,7 @@ from core.api.chat import PATH_PREFIX as OPENAI_PATHS
 from core.api.chat import openai_error
 from core.api.chat import router as chat_router
 from core.api.conversations import router as conversations_router
+from core.api.evals import router as evals_router
 from core.api.folders import router as folders_router
 from core.api.messages import router as messages_router
 from core.api.runs import router as runs_router
@@ -188,6 +189,7 @@ def _register_routers() -> None:
         tags_router,
         timetravel_router,
         agent_tests_router,
+        evals_router,
         versions_router,
         memory_router,
         folders_router,

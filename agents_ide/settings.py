@@ -292,6 +292,9 @@ OTEL_CAPTURE_MESSAGE_CONTENT = env_bool("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESS
 TRACE_UI_URL = os.environ.get("TRACE_UI_URL", "")
 # /metrics answers a scraper sending this bearer token; unset, /metrics is off (404).
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+# Model handles /metrics names in its `model` labels, besides DEFAULT_MODEL, EMBEDDING_MODEL and the curated models of
+# the environment's providers (comma-separated); any other model is counted as "other" (tenants choose model names).
+METRICS_MODELS = env_list("METRICS_MODELS", "")
 # "json": one JSON object per log line (with request, run, step and agent ids); else plain text.
 LOG_FORMAT = os.environ.get("LOG_FORMAT", "text").strip().lower()
 

@@ -254,6 +254,15 @@ def model_resolve(*, owner: Organization | None, handle: str) -> ResolvedModel:
     )
 
 
+def operator_model_handles() -> frozenset[str]:
+    """The model handles the operator configured, from the environment and settings alone (no server is asked):
+    DEFAULT_MODEL, EMBEDDING_MODEL, METRICS_MODELS, and the curated models of each provider the environment sets."""
+    handles = {settings.DEFAULT_MODEL, settings.EMBEDDING_MODEL, *settings.METRICS_MODELS}
+    for p in _env_providers():
+        handles.update(f"{p.name}/{name}" for name in _KNOWN.get(p.kind, ()))
+    return frozenset(handles - {""})
+
+
 def model_is_configured(*, owner: Organization | None, handle: str) -> bool:
     try:
         model_resolve(owner=owner, handle=handle)

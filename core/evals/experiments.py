@@ -73,9 +73,10 @@ def experiment_start(
     overrides: dict | None = None,
     concurrency: int = 2,
     name: str = "",
+    queued: bool = True,
 ) -> Experiment:
     """Record an experiment of the dataset on the target with a pending result per case and queue it as a background
-    task; returns it. Invalid when nothing could run (no cases, no graders, no agent for a case without a start)."""
+    task (not `queued`: the caller runs experiment_execute itself); returns it. Invalid when nothing could run (no cases, no graders, no agent for a case without a start)."""
     cases = list(dataset.cases.order_by("position", "created_at"))
     if not cases:
         raise Invalid("This dataset has no cases to run.")
@@ -107,7 +108,8 @@ def experiment_start(
         CaseResult.objects.bulk_create(
             CaseResult(experiment=experiment, case=c, position=i, name=c.name) for i, c in enumerate(cases)
         )
-        executor.queue.woken_after_commit(experiment_task.enqueue(experiment_id=experiment.id))
+        if queued:
+            executor.queue.woken_after_commit(experiment_task.enqueue(experiment_id=experiment.id))
     return experiment
 
 

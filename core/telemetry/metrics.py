@@ -5,6 +5,7 @@ processes), prometheus-client keeps each process's values in files there and the
 (open websockets) of processes that are gone are dropped, so a crash does not leave its connections counted."""
 
 import os
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from prometheus_client import (
@@ -53,9 +54,15 @@ SPANS_DROPPED = Counter(
 )
 
 
+# The model handles that are label values by name: the operator's configured models, handed down at start by
+# core/apps.py (core.providers sits above this module). Each label value is a series every process keeps for good,
+# so a model a tenant named (its own provider's, any handle typed into an agent) is counted as "other".
+operator_models: Callable[[], Collection[str]] = frozenset
+
+
 def model_label(model: str) -> str:
-    """A model handle as a label; bounded in length, as label values make series."""
-    return (model or "unknown")[:100]
+    """A model handle as a label: one of the operator's configured models, or "other"."""
+    return model if model and model in operator_models() else "other"
 
 
 class _DatabaseGauges:

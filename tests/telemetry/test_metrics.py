@@ -12,6 +12,7 @@ TOKEN = "metrics-token-43"
 @pytest.fixture
 def metrics_on(settings):
     settings.METRICS_TOKEN = TOKEN
+    settings.METRICS_MODELS = ["openai/fake-model"]  # the operator's model (the fake provider's) is named in labels
 
 
 def _scrape(client) -> dict:
@@ -68,6 +69,49 @@ def test_a_run_moves_the_counters_and_histograms(client, api, account, fake_llm,
     assert _value(after, "agents_ide_runs_in_progress") == 0
     assert _value(after, "agents_ide_runs_waiting") == 0
     assert ("agents_ide_websocket_connections", ()) in after
+
+
+def test_a_model_the_operator_did_not_configure_is_counted_as_other(client, api, account, fake_llm, metrics_on):
+    """A tenant chooses its agents' model names: as label values each would be a series kept for good."""
+    agent = make_agent(account.org, model="openai/tenant-chosen-0001")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Hi"}))
+    before = _scrape(client)
+    assert (
+        api.post(f"/v1/agents/{agent.id}/messages", {"messages": [{"role": "user", "content": "hi"}]}).status_code
+        == 200
+    )
+    after = _scrape(client)
+    assert (
+        _value(after, "agents_ide_model_call_duration_seconds_count", model="other", outcome="ok")
+        - _value(before, "agents_ide_model_call_duration_seconds_count", model="other", outcome="ok")
+        == 1
+    )
+    assert _value(after, "agents_ide_tokens_total", model="other", type="input") > _value(
+        before, "agents_ide_tokens_total", model="other", type="input"
+    )
+    assert not [key for key in after if ("model", "openai/tenant-chosen-0001") in key[1]]
+
+
+def test_the_operators_models_are_its_settings_and_its_environments_providers(settings, monkeypatch, account):
+    from core.models import ProviderConfig
+    from core.providers import operator_model_handles
+    from core.telemetry.metrics import model_label
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "operator-key")
+    settings.DEFAULT_MODEL, settings.EMBEDDING_MODEL = "ollama/llama3.1", "openai/text-embedding-3-small"
+    settings.METRICS_MODELS = ["openai/my-vllm-model"]
+    ProviderConfig.objects.create(owner=account.org, name="mine", kind="openai_compatible", model_names=["x"])
+    handles = operator_model_handles()
+    assert {"ollama/llama3.1", "openai/text-embedding-3-small", "openai/my-vllm-model", "openai/gpt-4o"} <= handles
+    assert not {h for h in handles if h.startswith(("anthropic/", "mine/"))}  # no key: not configured; a tenant's
+    assert [model_label(m) for m in ("openai/gpt-4o", "openai/my-vllm-model", "mine/x", "openai/x" * 30, "")] == [
+        "openai/gpt-4o",
+        "openai/my-vllm-model",
+        "other",
+        "other",
+        "other",
+    ]
 
 
 def test_a_failed_model_call_counts_an_error_by_kind(client, api, account, fake_llm, metrics_on):
