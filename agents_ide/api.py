@@ -29,6 +29,7 @@ from core.api.runs import router as runs_router
 from core.api.schemas import HealthOut
 from core.api.search import router as search_router
 from core.api.sleeptime import router as sleeptime_router
+from core.api.step_details import router as step_details_router
 from core.api.steps import router as steps_router
 from core.api.tags import router as tags_router
 from core.api.timetravel import router as timetravel_router
@@ -186,6 +187,7 @@ def _register_routers() -> None:
         runs_router,
         breakpoints_router,
         steps_router,
+        step_details_router,
         tags_router,
         timetravel_router,
         agent_tests_router,

@@ -235,6 +235,11 @@ class Step(models.Model):
     error = StorableTextField(blank=True, default="")
     # What the compiler got (core.runs.timetravel.step_state): replays and forks start from exactly this.
     state = StorableJSONField(default=dict, blank=True)
+    # A person's judgement of the step (Letta's Step.feedback and tags; the comment is ours): from the API's
+    # PATCH /v1/steps/{id}/feedback or the IDE's step view.
+    feedback = models.CharField(max_length=8, blank=True, default="")  # positive | negative
+    feedback_comment = StorableTextField(blank=True, default="")
+    tags = JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -41,6 +41,7 @@ urlpatterns = [
     path("agents/<str:agent_id>/context/", inspector.context_panel, name="agent_context"),
     path("agents/<str:agent_id>/steps/", runs.steps_list, name="agent_steps"),
     path("agents/<str:agent_id>/steps/<str:step_id>/", inspector.step_detail, name="agent_step"),
+    path("agents/<str:agent_id>/steps/<str:step_id>/feedback/", inspector.step_feedback, name="agent_step_feedback"),
     path("agents/<str:agent_id>/steps/<str:step_id>/replay/", timetravel.replay_page, name="agent_replay"),
     path("agents/<str:agent_id>/steps/<str:step_id>/replay/run/", timetravel.replay_run, name="agent_replay_run"),
     path("agents/<str:agent_id>/steps/<str:step_id>/fork/", timetravel.fork_create, name="agent_fork"),
@@ -93,6 +94,7 @@ urlpatterns = [
         "agents/<str:agent_id>/files/<str:file_id>/<str:action>/", agent_files.file_open_close, name="agent_file_action"
     ),
     path("agents/<str:agent_id>/file-links/<str:message_id>/", agent_files.tool_result_links, name="agent_file_links"),
+    path("evals/", include("core.web.evals")),
     path("folders/", folders.folders_page, name="folders"),
     path("folders/new/", folders.folder_create, name="folder_create"),
     path("folders/<str:folder_id>/", folders.folder_page, name="folder"),

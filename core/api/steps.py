@@ -35,6 +35,7 @@ class LettaStepOut(StepOut):
     request_id: str | None
     messages: list[dict[str, Any]]
     feedback: Literal["positive", "negative"] | None
+    feedback_comment: str | None = Field(None, description="The comment given with the feedback (ours).")
     project_id: str | None
     error_type: str | None
     error_data: dict[str, Any] | None
@@ -43,7 +44,7 @@ class LettaStepOut(StepOut):
 
 class StepListQuery(PageQuery):
     """Letta's filters; `order` and `order_by` are accepted and, as in Letta, steps always list newest first;
-    trace_ids, tags and project_id are accepted and ignored (nothing here records them)."""
+    trace_ids, tags and project_id are accepted and ignored."""
 
     limit: int = Field(50, description=clamped(1000))
     start_date: str | None = None

@@ -6,10 +6,12 @@ import json
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.template.response import TemplateResponse
+from django.views.decorators.http import require_POST
 
 from core import selectors
 from core.agents.context import agent_context
-from core.errors import NotFound
+from core.agents.steps import step_feedback_set
+from core.errors import Invalid, NotFound
 from core.models import Message
 from core.runs.timetravel import token_calibration
 from core.web.breakpoints import held_run
@@ -160,3 +162,23 @@ def _estimate_diff(usage: dict) -> int | None:
     """How many prompt tokens the provider counted beyond our own estimate (negative: fewer)."""
     ours, theirs = usage.get("estimated_prompt_tokens"), usage.get("prompt_tokens")
     return theirs - ours if ours and theirs is not None else None
+
+
+@login_required
+@require_POST
+def step_feedback(request, agent_id: str, step_id: str):
+    """Set a person's feedback on a past step (`feedback`: positive, negative, or empty to clear; `comment`) and
+    answer with the step view's feedback form as it now is."""
+    agent = agent_or_404(request, agent_id)
+    try:
+        step = selectors.agent_step_get(agent=agent, step_id=step_id)
+        step = step_feedback_set(
+            step=step, feedback=request.POST.get("feedback") or None, comment=request.POST.get("comment", "")
+        )
+    except NotFound as exc:
+        raise Http404(str(exc)) from exc
+    except Invalid as exc:
+        return TemplateResponse(
+            request, "core/_step_feedback.html", {"agent": agent, "step": step, "error": exc.message}
+        )
+    return TemplateResponse(request, "core/_step_feedback.html", {"agent": agent, "step": step, "saved": True})

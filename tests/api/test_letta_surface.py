@@ -360,15 +360,15 @@ def test_models_lists_chat_models_only(api, fake_llm):
     ("method", "path"),
     [
         ("get", "/v1/archives/"),
-        ("patch", "/v1/steps/step-x/feedback"),
-        ("get", "/v1/runs/run-x/trace"),
+        ("post", "/v1/templates"),
+        ("get", "/v1/agents/agent-x/schedule"),
         ("get", "/v1/environments"),
         ("get", "/v1/metadata/balance"),
     ],
 )
 def test_unsupported_letta_routes_answer_a_json_404_naming_them(api, method, path):
     r = getattr(api, method)(path) if method in ("get", "delete") else getattr(api, method)(path, {})
-    shape = path.replace("step-x", "{}").replace("run-x", "{}").replace("source-x", "{}").replace("file-x", "{}")
+    shape = path.replace("agent-x", "{}").replace("run-x", "{}").replace("source-x", "{}").replace("file-x", "{}")
     assert r.status_code == 404 and r.json() == {"detail": f"{method.upper()} {shape} is not supported by this server"}
 
 
