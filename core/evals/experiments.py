@@ -24,7 +24,7 @@ from core.engine import graders as g
 from core.errors import Invalid, NotFound
 from core.evals import aggregate
 from core.evals.judge import rubric_grade
-from core.models import Agent, CaseResult, Dataset, EvalCase, Experiment, Organization, RunStatus
+from core.models import Agent, CaseResult, Dataset, EvalCase, Experiment, Organization, RunStatus, Step
 from core.runs import agent_tests, executor, timetravel
 from memory.models import Block
 from memory.services import block_update
@@ -50,6 +50,18 @@ def experiments_list(*, owner: Organization, dataset: Dataset | None = None) -> 
 
 def results_list(*, experiment: Experiment) -> list[CaseResult]:
     return list(experiment.results.order_by("position"))
+
+
+def results_with_links(*, experiment: Experiment) -> list[CaseResult]:
+    """The results, each with `links`: (run id, its first step id or None) to open the run in the debugger."""
+    results = results_list(experiment=experiment)
+    run_ids = [run_id for r in results for run_id in r.run_ids]
+    first: dict[str, str] = {}
+    for run_id, step_id in Step.objects.filter(run_id__in=run_ids).order_by("-created_at").values_list("run_id", "id"):
+        first[run_id] = step_id  # the oldest one is written last
+    for r in results:
+        r.links = [(run_id, first.get(run_id)) for run_id in r.run_ids]
+    return results
 
 
 def _overrides_check(overrides) -> dict:
