@@ -279,6 +279,30 @@ TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", "")
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 
+# --- Folder files: what one upload may cost, what an account may store (docs/security.md#documents) ---
+# Largest file uploaded to a folder (413 above it).
+FOLDER_FILE_MAX_BYTES = int(os.environ.get("FOLDER_FILE_MAX_BYTES", str(16 * 1024 * 1024)))
+# A zip-based document (DOCX, PPTX, XLSX) is refused before it is parsed when it unpacks to more bytes (nested
+# archives included, counted as really decompressed), holds more entries, has an entry compressed past this ratio,
+# or nests archives deeper.
+FOLDER_FILE_MAX_EXPANDED_BYTES = int(os.environ.get("FOLDER_FILE_MAX_EXPANDED_BYTES", str(200 * 1024 * 1024)))
+FOLDER_FILE_MAX_ENTRIES = int(os.environ.get("FOLDER_FILE_MAX_ENTRIES", "10000"))
+FOLDER_FILE_MAX_RATIO = float(os.environ.get("FOLDER_FILE_MAX_RATIO", "200"))
+FOLDER_FILE_MAX_NESTING = int(os.environ.get("FOLDER_FILE_MAX_NESTING", "3"))
+# The text one file may yield, and the passages (chunks) it may make.
+FOLDER_FILE_MAX_CHARS = int(os.environ.get("FOLDER_FILE_MAX_CHARS", "10000000"))
+FOLDER_FILE_MAX_PASSAGES = int(os.environ.get("FOLDER_FILE_MAX_PASSAGES", "20000"))
+# Documents are parsed in processes of their own: at most this many at once per server process, each with this
+# address space, CPU time and wall-clock time.
+FOLDER_PARSE_PROCESSES = int(os.environ.get("FOLDER_PARSE_PROCESSES", "2"))
+FOLDER_PARSE_MEMORY_MB = int(os.environ.get("FOLDER_PARSE_MEMORY_MB", "1024"))
+FOLDER_PARSE_CPU_S = int(os.environ.get("FOLDER_PARSE_CPU_S", "300"))
+FOLDER_PARSE_TIMEOUT_S = float(os.environ.get("FOLDER_PARSE_TIMEOUT_S", "600"))
+# What one account's folders may hold: file bytes (uploads refused past it) and passages (uploads refused once
+# reached; a file that would pass it ends `error`).
+FOLDER_ACCOUNT_MAX_BYTES = int(os.environ.get("FOLDER_ACCOUNT_MAX_BYTES", str(1024 * 1024 * 1024)))
+FOLDER_ACCOUNT_MAX_PASSAGES = int(os.environ.get("FOLDER_ACCOUNT_MAX_PASSAGES", "200000"))
+
 # --- Observability (docs/observability.md) ---
 # Traces over OTLP/HTTP when an endpoint is set; the exporter reads the other standard OTEL_* variables itself.
 OTEL_TRACES_ENABLED = (

@@ -13,7 +13,7 @@ from core.agents.messages import assistant_returns
 from core.errors import NotFound
 from core.models import Agent, Message, Organization
 from core.pagination import clamp_limit, cursor_unknown, queryset_page
-from memory.models import Passage, PassageTag
+from memory.models import FileStatus, Passage, PassageTag
 from memory.search.fulltext import fulltext_available, query_terms, ranked_ids
 from memory.search.fusion import reciprocal_rank_fusion
 from memory.selectors import parse_time_bound
@@ -146,6 +146,8 @@ def messages_search(
 
 def _passages_filtered(owner: Organization, agent_id, tags: list[str] | None, match_all: bool, start, end) -> QuerySet:
     qs = _in_range(Passage.objects.filter(owner=owner).defer("embedding"), start, end)
+    # A file still processing has written some of its chunks already: they show once it completes.
+    qs = qs.filter(Q(file__isnull=True) | Q(file__status=FileStatus.COMPLETED))
     if agent_id:
         qs = qs.filter(agent_id=agent_id)
     wanted = {t for t in tags or () if t}

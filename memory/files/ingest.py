@@ -1,8 +1,11 @@
 """A file's ingest: parse → chunk → embed in batches → store its passages, in the background (memory/files/tasks.py).
 
-Status goes pending → parsing → embedding → completed, or error with the reason. Progress (`chunks_embedded`) is
-written after each batch, but the passages themselves are written in one transaction at the end with the status:
-a file that fails half-way leaves no passages behind, and one ingested twice (a retried task) replaces its own.
+Status goes pending → parsing → embedding → completed, or error with the reason. A document is parsed in a process of
+its own under limits (memory.files.isolate), stopped as soon as the file is deleted. Each batch of chunks is embedded
+and written with its progress (`chunks_embedded`) in one short transaction, so no other writer waits long for
+SQLite's lock; readers only see the passages of `completed` files, and a file that fails or is deleted half-way has
+what it wrote removed (services.file_fail, services.file_delete). A file passing a limit (its text, its passages, the
+account's quota) ends `error` with the reason and is never retried.
 While a process ingests a file, its lease thread renews the file's `updated_at` (`files_heartbeat`), so a file
 whose process died is told apart from a slow one (memory.files.recovery).
 """
@@ -20,9 +23,11 @@ from core.models import OwnerSettings
 from memory.embedders.base import EmbeddingError
 from memory.embedders.selection import embedder_for_handle
 from memory.files.chunk import Chunk, chunk_lines
-from memory.files.parse import PAGE_BREAK, Parsed, ParseError, parse
+from memory.files.isolate import Cancelled, parse_isolated
+from memory.files.limits import parse_limits
+from memory.files.parse import PAGE_BREAK, Parsed, ParseError, text_bounded
 from memory.files.selectors import file_lines
-from memory.files.services import file_fail, files_show
+from memory.files.services import QuotaExceeded, file_fail, files_show, passages_drop, passages_quota_check
 from memory.models import FILE_TERMINAL, FileStatus, Folder, FolderFile, Passage
 
 log = logging.getLogger(__name__)
@@ -90,9 +95,9 @@ def file_ingest(*, file_id: str) -> str:
     try:
         with _holding(file.id):
             return _ingest(file)
-    except _Ended:
+    except (_Ended, Cancelled):
         return FolderFile.objects.filter(pk=file.id).values_list("status", flat=True).first() or "gone"
-    except (ParseError, EmbeddingError) as exc:
+    except (ParseError, EmbeddingError, QuotaExceeded) as exc:
         file_fail(file_id=file.id, reason=str(exc))
     except Exception as exc:  # an unexpected failure still ends the file's processing, with a reason
         log.exception("ingest of %s failed", file.id)
@@ -100,29 +105,42 @@ def file_ingest(*, file_id: str) -> str:
     return FileStatus.ERROR
 
 
+def _wanted(file_id: str) -> bool:
+    return FolderFile.objects.filter(pk=file_id).exclude(status__in=FILE_TERMINAL).exists()
+
+
+def _parsed(file: FolderFile) -> Parsed:
+    limits = parse_limits()
+    if file.raw is None and file.content:  # imported from an agent file: its text, already parsed
+        text = text_bounded(file.content, limits=limits)
+        return Parsed(text=text, pages=text.count(PAGE_BREAK) + 1)
+    return parse_isolated(
+        data=bytes(file.raw or b""),
+        mime=file.mime_type,
+        file_name=file.original_file_name,
+        limits=limits,
+        wanted=lambda: _wanted(file.id),
+        key=file.id,
+    )
+
+
 def _ingest(file: FolderFile) -> str:
     _status(file.id, status=FileStatus.PARSING, ingest_attempts=F("ingest_attempts") + 1)
-    if file.raw is None and file.content:  # imported from an agent file: its text, already parsed
-        parsed = Parsed(text=file.content, pages=file.content.count(PAGE_BREAK) + 1)
-    else:
-        parsed = parse(data=bytes(file.raw or b""), mime=file.mime_type, file_name=file.original_file_name)
+    parsed = _parsed(file)
     file.content = parsed.text
     lines = file_lines(file)
     if not lines:
         raise ParseError("The file holds no text")
     chunks = chunk_lines(lines, chunk_tokens=file.folder.embedding_chunk_size)
+    passages_quota_check(owner_id=file.owner_id, adding=len(chunks), file_id=file.id)
     _status(file.id, status=FileStatus.EMBEDDING, total_chunks=len(chunks), chunks_embedded=0)
+    passages_drop(file_id=file.id)  # an earlier attempt's, stopped by a restart
     handle = folder_embedding_handle(file.folder)
-    vectors = _embed(file, handle, chunks)
-    passages = [
-        _passage(file, chunk, handle if vectors is not None else "", vectors, i) for i, chunk in enumerate(chunks)
-    ]
+    embedded = _store(file, handle, chunks)
     with transaction.atomic():
         locked = FolderFile.objects.select_for_update().filter(pk=file.id).values_list("status", flat=True).first()
         if locked is None or locked in FILE_TERMINAL:  # deleted, timed out or done meanwhile
             return locked or "gone"
-        Passage.objects.filter(file_id=file.id).delete()
-        Passage.objects.bulk_create(passages, batch_size=500)
         _status(
             file.id,
             status=FileStatus.COMPLETED,
@@ -130,7 +148,7 @@ def _ingest(file: FolderFile) -> str:
             line_count=len(lines),
             page_count=parsed.pages,
             chunks_embedded=len(chunks),
-            embedding_model=handle if vectors is not None else "",
+            embedding_model=handle if embedded else "",
             error_message="",
             raw=None,
         )
@@ -140,21 +158,23 @@ def _ingest(file: FolderFile) -> str:
     return FileStatus.COMPLETED
 
 
-def _embed(file: FolderFile, handle: str, chunks: list[Chunk]):
-    """One vector per chunk (provider calls in batches, progress written after each), or None without a model."""
+def _store(file: FolderFile, handle: str, chunks: list[Chunk]) -> bool:
+    """Embed the chunks a batch at a time (provider calls outside any transaction) and write each batch with its
+    progress in one short transaction; returns whether they have vectors (False: no model, full text only).
+    Raises _Ended when the file was deleted or ended meanwhile."""
     embedder = embedder_for_handle(owner=file.folder.owner, handle=handle)
-    if embedder is None:
-        return None
-    vectors = []
     for start in range(0, len(chunks), EMBED_BATCH):
         batch = chunks[start : start + EMBED_BATCH]
-        vectors.extend(embedder.embed([c.text for c in batch]))
-        _status(file.id, chunks_embedded=start + len(batch))
-    return vectors
+        vectors = embedder.embed([c.text for c in batch]) if embedder is not None else None
+        rows = [_passage(file, chunk, handle, vectors, i, start + i) for i, chunk in enumerate(batch)]
+        with transaction.atomic():
+            _status(file.id, chunks_embedded=start + len(batch))  # locks the file's row; raises _Ended when gone
+            Passage.objects.bulk_create(rows)
+    return embedder is not None
 
 
-def _passage(file: FolderFile, chunk: Chunk, handle: str, vectors, index: int) -> Passage:
-    vector = vectors[index] if vectors is not None else None
+def _passage(file: FolderFile, chunk: Chunk, handle: str, vectors, at: int, index: int) -> Passage:
+    vector = vectors[at] if vectors is not None else None
     return Passage(
         owner_id=file.owner_id,
         folder_id=file.folder_id,

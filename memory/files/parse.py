@@ -2,12 +2,17 @@
 
 markitdown turns PDF, DOCX, PPTX, XLSX and HTML into Markdown with one maintained dependency per format (pdfminer,
 mammoth, python-pptx, openpyxl); PDF pages come back separated by form feeds, which is how pages are counted.
+A zip-based document is checked against the archive limits before a converter opens it (memory.files.archive), and
+the text against its length limit. The ingest runs documents through `parse` in a process of their own, under memory,
+CPU and time limits (memory.files.isolate); only plain text is read in the server's process.
 """
 
 import io
 from dataclasses import dataclass
 
 from memory.files import types
+from memory.files.archive import ArchiveRefused, archive_check
+from memory.files.limits import ParseLimits
 
 PAGE_BREAK = "\f"
 
@@ -22,19 +27,36 @@ class Parsed:
     pages: int
 
 
-def parse(*, data: bytes, mime: str, file_name: str) -> Parsed:
-    """The text of an upload; raises ParseError with a reason a person can act on. CPU only, no I/O."""
+ZIPPED = {types.DOCUMENTS[".docx"], types.DOCUMENTS[".pptx"], types.DOCUMENTS[".xlsx"]}
+
+
+def parse(*, data: bytes, mime: str, file_name: str, limits: ParseLimits = ParseLimits()) -> Parsed:
+    """The text of an upload; raises ParseError with a reason a person can act on (a limit passed among them).
+    CPU only, no I/O; unbounded in memory and CPU but for the archive check: documents go through the isolated
+    process (memory.files.isolate)."""
     if types.is_plain(mime):
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise ParseError(f"The file is not UTF-8 text (byte {exc.start} cannot be decoded)") from None
-        return Parsed(text=text.replace("\x00", ""), pages=1)
+        return Parsed(text=text_bounded(text.replace("\x00", ""), limits=limits), pages=1)
+    if mime in ZIPPED:
+        try:
+            archive_check(data, limits=limits.archive)
+        except ArchiveRefused as exc:
+            raise ParseError(str(exc)) from None
     text = _markitdown(data=data, mime=mime, file_name=file_name)
-    text = text.replace("\x00", "").strip(PAGE_BREAK + "\n ")
+    text = text_bounded(text.replace("\x00", "").strip(PAGE_BREAK + "\n "), limits=limits)
     if not text.strip():
         raise ParseError("No text could be extracted from the file (a scanned or empty document?)")
     return Parsed(text=text, pages=text.count(PAGE_BREAK) + 1)
+
+
+def text_bounded(text: str, *, limits: ParseLimits) -> str:
+    """The text, or ParseError when it is longer than the limit (FOLDER_FILE_MAX_CHARS)."""
+    if len(text) > limits.max_chars:
+        raise ParseError(f"The file's text is longer than {limits.max_chars:,} characters")
+    return text
 
 
 def _markitdown(*, data: bytes, mime: str, file_name: str) -> str:
@@ -59,6 +81,8 @@ def _markitdown(*, data: bytes, mime: str, file_name: str) -> str:
             types.DOCUMENTS[".html"]: HtmlConverter,
         }[mime]
         return converter().convert(stream, info).markdown
+    except MemoryError:
+        raise  # the parser's process reports its memory limit
     except Exception as exc:  # each converter raises its own library's errors; any of them means "unreadable"
         raise ParseError(f"Could not parse the file as {mime}: {_reason(exc)}") from None
 

@@ -2,11 +2,12 @@
 
 A process ingesting a file renews the file's `updated_at` from its lease thread (memory.files.ingest). A file still
 pending, parsing or embedding whose `updated_at` is older than the lease, and whose ingest is not waiting in the task
-queue, was being ingested by a process that stopped (killed, crashed, restarted). Its ingest wrote nothing (passages
-are written with the final status, in one transaction), and its bytes are kept until ingest ends, so it is queued
-again from the start; after MAX_INGEST_ATTEMPTS starts it ends `error` instead, saying why, since a file whose
-ingest keeps killing its process must not loop forever. Every process's lease thread runs `files_sweep` (the one
-in core.runs.queue), first when it starts.
+queue, was being ingested by a process that stopped (killed, crashed, restarted). Nothing of it is visible (readers
+see passages of completed files only), and its bytes are kept until ingest ends, so it is queued again from the start
+(the new ingest first removes the batches of passages the dead one wrote); after MAX_INGEST_ATTEMPTS starts it ends
+`error` instead, saying why, with those passages removed, since a file whose ingest keeps killing its process must not
+loop forever. A file that ended `error` is never picked up again. Every process's lease thread runs `files_sweep`
+(the one in core.runs.queue), first when it starts.
 """
 
 import logging
@@ -18,6 +19,7 @@ from django_tasks_db.compat import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
 from memory.files.ingest import files_heartbeat, files_held
+from memory.files.services import passages_drop
 from memory.files.tasks import file_ingest_task
 from memory.models import FILE_TERMINAL, FileStatus, FolderFile
 
@@ -67,7 +69,10 @@ def files_recover(*, lease_s: float) -> list[str]:
 def _recover(file_id: str, attempts: int, limit) -> bool:
     lapsed = FolderFile.objects.filter(pk=file_id, updated_at__lt=limit).exclude(status__in=FILE_TERMINAL)
     if attempts >= MAX_INGEST_ATTEMPTS:
-        return bool(lapsed.update(status=FileStatus.ERROR, error_message=GAVE_UP, raw=None, updated_at=timezone.now()))
+        gave_up = lapsed.update(status=FileStatus.ERROR, error_message=GAVE_UP, raw=None, updated_at=timezone.now())
+        if gave_up:
+            passages_drop(file_id=file_id)  # the batches its last attempt wrote
+        return bool(gave_up)
     with transaction.atomic():
         taken = lapsed.update(
             status=FileStatus.PENDING, chunks_embedded=None, total_chunks=None, updated_at=timezone.now()

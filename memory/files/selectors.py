@@ -184,9 +184,10 @@ def folders_metadata(*, owner: Organization, detailed: bool = False) -> dict:
 
 
 def folder_passages(*, folder: Folder) -> QuerySet[Passage]:
-    """The chunks of the folder's processed files, with their file's name."""
+    """The chunks of the folder's processed files, with their file's name (a file still processing has written some
+    of its chunks already: they are not shown until it completes)."""
     return (
-        Passage.objects.filter(folder=folder, file__isnull=False)
+        Passage.objects.filter(folder=folder, file__status=FileStatus.COMPLETED)
         .select_related("file")
         .defer("embedding", "file__raw", "file__content")
     )

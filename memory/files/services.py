@@ -5,17 +5,23 @@ import os
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Sum
 from django.utils import timezone
 
 from core.errors import Conflict, DomainError, Invalid, NotFound
 from core.models import Agent, Organization
 from core.updates import model_update
 from memory.files import types
+from memory.files.limits import MB, setting, size_text
 from memory.files.selectors import file_limits, file_lines
-from memory.models import AgentFolder, FileAgent, FileStatus, Folder, FolderFile
+from memory.models import AgentFolder, FileAgent, FileStatus, Folder, FolderFile, Passage
 
 DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024  # fits the request body limit for multipart uploads
 DUPLICATE_HANDLING = ("suffix", "skip", "error", "replace")
+DEFAULT_FILE_MAX_PASSAGES = 20_000
+DEFAULT_ACCOUNT_MAX_PASSAGES = 200_000
+DEFAULT_ACCOUNT_MAX_BYTES = 1024 * MB
+DROP_BATCH = 500  # passages deleted per transaction: a big file's removal never holds SQLite's write lock for long
 
 
 class UnsupportedType(DomainError):
@@ -26,9 +32,52 @@ class TooLarge(DomainError):
     status = 413
 
 
+class QuotaExceeded(DomainError):
+    """The account's folders hold as much as the operator lets one account store."""
+
+    status = 413
+
+
 def max_file_bytes() -> int:
     """FOLDER_FILE_MAX_BYTES, read when asked (never at import time)."""
     return int(getattr(settings, "FOLDER_FILE_MAX_BYTES", DEFAULT_MAX_FILE_BYTES))
+
+
+def passages_quota_check(*, owner_id: str, adding: int, file_id: str | None = None) -> None:
+    """QuotaExceeded when `adding` passages (one file's) pass FOLDER_FILE_MAX_PASSAGES, or would bring the account's
+    file passages (those of `file_id` not counted) past FOLDER_ACCOUNT_MAX_PASSAGES. One count query."""
+    per_file = setting("FOLDER_FILE_MAX_PASSAGES", DEFAULT_FILE_MAX_PASSAGES)
+    if adding > per_file:
+        raise QuotaExceeded(f"The file makes {adding:,} passages; a file may make at most {per_file:,}")
+    quota = setting("FOLDER_ACCOUNT_MAX_PASSAGES", DEFAULT_ACCOUNT_MAX_PASSAGES)
+    stored = Passage.objects.filter(owner_id=owner_id, file__isnull=False).exclude(file_id=file_id).count()
+    if stored + adding > quota:
+        raise QuotaExceeded(
+            f"The account's folders hold {stored:,} passages; {adding:,} more would pass the account's limit of "
+            f"{quota:,} passages. Delete files to make room"
+        )
+
+
+def _passages_room_check(*, owner_id: str) -> None:
+    quota = setting("FOLDER_ACCOUNT_MAX_PASSAGES", DEFAULT_ACCOUNT_MAX_PASSAGES)
+    stored = Passage.objects.filter(owner_id=owner_id, file__isnull=False).count()
+    if stored >= quota:
+        raise QuotaExceeded(f"The account's folders hold {stored:,} passages, its limit: delete files to upload more")
+
+
+def _bytes_quota_check(*, owner_id: str, adding: int) -> None:
+    quota = setting("FOLDER_ACCOUNT_MAX_BYTES", DEFAULT_ACCOUNT_MAX_BYTES)
+    stored = (
+        FolderFile.objects.filter(owner_id=owner_id)
+        .exclude(status=FileStatus.ERROR)  # a failed file keeps no bytes
+        .aggregate(total=Sum("file_size"))["total"]
+        or 0
+    )
+    if stored + adding > quota:
+        raise QuotaExceeded(
+            f"The account's files take {size_text(stored)}; this file's {size_text(adding)} would pass the "
+            f"account's limit of {size_text(quota)}. Delete files to make room"
+        )
 
 
 def _check_name(name) -> str:
@@ -90,8 +139,25 @@ def folder_update(*, folder: Folder, changes: dict) -> Folder:
 
 
 def folder_delete(*, folder: Folder) -> None:
-    """Delete a folder with its files, their passages and every agent's view of them."""
-    folder.delete()
+    """Delete a folder with its files, their passages (in short batches first) and every agent's view of them; an
+    ingest of one of its files stops at its next write."""
+    passages_drop(folder_id=folder.id)
+    with transaction.atomic():
+        # Locked first: an ingest's batch waits for the delete, then finds its file gone, instead of adding
+        # passages the delete did not see.
+        list(FolderFile.objects.select_for_update().filter(folder=folder).values_list("pk", flat=True))
+        folder.delete()
+
+
+def passages_drop(*, file_id: str | None = None, folder_id: str | None = None) -> int:
+    """Delete the passages of a file (or of a folder's files) in transactions of DROP_BATCH; returns how many."""
+    rows = Passage.objects.filter(file_id=file_id) if file_id else Passage.objects.filter(folder_id=folder_id)
+    dropped = 0
+    while ids := list(rows.values_list("pk", flat=True)[:DROP_BATCH]):
+        with transaction.atomic():
+            dropped += len(ids)
+            Passage.objects.filter(pk__in=ids).delete()
+    return dropped
 
 
 # --------------------------------------------------------------------------- files
@@ -135,6 +201,7 @@ def file_upload(
         raise TooLarge(f"The file is {len(data)} bytes; files in folders may be at most {max_file_bytes()} bytes")
     if duplicate_handling not in DUPLICATE_HANDLING:
         raise Invalid(f"duplicate_handling must be one of {', '.join(DUPLICATE_HANDLING)}")
+    _passages_room_check(owner_id=folder.owner_id)
     with transaction.atomic():
         existing = folder.files.filter(original_file_name=name).order_by("created_at").first()
         stored = name
@@ -149,6 +216,7 @@ def file_upload(
                 stored = _free_name(folder, name)
         elif folder.files.filter(file_name=name).exists():
             stored = _free_name(folder, name)
+        _bytes_quota_check(owner_id=folder.owner_id, adding=len(data))
         file = FolderFile.objects.create(
             owner_id=folder.owner_id,
             folder=folder,
@@ -162,16 +230,27 @@ def file_upload(
 
 
 def file_delete(*, file: FolderFile) -> None:
-    """Delete a file with its passages; agents that had it open no longer see it."""
-    file.delete()
+    """Delete a file with its passages (in short batches first); agents that had it open no longer see it. Its
+    ingest, here or in another process, stops within a fraction of a second (its parser is killed) or at its next
+    write."""
+    passages_drop(file_id=file.id)
+    with transaction.atomic():
+        # Locked first: an ingest's batch waits for the delete, then finds its file gone (see folder_delete).
+        FolderFile.objects.select_for_update().filter(pk=file.pk).values_list("pk", flat=True).first()
+        file.delete()
 
 
 def file_fail(*, file_id: str, reason: str) -> None:
-    """Mark a file's processing failed with the reason and drop its bytes (a file completed meanwhile stays so)."""
+    """Mark a file's processing failed with the reason, drop its bytes and the passages it had written (a file
+    completed meanwhile stays so)."""
     with transaction.atomic():
-        FolderFile.objects.filter(pk=file_id).exclude(status=FileStatus.COMPLETED).update(
-            status=FileStatus.ERROR, error_message=reason[:2000], raw=None, updated_at=timezone.now()
+        failed = (
+            FolderFile.objects.filter(pk=file_id)
+            .exclude(status=FileStatus.COMPLETED)
+            .update(status=FileStatus.ERROR, error_message=reason[:2000], raw=None, updated_at=timezone.now())
         )
+    if failed:
+        passages_drop(file_id=file_id)
 
 
 # --------------------------------------------------------------------------- agents

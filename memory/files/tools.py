@@ -210,13 +210,14 @@ def passages_for_query(*, agent: Agent, query: str, limit: int = 5) -> list[Pass
     with what a hit shows (text, file and folder names); another field is read when first touched."""
     # Chunks exist only for processed files: their folders and models, in one query.
     processed = set(
-        FolderFile.objects.filter(folder__agentfolder__agent=agent, status=FileStatus.COMPLETED)
-        .values_list("folder_id", "embedding_model")
-        .distinct()
+        FolderFile.objects.filter(folder__agentfolder__agent=agent, status=FileStatus.COMPLETED).values_list(
+            "id", "folder_id", "embedding_model"
+        )
     )
-    folder_ids = sorted({folder_id for folder_id, _ in processed})
-    handles = {handle for _, handle in processed}
-    qs = Passage.objects.filter(folder_id__in=folder_ids, file__isnull=False)
+    folder_ids = sorted({folder_id for _, folder_id, _ in processed})
+    handles = {handle for _, _, handle in processed}
+    # Of those files only: one still processing has written some of its chunks already.
+    qs = Passage.objects.filter(folder_id__in=folder_ids, file_id__in=sorted(f for f, _, _ in processed))
     if len(handles) == 1 and "" not in handles:  # the usual case: one model's ranking is the answer
         try:
             return _nearest_hits(qs, next(iter(handles)), agent.owner, query, limit, folder_ids)
