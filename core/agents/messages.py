@@ -117,16 +117,34 @@ def _approval_response(row: Message) -> dict[str, Any]:
     }
 
 
+def tool_return_text(text: str) -> str:
+    """What a tool returned, as Letta lists it (schemas/message.py _parse_tool_response): the `message` of the
+    {"status", "message", "time"} the model read, the stored text itself when it is not that."""
+    if not text.startswith("{"):
+        return text
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(doc, dict) and doc.get("status") in ("OK", "Failed") and "message" in doc:
+        return doc["message"] if isinstance(doc["message"], str) else json.dumps(doc["message"], ensure_ascii=False)
+    return text
+
+
 def _tool_return(row: Message) -> dict[str, Any]:
     ret = row.tool_return or {}
     stdout, stderr = ret.get("stdout") or "", ret.get("stderr") or ""
-    return {
-        **_base(row, "tool_return_message"),
-        "tool_return": row.text,
+    one = {
+        "tool_return": tool_return_text(row.text),
         "status": ret.get("status", "success"),
         "tool_call_id": row.tool_call_id,
         "stdout": [stdout] if stdout else None,
         "stderr": [stderr] if stderr else None,
+    }
+    return {
+        **_base(row, "tool_return_message"),
+        **one,
+        "tool_returns": [{"type": "tool", **one}],
         "duration_ms": ret.get("duration_ms"),
         "sandbox": ret.get("sandbox") or None,
     }

@@ -296,6 +296,17 @@ class ToolCallMessageOut(MessageBaseOut):
     tool_calls: list[ToolCallOut]
 
 
+class ToolReturnOut(BaseModel):
+    """Letta's ToolReturn (schemas/letta_message.py): one call's result inside a tool_return_message."""
+
+    type: Literal["tool"] = "tool"
+    tool_return: str
+    status: str
+    tool_call_id: str | None
+    stdout: list[str] | None
+    stderr: list[str] | None
+
+
 class ToolReturnMessageOut(MessageBaseOut):
     message_type: Literal["tool_return_message"]
     tool_return: str
@@ -303,6 +314,7 @@ class ToolReturnMessageOut(MessageBaseOut):
     tool_call_id: str | None
     stdout: list[str] | None
     stderr: list[str] | None
+    tool_returns: list[ToolReturnOut] | None = None
     duration_ms: float | None
     sandbox: str | None
 

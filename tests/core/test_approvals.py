@@ -220,7 +220,7 @@ def test_a_client_tool_is_offered_its_call_waits_and_the_clients_result_goes_bac
     assert r2.status_code == 200, r2.content
     out = r2.json()
     assert _types(out["messages"]) == ["tool_return_message", "assistant_message"]
-    assert json.loads(out["messages"][0]["tool_return"])["message"] == "a.txt\nb.txt"
+    assert out["messages"][0]["tool_return"] == "a.txt\nb.txt"  # as the client sent it, as Letta lists it
     assert out["messages"][0]["stdout"] == ["a.txt\nb.txt"]
     seen = json.loads(_tool_messages(fake_llm.chat_requests[-1])[-1]["content"])
     assert seen == {"status": "OK", "message": "a.txt\nb.txt", "time": seen["time"]}

@@ -47,7 +47,7 @@ def test_wait_for_reply_returns_the_other_agents_reply(account, fake_llm):
     )
     result = _send(a)
     ret = _returns(result)[0]
-    assert ret["status"] == "success" and "pong" in json.loads(ret["tool_return"])["message"]
+    assert ret["status"] == "success" and "pong" in ret["tool_return"]
     [incoming] = _incoming(b)
     assert incoming.role == "system" and incoming.sender_agent_id == a.id
     assert incoming.text == f"[Incoming message from agent with ID '{a.id}'] ping"
@@ -62,7 +62,7 @@ def test_async_returns_a_receipt_and_the_receiver_runs_in_the_background(account
     b = make_agent(account.org, name="b")
     fake_llm.script(FakeLLM.tool(ASYNC, {"message": "fyi", "other_agent_id": b.id}, heartbeat=False))
     result = _send(a)
-    receipt = json.loads(_returns(result)[0]["tool_return"])["message"]
+    receipt = _returns(result)[0]["tool_return"]
     assert "delivered" in receipt and b.id in receipt
     b_run = until(lambda: Run.objects.filter(agent=b, status="completed").first())
     assert b_run.background and b_run.depth == 1 and b_run.parent_run_id == result.run_id
@@ -80,7 +80,7 @@ def test_matching_tags_fans_out_to_matching_agents_only(account, fake_llm):
         FakeLLM.tool(TAGS, {"message": "status?", "match_all": ["worker"], "match_some": []}, heartbeat=False)
     )
     result = _send(a)
-    replies = json.loads(json.loads(_returns(result)[0]["tool_return"])["message"])
+    replies = json.loads(_returns(result)[0]["tool_return"])
     assert sorted(r["agent_id"] for r in replies) == sorted([b.id, c.id])
     assert all(r["replies"] == ["ok"] for r in replies)
     assert len(_incoming(b)) == len(_incoming(c)) == 1 and not _incoming(d) and not _incoming(a)
@@ -167,7 +167,7 @@ def test_async_to_a_busy_agent_is_delivered_when_it_is_free(account, fake_llm):
         )
     )
     until(lambda: fake_llm.chat_requests)  # b is now mid-step
-    receipt = json.loads(_returns(_send(a))[0]["tool_return"])["message"]
+    receipt = _returns(_send(a))[0]["tool_return"]
     assert "queued" in receipt
     until(lambda: Run.objects.filter(agent=b, status="completed").count() == 2)
     later = Run.objects.filter(agent=b).exclude(pk=first.pk).get()

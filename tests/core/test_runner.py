@@ -82,7 +82,7 @@ def test_memory_edit_over_limit_comes_back_as_error_and_loop_continues(account, 
     result = _run(agent)
     ret = [m for m in result.messages if m["message_type"] == "tool_return_message"][0]
     assert ret["status"] == "error"
-    assert "limit of 20" in json.loads(ret["tool_return"])["message"]
+    assert "limit of 20" in ret["tool_return"]
     assert "archival" in ret["tool_return"]
     assert result.stop_reason == "end_turn" and result.usage["step_count"] == 2
     assert agent_block_by_label(agent=agent, label="human").value == "x"
@@ -150,7 +150,7 @@ def test_tool_output_truncated_with_note(agent, fake_llm):
     )
     result = _run(agent)
     ret = [m for m in result.messages if m["message_type"] == "tool_return_message"][0]
-    message = json.loads(ret["tool_return"])["message"]
+    message = ret["tool_return"]
     assert "... [NOTE: function output was truncated since it exceeded the character limit (" in message
     assert message.endswith(" > 50000)]")
 

@@ -225,6 +225,10 @@ def test_a_client_tool_through_the_sdk(client, fake_llm):
     assert done.stop_reason.stop_reason == "end_turn"
     assert kinds(done.messages) == ["tool_return_message", "assistant_message"]
     assert done.messages[0].tool_call_id == call_id and done.messages[0].stdout == ["read 1 note"]
+    # the client's string as sent (Letta's integration_test_client_side_tools.py); the model reads it wrapped
+    assert done.messages[0].tool_return == "Buy oat milk." and done.messages[0].tool_returns[0].tool_return == (
+        "Buy oat milk."
+    )
     seen = seen_result(fake_llm, call_id)
     assert seen["status"] == "OK" and seen["message"] == "Buy oat milk."
 
@@ -249,6 +253,8 @@ def test_a_client_tool_through_the_sdk(client, fake_llm):
     answers = [m for m in history if isinstance(m, ApprovalResponseMessage)]
     assert [type(a.approvals[0]) for a in answers] == [ToolReturn, ToolReturn]
     assert answers[0].approvals[0].tool_return == "Buy oat milk." and answers[0].approvals[0].status == "success"
+    listed = [m.tool_return for m in history if m.message_type == "tool_return_message"]
+    assert listed == ["Buy oat milk.", "No blue note\non the desk."]
 
 
 def test_a_wait_answered_with_the_legacy_single_fields(client, fake_llm):

@@ -270,9 +270,8 @@ def test_the_agent_fetches_a_page_through_the_fake_model(site, account, fake_llm
     returns = [m for m in result.messages if m["message_type"] == "tool_return_message"]
     assert returns[0]["status"] == "success" and "Otters are **semi-aquatic** mammals" in returns[0]["tool_return"]
     assert returns[1]["status"] == "error"
-    failed = json.loads(returns[1]["tool_return"])  # what the model read: Letta's {status, message, time}
-    assert failed["status"] == "Failed"
-    assert failed["message"].startswith("Error executing function fetch_webpage: ValueError: Invalid URL scheme 'file'")
+    failed = returns[1]["tool_return"]  # the message of what the model read (Letta's {status, message, time})
+    assert failed.startswith("Error executing function fetch_webpage: ValueError: Invalid URL scheme 'file'")
     runs = ToolRun.objects.filter(agent_id=agent.id, tool_name="fetch_webpage").order_by("created_at")
     assert [r.status for r in runs] == ["success", "error"]
     assert all(r.origin == "agent" and r.step_id and r.network and r.tool_id for r in runs)
