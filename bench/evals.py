@@ -1,0 +1,153 @@
+"""The server's own overhead per eval case beyond the model calls (prints figures; no assertions; target <= 20 ms).
+
+    .venv/bin/python bench/evals.py [--cases 40]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python bench/evals.py
+
+Uses a throwaway database (a temp SQLite file, or a `bench_evals` PostgreSQL database) and the fake OpenAI-compatible
+model at zero latency, as the agent's model and as the rubric judge. A case here is one user turn answered in one
+step, graded by contains and a tool-call check, and by a rubric judged by the model. Overhead = the case's wall time
+(copy the agent, run the turn through the executor, gather what happened, grade, store) minus the agent's model
+calls (model_ms of its steps) and the judge's call, each phase timed apart.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agents_ide.settings")
+
+from benchlib import machine_speed_s, scratch_postgres  # noqa: E402 - after the path is set
+
+
+def _database() -> str | None:
+    url = os.environ.get("DATABASE_URL", "")
+    if url.startswith("postgres"):
+        admin = url.rsplit("/", 1)[0] + "/postgres"
+        os.environ["DATABASE_URL"] = scratch_postgres("create", admin_url=admin, name="bench_evals")
+        return admin
+    os.environ["AGENTS_IDE_DATA_DIR"] = tempfile.mkdtemp(prefix="bench-evals-")
+    os.environ.pop("DATABASE_URL", None)
+    return None
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+class Timed:
+    """Wraps a function and keeps the milliseconds of each call."""
+
+    def __init__(self, fn):
+        self.fn, self.ms = fn, []
+
+    def __call__(self, *args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            self.ms.append((time.perf_counter() - started) * 1000)
+
+
+def bench(cases: int, with_judge: bool) -> dict:
+    from core.evals import datasets, experiments
+    from core.llm import client as llm
+    from core.models import CaseResult, Step
+    from tests.factories import make_account, make_agent
+    from tests.fake_llm import DEFAULT_TEXT, FakeLLM
+
+    fake = FakeLLM().start()
+    os.environ["OPENAI_API_KEY"], os.environ["OPENAI_BASE_URL"] = "fake", fake.base_url
+    fake.by_model = {"judge": FakeLLM.text('{"score": 1, "rationale": "fine"}')}
+    llm.warm_up()
+    account = make_account(f"bench{int(with_judge)}")
+    agent = make_agent(account.org, name="barista")
+    graders = [
+        {"name": "answer", "kind": "contains", "value": DEFAULT_TEXT[:12]},
+        {"name": "tools", "kind": "tool_calls", "calls": [{"name": "send_message"}]},
+    ]
+    if with_judge:
+        graders.append({"name": "quality", "kind": "rubric", "model": "openai/judge", "prompt": "Judge {submission}"})
+    dataset = datasets.dataset_create(owner=account.org, name="bench", graders=graders)
+    datasets.cases_add(dataset=dataset, cases=[{"turns": [f"hello {i}"]} for i in range(cases + 3)])
+    copy = experiments._case_copy = Timed(experiments._case_copy)
+    judge = experiments.rubric_grade = Timed(experiments.rubric_grade)
+    turns = experiments.agent_tests.turns_run = Timed(experiments.agent_tests.turns_run)
+    experiment = experiments.experiment_start(
+        owner=account.org, dataset=dataset, agent=agent, concurrency=1, queued=False
+    )
+    wall, model = [], []
+    for result in CaseResult.objects.filter(experiment=experiment).select_related("case").order_by("position"):
+        started = time.perf_counter()
+        experiments.case_execute(experiment=experiment, result=result)
+        wall.append((time.perf_counter() - started) * 1000)
+        result.refresh_from_db()
+        assert result.status == "done" and result.passed, (result.error, result.scores)
+        model.append(sum(Step.objects.filter(run_id__in=result.run_ids).values_list("model_ms", flat=True)))
+    fake.stop()
+    skip = 3  # warm-up cases: first imports and connections
+    judged = judge.ms[skip:] if with_judge else [0.0] * cases
+    overhead = [w - m - j for w, m, j in zip(wall[skip:], model[skip:], judged, strict=True)]
+    runs = [t - m for t, m in zip(turns.ms[skip:], model[skip:], strict=True)]
+    rest = [o - c - r for o, c, r in zip(overhead, copy.ms[skip:], runs, strict=True)]
+    return {
+        "wall": wall[skip:],
+        "model": model[skip:],
+        "judge": judged,
+        "copy": copy.ms[skip:],
+        "runs": runs,
+        "rest": rest,
+        "overhead": overhead,
+    }
+
+
+def _line(name: str, values: list[float]) -> str:
+    return f"{name:<46} p50 {statistics.median(values):8.2f} ms   p90 {pct(values, 0.9):8.2f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=40)
+    args = parser.parse_args()
+    admin = _database()
+    import django
+    from django.conf import settings
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    print(f"database: {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}   cases: {args.cases}")
+    print(f"machine's loop: {machine_speed_s():.2f} s")
+    try:
+        for with_judge in (False, True):
+            f = bench(args.cases, with_judge)
+            print(f"-- graders: contains, tool_calls{', rubric (judged by the fake model)' if with_judge else ''}")
+            print(_line("case wall time", f["wall"]))
+            print(_line("  agent's model calls (model_ms)", f["model"]))
+            if with_judge:
+                print(_line("  judge's call", f["judge"]))
+            print(_line("  overhead: the agent's copy", f["copy"]))
+            print(_line("  overhead: the run (executor, step) w/o model", f["runs"]))
+            print(_line("  overhead: gather, grade, store", f["rest"]))
+            print(_line("server overhead per case (target <= 20 ms)", f["overhead"]))
+    finally:
+        from core.runs import queue
+
+        queue.shutdown()
+        if admin:
+            from django.db import connections
+
+            connections.close_all()
+            scratch_postgres("drop", admin_url=admin, name="bench_evals")
+
+
+if __name__ == "__main__":
+    main()
