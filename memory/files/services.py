@@ -43,18 +43,22 @@ def max_file_bytes() -> int:
     return int(getattr(settings, "FOLDER_FILE_MAX_BYTES", DEFAULT_MAX_FILE_BYTES))
 
 
+def _passages(n: int) -> str:
+    return f"{n:,} passage" + ("" if n == 1 else "s")
+
+
 def passages_quota_check(*, owner_id: str, adding: int, file_id: str | None = None) -> None:
     """QuotaExceeded when `adding` passages (one file's) pass FOLDER_FILE_MAX_PASSAGES, or would bring the account's
     file passages (those of `file_id` not counted) past FOLDER_ACCOUNT_MAX_PASSAGES. One count query."""
     per_file = setting("FOLDER_FILE_MAX_PASSAGES", DEFAULT_FILE_MAX_PASSAGES)
     if adding > per_file:
-        raise QuotaExceeded(f"The file makes {adding:,} passages; a file may make at most {per_file:,}")
+        raise QuotaExceeded(f"The file makes {_passages(adding)}; a file may make at most {_passages(per_file)}")
     quota = setting("FOLDER_ACCOUNT_MAX_PASSAGES", DEFAULT_ACCOUNT_MAX_PASSAGES)
     stored = Passage.objects.filter(owner_id=owner_id, file__isnull=False).exclude(file_id=file_id).count()
     if stored + adding > quota:
         raise QuotaExceeded(
-            f"The account's folders hold {stored:,} passages; {adding:,} more would pass the account's limit of "
-            f"{quota:,} passages. Delete files to make room"
+            f"The account's folders hold {_passages(stored)}; {adding:,} more would pass the account's limit of "
+            f"{_passages(quota)}. Delete files to make room"
         )
 
 
@@ -62,7 +66,7 @@ def _passages_room_check(*, owner_id: str) -> None:
     quota = setting("FOLDER_ACCOUNT_MAX_PASSAGES", DEFAULT_ACCOUNT_MAX_PASSAGES)
     stored = Passage.objects.filter(owner_id=owner_id, file__isnull=False).count()
     if stored >= quota:
-        raise QuotaExceeded(f"The account's folders hold {stored:,} passages, its limit: delete files to upload more")
+        raise QuotaExceeded(f"The account's folders hold {_passages(stored)}, its limit: delete files to upload more")
 
 
 def _bytes_quota_check(*, owner_id: str, adding: int) -> None:

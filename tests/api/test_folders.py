@@ -70,6 +70,23 @@ def test_upload_is_checked_and_queued(api, folder, settings):
     )
 
 
+def test_uploads_past_the_accounts_quotas_are_refused_with_the_reason(api, folder, settings):
+    settings.FOLDER_ACCOUNT_MAX_BYTES = 100
+    assert _upload(api, folder["id"], "a.txt", b"a" * 60).status_code == 200
+    refused = _upload(api, folder["id"], "b.txt", b"b" * 60)
+    assert refused.status_code == 413 and refused.json()["detail"] == (
+        "The account's files take 60 bytes; this file's 60 bytes would pass the account's limit of 100 bytes. "
+        "Delete files to make room"
+    )
+    settings.FOLDER_ACCOUNT_MAX_BYTES = 1_000_000
+    settings.FOLDER_ACCOUNT_MAX_PASSAGES = 1
+    file_ingest(file_id=api.get(f"/v1/folders/{folder['id']}/files").json()[0]["id"])  # one passage: the limit
+    full = _upload(api, folder["id"], "c.txt", b"c")
+    assert full.status_code == 413 and full.json()["detail"] == (
+        "The account's folders hold 1 passage, its limit: delete files to upload more"
+    )
+
+
 def test_other_accounts_see_nothing(api, folder, other_account):
     from tests.factories import ApiClient
 
