@@ -165,6 +165,12 @@ def _revoke(token) -> None:
         type(token).objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
+def _arg_models(schema: dict) -> dict | None:
+    """The parameters schema when it defines models (a pydantic args_json_schema's $defs), else None."""
+    params = schema.get("parameters")
+    return params if isinstance(params, dict) and isinstance(params.get("$defs"), dict) and params["$defs"] else None
+
+
 def _backend(name: str, config: dict):
     return get_backend(name, **config.get(name, {}))
 
@@ -226,6 +232,7 @@ def tool_execute(
                 timeout_s=config["timeout_s"],
                 pip_requirements=pip_requirement_strings(pip),
                 allow_network=tool_network_allowed(tool=tool, override=allow_network, config=config),
+                arg_models=_arg_models(schema),
             )
         )
     finally:

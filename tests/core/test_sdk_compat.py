@@ -4,7 +4,9 @@ Each test follows the SDK's and Letta's documented behaviour (auto-pagination wi
 `args_json_schema`, agent file import/export options, status codes), with the fake LLM behind litellm.
 """
 
+import inspect
 import json
+import textwrap
 
 import httpx
 import letta_client
@@ -116,6 +118,86 @@ def test_tool_from_args_json_schema_and_letta_error_codes(client, fake_llm):
     with pytest.raises(letta_client.UnprocessableEntityError):
         client.agents.messages.create(agent.id, input="hi", messages=[{"role": "user", "content": "hi"}])
     assert client.runs.list(agent_ids=[agent.id]).items == []  # nothing was started
+
+
+class InventoryItem(BaseModel):
+    sku: str
+    name: str
+    price: float
+    category: str
+
+
+class InventoryEntry(BaseModel):
+    timestamp: int
+    item: InventoryItem
+    transaction_id: str
+
+
+class InventoryEntryData(BaseModel):
+    data: InventoryEntry
+    quantity_change: int
+
+
+class ManageInventoryTool:  # letta_client 0.x's BaseTool: `run` is posted as the tool's function
+    name = "manage_inventory"
+    args_schema = InventoryEntryData
+
+    def run(self, data: InventoryEntry, quantity_change: int) -> bool:
+        """Update inventory catalogue with a new data entry."""
+        print(f"Updated inventory for {data.item.name} with a quantity change of {quantity_change}")
+        return True
+
+
+class PlanStep(BaseModel):
+    name: str = Field(..., description="Name of the step.")
+    description: str = Field(..., description="What this step is trying to achieve.")
+
+
+class StepsList(BaseModel):
+    steps: list[PlanStep] = Field(..., description="List of steps to add to the task plan.")
+    explanation: str = Field(..., description="Explanation for the list of steps.")
+
+
+def create_task_plan(steps, explanation):
+    """Creates a task plan for the current task."""
+    print(f"Created task plan with {len(steps)} steps, first {steps[0].name}: {explanation}")
+    return [step.name for step in steps]
+
+
+def _tool_from_class(client, tool):
+    """What letta_client 0.x's `tools.add(tool=...)` posts: run's source renamed, args_json_schema from args_schema."""
+    source = textwrap.dedent(inspect.getsource(tool.run)).replace("def run", f"def {tool.name}")
+    return client.tools.upsert(source_code=source, args_json_schema=tool.args_schema.model_json_schema())
+
+
+def test_tools_from_pydantic_args_schemas_run_with_their_models(client, fake_llm):
+    """Letta's test_pydantic_inventory_management_tool and test_pydantic_task_planning_tool: the sandbox defines the
+    args schema's models before the source and builds the arguments from them (tool_sandbox/base.py)."""
+    inventory = _tool_from_class(client, ManageInventoryTool)
+    plan = client.tools.upsert(  # letta_client 0.x's upsert_from_function
+        source_code=textwrap.dedent(inspect.getsource(create_task_plan)),
+        args_json_schema=StepsList.model_json_schema(),
+    )
+    assert "$defs" in inventory.json_schema["parameters"] and "self" not in inventory.json_schema["parameters"]
+    agent = client.agents.create(model="openai/fake-model", tool_ids=[inventory.id, plan.id], include_base_tools=False)
+    entry = {
+        "timestamp": 1640995200,
+        "item": {"sku": "IPH15-001", "name": "iPhone 15", "price": 999.99, "category": "Electronics"},
+        "transaction_id": "TXN-12345",
+    }
+    steps = [{"name": "Schedule", "description": "find a time"}, {"name": "Invite", "description": "tell all"}]
+    fake_llm.script(
+        FakeLLM.tool("manage_inventory", {"data": entry, "quantity_change": 10}),
+        FakeLLM.tool("create_task_plan", {"steps": steps, "explanation": "a tidy meeting"}),
+        FakeLLM.text("Done."),
+    )
+    response = client.agents.messages.create(agent.id, messages=[{"role": "user", "content": "Update the inventory"}])
+    returns = [m for m in response.messages if m.message_type == "tool_return_message"]
+    assert [r.status for r in returns] == ["success", "success"], [r.tool_return for r in returns]
+    assert returns[0].tool_return == "True"
+    assert "Updated inventory for iPhone 15 with a quantity change of 10" in "\n".join(returns[0].stdout)
+    assert json.loads(returns[1].tool_return) == ["Schedule", "Invite"]
+    assert "Created task plan with 2 steps, first Schedule: a tidy meeting" in "\n".join(returns[1].stdout)
 
 
 # --------------------------------------------------------------------------- agents

@@ -48,7 +48,40 @@ def test_success_with_json_return_and_separate_streams(local):
 def test_strings_are_returned_verbatim_and_non_json_as_repr(local):
     assert run(local, 'def f():\n    return "plain text"\n').tool_return == "plain text"
     assert run(local, "def f():\n    return {1, 2}\n").tool_return == "{1, 2}"
-    assert run(local, "def f():\n    return None\n").tool_return == "null"
+    assert run(local, "def f():\n    return None\n").tool_return == "None"  # Letta's str(), as True is "True"
+    assert run(local, "def f():\n    return True\n").tool_return == "True"
+
+
+ORDER_MODELS = {
+    "type": "object",
+    "properties": {"order": {"$ref": "#/$defs/Order"}, "lines": {"type": "array", "items": {"$ref": "#/$defs/Line"}}},
+    "$defs": {
+        "Line": {"type": "object", "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}}},
+        "Order": {
+            "type": "object",
+            "properties": {
+                "items": {"type": "array", "items": {"$ref": "#/$defs/Line"}},
+                "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+            },
+        },
+    },
+}
+
+
+def test_arguments_of_the_args_schemas_models_are_those_models(local):
+    """Letta's sandbox defines an args_json_schema's models before the source and builds the arguments from them
+    (services/tool_sandbox/base.py): annotations name them, fields read as attributes, a field may be called `items`."""
+    src = """
+        def f(self, order: Order, lines: list[Line]) -> dict:
+            assert type(order).__name__ == "Order" and isinstance(lines[0], Line) and self is None
+            return {"first": order.items[0].sku, "qty": sum(l.qty for l in lines), "note": order.note, "raw": order}
+    """
+    order = {"items": [{"sku": "A-1", "qty": 2}]}
+    r = run(local, src, args={"order": order, "lines": [{"sku": "B", "qty": 3}]}, arg_models=ORDER_MODELS)
+    assert r.status == "success", r.traceback
+    assert json.loads(r.tool_return) == {"first": "A-1", "qty": 3, "note": None, "raw": {**order, "note": None}}
+    bare = run(local, src, args={"order": order, "lines": []})
+    assert bare.status == "error" and bare.error_type == "NameError"  # the NameError it raised before
 
 
 def test_printing_cannot_spoof_the_result(local):

@@ -48,7 +48,7 @@ def _dumps(value):
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_dumps(v) for v in value) + "]"
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return "{" + ", ".join(_dumps(k) + ": " + _dumps(v) for k, v in value.items()) + "}"
+        return "{" + ", ".join(_dumps(k) + ": " + _dumps(v) for k, v in dict.items(value)) + "}"
     raise TypeError("not plain data")
 
 
@@ -162,10 +162,70 @@ class AgentState:
         return out
 
 
+class Model(dict):
+    """An argument of a model the tool's args schema defines: a dict with attribute access (`data.item.name`), as
+    the pydantic models Letta's sandbox composes from args_json_schema are read."""
+
+    __slots__ = ()
+
+    def __getattribute__(self, key):
+        if dict.__contains__(self, key):  # a field named `items` or `keys` is the field, not dict's method
+            return dict.__getitem__(self, key)
+        return object.__getattribute__(self, key)
+
+    def model_dump(self):
+        return _plain(self)
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in dict.items(value)}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _models(parameters):
+    """One Model subclass per schema in `$defs`, under its name (so the source's annotations resolve)."""
+    defs = parameters.get("$defs") or {}
+    return {
+        name: type(name, (Model,), {"__slots__": (), "_spec": spec})
+        for name, spec in defs.items()
+        if isinstance(name, str) and name.isidentifier() and isinstance(spec, dict)
+    }
+
+
+def _build(value, spec, models, depth=0):
+    """`value` with every object the schema types as a model made that model, nested ones too."""
+    if not isinstance(spec, dict) or depth > 64:
+        return value
+    ref = spec.get("$ref")
+    if isinstance(ref, str):
+        cls = models.get(ref.rsplit("/", 1)[-1])
+        if cls is None or not isinstance(value, dict):
+            return value
+        props = cls._spec.get("properties") or {}
+        built = {k: _build(v, props.get(k), models, depth + 1) for k, v in value.items()}
+        for k, p in props.items():  # an absent optional field reads as its default, as on a pydantic model
+            if k not in built:
+                built[k] = p.get("default") if isinstance(p, dict) else None
+        return cls(built)
+    if isinstance(value, list) and isinstance(spec.get("items"), dict):
+        return [_build(v, spec["items"], models, depth + 1) for v in value]
+    for alt in spec.get("anyOf") or spec.get("oneOf") or spec.get("allOf") or ():
+        built = _build(value, alt, models, depth + 1)
+        if built is not value:
+            return built
+    return value
+
+
 def _serialise(value):
-    """Strings verbatim (as Letta returns them), JSON for JSON-able values, repr for the rest."""
+    """Strings verbatim, None and booleans as Python writes them (as Letta's validate_function_response does), JSON
+    for other JSON-able values, repr for the rest."""
     if isinstance(value, str):
         return value
+    if value is None or isinstance(value, bool):
+        return str(value)
     try:
         return _to_json(value)
     except (TypeError, ValueError, RecursionError):
@@ -184,11 +244,20 @@ def _run_tool(payload):
     module = type(sys)("__tool__")
     module.__file__ = "<tool>"
     sys.modules["__tool__"] = module
+    parameters = payload.get("arg_models")
+    models = _models(parameters) if parameters else {}
+    module.__dict__.update(models)  # before the source, as Letta puts the args schema's models before it
     exec(compile(source, "<tool>", "exec"), module.__dict__)
     fn = module.__dict__.get(payload["function_name"])
     if not callable(fn):
         raise NameError("the tool source defines no function named {!r}".format(payload["function_name"]))
     args = dict(payload.get("args") or {})
+    if models:
+        props = parameters.get("properties") or {}
+        args = {k: _build(v, props.get(k), models) for k, v in args.items()}
+    code = getattr(fn, "__code__", None)
+    if code is not None and code.co_argcount and code.co_varnames[0] == "self" and "self" not in args:
+        args["self"] = None  # a BaseTool's run(self, ...) posted as the tool's function
     state = None
     if _declares(fn, "agent_state"):
         state = AgentState(payload["agent_state"]) if payload.get("agent_state") is not None else None

@@ -54,15 +54,21 @@ class SandboxRequest:
     pip_requirements: list[str] = field(default_factory=list)
     # Whether the tool may use the network. Off, a namespaced run has only its own loopback.
     allow_network: bool = False
+    # The tool's parameters schema when it names models ($defs, as a pydantic args_json_schema does): the runner
+    # defines them before the source and builds the arguments from them, as Letta's sandbox does.
+    arg_models: dict[str, Any] | None = None
 
     def payload(self) -> dict[str, Any]:
         """The JSON document the runner script reads (arguments travel as data, never as code)."""
-        return {
+        doc = {
             "source_code": self.source_code,
             "function_name": self.function_name,
             "args": self.args,
             "agent_state": self.agent_state,
         }
+        if self.arg_models:
+            doc["arg_models"] = self.arg_models
+        return doc
 
 
 @dataclass
