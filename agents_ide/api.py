@@ -24,6 +24,7 @@ from core.api.chat import router as chat_router
 from core.api.conversations import router as conversations_router
 from core.api.evals import router as evals_router
 from core.api.folders import router as folders_router
+from core.api.identities import router as identities_router
 from core.api.messages import router as messages_router
 from core.api.runs import router as runs_router
 from core.api.schemas import HealthOut
@@ -199,6 +200,7 @@ def _register_routers() -> None:
         mcp_router,
         sleeptime_router,
         chat_router,
+        identities_router,
     ]
     for router in routers:
         api.add_router("", router)

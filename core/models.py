@@ -466,3 +466,31 @@ class CaseResult(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["experiment", "position"], name="unique_case_result")]
+
+
+def new_identity_id() -> str:
+    return ids.new_id("identity")
+
+
+class Identity(models.Model):
+    """An end user, organization or other party an application serves (Letta's Identity, letta/schemas/identity.py),
+    known by the application's own `identifier_key` (unique per project), with typed properties and the agents that
+    serve it: an app finds "the agent of this user" by the key."""
+
+    TYPES = [(t, t) for t in ("org", "user", "other")]
+    id = models.CharField(primary_key=True, max_length=64, default=new_identity_id, editable=False)
+    owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="identities")
+    identifier_key = models.CharField(max_length=255)
+    name = models.CharField(max_length=255)
+    identity_type = models.CharField(max_length=8, choices=TYPES)
+    project_id = models.CharField(max_length=255, blank=True, default="")  # "": none (unique with the key either way)
+    properties = JSONField(default=list, blank=True)  # [{key, value, type}]
+    agents = models.ManyToManyField(Agent, related_name="identities", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "identifier_key", "project_id"], name="unique_identity_key")
+        ]
+        indexes = [models.Index(fields=["owner", "created_at"])]

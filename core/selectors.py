@@ -54,6 +54,8 @@ def agents_list(
     match_all_tags: bool = False,
     query_text: str | None = None,
     last_stop_reason: str | None = None,
+    identity_id: str | None = None,
+    identifier_keys: list[str] | None = None,
     before: str | None = None,
     after: str | None = None,
     limit: int = 50,
@@ -61,7 +63,8 @@ def agents_list(
     order_by: str = "created_at",
 ) -> list[Agent]:
     """The owner's agents, filtered as Letta's `GET /v1/agents/` does (name, tags any/all, text, last stop reason,
-    cursors), sorted by `order_by` (created_at, updated_at or last_run_completion); Invalid for another sort."""
+    the identity they serve by id or identifier key, cursors), sorted by `order_by` (created_at, updated_at or
+    last_run_completion); Invalid for another sort."""
     if order_by not in AGENT_ORDER_FIELDS:
         raise Invalid(f"order_by must be one of {', '.join(AGENT_ORDER_FIELDS)}, not '{order_by}'.")
     # Agents that never ran sort as the oldest by last_run_completion: a cursor needs a value to compare with.
@@ -73,6 +76,10 @@ def agents_list(
         qs = qs.filter(Q(name__icontains=query_text) | Q(description__icontains=query_text))
     if last_stop_reason:
         qs = qs.filter(last_stop_reason=last_stop_reason)
+    if identity_id:
+        qs = qs.filter(identities__id=identity_id)
+    if identifier_keys:
+        qs = qs.filter(identities__identifier_key__in=identifier_keys).distinct()
     if tags:
         if match_all_tags:
             qs = (

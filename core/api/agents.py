@@ -146,10 +146,12 @@ def agent_create(request, body: AgentCreateIn):
 
 
 class AgentListQuery(PageQuery):
-    """Letta's filters; identity_id, project_id, template_id, base_template_id, created_by_id, identifier_keys,
-    include and include_relationships are accepted and ignored (nothing here models them)."""
+    """Letta's filters; project_id, template_id, base_template_id, created_by_id, include and include_relationships
+    are accepted and ignored (nothing here models them)."""
 
     name: str | None = None
+    identity_id: str | None = Field(None, description="Only the agents that serve this identity.")
+    identifier_keys: list[str] | None = Field(None, description="Agents serving an identity with one of these keys.")
     tags: list[str] | None = None
     match_all_tags: bool = False
     query_text: str | None = None
@@ -170,6 +172,8 @@ def agents_list(request, q: Query[AgentListQuery]):
         match_all_tags=q.match_all_tags,
         query_text=q.query_text,
         last_stop_reason=q.last_stop_reason,
+        identity_id=q.identity_id,
+        identifier_keys=q.identifier_keys,
         before=q.before,
         after=q.after,
         limit=q.limit,

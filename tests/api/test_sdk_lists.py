@@ -201,8 +201,6 @@ def test_every_list_parameter_the_sdk_sends_is_accepted(client, fake_llm):
         ascending=False,
         base_template_id="base-template-x",
         created_by_id="user-x",
-        identifier_keys=["key"],
-        identity_id="identity-x",
         include=["agent.tags", "agent.blocks"],
         include_relationships=["tools"],
         last_stop_reason="end_turn",
