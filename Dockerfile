@@ -3,7 +3,7 @@ FROM python:3.11-slim-bookworm
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
     LITELLM_LOCAL_MODEL_COST_MAP=True HF_HUB_OFFLINE=1 \
     AGENTS_IDE_DATA_DIR=/data STATIC_ROOT=/app/staticfiles \
-    MCP_STDIO_PATHS=/opt/mcp \
+    MCP_STDIO_PATHS=/opt/mcp HOST=0.0.0.0 \
     TRUSTED_PROXIES=""
 # TRUSTED_PROXIES: set it (docker run -e, compose) to the reverse proxy's address or network, so that the login
 # lockout and the throttles see each client's own address, not the proxy's (docs/security.md).
@@ -30,4 +30,4 @@ RUN python manage.py collectstatic --noinput && chown -R app:app /app
 USER app
 EXPOSE 8000
 # Migrations run on start (idempotent); daphne serves HTTP and websockets.
-CMD ["sh", "-c", "python manage.py migrate --noinput && exec daphne -b 0.0.0.0 -p 8000 agents_ide.asgi:application"]
+CMD ["sh", "-c", "python manage.py migrate --noinput && exec daphne -b \"$HOST\" -p 8000 agents_ide.asgi:application"]

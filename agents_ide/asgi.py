@@ -48,6 +48,13 @@ if os.environ.get("AIDE_WARM_UP", "1") != "0":
     _warm_up()
 
 
+from core.accounts import setup_token_announce  # noqa: E402
+
+# A fresh install others may reach (HOST or PUBLIC_BASE_URL beyond loopback): the first account needs the token this
+# prints on the console.
+setup_token_announce()
+
+
 if os.environ.get("AIDE_START_RUNS", "1") != "0":
     # Sweep lapsed run leases now (a crashed process's runs heal without waiting for a new run) and, on the
     # embedded default, start the run pool.

@@ -1,8 +1,10 @@
 """Settings, all from the environment (see .env.example and docs/configuration.md)."""
 
+import ipaddress
 import os
 import secrets
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 
@@ -243,6 +245,24 @@ _SERVE_HOST = os.environ.get("HOST", "") or "127.0.0.1"
 _SERVE_HOST = "127.0.0.1" if _SERVE_HOST in ("0.0.0.0", "::", "[::]") else _SERVE_HOST
 _SERVE_HOST = f"[{_SERVE_HOST}]" if ":" in _SERVE_HOST and not _SERVE_HOST.startswith("[") else _SERVE_HOST
 PUBLIC_BASE_URL = os.environ.get("PUBLIC_BASE_URL") or f"http://{_SERVE_HOST}:{os.environ.get('PORT') or '8000'}"
+
+
+def _beyond_loopback(host: str) -> bool:
+    host = host.strip().strip("[]").lower()
+    if host in ("", "localhost"):
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback  # a wildcard (0.0.0.0, ::) included
+    except ValueError:
+        return True  # a name other machines may resolve
+
+
+# The first account's form asks for a one-time token the server prints on its console when others may reach it: bound
+# (HOST) or published (PUBLIC_BASE_URL) at an address other than loopback (docs/security.md). Whoever reached /setup/
+# first would otherwise administer the server.
+SETUP_TOKEN_REQUIRED = _beyond_loopback(os.environ.get("HOST", "")) or _beyond_loopback(
+    urlsplit(os.environ.get("PUBLIC_BASE_URL", "")).hostname or ""
+)
 # Run agent steps on the task queue worker instead of in the web process (see docs/architecture.md, scale-out).
 RUNS_IN_WORKER = env_bool("RUNS_IN_WORKER")
 # Multi-agent loop guard: how many agent-to-agent hops one conversation may take.

@@ -1,19 +1,26 @@
-"""Users, their organizations and API tokens. Tokens are stored as SHA-256 hashes only."""
+"""Users, their organizations and API tokens (stored as SHA-256 hashes only); the first account and the one-time
+setup token it needs on a server others may reach."""
 
 import hashlib
+import hmac
+import ipaddress
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
+from core.errors import Conflict, Invalid
 from core.models import ApiToken, Membership, Organization
 from core.selectors import row_or_none
 from tools.services import builtin_tools_ensure
 
 TOKEN_PREFIX = "aide_"
+log = logging.getLogger("agents_ide.setup")
 
 
 @dataclass(frozen=True)
@@ -105,3 +112,56 @@ def first_run_pending() -> bool:
 
 def tokens_for_user(user: User) -> list[ApiToken]:
     return list(ApiToken.objects.filter(user=user, agent_id="").order_by("-created_at"))
+
+
+# --- the first account ---------------------------------------------------------------------------------------------
+
+
+def setup_token_required(*, local_address: str = "") -> bool:
+    """Whether the first account needs the setup token: others may reach this server, as SETUP_TOKEN_REQUIRED says
+    (HOST or PUBLIC_BASE_URL is not loopback) or a request shows by arriving at an address other than loopback."""
+    if settings.SETUP_TOKEN_REQUIRED:
+        return True
+    try:
+        return not ipaddress.ip_address(local_address.strip("[]")).is_loopback
+    except ValueError:  # not an address (a test client's name, a unix socket): no evidence
+        return False
+
+
+def setup_token_get() -> str:
+    """This deployment's one-time setup token: derived from SECRET_KEY, so every process (every replica) prints and
+    accepts the same one; it opens the setup once, as the account it creates closes it for good."""
+    digest = hmac.new(settings.SECRET_KEY.encode(), b"agents-ide first-account setup token", hashlib.sha256)
+    return digest.hexdigest()[:24]  # 96 bits, to copy from a log line
+
+
+def setup_token_announce(*, local_address: str = "") -> None:
+    """On a fresh install others may reach, print the setup token on the console: at server start, and when the setup
+    page is asked for (a server bound beyond loopback without saying so learns it from the request). A database not
+    migrated yet prints nothing."""
+    try:
+        if not (setup_token_required(local_address=local_address) and first_run_pending()):
+            return
+    except DatabaseError:
+        return
+    log.warning(
+        "This server has no account yet and may be reached from other machines: the first account needs this "
+        "one-time setup token, asked for at %s/setup/ : %s",
+        settings.PUBLIC_BASE_URL.rstrip("/"),
+        setup_token_get(),
+    )
+
+
+def first_account_create(
+    *, username: str, password: str, email: str = "", setup_token: str = "", local_address: str = ""
+) -> User:
+    """Create the first account, which administers the server; where the setup token is required, only with it (the
+    account closes the setup, so the token works once). Invalid for a missing or wrong token, Conflict once an account
+    exists."""
+    if not first_run_pending():
+        raise Conflict("This server has an account already: sign in.")
+    if setup_token_required(local_address=local_address) and not hmac.compare_digest(
+        setup_token.strip().encode(), setup_token_get().encode()
+    ):
+        raise Invalid("That is not the setup token: the server printed it on its console (its log) when it started.")
+    return user_create(username=username, password=password, email=email, is_superuser=True)

@@ -9,6 +9,7 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
 from core import accounts
+from core.errors import Conflict, Invalid
 from core.web.forms import FirstAccountForm, LoginForm, TokenForm
 from core.web.settings_pages import settings_page as full_page
 
@@ -31,20 +32,32 @@ def healthz(request):
 
 
 def setup(request):
-    """The first visit of a fresh install: create the first account (it becomes the administrator)."""
+    """The first visit of a fresh install: create the first account (it becomes the administrator); a server others
+    may reach asks for the setup token it printed on its console."""
     if not accounts.first_run_pending():
         return redirect("agents")
-    form = FirstAccountForm(request.POST or None)
+    local = request.META.get("SERVER_NAME", "")  # the address the request arrived at (ASGI: the server's socket)
+    needs_token = accounts.setup_token_required(local_address=local)
+    if needs_token and request.method == "GET":
+        accounts.setup_token_announce(local_address=local)
+    form = FirstAccountForm(request.POST or None, setup_token=needs_token)
     if request.method == "POST" and form.is_valid():
-        user = accounts.user_create(
-            username=form.cleaned_data["username"],
-            password=form.cleaned_data["password1"],
-            email=form.cleaned_data.get("email") or "",
-            is_superuser=True,
-        )
-        login(request, user)
-        return redirect("agents")
-    return TemplateResponse(request, "core/setup.html", {"form": form})
+        try:
+            user = accounts.first_account_create(
+                username=form.cleaned_data["username"],
+                password=form.cleaned_data["password1"],
+                email=form.cleaned_data.get("email") or "",
+                setup_token=form.cleaned_data.get("setup_token", ""),
+                local_address=local,
+            )
+        except Invalid as exc:
+            form.add_error("setup_token" if needs_token else None, exc.message)
+        except Conflict:
+            return redirect("agents")
+        else:
+            login(request, user)
+            return redirect("agents")
+    return TemplateResponse(request, "core/setup.html", {"form": form}, status=400 if form.is_bound else 200)
 
 
 @login_required

@@ -23,11 +23,25 @@ class LoginForm(AuthenticationForm):
 
 
 class FirstAccountForm(UserCreationForm):
+    """The first account; with `setup_token`, the one-time token the server printed on its console is asked too."""
+
     email = forms.EmailField(required=False)
+    setup_token = forms.CharField(
+        label="Setup token",
+        max_length=200,
+        strip=True,
+        help_text="Printed on the server's console (its log) when it started: this server may be reached from other "
+        "machines, so only whoever runs it can claim it.",
+    )
 
     class Meta:
         model = User
         fields = ("username", "email")
+
+    def __init__(self, *args, setup_token: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not setup_token:
+            del self.fields["setup_token"]
 
 
 class TokenForm(forms.Form):

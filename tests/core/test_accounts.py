@@ -7,7 +7,15 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
-from core.accounts import api_token_create, api_token_revoke, principal_from_token
+from core.accounts import (
+    api_token_create,
+    api_token_revoke,
+    first_account_create,
+    principal_from_token,
+    setup_token_announce,
+    setup_token_get,
+)
+from core.errors import Conflict
 from core.models import ApiToken
 from tests.factories import ApiClient, make_agent
 
@@ -31,8 +39,49 @@ def test_setup_rejects_mismatched_passwords_inline(db):
     response = Client().post(
         "/setup/", {"username": "ada", "password1": "a-long-enough-pass-42", "password2": "different-pass-42"}
     )
-    assert response.status_code == 200 and b"errorlist" in response.content
+    assert response.status_code == 400 and b"errorlist" in response.content
     assert not User.objects.exists()
+
+
+def test_a_loopback_server_asks_for_no_setup_token(db, settings):
+    settings.SETUP_TOKEN_REQUIRED = False
+    assert b'name="setup_token"' not in Client().get("/setup/").content
+
+
+def test_a_server_others_may_reach_asks_for_the_setup_token_it_printed(db, settings, caplog):
+    settings.SETUP_TOKEN_REQUIRED = True  # HOST or PUBLIC_BASE_URL beyond loopback
+    token = setup_token_get()
+    setup_token_announce()  # as the server starts
+    assert [r.getMessage().rsplit(" ", 1)[-1] for r in caplog.records] == [token]
+    page = Client().get("/setup/")
+    assert page.status_code == 200 and b'name="setup_token"' in page.content
+    assert any(token in r.getMessage() and "/setup/" in r.getMessage() for r in caplog.records)  # on the console
+    form = {"username": "mallory", "password1": "a-long-enough-pass-42", "password2": "a-long-enough-pass-42"}
+    missing = Client().post("/setup/", form)
+    assert missing.status_code == 400 and b"This field is required" in missing.content
+    wrong = Client().post("/setup/", {**form, "setup_token": "0" * 24})
+    assert wrong.status_code == 400 and b"That is not the setup token" in wrong.content
+    assert not User.objects.exists()
+
+    owner = Client()
+    assert owner.post("/setup/", {**form, "username": "ada", "setup_token": f" {token} "}).status_code == 302
+    assert User.objects.get().username == "ada" and User.objects.get().is_superuser
+    # it worked once: the account closes the setup, to anyone holding the token too
+    again = Client().post("/setup/", {**form, "setup_token": token})
+    assert again.status_code == 302 and again["Location"] == "/"
+    with pytest.raises(Conflict):
+        first_account_create(username="mallory", password="a-long-enough-pass-42", setup_token=token)
+    assert User.objects.count() == 1
+    caplog.clear()
+    setup_token_announce()
+    assert not caplog.records  # nothing more to print
+
+
+def test_the_setup_token_is_one_per_deployment(settings):
+    first = setup_token_get()
+    assert len(first) == 24 and setup_token_get() == first  # every process (and replica) derives the same
+    settings.SECRET_KEY = "another deployment's key"
+    assert setup_token_get() != first
 
 
 def test_tokens_are_stored_hashed_and_revocable(account):
