@@ -6,6 +6,7 @@ from django.http import Http404, JsonResponse
 from django.template.response import TemplateResponse
 
 from core import selectors
+from core.agents import run_view
 from core.agents.presenters import wait_out
 from core.errors import NotFound
 from core.models import RUN_ACTIVE
@@ -79,12 +80,17 @@ def _run_or_404(agent, run_id: str):
 
 @login_required
 def run_detail(request, agent_id: str, run_id: str):
-    """A run's steps (click one to open it), its input and its error."""
+    """A run's steps (click one to open it), numbered within the conversation, its timeline and its graph."""
     agent = agent_or_404(request, agent_id)
     run = _run_or_404(agent, run_id)
-    return TemplateResponse(
-        request, "core/_run.html", {"agent": agent, "run": run, "steps": selectors.run_steps_list(run=run)}
-    )
+    steps = selectors.run_steps_list(run=run)
+    number = run_view.thread_steps_before(run=run, steps=steps)
+    for step in steps:
+        number += step.kind == "agent"
+        step.number = number if step.kind == "agent" else None
+    context = {"agent": agent, "run": run, "steps": steps}
+    context.update(timeline=run_view.run_timeline(run=run), graph=run_view.run_graph(run=run))
+    return TemplateResponse(request, "core/_run.html", context)
 
 
 @login_required

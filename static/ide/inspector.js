@@ -130,6 +130,9 @@
     }
     const chip = e.target.closest(".step-chip[data-step]");
     if (chip) { e.preventDefault(); openStep(chip.dataset.step); return; }
+    // a node of a run's graph or a row of its timeline: this agent's steps open here, another agent's in its page
+    const node = e.target.closest("[data-open-step]");
+    if (node && !e.ctrlKey && !e.metaKey && !e.shiftKey) { e.preventDefault(); openStep(node.dataset.openStep); return; }
     const opener = e.target.closest("[data-open-tab]");  // e.g. a pause card's "Show the compiled request"
     if (opener && document.getElementById(opener.dataset.openTab)) { openFrom(opener); return; }
     if (e.target.closest("[data-toggle-raw]")) { store.set("aide-payload-raw", !store.get("aide-payload-raw", false)); applyPayloadView(); return; }

@@ -1,0 +1,358 @@
+"""A run seen whole, for the IDE: its timeline (a waterfall of the spans the OTLP export carries, built from what
+the run's rows record: queueing, each step's context compile, model call and tool calls, the commit after it, a
+wait for a person) and its graph (model calls, tool calls with their sandbox, waits, and the runs of other agents a
+tool call reached, laid out in layers: steps top to bottom, another agent's run as a branch to the right). Steps are
+numbered within their conversation, so a thread's steps read 1, 2, 3… across its runs."""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.utils import timezone
+
+from core.models import Message, Run, Step
+from core.telemetry import tracing
+
+MAX_DEPTH = 4  # runs of other agents followed from one run (the multi-agent hop guard allows about as many)
+MAX_NODES = 300  # a run with more is drawn up to here, with a note
+SEND_TOOLS = ("send_message_to_agent_and_wait_for_reply", "send_message_to_agent_async", "send_message_to_agents_")
+_STEP_FIELDS = ("id", "index", "kind", "model", "usage", "model_ms", "tools_ms", "total_ms", "stop_reason")
+_STEP_FIELDS += ("error", "created_at", "run_id", "agent_id")
+
+
+@dataclass
+class _Loaded:
+    """One run with its steps, their tool returns and the runs of other agents its tool calls started."""
+
+    run: Run
+    steps: list[Step]
+    tools: dict[str, list[Message]]
+    children: list[Run]
+    base: int  # agent steps of the thread before this run's first one
+    answered_at: datetime | None = None  # when a person answered the wait this run ended in
+
+
+def _load(run: Run) -> _Loaded:
+    steps = list(Step.objects.filter(run=run).order_by("index", "created_at").only(*_STEP_FIELDS))
+    tools: dict[str, list[Message]] = {}
+    rows = Message.objects.filter(step__in=steps, role="tool").order_by("seq")
+    for row in rows.only("id", "step_id", "name", "tool_call_id", "tool_return", "created_at"):
+        tools.setdefault(row.step_id, []).append(row)
+    children = list(Run.objects.filter(parent_run=run).select_related("agent").order_by("created_at"))
+    return _Loaded(run, steps, tools, children, thread_steps_before(run=run, steps=steps), _answered_at(run))
+
+
+def thread_steps_before(*, run: Run, steps: list[Step]) -> int:
+    """How many agent steps the run's thread (its agent and conversation) took before this run's first step."""
+    first = next((s for s in steps if s.kind == "agent"), None)
+    if first is None:
+        return 0
+    earlier = Step.objects.filter(agent_id=run.agent_id, kind="agent", created_at__lt=first.created_at)
+    if run.conversation_id:
+        earlier = earlier.filter(run__conversation_id=run.conversation_id)
+    else:
+        earlier = earlier.exclude(run__conversation__isnull=False)
+    return earlier.count()
+
+
+def step_numbers(loaded: _Loaded) -> dict[str, int]:
+    """Each agent step's number within its conversation (1-based); summaries get none."""
+    numbers, n = {}, loaded.base
+    for step in loaded.steps:
+        if step.kind == "agent":
+            n += 1
+            numbers[step.id] = n
+    return numbers
+
+
+def _answered_at(run: Run) -> datetime | None:
+    """When the run that answered this run's wait was made (None: it was not answered, or waited for nothing)."""
+    if run.stop_reason not in ("requires_approval", "paused") and not run.waiting:
+        return None
+    later = Run.objects.filter(
+        agent_id=run.agent_id, conversation_id=run.conversation_id, created_at__gt=run.created_at
+    ).order_by("created_at")
+    for other in later.only("created_at", "input_messages")[:5]:
+        if any(isinstance(m, dict) and m.get("role") == "approval" for m in other.input_messages or []):
+            return other.created_at
+    return None
+
+
+def _ms(a: datetime, b: datetime) -> float:
+    return (b - a).total_seconds() * 1000
+
+
+# ---- timeline
+
+
+@dataclass
+class Span:
+    """A row of the waterfall: what ran, from when, for how long (ms from the run's creation), and what to open."""
+
+    label: str
+    kind: str  # queue | prepare | model | tool | commit | wait | agent
+    start_ms: float
+    ms: float
+    depth: int = 0
+    detail: str = ""
+    step_id: str = ""
+    agent_id: str = ""
+    open_end: bool = False  # a wait still going on: drawn to the right edge, kept out of the scale
+    first_token_ms: float | None = None
+    left: float = 0.0  # percentages, set once the scale is known
+    width: float = 0.0
+    mark: float | None = None
+    error: bool = False
+
+
+def _step_spans(loaded: _Loaded, t0: datetime, depth: int, numbers: dict[str, int]) -> list[Span]:
+    spans: list[Span] = []
+    run = loaded.run
+    for i, step in enumerate(loaded.steps):
+        end = _ms(t0, step.created_at)
+        start = end - step.total_ms
+        number = numbers.get(step.id)
+        name = f"step {number}" if number else step.kind
+        ids = {"step_id": step.id, "agent_id": step.agent_id, "depth": depth}
+        prepare = max(step.total_ms - step.model_ms - step.tools_ms, 0.0)
+        if prepare >= 0.5:
+            spans.append(Span(f"{name} · compile context", "prepare", start, prepare, **ids))
+        usage = step.usage or {}
+        model = Span(f"{name} · model call", "model", start + prepare, step.model_ms, detail=step.model, **ids)
+        model.first_token_ms = usage.get("first_token_ms")
+        model.error = bool(step.error)
+        if step.error:
+            model.detail = f"{step.model} · {step.error[:120]}"
+        spans.append(model)
+        at = start + prepare + step.model_ms
+        for tool in loaded.tools.get(step.id, []):
+            ret = tool.tool_return or {}
+            took = float(ret.get("duration_ms") or 0)
+            span = Span(tool.name, "tool", at, took, detail=f"sandbox {ret.get('sandbox') or '—'}", **ids)
+            span.error = ret.get("status") == "error"
+            spans.append(span)
+            at += took
+        following = loaded.steps[i + 1] if i + 1 < len(loaded.steps) else None
+        commit_end = (
+            _ms(t0, following.created_at) - following.total_ms
+            if following
+            else (_ms(t0, run.completed_at) if run.completed_at else end)
+        )
+        if commit_end - end >= 0.5:
+            spans.append(Span(f"{name} · commit", "commit", end, commit_end - end, detail="stored, events sent", **ids))
+    return spans
+
+
+def _wait_span(loaded: _Loaded, t0: datetime, depth: int) -> Span | None:
+    run = loaded.run
+    waited_from = run.completed_at
+    if waited_from is None or not (run.waiting or loaded.answered_at):
+        return None
+    kind = (run.waiting or {}).get("kind") or "approval"
+    end = loaded.answered_at or timezone.now()
+    span = Span(
+        f"waiting for a person ({kind})" if loaded.answered_at is None else f"waited for a person ({kind})",
+        "wait",
+        _ms(t0, waited_from),
+        _ms(waited_from, end),
+        depth=depth,
+        agent_id=run.agent_id,
+        detail="answered" if loaded.answered_at else "not answered yet",
+    )
+    span.open_end = True  # a person's minutes would shrink every other bar to nothing: drawn apart from the scale
+    return span
+
+
+def _run_spans(loaded: _Loaded, t0: datetime, depth: int) -> list[Span]:
+    run = loaded.run
+    spans = []
+    if run.started_at and _ms(run.created_at, run.started_at) >= 0.5:
+        spans.append(Span("queued", "queue", _ms(t0, run.created_at), _ms(run.created_at, run.started_at), depth))
+    numbers = step_numbers(loaded)
+    step_spans = _step_spans(loaded, t0, depth, numbers)
+    for child in loaded.children if depth < MAX_DEPTH else []:
+        inner = _load(child)
+        end = child.completed_at or timezone.now()
+        head = Span(
+            f"run of {child.agent.name}",
+            "agent",
+            _ms(t0, child.created_at),
+            _ms(child.created_at, end),
+            depth=depth + 1,
+            agent_id=child.agent_id,
+            detail=f"run {child.id[-8:]} · {child.status}",
+            step_id=inner.steps[0].id if inner.steps else "",
+        )
+        at = next((i for i, s in enumerate(step_spans) if s.start_ms > head.start_ms), len(step_spans))
+        step_spans[at:at] = [head, *_run_spans(inner, t0, depth + 1)]
+    spans += step_spans
+    wait = _wait_span(loaded, t0, depth)
+    return spans + ([wait] if wait else [])
+
+
+def run_timeline(*, run: Run) -> dict:
+    """The run's waterfall: rows with their offsets and widths in percent of the run's span, its trace id, and
+    ticks. Reads the run's steps, tool messages and the runs other agents ran for it; writes nothing."""
+    loaded = _load(run)
+    spans = _run_spans(loaded, run.created_at, 0)
+    scaled = [s for s in spans if not s.open_end]
+    total = max([s.start_ms + s.ms for s in scaled] + [_ms(run.created_at, run.completed_at or run.created_at), 1.0])
+    for s in spans:
+        s.left = min(100 * s.start_ms / total, 100.0)
+        s.width = (100 - s.left) if s.open_end else max(100 * s.ms / total, 0.4)
+        if s.first_token_ms is not None and s.ms:
+            s.mark = min(100 * s.first_token_ms / s.ms, 100.0)
+    return {
+        "spans": spans[:MAX_NODES],
+        "total_ms": total,
+        "ticks": [{"left": 25 * i, "ms": total * i / 4} for i in range(5)],
+        "trace_id": tracing.trace_id_hex(run.id),
+        "truncated": len(spans) > MAX_NODES,
+    }
+
+
+# ---- graph
+
+COL, NODE_W, NODE_H, GAP, INDENT = 250, 220, 38, 14, 24
+
+
+@dataclass
+class Node:
+    kind: str  # run | model | tool | wait | agent
+    title: str
+    sub: str
+    x: int
+    y: int
+    w: int
+    agent_id: str
+    step_id: str = ""
+    run_id: str = ""
+    error: bool = False
+    tip: str = ""
+
+
+@dataclass
+class _Graph:
+    nodes: list[Node] = field(default_factory=list)
+    edges: list[str] = field(default_factory=list)  # SVG path data
+    y: int = 8
+
+    def add(self, node: Node, after: Node | None) -> Node:
+        self.nodes.append(node)
+        self.y = max(self.y, node.y + NODE_H + GAP)
+        if after is not None:
+            self.edges.append(_edge(after, node))
+        return node
+
+
+def _edge(a: Node, b: Node) -> str:
+    """SVG path data from a to b: down the column's left gutter, into an indented node, or across to a branch."""
+    mid = NODE_H // 2
+    if b.x >= a.x + a.w:  # another agent's run, to the right
+        turn = (a.x + a.w + b.x) // 2
+        return f"M{a.x + a.w},{a.y + mid} H{turn} V{b.y + mid} H{b.x}"
+    if b.x > a.x:  # a tool call under its step
+        return f"M{a.x + 12},{a.y + NODE_H} V{b.y + mid} H{b.x}"
+    return f"M{b.x + 12},{a.y + NODE_H} V{b.y}"
+
+
+def _clip(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def _sends_in(tool_rows: list[Message]) -> list[Message]:
+    return [t for t in tool_rows if t.name.startswith(SEND_TOOLS)]
+
+
+def _layout(g: _Graph, loaded: _Loaded, column: int, y: int, parent: Node | None, depth: int) -> None:
+    """Lay the run out in its column from `y` down; a tool call that reached another agent's run gets that run laid
+    out in the next column from the call's row."""
+    run, x = loaded.run, 8 + column * COL
+    head = g.add(
+        Node(
+            "run",
+            _clip(run.agent.name, 26),
+            f"run {run.id[-8:]} · {run.status}",
+            x,
+            y,
+            NODE_W,
+            run.agent_id,
+            step_id=loaded.steps[0].id if loaded.steps else "",
+            run_id=run.id,
+            tip=run.id,
+        ),
+        parent,
+    )
+    last, numbers = head, step_numbers(loaded)
+    children = list(loaded.children) if depth < MAX_DEPTH else []
+    for step in loaded.steps:
+        if len(g.nodes) >= MAX_NODES:
+            return
+        number = numbers.get(step.id)
+        title = f"step {number} · model call" if number else f"{step.kind} step"
+        sub = f"{_clip(step.model, 20)} · {step.model_ms:.0f} ms" if not step.error else _clip(step.error, 30)
+        node = Node(
+            "model",
+            title,
+            sub,
+            x,
+            g.y,
+            NODE_W,
+            step.agent_id,
+            step.id,
+            run.id,
+            error=bool(step.error),
+            tip=f"{title} · {step.model} · index {step.index} in run {run.id}",
+        )
+        last = g.add(node, last)
+        tools = loaded.tools.get(step.id, [])
+        tool_last = node
+        for tool in tools:
+            ret = tool.tool_return or {}
+            sub = f"{ret.get('sandbox') or 'no sandbox'} · {float(ret.get('duration_ms') or 0):.0f} ms"
+            tnode = Node(
+                "tool",
+                _clip(tool.name, 24),
+                sub,
+                x + INDENT,
+                g.y,
+                NODE_W - INDENT,
+                step.agent_id,
+                step.id,
+                run.id,
+                error=ret.get("status") == "error",
+                tip=tool.name,
+            )
+            g.add(tnode, tool_last)
+            tool_last = tnode
+            if tool in _sends_in(tools):
+                for child in [c for c in children if c.created_at <= step.created_at]:
+                    children.remove(child)
+                    _layout(g, _load(child), column + 1, tnode.y, tnode, depth + 1)
+    if run.waiting or loaded.answered_at:
+        kind = (run.waiting or {}).get("kind") or "approval"
+        names = ", ".join(c.get("name", "") for c in (run.waiting or {}).get("calls", []))
+        g.add(
+            Node(
+                "wait",
+                f"waits for a person ({kind})",
+                _clip(names or ("answered" if loaded.answered_at else ""), 30),
+                x,
+                g.y,
+                NODE_W,
+                run.agent_id,
+                (run.waiting or {}).get("step_id") or "",
+                run.id,
+            ),
+            last,
+        )
+    for child in children:  # reached without a send tool we could place (e.g. a sleep-time companion)
+        _layout(g, _load(child), column + 1, g.y, head, depth + 1)
+
+
+def run_graph(*, run: Run) -> dict:
+    """The run as a layered graph: nodes (with their box, text and the step each opens) and edge paths, sized for
+    an SVG. Reads the run, its steps, tool messages and the runs it reached in other agents; writes nothing."""
+    g = _Graph()
+    _layout(g, _load(run), 0, 8, None, 0)
+    width = max(n.x + n.w for n in g.nodes) + 8
+    return {"nodes": g.nodes, "edges": g.edges, "width": width, "height": g.y, "truncated": len(g.nodes) >= MAX_NODES}

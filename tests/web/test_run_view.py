@@ -1,0 +1,80 @@
+"""A run seen whole, server side: the run view draws its timeline (model call, each tool call with its sandbox, the
+commit, a wait for a person) and its graph (steps numbered within the conversation, tool nodes, another agent's run
+as a branch linking into that agent's steps), with the trace id always shown and a link only under TRACE_UI_URL."""
+
+import re
+
+import pytest
+
+from core.models import Run, Step
+from core.runs.runner import run_agent
+from core.telemetry import tracing
+from tests.factories import make_agent
+from tests.fake_llm import FakeLLM
+
+pytestmark = pytest.mark.django_db(transaction=True)
+WAIT = "send_message_to_agent_and_wait_for_reply"
+
+
+def _send(agent, text="hi"):
+    return run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": text}])
+
+
+def _run_html(web, agent, run_id) -> str:
+    r = web.get(f"/agents/{agent.id}/runs/{run_id}/")
+    assert r.status_code == 200
+    return r.content.decode()
+
+
+def test_a_run_shows_its_timeline_and_graph_with_steps_numbered_in_the_conversation(web, account, fake_llm, settings):
+    settings.TRACE_UI_URL = ""
+    agent = make_agent(account.org, name="solo")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "one"}))
+    _send(agent, "first")
+    fake_llm.script(
+        FakeLLM.tool("archival_memory_insert", {"content": "note"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "two"}),
+    )
+    second = _send(agent, "second")
+    html = _run_html(web, agent, second.run_id)
+    # this run's steps are the thread's 2nd and 3rd, not "step 0" and "step 1" again
+    chips = re.findall(r'class="step-chip[^"]*"[^>]*>([^<]*)</button>', html)
+    assert chips == ["step 2", "step 3"]
+    rows = re.findall(r'<li class="rt-row rt-(\w+)', html)
+    assert rows.count("model") == 2 and "tool" in rows and "commit" in rows
+    assert "archival_memory_insert" in html and "sandbox " in html
+    assert tracing.trace_id_hex(second.run_id) in html and "open ↗" not in html
+    nodes = re.findall(r'data-node="(\w+)"', html)
+    assert nodes[0] == "run" and nodes.count("model") == 2 and nodes.count("tool") == 2
+    step = Step.objects.get(run_id=second.run_id, index=0)
+    assert f'data-open-step="{step.id}"' in html and f"?step={step.id}" in html
+
+
+def test_the_trace_links_out_only_when_a_trace_ui_is_set(web, account, fake_llm, settings):
+    settings.TRACE_UI_URL = "https://traces.example/t/{trace_id}"
+    agent = make_agent(account.org, name="solo")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "one"}))
+    run = _send(agent)
+    html = _run_html(web, agent, run.run_id)
+    assert f'href="https://traces.example/t/{tracing.trace_id_hex(run.run_id)}"' in html
+
+
+def test_a_supervisors_run_branches_to_the_workers_run_and_links_into_its_steps(web, account, fake_llm):
+    boss = make_agent(account.org, name="supervisor", include_multi_agent_tools=True)
+    worker = make_agent(account.org, name="worker")
+    fake_llm.script(
+        FakeLLM.tool(WAIT, {"message": "do it", "other_agent_id": worker.id}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "done"}),
+        FakeLLM.tool("send_message", {"message": "worker said done"}),
+    )
+    run = _send(boss)
+    worker_run = Run.objects.get(agent=worker)
+    worker_step = Step.objects.get(run=worker_run)
+    html = _run_html(web, boss, run.run_id)
+    assert "run of worker" in html  # the timeline's row for the worker's run
+    nodes = re.findall(r'data-node="(\w+)" data-agent="([\w-]+)"', html)
+    assert ("run", worker.id) in nodes and ("model", worker.id) in nodes
+    # the worker's step opens in the worker's workspace, not in this one's inspector
+    assert f'href="/agents/{worker.id}/?step={worker_step.id}"' in html
+    assert f'data-open-step="{worker_step.id}"' not in html
+    assert html.count('class="rg-edge"') == len(nodes) - 1  # a tree: every node but the first has one way in
