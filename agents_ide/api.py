@@ -178,6 +178,10 @@ def health(request):
     return {"status": "ok", "version": "0.1.0"}
 
 
+# Letta answers without the slash too (routers/v1/health.py behind FastAPI): a probe must not get a redirect.
+api.get("/health", auth=None, tags=["health"], response=HealthOut, include_in_schema=False)(health)
+
+
 def _register_routers() -> None:
     routers = [
         agentfile_router,  # first: /agents/import must not be taken for /agents/{agent_id}

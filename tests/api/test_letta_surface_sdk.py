@@ -2,6 +2,7 @@
 retrieve, passage search, tags, steps, compaction settings, summarize, recompile, a resumed background stream,
 the model list, and a route this server does not serve."""
 
+import httpx
 import letta_client
 import pytest
 from letta_client import Letta
@@ -87,3 +88,11 @@ def test_models_and_an_unsupported_route(client, agent):
     assert all("embedding" not in m.handle for m in client.models.list())
     with pytest.raises(letta_client.NotFoundError, match="is not supported by this server"):
         client.archives.list()
+
+
+def test_health_answers_with_and_without_the_trailing_slash(client, live_server):
+    """Letta's routers/v1/health.py: {version, status: ok} on /v1/health/, and on /v1/health with no redirect."""
+    assert client.health().status == "ok"
+    for path in ("/v1/health/", "/v1/health"):
+        r = httpx.get(live_server.url + path, follow_redirects=False)
+        assert r.status_code == 200 and r.json()["status"] == "ok" and r.json()["version"], (path, r.status_code)
