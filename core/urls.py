@@ -47,6 +47,7 @@ urlpatterns = [
     path("agents/<str:agent_id>/steps/<str:step_id>/fork/", timetravel.fork_create, name="agent_fork"),
     path("agents/<str:agent_id>/runs/", runs.runs_panel, name="agent_runs"),
     path("agents/<str:agent_id>/runs/<str:run_id>/", runs.run_detail, name="agent_run"),
+    path("agents/<str:agent_id>/threads/waiting/", runs.threads_waiting, name="agent_threads_waiting"),
     path("agents/<str:agent_id>/runs/<str:run_id>/notice/", runs.run_notice, name="agent_run_notice"),
     path("agents/<str:agent_id>/approvals/<str:message_id>/", approvals.approval_card_view, name="agent_approval"),
     path("agents/<str:agent_id>/pauses/<str:run_id>/", breakpoints.pause_card_view, name="agent_pause"),

@@ -7,6 +7,7 @@ numbered within their conversation, so a thread's steps read 1, 2, 3… across i
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from core.models import Message, Run, Step
@@ -356,3 +357,49 @@ def run_graph(*, run: Run) -> dict:
     _layout(g, _load(run), 0, 8, None, 0)
     width = max(n.x + n.w for n in g.nodes) + 8
     return {"nodes": g.nodes, "edges": g.edges, "width": width, "height": g.y, "truncated": len(g.nodes) >= MAX_NODES}
+
+
+# ---- threads
+
+
+def thread_label(conversation) -> str:
+    """A conversation as the thread picker names it; None is the agent's own thread."""
+    if conversation is None:
+        return "Agent's own thread"
+    if conversation.summary:
+        return conversation.summary if len(conversation.summary) <= 40 else conversation.summary[:39] + "…"
+    return "Conversation of " + timezone.localtime(conversation.created_at).strftime("%b %-d, %H:%M")
+
+
+def runs_by_thread(*, agent, thread: str = "", limit: int = 30) -> list[Run]:
+    """The agent's latest runs, newest first, each with `step_count` and `thread_label`; `thread` keeps one
+    conversation's ("own": the agent's own thread; "": every thread)."""
+    runs = Run.objects.filter(agent=agent)
+    if thread == "own":
+        runs = runs.filter(conversation__isnull=True)
+    elif thread:
+        runs = runs.filter(conversation_id=thread)
+    runs = (
+        runs.order_by("-created_at")
+        .select_related("agent_version", "conversation")
+        .defer("agent_version__definition", "agent_version__blocks", "conversation__message_ids")
+        .annotate(step_count=Count("steps", filter=Q(steps__kind="agent")))[:limit]
+    )
+    out = list(runs)
+    for run in out:
+        run.thread_label = thread_label(run.conversation)
+    return out
+
+
+def threads_waiting(*, agent, thread: str | None) -> list[dict]:
+    """The agent's other threads (not `thread`: a conversation id, None for its own) whose run waits for a person:
+    each thread's id ("" for the agent's own), label and what it waits for."""
+    waiting = Run.objects.filter(agent=agent, waiting_until__isnull=False).select_related("conversation")
+    out, seen = [], set()
+    for run in waiting.defer("conversation__message_ids").order_by("-created_at")[:20]:
+        if run.conversation_id == thread or run.conversation_id in seen:
+            continue
+        seen.add(run.conversation_id)
+        kind = (run.waiting or {}).get("kind") or "approval"
+        out.append({"id": run.conversation_id or "", "label": thread_label(run.conversation), "kind": kind})
+    return out

@@ -2,14 +2,14 @@
 the conversation, and the context-window marks the conversation re-reads after the window changed."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponseBadRequest, JsonResponse
 from django.template.response import TemplateResponse
 
 from core import selectors
 from core.agents import run_view
 from core.agents.presenters import wait_out
 from core.errors import NotFound
-from core.models import RUN_ACTIVE
+from core.models import RUN_ACTIVE, Conversation
 from core.runs import timetravel
 from core.web.common import agent_or_404, thread_or_404
 from core.web.history import window_marks_json
@@ -53,13 +53,24 @@ def _cost(usage: dict) -> dict:
 
 @login_required
 def runs_panel(request, agent_id: str):
-    """Every recent run of the agent with status, stop reason, steps, duration, tokens and error."""
+    """Every recent run of the agent (or of one thread, `?thread=`) with its thread, status, stop reason, steps,
+    duration, tokens and error."""
     agent = agent_or_404(request, agent_id)
-    rows = [_run_row(r) for r in selectors.agent_runs_recent(agent=agent)]
+    thread = request.GET.get("thread", "")
+    if thread not in ("", "own") and not Conversation.objects.filter(pk=thread, agent=agent).exists():
+        return HttpResponseBadRequest(f"No conversation '{thread}' of this agent to filter by.")
+    rows = [_run_row(r) for r in run_view.runs_by_thread(agent=agent, thread=thread)]
     totals = timetravel.usage_totals(steps=agent.steps.all())
-    return TemplateResponse(
-        request, "core/_runs.html", {"agent": agent, "rows": rows, "totals": {**totals, **_cost(totals)}}
-    )
+    context = {"agent": agent, "rows": rows, "totals": {**totals, **_cost(totals)}, "thread_filter": thread}
+    return TemplateResponse(request, "core/_runs.html", context)
+
+
+@login_required
+def threads_waiting(request, agent_id: str):
+    """The header's note that another thread of this agent waits for a person (empty when none does)."""
+    agent = thread_or_404(request, agent_or_404(request, agent_id))
+    waiting = run_view.threads_waiting(agent=agent, thread=agent.thread)
+    return TemplateResponse(request, "core/_threads_waiting.html", {"agent": agent, "waiting": waiting})
 
 
 @login_required

@@ -78,3 +78,42 @@ def test_a_supervisors_run_branches_to_the_workers_run_and_links_into_its_steps(
     assert f'href="/agents/{worker.id}/?step={worker_step.id}"' in html
     assert f'data-open-step="{worker_step.id}"' not in html
     assert html.count('class="rg-edge"') == len(nodes) - 1  # a tree: every node but the first has one way in
+
+
+def _thread_say(api, thread, text):
+    body = {"messages": [{"type": "message", "role": "user", "content": [{"type": "text", "text": text}]}]}
+    r = api.post(f"/v1/conversations/{thread}/messages", {**body, "streaming": False})
+    assert r.status_code == 200, r.content
+    return r.json()
+
+
+def test_runs_are_labelled_with_their_thread_and_filter_by_it(web, api, account, fake_llm):
+    agent = make_agent(account.org, name="threads")
+    conv = api.post(f"/v1/conversations/?agent_id={agent.id}", {"summary": "planning trip"}).json()
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "own"}))
+    _send(agent, "in the own thread")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "there"}))
+    _thread_say(api, conv["id"], "in planning")
+    every = web.get(f"/agents/{agent.id}/runs/").content.decode()
+    labels = re.findall(r'<span class="tag run-thread"[^>]*>([^<]*)</span>', every)
+    assert sorted(labels) == ["Agent&#x27;s own thread", "planning trip"]
+    one = web.get(f"/agents/{agent.id}/runs/?thread={conv['id']}").content.decode()
+    assert re.findall(r'<span class="tag run-thread"[^>]*>([^<]*)</span>', one) == ["planning trip"]
+    own = web.get(f"/agents/{agent.id}/runs/?thread=own").content.decode()
+    assert re.findall(r'<span class="tag run-thread"[^>]*>([^<]*)</span>', own) == ["Agent&#x27;s own thread"]
+    bad = web.get(f"/agents/{agent.id}/runs/?thread=conv-nope")
+    assert bad.status_code == 400 and b"conv-nope" in bad.content
+
+
+def test_the_header_says_when_another_thread_waits_for_a_person(web, api, account, fake_llm):
+    rules = [{"type": "requires_approval", "tool_name": "archival_memory_insert"}]
+    agent = make_agent(account.org, name="careful", tool_rules=rules)
+    conv = api.post(f"/v1/conversations/?agent_id={agent.id}", {"summary": "side thread"}).json()
+    url = f"/agents/{agent.id}/threads/waiting/"
+    assert web.get(url).content.decode().strip() == ""
+    fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": "x"}, heartbeat=True))
+    _thread_say(api, conv["id"], "remember it")
+    note = web.get(url).content.decode()  # seen from the agent's own thread
+    assert "Another conversation of this agent waits for you (an approval)" in note
+    assert f"?conversation={conv['id']}" in note and "side thread" in note
+    assert web.get(f"{url}?conversation={conv['id']}").content.decode().strip() == ""  # not of its own thread
