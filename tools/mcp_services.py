@@ -123,26 +123,38 @@ def _string_map(value, pattern, field: str, errors: dict) -> dict[str, str]:
     return dict(value)
 
 
-def _name_checked(*, owner: Organization, server_name: str, exclude_pk: str | None = None) -> str:
+def _name_valid(server_name) -> str:
     if not isinstance(server_name, str) or not _NAME.match(server_name):
         raise Invalid(
             "server_name must be 1-64 letters, digits, '_', '-' or '.'",
             detail={"server_name": "1-64 letters, digits, '_', '-' or '.'"},
         )
+    return server_name
+
+
+def _name_checked(*, owner: Organization, server_name: str, exclude_pk: str | None = None) -> str:
+    _name_valid(server_name)
     if McpServer.objects.filter(owner=owner, server_name=server_name).exclude(pk=exclude_pk).exists():
         raise Conflict(f"an MCP server named '{server_name}' already exists")
     return server_name
 
 
+def mcp_server_checked(*, owner: Organization, server_name: str, config: dict) -> dict[str, Any]:
+    """The fields a registration of this server stores, once it passed every check a registration applies: its name
+    and config (Invalid, per field; a URL the egress guard refuses) and what the operator lets this account run
+    (Forbidden: stdio servers, network). Stores nothing; resolves the URL's name, so call it outside a transaction."""
+    fields = _clean_config(config)
+    _permitted(owner=owner, fields=fields)
+    return {"server_name": _name_valid(server_name), **fields}
+
+
 def mcp_server_create(*, owner: Organization, server_name: str, config: dict) -> McpServer:
     """Register a server (validated; nothing is started), then list its tools into the library (best effort:
     an unreachable server is kept with its error in `last_error`)."""
-    fields = _clean_config(config)
-    _permitted(owner=owner, fields=fields)
+    fields = mcp_server_checked(owner=owner, server_name=server_name, config=config)
     with transaction.atomic():
-        server = McpServer.objects.create(
-            owner=owner, server_name=_name_checked(owner=owner, server_name=server_name), **fields
-        )
+        _name_checked(owner=owner, server_name=server_name)
+        server = McpServer.objects.create(owner=owner, **fields)
     _refresh_quietly(server)
     return server
 

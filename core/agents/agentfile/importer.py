@@ -18,7 +18,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.timezone import is_naive, make_aware
 
 from core.agents.agentfile.folders import folders_attach, folders_import
-from core.agents.agentfile.mcp_servers import mcp_servers_import, mcp_tool_import
+from core.agents.agentfile.mcp_servers import mcp_servers_check, mcp_servers_import, mcp_tool_import
 from core.agents.agentfile.model import ParsedAgent, ParsedFile, ParsedMessage, ParsedTool
 from core.agents.agentfile.preview import preview
 from core.agents.services import AGENT_TYPES, DEFAULT_SYSTEM, DEFAULT_SYSTEM_V1, agent_create
@@ -80,16 +80,22 @@ def _check_options(options: ImportOptions) -> None:
         raise Invalid("secrets must map environment variable names to strings")
 
 
-@transaction.atomic
 def agentfile_import(*, owner: Organization, parsed: ParsedFile, options: ImportOptions | None = None) -> ImportResult:
-    """Create the file's agents with their blocks, tools, rules, messages and passages, atomically."""
+    """Create the file's agents with their blocks, tools, MCP servers, rules, messages and passages, atomically; the
+    file's new MCP servers pass a registration's checks first, or nothing is stored (Invalid, Forbidden)."""
 
     options = options or ImportOptions()
     _check_options(options)
+    servers = mcp_servers_check(owner=owner, servers=parsed.mcp_servers)  # before the transaction: it resolves URLs
+    return _import(owner=owner, parsed=parsed, options=options, servers=servers)
+
+
+@transaction.atomic
+def _import(*, owner: Organization, parsed: ParsedFile, options: ImportOptions, servers: list[dict]) -> ImportResult:
     result = ImportResult(agent_ids=[], warnings=list(parsed.warnings))
     builtins = builtin_tools_ensure(owner=owner)
 
-    mcp_servers_import(owner=owner, servers=parsed.mcp_servers, warnings=result.warnings)
+    mcp_servers_import(owner=owner, checked=servers, warnings=result.warnings)
     rows = {
         key: _tool_row(owner=owner, tool=t, builtins=builtins, policy=options.tool_policy, result=result)
         for key, t in parsed.tools.items()
@@ -318,9 +324,11 @@ def _passages_create(*, agent: Agent, pa: ParsedAgent) -> None:
 
 
 def agentfile_preview(*, owner: Organization, parsed: ParsedFile, options: ImportOptions | None = None) -> dict:
-    """preview() with the owner's configured models, existing tools and folders looked up (reads only)."""
+    """preview() with the owner's configured models, existing tools and folders looked up (reads only); the file's
+    new MCP servers are checked as the import checks them, so a refused one is told before the import."""
 
     options = options or ImportOptions()
+    mcp_servers_check(owner=owner, servers=parsed.mcp_servers)
     names = [t.name for t in parsed.tools.values() if not t.builtin]
     existing = dict(
         Tool.objects.filter(owner=owner, name__in=names, tool_type="custom").values_list("name", "source_code")

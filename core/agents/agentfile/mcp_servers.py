@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from core.agents.agentfile import checks as c
+from core.errors import DomainError
+from tools.mcp_services import mcp_server_checked
 from tools.models import McpServer, Tool
 
 SERVER_FIELDS = frozenset(
@@ -71,25 +73,43 @@ def mcp_tool_server(raw_tool: dict) -> str:
     return mcp.get("server_name") if isinstance(mcp.get("server_name"), str) else ""
 
 
-def mcp_servers_import(*, owner, servers, warnings: list[str]) -> None:
-    """Create the file's servers the owner does not have (by name), not started: secrets are set on the MCP page.
-    Caller holds the import's transaction."""
-
+def mcp_servers_check(*, owner, servers) -> list[dict[str, Any]]:
+    """The registrations of the file's servers the owner does not have (by name), each past the checks
+    `POST /v1/mcp-servers` applies (tools.mcp_services.mcp_server_checked): one refused raises its error (Invalid,
+    Forbidden) naming the server, before anything is stored. Resolves URLs: call it outside the import's
+    transaction."""
+    have = set(McpServer.objects.filter(owner=owner).values_list("server_name", flat=True))
+    checked = []
     for s in servers:
-        if McpServer.objects.filter(owner=owner, server_name=s["server_name"]).exists():
+        if s["server_name"] in have:
+            continue
+        if s["server_type"] == "stdio":
+            env = dict.fromkeys(s["env_names"], "")
+            config = {"mcp_server_type": "stdio", "command": s["command"], "args": s["args"], "env": env}
+        else:
+            config = {"mcp_server_type": s["server_type"], "server_url": s["server_url"]}
+        try:
+            checked.append(mcp_server_checked(owner=owner, server_name=s["server_name"], config=config))
+        except DomainError as exc:
+            raise type(exc)(
+                f"MCP server '{s['server_name']}' in the agent file is refused: {exc.message}",
+                detail={"mcp_servers": {s["server_name"]: exc.detail or exc.message}},
+            ) from None
+    return checked
+
+
+def mcp_servers_import(*, owner, checked: list[dict[str, Any]], warnings: list[str]) -> None:
+    """Create the servers mcp_servers_check passed that the owner still does not have, not started: secrets are set
+    on the MCP page. Caller holds the import's transaction."""
+
+    for fields in checked:
+        if McpServer.objects.filter(owner=owner, server_name=fields["server_name"]).exists():
             continue
         McpServer.objects.create(
-            owner=owner,
-            server_name=s["server_name"],
-            server_type=s["server_type"],
-            command=s["command"],
-            args=s["args"],
-            env=dict.fromkeys(s["env_names"], ""),
-            server_url=s["server_url"],
-            last_error="imported from an agent file: set its secrets, then refresh its tools",
+            owner=owner, **fields, last_error="imported from an agent file: set its secrets, then refresh its tools"
         )
         warnings.append(
-            f"MCP server '{s['server_name']}' was added from the file; set its secrets on the MCP page "
+            f"MCP server '{fields['server_name']}' was added from the file; set its secrets on the MCP page "
             "and refresh its tools."
         )
 
