@@ -37,6 +37,7 @@ from core.api.timetravel import router as timetravel_router
 from core.api.versions import router as versions_router
 from core.errors import DomainError
 from memory.api import router as memory_router
+from memory.archives_api import router as archives_router
 from tools.api import router as tools_router
 from tools.mcp_api import router as mcp_router
 
@@ -205,6 +206,7 @@ def _register_routers() -> None:
         sleeptime_router,
         chat_router,
         identities_router,
+        archives_router,
     ]
     for router in routers:
         api.add_router("", router)

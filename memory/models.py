@@ -78,6 +78,10 @@ class Passage(models.Model):
     file = models.ForeignKey(
         "memory.FolderFile", on_delete=models.CASCADE, related_name="passages", null=True, blank=True
     )
+    # A shared archive's passage (no agent: every agent the archive is attached to searches it; memory/archives.py).
+    archive = models.ForeignKey(
+        "memory.Archive", on_delete=models.CASCADE, related_name="passages", null=True, blank=True
+    )
     text = StorableTextField()
     tags = models.JSONField(default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
@@ -89,6 +93,39 @@ class Passage(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["agent", "created_at"]), models.Index(fields=["folder", "embedding_model"])]
+
+
+def new_archive_id() -> str:
+    return ids.new_id("archive")
+
+
+class Archive(models.Model):
+    """A shared archival memory (Letta's Archive, letta/schemas/archive.py): passages attached agents all search and
+    write, embedded with its `embedding` model (else the writing agent's)."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_archive_id, editable=False)
+    owner = models.ForeignKey("core.Organization", on_delete=models.CASCADE, related_name="archives")
+    name = models.CharField(max_length=255)
+    description = models.TextField(blank=True, default="")
+    embedding = models.CharField(max_length=200, blank=True, default="")  # handle; "": the writing agent's
+    metadata = models.JSONField(default=dict, blank=True)
+    agents = models.ManyToManyField("core.Agent", through="memory.ArchiveAgent", related_name="archives")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["owner", "created_at"])]
+
+
+class ArchiveAgent(models.Model):
+    """An agent attached to an archive; an agent's writes go to the archive it was attached to first."""
+
+    archive = models.ForeignKey(Archive, on_delete=models.CASCADE, related_name="attachments")
+    agent = models.ForeignKey("core.Agent", on_delete=models.CASCADE, related_name="archive_attachments")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["archive", "agent"], name="unique_archive_agent")]
 
 
 class PassageTag(models.Model):

@@ -32,7 +32,7 @@ def passage_out(passage: Passage) -> dict:
         "metadata": passage.metadata or {},
         "source": passage.source,
         "agent_id": passage.agent_id,
-        "archive_id": None,
+        "archive_id": passage.archive_id,
         "file_id": None,
         "embedding": None,
         "embedding_config": (

@@ -101,7 +101,7 @@ class PassageOut(BaseModel):
     tags: list[str]
     metadata: dict[str, Any]
     source: str
-    agent_id: str
+    agent_id: str | None  # None: a shared archive's passage
     archive_id: str | None
     file_id: str | None
     embedding: list[float] | None

@@ -13,6 +13,7 @@ from core.errors import Invalid, NotFound
 from core.models import Agent, Message, Organization
 from core.pagination import clamp_limit, clamp_offset, cursor_unknown, queryset_page
 from core.selectors import owned_get
+from memory.archives import agent_archive_ids, archive_nearest, archive_passages, tagged
 from memory.embedders.base import EmbeddingError
 from memory.embedders.selection import embedder_for_agent
 from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
@@ -190,15 +191,23 @@ def _in_range(qs: QuerySet, start, end) -> QuerySet:
 # --- archival memory ---
 
 
+def _archival(agent: Agent) -> QuerySet:
+    """The agent's archival memory: its own passages and those of the archives attached to it."""
+    archive_ids = agent_archive_ids(agent)
+    if not archive_ids:
+        return Passage.objects.filter(agent=agent)
+    return Passage.objects.filter(Q(agent=agent) | Q(archive_id__in=archive_ids))
+
+
 def passage_get(*, agent: Agent, passage_id: str) -> Passage:
-    passage = Passage.objects.filter(agent=agent, id=passage_id).first()
+    passage = _archival(agent).filter(id=passage_id).first()
     if passage is None:
         raise NotFound(f"Passage '{passage_id}' not found in agent '{agent.id}' archival memory")
     return passage
 
 
 def passages_count(*, agent: Agent) -> int:
-    return Passage.objects.filter(agent=agent).count()
+    return _archival(agent).count()
 
 
 def passages_list(
@@ -212,7 +221,7 @@ def passages_list(
     source: str | None = None,
 ) -> list[Passage]:
     """A page of the agent's passages in time order (cursor `after`/`before` = passage ids); `search` ranks by text."""
-    qs = Passage.objects.filter(agent=agent).defer("embedding")
+    qs = _archival(agent).defer("embedding")
     if source:
         qs = qs.filter(source=source)
     for name, cursor_id, op in (("after", after, "gt"), ("before", before, "lt")):
@@ -252,6 +261,12 @@ def _passages_filtered(agent: Agent, tags, match_all_tags: bool, start, end) -> 
     return qs
 
 
+def _shared_filtered(archive_ids: list[str], tags, match_all_tags: bool, start, end) -> QuerySet:
+    qs = _in_range(archive_passages(archive_ids), start, end)
+    tags = [t for t in (tags or []) if t]
+    return tagged(qs, tags, match_all_tags) if tags else qs
+
+
 def archival_search_mode(agent: Agent, *, embedder=None) -> str:
     """How archival search runs for this agent: "hybrid" (vectors + full text), "vector" or "full_text"."""
 
@@ -277,6 +292,8 @@ def passages_search(
 
     top_k = max(1, min(int(top_k or 10), 100))
     qs = _passages_filtered(agent, tags, match_all_tags, start, end)
+    archive_ids = agent_archive_ids(agent)
+    shared = _shared_filtered(archive_ids, tags, match_all_tags, start, end) if archive_ids else None
     embedder = embedder_for_agent(agent)
     mode = archival_search_mode(agent, embedder=embedder)
     pool = max(4 * top_k, 40)
@@ -284,14 +301,17 @@ def passages_search(
     if mode in ("hybrid", "vector") and (query or "").strip():
         try:
             vector = embedder.embed_one(query)
-            rankings["vector"] = [
-                pid
-                for pid, _ in _nearest(agent, qs, embedder.handle, vector, pool, filtered=bool(tags or start or end))
-            ]
+            nearest = _nearest(agent, qs, embedder.handle, vector, pool, filtered=bool(tags or start or end))
+            if shared is not None:  # both are cosine distances: one ranking
+                nearest = sorted(nearest + archive_nearest(shared, embedder.handle, vector, pool), key=lambda n: n[1])
+            rankings["vector"] = [pid for pid, _ in nearest[:pool]]
         except EmbeddingError as exc:
             log.warning("archival search for %s fell back to full text: %s", agent.id, exc)
     if mode in ("hybrid", "full_text") or "vector" not in rankings:
-        rankings["full_text"] = fulltext.ranked_ids(queryset=qs, query=query, limit=pool)
+        either = (
+            qs if shared is None else Passage.objects.filter(Q(id__in=qs.values("id")) | Q(id__in=shared.values("id")))
+        )
+        rankings["full_text"] = fulltext.ranked_ids(queryset=either, query=query, limit=pool)
     fused = fusion.reciprocal_rank_fusion(rankings)[:top_k]
     return _ordered(
         Passage, [pid for pid, _, _ in fused], {pid: {"score": score, "matched_by": by} for pid, score, by in fused}

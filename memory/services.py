@@ -4,7 +4,7 @@ import logging
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from core.errors import Conflict, Invalid, NotConfigured, NotFound
@@ -12,6 +12,7 @@ from core.events import broadcast_block_update
 from core.models import Agent, Organization
 from core.selectors import owned_get, row_or_none
 from core.updates import model_update
+from memory.archives import agent_archive_ids, agent_write_archive, archive_passages_insert
 from memory.embedders.base import EmbeddingError
 from memory.embedders.selection import embedder_for_agent
 from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
@@ -243,7 +244,7 @@ def passages_insert(
     """Store archival memories for the agent. Embeds them first with the agent's embedder (provider calls, outside
     any transaction) unless `embeddings` are given or `embedded` says that was already tried; if embedding fails
     they are stored without vectors (still found by full text) and `metadata.embedding_error` says why.
-    Invalidates cached vectors after commit."""
+    An agent with a shared archive stores them there (memory/archives.py). Invalidates cached vectors after commit."""
     if source not in dict(Passage.SOURCES):
         raise Invalid(f"source must be one of {', '.join(dict(Passage.SOURCES))}")
     if not texts or any(not isinstance(t, str) or not t.strip() for t in texts):
@@ -253,6 +254,12 @@ def passages_insert(
         embedding_model, embeddings, error = passages_embed(agent=agent, texts=texts)
     else:
         error = ""
+    archive = agent_write_archive(agent)
+    if archive is not None:
+        items = [
+            {"text": t, "tags": tags, "metadata": metadata, "created_at": created_at, "source": source} for t in texts
+        ]
+        return archive_passages_insert(archive=archive, items=items, embedding=(embedding_model, embeddings, error))
     meta = {**(metadata or {}), **({"embedding_error": error} if error else {})}
     rows = [
         Passage(
@@ -309,8 +316,10 @@ def passage_insert(
 
 
 def passage_delete(*, agent: Agent, passage_id: str) -> None:
-    """Delete one of the agent's passages (and its tags); invalidates cached vectors after commit."""
-    deleted, _ = Passage.objects.filter(agent=agent, id=passage_id).delete()
+    """Delete one of the agent's passages (and its tags), or one of an archive attached to it; invalidates cached
+    vectors after commit."""
+    mine = Q(agent=agent) | Q(archive_id__in=agent_archive_ids(agent))
+    deleted, _ = Passage.objects.filter(mine, id=passage_id).delete()
     if not deleted:
         raise NotFound(f"Passage '{passage_id}' not found in agent '{agent.id}' archival memory")
     transaction.on_commit(lambda: _vectors_changed(agent.id))

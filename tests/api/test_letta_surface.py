@@ -359,7 +359,7 @@ def test_models_lists_chat_models_only(api, fake_llm):
 @pytest.mark.parametrize(
     ("method", "path"),
     [
-        ("get", "/v1/archives/"),
+        ("delete", "/v1/templates/run-x"),
         ("post", "/v1/templates"),
         ("get", "/v1/agents/agent-x/schedule"),
         ("get", "/v1/environments"),

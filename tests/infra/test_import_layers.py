@@ -65,6 +65,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "core.web",
             "memory.api",
             "memory.apps",
+            "memory.archives_api",
             "memory.urls",
             "memory.views",
             "tools.api",
