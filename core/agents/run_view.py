@@ -13,6 +13,9 @@ from django.utils import timezone
 from core.models import Message, Run, Step
 from core.telemetry import tracing
 
+# A step records its model and tools time and its total; the rest (compiling the context before the call, locking
+# and writing after the tools) is drawn as one span before the call: the split between the two is not recorded.
+_PREPARE = "compiling the context and storing the step"
 MAX_DEPTH = 4  # runs of other agents followed from one run (the multi-agent hop guard allows about as many)
 MAX_NODES = 300  # a run with more is drawn up to here, with a note
 SEND_TOOLS = ("send_message_to_agent_and_wait_for_reply", "send_message_to_agent_async", "send_message_to_agents_")
@@ -53,6 +56,14 @@ def thread_steps_before(*, run: Run, steps: list[Step]) -> int:
     else:
         earlier = earlier.exclude(run__conversation__isnull=False)
     return earlier.count()
+
+
+def step_number(*, step: Step) -> int | None:
+    """The step's number among its conversation's agent steps (1-based; None for a summary or a step of no run)."""
+    if step.kind != "agent" or step.run_id is None:
+        return None
+    run = Run.objects.only("id", "agent_id", "conversation_id").get(pk=step.run_id)
+    return thread_steps_before(run=run, steps=[step]) + 1
 
 
 def step_numbers(loaded: _Loaded) -> dict[str, int]:
@@ -116,7 +127,7 @@ def _step_spans(loaded: _Loaded, t0: datetime, depth: int, numbers: dict[str, in
         ids = {"step_id": step.id, "agent_id": step.agent_id, "depth": depth}
         prepare = max(step.total_ms - step.model_ms - step.tools_ms, 0.0)
         if prepare >= 0.5:
-            spans.append(Span(f"{name} · compile context", "prepare", start, prepare, **ids))
+            spans.append(Span(f"{name} · compile, store", "prepare", start, prepare, detail=_PREPARE, **ids))
         usage = step.usage or {}
         model = Span(f"{name} · model call", "model", start + prepare, step.model_ms, detail=step.model, **ids)
         model.first_token_ms = usage.get("first_token_ms")
@@ -141,6 +152,15 @@ def _step_spans(loaded: _Loaded, t0: datetime, depth: int, numbers: dict[str, in
         if commit_end - end >= 0.5:
             spans.append(Span(f"{name} · commit", "commit", end, commit_end - end, detail="stored, events sent", **ids))
     return spans
+
+
+def _sender_row(spans: list[Span], started_ms: float) -> int:
+    """Where another agent's run goes among the rows: after the send tool call that was running when it started,
+    else in time order."""
+    for i, span in enumerate(spans):
+        if span.kind == "tool" and span.label.startswith(SEND_TOOLS) and span.start_ms + span.ms >= started_ms:
+            return i + 1
+    return next((i for i, s in enumerate(spans) if s.start_ms > started_ms), len(spans))
 
 
 def _wait_span(loaded: _Loaded, t0: datetime, depth: int) -> Span | None:
@@ -183,7 +203,7 @@ def _run_spans(loaded: _Loaded, t0: datetime, depth: int) -> list[Span]:
             detail=f"run {child.id[-8:]} · {child.status}",
             step_id=inner.steps[0].id if inner.steps else "",
         )
-        at = next((i for i, s in enumerate(step_spans) if s.start_ms > head.start_ms), len(step_spans))
+        at = _sender_row(step_spans, head.start_ms)
         step_spans[at:at] = [head, *_run_spans(inner, t0, depth + 1)]
     spans += step_spans
     wait = _wait_span(loaded, t0, depth)

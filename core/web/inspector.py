@@ -9,6 +9,7 @@ from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
 from core import selectors
+from core.agents import run_view
 from core.agents.context import agent_context
 from core.agents.steps import step_feedback_set
 from core.errors import Invalid, NotFound
@@ -104,6 +105,7 @@ def step_detail(request, agent_id: str, step_id: str):
         {
             "agent": agent,
             "step": step,
+            "number": run_view.step_number(step=step),
             "prev": prev,
             "rows": rows,
             "parts": parts,

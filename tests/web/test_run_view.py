@@ -37,9 +37,9 @@ def test_a_run_shows_its_timeline_and_graph_with_steps_numbered_in_the_conversat
     )
     second = _send(agent, "second")
     html = _run_html(web, agent, second.run_id)
-    # this run's steps are the thread's 2nd and 3rd, not "step 0" and "step 1" again
-    chips = re.findall(r'class="step-chip[^"]*"[^>]*>([^<]*)</button>', html)
-    assert chips == ["step 2", "step 3"]
+    # the graph numbers this run's steps as the thread's 2nd and 3rd, not "step 0" and "step 1" again
+    titles = re.findall(r'<text [^>]*class="rg-title">(step [^<]*)</text>', html)
+    assert titles == ["step 2 · model call", "step 3 · model call"]
     rows = re.findall(r'<li class="rt-row rt-(\w+)', html)
     assert rows.count("model") == 2 and "tool" in rows and "commit" in rows
     assert "archival_memory_insert" in html and "sandbox " in html
@@ -48,6 +48,8 @@ def test_a_run_shows_its_timeline_and_graph_with_steps_numbered_in_the_conversat
     assert nodes[0] == "run" and nodes.count("model") == 2 and nodes.count("tool") == 2
     step = Step.objects.get(run_id=second.run_id, index=0)
     assert f'data-open-step="{step.id}"' in html and f"?step={step.id}" in html
+    card = web.get(f"/agents/{agent.id}/steps/{step.id}/").content.decode()
+    assert "<strong>Step 0</strong>" in card and "#2 of the conversation" in card
 
 
 def test_the_trace_links_out_only_when_a_trace_ui_is_set(web, account, fake_llm, settings):
@@ -95,12 +97,12 @@ def test_runs_are_labelled_with_their_thread_and_filter_by_it(web, api, account,
     fake_llm.script(FakeLLM.tool("send_message", {"message": "there"}))
     _thread_say(api, conv["id"], "in planning")
     every = web.get(f"/agents/{agent.id}/runs/").content.decode()
-    labels = re.findall(r'<span class="tag run-thread"[^>]*>([^<]*)</span>', every)
+    labels = re.findall(r'<div class="small run-thread"[^>]*>([^<]*)</div>', every)
     assert sorted(labels) == ["Agent&#x27;s own thread", "planning trip"]
     one = web.get(f"/agents/{agent.id}/runs/?thread={conv['id']}").content.decode()
-    assert re.findall(r'<span class="tag run-thread"[^>]*>([^<]*)</span>', one) == ["planning trip"]
+    assert re.findall(r'<div class="small run-thread"[^>]*>([^<]*)</div>', one) == ["planning trip"]
     own = web.get(f"/agents/{agent.id}/runs/?thread=own").content.decode()
-    assert re.findall(r'<span class="tag run-thread"[^>]*>([^<]*)</span>', own) == ["Agent&#x27;s own thread"]
+    assert re.findall(r'<div class="small run-thread"[^>]*>([^<]*)</div>', own) == ["Agent&#x27;s own thread"]
     bad = web.get(f"/agents/{agent.id}/runs/?thread=conv-nope")
     assert bad.status_code == 400 and b"conv-nope" in bad.content
 

@@ -1,0 +1,152 @@
+"""A run seen whole, in Chromium: the Runs tab opens a run's timeline and graph, of a single agent's run and of a
+supervisor's run that reached a worker; clicking a node opens that step (in this inspector, or in the worker's
+workspace); the Runs tab filters by thread, and the header says when another thread waits for a person.
+Screenshots at 390, 1280 and 1920 px go to test-artifacts/screenshots/."""
+
+import json
+import urllib.request
+
+from playwright.sync_api import expect
+
+from core.models import Run, Step
+from core.runs.runner import run_agent
+from core.telemetry import tracing
+from tests.e2e.conftest import shot
+from tests.factories import make_agent
+from tests.fake_llm import FakeLLM
+from tests.helpers import in_thread
+
+WAIT = "send_message_to_agent_and_wait_for_reply"
+HEIGHT = {390: 844, 1280: 800, 1920: 1080}
+
+
+def _send(agent, text):
+    return run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": text}])
+
+
+def _api(base: str, token: str, path: str, body: dict) -> dict:
+    req = urllib.request.Request(
+        base + path,
+        method="POST",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return json.load(resp)
+
+
+def _runs_tab(page, width: int):
+    """The Runs tab of the inspector, the way a person opens it at this width."""
+    if width < 768:
+        page.click('.ws-tabs [data-pane="inspector"]')
+    elif width < 1280 and not page.locator("body.inspector-open").count():
+        page.click("#inspector-toggle")
+    page.click('.pill-nav [data-tab="tab-runs"]')
+    expect(page.locator("#runs-panel .run-row").first).to_be_visible()
+
+
+def _open_run(page, run_id: str):
+    page.locator(f'#runs-panel .run-row[data-run="{run_id}"] .run-main').click()
+    body = page.locator(f'#runs-panel .run-row[data-run="{run_id}"] .run-steps-body')
+    expect(body.locator(".run-timeline .rt-row").first).to_be_visible()
+    expect(body.locator("svg.rg")).to_be_visible()
+    return body
+
+
+def test_a_single_agent_runs_timeline_and_graph_open_a_step(signed_in, account, fake_llm):
+    agent = make_agent(account.org, name="Solo")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "First."}))
+    in_thread(_send, agent, "first")
+    fake_llm.script(
+        FakeLLM.tool("archival_memory_insert", {"content": "a note to keep"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "Noted."}),
+    )
+    run = in_thread(_send, agent, "second")
+    page = signed_in.new_page()
+    for width in (1280, 1920, 390):
+        page.set_viewport_size({"width": width, "height": HEIGHT[width]})
+        page.goto(f"/agents/{agent.id}/")
+        expect(page.locator("body[data-ws=open]")).to_have_count(1)
+        _runs_tab(page, width)
+        body = _open_run(page, run.run_id)
+        expect(body.locator("svg.rg .rg-model .rg-title")).to_have_text(["step 2 · model call", "step 3 · model call"])
+        expect(body.locator(".rt-row.rt-tool").first).to_contain_text("archival_memory_insert")
+        expect(body.locator(".trace-box code")).to_have_text(tracing.trace_id_hex(run.run_id))
+        body.locator(".run-timeline").scroll_into_view_if_needed()
+        shot(page, f"run-timeline-{width}")
+        body.locator("svg.rg").scroll_into_view_if_needed()
+        shot(page, f"run-graph-{width}")
+    first = Step.objects.get(run_id=run.run_id, index=0)
+    body.locator(f'a.rg-node[data-node="tool"][data-open-step="{first.id}"]').click()
+    expect(page.locator(f'#step-detail .step-card[data-step-id="{first.id}"]')).to_contain_text(
+        "#2 of the conversation"
+    )
+    shot(page, "run-graph-step-opened-390")
+
+
+def test_a_supervisors_graph_reaches_the_workers_run_and_opens_its_step(signed_in, account, fake_llm):
+    boss = make_agent(account.org, name="Supervisor", include_multi_agent_tools=True)
+    worker = make_agent(account.org, name="Worker")
+    fake_llm.script(
+        FakeLLM.tool(WAIT, {"message": "count the rows", "other_agent_id": worker.id}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "42 rows"}),
+        FakeLLM.tool("send_message", {"message": "The worker counted 42 rows."}),
+    )
+    run = in_thread(_send, boss, "how many rows?")
+    worker_step = Step.objects.get(run=Run.objects.get(agent=worker))
+    page = signed_in.new_page()
+    for width in (390, 1920, 1280):
+        page.set_viewport_size({"width": width, "height": HEIGHT[width]})
+        page.goto(f"/agents/{boss.id}/")
+        expect(page.locator("body[data-ws=open]")).to_have_count(1)
+        _runs_tab(page, width)
+        body = _open_run(page, run.run_id)
+        expect(body.locator(".rt-row.rt-agent")).to_contain_text("run of Worker")
+        expect(body.locator(f'a.rg-node[data-node="run"][data-agent="{worker.id}"]')).to_have_count(1)
+        body.locator("svg.rg").scroll_into_view_if_needed()
+        shot(page, f"run-graph-multiagent-{width}")
+        body.locator(".run-timeline").scroll_into_view_if_needed()
+        shot(page, f"run-timeline-multiagent-{width}")
+    body.locator(f'a.rg-node[data-node="model"][data-agent="{worker.id}"]').click()
+    expect(page).to_have_url(f"{page.url.split('/agents/')[0]}/agents/{worker.id}/?step={worker_step.id}")
+    expect(page.locator(f'#step-detail .step-card[data-step-id="{worker_step.id}"]')).to_be_visible()
+    shot(page, "run-graph-worker-step-1280")
+
+
+def test_the_runs_tab_filters_by_thread_and_the_header_names_a_waiting_thread(
+    signed_in, account, fake_llm, live_server_url
+):
+    rules = [{"type": "requires_approval", "tool_name": "archival_memory_insert"}]
+    agent = make_agent(account.org, name="Threads", tool_rules=rules)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Own."}))
+    own_run = in_thread(_send, agent, "in my own thread")
+    conv = _api(live_server_url, account.token, f"/v1/conversations/?agent_id={agent.id}", {"summary": "side trip"})
+    fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": "x"}, heartbeat=True))
+    _api(
+        live_server_url,
+        account.token,
+        f"/v1/conversations/{conv['id']}/messages",
+        {"messages": [{"role": "user", "content": "remember x"}], "streaming": False},
+    )
+    side_run = Run.objects.get(conversation_id=conv["id"])
+    page = signed_in.new_page()
+    for width in (1280, 390, 1920):
+        page.set_viewport_size({"width": width, "height": HEIGHT[width]})
+        page.goto(f"/agents/{agent.id}/")
+        note = page.locator("#threads-waiting .threads-waiting-note")
+        expect(note).to_contain_text("Another conversation of this agent waits for you (an approval): side trip")
+        shot(page, f"threads-waiting-note-{width}")
+        _runs_tab(page, width)
+        rows = page.locator("#runs-panel .run-row")
+        expect(rows).to_have_count(2)
+        page.select_option("#runs-thread", conv["id"])
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_attribute("data-run", side_run.id)
+        expect(rows.first.locator(".run-thread")).to_have_text("side trip")
+        shot(page, f"runs-thread-filter-{width}")
+        page.select_option("#runs-thread", "own")
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_attribute("data-run", own_run.run_id)
+    note.locator("a").click()
+    expect(page.locator("#thread-select")).to_have_value(conv["id"])
+    expect(page.locator("#threads-waiting .threads-waiting-note")).to_have_count(0)
