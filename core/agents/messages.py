@@ -10,6 +10,7 @@ when its model sent some: a `thinking` argument it was never offered shows nothi
 """
 
 import json
+import logging
 from typing import Any
 
 from django.db.models import Q
@@ -21,6 +22,9 @@ from core.models import Message
 ASSISTANT_TOOL = "send_message"
 ASSISTANT_KWARG = "message"
 APPROVAL_RESPONSE = "approval_response"  # the kind of a stored answer to a run that waited (kept out of the window)
+UNRENDERABLE = "unrenderable"  # the kind of the marker shown for a stored message no presenter can show
+
+log = logging.getLogger(__name__)
 
 
 def _base(row: Message, message_type: str, part: int = 0) -> dict[str, Any]:
@@ -38,6 +42,29 @@ def _base(row: Message, message_type: str, part: int = 0) -> dict[str, Any]:
     if row.kind:
         out["kind"] = row.kind
     return out
+
+
+def _str(value: Any) -> str | None:
+    """A stored value as text (None stays None): a shape written by another version must not fail a list."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _lines(value: Any) -> list[str] | None:
+    """stdout/stderr as Letta lists them: ours are stored as text, an agent file's or an older row's as a list."""
+    if not value:
+        return None
+    parts = value if isinstance(value, list) else [value]
+    return [_str(p) or "" for p in parts]
+
+
+def _tool_call(call: dict) -> dict[str, Any]:
+    return {
+        "name": _str(call.get("name")),
+        "arguments": _str(call.get("arguments")) or "{}",
+        "tool_call_id": _str(call.get("id")),
+    }
 
 
 def _call_args(arguments: str) -> dict[str, Any] | None:
@@ -80,11 +107,9 @@ def _assistant(row: Message, use_assistant_message: bool, agent_type: str | None
     asked = []  # the calls that waited for a person or a client: one approval_request_message, after the others
     for call in row.tool_calls or []:
         if call.get("id") in waited:
-            asked.append(
-                {"name": call.get("name"), "arguments": call.get("arguments", "{}"), "tool_call_id": call.get("id")}
-            )
+            asked.append(_tool_call(call))
             continue
-        args = _call_args(call.get("arguments", ""))
+        args = _call_args(_str(call.get("arguments")) or "")
         if (
             use_assistant_message
             and call.get("name") == ASSISTANT_TOOL
@@ -93,7 +118,7 @@ def _assistant(row: Message, use_assistant_message: bool, agent_type: str | None
         ):
             out.append({**_base(row, "assistant_message", len(out)), "content": str(args[ASSISTANT_KWARG])})
             continue
-        tool_call = {"name": call.get("name"), "arguments": call.get("arguments", "{}"), "tool_call_id": call.get("id")}
+        tool_call = _tool_call(call)
         out.append({**_base(row, "tool_call_message", len(out)), "tool_call": tool_call, "tool_calls": [tool_call]})
     if asked:
         out.append({**_base(row, "approval_request_message", len(out)), "tool_call": asked[0], "tool_calls": asked})
@@ -107,6 +132,7 @@ def _approval_response(row: Message) -> dict[str, Any]:
         approvals = json.loads(row.text or "[]")
     except ValueError:
         approvals = []
+    approvals = [a for a in approvals if isinstance(a, dict)] if isinstance(approvals, list) else []
     first = next((a for a in approvals if isinstance(a, dict) and a.get("type") == "approval"), None)
     return {
         **_base(row, "approval_response_message"),
@@ -133,27 +159,46 @@ def tool_return_text(text: str) -> str:
 
 def _tool_return(row: Message) -> dict[str, Any]:
     ret = row.tool_return or {}
-    stdout, stderr = ret.get("stdout") or "", ret.get("stderr") or ""
     one = {
         "tool_return": tool_return_text(row.text),
-        "status": ret.get("status", "success"),
+        "status": _str(ret.get("status")) or "success",
         "tool_call_id": row.tool_call_id,
-        "stdout": [stdout] if stdout else None,
-        "stderr": [stderr] if stderr else None,
+        "stdout": _lines(ret.get("stdout")),
+        "stderr": _lines(ret.get("stderr")),
     }
+    duration = ret.get("duration_ms")
     return {
         **_base(row, "tool_return_message"),
         **one,
         "tool_returns": [{"type": "tool", **one}],
-        "duration_ms": ret.get("duration_ms"),
-        "sandbox": ret.get("sandbox") or None,
+        "duration_ms": duration if isinstance(duration, int | float) and not isinstance(duration, bool) else None,
+        "sandbox": _str(ret.get("sandbox")) or None,
     }
 
 
 def message_to_letta(
     row: Message, *, use_assistant_message: bool = True, agent_type: str | None = None
 ) -> list[dict[str, Any]]:
-    """The Letta message dicts for one stored message (`agent_type` None: the MemGPT types' shapes)."""
+    """The Letta message dicts for one stored message (`agent_type` None: the MemGPT types' shapes); a stored shape
+    no presenter can show becomes one marker message (logged), so it never fails a whole list or page."""
+    try:
+        return _parts(row, use_assistant_message, agent_type)
+    except Exception:  # noqa: BLE001 - any stored shape: the list around it must still answer
+        log.warning("message %s could not be shown", row.id, exc_info=True)
+        return [unrenderable(row)]
+
+
+def unrenderable(row: Message) -> dict[str, Any]:
+    """The marker shown in place of a stored message that cannot be shown: a system_message naming it."""
+    return {
+        **_base(row, "system_message"),
+        "kind": UNRENDERABLE,
+        "content": f"[This stored {row.role} message ({row.id}) could not be shown: its stored shape is not one this "
+        "server knows. The server log has the details.]",
+    }
+
+
+def _parts(row: Message, use_assistant_message: bool, agent_type: str | None) -> list[dict[str, Any]]:
     if row.role == "assistant":
         return _assistant(row, use_assistant_message, agent_type)
     if row.role == "tool":

@@ -104,7 +104,7 @@ def message_items(
             "name": name,
             "sender_name": (names or {}).get(row.sender_agent_id, ""),
             "seq": row.seq,
-            "kind": row.kind,
+            "kind": d.get("kind") or row.kind,  # the marker of a message that cannot be shown keeps its kind
         }
         items.extend(display_items(d, reset=row.id in resets, before=items))
     return items

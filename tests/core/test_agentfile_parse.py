@@ -36,7 +36,7 @@ def test_reasoning_tool_calls_and_returns_are_mapped():
     msgs = parse_agent_file(dumps(v2_doc())).agents[0].messages
     assert msgs[2].reasoning == "I should roll." and msgs[2].reasoning_source == "native"
     assert msgs[2].tool_calls == ({"id": "call-1", "name": "roll_dice", "arguments": '{"sides": 20}'},)
-    assert msgs[3].tool_return == {"status": "success", "stdout": ["rolled"]}
+    assert msgs[3].tool_return == {"status": "success", "stdout": "rolled\n"}  # Letta's list of chunks, as text
 
 
 def test_a_tool_message_with_several_returns_becomes_one_message_per_call():

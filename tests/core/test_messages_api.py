@@ -284,3 +284,28 @@ def test_a_model_no_provider_serves_is_refused_and_nothing_is_claimed(
     assert not Run.objects.filter(agent=stray).exists() and DBTaskResult.objects.count() == tasks
     assert not Message.objects.filter(agent=stray).exclude(role="system").exists()
     assert taken == given == ([pool] if free_slot else [])  # the synchronous send's slot went back
+
+
+def test_a_stored_shape_no_presenter_knows_never_fails_the_list_or_the_page(api, web, agent, fake_llm):
+    """Rows written by another version (an older agent-file import kept stdout as Letta's list; a tool call list no
+    version wrote) list as they can, or as a marker naming the message: never a 500, on the API or the IDE page."""
+    fake_llm.script(
+        FakeLLM.tool("conversation_search", {"query": "tea"}, heartbeat=True),
+        FakeLLM.tool("send_message", {"message": "Nothing about tea."}),
+    )
+    assert _send(api, agent).status_code == 200
+    ret = Message.objects.get(agent=agent, role="tool", name="conversation_search")
+    call = Message.objects.filter(agent=agent, role="assistant").order_by("seq").first()
+    # raw writes on purpose: these are shapes no write function of this version produces
+    Message.objects.filter(pk=ret.pk).update(tool_return={"status": "success", "stdout": ["one\n", "two"]})
+    Message.objects.filter(pk=call.pk).update(tool_calls=["not a call"])
+    for query in ("", "?order=desc", "?limit=1", "?use_assistant_message=false"):
+        r = api.get(f"/v1/agents/{agent.id}/messages{query}")
+        assert r.status_code == 200, (query, r.content[:300])
+    listed = api.get(f"/v1/agents/{agent.id}/messages?order=asc").json()
+    assert next(m for m in listed if m["id"] == ret.id)["stdout"] == ["one\n", "two"]
+    marker = [m for m in listed if m["id"] == call.id]
+    assert [(m["message_type"], m["kind"]) for m in marker] == [("system_message", "unrenderable")]
+    assert call.id in marker[0]["content"] and "could not be shown" in marker[0]["content"]
+    page = web.get(f"/agents/{agent.id}/")
+    assert page.status_code == 200 and f"({call.id}) could not be shown" in page.content.decode()

@@ -404,3 +404,17 @@ def test_letta_fixture_imports_with_warnings_only_and_round_trips(client, name):
         Message.objects.filter(agent_id=agent_id).order_by("seq").values_list("role", "text", "created_at")
     )  # noqa: E731
     assert texts(first) == texts(second)
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_letta_fixture_lists_its_messages_on_every_query(client, live_server, account, name):
+    """Letta's agent files import and then list their messages with the SDK (the response schema holds every shape
+    Letta stores: a tool return's stdout as a list, say), and no query of the list answers 500."""
+    (agent_id,) = _import(client, fixture_path(name).read_bytes())
+    listed = list(client.agents.messages.list(agent_id, order="asc", limit=1000))
+    assert listed and not [m.id for m in listed if getattr(m, "kind", None) == "unrenderable"]
+    assert listed == list(client.agents.messages.list(agent_id, order="asc", limit=7))  # every page, same shapes
+    headers = {"Authorization": f"Bearer {account.token}"}
+    for query in ("", "?order=desc", "?limit=1", "?use_assistant_message=false", "?include_err=true"):
+        r = httpx.get(f"{live_server.url}/v1/agents/{agent_id}/messages{query}", headers=headers)
+        assert r.status_code == 200, (query, r.text[:300])

@@ -424,14 +424,15 @@ def _tool_returns(raw: Any, path: str) -> list[dict[str, Any]]:
             response = json.dumps(response)
         status = c.string(d.get("status"), c.join(p, "status"), limit=32) or "success"
         ret: dict[str, Any] = {"status": status}
-        for key in ("stdout", "stderr"):
+        for key in ("stdout", "stderr"):  # Letta keeps a list of chunks; a stored return holds the text, as ours
             if isinstance(d.get(key), str) and d[key]:
-                ret[key] = [d[key]]
+                ret[key] = d[key]
             elif d.get(key):
-                ret[key] = [
+                parts = [
                     c.string(s, c.join(c.join(p, key), j))
                     for j, s in enumerate(c.lst(d[key], c.join(p, key), limit=1000))
                 ]
+                ret[key] = "".join(s if s.endswith("\n") else s + "\n" for s in parts if s)
         out.append(
             {
                 "tool_call_id": c.string(d.get("tool_call_id"), c.join(p, "tool_call_id"), limit=200),
