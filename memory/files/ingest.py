@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from agents_ide.transactions import connection_lend, outside_transaction
 from core.models import OwnerSettings
 from memory.embedders.base import EmbeddingError
 from memory.embedders.selection import embedder_for_handle
@@ -106,7 +107,9 @@ def file_ingest(*, file_id: str) -> str:
 
 
 def _wanted(file_id: str) -> bool:
-    return FolderFile.objects.filter(pk=file_id).exclude(status__in=FILE_TERMINAL).exists()
+    wanted = FolderFile.objects.filter(pk=file_id).exclude(status__in=FILE_TERMINAL).exists()
+    connection_lend()  # a parse may take minutes: the pooled connection goes back between checks
+    return wanted
 
 
 def _parsed(file: FolderFile) -> Parsed:
@@ -114,6 +117,7 @@ def _parsed(file: FolderFile) -> Parsed:
     if file.raw is None and file.content:  # imported from an agent file: its text, already parsed
         text = text_bounded(file.content, limits=limits)
         return Parsed(text=text, pages=text.count(PAGE_BREAK) + 1)
+    outside_transaction("parsing a document")
     return parse_isolated(
         data=bytes(file.raw or b""),
         mime=file.mime_type,

@@ -194,6 +194,17 @@ def test_the_parser_process_is_bounded_in_cpu_memory_time_and_text():
     assert parse_processes() == {}
 
 
+def test_xml_entities_are_refused_by_the_parser_process():
+    data = docx_bytes()
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        xml = z.read("word/document.xml")
+    laughs = b'<!DOCTYPE w:document [<!ENTITY a "ha"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>'
+    end = xml.index(b"?>") + 2
+    xml = xml[:end] + laughs + xml[end:].replace(b"<w:body>", b"<w:body><w:p><w:r><w:t>&b;</w:t></w:r></w:p>", 1)
+    with pytest.raises(ParseError, match="EntitiesForbidden"):
+        _parse(rezipped(data, change={"word/document.xml": xml}), ParseLimits())
+
+
 @pytest.mark.django_db(transaction=True)
 def test_deleting_a_file_mid_parse_kills_its_parser(folder, settings):
     settings.FOLDER_FILE_MAX_RATIO = UNLIMITED_RATIO
