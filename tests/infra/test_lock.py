@@ -79,7 +79,8 @@ def test_every_install_goes_through_a_lock():
     venv = (ROOT / "scripts" / "_venv.sh").read_text()
     assert 'lock="requirements${extras:+-$extras}.txt"' in venv and 'pip install -q -r "$lock"' in venv
     assert "pip install -q --no-deps -e ." in venv
-    assert 'source "$(dirname "$0")/_venv.sh" dev' in (ROOT / "scripts" / "test").read_text()
+    assert "source scripts/_venv.sh dev" in (ROOT / "scripts" / "test").read_text()
+    assert "source scripts/_venv.sh\n" in (ROOT / "scripts" / "serve").read_text()
     docker = (ROOT / "Dockerfile").read_text()
     assert (
         "pip install --no-cache-dir -r requirements.txt" in docker
