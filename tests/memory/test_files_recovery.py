@@ -148,6 +148,7 @@ def test_a_server_killed_mid_ingest_finishes_the_file_after_its_restart(account,
     file_ingest_task.enqueue(file_id=file.id)  # queued with the upload, as the upload route does
     silent, server = _Silent(), Server()
     try:
+        server.env["RUN_LEASE_S"] = "2"  # a dead ingest is found by its lapsed heartbeat: a short lease
         server.env["OPENAI_BASE_URL"] = silent.url
         server.start()  # its pool claims the task from the database
         until(lambda: FolderFile.objects.get(pk=file.pk).status == FileStatus.EMBEDDING, what="the ingest to embed")
