@@ -13,7 +13,8 @@ from ninja.security import APIKeyHeader, HttpBearer, django_auth
 from agents_ide.letta_routes import unsupported_routes_add
 from agents_ide.openapi import add_error_responses
 from agents_ide.validation import StrictParser, TooLarge, too_large_message
-from core.accounts import principal_from_token, principal_from_user
+from core.accounts import client_token_check, principal_from_token, principal_from_user
+from core.api.access_tokens import router as access_tokens_router
 from core.api.agent_tests import router as agent_tests_router
 from core.api.agentfiles import router as agentfile_router
 from core.api.agents import router as core_router
@@ -44,12 +45,20 @@ from tools.mcp_api import router as mcp_router
 log = logging.getLogger(__name__)
 
 
+def _token_principal(request: HttpRequest, raw: str):
+    """The token's principal (a client-side token's only for what its policy grants: else 403), or None."""
+    principal = principal_from_token(raw)
+    if principal:
+        client_token_check(
+            principal=principal, method=request.method, path=request.path, origin=request.headers.get("Origin")
+        )
+        request.principal = principal
+    return principal
+
+
 class BearerToken(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str):
-        principal = principal_from_token(token)
-        if principal:
-            request.principal = principal
-        return principal
+        return _token_principal(request, token)
 
 
 class LettaKeyHeader(APIKeyHeader):
@@ -58,10 +67,7 @@ class LettaKeyHeader(APIKeyHeader):
     param_name = "X-API-Key"
 
     def authenticate(self, request: HttpRequest, key: str | None):
-        principal = principal_from_token(key or "")
-        if principal:
-            request.principal = principal
-        return principal
+        return _token_principal(request, key or "")
 
 
 def session_auth(request: HttpRequest):
@@ -207,6 +213,7 @@ def _register_routers() -> None:
         chat_router,
         identities_router,
         archives_router,
+        access_tokens_router,
     ]
     for router in routers:
         api.add_router("", router)

@@ -5,17 +5,19 @@ import hashlib
 import hmac
 import ipaddress
 import logging
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from core.errors import Conflict, Invalid
-from core.models import ApiToken, Membership, Organization
+from core.errors import Conflict, Forbidden, Invalid, NotFound
+from core.models import Agent, ApiToken, ClientSideToken, Membership, Organization
 from core.selectors import row_or_none
 from tools.services import builtin_tools_ensure
 
@@ -30,6 +32,7 @@ class Principal:
     user: User
     org: Organization
     token: ApiToken | None = None
+    client: ClientSideToken | None = None  # a client-side access token: only what its policy grants
 
 
 def _hash(raw: str) -> str:
@@ -92,6 +95,8 @@ def principal_from_token(raw: str) -> Principal | None:
     """Resolve a raw bearer token to its principal, or None if unknown, revoked or expired."""
     if not raw or not raw.startswith(TOKEN_PREFIX):
         return None
+    if raw.startswith(CLIENT_TOKEN_PREFIX):
+        return _client_principal(raw)
     token = row_or_none(ApiToken.objects.select_related("user", "organization").filter(hashed=_hash(raw)))
     now = timezone.now()
     if token is None or token.revoked_at or (token.expires_at and token.expires_at <= now) or not token.user.is_active:
@@ -99,6 +104,95 @@ def principal_from_token(raw: str) -> Principal | None:
     if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return Principal(user=token.user, org=token.organization, token=token)
+
+
+# --------------------------------------------------------------------------- client-side access tokens
+#
+# Letta Cloud's `/v1/client-side-access-tokens` (its SDK's `access_tokens`): a short-lived token a browser front end
+# may hold for named agents. What each access grants, as (method, path under /v1 after `agents/{id}`):
+CLIENT_TOKEN_PREFIX = TOKEN_PREFIX + "ck_"
+CLIENT_TOKEN_TTL = timedelta(minutes=5)  # Letta's default when no expires_at is given
+CLIENT_ACCESS = {
+    "read_messages": (("GET", r"/messages(/.*)?"),),
+    "write_messages": (("POST", r"/messages(/stream|/async|/cancel)?"),),
+    "read_agent": (("GET", r""), ("GET", r"/(core-memory|context|tools|archival-memory)(/.*)?")),
+    "write_agent": (("PATCH", r""), ("PATCH", r"/core-memory/blocks/[^/]+")),
+}
+_AGENT_PATH = re.compile(r"^/v1/agents/(?P<agent>agent-[^/]+)(?P<rest>(/.*)?)$")
+
+
+def _client_principal(raw: str) -> Principal | None:
+    token = row_or_none(ClientSideToken.objects.select_related("user", "owner").filter(hashed=_hash(raw)))
+    if token is None or token.expires_at <= timezone.now() or not token.user.is_active:
+        return None
+    return Principal(user=token.user, org=token.owner, client=token)
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def client_token_check(*, principal: Principal, method: str, path: str, origin: str | None) -> None:
+    """Raise Forbidden unless the client-side token may make this request: from its hostname (when the browser
+    names an origin), on an agent its policy names, with an access that grants the method and path."""
+    token = principal.client
+    if token is None:
+        return
+    if origin and _origin(origin) != _origin(token.hostname):
+        raise Forbidden(f"This access token is for {token.hostname}, not {origin}.")
+    match = _AGENT_PATH.match(path.rstrip("/") if path != "/" else path)
+    grants = [p for p in token.policy if match and p.get("id") == match["agent"]]
+    for grant in grants:
+        for access in grant.get("access", []):
+            for allowed_method, rest in CLIENT_ACCESS.get(access, ()):
+                if method == allowed_method and re.fullmatch(rest, match["rest"]):
+                    return
+    raise Forbidden("This client-side access token does not grant this request.")
+
+
+def client_token_create(
+    *, user: User, org: Organization, hostname: str, policy: list[dict], expires_at=None
+) -> tuple[ClientSideToken, str]:
+    """A new client-side token for the owner's agents in `policy` (NotFound for an agent not theirs); it expires at
+    `expires_at` (in the future) or in 5 minutes. Returns the row and the raw token."""
+    if not re.match(r"^https?://[^/\s]+", hostname or ""):
+        raise Invalid("hostname must be the full origin of the application, e.g. https://app.example.com.")
+    now = timezone.now()
+    if expires_at is not None and expires_at <= now:
+        raise Invalid("expires_at must be in the future.")
+    agent_ids = [p["id"] for p in policy]
+    found = set(Agent.objects.filter(owner=org, id__in=agent_ids).values_list("id", flat=True))
+    if missing := [i for i in agent_ids if i not in found]:
+        raise NotFound(f"Agent '{missing[0]}' not found")
+    raw = CLIENT_TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ClientSideToken.objects.create(
+        owner=org,
+        user=user,
+        hashed=_hash(raw),
+        token=raw,
+        hostname=hostname,
+        policy=policy,
+        expires_at=expires_at or now + CLIENT_TOKEN_TTL,
+    )
+    return token, raw
+
+
+def client_tokens_list(*, org: Organization, agent_id: str | None = None, limit: int = 10, offset: int = 0):
+    """A page of the owner's unexpired client-side tokens, newest first (those naming `agent_id`), and whether more
+    follow."""
+    rows = ClientSideToken.objects.filter(owner=org, expires_at__gt=timezone.now()).order_by("-created_at", "-id")
+    if agent_id:
+        rows = [t for t in rows if any(p.get("id") == agent_id for p in t.policy)]
+    page = list(rows[offset : offset + limit + 1])
+    return page[:limit], len(page) > limit
+
+
+def client_token_delete(*, org: Organization, raw: str) -> None:
+    """Revoke the owner's client-side token (NotFound if it is not one)."""
+    deleted, _ = ClientSideToken.objects.filter(owner=org, hashed=_hash(raw)).delete()
+    if not deleted:
+        raise NotFound("Client-side access token not found")
 
 
 def principal_from_user(user: User) -> Principal:

@@ -494,3 +494,26 @@ class Identity(models.Model):
             models.UniqueConstraint(fields=["owner", "identifier_key", "project_id"], name="unique_identity_key")
         ]
         indexes = [models.Index(fields=["owner", "created_at"])]
+
+
+def new_client_token_id() -> str:
+    return ids.new_id("client_token")
+
+
+class ClientSideToken(models.Model):
+    """A scoped, expiring token a browser front end may hold (Letta's client-side access tokens): it may only do what
+    its policy grants on the agents it names, from its hostname, until it expires. The raw token is kept encrypted so
+    the owner can list it, and found by its SHA-256."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_client_token_id, editable=False)
+    owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="client_tokens")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="client_tokens")
+    hashed = models.CharField(max_length=64, unique=True)
+    token = EncryptedTextField()
+    hostname = models.CharField(max_length=2000)
+    policy = JSONField(default=list)  # [{id: agent id, type: "agent", access: [...]}]
+    expires_at = models.DateTimeField(db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["owner", "created_at"])]
