@@ -67,6 +67,20 @@
       if (slider && v >= parseInt(slider.min, 10) && v <= parseInt(slider.max, 10)) { slider.value = v; applyWindow(); }
     }
   });
+  // the slider's keys move by a useful amount: 1% of its range (10% with Page Up/Down) in whole 256-token steps,
+  // not the 1 token its step="1" gives (kept so the number field can set any value)
+  const SLIDER_KEYS = {ArrowRight: 1, ArrowUp: 1, ArrowLeft: -1, ArrowDown: -1, PageUp: 10, PageDown: -10};
+  document.addEventListener("keydown", (e) => {
+    if (e.target.id !== "window-slider" || !(e.key in SLIDER_KEYS) || e.altKey || e.ctrlKey || e.metaKey) return;
+    const s = e.target, min = parseInt(s.min, 10), max = parseInt(s.max, 10);
+    const unit = Math.max(256, Math.round((max - min) / 100 / 256) * 256);
+    const next = Math.min(max, Math.max(min, parseInt(s.value, 10) + SLIDER_KEYS[e.key] * unit));
+    e.preventDefault();
+    if (next === parseInt(s.value, 10)) return;
+    s.value = next;
+    s.dispatchEvent(new Event("input", {bubbles: true}));
+    s.dispatchEvent(new Event("change", {bubbles: true}));
+  });
   document.addEventListener("change", (e) => {  // leaving the number field: it shows what the slider holds
     if (e.target.id === "window-number") { const s = $("#window-slider"); if (s) { e.target.value = s.value; applyWindow(); } }
   });

@@ -150,3 +150,79 @@ def test_the_runs_tab_filters_by_thread_and_the_header_names_a_waiting_thread(
     note.locator("a").click()
     expect(page.locator("#thread-select")).to_have_value(conv["id"])
     expect(page.locator("#threads-waiting .threads-waiting-note")).to_have_count(0)
+
+
+def _workspace(context, agent_id: str, width: int):
+    page = context.new_page()
+    page.set_viewport_size({"width": width, "height": HEIGHT.get(width, 800)})
+    page.goto(f"/agents/{agent_id}/")
+    expect(page.locator("body[data-ws=open]")).to_have_count(1)
+    return page
+
+
+def test_at_1280_tool_names_keep_their_width_and_the_runs_table_fits_its_pane(signed_in, account, fake_llm):
+    agent = make_agent(account.org, name="Wide tools")
+    fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": "x"}, heartbeat=False))
+    in_thread(_send, agent, "remember x")
+    page = _workspace(signed_in, agent.id, 1280)
+    names = page.locator("#attached-tools > li > code")
+    assert names.count() >= 3
+    for i in range(names.count()):  # a name broken letter by letter was some 40 px wide
+        box = names.nth(i).bounding_box()
+        assert box["width"] >= 120, (names.nth(i).inner_text(), box)
+    shot(page, "tools-left-pane-1280")
+    _runs_tab(page, 1280)
+    table, pane = page.locator("#runs-table").bounding_box(), page.locator("#inspector").bounding_box()
+    assert table["x"] + table["width"] <= pane["x"] + pane["width"], (table, pane)
+    cost = page.locator("#runs-table .run-cost").first.bounding_box()
+    assert cost["x"] + cost["width"] <= pane["x"] + pane["width"]
+    shot(page, "runs-table-1280")
+
+
+def test_the_window_sliders_arrow_keys_move_by_a_useful_step(signed_in, account):
+    agent = make_agent(account.org, name="Slider", context_window_limit=16000)
+    page = _workspace(signed_in, agent.id, 1280)
+    slider = page.locator("#window-slider")
+    assert int(slider.get_attribute("max")) >= 100000  # the fake model's 128k window
+    slider.focus()
+    page.keyboard.press("ArrowRight")
+    moved = int(slider.input_value())
+    assert moved - 16000 >= 1024 and (moved - 16000) % 256 == 0
+    expect(page.locator("#window-value")).to_have_text(str(moved))
+    page.keyboard.press("PageDown")
+    assert moved - int(slider.input_value()) >= 10 * 1024
+    expect(page.locator("#window-number")).to_have_value(slider.input_value())
+
+
+def test_a_paused_run_reads_as_paused_without_zero_steps(signed_in, account, fake_llm):
+    rules = [{"type": "requires_approval", "tool_name": "archival_memory_insert"}]
+    agent = make_agent(account.org, name="Paused", tool_rules=rules)
+    fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": "x"}, heartbeat=True))
+    page = _workspace(signed_in, agent.id, 1280)
+    page.fill("#composer-input", "remember x")
+    page.press("#composer-input", "Enter")
+    stop = page.locator("#conversation .msg.stop_reason")
+    expect(stop).to_have_text("paused: waiting for a person's answer", timeout=60000)
+    expect(page.locator("#conversation")).not_to_contain_text("0 steps")
+    shot(page, "paused-run-wording-1280")
+
+
+def test_the_files_tab_names_the_lines_a_short_file_has(signed_in, account):
+    from memory.files import services as file_services
+    from memory.files.ingest import file_ingest
+
+    agent = make_agent(account.org, name="Reader")
+    folder = file_services.folder_create(owner=account.org, name="notes")
+    short, _ = file_services.file_upload(
+        folder=folder,
+        file_name="six.txt",
+        content_type="text/plain",
+        data="".join(f"line {i}\n" for i in range(6)).encode(),
+    )
+    assert file_ingest(file_id=short.id) == "completed"
+    file_services.folder_attach(agent=agent, folder=folder)
+    file_services.file_open(agent=agent, file_id=short.id, start=1, end=20)
+    page = _workspace(signed_in, agent.id, 1280)
+    page.click('.pill-nav [data-tab="tab-files"]')
+    expect(page.locator(f'#agent-files [data-file="{short.id}"] .open-state')).to_have_text("open · lines 1–6")
+    shot(page, "files-tab-short-file-1280")
