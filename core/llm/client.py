@@ -102,7 +102,7 @@ def _complete(request, api_base, key, timeout, stream, on_delta, guarded) -> LLM
     except LLMError:
         raise
     except Exception as exc:  # noqa: BLE001 - every provider failure is mapped to one typed error
-        raise map_error(exc, model=model, api_base=api_base) from exc
+        raise map_error(exc, model=model, api_base=api_base, hint=via_litellm.error_hint(exc)) from exc
 
 
 def embed(
@@ -149,7 +149,7 @@ def embed(
     except LLMError:
         raise
     except Exception as exc:  # noqa: BLE001
-        raise map_error(exc, model=model, api_base=api_base) from exc
+        raise map_error(exc, model=model, api_base=api_base, hint=via_litellm.error_hint(exc)) from exc
 
 
 def _relayed(route: relay.Route, call: Callable[..., Any], kwargs: dict[str, Any], **options: Any) -> Any:

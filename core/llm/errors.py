@@ -7,6 +7,8 @@ import re
 from typing import Literal
 
 ErrorKind = Literal["api_error", "rate_limit", "timeout", "context_length", "auth", "bad_request", "stream_incomplete"]
+# What a provider SDK's exception type says of a failure (core/llm/via_litellm.error_hint reads litellm's types).
+ErrorHint = Literal["context_length", "rate_limit", "timeout", "auth", "connection"]
 
 _CONTEXT_MARKERS = (
     "context_length_exceeded",
@@ -34,7 +36,7 @@ def is_context_length_error(error: BaseException) -> bool:
     """Whether an error (ours or a provider's) means the prompt did not fit the model's window."""
     if isinstance(error, LLMError):
         return error.kind == "context_length"
-    return type(error).__name__ == "ContextWindowExceededError" or _names_the_window(str(error))
+    return _names_the_window(str(error))
 
 
 def _names_the_window(text: str) -> bool:
@@ -74,33 +76,31 @@ def provider_error(
     detail: str,
     *,
     model: str = "",
-    name: str = "",
+    hint: ErrorHint | None = None,
     too_long: bool = False,
     api_base: str | None = None,
 ) -> LLMError:
-    """The LLMError for a provider's failure: its HTTP status (None: no response), its words (`clean`ed), the class
-    name of the exception an SDK raised for it (if one did), and whether the prompt is known not to have fit."""
+    """The LLMError for a provider's failure: its HTTP status (None: no response), its words (`clean`ed), what the
+    type of the exception an SDK raised for it says (`hint`, if one did), and whether the prompt is known not to
+    have fit."""
     who = f" ({model})" if model else ""
-    if "stream ended" in detail.lower() or "midstream" in name.lower():
+    if "stream ended" in detail.lower():
         return LLMError(
             "stream_incomplete", f"The model's stream ended before the reply was complete{who}: {detail}", status
         )
-    if too_long or _names_the_window(detail):
+    if too_long or hint == "context_length" or _names_the_window(detail):
         return LLMError(
             "context_length", f"The prompt is longer than the model's context window{who}: {detail}", status or 400
         )
-    if name in ("RateLimitError", "CallerCredentialRateLimitError") or status == 429:
+    if hint == "rate_limit" or status == 429:
         return LLMError("rate_limit", f"Rate limited by the provider{who}: {detail}", status or 429)
-    if name in ("Timeout", "APITimeoutError") or "timed out" in detail.lower():
+    if hint == "timeout" or "timed out" in detail.lower():
         return LLMError("timeout", f"The model{who} did not answer in time: {detail}", status)
-    if name in ("AuthenticationError", "PermissionDeniedError", "CallerCredentialAuthenticationError") or status in (
-        401,
-        403,
-    ):
+    if hint == "auth" or status in (401, 403):
         return LLMError("auth", f"The provider rejected the credentials{who}; check the API key: {detail}", status)
     if status is not None and 400 <= status < 500:
         return LLMError("bad_request", f"The provider rejected the request{who} (HTTP {status}): {detail}", status)
-    if name == "APIConnectionError" or _cannot_connect(detail):
+    if hint == "connection" or _cannot_connect(detail):
         if api_base:
             return LLMError("api_error", not_reachable(api_base, f"{detail}{who}"), status)
         return LLMError("api_error", f"Could not reach the model provider{who}: {detail}", status)
@@ -109,9 +109,11 @@ def provider_error(
     )
 
 
-def map_error(error: BaseException, *, model: str = "", api_base: str | None = None) -> LLMError:
-    """Translate an exception a provider's SDK raised (litellm's, openai's) into an LLMError; `api_base`, where the
-    call went, names the provider that could not be reached."""
+def map_error(
+    error: BaseException, *, model: str = "", api_base: str | None = None, hint: ErrorHint | None = None
+) -> LLMError:
+    """Translate an exception a provider's SDK raised into an LLMError; `hint` is what its type says (matched by the
+    module that imports the SDK), `api_base`, where the call went, names the provider that could not be reached."""
     if isinstance(error, LLMError):
         return error
     status = getattr(error, "status_code", None) or getattr(error, "status", None)
@@ -119,7 +121,7 @@ def map_error(error: BaseException, *, model: str = "", api_base: str | None = N
         status if isinstance(status, int) else None,
         clean(getattr(error, "message", None) or str(error)),
         model=model,
-        name=type(error).__name__,
+        hint=hint,
         too_long=is_context_length_error(error),
         api_base=api_base,
     )

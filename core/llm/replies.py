@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.engine.types import Delta, LLMResult, ToolCall, Usage
-from core.llm.errors import LLMError
+from core.llm.errors import LLMError, clean
+
+STREAM_ENDED = "The model's stream ended before the reply was complete"
 
 # Ends a stream as OpenAI's `data: [DONE]` does: the reply is complete, a stop if no chunk said why it finished.
 DONE = object()
@@ -164,14 +166,24 @@ def stream_result(
     `estimate_usage(text, tool_calls)`. A stream that stops before the model said why it finished raises
     LLMError("stream_incomplete")."""
     stream = _Stream(emit=on_delta or (lambda d: None))
-    for chunk in chunks:
-        stream.feed(chunk)
+    received = 0
+    iterator = iter(chunks)
+    while True:
+        try:
+            chunk = next(iterator)
+        except StopIteration:
+            break
+        except LLMError:
+            raise
+        except Exception as exc:
+            if not received:  # nothing came: the provider's failure, mapped by the caller
+                raise
+            # An SDK's own account of a stream that broke after chunks came (litellm raises one of its errors).
+            raise LLMError("stream_incomplete", f"{STREAM_ENDED}: {clean(str(exc))}") from exc
+        received += 1
+        stream.feed(chunk)  # outside the try: what `on_delta` raises is the caller's, never taken for a break
     if stream.finish is None:
-        raise LLMError(
-            "stream_incomplete",
-            "The model's stream ended before the reply was complete "
-            "(the connection dropped or the provider stopped sending).",
-        )
+        raise LLMError("stream_incomplete", f"{STREAM_ENDED} (the connection dropped or the provider stopped sending).")
     text, reasoning, tool_calls = "".join(stream.text), "".join(stream.reasoning), stream.tool_calls()
     usage = stream.usage
     if usage is None and estimate_usage is not None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from core.engine.types import Delta, LLMResult
+from core.llm.errors import ErrorHint
 from core.llm.replies import completion_result, stream_result
 
 _lock = threading.Lock()
@@ -59,6 +60,22 @@ def embed(kwargs: dict[str, Any]) -> list[list[float]]:
     response = lib().embedding(**kwargs)
     data = sorted(response.data or [], key=lambda d: _field(d, "index") or 0)
     return [list(_field(d, "embedding")) for d in data]
+
+
+def error_hint(error: BaseException) -> ErrorHint | None:
+    """What the type of an exception litellm raised says of the failure (litellm's public exception classes, in
+    its exception-mapping docs); None for anything else, or when litellm was never imported."""
+    if _litellm is None:
+        return None
+    kinds: tuple[tuple[type, ErrorHint], ...] = (
+        (_litellm.ContextWindowExceededError, "context_length"),
+        (_litellm.RateLimitError, "rate_limit"),
+        (_litellm.Timeout, "timeout"),  # before APIConnectionError: litellm's Timeout is one
+        (_litellm.AuthenticationError, "auth"),
+        (_litellm.PermissionDeniedError, "auth"),
+        (_litellm.APIConnectionError, "connection"),
+    )
+    return next((hint for kind, hint in kinds if isinstance(error, kind)), None)
 
 
 def _field(item: Any, key: str) -> Any:
