@@ -256,8 +256,10 @@ def run_steps_list(*, run: Run) -> list[Step]:
 
 
 def run_inputs_delivered(*, run: Run) -> bool:
-    """Whether the run's input messages were stored (they are, with the first step that commits)."""
-    return Message.objects.filter(run=run, role__in=("user", "system"), kind__in=("", "agent_message")).exists()
+    """Whether the run's input messages reached the agent: a step that committed took them (the claim stores them
+    before, outside the window, so a run that died keeps them in the history)."""
+    inputs = Message.objects.filter(run=run, role__in=("user", "system"), kind__in=("", "agent_message"))
+    return inputs.filter(step__isnull=False).exists()
 
 
 def agent_active_run_id(*, agent: Agent) -> str | None:

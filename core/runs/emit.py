@@ -103,7 +103,7 @@ async def resync_request(agent_id: str) -> None:
 
 def inputs_accepted(run) -> None:
     """Tell every tab of the agent the person's inputs a run was just given: a tab that did not send them shows
-    them at once (the run stores them with its first step)."""
+    them at once (the claim stored them; its first step puts them in the window)."""
     inputs = [
         {"content": m.get("text", ""), "otid": m.get("otid", "")}
         for m in run.input_messages or ()

@@ -4,7 +4,7 @@ Every function that writes expects to run inside the step's transaction, with th
 (`agent_lock`), so `seq` numbers and `message_ids` never interleave between writers.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from django.db import transaction
 
@@ -85,11 +85,20 @@ def thread_lock(agent: Agent) -> Agent:
     return thread_view(agent_lock(agent.id), getattr(agent, "thread", None))
 
 
-def messages_store(*, agent: Agent, rows: Iterable[Message], run: Run | None, step: Step | None) -> list[Message]:
-    """Number rows with the agent's next seqs and insert them, in the agent's thread (`thread_view`). `agent` comes
+def messages_store(
+    *, agent: Agent, rows: Iterable[Message], run: Run | None, step: Step | None, stored: Collection[str] = ()
+) -> list[Message]:
+    """Number rows with the agent's next seqs and insert them, in the agent's thread (`thread_view`); rows whose id is
+    in `stored` (the run's inputs, `inputs_store`) are in the table already and only linked to `step`. `agent` comes
     from agent_lock (caller holds it)."""
 
     rows = list(rows)
+    early = [r for r in rows if r.id in stored and r.step_id is None]
+    if early and step is not None:
+        Message.objects.filter(pk__in=[r.id for r in early]).update(step=step)
+        for row in early:
+            row.step = step
+    rows = [r for r in rows if r.id not in stored]
     if not rows:
         return rows
     seq = (agent.max_seq or 0) + 1
@@ -101,6 +110,34 @@ def messages_store(*, agent: Agent, rows: Iterable[Message], run: Run | None, st
     Message.objects.bulk_create(rows)
     transaction.on_commit(lambda: messages_cache_put(rows))
     return rows
+
+
+def inputs_store(*, agent: Agent, run: Run) -> list[Message]:
+    """Store the run's input messages (not its answers to a wait) when it is claimed, outside the window: an accepted
+    send is kept even if the run's process dies. `agent` was read under the claim's lock with its memory counts, which
+    then count them (caller holds the lock). The first step that commits links them to itself and puts them in the
+    window (`messages_store` with `stored`)."""
+    rows = [
+        message_build(
+            agent=agent,
+            role=m["role"],
+            text=m["text"],
+            kind=m.get("kind", ""),
+            sender_agent_id=m.get("sender_agent_id", ""),
+            otid=m.get("otid", ""),
+        )
+        for m in run.input_messages
+        if m["role"] not in ("approval", "continue")
+    ]
+    agent.max_seq = agent.snapshot_max_seq
+    messages_store(agent=agent, rows=rows, run=run, step=None)
+    agent.snapshot_max_seq = agent.max_seq
+    return rows
+
+
+def inputs_read(*, run: Run) -> list[Message]:
+    """The input messages `inputs_store` stored for a run claimed in another process, in order."""
+    return list(Message.objects.filter(run_id=run.pk, step__isnull=True).order_by("seq"))
 
 
 def window_set(*, agent_id: str, message_ids: list[str], conversation_id: str | None = None) -> None:

@@ -12,8 +12,6 @@ they leave is consistent) and fails their task rows.
 """
 
 import logging
-import os
-import socket
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -33,13 +31,14 @@ from agents_ide.transactions import connection_lend
 from core import events
 from core.agents import queries
 from core.models import RUN_ACTIVE, Run, RunStatus
-from core.runs import waits
+from core.runs import liveness, waits
 from core.telemetry import hooks as telemetry
 from memory.files import recovery
 
 log = logging.getLogger(__name__)
-WORKER_ID = f"{socket.gethostname()}:{os.getpid()}"
+WORKER_ID = liveness.IDENTITY
 LOST = "worker lost: the process executing this run stopped (lease expired)"
+GONE = "worker lost: the process executing this run died (it no longer exists)"
 RUNS_CHANNEL = "agents_ide_runs"  # PostgreSQL NOTIFY channel: a task is ready for the workers
 LISTENED_POLL_S = 1.0  # a listening worker's poll, for what no NOTIFY announces (tasks due later, lost notifies)
 
@@ -103,6 +102,14 @@ def lease_lapsed(run) -> bool:
     )
 
 
+def run_lost(run) -> str:
+    """Why a leased run's process no longer executes it (the error to fail it with), or "" while it may: its process
+    is known dead (core.runs.liveness: same machine and pid namespace), or its lease lapsed."""
+    if run.worker and liveness.process_gone(run.worker):
+        return GONE
+    return LOST if lease_lapsed(run) else ""
+
+
 def runs_reap(*, lease_s: float | None = None) -> list[str]:
     """Mark runs whose lease lapsed as failed (and queued runs whose task was lost: a process died between
     claiming the task and leasing the run), fail their task rows, and tell open tabs; returns their ids."""
@@ -113,15 +120,16 @@ def runs_reap(*, lease_s: float | None = None) -> list[str]:
         .values_list("id", "agent_id")
     )
     reaped = [
-        (run_id, agent_id)
+        (run_id, agent_id, LOST)
         for run_id, agent_id in stale
         if Run.objects.filter(pk=run_id, status__in=RUN_ACTIVE, heartbeat_at__lt=limit).update(
             status=RunStatus.FAILED, stop_reason="error", error=LOST, completed_at=timezone.now()
         )
     ]
+    reaped += _dead_owners_reap()
     orphans = _orphaned_queued_runs(limit)
     reaped += [
-        (run_id, agent_id)
+        (run_id, agent_id, LOST)
         for run_id, agent_id in orphans
         if Run.objects.filter(pk=run_id, status=RunStatus.CREATED, worker="").update(
             status=RunStatus.FAILED, stop_reason="error", error=LOST, completed_at=timezone.now()
@@ -129,9 +137,9 @@ def runs_reap(*, lease_s: float | None = None) -> list[str]:
     ]
     if not reaped:
         return []
-    _tasks_fail([run_id for run_id, _ in reaped])
-    log.warning("reaped runs with lapsed leases: %s", [run_id for run_id, _ in reaped])
-    for run_id, agent_id in reaped:
+    _tasks_fail([run_id for run_id, _, _ in reaped])
+    log.warning("reaped runs whose process was lost: %s", [run_id for run_id, _, _ in reaped])
+    for run_id, agent_id, error in reaped:
         try:
             events.send_event(
                 events.agent_group(agent_id),
@@ -140,12 +148,29 @@ def runs_reap(*, lease_s: float | None = None) -> list[str]:
                     "run_id": run_id,
                     "status": "failed",
                     "stop_reason": "error",
-                    "error": LOST,
+                    "error": error,
                 },
             )
         except Exception:  # noqa: BLE001 - tabs learn it on reload; the reaper must go on
             log.exception("could not announce reaped run %s", run_id)
-    return [run_id for run_id, _ in reaped]
+    return [run_id for run_id, _, _ in reaped]
+
+
+def _dead_owners_reap() -> list[tuple[str, str, str]]:
+    """Fail the active runs leased by processes of this machine that no longer exist, whatever their lease says: a
+    server restarted after a crash frees its agents at once. Runs leased elsewhere wait for their lease."""
+    local = liveness.local_marker()
+    if not local:
+        return []
+    held = Run.objects.filter(status__in=RUN_ACTIVE, worker__startswith=local).values_list("id", "agent_id", "worker")
+    return [
+        (run_id, agent_id, GONE)
+        for run_id, agent_id, worker in list(held)
+        if liveness.process_gone(worker)
+        and Run.objects.filter(pk=run_id, status__in=RUN_ACTIVE, worker=worker).update(
+            status=RunStatus.FAILED, stop_reason="error", error=GONE, completed_at=timezone.now()
+        )
+    ]
 
 
 def _orphaned_queued_runs(limit) -> list[tuple[str, str]]:

@@ -10,7 +10,7 @@ handed its request (resolved model included); one executed by another process (a
 
 from dataclasses import dataclass
 
-from core.models import Organization, Run
+from core.models import Message, Organization, Run
 from core.providers import ResolvedModel
 
 
@@ -26,7 +26,8 @@ class RunRequest:
     `refuse_unconfigured`: a person's send is refused (NotConfigured, 400, nothing claimed) when no provider serves
     the agent's model, so the claim resolves it; an agent's own message (multi-agent tools, sleep-time companions,
     agent tests) is claimed anyway and its run ends with the how-to, so its model is resolved where it executes.
-    `resolved` is set once, by whichever of the two resolves it."""
+    `resolved` is set once, by whichever of the two resolves it. `inputs` are the message rows the claim stored for
+    the input (None in a process that did not claim the run: it reads them back)."""
 
     owner: Organization
     agent_id: str
@@ -42,6 +43,7 @@ class RunRequest:
     request_config: dict | None = None
     refuse_unconfigured: bool = True
     resolved: ResolvedModel | None = None
+    inputs: list[Message] | None = None
 
     @classmethod
     def of_run(cls, run: Run, owner: Organization) -> "RunRequest":

@@ -9,8 +9,11 @@ A step has two phases. First everything slow, outside any transaction: the model
 (sandboxes, embeddings, other agents' runs). Then the commit phase, one durable transaction: messages,
 block edits, archival inserts, the step record and the window change; events go out only after it
 commits. A slow call inside that transaction raises (agents_ide.transactions). A failed model call
-writes only a step record carrying the error, so the agent's state stays exactly as before that step
-(the run's input included: it is stored with the first successful step, and the run record keeps it).
+writes only a step record carrying the error, so the agent's state stays exactly as before that step.
+
+A run's input messages are stored by the claim, in its transaction: a send the API accepted is in the agent's
+history even if the process dies before the model answers. They enter the agent's window (and are linked to their
+step, as Letta's) with the first step that commits; until then the steps compile them as the turn's pending rows.
 """
 
 import json
@@ -90,6 +93,7 @@ class _RunState:
     released: bool = False  # the next model call was let go from a breakpoint: it does not stop there again
     block_changed: bool = False  # the last step's tools changed a memory block (block_change breakpoints)
     tool_failed: bool = False  # a tool of the last step failed (tool_error breakpoints)
+    stored: set[str] = field(default_factory=set)  # pending rows the claim stored already (the run's inputs)
 
     @property
     def client_names(self) -> tuple[str, ...]:
@@ -221,7 +225,8 @@ def run_start(request: RunRequest, *, leased: bool = False) -> Run:
     # The agent's run in progress and its runs that wait for an answer (one per thread at most), in one statement.
     found = queries.agent_runs_open(agent_id=agent.pk)
     busy = next((r for r in found if r.status in RUN_ACTIVE), None)
-    if busy is not None and not queue.lease_lapsed(busy):
+    lost = queue.run_lost(busy) if busy is not None else ""
+    if busy is not None and not lost:
         raise Conflict(
             f"Agent '{request.agent_id}' is busy with run '{busy.id}'; wait for it to finish or cancel it.",
             detail={"run_id": busy.id},
@@ -232,12 +237,15 @@ def run_start(request: RunRequest, *, leased: bool = False) -> Run:
             where={"id": busy.pk},
             status=RunStatus.FAILED,
             stop_reason="error",
-            error=queue.LOST,
+            error=lost,
             completed_at=timezone.now(),
         )
     thread = request.conversation_id
     waiting = [r for r in found if r.waiting_until is not None and r.conversation_id == thread]
-    _wait_check(agent, thread, inputs, waits.live(waiting[-1]) if waiting else None)
+    wait = waits.live(waiting[-1]) if waiting else None
+    if waiting and wait is None:  # a wait past its time was ended just now: its denials took the next seqs
+        agent.snapshot_max_seq = persistence.agent_lock(agent.pk).max_seq
+    _wait_check(agent, thread, inputs, wait)
     try:
         tools = approvals.client_tools_check(request.client_tools)
     except approvals.AnswerError as exc:
@@ -270,6 +278,7 @@ def run_start(request: RunRequest, *, leased: bool = False) -> Run:
     )
     Run.objects.bulk_create([run])
     persistence.thread_view(agent, thread)
+    request.inputs = persistence.inputs_store(agent=agent, run=run)
     transaction.on_commit(lambda: inputs_accepted(run))  # every tab shows the person's inputs from now on
     return run
 
@@ -328,18 +337,9 @@ def _run_claimed(run: Run, request: RunRequest, *, agent_fresh: bool) -> RunResu
         return _finish(_RunState(run, None, emitter, run.max_steps, error=str(exc)), StopReason.ERROR)
     rs = _RunState(run, request.resolved, emitter, run.max_steps, fresh_agent=agent if agent_fresh else None)
     answer = next((m for m in run.input_messages if m["role"] in ("approval", "continue")), None)
-    rs.pending = [
-        persistence.message_build(
-            agent=agent,
-            role=m["role"],
-            text=m["text"],
-            kind=m.get("kind", ""),
-            sender_agent_id=m.get("sender_agent_id", ""),
-            otid=m.get("otid", ""),
-        )
-        for m in run.input_messages
-        if m["role"] not in ("approval", "continue")
-    ]
+    # the input rows the claim stored: handed over by a claim in this process, else read back
+    rs.pending = list(request.inputs if request.inputs is not None else persistence.inputs_read(run=run))
+    rs.stored = {r.id for r in rs.pending}
     emitter.emit(
         {"message_type": "run_status", "run_id": run.id, "status": "running", "stop_reason": None}, to_caller=False
     )
@@ -376,6 +376,16 @@ def _with_client_tools(rs: _RunState, snap: AgentSnapshot) -> AgentSnapshot:
     return snap
 
 
+def _snapshot(rs: _RunState, agent: Agent) -> AgentSnapshot:
+    """The agent's snapshot for the run's next step: its client tools offered, and the inputs the claim stored but no
+    step has put in the window yet counted as in context (they are compiled as the turn's), not as recall."""
+    snap = _with_client_tools(rs, agent_snapshot(agent=agent))
+    early = sum(1 for r in rs.pending if r.id in rs.stored)
+    if early:
+        snap.stats = replace(snap.stats, recall_outside_window=max(0, snap.stats.recall_outside_window - early))
+    return snap
+
+
 def _compile(rs: _RunState, snap: AgentSnapshot):
     allowed = step_allowed(snap, history=rs.history, last_output=rs.last_output, client=rs.client_names)
     extra = [mapping.message(r) for r in rs.pending]
@@ -401,12 +411,8 @@ def _fit(rs: _RunState, snap: AgentSnapshot, *, force: bool = False):
         if row is not None:
             rs.step_index += 1
             rs.emitter.emit({**messages_to_letta([row])[0]}, to_caller=False)
-            snap = _with_client_tools(
-                rs,
-                agent_snapshot(
-                    agent=persistence.thread_view(Agent.objects.get(pk=snap.agent.id), rs.run.conversation_id)
-                ),
-            )
+            agent = persistence.thread_view(Agent.objects.get(pk=snap.agent.id), rs.run.conversation_id)
+            snap = _snapshot(rs, agent)
             allowed, ctx = _compile(rs, snap)
     if not ctx.fits:
         raise overflow.ContextTooLarge(overflow.too_large_message(ctx, rs.pending))
@@ -478,7 +484,7 @@ def _step(rs: _RunState) -> StopReason | None:
     agent, rs.fresh_agent = rs.fresh_agent or _agent_unless_cancelled(rs.run), None
     if agent is None:
         return StopReason.CANCELLED
-    snap = _with_client_tools(rs, agent_snapshot(agent=agent))
+    snap = _snapshot(rs, agent)
     try:
         snap, allowed, ctx = _fit(rs, snap)
     except rule_solver.ToolRuleError as exc:
@@ -635,7 +641,7 @@ def _commit_step(
         )
         inputs = rs.pending
         rows = [*inputs, _assistant_row(agent, result, parsed, message_id), *tool_rows]
-        persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=step)
+        persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=step, stored=rs.stored)
         window = list(agent.message_ids) + [r.id for r in rows]
         tool_runs = [o.tool_run for o in outcomes.values() if o.tool_run is not None]
         if tool_runs:
@@ -736,7 +742,7 @@ def _pause(rs: _RunState, snap, ctx, step_id, message_id, request, result, parse
         reply = _assistant_row(agent, result, parsed, message_id)
         reply.tool_return = {"waiting": {c["tool_call_id"]: c["reason"] for c in calls}}
         rows = [*rs.pending, reply]
-        persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=step)
+        persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=step, stored=rs.stored)
         _account(rs, usage)
         _end_store(rs, StopReason.REQUIRES_APPROVAL, message_ids=list(agent.message_ids) + [r.id for r in rows])
         rs.run.waiting = {
@@ -763,7 +769,7 @@ def _hold(rs: _RunState, snap, ctx, hit: approvals.Breakpoint) -> StopReason:
     with transaction.atomic(durable=True):
         agent = persistence.thread_lock(snap.agent)
         rows = list(rs.pending)
-        persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=None)
+        persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=None, stored=rs.stored)
         _end_store(rs, StopReason.REQUIRES_APPROVAL, message_ids=list(agent.message_ids) + [r.id for r in rows])
         rs.run.waiting = {
             "kind": "breakpoint",
@@ -837,7 +843,7 @@ def _resume(rs: _RunState, answer: dict) -> StopReason | None:
     agent, rs.fresh_agent = rs.fresh_agent or _agent_unless_cancelled(rs.run), None
     if agent is None:
         return StopReason.CANCELLED
-    snap = _with_client_tools(rs, agent_snapshot(agent=agent))
+    snap = _snapshot(rs, agent)
     waited = Run.objects.get(pk=answer["resumes"])
     wait = waited.waiting or {}
     if waited.waiting_until is None:

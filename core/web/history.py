@@ -142,8 +142,11 @@ def _mark(items: list[dict], marks: WindowMarks) -> None:
 
 def history_page(*, agent, before_seq: int | None = None, size: int = PAGE_SIZE) -> tuple[list[dict], int | None]:
     """The newest `size` messages of the agent's thread (`thread_view`; its own by default) older than
-    `before_seq`, oldest first, and the cursor for the page before."""
-    qs = Message.objects.filter(agent=agent, conversation_id=getattr(agent, "thread", None))
+    `before_seq`, oldest first, and the cursor for the page before. The inputs of a run that ended before a step took
+    them are left to its notice (`undelivered`), which offers them again, as the tab that sent them showed it."""
+    qs = Message.objects.filter(agent=agent, conversation_id=getattr(agent, "thread", None)).exclude(
+        role="user", step__isnull=True, run__status__in=(RunStatus.FAILED, RunStatus.CANCELLED)
+    )
     if before_seq is not None:
         qs = qs.filter(seq__lt=before_seq)
     rows = list(qs.order_by("-seq")[: size + 1])
@@ -179,8 +182,9 @@ def history_after(*, agent, after_seq: int, size: int = 200) -> list[dict]:
 
 
 def in_flight(*, agent) -> dict | None:
-    """The thread's run in progress and the person's inputs it holds that no message stores yet (a run stores its
-    inputs with its first step): a tab opened mid-run shows them, as the tab that sent them does."""
+    """The thread's run in progress and the person's inputs it holds that no message stores yet (the claim stores
+    them, so only a run claimed before that held any): a tab opened mid-run shows them, as the tab that sent them
+    does."""
     run = (
         Run.objects.filter(agent_id=agent.id, conversation_id=getattr(agent, "thread", None), status__in=RUN_ACTIVE)
         .order_by("-created_at")
@@ -213,7 +217,8 @@ def undelivered(*, agent, look_back: int = 5) -> list[dict]:
             continue
         if run.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
             break
-        if inputs and not texts <= sent_later and not Message.objects.filter(run_id=run.id, role="user").exists():
+        delivered = Message.objects.filter(run_id=run.id, role="user", step__isnull=False).exists()
+        if inputs and not texts <= sent_later and not delivered:
             found.append({"run": run, "inputs": inputs})
         sent_later |= texts
     return found[::-1]

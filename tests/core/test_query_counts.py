@@ -13,8 +13,9 @@ from tests.fake_llm import FakeLLM
 # On SQLite the claim's locking read also brings the agent's memory counts and current version; PostgreSQL reads
 # them after the lock, in a statement of their own (core.runs.runner._claim_read says why).
 SQLITE = connection.vendor == "sqlite"
-STEP_QUERIES = 16 if SQLITE else 17  # one model call and its reply: the claim, load (the agent with its memory
-# counts), compile, the step's transaction (which stores the run's end)
+STEP_QUERIES = 18 if SQLITE else 19  # one model call and its reply: the claim (which stores the input, so a crash
+# keeps it), load (the agent with its memory counts), compile, the step's transaction (which links the input to the
+# step, as Letta's step_id, and stores the run's end)
 CONTEXT_QUERIES = 5  # GET /v1/agents/{id}/context: auth, the agent with its memory counts, blocks, tools, and
 # whether a breakpoint holds a run of the thread (the simulator then compiles that run's next call)
 AGENTS_LIST_QUERIES = 5  # GET /v1/agents/, whatever the number of agents (no query per agent)
@@ -69,9 +70,9 @@ def _send_twice(fake_llm, django_assert_max_num_queries, queries, send, check):
 
 
 # POST …/messages, which executes its run on the request's own thread: auth, the claim (lock with the agent's
-# memory counts and version, busy check, the agent's model, insert), one step (blocks and tools beside the claim's
-# agent row, lock, step, message, agent and the run's end), the reply
-SEND_REQUEST_QUERIES = 18 if SQLITE else 19
+# memory counts and version, busy check, the agent's model, the run and its input), one step (blocks and tools beside
+# the claim's agent row, lock, step, messages, the input linked to the step, agent and the run's end), the reply
+SEND_REQUEST_QUERIES = 20 if SQLITE else 21
 
 
 @pytest.mark.django_db(transaction=True)  # a queued run would execute on a pool thread, which sees committed rows
@@ -90,8 +91,8 @@ def test_message_send_on_the_request_thread(account, fake_llm, django_assert_max
 
 
 # POST …/messages/async: auth, then one transaction: the claim (lock with the agent's memory counts and version,
-# busy check, insert), the task row, the agent's model (its provider rows)
-SEND_ASYNC_QUERIES = 8 if SQLITE else 9
+# busy check, the run and its input), the task row, the agent's model (its provider rows)
+SEND_ASYNC_QUERIES = 9 if SQLITE else 10
 
 
 @pytest.mark.django_db(transaction=True)  # the queued run executes on a pool thread, which sees committed rows

@@ -168,7 +168,10 @@ def test_provider_error_stops_and_leaves_state_untouched(agent, fake_llm, reply)
     assert result.error and "fake" not in result.error.lower() or "boom" in result.error or result.error
     agent.refresh_from_db()
     assert agent.message_ids == before_ids
-    assert Message.objects.filter(agent=agent).count() == before_count
+    # the accepted input is kept in the history, outside the window and linked to no step (none took it)
+    assert Message.objects.filter(agent=agent).count() == before_count + 1
+    kept = Message.objects.get(run_id=result.run_id)
+    assert (kept.role, kept.text, kept.step_id, kept.id in agent.message_ids) == ("user", "second", None, False)
     step = Step.objects.get(run_id=result.run_id)
     assert step.error and step.stop_reason == "llm_api_error"
     assert Run.objects.get(pk=result.run_id).input_messages[0]["text"] == "second"

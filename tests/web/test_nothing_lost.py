@@ -1,5 +1,5 @@
-"""Nothing lost, server side: what a tab opened mid-run is given (the run's inputs not stored yet), the notices of
-runs that ended before storing the person's message, the messages a tab's socket missed, and the events that let
+"""Nothing lost, server side: what a tab opened mid-run is given (the run's inputs, stored by its claim), the notices
+of runs that ended before a step took the person's message, the messages a tab's socket missed, and the events that let
 every tab show every input and a reply from its start (core.runs.emit)."""
 
 import asyncio
@@ -18,7 +18,7 @@ def _config(html: str) -> dict:
     return json.loads(re.search(r'<script id="ide-config" type="application/json">(.*?)</script>', html, re.S).group(1))
 
 
-def test_a_page_opened_mid_run_is_given_the_inputs_the_run_has_not_stored(web, account, fake_llm):
+def test_a_page_opened_mid_run_shows_the_inputs_the_claim_stored(web, account, fake_llm):
     agent = make_agent(account.org, name="In flight")
     run = run_start(
         RunRequest(
@@ -27,9 +27,12 @@ def test_a_page_opened_mid_run_is_given_the_inputs_the_run_has_not_stored(web, a
             input_messages=[{"role": "user", "content": "Still <b>on</b> its way", "otid": "o-1"}],
         )
     )
-    config = _config(web.get(f"/agents/{agent.id}/").content.decode())
-    assert config["inFlight"] == {"runId": run.id, "inputs": [{"text": "Still <b>on</b> its way", "otid": "o-1"}]}
+    html = web.get(f"/agents/{agent.id}/").content.decode()
+    config = _config(html)
+    # stored when the run was claimed: the history draws it, so the page has nothing left to add from the run
+    assert config["inFlight"] == {"runId": run.id, "inputs": []}
     assert config["activeRunId"] == run.id
+    assert 'data-otid="o-1"' in html and "Still &lt;b&gt;on&lt;/b&gt; its way" in html
 
 
 def test_a_page_opened_when_nothing_runs_has_no_inputs_in_flight(web, account, fake_llm):
@@ -50,6 +53,9 @@ def test_a_failed_runs_undelivered_message_shows_again_until_a_later_run_complet
     notice = re.search(rf'<div class="run-notice" data-run="{run.run_id}".*?</div>\s*</div>\s*</div>', html, re.S)
     assert notice, "the failed run's notice is not on the page"
     assert "Lost &lt;i&gt;words&lt;/i&gt;?" in notice.group(0) and "data-retry" in notice.group(0)
+    # stored when it was accepted, the message shows once: in the notice that offers it again, not also in the history
+    assert Message.objects.filter(run_id=run.run_id, role="user").exists()
+    assert html.count("Lost &lt;i&gt;words&lt;/i&gt;?") == 1
     assert "upstream exploded" in html
 
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Got it now."}))
