@@ -223,6 +223,9 @@ MCP_STDIO_PATHS = [p for p in os.environ.get("MCP_STDIO_PATHS", "").split(":") i
 # A stdio MCP server that has not answered the MCP handshake this long after its start is stopped (sooner when
 # it writes something that is not MCP or exits).
 MCP_START_TIMEOUT_S = float(os.environ.get("MCP_START_TIMEOUT_S", "10"))
+# The same for the first start of a package runner's server (npx, uvx, bunx, pnpx, pipx) in a process: it may
+# download and install its package before it answers.
+MCP_INSTALL_TIMEOUT_S = float(os.environ.get("MCP_INSTALL_TIMEOUT_S", "300"))
 # Who may give tools and MCP servers network access: "all" (the default), "staff" or "off". Granted, it reaches
 # only the public internet through the egress guard (core/egress.py).
 TOOL_NETWORK = os.environ.get("TOOL_NETWORK", "all").strip().lower()

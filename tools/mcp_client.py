@@ -9,8 +9,9 @@ and a root holding only /usr, the command's own interpreter and the directories 
 servers (`MCP_STDIO_PATHS`) read-only — a path never becomes visible because an argument names it. Its
 environment holds only PATH/HOME/TMPDIR/LANG and the server's configured variables, never the server's own
 secrets. An SSE or HTTP server is reached through the egress guard (`core.egress`). A command that does not
-answer MCP fails within `MCP_START_TIMEOUT_S`, sooner when it writes something that is not MCP or exits.
-Nothing here touches the database.
+answer MCP fails within `MCP_START_TIMEOUT_S`, sooner when it writes something that is not MCP or exits; the first
+start of a package runner's server (`npx -y pkg`, `uvx pkg`: it may download and install the package first) in this
+process has `MCP_INSTALL_TIMEOUT_S` instead. Nothing here touches the database.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from tools.sandbox.process import UidLease, kill_uid_processes
 log = logging.getLogger(__name__)
 
 BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+PACKAGE_RUNNERS = frozenset({"npx", "uvx", "bunx", "pnpx", "pipx"})  # their first start may install the package
 UID_RANGE = (52000, 59999)  # shared with the tool sandbox: a lease file keeps each uid to one holder
 
 
@@ -106,6 +108,11 @@ def stdio_executable(spec: ServerSpec) -> str:
         f"{found} is outside /usr and the directories approved for MCP servers (MCP_STDIO_PATHS); an operator "
         f"installs MCP servers in an approved directory"
     )
+
+
+def installs_on_start(spec: ServerSpec) -> bool:
+    """Whether the server's command is a package runner, which fetches and installs its package when not cached."""
+    return spec.server_type == "stdio" and os.path.basename(spec.command) in PACKAGE_RUNNERS
 
 
 def _inside(path: str, directory: str) -> bool:
@@ -199,9 +206,13 @@ class _Connection:
 class McpManager:
     """The process's MCP connections, on a private event loop thread; every public method is blocking."""
 
-    def __init__(self, *, idle_timeout_s: float = 300.0, connect_timeout_s: float = 10.0):
+    def __init__(
+        self, *, idle_timeout_s: float = 300.0, connect_timeout_s: float = 10.0, install_timeout_s: float = 300.0
+    ):
         self.idle_timeout_s = idle_timeout_s
         self.connect_timeout_s = connect_timeout_s  # the MCP handshake, process start included
+        self.install_timeout_s = install_timeout_s  # the same for a package runner's first start (it may install)
+        self._installed: set[tuple[str, tuple[str, ...]]] = set()  # package runs that answered once
         self.on_tools_changed: Callable[[str], None] | None = None
         self.starts: dict[str, int] = {}  # how many times each server was started (tests and the IDE read it)
         self._conns: dict[str, _Connection] = {}
@@ -249,7 +260,7 @@ class McpManager:
         loop = self._ensure_loop()
         future = asyncio.run_coroutine_threadsafe(coro, loop)
         try:
-            return future.result(timeout_s + self.connect_timeout_s + 10)
+            return future.result(timeout_s + max(self.connect_timeout_s, self.install_timeout_s) + 10)
         except TimeoutError as exc:
             future.cancel()
             raise McpUnavailable("the MCP server did not answer in time") from exc
@@ -308,16 +319,15 @@ class McpManager:
             self._conns[spec.key] = conn
             self.starts[spec.key] = self.starts.get(spec.key, 0) + 1
             conn.task = asyncio.get_running_loop().create_task(self._hold(conn))
+            deadline, why = self._start_deadline(spec)
             try:
-                await asyncio.wait_for(conn.ready.wait(), self.connect_timeout_s)
+                await asyncio.wait_for(conn.ready.wait(), deadline)
             except TimeoutError:
                 tail = conn.stderr_tail()
                 await self._close(spec.key, grace_s=1.0)
                 raise McpUnavailable(
                     _describe(
-                        TimeoutError(
-                            f"the MCP server did not answer the MCP handshake within {self.connect_timeout_s:g}s"
-                        ),
+                        TimeoutError(f"the MCP server did not answer the MCP handshake within {deadline:g}s{why}"),
                         tail,
                     )
                 ) from None
@@ -326,7 +336,18 @@ class McpManager:
                 raise McpUnavailable(
                     _describe(conn.error, conn.stderr_tail()) if conn.error else "the MCP server closed the connection"
                 )
+            if installs_on_start(spec):
+                self._installed.add((spec.command, spec.args))
             return conn
+
+    def _start_deadline(self, spec: ServerSpec) -> tuple[float, str]:
+        """How long the handshake may take, and what to add to the error: a package runner's first start in this
+        process may install its package first (MCP_INSTALL_TIMEOUT_S), any other start has MCP_START_TIMEOUT_S."""
+        if installs_on_start(spec) and (spec.command, spec.args) not in self._installed:
+            return max(
+                self.install_timeout_s, self.connect_timeout_s
+            ), " (its first start, installing: MCP_INSTALL_TIMEOUT_S)"
+        return self.connect_timeout_s, ""
 
     async def _hold(self, conn: _Connection) -> None:
         """Open the transport and session and keep them open until asked to close (same task: anyio scopes)."""
@@ -461,6 +482,7 @@ def manager() -> McpManager:
             _manager = McpManager(
                 idle_timeout_s=float(getattr(settings, "MCP_IDLE_TIMEOUT_S", 300)),
                 connect_timeout_s=float(getattr(settings, "MCP_START_TIMEOUT_S", 10)),
+                install_timeout_s=float(getattr(settings, "MCP_INSTALL_TIMEOUT_S", 300)),
             )
             _manager.on_tools_changed = tools_changed_hook
         return _manager

@@ -4,7 +4,9 @@ internet through the egress proxy; HTTP servers on loopback or the metadata addr
 connection; who may run stdio servers or give network is the operator's choice. Against the real demo server."""
 
 import os
+import shutil
 import socket
+import tempfile
 
 import pytest
 from django.conf import settings
@@ -191,6 +193,40 @@ def test_a_command_that_does_not_speak_mcp_fails_at_once_and_a_silent_one_at_the
     with pytest.raises(Exception, match="did not answer the MCP handshake within 5s"):
         mcp.list_tools(silent, timeout_s=30)
     mcp.close_all()
+
+
+@pytest.fixture
+def slow_npx():
+    """An `npx` in a directory approved for MCP servers that waits $SLOW_START seconds (as a download and install
+    would) and then runs the demo server."""
+    directory = tempfile.mkdtemp(prefix="agents-ide-test-npx-")
+    script = os.path.join(directory, "npx")
+    with open(script, "w") as f:
+        f.write(f'#!/bin/sh\nsleep "$SLOW_START"\nexec {settings.MCP_DEMO_PYTHON} {DEMO} stdio\n')
+    os.chmod(script, 0o755)
+    os.chmod(directory, 0o755)
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_the_first_start_of_a_package_runner_may_install_within_the_install_timeout(account, slow_npx):
+    mcp = McpManager(connect_timeout_s=2.0, install_timeout_s=120.0)
+    spec = ServerSpec(
+        key="npx-demo",
+        server_type="stdio",
+        command=os.path.join(slow_npx, "npx"),  # not the system's npx, which would try the registry
+        args=("-y", "demo-server"),
+        env=(("SLOW_START", "5"),),
+        paths=(slow_npx, *settings.MCP_STDIO_PATHS),
+    )
+    try:
+        assert "add" in {t.name for t in mcp.list_tools(spec, timeout_s=30)}  # installed within the longer timeout
+        mcp.close("npx-demo")
+        # installed once, so a later start has the ordinary start timeout again
+        with pytest.raises(Exception, match="did not answer the MCP handshake within 2s"):
+            mcp.list_tools(spec, timeout_s=30)
+    finally:
+        mcp.close_all()
 
 
 def test_a_command_outside_usr_and_the_approved_directories_is_refused(api, account, tmp_path):
