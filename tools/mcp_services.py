@@ -150,12 +150,19 @@ def mcp_server_checked(*, owner: Organization, server_name: str, config: dict) -
 
 def mcp_server_create(*, owner: Organization, server_name: str, config: dict) -> McpServer:
     """Register a server (validated; nothing is started), then list its tools into the library (best effort:
-    an unreachable server is kept with its error in `last_error`)."""
+    an unreachable server is kept with its error in `last_error`). A server offering a tool whose name another tool
+    of the account holds is not kept: Conflict (409) naming the tools and their holders."""
     fields = mcp_server_checked(owner=owner, server_name=server_name, config=config)
     with transaction.atomic():
         _name_checked(owner=owner, server_name=server_name)
         server = McpServer.objects.create(owner=owner, **fields)
-    _refresh_quietly(server)
+    report = _refresh_quietly(server)
+    clashes = [s for s in (report or {}).get("skipped", ()) if s.get("held_by")]
+    if clashes:
+        mcp_server_delete(server=server)
+        raise Conflict(
+            _clash_message(server_name, clashes), detail={"tools": {s["name"]: s["reason"] for s in clashes}}
+        )
     return server
 
 
@@ -230,9 +237,24 @@ def mcp_tools_refresh(*, server: McpServer) -> dict[str, list]:
     return _tools_sync(server=server, listed=listed)
 
 
+def _holder(tool: Tool) -> str:
+    if tool.tool_type == "external_mcp" and tool.mcp_server_id:
+        return f"a tool of MCP server '{tool.mcp_server.server_name}'"
+    return f"a {tool.get_tool_type_display()} tool"
+
+
+def _clash_message(server_name: str, clashes: list[dict]) -> str:
+    names = ", ".join(f"'{s['name']}' ({s['held_by']})" for s in clashes)
+    return (
+        f"MCP server '{server_name}' offers tools whose names are taken: {names}. A tool name is unique in an "
+        f"account, so these tools were not added; delete the other tool (or its server) and refresh this one."
+    )
+
+
 @transaction.atomic
 def _tools_sync(*, server: McpServer, listed: list) -> dict[str, list]:
-    """Caller listed the tools outside any transaction; this writes the library rows in one."""
+    """Caller listed the tools outside any transaction; this writes the library rows in one. A tool whose name
+    another tool holds is skipped and the server's `last_error` says which and why (the IDE and API show it)."""
     current = {t.mcp_tool_name: t for t in Tool.objects.select_for_update().filter(mcp_server=server)}
     report: dict[str, list] = {"added": [], "updated": [], "removed": [], "skipped": []}
     seen = set()
@@ -247,8 +269,13 @@ def _tools_sync(*, server: McpServer, listed: list) -> dict[str, list]:
                 report["updated"].append(tool.name)
             continue
         name = mcp_tool.name
-        if len(name) > TOOL_NAME_MAX or Tool.objects.filter(owner=server.owner, name=name).exists():
-            report["skipped"].append({"name": name, "reason": "the name is too long or taken by another tool"})
+        if len(name) > TOOL_NAME_MAX:
+            report["skipped"].append({"name": name, "reason": f"the name is longer than {TOOL_NAME_MAX} characters"})
+            continue
+        holder = Tool.objects.filter(owner=server.owner, name=name).select_related("mcp_server").first()
+        if holder is not None:
+            held_by = _holder(holder)
+            report["skipped"].append({"name": name, "reason": f"the name is taken by {held_by}", "held_by": held_by})
             continue
         Tool.objects.create(
             owner=server.owner,
@@ -265,16 +292,17 @@ def _tools_sync(*, server: McpServer, listed: list) -> dict[str, list]:
         if name not in seen:
             report["removed"].append(tool.name)
             tool.delete()
-    McpServer.objects.filter(pk=server.pk).update(last_error="", refreshed_at=timezone.now())
-    server.last_error = ""
+    clashes = [s for s in report["skipped"] if s.get("held_by")]
+    server.last_error = _clash_message(server.server_name, clashes) if clashes else ""
+    McpServer.objects.filter(pk=server.pk).update(last_error=server.last_error, refreshed_at=timezone.now())
     return report
 
 
-def _refresh_quietly(server: McpServer) -> None:
+def _refresh_quietly(server: McpServer) -> dict[str, list] | None:
     try:
-        mcp_tools_refresh(server=server)
+        return mcp_tools_refresh(server=server)
     except Invalid:
-        pass  # kept on the server as last_error; the IDE and API show it
+        return None  # kept on the server as last_error; the IDE and API show it
 
 
 def mcp_tools_changed(server_id: str) -> None:

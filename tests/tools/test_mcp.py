@@ -262,3 +262,23 @@ def test_a_server_that_cannot_start_is_kept_with_its_stderr_as_the_error(api, ac
     assert refresh.status_code == 422 and "boom: no configuration" in refresh.json()["detail"]
     missing = _register(api, "missing", {"mcp_server_type": "stdio", "command": "definitely-not-a-command"})
     assert "command not found: 'definitely-not-a-command'" in missing["last_error"]
+
+
+def test_a_tool_name_another_tool_holds_is_an_error_the_person_sees(api, account):
+    """A tool name is unique in an account: a second server offering `add` is refused (409 naming the holder,
+    nothing kept) instead of being kept with its tools silently left out; a refresh that meets one says so on the
+    server (`last_error`, shown by the API and the IDE) and in its report."""
+    first = _register(api)
+    resp = api.post("/v1/mcp-servers/", {"server_name": "twin", "config": STDIO})
+    assert resp.status_code == 409, resp.content
+    message = resp.json()["detail"]
+    assert "'add' (a tool of MCP server 'demo')" in message and "twin" in message
+    assert not McpServer.objects.filter(owner=account.org, server_name="twin").exists()
+    assert Tool.objects.filter(owner=account.org, name="add").get().mcp_server_id == first["id"]
+    # the library lost `add` (an older version let MCP rows go) and a custom tool took the name
+    Tool.objects.filter(owner=account.org, name="add").delete()
+    custom = 'def add(a: int, b: int) -> int:\n    """Add.\n\n    Args:\n        a: one\n        b: two\n    """\n'
+    assert api.post("/v1/tools/", {"source_code": custom + "    return a + b\n"}).status_code == 201
+    report = api.patch(f"/v1/mcp-servers/{first['id']}/refresh").json()
+    assert report["skipped"] == [{"name": "add", "reason": "the name is taken by a custom tool"}]
+    assert "'add' (a custom tool)" in api.get(f"/v1/mcp-servers/{first['id']}").json()["last_error"]

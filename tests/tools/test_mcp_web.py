@@ -105,3 +105,11 @@ def test_the_form_offers_only_what_the_operator_lets_this_account_register(web, 
     html = resp.content.decode()
     assert resp.status_code == 200 and "Not added" in html and 'id="mcp-stdio-refusal"' in html
     assert not McpServer.objects.filter(owner=account.org).exists()
+
+
+def test_a_server_whose_tool_names_are_taken_is_refused_at_the_form(web, account):
+    assert _add(web).status_code == 200
+    resp = _add(web, name="twin")
+    assert resp.status_code == 200 and resp["HX-Retarget"] == "#mcp-form"
+    assert "offers tools whose names are taken" in resp.content.decode()
+    assert not McpServer.objects.filter(owner=account.org, server_name="twin").exists()
