@@ -69,6 +69,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "core.telemetry.middleware.RequestLogMiddleware",  # first: its log line times the whole request
     "django.middleware.security.SecurityMiddleware",
+    "agents_ide.client_cors.ClientTokenCorsMiddleware",  # a client-side token's browser app: preflight, ACAO
     "agents_ide.security.ContentSecurityPolicyMiddleware",
     "agents_ide.middleware.JsonApiErrorsMiddleware",
     "agents_ide.validation.RequestGuardMiddleware",

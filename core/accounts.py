@@ -151,6 +151,14 @@ def client_token_check(*, principal: Principal, method: str, path: str, origin: 
     raise Forbidden("This client-side access token does not grant this request.")
 
 
+def client_origin_allowed(origin: str) -> bool:
+    """Whether a live client-side token names this origin as its hostname (a browser there may then read our answers:
+    CORS; each request is still checked against its own token)."""
+    origin = _origin(origin)
+    hostnames = ClientSideToken.objects.filter(expires_at__gt=timezone.now(), hostname__istartswith=origin)
+    return any(_origin(h) == origin for h in hostnames.values_list("hostname", flat=True)[:50])
+
+
 def client_token_create(
     *, user: User, org: Organization, hostname: str, policy: list[dict], expires_at=None
 ) -> tuple[ClientSideToken, str]:

@@ -104,3 +104,27 @@ def test_list_and_another_account(client, live_server, agents, other_account):
     with pytest.raises(letta_client.NotFoundError):  # a token for someone else's agent
         other.access_tokens.create(hostname=APP, policy=[{"id": first.id, "type": "agent", "access": ["read_agent"]}])
     assert _browser(live_server, one.token).agents.retrieve(first.id).id == first.id
+
+
+def test_a_browser_app_on_the_tokens_hostname_gets_cors(client, agents):
+    from django.test import Client
+
+    agent = agents[0]
+    made = client.access_tokens.create(
+        hostname=APP, policy=[{"id": agent.id, "type": "agent", "access": ["read_agent"]}]
+    )
+    browser = Client()
+    preflight = browser.options(
+        f"/v1/agents/{agent.id}",
+        HTTP_ORIGIN=APP,
+        HTTP_ACCESS_CONTROL_REQUEST_METHOD="GET",
+        HTTP_ACCESS_CONTROL_REQUEST_HEADERS="authorization",
+    )
+    assert preflight.status_code == 204 and preflight["Access-Control-Allow-Origin"] == APP
+    assert "authorization" in preflight["Access-Control-Allow-Headers"]
+    got = browser.get(f"/v1/agents/{agent.id}", HTTP_ORIGIN=APP, HTTP_AUTHORIZATION=f"Bearer {made.token}")
+    assert got.status_code == 200 and got["Access-Control-Allow-Origin"] == APP
+    stranger = browser.options(f"/v1/agents/{agent.id}", HTTP_ORIGIN="https://evil.example")
+    assert "Access-Control-Allow-Origin" not in stranger
+    ClientSideToken.objects.all().delete()  # no live token names the origin any more
+    assert "Access-Control-Allow-Origin" not in browser.options(f"/v1/agents/{agent.id}", HTTP_ORIGIN=APP)
