@@ -126,6 +126,19 @@ def identity_delete(*, identity: Identity) -> None:
     identity.delete()
 
 
+def identities_get(*, owner: Organization, identity_ids: list[str]) -> list[Identity]:
+    """The owner's identities with these ids; NotFound naming the first that is not one."""
+    found = {i.id: i for i in Identity.objects.filter(owner=owner, id__in=identity_ids)}
+    if missing := [i for i in identity_ids if i not in found]:
+        raise NotFound(f"Identity '{missing[0]}' not found")
+    return list(found.values())
+
+
+def identities_attach(*, agent: Agent, identities: list[Identity]) -> None:
+    """The agent serves these identities (besides any it served)."""
+    agent.identities.add(*identities)
+
+
 def identity_agent_attach(*, identity: Identity, agent: Agent) -> None:
     identity.agents.add(agent)
 

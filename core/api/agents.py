@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from core import selectors
 from core.agents import presenters, services
 from core.agents.context import agent_context, agent_with_counts
+from core.agents.identities import identities_attach, identities_get
 from core.agents.services import BlockInput
 from core.api.common import PageQuery, owner
 from core.api.schemas import (
@@ -109,6 +110,7 @@ def agent_create(request, body: AgentCreateIn):
         )
         for b in body.memory_blocks
     ]
+    identities = identities_get(owner=owner(request), identity_ids=body.identity_ids or [])  # 404 before creating
     window = body.context_window_limit or _llm_config(body).get("context_window")
     org = owner(request)
     initial = [{"role": m.role, "text": _text(m.content)} for m in body.initial_message_sequence or []]
@@ -142,6 +144,8 @@ def agent_create(request, body: AgentCreateIn):
         compaction_settings_set(agent=agent, settings={**compaction, "model": compaction["model"] or agent.model})
     if body.enable_sleeptime:
         sleeptime_configure(agent=agent, enabled=True)
+    if body.identity_ids:
+        identities_attach(agent=agent, identities=identities)
     return 201, presenters.agent_state(agent)
 
 

@@ -61,6 +61,7 @@ class InitialMessageIn(Schema):
 
 class AgentCreateIn(Schema):
     name: AgentName | None = Field(None, description="A readable unique name is generated when absent.")
+    identity_ids: list[str] | None = Field(None, description="Identities the agent serves (/v1/identities).")
     enable_sleeptime: bool | None = Field(None, description="Give the agent a sleep-time companion (or turn it off).")
     description: str | None = ""
     system: str | None = None

@@ -101,16 +101,17 @@ def test_another_accounts_identities_are_not_found(api, account, other_account):
 def test_an_agent_per_end_user_through_the_sdk(live_server, api, account, other_account, fake_llm):
     client = Letta(base_url=live_server.url, api_key=account.token, max_retries=0, timeout=60)
     users = {key: api.post("/v1/identities/", {**ALICE, "identifier_key": key}).json()["id"] for key in ("u-1", "u-2")}
-    agents = {}
-    for key, identity_id in users.items():
-        agent = client.agents.create(name=f"for-{key}", model="openai/fake-model")
-        client.agents.identities.attach(identity_id, agent_id=agent.id)
-        agents[key] = agent.id
+    agents = {"u-1": client.agents.create(name="for-u-1", model="openai/fake-model", identity_ids=[users["u-1"]]).id}
+    agent = client.agents.create(name="for-u-2", model="openai/fake-model")
+    client.agents.identities.attach(users["u-2"], agent_id=agent.id)
+    agents["u-2"] = agent.id
+    with pytest.raises(letta_client.NotFoundError):
+        client.agents.create(name="for-nobody", model="openai/fake-model", identity_ids=["identity-missing"])
     client.agents.create(name="nobody's", model="openai/fake-model")
     assert [a.id for a in client.agents.list(identifier_keys=["u-2"])] == [agents["u-2"]]
     assert {a.id for a in client.agents.list(identifier_keys=["u-1", "u-2"])} == set(agents.values())
     assert [a.id for a in client.agents.list(identity_id=users["u-1"])] == [agents["u-1"]]
-    assert len(list(client.agents.list())) == 3
+    assert len(list(client.agents.list())) == 3  # the refused create made nothing
     client.agents.identities.detach(users["u-1"], agent_id=agents["u-1"])
     assert list(client.agents.list(identifier_keys=["u-1"])) == []
     other = Letta(base_url=live_server.url, api_key=other_account.token, max_retries=0)
