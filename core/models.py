@@ -517,3 +517,32 @@ class ClientSideToken(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["owner", "created_at"])]
+
+
+def new_scheduled_message_id() -> str:
+    return ids.new_id("scheduled_message")
+
+
+class ScheduledMessage(models.Model):
+    """Messages to send to an agent at a time (`one-time`) or on a cron expression in UTC (`recurring`), Letta's
+    `agents.schedule`. `next_run_at` is when it is next due: the dispatcher (core.runs.schedules) sends it through the
+    run queue, then deletes a one-time message or moves a recurring one on; None: it will not fire again."""
+
+    ONE_TIME, RECURRING = "one-time", "recurring"
+    id = models.CharField(primary_key=True, max_length=64, default=new_scheduled_message_id, editable=False)
+    owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="scheduled_messages")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="scheduled_messages")
+    kind = models.CharField(max_length=16, choices=[(k, k) for k in (ONE_TIME, RECURRING)])
+    scheduled_at = models.BigIntegerField(null=True, blank=True)  # one-time: Unix milliseconds, as given
+    cron_expression = models.CharField(max_length=200, blank=True, default="")
+    messages = JSONField(default=list)  # the API's input messages, as a send takes them
+    callback_url = models.CharField(max_length=2000, blank=True, default="")
+    include_return_message_types = JSONField(null=True, blank=True)
+    max_steps = models.PositiveIntegerField(null=True, blank=True)
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    last_run_id = models.CharField(max_length=64, blank=True, default="")  # the run its last send made
+    last_error = StorableTextField(blank=True, default="")  # why its last send was refused ("" if it went)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["next_run_at"]), models.Index(fields=["agent", "created_at"])]

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import OperationalError, close_old_connections, connection, transaction
 from django.db.models import Q
 from django.db.models.functions import Now
+from django.dispatch import Signal
 from django.utils import timezone
 from django_tasks_db.compat import TaskResultStatus
 from django_tasks_db.models import DBTaskResult, get_date_max
@@ -48,6 +49,9 @@ _pool = None
 _pool_lock = threading.Lock()
 _lease_thread: threading.Thread | None = None
 _lease_stop = threading.Event()
+# Sent on every lease sweep (at start, then every RUN_LEASE_S/3); the layers above connect their periodic jobs to it
+# in CoreConfig.ready (scheduled messages), so this module imports none of them.
+swept = Signal()
 
 
 # --------------------------------------------------------------------------- leases
@@ -207,6 +211,7 @@ def _lease_loop() -> None:
             leases_renew()
             telemetry.lease_swept(reaped=len(runs_reap()))
             waits.expire_due()
+            swept.send_robust(sender=None)  # its receivers' errors are logged by Django and must not stop the sweep
             recovery.files_sweep(lease_s=settings.RUN_LEASE_S)  # ingests of files a dead process left
         except Exception:  # noqa: BLE001 - the lease thread must outlive database hiccups
             log.exception("lease renewal failed")
