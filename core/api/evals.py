@@ -138,6 +138,34 @@ class ExperimentOut(Schema):
         return getattr(experiment, "result_rows", None)  # read with its results: the one experiment's route
 
 
+class CaseSideOut(Schema):
+    result_id: int
+    status: str
+    score: float | None
+    passed: bool | None
+    output: str
+    scores: list[dict]
+    run_ids: list[str]
+    copy_agent_id: str
+    error: str
+
+
+class CaseComparisonOut(Schema):
+    case_id: str | None
+    name: str
+    verdict: str = Field(description="b against a: better, worse, same, only_a or only_b")
+    a: CaseSideOut | None
+    b: CaseSideOut | None
+
+
+class ComparisonOut(Schema):
+    a_id: str
+    b_id: str
+    cases: list[CaseComparisonOut]
+    counts: dict[str, int]
+    deltas: dict[str, float | None] = Field(description="b minus a: pass rate, gate, tokens, cost, latency, graders")
+
+
 class DeletedEvalOut(Schema):
     deleted: str
 
@@ -244,10 +272,13 @@ def experiment_start(request, body: ExperimentIn):
 
 
 @router.get("/evals/experiments", response=list[ExperimentOut], exclude_none=True)
-def experiments_list(request, dataset_id: str | None = None):
-    org = owner(request)
-    dataset = datasets.dataset_get(owner=org, dataset_id=dataset_id) if dataset_id else None
-    return experiments.experiments_list(owner=org, dataset=dataset)
+def experiments_list(request):
+    return experiments.experiments_list(owner=owner(request))
+
+
+@router.get("/evals/datasets/{dataset_id}/experiments", response=list[ExperimentOut], exclude_none=True)
+def dataset_experiments(request, dataset_id: str):
+    return experiments.experiments_list(owner=owner(request), dataset=_dataset(request, dataset_id))
 
 
 @router.get("/evals/experiments/{experiment_id}", response=ExperimentOut)
@@ -264,7 +295,7 @@ def experiment_delete(request, experiment_id: str):
     return {"deleted": experiment_id}
 
 
-@router.get("/evals/compare", response=dict)
+@router.get("/evals/compare/{a}/{b}", response=ComparisonOut)
 def experiments_compare(
     request, a: str, b: str, only: Literal["better", "worse", "same", "only_a", "only_b"] | None = None
 ):
@@ -272,4 +303,4 @@ def experiments_compare(
     org = owner(request)
     first = experiments.experiment_get(owner=org, experiment_id=a)
     second = experiments.experiment_get(owner=org, experiment_id=b)
-    return compare.experiments_compare(a=first, b=second, only=only).as_dict()
+    return compare.experiments_compare(a=first, b=second, only=only)

@@ -108,7 +108,7 @@ def test_datasets_and_experiments_over_the_api(api, account, other_account, fake
     )
     assert done["done"] == 2 and [r["passed"] for r in done["results"]] == [True, False]
     assert done["results"][0]["run_ids"] and done["aggregates"]["graders"]["answer"]["pass_rate"] == 0.5
-    compared = api.get(f"/v1/evals/compare?a={done['id']}&b={done['id']}&only=same").json()
+    compared = api.get(f"/v1/evals/compare/{done['id']}/{done['id']}?only=same").json()
     assert len(compared["cases"]) == 2 and compared["counts"]["same"] == 2
     # bad input is a 4xx with its reason; another owner sees nothing
     for body, says in (
@@ -121,6 +121,8 @@ def test_datasets_and_experiments_over_the_api(api, account, other_account, fake
         assert r.status_code in (400, 422) and says in r.content.decode(), (body, r.content)
     bad = api.post(f"/v1/evals/datasets/{dataset['id']}/import", {"jsonl": '{"input": "a"}\nnot json'})
     assert bad.status_code in (400, 422) and "Line 2 is not JSON" in bad.content.decode()
+    listed = api.get(f"/v1/evals/datasets/{dataset['id']}/experiments").json()
+    assert [e["id"] for e in listed] == [done["id"]] and "results" not in listed[0]
     other = ApiClient(other_account.token)
     assert other.get(f"/v1/evals/datasets/{dataset['id']}").status_code == 404
     assert other.get(f"/v1/evals/experiments/{done['id']}").status_code == 404
