@@ -28,6 +28,7 @@ from core.api.folders import router as folders_router
 from core.api.identities import router as identities_router
 from core.api.messages import router as messages_router
 from core.api.runs import router as runs_router
+from core.api.schedules import router as schedules_router
 from core.api.schemas import HealthOut
 from core.api.search import router as search_router
 from core.api.sleeptime import router as sleeptime_router
@@ -214,6 +215,7 @@ def _register_routers() -> None:
         identities_router,
         archives_router,
         access_tokens_router,
+        schedules_router,
     ]
     for router in routers:
         api.add_router("", router)

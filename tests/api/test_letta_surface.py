@@ -361,7 +361,7 @@ def test_models_lists_chat_models_only(api, fake_llm):
     [
         ("delete", "/v1/templates/run-x"),
         ("post", "/v1/templates"),
-        ("get", "/v1/agents/agent-x/schedule"),
+        ("post", "/v1/templates/run-x/save"),
         ("get", "/v1/environments"),
         ("get", "/v1/metadata/balance"),
     ],

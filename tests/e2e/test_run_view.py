@@ -76,6 +76,9 @@ def test_a_single_agent_runs_timeline_and_graph_open_a_step(signed_in, account, 
         shot(page, f"run-timeline-{width}")
         body.locator("svg.rg").scroll_into_view_if_needed()
         shot(page, f"run-graph-{width}")
+        page.evaluate("document.documentElement.dataset.theme = 'dark'")
+        shot(page, f"run-graph-{width}-dark")
+        page.evaluate("document.documentElement.dataset.theme = 'light'")
     first = Step.objects.get(run_id=run.run_id, index=0)
     body.locator(f'a.rg-node[data-node="tool"][data-open-step="{first.id}"]').click()
     expect(page.locator(f'#step-detail .step-card[data-step-id="{first.id}"]')).to_contain_text(
@@ -172,7 +175,7 @@ def test_at_1280_tool_names_keep_their_width_and_the_runs_table_fits_its_pane(si
         assert box["width"] >= 120, (names.nth(i).inner_text(), box)
     shot(page, "tools-left-pane-1280")
     _runs_tab(page, 1280)
-    table, pane = page.locator("#runs-table").bounding_box(), page.locator("#inspector").bounding_box()
+    table, pane = page.locator("#runs-table").bounding_box(), page.locator("#runs-panel").bounding_box()
     assert table["x"] + table["width"] <= pane["x"] + pane["width"], (table, pane)
     cost = page.locator("#runs-table .run-cost").first.bounding_box()
     assert cost["x"] + cost["width"] <= pane["x"] + pane["width"]
