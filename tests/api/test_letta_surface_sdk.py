@@ -87,7 +87,7 @@ def test_a_background_stream_resumes_through_the_sdk(client, agent, fake_llm):
 def test_models_and_an_unsupported_route(client, agent):
     assert all("embedding" not in m.handle for m in client.models.list())
     with pytest.raises(letta_client.NotFoundError, match="is not supported by this server"):
-        client.agents.schedule.list(agent.id)
+        client.environments.list()
 
 
 def test_health_answers_with_and_without_the_trailing_slash(client, live_server):
