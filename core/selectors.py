@@ -61,14 +61,18 @@ def agents_list(
     limit: int = 50,
     ascending: bool = False,
     order_by: str = "created_at",
+    hide_marked: str | None = None,
 ) -> list[Agent]:
     """The owner's agents, filtered as Letta's `GET /v1/agents/` does (name, tags any/all, text, last stop reason,
     the identity they serve by id or identifier key, cursors), sorted by `order_by` (created_at, updated_at or
-    last_run_completion); Invalid for another sort."""
+    last_run_completion); Invalid for another sort. `hide_marked`: leave out agents whose metadata has this key (the
+    IDE's list hides evals' throwaway copies)."""
     if order_by not in AGENT_ORDER_FIELDS:
         raise Invalid(f"order_by must be one of {', '.join(AGENT_ORDER_FIELDS)}, not '{order_by}'.")
     # Agents that never ran sort as the oldest by last_run_completion: a cursor needs a value to compare with.
     scope = Agent.objects.filter(owner=owner).annotate(_sort=Coalesce(F(order_by), Value(_NEVER)))
+    if hide_marked:
+        scope = scope.exclude(metadata__has_key=hide_marked)
     qs = scope
     if name:
         qs = qs.filter(name=name)

@@ -11,6 +11,7 @@ from core import providers, selectors
 from core.agents import services
 from core.agents.agentfile import templates
 from core.errors import DomainError
+from core.evals import experiments
 from core.web.common import agent_or_404, org
 from memory.models import AgentBlock
 from memory.selectors import agent_blocks
@@ -45,7 +46,10 @@ def _models(owner) -> list[dict]:
 
 
 def _listed(owner, q: str, tag: str) -> list:
-    return list(selectors.agents_list(owner=owner, query_text=q or None, tags=[tag] if tag else None, limit=200))
+    tags = [tag] if tag else None
+    return list(
+        selectors.agents_list(owner=owner, query_text=q or None, tags=tags, limit=200, hide_marked=experiments.COPY_KEY)
+    )
 
 
 @login_required

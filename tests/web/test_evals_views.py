@@ -41,6 +41,8 @@ def test_a_dataset_is_built_run_twice_and_compared_in_the_ide(web, account, fake
     body = _finished(web, first.id)
     assert "gate failed" in body and "1/2" in body and "output does not contain &#x27;cocoa&#x27;" in body
     assert f"/agents/{first.results.get(position=0).copy_agent_id}/?step=step-" in body
+    listed = web.get("/").content.decode()  # the agents page hides the cases' copies
+    assert agent.id in listed and first.results.get(position=0).copy_agent_id not in listed
     fake_llm.by_model = {"other": FakeLLM.tool("send_message", {"message": "cocoa, and tea"})}
     web.post(f"/evals/datasets/{dataset.id}/run/", {"model": "openai/other", "concurrency": "2"})
     second = Experiment.objects.filter(dataset=dataset).exclude(pk=first.pk).get()
