@@ -229,3 +229,25 @@ def test_the_files_tab_names_the_lines_a_short_file_has(signed_in, account):
     page.click('.pill-nav [data-tab="tab-files"]')
     expect(page.locator(f'#agent-files [data-file="{short.id}"] .open-state')).to_have_text("open · lines 1–6")
     shot(page, "files-tab-short-file-1280")
+
+
+def test_a_replay_on_three_models_scrolls_its_columns_not_the_page_at_1280(signed_in, account, fake_llm):
+    from core.runs import timetravel
+
+    agent = make_agent(account.org, name="Replayed")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Hello."}))
+    run = in_thread(_send, agent, "hi")
+    step = Step.objects.get(run_id=run.run_id)
+    fake_llm.script(*[FakeLLM.tool("send_message", {"message": f"Answer {i}."}) for i in range(3)])
+    models = ["openai/model-a", "openai/model-b", "openai/model-c"]
+    in_thread(timetravel.step_replay, owner=account.org, step=step, models=models)
+    page = _workspace(signed_in, agent.id, 1280)
+    page.goto(f"/agents/{agent.id}/steps/{step.id}/replay/")
+    expect(page.locator("#replay-columns .replay-col[data-model]")).to_have_count(3)
+    doc = page.evaluate("[document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
+    assert doc[0] <= doc[1], doc  # it was 1,492 px wide in 1,280
+    columns = page.evaluate(
+        "(() => { const c = document.getElementById('replay-columns'); return [c.scrollWidth, c.clientWidth]; })()"
+    )
+    assert columns[0] > columns[1]  # the four columns scroll inside their strip
+    shot(page, "replay-three-models-1280")
