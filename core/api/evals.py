@@ -288,6 +288,13 @@ def experiment_read(request, experiment_id: str):
     return experiment
 
 
+@router.post("/evals/experiments/{experiment_id}/cancel", response=ExperimentOut)
+def experiment_cancel(request, experiment_id: str):
+    """Stop the experiment: cases not started are not run; its figures are those of the cases done."""
+    experiment = experiments.experiment_get(owner=owner(request), experiment_id=experiment_id)
+    return experiments.experiment_cancel(experiment=experiment)
+
+
 @router.delete("/evals/experiments/{experiment_id}", response=DeletedEvalOut)
 def experiment_delete(request, experiment_id: str):
     experiment = experiments.experiment_get(owner=owner(request), experiment_id=experiment_id)

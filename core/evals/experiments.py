@@ -245,9 +245,26 @@ def _case_body(experiment: Experiment, result: CaseResult) -> dict:
     }
 
 
+def experiment_cancel(*, experiment: Experiment) -> Experiment:
+    """Stop a queued or running experiment: cases not started yet are not run (the ones running finish); its
+    figures are those of the cases done. Invalid once it has ended."""
+    if not Experiment.objects.filter(pk=experiment.pk, status__in=("queued", "running")).update(status="cancelled"):
+        raise Invalid("This experiment has already ended.")
+    experiment.refresh_from_db()
+    if not experiment.results.filter(status="running").exists():
+        experiment_finish(experiment=experiment)
+    return experiment
+
+
+def _cancelled(experiment: Experiment) -> bool:
+    return Experiment.objects.filter(pk=experiment.pk, status="cancelled").exists()
+
+
 def case_execute(*, experiment: Experiment, result: CaseResult) -> None:
     """Run one case and store its result (a case that cannot run is an error result, never a crashed experiment);
-    counts it done."""
+    counts it done. A case of a cancelled experiment is left pending."""
+    if _cancelled(experiment):
+        return
     try:
         fields = _case_body(experiment, result)
     except Exception as exc:  # noqa: BLE001 - one broken case is that case's error, the others still run
@@ -270,9 +287,10 @@ def experiment_execute(*, experiment_id: str) -> str:
     """Task body: run the experiment's pending cases, at most `concurrency` at once, then store its figures and
     whether it passed its gate; returns its status."""
     experiment = Experiment.objects.select_related("owner", "agent").get(pk=experiment_id)
-    if experiment.status != "queued":
-        return experiment.status
-    Experiment.objects.filter(pk=experiment.pk).update(status="running", started_at=timezone.now())
+    if not Experiment.objects.filter(pk=experiment.pk, status="queued").update(
+        status="running", started_at=timezone.now()
+    ):
+        return experiment.status  # cancelled before it started, or taken already
     pending = list(experiment.results.filter(status="pending").select_related("case").order_by("position"))
     if experiment.concurrency <= 1:
         for result in pending:
@@ -291,13 +309,14 @@ def experiment_finish(*, experiment: Experiment) -> str:
         )
     )
     figures = aggregate.aggregates(rows, experiment.gate)
+    status = "cancelled" if _cancelled(experiment) else "completed"
     Experiment.objects.filter(pk=experiment.pk).update(
-        status="completed",
+        status=status,
         aggregates=figures,
         gate_passed=aggregate.gate_passed(figures),
         completed_at=timezone.now(),
     )
-    return "completed"
+    return status
 
 
 @task()

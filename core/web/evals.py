@@ -221,6 +221,17 @@ def experiment_page(request, experiment_id: str):
 
 @login_required
 @require_POST
+def experiment_cancel(request, experiment_id: str):
+    experiment = _experiment_or_404(request, experiment_id)
+    try:
+        experiments.experiment_cancel(experiment=experiment)
+    except DomainError:
+        pass  # it ended meanwhile: its page shows how
+    return redirect("eval_experiment", experiment.id)
+
+
+@login_required
+@require_POST
 def experiment_delete(request, experiment_id: str):
     experiment = _experiment_or_404(request, experiment_id)
     dataset_id = experiment.dataset_id
@@ -256,5 +267,6 @@ urlpatterns = [
     path("datasets/<str:dataset_id>/delete/", dataset_delete, name="eval_dataset_delete"),
     path("datasets/<str:dataset_id>/run/", experiment_start, name="eval_experiment_start"),
     path("experiments/<str:experiment_id>/", experiment_page, name="eval_experiment"),
+    path("experiments/<str:experiment_id>/cancel/", experiment_cancel, name="eval_experiment_cancel"),
     path("experiments/<str:experiment_id>/delete/", experiment_delete, name="eval_experiment_delete"),
 ]

@@ -130,3 +130,22 @@ def test_an_agent_test_becomes_a_case_with_its_expectations_as_the_grader(api, a
     done = _finished(org, experiments.experiment_start(owner=org, dataset=dataset, concurrency=1).id)
     [result] = experiments.results_list(experiment=done)
     assert result.passed is False and "reply contains: expected 'hello', got 'goodbye'" in result.scores[0]["reason"]
+
+
+def test_a_cancelled_experiment_runs_no_more_cases(api, account, fake_llm):
+    org = account.org
+    agent = make_agent(org)
+    dataset = _dataset(org, agent, graders=[{"name": "mentions", "kind": "contains"}])
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "tea"}))
+    experiment = experiments.experiment_start(owner=org, dataset=dataset, agent=agent, queued=False)
+    first, second = experiments.results_list(experiment=experiment)
+    experiments.case_execute(experiment=experiment, result=first)
+    cancelled = api.post(f"/v1/evals/experiments/{experiment.id}/cancel", {})
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    assert experiments.experiment_execute(experiment_id=experiment.id) == "cancelled"
+    experiments.case_execute(experiment=experiment, result=second)  # a worker reaching it now leaves it
+    experiment.refresh_from_db()
+    assert experiment.status == "cancelled" and experiment.aggregates["done"] == 1
+    assert [r.status for r in experiments.results_list(experiment=experiment)] == ["done", "pending"]
+    again = api.post(f"/v1/evals/experiments/{experiment.id}/cancel", {})
+    assert again.status_code == 422 and "already ended" in again.content.decode()
