@@ -72,6 +72,11 @@ class FromAgentIn(Schema):
     run_id: str | None = Field(None, description="from-conversation: the turns of this run only")
 
 
+class FromFeedbackIn(Schema):
+    agent_id: str
+    feedback: Literal["positive", "negative"] | None = Field(None, description="only steps marked so")
+
+
 class TextIn(Schema):
     jsonl: str = Field(..., max_length=datasets.MAX_JSONL_BYTES)
 
@@ -215,6 +220,13 @@ def cases_from_agent_tests(request, dataset_id: str, body: FromAgentIn):
     """Add the agent's tests as cases, each graded by its expectations."""
     agent = agent_get(owner=owner(request), agent_id=body.agent_id)
     return datasets.cases_from_agent_tests(dataset=_dataset(request, dataset_id), agent=agent)
+
+
+@router.post("/evals/datasets/{dataset_id}/cases/from-feedback", response=list[CaseOut])
+def cases_from_feedback(request, dataset_id: str, body: FromFeedbackIn):
+    """Add a case for each of the agent's runs with a step marked thumbs up or down (`feedback`: only those)."""
+    agent = agent_get(owner=owner(request), agent_id=body.agent_id)
+    return datasets.cases_from_feedback(dataset=_dataset(request, dataset_id), agent=agent, feedback=body.feedback)
 
 
 @router.post("/evals/datasets/{dataset_id}/cases/from-conversation", response=CaseOut)

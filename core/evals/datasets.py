@@ -13,7 +13,7 @@ from core.agents.agentfile.parse import parse_agent_file
 from core.engine import graders as g
 from core.errors import Invalid, NotFound
 from core.evals.aggregate import gate_problems
-from core.models import Agent, Dataset, EvalCase, Organization
+from core.models import Agent, Dataset, EvalCase, Organization, Step
 from core.runs import agent_tests
 
 MAX_TURNS = agent_tests.MAX_TURNS
@@ -193,6 +193,38 @@ def case_from_conversation(*, dataset: Dataset, agent: Agent, run_id: str | None
     truth = (draft["expect"].get("reply") or {}).get("contains")
     case = {"name": draft["name"], "turns": draft["turns"], "ground_truth": truth, "start": {"agent_id": agent.id}}
     return cases_add(dataset=dataset, cases=[case])[0]
+
+
+def cases_from_feedback(*, dataset: Dataset, agent: Agent, feedback: str | None = None) -> list[EvalCase]:
+    """Add a case for each run of the agent with a step a person marked (thumbs up or down; `feedback` keeps one):
+    the run's user turns, starting from the agent; a liked run's reply is the ground truth, a disliked one's comment
+    goes to rubric_vars.feedback for a rubric to use."""
+    marked = Step.objects.filter(agent=agent, run__isnull=False).exclude(feedback="")
+    if feedback:
+        marked = marked.filter(feedback=feedback)
+    by_run: dict[str, Step] = {}
+    for step in marked.order_by("created_at"):
+        by_run[step.run_id] = step  # the run's last marked step speaks for it
+    cases = []
+    for run_id, step in by_run.items():
+        draft = agent_tests.test_propose(agent=agent, run_id=run_id)
+        if not draft["turns"]:
+            continue
+        liked = step.feedback == "positive"
+        reply = (draft["expect"].get("reply") or {}).get("contains")
+        mark = "👍" if liked else "👎"
+        cases.append(
+            {
+                "name": f"{mark} {draft['name']}",
+                "turns": draft["turns"],
+                "ground_truth": reply if liked else None,
+                "rubric_vars": {"feedback": step.feedback_comment or step.feedback},
+                "start": {"agent_id": agent.id},
+            }
+        )
+    if not cases:
+        raise Invalid("No step of this agent's runs is marked with feedback.")
+    return cases_add(dataset=dataset, cases=cases)
 
 
 def cases_from_agent_tests(*, dataset: Dataset, agent: Agent) -> list[EvalCase]:

@@ -131,7 +131,12 @@ def _agent(request) -> Agent:
 @login_required
 @require_POST
 def cases_from_agent(request, dataset_id: str):
-    """Add an agent's conversation as a case ("add these turns as a case"), or its tests as cases."""
+    """Add an agent's conversation as a case ("add these turns as a case"), its runs marked with feedback, or its
+    tests as cases."""
+    if request.POST.get("source") == "feedback":
+        return _dataset_action(
+            request, dataset_id, lambda d: datasets.cases_from_feedback(dataset=d, agent=_agent(request))
+        )
     if request.POST.get("source") == "tests":
         return _dataset_action(
             request, dataset_id, lambda d: datasets.cases_from_agent_tests(dataset=d, agent=_agent(request))

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from core.evals import datasets
-from core.models import Dataset, Experiment
+from core.models import Dataset, Experiment, Step
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 from tests.helpers import until
@@ -79,3 +79,23 @@ def test_bad_input_is_shown_and_other_owners_get_404(web, account, other_account
     assert other.get(f"/evals/datasets/{dataset.id}/").status_code == 404
     assert other.post(f"/evals/datasets/{dataset.id}/delete/").status_code == 404
     assert Dataset.objects.filter(pk=dataset.pk).exists()
+
+
+def test_runs_marked_with_feedback_become_cases(web, api, account, fake_llm):
+    agent = make_agent(account.org)
+    for question, answer in (("Say hello", "Hello there."), ("Say bye", "Whatever.")):
+        fake_llm.script(FakeLLM.tool("send_message", {"message": answer}))
+        api.post(f"/v1/agents/{agent.id}/messages", {"messages": [{"role": "user", "content": question}]})
+    liked, disliked = Step.objects.filter(agent=agent).order_by("created_at")
+    assert api.patch(f"/v1/steps/{liked.id}/feedback", {"feedback": "positive"}).status_code == 200
+    marked = api.patch(f"/v1/steps/{disliked.id}/feedback", {"feedback": "negative", "comment": "rude"})
+    assert marked.status_code == 200, marked.content
+    dataset = datasets.dataset_create(owner=account.org, name="d")
+    web.post(f"/evals/datasets/{dataset.id}/from-agent/", {"agent_id": agent.id, "source": "feedback"})
+    good, bad = datasets.cases_list(dataset=dataset)
+    assert (good.name, good.turns, good.ground_truth) == ("👍 Say hello", ["Say hello"], "Hello there.")
+    assert (bad.name, bad.ground_truth, bad.rubric_vars) == ("👎 Say bye", None, {"feedback": "rude"})
+    only = api.post(
+        f"/v1/evals/datasets/{dataset.id}/cases/from-feedback", {"agent_id": agent.id, "feedback": "negative"}
+    )
+    assert only.status_code == 200 and [c["name"] for c in only.json()] == ["👎 Say bye"]
