@@ -143,10 +143,10 @@ def main() -> None:
 
         queue.shutdown()
         if admin:
-            from django.db import connections
+            import psycopg
 
-            connections.close_all()
-            scratch_postgres("drop", admin_url=admin, name="bench_evals")
+            with psycopg.connect(admin, autocommit=True) as conn:  # FORCE: the run pool's threads hold connections
+                conn.execute("DROP DATABASE IF EXISTS bench_evals WITH (FORCE)")
 
 
 if __name__ == "__main__":
