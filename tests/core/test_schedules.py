@@ -216,3 +216,13 @@ def test_a_message_that_came_due_while_the_server_was_down_is_sent_at_start(agen
         server.stop()
     assert _sent(agent, "Wake up") == 1 and Run.objects.filter(agent=agent).count() == 1, server.log_tail()
     assert not ScheduledMessage.objects.exists() and run.background
+
+
+def test_an_agent_holds_a_bounded_number_of_schedules(agent, monkeypatch):
+    monkeypatch.setattr(schedules, "MAX_PER_AGENT", 2)
+    at = timezone.now() + timedelta(hours=1)
+    _one_time(agent, "one", at=at)
+    _one_time(agent, "two", at=at)
+    with pytest.raises(DomainError, match="at most 2 scheduled messages"):
+        _one_time(agent, "three", at=at)
+    assert ScheduledMessage.objects.filter(agent=agent).count() == 2
