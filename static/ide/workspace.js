@@ -227,8 +227,10 @@
       return;
     }
     ended.add(ev.run_id);
-    const why = ev.stop_reason && ev.stop_reason !== ev.status ? " · " + ev.stop_reason : "";
-    setRunning(false, ev.waiting ? waitLabel(ev.waiting) : ev.status + why);
+    // a wait ended by Stop leaves its run "completed" with stop reason "cancelled": say what the person saw happen
+    const cancelled = ev.stop_reason === "cancelled";
+    const why = ev.stop_reason && ev.stop_reason !== ev.status && !cancelled ? " · " + ev.stop_reason : "";
+    setRunning(false, ev.waiting ? waitLabel(ev.waiting) : (cancelled ? "cancelled" : ev.status + why));
     P.refresh();  // a card that waited may have been answered, cancelled or expired
     refreshContext();
     refreshMarks();

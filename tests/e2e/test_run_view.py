@@ -205,9 +205,13 @@ def test_a_paused_run_reads_as_paused_without_zero_steps(signed_in, account, fak
     page.fill("#composer-input", "remember x")
     page.press("#composer-input", "Enter")
     stop = page.locator("#conversation .msg.stop_reason")
-    expect(stop).to_have_text("paused: waiting for a person's answer", timeout=60000)
+    expect(stop).to_have_text("paused for a person's answer", timeout=60000)
     expect(page.locator("#conversation")).not_to_contain_text("0 steps")
     shot(page, "paused-run-wording-1280")
+    page.click("#cancel-run")  # Stop: the wait ends, denied
+    expect(page.locator("#run-status")).to_have_text("cancelled", timeout=30000)
+    expect(page.locator("#conversation")).not_to_contain_text("requires_approval")
+    shot(page, "paused-run-stopped-1280")
 
 
 def test_the_files_tab_names_the_lines_a_short_file_has(signed_in, account):
@@ -251,3 +255,23 @@ def test_a_replay_on_three_models_scrolls_its_columns_not_the_page_at_1280(signe
     )
     assert columns[0] > columns[1]  # the four columns scroll inside their strip
     shot(page, "replay-three-models-1280")
+
+
+def test_a_failed_run_does_not_claim_0_steps_and_run_ids_read_alike(signed_in, account, fake_llm):
+    agent = make_agent(account.org, name="Failing")
+    fake_llm.script(FakeLLM.error(500, "upstream exploded"))
+    page = _workspace(signed_in, agent.id, 1280)
+    page.fill("#composer-input", "this will fail")
+    page.press("#composer-input", "Enter")
+    expect(page.locator("#live .run-failed")).to_contain_text("upstream exploded", timeout=60000)
+    run = Run.objects.get(agent=agent)
+    expect(page.locator("#conversation")).not_to_contain_text("0 steps")
+    shot(page, "failed-run-1280")
+    page.reload()
+    expect(page.locator("body[data-ws=open]")).to_have_count(1)
+    # the run's id reads the same (its last 8 characters) in Past steps, the Runs tab and the step card
+    label = page.locator(f'#steps-list .steps-run[data-run="{run.id}"] .run-label code')
+    expect(label).to_have_text(run.id[-8:])
+    _runs_tab(page, 1280)
+    expect(page.locator(f'#runs-panel .run-row[data-run="{run.id}"] .run-main code').first).to_have_text(run.id[-8:])
+    shot(page, "failed-run-runs-tab-1280")
