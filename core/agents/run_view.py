@@ -1,10 +1,9 @@
 """A run seen whole, for the IDE: its timeline (a waterfall of the spans the OTLP export carries, built from what
 the run's rows record: queueing, each step's context compile, model call and tool calls, the commit after it, a
-wait for a person) and its graph (model calls, tool calls with their sandbox, waits, and the runs of other agents a
-tool call reached, laid out in layers: steps top to bottom, another agent's run as a branch to the right). Steps are
-numbered within their conversation, so a thread's steps read 1, 2, 3… across its runs."""
+wait for a person, the runs of other agents it reached) and its runs by thread. Steps are numbered within their
+conversation, so a thread's steps read 1, 2, 3… across its runs. The graph is drawn in core.agents.run_graph."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Count, Q
@@ -24,7 +23,7 @@ _STEP_FIELDS += ("error", "created_at", "run_id", "agent_id")
 
 
 @dataclass
-class _Loaded:
+class LoadedRun:
     """One run with its steps, their tool returns and the runs of other agents its tool calls started."""
 
     run: Run
@@ -35,14 +34,14 @@ class _Loaded:
     answered_at: datetime | None = None  # when a person answered the wait this run ended in
 
 
-def _load(run: Run) -> _Loaded:
+def run_load(run: Run) -> LoadedRun:
     steps = list(Step.objects.filter(run=run).order_by("index", "created_at").only(*_STEP_FIELDS))
     tools: dict[str, list[Message]] = {}
     rows = Message.objects.filter(step__in=steps, role="tool").order_by("seq")
     for row in rows.only("id", "step_id", "name", "tool_call_id", "tool_return", "created_at"):
         tools.setdefault(row.step_id, []).append(row)
     children = list(Run.objects.filter(parent_run=run).select_related("agent").order_by("created_at"))
-    return _Loaded(run, steps, tools, children, thread_steps_before(run=run, steps=steps), _answered_at(run))
+    return LoadedRun(run, steps, tools, children, thread_steps_before(run=run, steps=steps), _answered_at(run))
 
 
 def thread_steps_before(*, run: Run, steps: list[Step]) -> int:
@@ -66,7 +65,7 @@ def step_number(*, step: Step) -> int | None:
     return thread_steps_before(run=run, steps=[step]) + 1
 
 
-def step_numbers(loaded: _Loaded) -> dict[str, int]:
+def step_numbers(loaded: LoadedRun) -> dict[str, int]:
     """Each agent step's number within its conversation (1-based); summaries get none."""
     numbers, n = {}, loaded.base
     for step in loaded.steps:
@@ -116,7 +115,7 @@ class Span:
     error: bool = False
 
 
-def _step_spans(loaded: _Loaded, t0: datetime, depth: int, numbers: dict[str, int]) -> list[Span]:
+def _step_spans(loaded: LoadedRun, t0: datetime, depth: int, numbers: dict[str, int]) -> list[Span]:
     spans: list[Span] = []
     run = loaded.run
     for i, step in enumerate(loaded.steps):
@@ -163,7 +162,7 @@ def _sender_row(spans: list[Span], started_ms: float) -> int:
     return next((i for i, s in enumerate(spans) if s.start_ms > started_ms), len(spans))
 
 
-def _wait_span(loaded: _Loaded, t0: datetime, depth: int) -> Span | None:
+def _wait_span(loaded: LoadedRun, t0: datetime, depth: int) -> Span | None:
     run = loaded.run
     waited_from = run.completed_at
     if waited_from is None or not (run.waiting or loaded.answered_at):
@@ -183,7 +182,7 @@ def _wait_span(loaded: _Loaded, t0: datetime, depth: int) -> Span | None:
     return span
 
 
-def _run_spans(loaded: _Loaded, t0: datetime, depth: int) -> list[Span]:
+def _run_spans(loaded: LoadedRun, t0: datetime, depth: int) -> list[Span]:
     run = loaded.run
     spans = []
     if run.started_at and _ms(run.created_at, run.started_at) >= 0.5:
@@ -191,7 +190,7 @@ def _run_spans(loaded: _Loaded, t0: datetime, depth: int) -> list[Span]:
     numbers = step_numbers(loaded)
     step_spans = _step_spans(loaded, t0, depth, numbers)
     for child in loaded.children if depth < MAX_DEPTH else []:
-        inner = _load(child)
+        inner = run_load(child)
         end = child.completed_at or timezone.now()
         head = Span(
             f"run of {child.agent.name}",
@@ -213,7 +212,7 @@ def _run_spans(loaded: _Loaded, t0: datetime, depth: int) -> list[Span]:
 def run_timeline(*, run: Run) -> dict:
     """The run's waterfall: rows with their offsets and widths in percent of the run's span, its trace id, and
     ticks. Reads the run's steps, tool messages and the runs other agents ran for it; writes nothing."""
-    loaded = _load(run)
+    loaded = run_load(run)
     spans = _run_spans(loaded, run.created_at, 0)
     scaled = [s for s in spans if not s.open_end]
     total = max([s.start_ms + s.ms for s in scaled] + [_ms(run.created_at, run.completed_at or run.created_at), 1.0])
@@ -229,154 +228,6 @@ def run_timeline(*, run: Run) -> dict:
         "trace_id": tracing.trace_id_hex(run.id),
         "truncated": len(spans) > MAX_NODES,
     }
-
-
-# ---- graph
-
-COL, NODE_W, NODE_H, GAP, INDENT = 250, 220, 38, 14, 24
-
-
-@dataclass
-class Node:
-    kind: str  # run | model | tool | wait | agent
-    title: str
-    sub: str
-    x: int
-    y: int
-    w: int
-    agent_id: str
-    step_id: str = ""
-    run_id: str = ""
-    error: bool = False
-    tip: str = ""
-
-
-@dataclass
-class _Graph:
-    nodes: list[Node] = field(default_factory=list)
-    edges: list[str] = field(default_factory=list)  # SVG path data
-    y: int = 8
-
-    def add(self, node: Node, after: Node | None) -> Node:
-        self.nodes.append(node)
-        self.y = max(self.y, node.y + NODE_H + GAP)
-        if after is not None:
-            self.edges.append(_edge(after, node))
-        return node
-
-
-def _edge(a: Node, b: Node) -> str:
-    """SVG path data from a to b: down the column's left gutter, into an indented node, or across to a branch."""
-    mid = NODE_H // 2
-    if b.x >= a.x + a.w:  # another agent's run, to the right
-        turn = (a.x + a.w + b.x) // 2
-        return f"M{a.x + a.w},{a.y + mid} H{turn} V{b.y + mid} H{b.x}"
-    if b.x > a.x:  # a tool call under its step
-        return f"M{a.x + 12},{a.y + NODE_H} V{b.y + mid} H{b.x}"
-    return f"M{b.x + 12},{a.y + NODE_H} V{b.y}"
-
-
-def _clip(text: str, chars: int) -> str:
-    return text if len(text) <= chars else text[: chars - 1] + "…"
-
-
-def _sends_in(tool_rows: list[Message]) -> list[Message]:
-    return [t for t in tool_rows if t.name.startswith(SEND_TOOLS)]
-
-
-def _layout(g: _Graph, loaded: _Loaded, column: int, y: int, parent: Node | None, depth: int) -> None:
-    """Lay the run out in its column from `y` down; a tool call that reached another agent's run gets that run laid
-    out in the next column from the call's row."""
-    run, x = loaded.run, 8 + column * COL
-    head = g.add(
-        Node(
-            "run",
-            _clip(run.agent.name, 26),
-            f"run {run.id[-8:]} · {run.status}",
-            x,
-            y,
-            NODE_W,
-            run.agent_id,
-            step_id=loaded.steps[0].id if loaded.steps else "",
-            run_id=run.id,
-            tip=run.id,
-        ),
-        parent,
-    )
-    last, numbers = head, step_numbers(loaded)
-    children = list(loaded.children) if depth < MAX_DEPTH else []
-    for step in loaded.steps:
-        if len(g.nodes) >= MAX_NODES:
-            return
-        number = numbers.get(step.id)
-        title = f"step {number} · model call" if number else f"{step.kind} step"
-        sub = f"{_clip(step.model, 20)} · {step.model_ms:.0f} ms" if not step.error else _clip(step.error, 30)
-        node = Node(
-            "model",
-            title,
-            sub,
-            x,
-            g.y,
-            NODE_W,
-            step.agent_id,
-            step.id,
-            run.id,
-            error=bool(step.error),
-            tip=f"{title} · {step.model} · index {step.index} in run {run.id}",
-        )
-        last = g.add(node, last)
-        tools = loaded.tools.get(step.id, [])
-        tool_last = node
-        for tool in tools:
-            ret = tool.tool_return or {}
-            sub = f"{ret.get('sandbox') or 'no sandbox'} · {float(ret.get('duration_ms') or 0):.0f} ms"
-            tnode = Node(
-                "tool",
-                _clip(tool.name, 24),
-                sub,
-                x + INDENT,
-                g.y,
-                NODE_W - INDENT,
-                step.agent_id,
-                step.id,
-                run.id,
-                error=ret.get("status") == "error",
-                tip=tool.name,
-            )
-            g.add(tnode, tool_last)
-            tool_last = tnode
-            if tool in _sends_in(tools):
-                for child in [c for c in children if c.created_at <= step.created_at]:
-                    children.remove(child)
-                    _layout(g, _load(child), column + 1, tnode.y, tnode, depth + 1)
-    if run.waiting or loaded.answered_at:
-        kind = (run.waiting or {}).get("kind") or "approval"
-        names = ", ".join(c.get("name", "") for c in (run.waiting or {}).get("calls", []))
-        g.add(
-            Node(
-                "wait",
-                f"waits for a person ({kind})",
-                _clip(names or ("answered" if loaded.answered_at else ""), 30),
-                x,
-                g.y,
-                NODE_W,
-                run.agent_id,
-                (run.waiting or {}).get("step_id") or "",
-                run.id,
-            ),
-            last,
-        )
-    for child in children:  # reached without a send tool we could place (e.g. a sleep-time companion)
-        _layout(g, _load(child), column + 1, g.y, head, depth + 1)
-
-
-def run_graph(*, run: Run) -> dict:
-    """The run as a layered graph: nodes (with their box, text and the step each opens) and edge paths, sized for
-    an SVG. Reads the run, its steps, tool messages and the runs it reached in other agents; writes nothing."""
-    g = _Graph()
-    _layout(g, _load(run), 0, 8, None, 0)
-    width = max(n.x + n.w for n in g.nodes) + 8
-    return {"nodes": g.nodes, "edges": g.edges, "width": width, "height": g.y, "truncated": len(g.nodes) >= MAX_NODES}
 
 
 # ---- threads

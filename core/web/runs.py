@@ -6,7 +6,7 @@ from django.http import Http404, HttpResponseBadRequest, JsonResponse
 from django.template.response import TemplateResponse
 
 from core import selectors
-from core.agents import run_view
+from core.agents import run_graph, run_view
 from core.agents.presenters import wait_out
 from core.errors import NotFound
 from core.models import RUN_ACTIVE, Conversation
@@ -100,7 +100,7 @@ def run_detail(request, agent_id: str, run_id: str):
         number += step.kind == "agent"
         step.number = number if step.kind == "agent" else None
     context = {"agent": agent, "run": run, "steps": steps}
-    context.update(timeline=run_view.run_timeline(run=run), graph=run_view.run_graph(run=run))
+    context.update(timeline=run_view.run_timeline(run=run), graph=run_graph.run_graph(run=run))
     return TemplateResponse(request, "core/_run.html", context)
 
 
