@@ -208,6 +208,12 @@ def test_a_paused_run_reads_as_paused_without_zero_steps(signed_in, account, fak
     expect(stop).to_have_text("paused for a person's answer", timeout=60000)
     expect(page.locator("#conversation")).not_to_contain_text("0 steps")
     shot(page, "paused-run-wording-1280")
+    centers = page.evaluate(
+        "[...document.querySelectorAll('#conversation-pane > .pane-head > *')].filter((e) => e.checkVisibility())"
+        ".map((e) => { const r = e.getBoundingClientRect(); return r.top + r.height / 2; })"
+    )
+    rows = len([c for i, c in enumerate(sorted(centers)) if i == 0 or c - sorted(centers)[i - 1] > 8])
+    assert rows <= 2, rows  # the header of a waiting run wrapped to three rows at 1280 px
     page.click("#cancel-run")  # Stop: the wait ends, denied
     expect(page.locator("#run-status")).to_have_text("cancelled", timeout=30000)
     expect(page.locator("#conversation")).not_to_contain_text("requires_approval")
