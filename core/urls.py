@@ -37,6 +37,7 @@ urlpatterns = [
     path("agents/<str:agent_id>/tokens/", workspace.token_count, name="agent_token_count"),
     path("agents/<str:agent_id>/history/", workspace.history_older, name="agent_history"),
     path("agents/<str:agent_id>/conversations/new/", workspace.conversation_new, name="conversation_new"),
+    path("agents/<str:agent_id>/conversations/branch/", workspace.conversation_branch, name="conversation_branch"),
     path("agents/<str:agent_id>/window/", runs.window_marks, name="agent_window"),
     path("agents/<str:agent_id>/reset/", workspace.messages_reset, name="agent_reset"),
     path("agents/<str:agent_id>/context/", inspector.context_panel, name="agent_context"),

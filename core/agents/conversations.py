@@ -77,10 +77,16 @@ def conversation_create(
     return conversation
 
 
-def conversation_fork(*, owner: Organization, source: Conversation | None, agent: Agent) -> Conversation:
+def conversation_fork(
+    *, owner: Organization, source: Conversation | None, agent: Agent, up_to_message_id: str | None = None
+) -> Conversation:
     """A new conversation continuing `source`'s in-context messages (the agent's own thread when None): the same
-    message rows, not copies, after a system message of its own."""
+    message rows, not copies, after a system message of its own; with `up_to_message_id`, only those up to that
+    message (and the tool returns answering it), so the new thread goes on from there. Invalid when that message is
+    not in the source's context window."""
     ids = list((source.message_ids if source is not None else agent.message_ids) or [])[1:]
+    if up_to_message_id is not None:
+        ids = _up_to(ids, up_to_message_id)
     return conversation_create(
         agent=agent,
         summary=source.summary if source is not None else None,
@@ -88,6 +94,31 @@ def conversation_fork(*, owner: Organization, source: Conversation | None, agent
         model_settings=source.model_settings if source is not None else None,
         message_ids=ids,
     )
+
+
+def conversation_branch_at(*, agent: Agent, message_id: str) -> Conversation:
+    """Branch here: a new conversation of the agent continuing the thread of one of its messages up to that message
+    (conversation_fork with `up_to_message_id`). NotFound for a message of another agent, Invalid for one out of
+    its thread's context window."""
+    message = Message.objects.filter(pk=message_id, agent=agent).only("id", "conversation_id").first()
+    if message is None:
+        raise NotFound(f"No message '{message_id}' of this agent to branch from.")
+    source = Conversation.objects.filter(pk=message.conversation_id, deleted=False).first()
+    if message.conversation_id and source is None:
+        raise NotFound("The conversation of that message was deleted.")
+    return conversation_fork(owner=agent.owner, source=source, agent=agent, up_to_message_id=message.id)
+
+
+def _up_to(ids: list[str], message_id: str) -> list[str]:
+    """The in-context ids up to `message_id`, with the tool returns right after it (a call is never cut from its
+    answer, which a provider would refuse)."""
+    if message_id not in ids:
+        raise Invalid("That message is no longer in the conversation's context window: branch from a message in it.")
+    end = ids.index(message_id) + 1
+    roles = dict(Message.objects.filter(id__in=ids[end:]).values_list("id", "role"))
+    while end < len(ids) and roles.get(ids[end]) == "tool":
+        end += 1
+    return ids[:end]
 
 
 def conversations_list(

@@ -4,6 +4,7 @@ window and what evicted the others, and how system-injected messages are told ap
 
 import json
 
+from django.db.models import Q
 from django.template.loader import render_to_string
 
 from core.agents.messages import message_to_letta
@@ -144,7 +145,10 @@ def history_page(*, agent, before_seq: int | None = None, size: int = PAGE_SIZE)
     """The newest `size` messages of the agent's thread (`thread_view`; its own by default) older than
     `before_seq`, oldest first, and the cursor for the page before. The inputs of a run that ended before a step took
     them are left to its notice (`undelivered`), which offers them again, as the tab that sent them showed it."""
-    qs = Message.objects.filter(agent=agent, conversation_id=getattr(agent, "thread", None)).exclude(
+    thread = getattr(agent, "thread", None)
+    # a branched conversation holds messages of the thread it came from: they are part of its history too
+    mine = Q(conversation_id=thread) | Q(id__in=agent.message_ids or []) if thread else Q(conversation_id=None)
+    qs = Message.objects.filter(mine, agent=agent).exclude(
         role="user", step__isnull=True, run__status__in=(RunStatus.FAILED, RunStatus.CANCELLED)
     )
     if before_seq is not None:

@@ -9,12 +9,12 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from django_htmx.http import trigger_client_event
+from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
 from core import providers, selectors
 from core.agents import services, versions
 from core.agents.context import agent_context
-from core.agents.conversations import conversation_create, conversations_list
+from core.agents.conversations import conversation_branch_at, conversation_create, conversations_list
 from core.agents.history import agent_messages_reset
 from core.engine import tokens
 from core.errors import DomainError
@@ -247,6 +247,19 @@ def conversation_new(request, agent_id: str):
     agent = agent_or_404(request, agent_id)
     created = conversation_create(agent=agent)
     return redirect(reverse("workspace", args=[agent.id]) + f"?conversation={created.id}")
+
+
+@login_required
+@require_POST
+def conversation_branch(request, agent_id: str):
+    """Branch here: a new thread of the agent holding its thread's context up to one message, shown next."""
+    agent = agent_or_404(request, agent_id)
+    try:
+        created = conversation_branch_at(agent=agent, message_id=request.POST.get("message_id", ""))
+    except DomainError as exc:
+        return HttpResponse(exc.message, status=400, content_type="text/plain")
+    url = reverse("workspace", args=[agent.id]) + f"?conversation={created.id}"
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 @login_required

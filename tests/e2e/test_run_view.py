@@ -4,6 +4,7 @@ workspace); the Runs tab filters by thread, and the header says when another thr
 Screenshots at 390, 1280 and 1920 px go to test-artifacts/screenshots/."""
 
 import json
+import re
 import urllib.request
 
 from playwright.sync_api import expect
@@ -281,3 +282,32 @@ def test_a_failed_run_does_not_claim_0_steps_and_run_ids_read_alike(signed_in, a
     _runs_tab(page, 1280)
     expect(page.locator(f'#runs-panel .run-row[data-run="{run.id}"] .run-main code').first).to_have_text(run.id[-8:])
     shot(page, "failed-run-runs-tab-1280")
+
+
+def test_branch_here_opens_a_thread_that_goes_on_from_that_message(signed_in, account, fake_llm):
+    from core.models import Conversation
+
+    agent = make_agent(account.org, name="Brancher")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Paris is lovely."}))
+    in_thread(_send, agent, "Plan a trip to Paris")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Rome then."}))
+    in_thread(_send, agent, "Actually, Rome")
+    page = _workspace(signed_in, agent.id, 1280)
+    asked = page.locator("#history .msg.user_message").filter(has_text="Plan a trip to Paris")
+    asked.hover()
+    shot(page, "branch-here-hover-1280")
+    asked.locator(".branch-here").click()
+    expect(page).to_have_url(re.compile(r"conversation=conv-"))
+    conv = Conversation.objects.get(agent=agent)
+    expect(page.locator("#thread-select")).to_have_value(conv.id)
+    expect(page.locator("#conversation")).to_contain_text("Plan a trip to Paris")
+    expect(page.locator("#conversation")).not_to_contain_text("Paris is lovely.")
+    expect(page.locator("#conversation")).not_to_contain_text("Actually, Rome")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Lyon, on the way."}))
+    page.fill("#composer-input", "And a stop on the way?")
+    page.press("#composer-input", "Enter")
+    expect(page.locator("#conversation")).to_contain_text("Lyon, on the way.", timeout=60000)
+    request = fake_llm.chat_requests[-1]["messages"]
+    said = " ".join(str(m.get("content")) for m in request)
+    assert "Plan a trip to Paris" in said and "Actually, Rome" not in said  # the branch's context, not the old thread's
+    shot(page, "branch-here-continued-1280")

@@ -119,3 +119,30 @@ def test_the_header_says_when_another_thread_waits_for_a_person(web, api, accoun
     assert "Another conversation of this agent waits for you (an approval)" in note
     assert f"?conversation={conv['id']}" in note and "side thread" in note
     assert web.get(f"{url}?conversation={conv['id']}").content.decode().strip() == ""  # not of its own thread
+
+
+def test_branch_here_makes_a_thread_holding_the_context_up_to_that_message(web, account, fake_llm):
+    from core.models import Conversation, Message
+
+    agent = make_agent(account.org, name="brancher")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "first answer"}))
+    _send(agent, "first question")
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "second answer"}))
+    _send(agent, "second question")
+    asked = Message.objects.get(agent=agent, role="user", text__contains="first question")
+    page = web.get(f"/agents/{agent.id}/").content.decode()
+    assert page.count('class="small ghost branch-here"') == 4  # each question and each answer
+    r = web.post(f"/agents/{agent.id}/conversations/branch/", {"message_id": asked.id}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200
+    conv = Conversation.objects.get(agent=agent)
+    assert r["HX-Redirect"] == f"/agents/{agent.id}/?conversation={conv.id}"
+    kept = list(Message.objects.filter(id__in=conv.message_ids[1:]).values_list("text", flat=True))
+    assert kept == ["first question"]
+    # an answer's branch keeps the send_message call's tool return with it
+    answer = Message.objects.filter(agent=agent, role="assistant", conversation=None).order_by("seq").first()
+    web.post(f"/agents/{agent.id}/conversations/branch/", {"message_id": answer.id})
+    newest = Conversation.objects.filter(agent=agent).order_by("-created_at").first()
+    roles = [Message.objects.get(pk=i).role for i in newest.message_ids[1:]]
+    assert roles == ["user", "assistant", "tool"]
+    bad = web.post(f"/agents/{agent.id}/conversations/branch/", {"message_id": "message-nope"})
+    assert bad.status_code == 400 and b"message-nope" in bad.content
