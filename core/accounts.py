@@ -113,10 +113,13 @@ def principal_from_token(raw: str) -> Principal | None:
 CLIENT_TOKEN_PREFIX = TOKEN_PREFIX + "ck_"
 CLIENT_TOKEN_TTL = timedelta(minutes=5)  # Letta's default when no expires_at is given
 CLIENT_ACCESS = {
-    "read_messages": (("GET", r"/messages(/.*)?"),),
-    "write_messages": (("POST", r"/messages(/stream|/async|/cancel)?"),),
-    "read_agent": (("GET", r""), ("GET", r"/(core-memory|context|tools|archival-memory)(/.*)?")),
-    "write_agent": (("PATCH", r""), ("PATCH", r"/core-memory/blocks/[^/]+")),
+    "read_messages": (("GET", re.compile(r"/messages(/.*)?")),),
+    "write_messages": (("POST", re.compile(r"/messages(/stream|/async|/cancel)?")),),
+    "read_agent": (
+        ("GET", re.compile(r"")),
+        ("GET", re.compile(r"/(core-memory|context|tools|archival-memory)(/.*)?")),
+    ),
+    "write_agent": (("PATCH", re.compile(r"")), ("PATCH", re.compile(r"/core-memory/blocks/[^/]+"))),
 }
 _AGENT_PATH = re.compile(r"^/v1/agents/(?P<agent>agent-[^/]+)(?P<rest>(/.*)?)$")
 
@@ -146,7 +149,7 @@ def client_token_check(*, principal: Principal, method: str, path: str, origin: 
     for grant in grants:
         for access in grant.get("access", []):
             for allowed_method, rest in CLIENT_ACCESS.get(access, ()):
-                if method == allowed_method and re.fullmatch(rest, match["rest"]):
+                if method == allowed_method and rest.fullmatch(match["rest"]):
                     return
     raise Forbidden("This client-side access token does not grant this request.")
 
