@@ -4,10 +4,19 @@ Errors are mapped in one place (agents_ide/api.py); this declares the same statu
 schemathesis) can tell a refusal from a contradiction of the spec.
 """
 
+from core.api.chat import PATH_PREFIX as OPENAI_PATHS
+from core.api.chat import OpenAIErrorOut
 from core.api.schemas import ErrorOut
 
 ERROR_SCHEMA = {**ErrorOut.model_json_schema(), "title": "Error"}
 _REF = {"$ref": "#/components/schemas/Error"}
+# The OpenAI-compatible routes answer every error in OpenAI's shape, which OpenAI's clients read.
+OPENAI_ERROR_SCHEMA = {
+    **OpenAIErrorOut.model_json_schema(ref_template="#/components/schemas/{model}"),
+    "title": "OpenAIError",
+}
+OPENAI_ERROR_DEFS = OPENAI_ERROR_SCHEMA.pop("$defs", {})
+_OPENAI_REF = {"$ref": "#/components/schemas/OpenAIError"}
 _WRITES = {"post", "put", "patch", "delete"}
 _WHY = {
     400: "Malformed request (the body is not JSON), or the deployment lacks what it needs (e.g. no model provider).",
@@ -16,6 +25,7 @@ _WHY = {
     404: "Not found (another owner's ids answer 404 too, and so does a list's unknown `after`/`before` cursor).",
     409: "Conflict with the current state (a name or label already taken, the agent is busy).",
     413: "The request body is over the limit (MAX_REQUEST_BYTES; agent files 16 MiB).",
+    502: "The agent's run failed (the OpenAI-compatible routes).",
     422: "A field is invalid: wrong type, out of range, too long, not one of the allowed values, or text with "
     "NUL characters or lone surrogates.",
 }
@@ -48,14 +58,19 @@ def _statuses(path: str, method: str, operation: dict) -> list[int]:
 
 def add_error_responses(schema: dict) -> dict:
     """Declare each operation's error responses (in place) and return the schema."""
-    schema.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components["Error"] = ERROR_SCHEMA
     for path, item in schema.get("paths", {}).items():
         for method, operation in item.items():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
-            for code in _statuses(path, method, operation):
+            openai = path.startswith(OPENAI_PATHS)
+            if openai:
+                components.update({"OpenAIError": OPENAI_ERROR_SCHEMA, **OPENAI_ERROR_DEFS})
+            for code in _statuses(path, method, operation) + ([502] if openai else []):
+                ref = _OPENAI_REF if openai else _REF
                 operation["responses"].setdefault(
-                    code, {"description": _WHY[code], "content": {"application/json": {"schema": _REF}}}
+                    code, {"description": _WHY[code], "content": {"application/json": {"schema": ref}}}
                 )
             if "{" in path:
                 operation["responses"].setdefault(405, _NOT_ALLOWED)

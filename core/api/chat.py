@@ -28,6 +28,19 @@ _ERROR_CODES = {401: "invalid_api_key", 404: "model_not_found", 409: "agent_busy
 _FINISH = {"max_steps": "length"}  # every other end of a run is a "stop", as Letta's transformer says
 
 
+class OpenAIErrorDetail(Schema):
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+class OpenAIErrorOut(Schema):
+    """OpenAI's error body, which every error on these routes answers with (declared in agents_ide/openapi.py)."""
+
+    error: OpenAIErrorDetail
+
+
 def openai_error(message: str, status: int, *, param: str | None = None) -> dict:
     """OpenAI's error body (what its SDKs read into `err.message`, `.type`, `.code`, `.param`)."""
     kind = _ERROR_TYPES.get(status, "invalid_request_error" if status < 500 else "server_error")
