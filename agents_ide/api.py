@@ -143,10 +143,10 @@ def _http_error(request, exc: HttpError):
     if isinstance(cause, TooLarge):
         return _too_large(request, cause)
     if isinstance(cause, json.JSONDecodeError):
-        return api.create_response(
+        return _error(
             request,
             {"detail": f"The request body is not valid JSON: {cause.msg} (line {cause.lineno}, column {cause.colno})."},
-            status=400,
+            400,
         )
     return _error(request, {"detail": str(exc)}, exc.status_code)
 
@@ -154,20 +154,20 @@ def _http_error(request, exc: HttpError):
 @api.exception_handler(TooLarge)
 @api.exception_handler(RequestDataTooBig)
 def _too_large(request, exc):
-    return api.create_response(request, {"detail": too_large_message(request)}, status=413)
+    return _error(request, {"detail": too_large_message(request)}, 413)
 
 
 @api.exception_handler(IntegrityError)
 def _integrity_error(request, exc: IntegrityError):
     """A constraint the services did not check first (e.g. a concurrent duplicate): the client's conflict."""
     log.warning("integrity error answered 409 on %s: %s", request.path, exc)
-    return api.create_response(
+    return _error(
         request,
         {
             "detail": "The change conflicts with existing data (a name or label that "
             "must be unique is already taken, or a referenced item is gone)."
         },
-        status=409,
+        409,
     )
 
 
@@ -176,9 +176,7 @@ def _integrity_error(request, exc: IntegrityError):
 def _data_error(request, exc):
     """A value the database cannot hold (too long, out of range) that slipped past the schemas."""
     log.warning("data error answered 422 on %s: %s", request.path, exc)
-    return api.create_response(
-        request, {"detail": "A value is too long or out of range for what the server stores."}, status=422
-    )
+    return _error(request, {"detail": "A value is too long or out of range for what the server stores."}, 422)
 
 
 @api.get("/health/", auth=None, tags=["health"], response=HealthOut)
