@@ -7,7 +7,7 @@ from typing import Literal
 
 from ninja import Field, Query, Router, Schema
 
-from core.api.common import owner
+from core.api.common import PageQuery, owner
 from core.models import ScheduledMessage
 from core.runs import schedules
 from core.selectors import agent_get
@@ -81,9 +81,9 @@ class ScheduleListOut(Schema):
     scheduled_messages: list[ScheduledMessageOut]
 
 
-class ScheduleListQuery(Schema):
-    after: str | None = Field(None, max_length=64, description="The id after which the page starts.")
+class ScheduleListQuery(PageQuery):
     limit: int = Field(50, ge=1, le=100)
+    order: Literal["asc", "desc"] = "asc"
 
 
 class SuccessOut(Schema):
@@ -131,7 +131,9 @@ def schedule_create(request, agent_id: str, body: ScheduleCreateIn):
 @router.get("/agents/{agent_id}/schedule", response=ScheduleListOut)
 def schedule_list(request, agent_id: str, q: Query[ScheduleListQuery]):
     agent = agent_get(owner=owner(request), agent_id=agent_id)
-    rows, more = schedules.scheduled_messages_list(agent=agent, after=q.after, limit=q.limit)
+    rows, more = schedules.scheduled_messages_list(
+        agent=agent, after=q.after, before=q.before, limit=q.limit, order=q.order
+    )
     return {"has_next_page": more, "scheduled_messages": [_out(r) for r in rows]}
 
 

@@ -13,11 +13,11 @@ import logging
 from datetime import UTC, datetime
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from core.errors import Conflict, DomainError, NotFound
 from core.models import Agent, ScheduledMessage
+from core.pagination import queryset_page
 from core.runs import cron, executor, runner
 from core.runs.request import RunRequest
 
@@ -88,17 +88,21 @@ def scheduled_message_create(
 
 
 def scheduled_messages_list(
-    *, agent: Agent, after: str | None = None, limit: int = 50
+    *,
+    agent: Agent,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int = 50,
+    order: str = "asc",
 ) -> tuple[list[ScheduledMessage], bool]:
-    """The agent's scheduled messages, oldest first, after the one with id `after`; and whether more follow."""
-    rows = ScheduledMessage.objects.filter(agent=agent).order_by("created_at", "id")
-    if after:
-        cursor = ScheduledMessage.objects.filter(agent=agent, pk=after).values_list("created_at", flat=True).first()
-        if cursor is None:
-            raise NotFound(f"Scheduled message '{after}' not found")
-        rows = rows.filter(Q(created_at__gt=cursor) | Q(created_at=cursor, id__gt=after))
-    page = list(rows[: limit + 1])
-    return page[:limit], len(page) > limit
+    """One page of the agent's scheduled messages by creation (Letta's cursor paging, core.pagination), and whether
+    more follow it."""
+    rows = ScheduledMessage.objects.filter(agent=agent)
+    page = queryset_page(rows, after=after, before=before, limit=limit + 1, order=order, maximum=limit + 1)
+    more = len(page) > limit
+    if more:
+        page = page[1:] if before and not after else page[:limit]
+    return page, more
 
 
 def scheduled_message_get(*, agent: Agent, scheduled_message_id: str) -> ScheduledMessage:
