@@ -2,14 +2,16 @@
 
 import json
 import logging
+import sqlite3
 
 from django.core.exceptions import RequestDataTooBig
-from django.db import DataError, IntegrityError
+from django.db import DataError, IntegrityError, OperationalError
 from django.http import HttpRequest
 from ninja import NinjaAPI, Router
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import APIKeyHeader, HttpBearer, django_auth
 
+from agents_ide.busy import busy_response
 from agents_ide.letta_routes import unsupported_routes_add
 from agents_ide.openapi import add_error_responses
 from agents_ide.validation import StrictParser, TooLarge, too_large_message
@@ -177,6 +179,13 @@ def _data_error(request, exc):
     """A value the database cannot hold (too long, out of range) that slipped past the schemas."""
     log.warning("data error answered 422 on %s: %s", request.path, exc)
     return _error(request, {"detail": "A value is too long or out of range for what the server stores."}, 422)
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(sqlite3.OperationalError)
+def _busy(request, exc):
+    """The database said "not now" (locked, a lock or statement timeout, no connection to lend): 503, Retry-After."""
+    return busy_response(request, exc)
 
 
 @api.get("/health/", auth=None, tags=["health"], response=HealthOut)

@@ -108,15 +108,24 @@ class RequestGuardMiddleware(SyncAsyncMiddleware):
         return problem or await self.get_response(request)
 
 
+def _json_type(content_type: str) -> bool:
+    """Whether a body of this media type is read as JSON: no type given, application/json or application/*+json."""
+    main, _, sub = content_type.partition("/")
+    return not content_type or (main == "application" and (sub == "json" or sub.endswith("+json")))
+
+
 class StrictParser(Parser):
-    """The API's JSON parser: a body nested deeper than MAX_JSON_DEPTH, or with NUL characters or lone surrogates in
-    any string, is refused (422)."""
+    """The API's JSON parser: a body sent as another media type (text/plain, a form), nested deeper than
+    MAX_JSON_DEPTH, or with NUL characters or lone surrogates in any string, is refused (422)."""
 
     def parse_body(self, request: HttpRequest):
         try:
             raw = request.body
         except RequestDataTooBig:
             raise TooLarge(too_large_message(request)) from None
+        if raw and not _json_type(request.content_type or ""):  # as Letta's FastAPI reads it: then not an object
+            message = f"The request body must be JSON (Content-Type: application/json), not {request.content_type}."
+            raise Invalid(message, detail=[{"loc": ["body"], "msg": message}])
         try:
             data = json_input(raw)
         except JSONTooDeep as exc:

@@ -33,7 +33,7 @@ def passage_out(passage: Passage) -> dict:
         "source": passage.source,
         "agent_id": passage.agent_id,
         "archive_id": passage.archive_id,
-        "file_id": None,
+        "file_id": passage.file_id,  # a folder's passage: its file (Letta's Passage.file_id)
         "embedding": None,
         "embedding_config": (
             {

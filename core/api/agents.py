@@ -23,8 +23,8 @@ from core.api.schemas import (
     ErrorOut,
     ModelOut,
 )
-from core.errors import Invalid, NotFound
-from core.providers import models_list
+from core.errors import Invalid, NotConfigured, NotFound
+from core.providers import model_resolve, models_list, providers_list
 from core.runs import waits
 from core.runs.overflow import agent_compact, compaction_settings_set
 from core.runs.sleeptime import sleeptime_configure
@@ -79,6 +79,17 @@ def _model_handle(body) -> str | None:
     return None
 
 
+def _model_check(owner, handle: str | None) -> None:
+    """A model no configured provider serves is refused, naming the field (Letta refuses a handle it does not know:
+    HandleNotFoundError); with no provider configured yet any handle is kept, and a send says how to add one."""
+    if not handle or not providers_list(owner=owner):
+        return
+    try:
+        model_resolve(owner=owner, handle=handle)
+    except NotConfigured as exc:
+        raise Invalid(exc.message, detail=[{"loc": ["body", "model"], "msg": exc.message}]) from None
+
+
 def _embedding_handle(body) -> str:
     """The `embedding` handle, else the one Letta's `embedding_config` names (its handle, or type/model)."""
     if body.embedding:
@@ -113,11 +124,13 @@ def agent_create(request, body: AgentCreateIn):
     identities = identities_get(owner=owner(request), identity_ids=body.identity_ids or [])  # 404 before creating
     window = body.context_window_limit or _llm_config(body).get("context_window")
     org = owner(request)
+    model = _model_handle(body)
+    _model_check(org, model)
     initial = [{"role": m.role, "text": _text(m.content)} for m in body.initial_message_sequence or []]
     agent = services.agent_create(
         owner=org,
         name=body.name or services.agent_name_generate(owner=org),
-        model=_model_handle(body),
+        model=model,
         system=body.system,
         description=body.description or "",
         memory_blocks=blocks,

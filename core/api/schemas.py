@@ -23,7 +23,16 @@ OverflowStrategy = Literal[OVERFLOW_STRATEGIES]
 Embedding = Annotated[str, Field(max_length=200)]
 
 
-class LlmConfigIn(Schema):
+class ObjectIn(BaseModel):
+    """A request body, or an object inside one, that only a JSON object is: a plain pydantic model, since ninja's
+    Schema reads any value by attribute (`"x"`, `1`, `[]` or `null` would pass as an object of defaults)."""
+
+    def dict(self, **kwargs) -> dict:
+        """ninja Schema's name for model_dump, which callers use."""
+        return self.model_dump(**kwargs)
+
+
+class LlmConfigIn(ObjectIn):
     """Letta's LLMConfig as a client sends it: the fields we use are type-checked (a bad one is 422, never a stored
     value that breaks the agent's reads or its model calls later); the others are accepted and ignored."""
 
@@ -40,7 +49,7 @@ class LlmConfigIn(Schema):
     max_reasoning_tokens: int | None = None
 
 
-class CompactionSettingsIn(Schema):
+class CompactionSettingsIn(ObjectIn):
     """Letta's CompactionSettings: how the agent's context is compacted (summarized) when it must shrink."""
 
     model: ModelHandle | None = Field(None, description="The summarizer's model; none: the agent's own.")
@@ -54,12 +63,12 @@ class CompactionSettingsIn(Schema):
     )
 
 
-class InitialMessageIn(Schema):
+class InitialMessageIn(ObjectIn):
     role: Literal["user", "system", "assistant"] = "user"
     content: str | list[dict] = ""
 
 
-class AgentCreateIn(Schema):
+class AgentCreateIn(ObjectIn):
     name: AgentName | None = Field(None, description="A readable unique name is generated when absent.")
     identity_ids: list[str] | None = Field(None, description="Identities the agent serves (/v1/identities).")
     enable_sleeptime: bool | None = Field(None, description="Give the agent a sleep-time companion (or turn it off).")
@@ -96,7 +105,7 @@ class AgentCreateIn(Schema):
     compaction_settings: CompactionSettingsIn | None = None
 
 
-class AgentUpdateIn(Schema):
+class AgentUpdateIn(ObjectIn):
     name: AgentName | None = None
     enable_sleeptime: bool | None = Field(None, description="Give the agent a sleep-time companion (or turn it off).")
     description: str | None = None

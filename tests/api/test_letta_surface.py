@@ -187,6 +187,22 @@ def test_passage_search_filters_by_tags_and_lists_without_a_query(api, passages)
     assert [h["passage"]["text"] for h in newest] == ["Boats need paint every spring"] and newest[0]["score"] == 0
 
 
+def test_passage_search_over_folder_passages_answers_them_with_no_agent(api, account, passages):
+    """A folder's passages belong to no agent (Letta's Passage.agent_id is optional): the search answers them too,
+    with their file, instead of failing on the missing agent."""
+    from memory.files import services
+    from memory.files.ingest import file_ingest
+
+    folder = services.folder_create(owner=account.org, name="harbour")
+    file, _ = services.file_upload(folder=folder, file_name="tides.txt", content_type=None, data=b"tides and boats")
+    assert file_ingest(file_id=file.id) == "completed"
+    for body in ({"query": "tides"}, {}):
+        r = api.post("/v1/passages/search", body)
+        assert r.status_code == 200, r.content
+        [hit] = [h["passage"] for h in r.json() if h["passage"]["text"] == "tides and boats"]
+        assert (hit["agent_id"], hit["file_id"], hit["source"]) == (None, file.id, "file")
+
+
 def test_passage_search_is_the_callers_own_and_refuses_bad_input(api, passages, other_account):
     one, _ = passages
     other = ApiClient(other_account.token)
