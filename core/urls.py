@@ -105,7 +105,6 @@ urlpatterns = [
     ),
     path("agents/<str:agent_id>/file-links/<str:message_id>/", agent_files.tool_result_links, name="agent_file_links"),
     path("evals/", include("core.web.evals")),
-    path("evals/", include("core.web.evals")),
     path("folders/", folders.folders_page, name="folders"),
     path("folders/new/", folders.folder_create, name="folder_create"),
     path("folders/<str:folder_id>/", folders.folder_page, name="folder"),

@@ -170,6 +170,9 @@ window.AIDE_CONV = (function () {
     const nodes = Array.from(box.children);
     if (!nodes.length) return;  // nothing shown (send_message's receipt, an event the conversation does not show)
     const node = nodes[nodes.length - 1];
+    // the claim stored the person's message (a reload shows it) before the step that takes it into the window
+    const shown = t === "user_message" && ev.id && conv.querySelector(`.msg[data-id="${CSS.escape(ev.id)}"]:not(.streaming)`);
+    if (shown) { shown.replaceWith(node); return; }
     if (t === "user_message" && !ev.kind) {  // our own message arriving: it takes the pending bubble's place
       const bubbles = Array.from(live.querySelectorAll(".msg.user_message.pending"));
       const pending = bubbles.find((p) => ev.otid && p.dataset.otid === ev.otid) || bubbles.find((p) =>

@@ -216,7 +216,11 @@ def test_anthropic_errors_become_llm_api_errors_and_change_nothing(account, fake
     fake_anthropic.script(FakeAnthropic.error(529, "Overloaded", "overloaded_error"))
     result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "hi"}])
     assert result.status == "failed" and result.stop_reason == "llm_api_error" and "Overloaded" in result.error
-    assert list(MessageRow.objects.filter(agent=agent).values_list("role", flat=True)) == ["system"]
+    # the person's message is kept (the claim stored it), unlinked to any step and outside the window; nothing else
+    kept = MessageRow.objects.filter(agent=agent).exclude(role="system")
+    assert [(m.role, m.run_id, m.step_id) for m in kept] == [("user", result.run_id, None)]
+    agent.refresh_from_db()
+    assert kept[0].id not in agent.message_ids
 
 
 def test_a_real_letta_v1_agent_file_keeps_its_signed_thinking_and_continues_on_anthropic(account, fake_anthropic):

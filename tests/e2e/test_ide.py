@@ -58,10 +58,10 @@ def test_create_from_template_and_stream_a_run_into_two_tabs(signed_in, fake_llm
         expect(p.locator("body[data-ws=open]")).to_have_count(1)
 
     fake_llm.script(
-        FakeLLM.tool(
-            "conversation_search", {"query": "tea"}, thinking="Did we talk about <b>tea</b> before?", heartbeat=True
+        FakeLLM.reasoning(
+            "Did we talk about <b>tea</b> before?", "conversation_search", {"query": "tea", "request_heartbeat": True}
         ),
-        FakeLLM.tool("send_message", {"message": "Hello <i>Ada</i>, nice to meet you."}, thinking="Greet her back."),
+        FakeLLM.reasoning("Greet her back.", "send_message", {"message": "Hello <i>Ada</i>, nice to meet you."}),
     )
     box = page.locator("#composer-input")
     box.fill("Hi, I'm Ada")

@@ -14,8 +14,10 @@ def test_an_item_looks_the_same_live_and_after_a_reload(signed_in, account, fake
     agent = make_agent(account.org, name="Twice")
     fake_llm.stream_chunk_chars = 4
     fake_llm.script(
-        FakeLLM.tool("conversation_search", {"query": "<b>earlier</b>"}, thinking="Look <it> up.", heartbeat=True),
-        FakeLLM.tool("send_message", {"message": "Found <i>nothing</i>."}, thinking="Say so."),
+        FakeLLM.reasoning(
+            "Look <it> up.", "conversation_search", {"query": "<b>earlier</b>", "request_heartbeat": True}
+        ),
+        FakeLLM.reasoning("Say so.", "send_message", {"message": "Found <i>nothing</i>."}),
     )
     page = signed_in.new_page()
     page.goto(f"/agents/{agent.id}/")

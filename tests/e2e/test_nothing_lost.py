@@ -28,9 +28,7 @@ def test_a_reload_mid_reply_shows_the_question_and_the_reply_from_its_start(sign
     agent = make_agent(account.org, name="Mid-reply")
     fake_llm.stream_chunk_chars = 3
     fake_llm.script(
-        dataclasses.replace(
-            FakeLLM.tool("send_message", {"message": REPLY}, thinking="Plan in three parts."), chunk_s=0.2
-        )
+        dataclasses.replace(FakeLLM.reasoning("Plan in three parts.", "send_message", {"message": REPLY}), chunk_s=0.2)
     )
     page = _open(signed_in, agent.id)
     _send(page, "What is the plan?")
