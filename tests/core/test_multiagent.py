@@ -112,8 +112,8 @@ def test_hop_guard_refuses_and_emits_a_visible_event(account, fake_llm, settings
     )
     result = _send(a)
     assert result.status == "completed"
-    b_returns = list(Message.objects.filter(agent=b, role="tool"))
-    assert b_returns and b_returns[0].tool_return["status"] == "error"
+    b_returns = list(Message.objects.filter(agent=b, role="tool").order_by("seq"))  # the refused call, then its reply
+    assert b_returns and b_returns[0].name == WAIT and b_returns[0].tool_return["status"] == "error"
     assert "loop guard" in b_returns[0].text and "MULTI_AGENT_MAX_DEPTH" in b_returns[0].text
     assert not Run.objects.filter(agent=c).exists() and not _incoming(c)
     [(group, event)] = events
