@@ -30,4 +30,4 @@ RUN python manage.py collectstatic --noinput && chown -R app:app /app
 USER app
 EXPOSE 8000
 # Migrations run on start (idempotent); daphne serves HTTP and websockets.
-CMD ["sh", "-c", "python manage.py migrate --noinput && exec daphne -b \"$HOST\" -p 8000 agents_ide.asgi:application"]
+CMD ["sh", "-c", "python manage.py migrate --noinput && exec python -m agents_ide.serve -b \"$HOST\" -p 8000 agents_ide.asgi:application"]

@@ -233,7 +233,12 @@ def main() -> None:
         env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = receiver.endpoint
     procs: list[subprocess.Popen] = []
     try:
-        _spawn(["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"], env, "web", procs)
+        _spawn(
+            ["-m", "agents_ide.serve", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"],
+            env,
+            "web",
+            procs,
+        )
         for i in range(args.workers):
             _spawn(["manage.py", "run_worker", "--threads", str(args.threads)], env, f"worker{i}", procs)
         _wait_healthy(base)

@@ -215,7 +215,12 @@ def main() -> None:
     env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1,localhost", "OPENAI_API_KEY": "fake"}
     procs = []
     try:
-        _spawn(["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"], env, "bomb", procs)
+        _spawn(
+            ["-m", "agents_ide.serve", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"],
+            env,
+            "bomb",
+            procs,
+        )
         _wait_healthy(base)
         _wait_idle(procs)
         rss_before = _rss_mb(procs[0].pid, "VmRSS")

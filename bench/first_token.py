@@ -117,7 +117,7 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}"
     env["CSRF_TRUSTED_ORIGINS"] = url
     server = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"],
+        [sys.executable, "-m", "agents_ide.serve", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,

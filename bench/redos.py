@@ -89,7 +89,12 @@ def main() -> None:
     env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1,localhost", "OPENAI_API_KEY": "fake"}
     procs = []
     try:
-        _spawn(["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"], env, "redos", procs)
+        _spawn(
+            ["-m", "agents_ide.serve", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"],
+            env,
+            "redos",
+            procs,
+        )
         _wait_healthy(base)
         _wait_idle(procs)
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {bob}"}, timeout=600) as client:

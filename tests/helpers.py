@@ -99,7 +99,7 @@ def daphne_start(
     out = open(log, "w") if log else subprocess.DEVNULL
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
+            [sys.executable, "-m", "agents_ide.serve", "-b", "127.0.0.1", "-p", str(port), app],
             cwd=ROOT,
             env=full_env,
             stdout=out,

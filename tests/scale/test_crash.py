@@ -55,7 +55,16 @@ class Server:
         logs = ROOT / "test-artifacts"
         out = open(logs / f"crash-{self.port}.log", "a") if logs.exists() else subprocess.DEVNULL
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "agents_ide.asgi:application"],
+            [
+                sys.executable,
+                "-m",
+                "agents_ide.serve",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "agents_ide.asgi:application",
+            ],
             cwd=ROOT,
             env=self.env,
             stdout=out,

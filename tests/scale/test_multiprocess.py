@@ -67,7 +67,9 @@ class Cluster:
 
     def server(self) -> str:
         port = free_port()
-        self._spawn(["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"], f"web-{port}")
+        self._spawn(
+            ["-m", "agents_ide.serve", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"], f"web-{port}"
+        )
         url = f"http://127.0.0.1:{port}"
         until(lambda: _healthy(url), timeout=60, what=f"server {url} to start")
         return url
