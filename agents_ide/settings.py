@@ -126,7 +126,7 @@ IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 DB_POOL_MAX = int(os.environ.get("DB_POOL_MAX", "20"))
 if IS_POSTGRES and DB_POOL_MAX > 0:
     # Django's own pool (psycopg_pool): a thread borrows a connection for its database work and gives it back
-    # when the request ends, a pool task ends, or a run starts a slow call (agents_ide/transactions.py), so a
+    # when the request ends, a pool task ends, or a run starts a slow call (core/transactions.py), so a
     # process holds at most DB_POOL_MAX connections however many runs wait on models at once.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 2, "max_size": DB_POOL_MAX, "timeout": 30}

@@ -1,5 +1,7 @@
 """Realtime events to open IDE tabs (channel groups). Call after the transaction commits.
 
+This module only transports: its callers compute what to send and to which groups (it reads no table).
+
 Sends from sync code (run threads, workers): to the embedded layer they are handed to the server's loop; any other
 layer's (Redis) go through one long-lived event loop per process (with `async_to_sync` each send would build a new
 loop, and a new connection pool and connection).
@@ -11,7 +13,6 @@ import threading
 from channels.layers import get_channel_layer
 
 from core.channel_layer import LocalChannelLayer
-from memory.models import AgentBlock
 
 _server_loop: asyncio.AbstractEventLoop | None = None
 _sender_loop: asyncio.AbstractEventLoop | None = None
@@ -96,21 +97,3 @@ async def asend_event(group: str, event: dict) -> None:
     layer = get_channel_layer()
     if layer is not None:
         await layer.group_send(group, {"type": "agent.event", "event": event})
-
-
-def broadcast_block_update(block) -> None:
-    """Push a block's new value to every tab showing an agent that has the block."""
-
-    event = {
-        "message_type": "block_update",
-        "block": {
-            "id": block.id,
-            "label": block.label,
-            "value": block.value,
-            "limit": block.limit,
-            "version": block.version,
-            "read_only": block.read_only,
-        },
-    }
-    for agent_id in AgentBlock.objects.filter(block_id=block.id).values_list("agent_id", flat=True):
-        send_event(agent_group(agent_id), event)

@@ -8,7 +8,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from core.errors import Conflict, Invalid, NotConfigured, NotFound
-from core.events import broadcast_block_update
+from core.events import agent_group, send_event
 from core.models import Agent, Organization
 from core.selectors import owned_get, row_or_none
 from core.updates import model_update
@@ -143,7 +143,20 @@ def _label_free_for_agents(*, block: Block, label: str) -> None:
 
 
 def _broadcast_block(block: Block) -> None:
-    broadcast_block_update(block)
+    """Push a block's new value to every tab showing an agent that has the block (after the commit: one query)."""
+    event = {
+        "message_type": "block_update",
+        "block": {
+            "id": block.id,
+            "label": block.label,
+            "value": block.value,
+            "limit": block.limit,
+            "version": block.version,
+            "read_only": block.read_only,
+        },
+    }
+    for agent_id in AgentBlock.objects.filter(block_id=block.id).values_list("agent_id", flat=True):
+        send_event(agent_group(agent_id), event)
 
 
 def block_restore(*, block: Block, version: int, actor_user: User | None) -> Block:

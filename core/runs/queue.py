@@ -28,12 +28,12 @@ from django_tasks_db.compat import TaskResultStatus
 from django_tasks_db.models import DBTaskResult, get_date_max
 from django_tasks_db.utils import exclusive_transaction
 
-from agents_ide.transactions import connection_lend
 from core import events
 from core.agents import queries
 from core.models import RUN_ACTIVE, Run, RunStatus
 from core.runs import liveness, waits
 from core.telemetry import hooks as telemetry
+from core.transactions import connection_lend
 from memory.files import recovery
 
 log = logging.getLogger(__name__)

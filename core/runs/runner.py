@@ -8,7 +8,7 @@ group. The send path from top to bottom is told in docs/architecture.md.
 A step has two phases. First everything slow, outside any transaction: the model call, the tool calls
 (sandboxes, embeddings, other agents' runs). Then the commit phase, one durable transaction: messages,
 block edits, archival inserts, the step record and the window change; events go out only after it
-commits. A slow call inside that transaction raises (agents_ide.transactions). A failed model call
+commits. A slow call inside that transaction raises (core.transactions). A failed model call
 writes only a step record carrying the error, so the agent's state stays exactly as before that step.
 
 A run's input messages are stored by the claim, in its transaction: a send the API accepted is in the agent's
@@ -26,7 +26,6 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from agents_ide.transactions import outside_transaction
 from core import ids, mapping
 from core.agents import queries, versions
 from core.agents.context import AgentSnapshot, agent_snapshot, context_compile, step_allowed
@@ -56,6 +55,7 @@ from core.runs.request import RunRequest
 from core.runs.timetravel import step_state
 from core.selectors import found_or_404
 from core.telemetry import hooks as telemetry
+from core.transactions import outside_transaction
 
 log = logging.getLogger(__name__)
 

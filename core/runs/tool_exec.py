@@ -11,7 +11,6 @@ from dataclasses import dataclass, field, replace
 
 from django.db import transaction
 
-from agents_ide.transactions import outside_transaction
 from core.agents.context import agent_snapshot
 from core.engine import loop, memory_ops
 from core.engine import types as t
@@ -28,6 +27,7 @@ from core.ids import new_id
 from core.models import RUN_ACTIVE, Agent, Run
 from core.runs import recall
 from core.telemetry import hooks as telemetry
+from core.transactions import outside_transaction
 from memory import services as memory_services
 from memory.files import tools as file_tools
 from tools.execution import tool_execute

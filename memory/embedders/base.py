@@ -4,7 +4,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from agents_ide.transactions import outside_transaction
+from core.transactions import outside_transaction
 
 # Longer inputs are cut before embedding: providers reject inputs past their token limit (8k for OpenAI's),
 # and small local models only read the first few hundred tokens anyway. The stored text is never cut.

@@ -19,8 +19,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agents_ide.transactions import connection_lend, outside_transaction
 from core.models import OwnerSettings
+from core.transactions import connection_lend, outside_transaction
 from memory.embedders.base import EmbeddingError
 from memory.embedders.selection import embedder_for_handle
 from memory.files.chunk import Chunk, chunk_lines

@@ -1,13 +1,13 @@
 """A step's commit phase holds its locks only for its own writes: embeddings, model calls and tool runs
-happen before it, and a slow call inside a transaction raises (agents_ide.transactions)."""
+happen before it, and a slow call inside a transaction raises (core.transactions)."""
 
 import pytest
 from django.db import transaction
 
-from agents_ide.transactions import IOInTransaction, outside_transaction
 from core.agents.services import agent_update
 from core.models import Message
 from core.runs.runner import run_agent
+from core.transactions import IOInTransaction, outside_transaction
 from memory.embedders.selection import embedder_for_agent
 from memory.models import Block, Passage
 from tests.factories import make_agent

@@ -12,20 +12,17 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("agents_ide", "core", "memory", "tools")
 
 # Bottom to top. A module belongs to the layer of the longest prefix naming it and may import only modules of its
-# own layer or those below. Entry points (endpoints, pages, consumers, app configs, commands) sit on top. A leaf is
-# a pure helper every layer may use, the engine included: it imports nothing of the project.
+# own layer or those below. A leaf is a pure helper every layer may use, the engine included: it imports nothing of
+# the project. The project package (`agents_ide`: settings, URLs, the ASGI app and its middleware, the database
+# backend) sits on top with the entry points: nothing below imports it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("leaf", ("core.regex",)),
     ("engine", ("core.engine",)),
+    # Plumbing that reads no table: ids, text, JSON, model fields, secrets, the egress guard, the transaction
+    # guard, and the channel layer and its sends (which carry what their callers computed).
     (
-        "foundation",
+        "platform",
         (
-            "agents_ide.gc_tuning",
-            "agents_ide.http",
-            "agents_ide.middleware",
-            "agents_ide.settings",
-            "agents_ide.sqlite",
-            "agents_ide.transactions",
             "core.channel_layer",
             "core.crypto",
             "core.egress",
@@ -35,21 +32,20 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "core.fields",
             "core.ids",
             "core.jsontext",
-            "core.llm",
-            "core.mapping",
-            "core.models",
-            "core.pagination",
-            "core.providers",
-            "core.selectors",
-            "core.telemetry",
             "core.text",
             "core.throttle",
+            "core.transactions",
             "core.updates",
             "memory.fields",
-            "memory.models",
-            "tools.models",
         ),
     ),
+    # The tables, rows as engine types, and the owner-filtered reads and paging every app shares.
+    (
+        "models",
+        ("core.mapping", "core.models", "core.pagination", "core.selectors", "memory.models", "tools.models"),
+    ),
+    # Talking to model providers, and measuring it all (the metrics read gauges from the tables).
+    ("providers", ("core.llm", "core.providers", "core.telemetry")),
     ("domain", ("core.accounts", "memory", "tools")),
     ("agents", ("core.agents",)),
     ("runs", ("core.runs",)),
@@ -61,6 +57,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "core.api",
             "core.apps",
             "core.management",
+            "core.telemetry.middleware",
+            "core.telemetry.views",
             "core.urls",
             "core.web",
             "memory.api",

@@ -134,7 +134,7 @@ def test_shared_block_edit_is_pushed_to_every_agents_group_after_commit(
     from core import events
 
     sent = []
-    monkeypatch.setattr(events, "send_event", lambda group, event: sent.append((group, event)))
+    monkeypatch.setattr(services, "send_event", lambda group, event: sent.append((group, event)))
     shared = services.block_create(owner=account.org, label="team", value="v1")
     a = make_agent(account.org, name="a", block_ids=[shared.id], include_base_tools=False, memory_blocks=[])
     b = make_agent(account.org, name="b", block_ids=[shared.id], include_base_tools=False, memory_blocks=[])
