@@ -3,6 +3,7 @@
 import difflib
 import logging
 from datetime import UTC, date, datetime, time
+from functools import cache
 
 from django.db import connections
 from django.db.models import Count, Prefetch, Q, QuerySet
@@ -89,9 +90,20 @@ def blocks_attachable(*, owner: Organization, agent: Agent, limit: int = 200) ->
     return out
 
 
+@cache
+def _agent_blocks_sql() -> str:
+    link = AgentBlock._meta
+    return (
+        f'SELECT b.* FROM "{Block._meta.db_table}" b JOIN "{link.db_table}" l '
+        f'ON l."{link.get_field("block").column}" = b.id '
+        f'WHERE l."{link.get_field("agent").column}" = %s ORDER BY l.position, l.id'
+    )
+
+
 def agent_blocks(*, agent: Agent) -> list[Block]:
-    """The agent's blocks in their display order."""
-    return list(Block.objects.filter(agentblock__agent_id=agent.pk).order_by("agentblock__position", "agentblock__id"))
+    """The agent's blocks in their display order. Our own SQL through `Manager.raw()` (every step reads them: the
+    queryset's compile cost four times the statement)."""
+    return list(Block.objects.raw(_agent_blocks_sql(), [agent.pk]))
 
 
 def agents_blocks(*, agent_ids: list[str]) -> dict[str, list[Block]]:

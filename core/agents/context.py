@@ -10,8 +10,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from django.db.models import Count, OuterRef, QuerySet, Subquery
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from core import mapping
@@ -24,6 +22,8 @@ from core.models import Agent, Message, Organization, Run
 from core.selectors import found_or_404
 from memory.files.tools import directories_section
 from memory.models import Passage
+from memory.selectors import agent_blocks
+from tools.selectors import agent_tools
 
 
 @dataclass
@@ -89,26 +89,6 @@ def messages_cache_put(rows: Sequence[Message]) -> None:
             _cache[row.id] = (mapping.message(row), row.kind, row.role)
 
 
-# Built once: a queryset annotated with them resolves its own copies (building them was half the cost of a read).
-_MAX_SEQ = Subquery(Message.objects.filter(agent_id=OuterRef("pk")).order_by("-seq").values("seq")[:1])
-_ARCHIVAL = Coalesce(
-    Subquery(
-        Passage.objects.filter(agent_id=OuterRef("pk"))
-        .order_by()
-        .values("agent_id")
-        .annotate(n=Count("pk"))
-        .values("n")
-    ),
-    0,
-)
-
-
-def with_memory_counts(agents: QuerySet[Agent]) -> QuerySet[Agent]:
-    """Agents annotated with the counts their snapshot needs (the highest message seq and the archival passages),
-    so `agent_snapshot` reads them with the agent's row instead of in two more queries."""
-    return agents.annotate(snapshot_max_seq=_MAX_SEQ, snapshot_archival=_ARCHIVAL)
-
-
 def agent_with_counts(*, owner: Organization, agent_id: str) -> Agent:
     """The owner's agent with its memory counts (what a context read needs), or NotFound."""
     agent = queries.agent_read(agent_id=agent_id, owner_id=owner.pk, counts=True)
@@ -117,7 +97,7 @@ def agent_with_counts(*, owner: Organization, agent_id: str) -> Agent:
 
 def _stats(agent: Agent, in_context: int, max_seq: int, block_rows) -> t.MemoryStats:
     last_edit = max((b.updated_at for b in block_rows), default=None)
-    if hasattr(agent, "snapshot_archival"):  # read with the agent (with_memory_counts)
+    if hasattr(agent, "snapshot_archival"):  # read with the agent (queries.agent_read(counts=True))
         archival = agent.snapshot_archival
     else:
         archival = Passage.objects.filter(agent_id=agent.id).count()
@@ -130,11 +110,11 @@ def _stats(agent: Agent, in_context: int, max_seq: int, block_rows) -> t.MemoryS
 
 def agent_snapshot(*, agent: Agent) -> AgentSnapshot:
     """Load an agent's blocks, tools, rules, in-context messages and memory statistics (reads only). An agent read
-    `with_memory_counts` brings its statistics' counts along; read at once before the snapshot, they are as
-    current as the rest."""
+    with its counts (`queries.agent_read(counts=True)`) brings its statistics' counts along; read at once before
+    the snapshot, they are as current as the rest."""
 
-    block_rows = queries.agent_blocks_read(agent_id=agent.pk)
-    tool_rows = queries.agent_tools_read(agent_id=agent.pk)
+    block_rows = agent_blocks(agent=agent)
+    tool_rows = agent_tools(agent=agent)
     cached = messages_cached(list(agent.message_ids or []))
     window = [cached[i] for i in agent.message_ids or [] if i in cached]
     in_context = len(window)
@@ -142,7 +122,7 @@ def agent_snapshot(*, agent: Agent) -> AgentSnapshot:
         window = window[1:]
     summary = window[0][0] if window and window[0][1] == "summary" else None
     body = window[1:] if summary else window
-    if hasattr(agent, "snapshot_max_seq"):  # read with the agent (with_memory_counts)
+    if hasattr(agent, "snapshot_max_seq"):  # read with the agent (queries.agent_read(counts=True))
         last = agent.snapshot_max_seq
     else:
         last = Message.objects.filter(agent_id=agent.id).order_by("-seq").values_list("seq", flat=True).first()

@@ -14,8 +14,7 @@ from functools import cache
 from django.db import connection
 
 from core.models import RUN_ACTIVE, Agent, AgentVersion, Message, Organization, Run
-from memory.models import AgentBlock, Block, Passage
-from tools.models import Tool
+from memory.models import Passage
 
 
 def _table(model) -> str:
@@ -30,14 +29,14 @@ def _column(model, name: str) -> str:
 def _agent_sql(*, counts: bool, max_seq: bool, version: bool, cancelled: bool, owned: bool, lock: bool) -> str:
     a, m, p, v, r = _table(Agent), _table(Message), _table(Passage), _table(AgentVersion), _table(Run)
     extra = []
-    if max_seq:  # as core.runs.persistence.agent_lock's
+    if max_seq:  # the highest message seq
         extra.append(f"(SELECT m.seq FROM {m} m WHERE m.agent_id = a.id ORDER BY m.seq DESC LIMIT 1) AS max_seq")
-    if counts:  # as core.agents.context.with_memory_counts
+    if counts:  # what the agent's snapshot shows: its highest message seq and its archival passages
         extra.append(
             f"(SELECT m.seq FROM {m} m WHERE m.agent_id = a.id ORDER BY m.seq DESC LIMIT 1) AS snapshot_max_seq"
         )
         extra.append(f"(SELECT COUNT(*) FROM {p} p WHERE p.agent_id = a.id) AS snapshot_archival")
-    if version:  # as core.agents.versions.with_current_version
+    if version:  # its latest version: a run's claim records it
         extra.append(
             f"(SELECT v.id FROM {v} v WHERE v.agent_id = a.id ORDER BY v.number DESC LIMIT 1) AS current_version_id"
         )
@@ -80,35 +79,6 @@ def agent_read(
     if agent is not None and cancelled_run_id is not None:
         agent.cancelled = bool(agent.cancelled)
     return agent
-
-
-@cache
-def _blocks_sql() -> str:
-    link = _table(AgentBlock)
-    return (
-        f"SELECT b.* FROM {_table(Block)} b JOIN {link} l ON l.{_column(AgentBlock, 'block')} = b.id "
-        f"WHERE l.{_column(AgentBlock, 'agent')} = %s ORDER BY l.position, l.id"
-    )
-
-
-def agent_blocks_read(*, agent_id: str) -> list[Block]:
-    """The agent's blocks in their display order (as memory.selectors.agent_blocks)."""
-    return list(Block.objects.raw(_blocks_sql(), [agent_id]))
-
-
-@cache
-def _tools_sql() -> str:
-    through = Tool.agents.through
-    link = _table(through)
-    return (
-        f"SELECT t.* FROM {_table(Tool)} t JOIN {link} l ON l.{_column(through, 'tool')} = t.id "
-        f"WHERE l.{_column(through, 'agent')} = %s ORDER BY t.name"
-    )
-
-
-def agent_tools_read(*, agent_id: str) -> list[Tool]:
-    """The agent's tools by name (as tools.selectors.agent_tools)."""
-    return list(Tool.objects.raw(_tools_sql(), [agent_id]))
 
 
 @cache

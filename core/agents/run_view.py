@@ -100,7 +100,7 @@ class Span:
     """A row of the waterfall: what ran, from when, for how long (ms from the run's creation), and what to open."""
 
     label: str
-    kind: str  # queue | prepare | model | tool | commit | wait | agent
+    kind: str  # queue | prepare | model | first_token | tool | sandbox | commit | wait | agent
     start_ms: float
     ms: float
     depth: int = 0
@@ -127,21 +127,11 @@ def _step_spans(loaded: LoadedRun, t0: datetime, depth: int, numbers: dict[str, 
         prepare = max(step.total_ms - step.model_ms - step.tools_ms, 0.0)
         if prepare >= 0.5:
             spans.append(Span(f"{name} · compile, store", "prepare", start, prepare, detail=_PREPARE, **ids))
-        usage = step.usage or {}
-        model = Span(f"{name} · model call", "model", start + prepare, step.model_ms, detail=step.model, **ids)
-        model.first_token_ms = usage.get("first_token_ms")
-        model.error = bool(step.error)
-        if step.error:
-            model.detail = f"{step.model} · {step.error[:120]}"
-        spans.append(model)
+        spans += _model_spans(step, name, start + prepare, ids)
         at = start + prepare + step.model_ms
         for tool in loaded.tools.get(step.id, []):
-            ret = tool.tool_return or {}
-            took = float(ret.get("duration_ms") or 0)
-            span = Span(tool.name, "tool", at, took, detail=f"sandbox {ret.get('sandbox') or '—'}", **ids)
-            span.error = ret.get("status") == "error"
-            spans.append(span)
-            at += took
+            spans += _tool_spans(tool, at, ids)
+            at += float((tool.tool_return or {}).get("duration_ms") or 0)
         following = loaded.steps[i + 1] if i + 1 < len(loaded.steps) else None
         commit_end = (
             _ms(t0, following.created_at) - following.total_ms
@@ -151,6 +141,33 @@ def _step_spans(loaded: LoadedRun, t0: datetime, depth: int, numbers: dict[str, 
         if commit_end - end >= 0.5:
             spans.append(Span(f"{name} · commit", "commit", end, commit_end - end, detail="stored, events sent", **ids))
     return spans
+
+
+def _model_spans(step: Step, name: str, start: float, ids: dict) -> list[Span]:
+    """The model call and, when it streamed, its wait for the first token (a child span, as exported)."""
+    model = Span(f"{name} · model call", "model", start, step.model_ms, detail=step.model, **ids)
+    model.error = bool(step.error)
+    if step.error:
+        model.detail = f"{step.model} · {step.error[:120]}"
+    first = (step.usage or {}).get("first_token_ms")
+    if first is None:
+        return [model]
+    model.first_token_ms = float(first)
+    inner = {**ids, "depth": ids["depth"] + 1}
+    return [model, Span("first token", "first_token", start, float(first), detail="time to first token", **inner)]
+
+
+def _tool_spans(tool: Message, start: float, ids: dict) -> list[Span]:
+    """A tool call and, when it ran in a sandbox it started, that start (a child span, as exported)."""
+    ret = tool.tool_return or {}
+    took = float(ret.get("duration_ms") or 0)
+    span = Span(tool.name, "tool", start, took, detail=f"sandbox {ret.get('sandbox') or '—'}", **ids)
+    span.error = ret.get("status") == "error"
+    if ret.get("sandbox_start_ms") is None:
+        return [span]
+    inner = {**ids, "depth": ids["depth"] + 1}
+    ready = float(ret["sandbox_start_ms"])
+    return [span, Span("sandbox start", "sandbox", start, ready, detail=ret.get("sandbox") or "", **inner)]
 
 
 def _sender_row(spans: list[Span], started_ms: float) -> int:

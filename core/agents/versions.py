@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Max, OuterRef, QuerySet, Subquery
+from django.db.models import Max, OuterRef, Subquery
 from django.utils import timezone
 
 from core.errors import Invalid, NotFound
@@ -205,15 +205,6 @@ def version_record(
             restored_from=restored_from,
             created_at=timezone.now(),
         )
-
-
-_LATEST = Subquery(AgentVersion.objects.filter(agent_id=OuterRef("pk")).order_by("-number").values("id")[:1])
-
-
-def with_current_version(agents: QuerySet[Agent]) -> QuerySet[Agent]:
-    """Agents annotated with `current_version_id`, the id of their latest version (None before the first), read with
-    the agent's row: a run's claim records it without another query."""
-    return agents.annotate(current_version_id=_LATEST)
 
 
 def version_current(*, agent: Agent) -> AgentVersion:

@@ -255,6 +255,7 @@ class LLMResult:
     model: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
     latency_ms: float = 0.0
+    first_token_ms: float | None = None  # streamed: when the first fragment came (a whole reply: unknown)
 
 
 def sends_thinking_blocks(model: str) -> bool:

@@ -165,7 +165,15 @@ def stream_result(
     whole completion) is the same as the whole call's. A stream whose provider reported no usage gets
     `estimate_usage(text, tool_calls)`. A stream that stops before the model said why it finished raises
     LLMError("stream_incomplete")."""
-    stream = _Stream(emit=on_delta or (lambda d: None))
+    first: list[float] = []
+    passed_on = on_delta or (lambda d: None)
+
+    def emit(delta: Delta) -> None:
+        if not first:
+            first.append((time.perf_counter() - started) * 1000)
+        passed_on(delta)
+
+    stream = _Stream(emit=emit)
     received = 0
     iterator = iter(chunks)
     while True:
@@ -214,6 +222,7 @@ def stream_result(
         model=stream.model,
         raw=raw,
         latency_ms=(time.perf_counter() - started) * 1000,
+        first_token_ms=first[0] if first else None,
     )
 
 

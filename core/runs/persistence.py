@@ -198,11 +198,14 @@ def step_record(
     return step
 
 
-def usage_dict(usage) -> dict:
+def usage_dict(usage, *, first_token_ms: float | None = None) -> dict:
+    """A step's usage as stored, with its model call's time to first token when it streamed (the IDE's timeline
+    draws it without a trace collector)."""
     return {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
         "reasoning_tokens": usage.reasoning_tokens,
         "cached_tokens": usage.cached_tokens,
+        **({"first_token_ms": round(first_token_ms, 3)} if first_token_ms is not None else {}),
     }

@@ -620,7 +620,7 @@ def _commit_step(
             heartbeats=snap.spec.heartbeats,
             finish_reason=result.finish_reason,
         )
-        usage = persistence.usage_dict(result.usage)
+        usage = persistence.usage_dict(result.usage, first_token_ms=result.first_token_ms)
         # Our own pre-call count beside the provider's, and the price (None: the model has no known price).
         usage.update(estimated_prompt_tokens=ctx.total_tokens, cost_usd=step_cost(snap.spec.model, usage))
         step = persistence.step_record(
@@ -721,7 +721,7 @@ def _pause(rs: _RunState, snap, ctx, step_id, message_id, request, result, parse
     with transaction.atomic(durable=True):
         agent = persistence.thread_lock(snap.agent)
         rs.steps += 1
-        usage = persistence.usage_dict(result.usage)
+        usage = persistence.usage_dict(result.usage, first_token_ms=result.first_token_ms)
         usage.update(estimated_prompt_tokens=ctx.total_tokens, cost_usd=step_cost(snap.spec.model, usage))
         step = persistence.step_record(
             run=rs.run,

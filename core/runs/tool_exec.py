@@ -49,6 +49,7 @@ class ToolOutcome:
     memory_edit: bool = False
     extra: dict = field(default_factory=dict)
     effect: Callable[[], object] | None = None  # the write to apply in the commit phase
+    sandbox_start_ms: float | None = None  # the part of duration_ms its sandbox took to start (None: no sandbox)
 
     def content(self, return_char_limit: int) -> str:
         """The tool message the model reads ({status, message, time}, truncated with a note)."""
@@ -61,6 +62,7 @@ class ToolOutcome:
             "stderr": self.stderr,
             "duration_ms": round(self.duration_ms, 3),
             "sandbox": self.sandbox,
+            **({"sandbox_start_ms": round(self.sandbox_start_ms, 3)} if self.sandbox_start_ms is not None else {}),
         }
 
 
@@ -221,7 +223,16 @@ def custom_run(call, tool, snap, step_id: str) -> ToolOutcome:
         if ok
         else loop.tool_error_text(call.name, result.error_message or result.tool_return, result.error_type or "Error")
     )
-    return ToolOutcome(ok, value, result.stdout, result.stderr, result.duration_ms, run.sandbox, tool_run=run)
+    return ToolOutcome(
+        ok,
+        value,
+        result.stdout,
+        result.stderr,
+        result.duration_ms,
+        run.sandbox,
+        tool_run=run,
+        sandbox_start_ms=result.start_ms,
+    )
 
 
 def mcp_run(call, tool, snap, step_id: str) -> ToolOutcome:

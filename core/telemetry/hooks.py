@@ -132,11 +132,22 @@ def step_identify(step_id: str) -> None:
         trace.get_current_span().set_attribute("agents_ide.step.id", step_id)
 
 
+def _phase(parent, name: str, start_ns: int, ms: float, attributes: dict) -> None:
+    """A finished child span of `parent` from `start_ns` lasting `ms` (the first part of a call, measured by it)."""
+    tracer = tracing.tracer()
+    if tracer is None or parent is None:
+        return
+    span = tracer.start_span(
+        name, context=trace.set_span_in_context(parent), start_time=start_ns, attributes=attributes
+    )
+    span.end(end_time=start_ns + round(ms * 1_000_000))
+
+
 class ModelCall:
     """What a model call's hook records once the reply is in (`done`)."""
 
-    def __init__(self, model: str, span):
-        self.model, self.span, self.outcome = model, span, "error"
+    def __init__(self, model: str, span, start_ns: int = 0):
+        self.model, self.span, self.outcome, self.start_ns = model, span, "error", start_ns
 
     def done(self, result):
         """Record the reply's usage and finish reason; returns it."""
@@ -155,6 +166,11 @@ class ModelCall:
                 attributes["gen_ai.response.model"] = result.model
             if (result.raw or {}).get("id"):
                 attributes["gen_ai.response.id"] = str(result.raw["id"])
+            if result.first_token_ms is not None:  # streamed: the wait for its first fragment, as a span of its own
+                attributes["agents_ide.llm.first_token_ms"] = round(result.first_token_ms, 3)
+                _phase(
+                    self.span, "first_token", self.start_ns, result.first_token_ms, {"gen_ai.operation.name": "chat"}
+                )
             if tracing.capture_content():
                 attributes["gen_ai.output.messages"] = _json(
                     [
@@ -182,7 +198,7 @@ def model_call(request: dict, *, api_base: str | None, stream: bool) -> Iterator
     GenAI attributes (messages only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)."""
     handle = str(request.get("model", ""))
     system, _, name = handle.partition("/")
-    started = time.perf_counter()
+    started, start_ns = time.perf_counter(), time.time_ns()
     tracer = tracing.tracer()
     span = None
     if tracer is not None:
@@ -200,8 +216,10 @@ def model_call(request: dict, *, api_base: str | None, stream: bool) -> Iterator
             attributes["server.address"] = api_base
         if tracing.capture_content():
             attributes["gen_ai.input.messages"] = _json(request.get("messages") or [])
-        span = tracer.start_span(f"chat {name or handle}", kind=SpanKind.CLIENT, attributes=attributes)
-    call = ModelCall(handle, span)
+        span = tracer.start_span(
+            f"chat {name or handle}", kind=SpanKind.CLIENT, attributes=attributes, start_time=start_ns
+        )
+    call = ModelCall(handle, span, start_ns)
     try:
         with trace.use_span(span, end_on_exit=True) if span is not None else nullcontext():
             try:
@@ -220,11 +238,11 @@ def model_call(request: dict, *, api_base: str | None, stream: bool) -> Iterator
 class ToolCall:
     """What a tool call's hook records once it ran (`done`)."""
 
-    def __init__(self, span):
-        self.span = span
+    def __init__(self, span, start_ns: int = 0):
+        self.span, self.start_ns = span, start_ns
 
     def done(self, outcome):
-        """Record the outcome (status, sandbox, duration, error); returns it."""
+        """Record the outcome (status, sandbox, duration, its sandbox's start, error); returns it."""
         status = "success" if outcome.ok else "error"
         metrics.TOOL_RUNS.labels(status, (outcome.sandbox or "unknown").split(":")[0]).inc()
         if self.span is not None:
@@ -235,6 +253,10 @@ class ToolCall:
                     "agents_ide.tool.status": status,
                 }
             )
+            if outcome.sandbox_start_ms is not None:  # starting the sandbox, before the tool's code ran
+                self.span.set_attribute("agents_ide.tool.sandbox_start_ms", round(outcome.sandbox_start_ms, 3))
+                attributes = {"agents_ide.tool.sandbox": outcome.sandbox or ""}
+                _phase(self.span, "sandbox_start", self.start_ns, outcome.sandbox_start_ms, attributes)
             if not outcome.ok:
                 self.span.set_attribute("error.type", "tool_error")
                 self.span.set_status(Status(StatusCode.ERROR, outcome.value[:500]))
@@ -249,8 +271,9 @@ def tool_call(name: str, call_id: str) -> Iterator[ToolCall]:
         yield ToolCall(None)
         return
     attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": call_id}
-    with tracer.start_as_current_span(f"execute_tool {name}", attributes=attributes) as span:
-        yield ToolCall(span)
+    start_ns = time.time_ns()
+    with tracer.start_as_current_span(f"execute_tool {name}", attributes=attributes, start_time=start_ns) as span:
+        yield ToolCall(span, start_ns)
 
 
 @contextmanager

@@ -1,5 +1,5 @@
-"""The hot statements in our own SQL (core.agents.queries) read and write what the ORM's querysets did, on SQLite
-and PostgreSQL: the same rows, counts, converted values and updated rows."""
+"""The hot statements in our own SQL (core.agents.queries, and the selectors written so) read and write what they
+say, on SQLite and PostgreSQL: the rows, counts, converted values and updated rows the ORM holds."""
 
 from datetime import timedelta
 
@@ -7,13 +7,14 @@ import pytest
 from django.utils import timezone
 
 from core.agents import queries
-from core.agents.context import with_memory_counts
-from core.agents.versions import with_current_version
-from core.models import Agent, Organization, Run, RunStatus
+from core.models import Agent, AgentVersion, Message, Organization, Run, RunStatus
 from core.runs.executor import run_submit
 from core.runs.request import RunRequest
+from memory.models import AgentBlock, Passage
 from memory.selectors import agent_blocks
+from memory.services import passage_insert
 from tests.factories import make_account, make_agent
+from tools.models import Tool
 from tools.selectors import agent_tools
 
 pytestmark = pytest.mark.django_db
@@ -27,16 +28,23 @@ def _send(agent, text="hi"):
     )
 
 
-def test_an_agent_read_matches_the_annotated_queryset(account):
+def test_an_agent_read_brings_its_row_counts_and_version(account):
     agent = make_agent(account.org, secrets={"TOKEN": "s3cret"}, tool_rules=[{"type": "exit_loop", "tool_name": "x"}])
-    expected = with_current_version(with_memory_counts(Agent.objects.filter(pk=agent.pk))).get()
+    for text in ("one", "two"):
+        passage_insert(agent=agent, text=text)
+    expected = Agent.objects.get(pk=agent.pk)
     got = queries.agent_read(agent_id=agent.id, owner_id=account.org.pk, counts=True, version=True)
     for name in ("message_ids", "secrets", "tool_rules", "model_settings", "created_at", "updated_at", "name"):
         assert getattr(got, name) == getattr(expected, name), name
-    assert (got.snapshot_max_seq, got.snapshot_archival) == (expected.snapshot_max_seq, expected.snapshot_archival)
-    assert got.snapshot_max_seq is not None  # the system message
-    assert got.current_version_id == expected.current_version_id
+    max_seq = Message.objects.filter(agent_id=agent.id).order_by("-seq").values_list("seq", flat=True).first()
+    assert max_seq is not None  # the system message
+    assert (got.snapshot_max_seq, got.snapshot_archival) == (max_seq, Passage.objects.filter(agent=agent).count())
+    assert got.snapshot_archival == 2
+    latest = AgentVersion.objects.filter(agent=agent).order_by("-number").values_list("id", flat=True).first()
+    assert latest is not None and got.current_version_id == latest
     assert got.secrets == {"TOKEN": "s3cret"}  # decrypted, as the field's converter does
+    fresh = queries.agent_read(agent_id=make_agent(account.org, name="fresh").id, counts=True)
+    assert fresh.snapshot_archival == 0
 
 
 def test_an_agent_read_is_scoped_to_its_owner(account):
@@ -55,11 +63,15 @@ def test_an_agent_read_says_whether_the_run_was_cancelled(account):
     assert queries.agent_read(agent_id=agent.id, cancelled_run_id=run.id).cancelled is True
 
 
-def test_blocks_and_tools_come_in_the_selectors_order(account):
-    agent = make_agent(account.org)
-    assert [b.pk for b in queries.agent_blocks_read(agent_id=agent.id)] == [b.pk for b in agent_blocks(agent=agent)]
-    assert [t.pk for t in queries.agent_tools_read(agent_id=agent.id)] == [t.pk for t in agent_tools(agent=agent)]
-    assert queries.agent_tools_read(agent_id=agent.id)  # the base tools: the comparison compared something
+def test_an_agents_blocks_come_in_display_order_and_its_tools_by_name(account):
+    agent = make_agent(account.org, name="a")
+    make_agent(account.org, name="b")  # another agent's blocks and tools are not read for `agent`
+    links = AgentBlock.objects.filter(agent=agent).order_by("position", "id").values_list("block_id", flat=True)
+    assert len(links) >= 2
+    assert [b.pk for b in agent_blocks(agent=agent)] == list(links)
+    names = sorted(Tool.objects.filter(agents=agent).values_list("name", flat=True))
+    assert names  # the base tools: the comparison compares something
+    assert [t.name for t in agent_tools(agent=agent)] == names
 
 
 def test_open_runs_are_the_active_and_waiting_ones(account):

@@ -67,6 +67,8 @@ class OTLPReceiver:
                             "trace_id": span.trace_id.hex(),
                             "span_id": span.span_id.hex(),
                             "parent": span.parent_span_id.hex(),
+                            "start_ns": span.start_time_unix_nano,
+                            "end_ns": span.end_time_unix_nano,
                             "attributes": _attributes(span.attributes),
                             "links": [
                                 {"trace_id": link.trace_id.hex(), "span_id": link.span_id.hex()} for link in span.links

@@ -184,3 +184,66 @@ def test_a_batch_the_collector_refuses_is_counted():
     provider.force_flush()
     provider.shutdown()
     assert _sample("export_failed") - before == 1
+
+
+COUNT_SOURCE = '''
+def count_rows(table: str) -> int:
+    """Count a table's rows.
+
+    Args:
+        table: The table's name.
+    """
+    return 42
+'''
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_streamed_calls_first_token_and_a_sandboxs_start_are_spans_stored_with_the_step(api, account, fake_llm, otlp):
+    import dataclasses
+
+    from core.agents.run_view import run_timeline
+    from core.models import Message
+    from tools.services import tool_attach, tool_create
+
+    agent = make_agent(account.org)
+    tool_attach(agent=agent, tool=tool_create(owner=account.org, source_code=COUNT_SOURCE))
+    fake_llm.script(  # the first fragment comes after 0.3 s, so its wait is at least that
+        dataclasses.replace(FakeLLM.tool("count_rows", {"table": "t"}, heartbeat=True), latency=0.3),
+        FakeLLM.tool("send_message", {"message": "42 rows"}),
+    )
+    response = api.post(f"/v1/agents/{agent.id}/messages/stream", {"input": "how many?", "stream_tokens": True})
+    assert b"".join(response).decode().endswith("data: [DONE]\n\n")
+    run = Run.objects.get(agent=agent)
+    spans = _trace(otlp, run.id)
+    first_step = Step.objects.filter(run=run).order_by("index").first()
+
+    calls = [s for s in spans if s["name"] == "chat fake-model"]
+    firsts = [s for s in spans if s["name"] == "first_token"]
+    assert sorted(f["parent"] for f in firsts) == sorted(c["span_id"] for c in calls)
+    [first] = [f for f in firsts if f["parent"] == _one_parent(spans, first_step.id, calls)["span_id"]]
+    call = next(c for c in calls if c["span_id"] == first["parent"])
+    ttft = first_step.usage["first_token_ms"]
+    assert ttft >= 300 and call["attributes"]["agents_ide.llm.first_token_ms"] == ttft
+    assert first["start_ns"] == call["start_ns"] and abs((first["end_ns"] - first["start_ns"]) / 1e6 - ttft) < 0.001
+
+    tool = _one(spans, "execute_tool count_rows")
+    start = _one(spans, "sandbox_start")
+    stored = Message.objects.get(step=first_step, role="tool").tool_return
+    assert start["parent"] == tool["span_id"] and start["start_ns"] == tool["start_ns"]
+    assert 0 < stored["sandbox_start_ms"] <= stored["duration_ms"]
+    assert tool["attributes"]["agents_ide.tool.sandbox_start_ms"] == stored["sandbox_start_ms"]
+    assert abs((start["end_ns"] - start["start_ns"]) / 1e6 - stored["sandbox_start_ms"]) < 0.001
+
+    # the IDE's timeline draws the same two spans from the stored step, each under the span it is part of
+    rows = [(s.kind, s.label, s.depth, round(s.ms, 3)) for s in run_timeline(run=run)["spans"]]
+    model_row = rows.index(("model", "step 1 · model call", 0, first_step.model_ms))
+    assert rows[model_row + 1] == ("first_token", "first token", 1, ttft)
+    tool_row = next(i for i, r in enumerate(rows) if r[:2] == ("tool", "count_rows"))
+    assert rows[tool_row + 1] == ("sandbox", "sandbox start", 1, stored["sandbox_start_ms"])
+
+
+def _one_parent(spans, step_id: str, calls):
+    """The model call span of the stored step `step_id`."""
+    [step] = [s for s in spans if s["attributes"].get("agents_ide.step.id") == step_id]
+    [call] = [c for c in calls if c["parent"] == step["span_id"]]
+    return call

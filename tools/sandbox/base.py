@@ -84,6 +84,9 @@ class SandboxResult:
     traceback: str | None = None
     duration_ms: float = 0.0
     backend: str = ""
+    # How long the sandbox took to be ready for the tool's code (validation, a venv, the process or VM), within
+    # duration_ms; None when it never got that far.
+    start_ms: float | None = None
     # Whether the run could use the network (a backend that cannot cut it off says True).
     network: bool = False
     # The agent snapshot as the tool left it (only when the tool declared `agent_state`), so the

@@ -21,6 +21,7 @@ from tools.sandbox.base import (
     SandboxError,
     SandboxRequest,
     SandboxResult,
+    elapsed_ms,
     error_result,
     result_from_runner,
     truncate_output,
@@ -70,7 +71,9 @@ class E2BSandbox(SandboxBackend):
         except SandboxError as exc:
             return error_result(backend=self.name, started=started, error_type="SandboxError", message=str(exc))
         try:
+            ready_ms = elapsed_ms(started)  # the VM is up; pip installs count as the tool's run
             result = self._run_in(sandbox, request, started)
+            result.start_ms = ready_ms
             result.network = True  # an E2B VM always has the internet (it cannot reach our local services)
             return result
         finally:

@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 
 from tools.sandbox import live
 from tools.sandbox.base import (
@@ -46,6 +47,7 @@ from tools.sandbox.base import (
     SandboxError,
     SandboxRequest,
     SandboxResult,
+    elapsed_ms,
     error_result,
     network_blocked_said,
     result_from_runner,
@@ -297,6 +299,7 @@ class LocalSandbox(SandboxBackend):
         self, request, spawned: Spawned, started, *, nproc, network, namespaced, tool_env=None
     ) -> SandboxResult:
         """Give the sandbox its payload, enforce wall time and output caps, and read its result."""
+        ready_ms = elapsed_ms(started)  # the process is up (or was taken warm): the rest is the tool's own run
         limits = request.limits
         payload = request.payload()
         payload["limits"] = {
@@ -329,7 +332,7 @@ class LocalSandbox(SandboxBackend):
             if namespaced:
                 # Killed already; waiting for the namespaces to be torn down needn't delay the result.
                 (REAPER.reap if io.result_complete else reap)(proc, lease)
-        return self._result(request, proc, io, started, network, namespaced)
+        return replace(self._result(request, proc, io, started, network, namespaced), start_ms=ready_ms)
 
     def _result(self, request, proc, io: Pump, started, network: bool, namespaced: bool) -> SandboxResult:
         stdout = truncate_output(io.data["stdout"], io.total["stdout"], request.limits.max_output_bytes)
