@@ -266,10 +266,10 @@ def run_inputs_delivered(*, run: Run) -> bool:
     return inputs.filter(step__isnull=False).exists()
 
 
-def agent_active_run_id(*, agent: Agent) -> str | None:
-    """The id of the agent's run in progress, if any."""
+def agent_active_run_id(*, agent: Agent, thread: str | None = None) -> str | None:
+    """The id of the run in progress in one of the agent's threads (its own by default: `thread` None), if any."""
     return (
-        Run.objects.filter(agent=agent, status__in=RUN_ACTIVE)
+        Run.objects.filter(agent=agent, conversation_id=thread, status__in=RUN_ACTIVE)
         .order_by("-created_at")
         .values_list("id", flat=True)
         .first()

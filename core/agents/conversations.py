@@ -3,7 +3,8 @@ beginning with a system message of its own, over the agent's shared memory block
 its runs see the agent through it (core.runs.persistence.thread_view). The agent's own thread is the `default`
 conversation and has no row. A conversation is deleted softly: its messages stay in the agent's recall memory.
 
-Runs of one agent still go one at a time, whichever thread they are in (a second is a 409 naming the first).
+Each thread takes one run at a time (a second send is Letta's 409 naming the first); the agent's threads run side by
+side, their steps' commits ordered by the agent's row lock, which every writer of its messages and windows holds.
 """
 
 from __future__ import annotations

@@ -82,16 +82,33 @@ def agent_read(
 
 
 @cache
-def _runs_open_sql() -> str:
+def _runs_open_sql(*, own: bool) -> str:
+    thread = "conversation_id IS NULL" if own else "conversation_id = %s"
     return (
-        f"SELECT * FROM {_table(Run)} WHERE agent_id = %s AND (status IN (%s, %s) OR waiting_until IS NOT NULL) "
-        "ORDER BY created_at LIMIT 50"
+        f"SELECT * FROM {_table(Run)} WHERE agent_id = %s AND {thread} "
+        "AND (status IN (%s, %s) OR waiting_until IS NOT NULL) ORDER BY created_at LIMIT 50"
     )
 
 
-def agent_runs_open(*, agent_id: str) -> list[Run]:
-    """The agent's run in progress and its runs that wait for an answer (one per thread at most), oldest first."""
-    return list(Run.objects.raw(_runs_open_sql(), [agent_id, *RUN_ACTIVE]))
+def thread_runs_open(*, agent_id: str, conversation_id: str | None) -> list[Run]:
+    """One thread's run in progress and its run that waits for an answer (the agent's own thread when
+    `conversation_id` is None), oldest first."""
+    thread = [] if conversation_id is None else [conversation_id]
+    return list(Run.objects.raw(_runs_open_sql(own=conversation_id is None), [agent_id, *thread, *RUN_ACTIVE]))
+
+
+@cache
+def _max_seq_sql() -> str:
+    return f"SELECT seq FROM {_table(Message)} WHERE agent_id = %s ORDER BY seq DESC LIMIT 1"
+
+
+def message_max_seq(*, agent_id: str) -> int:
+    """The agent's highest message seq (0 before its first message), read in a statement of its own: on PostgreSQL
+    it then sees every row committed before it began, such as those of a lock holder it waited for."""
+    with connection.cursor() as cursor:
+        cursor.execute(_max_seq_sql(), [agent_id])
+        found = cursor.fetchone()
+    return found[0] if found else 0
 
 
 def run_read(*, run_id: str) -> Run | None:

@@ -49,7 +49,14 @@ def _inputs(sender_id: str, message: str) -> list[dict]:
 
 
 def _caller_run(agent: Agent) -> Run | None:
-    return Run.objects.filter(agent_id=agent.id, status__in=RUN_ACTIVE).order_by("-created_at").first()
+    """The run whose step sends: the one in progress in the thread `agent` is seen from (each thread runs one run at
+    a time; the agent's other threads may be running too)."""
+    thread = getattr(agent, "thread", None)
+    return (
+        Run.objects.filter(agent_id=agent.id, conversation_id=thread, status__in=RUN_ACTIVE)
+        .order_by("-created_at")
+        .first()
+    )
 
 
 def _hop_check(agent: Agent, caller: Run | None, tool: str) -> int:

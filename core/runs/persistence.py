@@ -6,7 +6,7 @@ Every function that writes expects to run inside the step's transaction, with th
 
 from collections.abc import Collection, Iterable, Sequence
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from core import ids, mapping
 from core.agents import queries
@@ -59,8 +59,16 @@ def message_build(
 
 def agent_lock(agent_id: str) -> Agent:
     """The agent's row, locked for this transaction (PostgreSQL row lock; SQLite: IMMEDIATE transactions),
-    annotated with `max_seq`, its highest message seq (read under the lock, so it is authoritative)."""
-    agent = queries.agent_read(agent_id=agent_id, max_seq=True, lock=True)
+    annotated with `max_seq`, its highest message seq, read after the lock is held so it is authoritative: the
+    agent's threads run side by side and each step of each takes its seqs here. On SQLite one statement (nothing
+    writes under an IMMEDIATE transaction); on PostgreSQL (READ COMMITTED) a locking SELECT that waited for the lock
+    evaluates its subqueries in its snapshot from before the wait, so the seq is read by a statement of its own."""
+    if connection.vendor != "postgresql":
+        agent = queries.agent_read(agent_id=agent_id, max_seq=True)
+    else:
+        agent = queries.agent_read(agent_id=agent_id, lock=True)
+        if agent is not None:
+            agent.max_seq = queries.message_max_seq(agent_id=agent_id)
     if agent is None:
         raise Agent.DoesNotExist(f"Agent '{agent_id}' was deleted")
     return agent

@@ -208,29 +208,38 @@ def _claim_read(owner: Organization, agent_id: str) -> Agent:
     return found_or_404(agent, Agent, agent_id)
 
 
+def thread_busy_text(run_id: str) -> str:
+    """Letta's ConversationBusyError as its server renders it (letta/errors.py; the agent's own thread is locked
+    the same way, by the agent's id: routers/v1/conversations.py)."""
+    return (
+        f"CONFLICT: Cannot send a new message: Another request (run_id={run_id}) is currently being processed for "
+        "this conversation. Please wait for it to complete."
+    )
+
+
 @transaction.atomic(savepoint=False)  # inside its caller's transaction (executor): nothing catches in between
 def run_start(request: RunRequest, *, leased: bool = False) -> Run:
-    """Claim the agent for a new run of `request`, stored as `created` (row lock); Conflict if another run of the agent
-    is in progress — in any of its threads. A run whose lease lapsed (its process died) is failed here rather than
-    blocking the agent. With `request.conversation_id` the run continues that conversation of the agent (NotFound if
+    """Claim a thread of the agent for a new run of `request`, stored as `created` (the agent's row lock); Conflict
+    (Letta's ConversationBusyError) if another run is in progress in the same thread. The agent's threads — its own
+    and each conversation — run side by side, as Letta's do; their steps' commits take the agent's seqs in turn under
+    its row lock (`persistence.agent_lock`). A run whose lease lapsed (its process died) is failed here rather than
+    blocking the thread. With `request.conversation_id` the run continues that conversation of the agent (NotFound if
     it has none such) instead of the agent's own thread; `run.agent` is then seen from it (`persistence.thread_view`).
     A person's request gets the agent's model resolved onto it here, from the row just locked (NotConfigured when no
     provider serves it). `leased` stores the run already `running` under this process's lease (its caller executes
     it at once).
     """
     agent = _claim_read(request.owner, request.agent_id)
-    inputs = input_normalize(request.input_messages)  # bad input is refused before a busy agent is
+    inputs = input_normalize(request.input_messages)  # bad input is refused before a busy thread is
+    thread = request.conversation_id
     # A separate statement after the lock: on PostgreSQL (READ COMMITTED) it takes a fresh snapshot and so sees
     # a run another transaction committed while we waited; a subquery in the locking SELECT would not.
-    # The agent's run in progress and its runs that wait for an answer (one per thread at most), in one statement.
-    found = queries.agent_runs_open(agent_id=agent.pk)
+    # The thread's run in progress and its run that waits for an answer, in one statement.
+    found = queries.thread_runs_open(agent_id=agent.pk, conversation_id=thread)
     busy = next((r for r in found if r.status in RUN_ACTIVE), None)
     lost = queue.run_lost(busy) if busy is not None else ""
     if busy is not None and not lost:
-        raise Conflict(
-            f"Agent '{request.agent_id}' is busy with run '{busy.id}'; wait for it to finish or cancel it.",
-            detail={"run_id": busy.id},
-        )
+        raise Conflict(thread_busy_text(busy.id), detail={"run_id": busy.id})
     if busy is not None:
         queries.row_update(
             Run,
@@ -240,8 +249,7 @@ def run_start(request: RunRequest, *, leased: bool = False) -> Run:
             error=lost,
             completed_at=timezone.now(),
         )
-    thread = request.conversation_id
-    waiting = [r for r in found if r.waiting_until is not None and r.conversation_id == thread]
+    waiting = [r for r in found if r.waiting_until is not None]
     wait = waits.live(waiting[-1]) if waiting else None
     if waiting and wait is None:  # a wait past its time was ended just now: its denials took the next seqs
         agent.snapshot_max_seq = persistence.agent_lock(agent.pk).max_seq

@@ -134,7 +134,7 @@ def _ide_config(agent, thread: str | None = None) -> dict:
     return {
         "agentId": agent.id,
         "conversationId": thread or "",
-        "activeRunId": selectors.agent_active_run_id(agent=agent) or "",
+        "activeRunId": selectors.agent_active_run_id(agent=agent, thread=thread) or "",
         "contextUrl": in_thread("agent_context"),
         "stepUrl": url("agent_step", "STEP"),
         "toolsUrl": reverse("tools"),

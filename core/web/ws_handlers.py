@@ -3,7 +3,7 @@
 Client → server: {"type": "user_message", "text": "...", "max_steps"?: N}, {"type": "approval", "approvals": [...],
 "message_id": the approval request's message, "otid"?} (the answer to a run that waits: Letta's ApprovalCreate),
 {"type": "continue", "run_id": the waiting run, "step"?: bool, "stop"?: bool, "approvals"?: [...], "otid"?} (the
-debugger's Continue / Step / Stop: core.runs.executor.run_continue), {"type": "cancel"} (also ends a wait, denying its calls), {"type": "ping"}; a socket opened on one of the agent's
+debugger's Continue / Step / Stop: core.runs.executor.run_continue), {"type": "cancel"} (the run of the socket's thread; also ends its wait, denying its calls), {"type": "ping"}; a socket opened on one of the agent's
 conversations sends into that conversation.
 Server → client: Letta message dicts (as SSE sends them), run_status (with `waiting` when a run pauses),
 context_update, block_update and error_message (an answer or a continue refused because another tab or the API
@@ -11,10 +11,11 @@ answered first has detail.code ALREADY_ANSWERED); a Stop is answered with the en
 """
 
 from channels.db import database_sync_to_async
+from django.db.models import Q
 
 from core.accounts import Principal
 from core.errors import DomainError
-from core.models import Run
+from core.models import RUN_ACTIVE, Run
 from core.runs import executor
 from core.runs.request import RunRequest
 from core.runs.runner import run_cancel
@@ -34,8 +35,12 @@ def _submit(principal: Principal, agent_id: str, text: str, max_steps, otid: str
     return executor.run_submit(request)
 
 
-def _cancel(principal: Principal, agent_id: str) -> list[str]:
-    return run_cancel(owner=principal.org, agent_id=agent_id)
+def _cancel(principal: Principal, agent_id: str, thread: str | None) -> list[str]:
+    """Cancel the run of the socket's thread, or end its wait; the agent's other threads go on."""
+    active = Q(status__in=RUN_ACTIVE) | Q(waiting_until__isnull=False)
+    runs = Run.objects.filter(active, owner=principal.org, agent_id=agent_id, conversation_id=thread)
+    found = list(runs.values_list("id", flat=True))
+    return run_cancel(owner=principal.org, agent_id=agent_id, run_ids=found) if found else []
 
 
 async def _user_message(principal: Principal, agent_id: str, payload: dict, thread: str | None) -> dict | None:
@@ -137,8 +142,8 @@ async def handle_client_message(
     if kind == "continue":
         return await _continue(principal, agent_id, payload)
     if kind == "cancel":
-        ids = await database_sync_to_async(_cancel)(principal, agent_id)
+        ids = await database_sync_to_async(_cancel)(principal, agent_id, thread)
         if not ids:
-            return _error("Nothing to cancel: the agent is not running.")
+            return _error("Nothing to cancel: no run of this conversation is running.")
         return {"message_type": "cancel_requested", "run_ids": ids}
     return _error(f"Unknown message type: {kind!r}")

@@ -180,7 +180,7 @@ def test_the_first_answer_wins_and_the_second_is_told(api, agent, fake_llm):
     second = _continue(api, out["run_id"])
     assert first.status_code == 200
     assert second.status_code in (400, 409)
-    assert "not waiting" in second.json()["detail"] or "busy" in second.json()["detail"]
+    assert "not waiting" in second.json()["detail"] or "being processed" in second.json()["detail"]
     assert _ended(api, first.json()["id"])["stop_reason"] == "end_turn"
 
 

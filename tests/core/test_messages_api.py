@@ -239,7 +239,7 @@ def test_concurrent_sends_one_gets_409_and_nothing_interleaves(account, fake_llm
     until(lambda: fake_llm.chat_requests, timeout=30, what="the first run's model call")
     second = _send(ApiClient(account.token), agent, "second")
     first.join()
-    assert second.status_code == 409 and "busy" in second.json()["detail"]
+    assert second.status_code == 409 and "is currently being processed" in second.json()["detail"]
     assert statuses == [200]
     agent.refresh_from_db()
     rows = [Message.objects.get(pk=i) for i in agent.message_ids]

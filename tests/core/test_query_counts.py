@@ -10,10 +10,11 @@ from core.runs.runner import run_agent
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
 
-# On SQLite the claim's locking read also brings the agent's memory counts and current version; PostgreSQL reads
-# them after the lock, in a statement of their own (core.runs.runner._claim_read says why).
+# On SQLite the claim's locking read also brings the agent's memory counts and current version, and the step's lock
+# its highest message seq; PostgreSQL reads them after the lock, in statements of their own (a locking read that
+# waited sees its subqueries as before the wait: core.runs.runner._claim_read, core.runs.persistence.agent_lock).
 SQLITE = connection.vendor == "sqlite"
-STEP_QUERIES = 18 if SQLITE else 19  # one model call and its reply: the claim (which stores the input, so a crash
+STEP_QUERIES = 18 if SQLITE else 20  # one model call and its reply: the claim (which stores the input, so a crash
 # keeps it), load (the agent with its memory counts), compile, the step's transaction (which links the input to the
 # step, as Letta's step_id, and stores the run's end)
 CONTEXT_QUERIES = 5  # GET /v1/agents/{id}/context: auth, the agent with its memory counts, blocks, tools, and
@@ -72,7 +73,7 @@ def _send_twice(fake_llm, django_assert_max_num_queries, queries, send, check):
 # POST …/messages, which executes its run on the request's own thread: auth, the claim (lock with the agent's
 # memory counts and version, busy check, the agent's model, the run and its input), one step (blocks and tools beside
 # the claim's agent row, lock, step, messages, the input linked to the step, agent and the run's end), the reply
-SEND_REQUEST_QUERIES = 20 if SQLITE else 21
+SEND_REQUEST_QUERIES = 20 if SQLITE else 22
 
 
 @pytest.mark.django_db(transaction=True)  # a queued run would execute on a pool thread, which sees committed rows

@@ -84,7 +84,7 @@ async def test_bad_input_and_busy_agent_get_error_messages(account, fake_llm):
     await tab.send_json_to({"type": "user_message", "text": "second"})
     events = await events_until(tab, "run_status")
     busy = [e for e in events if e["message_type"] == "error_message"]
-    assert busy and "busy" in busy[0]["message"]
+    assert busy and "is currently being processed" in busy[0]["message"]
     await tab.send_json_to({"type": "ping"})
     assert (await tab.receive_json_from(timeout=5))["message_type"] == "pong"
     await tab.disconnect()

@@ -1,0 +1,113 @@
+"""Threads side by side (Letta locks per conversation): runs of one agent in different threads — its own and each
+conversation — run at once, each thread one run at a time (a second send to a busy thread is Letta's 409); the
+agent's message sequence is shared, each step taking its seqs under the agent's row lock. Run on SQLite and on
+PostgreSQL (DATABASE_URL), where a seq read in the snapshot from before the lock wait gave duplicates once."""
+
+import threading
+
+import pytest
+from django.db import connection
+
+from core.agents.conversations import conversation_create
+from core.models import Agent, Conversation, Message, Run
+from core.runs import executor
+from core.runs.request import RunRequest
+from tests.factories import make_agent
+from tests.fake_llm import FakeLLM
+from tests.helpers import until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+THREADS, SENDS = 8, 10
+BUSY = "CONFLICT: Cannot send a new message: Another request (run_id={}) is currently being processed for this conversation."
+
+
+def _send(account, agent, text: str, thread: str | None) -> Run:
+    inputs = [{"role": "user", "content": text}]
+    request = RunRequest(owner=account.org, agent_id=agent.id, input_messages=inputs, conversation_id=thread)
+    return executor.run_call(request)
+
+
+def _overlap(runs: list[Run]) -> int:
+    """The most runs that were running at one moment (from their stored start and end)."""
+    edges = sorted([(r.started_at, 1) for r in runs] + [(r.completed_at, -1) for r in runs], key=lambda e: (e[0], e[1]))
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
+
+
+def test_eight_threads_send_ten_messages_each_to_one_agent(account, fake_llm):
+    agent = make_agent(account.org)
+    threads = [conversation_create(agent=agent).id for _ in range(THREADS - 1)] + [None]  # and the agent's own
+    fake_llm.latency = 0.05  # every model call: the threads' runs are in flight together
+    errors: list[BaseException] = []
+    start = threading.Barrier(THREADS)
+
+    def worker(i: int, thread: str | None) -> None:
+        try:
+            start.wait(30)
+            for j in range(SENDS):
+                run = _send(account, agent, f"thread {i} message {j}", thread)
+                assert run.status == "completed", (run.id, run.status, run.error)
+        except BaseException as exc:  # noqa: BLE001 - raised on the test's thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=worker, args=(i, t)) for i, t in enumerate(threads)]
+    [w.start() for w in workers]
+    [w.join(300) for w in workers]
+    assert not errors, errors[:3]
+    assert not any(w.is_alive() for w in workers)
+
+    runs = list(Run.objects.filter(agent=agent).order_by("created_at"))
+    assert len(runs) == THREADS * SENDS and {r.status for r in runs} == {"completed"}
+    assert _overlap(runs) > 1  # side by side, not one at a time
+    # One sequence for the agent, whichever thread wrote: no seq twice, none skipped (the agent's first system message is seq 0).
+    seqs = list(Message.objects.filter(agent=agent).order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    for i, thread in enumerate(threads):
+        mine = Message.objects.filter(agent=agent, conversation_id=thread).order_by("seq")
+        said = [m.text for m in mine.filter(role="user")]
+        assert said == [f"thread {i} message {j}" for j in range(SENDS)]  # none lost, none doubled, in order
+        window = (
+            Agent.objects.get(pk=agent.pk).message_ids
+            if thread is None
+            else Conversation.objects.get(pk=thread).message_ids
+        )
+        in_window = Message.objects.filter(pk__in=window)
+        assert in_window.filter(role="user").count() == SENDS and in_window.filter(role="assistant").count() == SENDS
+        assert not in_window.exclude(conversation_id=thread).exists()  # each window holds its own thread only
+
+
+def test_a_busy_thread_refuses_a_second_send_while_the_agents_other_threads_go_on(api, account, fake_llm):
+    agent = make_agent(account.org)
+    first, second = conversation_create(agent=agent).id, conversation_create(agent=agent).id
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "slow reply"}, latency=4.0))
+    inputs = [{"role": "user", "content": "take your time"}]
+    slow = executor.run_submit(
+        RunRequest(owner=account.org, agent_id=agent.id, input_messages=inputs, conversation_id=first)
+    )
+    until(lambda: fake_llm.in_flight >= 1, what="the slow model call")
+    body = {"messages": [{"role": "user", "content": "hello again"}], "streaming": False}
+
+    refused = api.post(f"/v1/conversations/{first}/messages", body)
+    assert refused.status_code == 409
+    assert refused.json()["detail"].startswith(BUSY.format(slow.id)) and refused.json()["errors"]["run_id"] == slow.id
+
+    other = api.post(f"/v1/conversations/{second}/messages", body)
+    assert other.status_code == 200, other.content
+    own = api.post(f"/v1/agents/{agent.id}/messages", {"messages": body["messages"]})
+    assert own.status_code == 200, own.content
+    # agent-wide operations still wait for every thread of the agent
+    assert api.patch(f"/v1/agents/{agent.id}/reset-messages", {}).status_code == 409
+    assert api.post(f"/v1/agents/{agent.id}/summarize", {}).status_code == 409
+    assert Run.objects.get(pk=slow.pk).status in ("created", "running")  # all that happened while it ran
+
+    assert executor.run_wait(run=slow, timeout=60).status == "completed"
+    again = api.post(f"/v1/conversations/{first}/messages", body)
+    assert again.status_code == 200, again.content
+    seqs = list(Message.objects.filter(agent=agent).order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
