@@ -58,7 +58,7 @@ class Timed:
 
 
 def bench(cases: int, with_judge: bool) -> dict:
-    from core.evals import datasets, experiments
+    from core.evals import datasets, experiments, runner
     from core.llm import client as llm
     from core.models import CaseResult, Step
     from tests.factories import make_account, make_agent
@@ -78,9 +78,9 @@ def bench(cases: int, with_judge: bool) -> dict:
         graders.append({"name": "quality", "kind": "rubric", "model": "openai/judge", "prompt": "Judge {submission}"})
     dataset = datasets.dataset_create(owner=account.org, name="bench", graders=graders)
     datasets.cases_add(dataset=dataset, cases=[{"turns": [f"hello {i}"]} for i in range(cases + 3)])
-    copy = experiments._case_copy = Timed(experiments._case_copy)
-    judge = experiments.rubric_grade = Timed(experiments.rubric_grade)
-    turns = experiments.agent_tests.turns_run = Timed(experiments.agent_tests.turns_run)
+    copy = runner.case_copy = Timed(runner.case_copy)
+    judge = runner.rubric_grade = Timed(runner.rubric_grade)
+    turns = runner.turns_run = Timed(runner.turns_run)
     experiment = experiments.experiment_start(
         owner=account.org, dataset=dataset, agent=agent, concurrency=1, queued=False
     )

@@ -385,6 +385,10 @@ class Dataset(models.Model):
     # Letta Evals' gate: {metric_key, metric: avg_score|accuracy, op: gt|gte|lt|lte|eq, value}; empty: no gate.
     gate = JSONField(default=dict, blank=True)
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="datasets")
+    # Set on the dataset holding an agent's own tests (core.runs.agent_tests): they go with the agent.
+    tests_of = models.OneToOneField(
+        Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="tests_dataset"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -403,7 +407,8 @@ class EvalCase(models.Model):
     ground_truth = JSONField(null=True, blank=True)  # a string, or one per turn (Letta Evals' per-turn grading)
     rubric_vars = JSONField(default=dict, blank=True)
     graders = JSONField(default=list, blank=True)  # in addition to the dataset's (an agent test's expectations)
-    # Where the case starts: {"agent_id", "version"} (an agent at a version) or nothing (the experiment's target).
+    # Where the case starts: {"agent_id", "version"} (an agent at a version), {"step_id", "before"} (a fork of the
+    # agent at one of its steps, as an agent test may start) or nothing (the experiment's target as it is).
     start = JSONField(default=dict, blank=True)
     agent_file = StorableJSONField(null=True, blank=True)  # or an agent file, imported fresh for every run
     created_at = models.DateTimeField(auto_now_add=True)

@@ -1,6 +1,6 @@
 """Eval graders, pure: what is extracted from a case's run and how it is scored (Letta Evals' extractor → grader).
 
-`observed` is the plain data an agent test gathers after its turns ran (core.runs.agent_tests.observed_gather), so a
+`observed` is the plain data an agent test gathers after its turns ran (core.evals.runner.observed_gather), so a
 deterministic grader is an agent test's expectation: `tool_calls`, `memory_block`, `stop_reason`, `max_tokens` and
 `max_cost` are checked by core.engine.expectations itself, and an `expect` grader takes a whole agent test's spec.
 Text graders (`exact`, `contains`, `regex`, `json_path`) compare an extractor's output with a value or the case's
@@ -46,9 +46,10 @@ class Grade:
     passed: bool | None
     reason: str
     error: str = ""
+    failures: tuple = ()  # a deterministic grader's failed expectations (core.engine.expectations), each with its step
 
     def as_dict(self) -> dict:
-        return {
+        out = {
             "grader": self.grader,
             "kind": self.kind,
             "score": self.score,
@@ -56,6 +57,7 @@ class Grade:
             "reason": self.reason,
             "error": self.error,
         }
+        return out | ({"failures": list(self.failures)} if self.failures else {})
 
 
 class JudgeAnswerError(ValueError):
@@ -174,7 +176,8 @@ def grade_deterministic(name: str, spec: dict, observed: dict, ground_truth=None
         if total > spec["total"]:
             failures = [{"expectation": "tokens at most", "expected": spec["total"], "actual": total}]
     if failures:
-        return Grade(name, spec["kind"], 0.0, False, "; ".join(_failure_text(f) for f in failures))
+        reason = "; ".join(_failure_text(f) for f in failures)
+        return Grade(name, spec["kind"], 0.0, False, reason, failures=tuple(failures))
     return Grade(name, spec["kind"], 1.0, True, "every expectation held")
 
 

@@ -1,14 +1,11 @@
 """Experiments: a dataset run against a target in the background, each case on a fresh throwaway agent, graded.
 
-The agent under edit is never changed: every case starts from a copy of it (at a version, with the experiment's
-model and prompt or block overrides), from another agent named by the case, or from the case's agent file imported
-anew. The copy is kept, marked `eval_copy` in its metadata, so each case's runs open in the debugger; deleting the
-experiment deletes them. The turns go through the run executor like any message (core.runs.agent_tests.turns_run);
-what happened is gathered as the agent tests gather it and graded by core.engine.graders and core.evals.judge.
+The agent under edit is never changed: every case runs through core.evals.runner (the runner of agent tests too) on
+a copy of its starting state with the experiment's model and prompt or block overrides. The copy is kept, marked
+`eval_copy` in its metadata, so each case's runs open in the debugger; deleting the experiment deletes them.
 """
 
 import logging
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 from django.db import close_old_connections, connections, transaction
@@ -17,17 +14,12 @@ from django.utils import timezone
 from django_tasks import task
 
 from core.agents import versions
-from core.agents.agentfile.importer import agentfile_import
-from core.agents.agentfile.parse import parse_agent_file
-from core.agents.services import agent_delete, agent_update
+from core.agents.services import agent_delete
 from core.engine import graders as g
 from core.errors import Invalid, NotFound
-from core.evals import aggregate
-from core.evals.judge import rubric_grade
-from core.models import Agent, CaseResult, Dataset, EvalCase, Experiment, Organization, RunStatus, Step
-from core.runs import agent_tests, executor, timetravel
-from memory.models import Block
-from memory.services import block_update
+from core.evals import aggregate, runner
+from core.models import Agent, CaseResult, Dataset, Experiment, Organization, Step
+from core.runs import executor
 
 log = logging.getLogger(__name__)
 COPY_KEY = "eval_copy"
@@ -142,105 +134,37 @@ def dataset_delete(*, dataset: Dataset) -> None:
 # --------------------------------------------------------------------------- one case
 
 
-def _version_apply(copy: Agent, source: Agent, number: int) -> None:
-    """Give the copy the source's definition and block values at version `number`; tools stay as they are now,
-    since restoring a tool's code would change it for every agent using it."""
-    version = versions.version_get(agent=source, number=number)
-    d = version.definition
-    changes = {k: d[k] for k in versions.FIELDS if k in d and k not in ("name", "agent_type")}
-    with versions.recording_paused():
-        agent_update(agent=copy, changes=changes)
-    _blocks_set(copy, {b["label"]: b["value"] for b in version.blocks})
-
-
-def _blocks_set(copy: Agent, values: dict) -> None:
-    for block in Block.objects.filter(agentblock__agent=copy, label__in=list(values)):
-        if block.value != values[block.label]:
-            block_update(block=block, changes={"value": values[block.label]})
-
-
-def _case_copy(experiment: Experiment, case: EvalCase) -> Agent:
-    """A fresh agent for the case: its agent file imported, or a copy of its start (else the experiment's agent)
-    at the version asked, with the experiment's model and overrides."""
-    marker = {COPY_KEY: {"experiment_id": experiment.id, "case_id": case.id}}
-    if case.agent_file is not None:
-        imported = agentfile_import(owner=experiment.owner, parsed=parse_agent_file(case.agent_file))
-        copy = Agent.objects.get(pk=imported.agent_ids[0])
-        Agent.objects.filter(pk=copy.pk).update(metadata={**(copy.metadata or {}), **marker})
-    else:
-        start = case.start or {}
-        source = Agent.objects.filter(owner=experiment.owner, id=start.get("agent_id")).first() or experiment.agent
-        if source is None:
-            raise Invalid("The case's starting agent no longer exists.")
-        meta = {k: v for k, v in (source.metadata or {}).items() if k != agent_tests.METADATA_KEY}
-        copy = timetravel.agent_copy(
-            agent=source, name=f"{source.name} · eval {case.name[:60]}", metadata={**meta, **marker}
-        )
-        number = start.get("version") if start else experiment.agent_version
-        if number is not None:
-            _version_apply(copy, source, number)
-    copy = Agent.objects.get(pk=copy.pk)
-    changes = {}
-    if experiment.model:
-        changes["model"] = experiment.model
-    if "system" in experiment.overrides:
-        changes["system"] = experiment.overrides["system"]
-    if changes:
-        with versions.recording_paused():
-            agent_update(agent=copy, changes=changes)
-    _blocks_set(copy, experiment.overrides.get("blocks") or {})
-    return Agent.objects.get(pk=copy.pk)
-
-
-def case_grade(*, owner: Organization, specs: list[dict], case: dict, observed: dict) -> tuple[list[dict], dict]:
-    """Every grader's verdict on one case (rubric graders call their judge); returns the grades and the judges'
-    usage summed."""
-    grades, judged = [], {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
-    for i, spec in enumerate(specs):
-        name = g.grader_name(spec, i)
-        try:
-            if spec["kind"] == "rubric":
-                grade, usage = rubric_grade(
-                    owner=owner, name=name, spec=spec, case=case, submission=g.extract(spec, observed)
-                )
-                for key in judged:
-                    judged[key] = None if judged[key] is None or usage[key] is None else judged[key] + usage[key]
-            else:
-                grade = g.grade_deterministic(name, spec, observed, case.get("ground_truth"))
-        except (KeyError, ValueError, TypeError) as exc:
-            grade = g.Grade(name, spec.get("kind", "?"), None, None, "", error=f"{type(exc).__name__}: {exc}")
-        grades.append(grade.as_dict())
-    return grades, judged
-
-
 def _case_body(experiment: Experiment, result: CaseResult) -> dict:
-    """Run and grade one case; returns the result's fields."""
+    """Run and grade one case (core.evals.runner); returns the result's fields."""
     case = result.case
     if case is None:
         return {"status": "error", "error": "the case was deleted"}
-    copy = _case_copy(experiment, case)
-    CaseResult.objects.filter(pk=result.pk).update(status="running", copy_agent_id=copy.id)
-    started = time.perf_counter()
-    runs = agent_tests.turns_run(owner=experiment.owner, agent=copy, turns=case.turns)
-    latency = round((time.perf_counter() - started) * 1000, 1)
-    observed = agent_tests.observed_gather(copy, runs)
-    case_data = {"turns": case.turns, "ground_truth": case.ground_truth, "rubric_vars": case.rubric_vars}
+    target = runner.Target(
+        agent=experiment.agent, version=experiment.agent_version, model=experiment.model, overrides=experiment.overrides
+    )
+    done = runner.case_run(
+        owner=experiment.owner,
+        case=case,
+        target=target,
+        graders=experiment.graders,
+        marker={COPY_KEY: {"experiment_id": experiment.id, "case_id": case.id}},
+        label="eval",
+        on_copy=lambda copy: CaseResult.objects.filter(pk=result.pk).update(status="running", copy_agent_id=copy.id),
+    )
+    observed, scores, failed_run = done.observed, done.grades, done.failed_run
     specs = experiment.graders + (case.graders or [])
-    scores, _judged = case_grade(owner=experiment.owner, specs=specs, case=case_data, observed=observed)
-    failed_run = next((r for r in runs if r.status != RunStatus.COMPLETED), None)
-    tokens = observed["tokens"]
     return {
         "status": "done",
-        "run_ids": [r.id for r in runs],
+        "run_ids": [r.id for r in done.runs],
         "output": g.extract(specs[0], observed) if specs else (observed["reply"] or ""),
         "replies": observed["replies"],
         "scores": scores,
         "score": aggregate.case_score(scores, experiment.gate),
         "passed": aggregate.case_passed(scores, experiment.gate) and failed_run is None,
-        "prompt_tokens": tokens["prompt"],
-        "completion_tokens": tokens["completion"],
+        "prompt_tokens": observed["tokens"]["prompt"],
+        "completion_tokens": observed["tokens"]["completion"],
         "cost_usd": observed["cost_usd"],
-        "latency_ms": latency,
+        "latency_ms": done.latency_ms,
         "error": f"run {failed_run.status}: {failed_run.error or failed_run.stop_reason}" if failed_run else "",
     }
 

@@ -1,61 +1,94 @@
 """Agent regression tests: pinned behaviour, run on throwaway copies of the agent.
 
-A test lives in its agent's metadata (`agent_tests`), so it travels in `.af` exports and is restored on
-import. Running tests never touches the agent: each test gets a copy (the agent as it is now, or a fork at a
-step), its turns go through the run executor like any message, what happened is gathered as plain data and
-checked by the pure expectations (core.engine.expectations); the copy is deleted unless kept.
+A test is a case (core.models.EvalCase) of the agent's own tests dataset (Dataset.tests_of), its expectations the
+case's `expect` grader: one model of a case and its graders serves tests and evals, and an agent's tests can be run
+as an experiment like any dataset. A test travels in `.af` exports under the agent's metadata (`agent_tests`) and
+becomes a case again on import. Running a test is the one-case run of core.evals.runner: a copy of the agent as it
+is now (or a fork at a step), every turn through the run executor, what happened checked by the pure expectations
+(core.engine.expectations); the copy is deleted unless kept.
 """
 
-import json
 import logging
 import time
 
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 from django_tasks import task
 
-from core import ids
 from core.agents import versions
 from core.agents.messages import messages_to_letta
 from core.agents.services import agent_delete
 from core.engine import expectations
 from core.errors import Invalid, NotFound
+from core.evals import runner
 from core.events import agent_group, send_event
-from core.models import Agent, AgentTestRun, Message, Organization, Run, RunStatus, Step
-from core.runs import executor, timetravel
-from core.runs.request import RunRequest
-from memory.models import BlockHistory, Passage
-from memory.selectors import agent_blocks
+from core.models import Agent, AgentTestRun, Dataset, EvalCase, Message, Organization, Run, Step
+from core.runs import executor
 
 log = logging.getLogger(__name__)
 METADATA_KEY = "agent_tests"
 MAX_TURNS = 20
 
 
-def _stored(agent: Agent) -> list:
-    stored = (agent.metadata or {}).get(METADATA_KEY)
-    return stored if isinstance(stored, list) else []
-
-
-def _listable(test) -> bool:
-    """Whether a stored test has the shape every reader relies on: metadata is also written by agent updates and
-    agent-file imports, which do not check what is under METADATA_KEY."""
+def _readable(test) -> bool:
+    """Whether a test from outside (an agent file's metadata) has the shape every reader relies on."""
     start = test.get("start") if isinstance(test, dict) else None
     return (
         isinstance(test, dict)
-        and isinstance(test.get("id"), str)
+        and isinstance(test.get("id"), str | None)
         and isinstance(test.get("name"), str)
         and isinstance(test.get("turns"), list)
         and all(isinstance(t, str) for t in test["turns"])
         and isinstance(test.get("expect"), dict)
-        and isinstance(start, dict)
-        and isinstance(start.get("step_id"), str | None)
+        and isinstance(start, dict | None)
+        and isinstance((start or {}).get("step_id"), str | None)
     )
 
 
+def _expect_of(case: EvalCase) -> dict | None:
+    return next((s["expect"] for s in case.graders or [] if isinstance(s, dict) and s.get("kind") == "expect"), None)
+
+
+def case_to_test(case: EvalCase) -> dict:
+    """A case of an agent's tests dataset in the shape of a test (the API's, the IDE's and the agent file's)."""
+    start = case.start or {}
+    return {
+        "id": case.id,
+        "name": case.name,
+        "turns": case.turns,
+        "expect": _expect_of(case),
+        "start": {"step_id": start.get("step_id"), "before": bool(start.get("before"))},
+    }
+
+
+def _cases(agent: Agent):
+    return EvalCase.objects.filter(dataset__tests_of=agent).order_by("position", "created_at")
+
+
 def tests_list(*, agent: Agent) -> list[dict]:
-    """The agent's tests (a stored entry of another shape is left out)."""
-    return [t for t in _stored(agent) if _listable(t)]
+    """The agent's tests: the cases of its tests dataset that carry expectations."""
+    return [case_to_test(c) for c in _cases(agent) if _expect_of(c) is not None]
+
+
+def _tests_dataset(agent: Agent) -> Dataset:
+    """The agent's tests dataset, made on first use. Caller holds the agent's row lock."""
+    found = Dataset.objects.filter(tests_of=agent).first()
+    if found is None:
+        found = Dataset.objects.create(
+            owner_id=agent.owner_id, name=f"Tests · {agent.name}"[:200], agent=agent, tests_of=agent
+        )
+    return found
+
+
+def _case_fields(clean: dict) -> dict:
+    step_id = clean["start"]["step_id"]
+    return {
+        "name": clean["name"],
+        "turns": clean["turns"],
+        "graders": [{"name": "expectations", "kind": "expect", "expect": clean["expect"]}],
+        "start": {"step_id": step_id, "before": clean["start"]["before"]} if step_id else {},
+    }
 
 
 def _locked(agent: Agent) -> Agent:
@@ -93,7 +126,7 @@ def _clean(test: dict) -> dict:
     if test.get("id") is not None and not isinstance(test["id"], str):
         raise Invalid("A test's id is a string.")
     return {
-        "id": test.get("id") or ids.new_id("test"),
+        "id": test.get("id"),
         "name": name[:200],
         "turns": turns,
         "expect": expect,
@@ -101,22 +134,47 @@ def _clean(test: dict) -> dict:
     }
 
 
-def _is(test, test_id: str) -> bool:
-    return isinstance(test, dict) and test.get("id") == test_id
-
-
 @transaction.atomic
 def test_save(*, agent: Agent, test: dict) -> dict:
-    """Add a test to the agent, or replace the one with the same id; returns it (validated). Locks the agent's row;
-    NotFound if the agent is gone."""
+    """Add a test to the agent (a case of its tests dataset), or replace the one with the same id; returns it
+    (validated). Locks the agent's row; NotFound if the agent is gone."""
     clean = _clean(test)
     agent = _locked(agent)
     if clean["start"]["step_id"] and not Step.objects.filter(agent=agent, id=clean["start"]["step_id"]).exists():
         raise Invalid(f"Step '{clean['start']['step_id']}' is not one of this agent's steps.")
-    kept = [t for t in _stored(agent) if not _is(t, clean["id"])]
-    agent.metadata = {**(agent.metadata or {}), METADATA_KEY: kept + [clean]}
-    agent.save(update_fields=["metadata", "updated_at"])
-    return clean
+    dataset = _tests_dataset(agent)
+    fields = _case_fields(clean)
+    if clean["id"] and dataset.cases.filter(id=clean["id"]).update(**fields):
+        return case_to_test(dataset.cases.get(id=clean["id"]))
+    if clean["id"] and EvalCase.objects.filter(id=clean["id"]).exists():
+        raise Invalid(f"Test id '{clean['id']}' is taken by another agent's test or case.")
+    last = dataset.cases.aggregate(m=Max("position"))["m"]
+    case = EvalCase.objects.create(
+        **({"id": clean["id"]} if clean["id"] else {}),
+        dataset=dataset,
+        position=0 if last is None else last + 1,
+        **fields,
+    )
+    return case_to_test(case)
+
+
+@transaction.atomic
+def tests_adopt(*, agent: Agent, tests) -> int:
+    """Give a new agent the tests an agent file carried (new ids, as everything imported gets); returns how many
+    could not be read and were left out. Locks the agent's row."""
+    readable = [t for t in tests if _readable(t)] if isinstance(tests, list) else []
+    kept = []
+    for test in readable:
+        try:
+            kept.append(_clean({**test, "id": None}))
+        except Invalid:
+            continue
+    if kept:
+        dataset = _tests_dataset(_locked(agent))
+        EvalCase.objects.bulk_create(
+            EvalCase(dataset=dataset, position=i, **_case_fields(clean)) for i, clean in enumerate(kept)
+        )
+    return (len(tests) if isinstance(tests, list) else 1) - len(kept)
 
 
 @transaction.atomic
@@ -124,11 +182,8 @@ def test_delete(*, agent: Agent, test_id: str) -> list[dict]:
     """Delete one of the agent's tests; returns the tests left. Locks the agent's row; NotFound if the agent or the
     test is gone."""
     agent = _locked(agent)
-    stored = _stored(agent)
-    if not any(_is(t, test_id) for t in stored):
+    if not _cases(agent).filter(id=test_id).delete()[0]:
         raise NotFound(f"Test '{test_id}' not found")
-    agent.metadata = {**agent.metadata, METADATA_KEY: [t for t in stored if not _is(t, test_id)]}
-    agent.save(update_fields=["metadata", "updated_at"])
     return tests_list(agent=agent)
 
 
@@ -179,139 +234,9 @@ def tests_start(
 # --------------------------------------------------------------------------- running
 
 
-def observed_gather(copy: Agent, runs: list[Run]) -> dict:
-    """What happened on the copy, as plain data for the expectations and the eval graders (core.engine.graders)."""
-
-    run_ids = [r.id for r in runs]
-    rows = list(Message.objects.filter(run_id__in=run_ids).order_by("seq"))
-    calls = [
-        {"name": c.get("name"), "arguments": expectations_args(c.get("arguments")), "step_id": m.step_id}
-        for m in rows
-        if m.role == "assistant"
-        for c in m.tool_calls or []
-    ]
-    letta = [
-        (e, m.run_id)
-        for m in rows
-        if m.role == "assistant"
-        for e in messages_to_letta([m])
-        if e["message_type"] == "assistant_message"
-    ]
-    replies = [(e.get("content"), e.get("step_id")) for e, _ in letta]
-    steps = list(Step.objects.filter(run_id__in=run_ids, kind="agent").order_by("created_at"))
-    costs = [s.usage.get("cost_usd") for s in steps]
-    blocks = agent_blocks(agent=copy)
-    block_steps = {
-        h.block.label: h.step_id
-        for h in BlockHistory.objects.filter(block__in=blocks, step_id__in=[s.id for s in steps])
-        .select_related("block")
-        .order_by("version")
-    }
-    asked = [
-        (c.get("name"), m.step_id)
-        for m in rows
-        if m.role == "assistant"
-        for c in m.tool_calls or []
-        if c.get("id") in ((m.tool_return or {}).get("waiting") or {})
-    ]
-    arguments = {c.get("id"): c.get("arguments") for m in rows if m.role == "assistant" for c in m.tool_calls or []}
-    return {
-        "approval_requests": [name for name, _ in asked],
-        "approval_step_id": asked[0][1] if asked else None,
-        "tool_calls": calls,
-        "reply": replies[-1][0] if replies else None,
-        "reply_step_id": replies[-1][1] if replies else None,
-        "replies": [text or "" for text, _ in replies],
-        "turn_replies": [[e.get("content") or "" for e, run_id in letta if run_id == r] for r in run_ids],
-        "tool_returns": [
-            {"name": m.name, "output": m.body or m.text, "arguments": expectations_args(arguments.get(m.tool_call_id))}
-            for m in rows
-            if m.role == "tool"
-        ],
-        "blocks": {b.label: b.value for b in blocks},
-        "block_steps": block_steps,
-        "passages": list(Passage.objects.filter(agent=copy).order_by("created_at").values_list("text", flat=True)),
-        "stop_reason": runs[-1].stop_reason if runs else None,
-        "steps": [{"id": s.id, "prompt_tokens": s.usage.get("prompt_tokens")} for s in steps],
-        "tokens": {
-            "prompt": sum(s.usage.get("prompt_tokens") or 0 for s in steps),
-            "completion": sum(s.usage.get("completion_tokens") or 0 for s in steps),
-            "total": sum(s.usage.get("total_tokens") or 0 for s in steps),
-        },
-        "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 10),
-    }
-
-
-def expectations_args(arguments) -> dict:
-    try:
-        parsed = json.loads(arguments or "{}")
-    except ValueError:
-        return {}
-    if not isinstance(parsed, dict):
-        return {}
-    return {k: v for k, v in parsed.items() if k not in ("thinking", "request_heartbeat")}
-
-
-ANSWERS = ("/approve", "/deny")
-
-
-def _turn_input(turn: str, last: Run | None) -> dict:
-    """A turn's input: the user's message, or — for a turn `/approve` or `/deny <reason>` — the answer to every call
-    the previous turn's run waits on (Invalid, failing the test with its reason, when nothing waits)."""
-    word, _, reason = turn.strip().partition(" ")
-    if word not in ANSWERS:
-        return {"role": "user", "content": turn}
-    if last is not None:
-        last.refresh_from_db()
-    calls = (last.waiting or {}).get("calls") if last is not None and last.waiting_until is not None else None
-    if not calls:
-        raise Invalid(f"The turn '{turn}' answers an approval, but the previous turn's run waits for none.")
-    approve = word == "/approve"
-    return {
-        "type": "approval",
-        "approvals": [
-            {"type": "approval", "tool_call_id": c["tool_call_id"], "approve": approve, "reason": reason or None}
-            for c in calls
-        ],
-    }
-
-
-def turns_run(*, owner: Organization, agent: Agent, turns: list[str]) -> list[Run]:
-    """Send the turns to the agent one after another, each a run through the executor waited for; stops after a run
-    that did not complete. Returns the runs."""
-    runs: list[Run] = []
-    for turn in turns:
-        request = RunRequest(
-            owner=owner,
-            agent_id=agent.id,
-            input_messages=[_turn_input(turn, runs[-1] if runs else None)],
-            refuse_unconfigured=False,  # the failed run is the test's finding
-        )
-        runs.append(executor.run_wait(run=executor.run_submit(request)))
-        if runs[-1].status != RunStatus.COMPLETED:
-            break
-    return runs
-
-
-def _copy_for(agent: Agent, test: dict, model: str) -> Agent:
-    meta = {"agent_test_copy": {"agent_id": agent.id, "test_id": test["id"]}}
-    name = f"{agent.name} · test {test['name']}"
-    step_id = test["start"].get("step_id")
-    if step_id:
-        step = Step.objects.filter(agent=agent, id=step_id).first()
-        if step is None:
-            raise Invalid(f"The test starts at step '{step_id}', which no longer exists.")
-        copy = timetravel.agent_fork(agent=agent, step=step, before=test["start"].get("before", False), name=name)
-        Agent.objects.filter(pk=copy.pk).update(metadata={**copy.metadata, **meta})
-    else:
-        copy = timetravel.agent_copy(agent=agent, name=name, metadata={**(agent.metadata or {}), **meta})
-    if model:
-        Agent.objects.filter(pk=copy.pk).update(model=model)
-    return Agent.objects.get(pk=copy.pk)
-
-
 def test_execute(*, agent: Agent, test: dict, model: str = "", keep: bool = False) -> dict:
-    """Run one test on a throwaway copy (every turn through the run executor) and check it; returns its result."""
+    """Run one test as the one-case run of core.evals.runner (a throwaway copy, every turn through the run executor,
+    its expectations the grader) and check it; returns its result. The copy is deleted unless `keep`."""
     started = time.perf_counter()
     result = {
         "test_id": test["id"],
@@ -322,30 +247,41 @@ def test_execute(*, agent: Agent, test: dict, model: str = "", keep: bool = Fals
         "copy_agent_id": None,
         "error": None,
     }
-    copy = None
+    copies: list[Agent] = []
+    case = EvalCase(id=test["id"], **_case_fields(test))
     try:
-        copy = _copy_for(agent, test, model)
-        runs = turns_run(owner=agent.owner, agent=copy, turns=test["turns"])
-        result["run_ids"] = [r.id for r in runs]
-        observed = observed_gather(copy, runs)
-        result["failures"] = expectations.evaluate(test["expect"], observed)
-        if runs and runs[-1].status != RunStatus.COMPLETED and not result["failures"]:
+        done = runner.case_run(
+            owner=agent.owner,
+            case=case,
+            target=runner.Target(agent=agent, model=model),
+            graders=[],
+            marker={"agent_test_copy": {"agent_id": agent.id, "test_id": test["id"]}},
+            label="test",
+            on_copy=copies.append,
+        )
+        result["run_ids"] = [r.id for r in done.runs]
+        [grade] = done.grades
+        if grade["error"]:
+            raise Invalid(grade["error"])
+        result["failures"] = grade.get("failures") or []
+        failed = done.failed_run
+        if failed is not None and not result["failures"]:
             result["failures"] = [
                 {
                     "expectation": "the run completes",
                     "expected": "completed",
-                    "actual": f"{runs[-1].status}: {runs[-1].error or runs[-1].stop_reason}",
+                    "actual": f"{failed.status}: {failed.error or failed.stop_reason}",
                     "step_id": None,
                 }
             ]
         result["passed"] = not result["failures"]
-        result["cost_usd"] = observed["cost_usd"]
-        result["steps"] = len(observed["steps"])
+        result["cost_usd"] = done.observed["cost_usd"]
+        result["steps"] = len(done.observed["steps"])
     except Exception as exc:  # noqa: BLE001 - a broken test is a failed test with its reason, never a crashed suite
         log.exception("agent test %s failed to run", test["id"])
         result["error"] = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
     finally:
-        if copy is not None:
+        for copy in copies:
             if keep:
                 result["copy_agent_id"] = copy.id
             else:

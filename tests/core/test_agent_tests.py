@@ -11,6 +11,7 @@ from core.agents.agentfile.exporter import agentfile_export
 from core.agents.agentfile.importer import ImportOptions, agentfile_import
 from core.agents.agentfile.parse import parse_agent_file
 from core.models import Agent, AgentTestRun, Message, Run
+from core.runs import agent_tests
 from memory.models import Block
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
@@ -172,7 +173,10 @@ def test_tests_travel_in_agent_files(agent):
         owner=agent.owner, parsed=parse_agent_file(json.dumps(data).encode()), options=ImportOptions()
     )
     imported = Agent.objects.get(id=result.agent_ids[0])
-    assert imported.metadata["agent_tests"] == agent.metadata["agent_tests"]
+    assert [t["name"] for t in data["agents"][0]["metadata"]["agent_tests"]] == [t["name"] for t in TESTS]
+    mine, theirs = agent_tests.tests_list(agent=agent), agent_tests.tests_list(agent=imported)
+    assert [{**t, "id": None} for t in theirs] == [{**t, "id": None} for t in mine]  # the same tests, new ids
+    assert not {t["id"] for t in theirs} & {t["id"] for t in mine} and "agent_tests" not in imported.metadata
 
 
 def _results(api, agent, run_id):

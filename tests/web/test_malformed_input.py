@@ -11,6 +11,7 @@ from core.agents.services import agent_delete
 from core.models import Agent, AgentTestRun
 from core.runs import agent_tests
 from core.text import MAX_JSON_DEPTH
+from tests.core.agentfile_fixtures import multipart
 from tests.core.engine.test_expectations_types import WRONG
 from tests.factories import make_agent
 
@@ -168,22 +169,31 @@ def test_ide_saving_deleting_or_running_a_deleted_agents_tests_is_never_a_500(we
     assert not Agent.objects.exists() and not AgentTestRun.objects.exists()
 
 
-# --- tests stored by other writers (agent updates, imports) in another shape ---
+# --- tests brought by other writers (agent files, agent updates) in another shape ---
 
 
-def test_stored_tests_of_another_shape_are_left_out_not_fatal(api, web, agent):
+def test_tests_of_another_shape_in_an_agent_file_are_left_out_not_fatal(api, web, agent):
     good = {"id": "test-good", **TEST, "start": {"step_id": None, "before": False}}
     junk = [5, "x", {"id": 3}, {"id": "test-odd", "name": "odd", "turns": [1], "expect": {}, "start": {}}, None]
-    r = api.patch(f"/v1/agents/{agent.id}", {"metadata": {"agent_tests": [*junk, good]}})
+    data = api.get(f"/v1/agents/{agent.id}/export").json()
+    data["agents"][0]["metadata"] = {"agent_tests": [*junk, good]}
+    r = api.client.post("/v1/agents/import", multipart(json.dumps(data).encode()))
+    assert r.status_code == 200, r.content
+    imported = Agent.objects.get(pk=r.json()["agent_ids"][0])
+    [test] = api.get(f"/v1/agents/{imported.id}/tests").json()
+    assert test["name"] == "t" and test["id"] != "test-good"  # the file's test, under an id of this server
+    assert web.get(f"/agents/{imported.id}/tests/").status_code == 200
+    assert api.post(f"/v1/agents/{imported.id}/tests/run", {}).status_code == 200
+    assert api.delete(f"/v1/agents/{imported.id}/tests/{test['id']}").status_code == 200
+    assert "agent_tests" not in Agent.objects.get(pk=imported.pk).metadata
+
+
+def test_an_agent_update_writing_agent_tests_metadata_makes_no_tests(api, agent):
+    r = api.patch(f"/v1/agents/{agent.id}", {"metadata": {"agent_tests": "not a list"}})
     assert r.status_code == 200
-    assert [t["id"] for t in api.get(f"/v1/agents/{agent.id}/tests").json()] == ["test-good"]
-    assert web.get(f"/agents/{agent.id}/tests/").status_code == 200
-    assert api.post(f"/v1/agents/{agent.id}/tests/run", {}).status_code == 200
-    assert api.delete(f"/v1/agents/{agent.id}/tests/test-good").status_code == 200
-    assert Agent.objects.get(pk=agent.pk).metadata["agent_tests"] == junk  # what it cannot read, it leaves as is
-    api.patch(f"/v1/agents/{agent.id}", {"metadata": {"agent_tests": "not a list"}})
     assert api.get(f"/v1/agents/{agent.id}/tests").json() == []
     assert api.post(f"/v1/agents/{agent.id}/tests", TEST).status_code == 200
+    assert [t["name"] for t in api.get(f"/v1/agents/{agent.id}/tests").json()] == ["t"]
 
 
 # --- an unreadable multipart body ---

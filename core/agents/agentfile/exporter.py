@@ -18,6 +18,7 @@ from core.agents.agentfile.model import ARCHIVAL_METADATA_KEY, HISTORY_METADATA_
 from core.agents.versions import history_export
 from core.engine.base_tools import MEMORY_EDIT_TOOLS
 from core.models import Agent, Message
+from core.runs import agent_tests
 from core.selectors import agent_tags
 from memory.models import Passage
 from memory.selectors import agent_blocks
@@ -59,6 +60,9 @@ def agentfile_export(
     messages, window = ([], []) if scrub_messages else _messages(agent)
     msg_keys = {m.id: f"message-{i}" for i, m in enumerate(messages)}
     metadata = dict(agent.metadata or {})
+    tests = agent_tests.tests_list(agent=agent)
+    if tests:  # stored as cases of the agent's tests dataset; the file carries them where older files did
+        metadata[agent_tests.METADATA_KEY] = tests
     if include_archival:
         metadata[ARCHIVAL_METADATA_KEY] = _passages(agent)
     if include_history:

@@ -31,6 +31,7 @@ from core.ids import new_id
 from core.mapping import search_text
 from core.models import Agent, Message, Organization
 from core.providers import model_is_configured
+from core.runs import agent_tests
 from core.updates import model_update
 from memory.models import Folder, Passage, PassageTag
 from memory.services import block_create
@@ -233,7 +234,7 @@ def _agent_create(
         tool_rules=rules,
         context_window_limit=pa.context_window,
         tags=list(pa.tags),
-        metadata=pa.metadata,
+        metadata={k: v for k, v in (pa.metadata or {}).items() if k != agent_tests.METADATA_KEY},
         secrets=secrets,
         embedding=options.embedding or pa.embedding,
         model_settings=pa.model_settings,
@@ -244,6 +245,10 @@ def _agent_create(
         agent.save(update_fields=["embedding_config"])
     if pa.history:
         history_import(agent=agent, history=list(pa.history))
+    if agent_tests.METADATA_KEY in (pa.metadata or {}):
+        unread = agent_tests.tests_adopt(agent=agent, tests=pa.metadata[agent_tests.METADATA_KEY])
+        if unread:
+            result.warnings.append(f"Agent '{pa.name}': {unread} of its tests could not be read and were left out.")
     if not options.strip_messages:
         _messages_replace(agent=agent, pa=pa)
     if pa.passages:
