@@ -6,7 +6,8 @@ conversation, so a thread's steps read 1, 2, 3… across its runs. The graph is 
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from core.models import Message, Run, Step
@@ -57,12 +58,17 @@ def thread_steps_before(*, run: Run, steps: list[Step]) -> int:
     return earlier.count()
 
 
-def step_number(*, step: Step) -> int | None:
-    """The step's number among its conversation's agent steps (1-based; None for a summary or a step of no run)."""
-    if step.kind != "agent" or step.run_id is None:
-        return None
-    run = Run.objects.only("id", "agent_id", "conversation_id").get(pk=step.run_id)
-    return thread_steps_before(run=run, steps=[step]) + 1
+def step_numbers_of(*, step_ids: set[str]) -> dict[str, int]:
+    """Step id → its number among its conversation's agent steps (1-based; summaries and unknown ids get none), in
+    one query: the database numbers each thread's steps and keeps the ones asked for."""
+    step_ids = {s for s in step_ids if s}
+    if not step_ids:
+        return {}
+    agents = Step.objects.filter(id__in=step_ids).values("agent_id")
+    numbered = Step.objects.filter(agent_id__in=agents, kind="agent").annotate(
+        number=Window(RowNumber(), partition_by=[F("agent_id"), F("run__conversation_id")], order_by="created_at")
+    )
+    return dict(numbered.filter(id__in=step_ids).values_list("id", "number"))
 
 
 def step_numbers(loaded: LoadedRun) -> dict[str, int]:

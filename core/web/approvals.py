@@ -10,13 +10,13 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.template.response import TemplateResponse
 
+from core.agents import run_view
 from core.agents.messages import APPROVAL_RESPONSE, ASSISTANT_TOOL
 from core.agents.presenters import wait_out
 from core.errors import Conflict, DomainError
 from core.models import RUN_ACTIVE, Message, Run
 from core.runs import waits
 from core.runs.persistence import thread_view
-from core.selectors import steps_index
 from core.web.common import agent_or_404
 
 ALREADY_ANSWERED = "ALREADY_ANSWERED"
@@ -152,7 +152,7 @@ def approval_item(*, reply: Message, item: dict | None = None) -> dict:
             "seq": reply.seq,
             "date": reply.created_at,
             "step_id": reply.step_id,
-            "step_index": steps_index(step_ids={reply.step_id}).get(reply.step_id) if reply.step_id else None,
+            "step_index": run_view.step_numbers_of(step_ids={reply.step_id}).get(reply.step_id),
             "in_context": reply.id in (thread.message_ids or ()),
             "evicted": None,
         }

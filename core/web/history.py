@@ -7,11 +7,12 @@ import json
 from django.db.models import Q
 from django.template.loader import render_to_string
 
+from core.agents import run_view
 from core.agents.messages import message_to_letta
 from core.engine.loop import NON_USER_PREFIX
 from core.engine.types import uses_heartbeats
 from core.models import RUN_ACTIVE, Agent, Message, Run, RunStatus
-from core.selectors import WindowMarks, agent_window_marks, steps_index
+from core.selectors import WindowMarks, agent_window_marks
 from core.web.approvals import answer_items, approval_card
 
 PAGE_SIZE = 40
@@ -134,7 +135,7 @@ def display_items(d: dict, *, reset: bool = False, before: list[dict] = ()) -> l
 
 
 def _mark(items: list[dict], marks: WindowMarks) -> None:
-    index = steps_index(step_ids={i["step_id"] for i in items if i.get("step_id")})
+    index = run_view.step_numbers_of(step_ids={i["step_id"] for i in items if i.get("step_id")})
     for item in items:
         item["in_context"] = item["id"] in marks.in_window
         item["evicted"] = marks.evicted.get(item["id"])

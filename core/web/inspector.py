@@ -88,6 +88,10 @@ def step_detail(request, agent_id: str, step_id: str):
     except NotFound as exc:
         raise Http404(str(exc)) from exc
     prev, after = selectors.step_previous(step=step), selectors.step_next(step=step)
+    numbers = run_view.step_numbers_of(step_ids={s.id for s in (step, prev, after) if s is not None})
+    for s in (step, prev, after):
+        if s is not None:
+            s.number = numbers.get(s.id)
     parts = _step_parts(step)
     before = {s["name"]: s.get("tokens", 0) for s in (prev.context_sections if prev else [])}
     rows = [
@@ -105,7 +109,7 @@ def step_detail(request, agent_id: str, step_id: str):
         {
             "agent": agent,
             "step": step,
-            "number": run_view.step_number(step=step),
+            "number": step.number,
             "prev": prev,
             "rows": rows,
             "parts": parts,

@@ -67,6 +67,7 @@ def event_item(event: dict, *, names: dict[str, str]) -> dict:
         "sender_name": names.get(sender, ""),
         "in_context": True,
         "evicted": None,
+        "step_index": None,  # the event's is the step's index in its run: the page numbers it from Past steps
     }
     if event.get("message_type") == "error_message":
         base["detail_text"] = _detail_text(event.get("detail"))
@@ -81,7 +82,7 @@ def shell_item(part: dict) -> dict:
         "id": part.get("id"),
         "date": _date(part.get("date")),
         "step_id": part.get("step_id"),
-        "step_index": part.get("step_index"),
+        "step_index": None,  # the event's is the step's index in its run: the page numbers it from Past steps
         "sender_agent_id": part.get("sender_id") or "",
         "tool_call": {"name": call.get("name") or part.get("name") or "", "arguments": ""},
         "call_ids": call.get("tool_call_id") or "",

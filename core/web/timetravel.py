@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from core import providers, selectors
+from core.agents import run_view
 from core.engine import tokens
 from core.errors import DomainError, NotFound
 from core.models import Message
@@ -142,6 +143,7 @@ def _page(request, agent, step, *, replay=None, error: str = "", status: int = 2
     ctx = {
         "agent": agent,
         "step": step,
+        "number": run_view.step_numbers_of(step_ids={step.id}).get(step.id, step.index),
         "nav": "agents",
         "form": form,
         "replays": replays,

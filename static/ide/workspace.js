@@ -412,7 +412,7 @@
     const index = {};
     e.target.querySelectorAll(".step-chip[data-step]").forEach((c) => { index[c.dataset.step] = c.dataset.index; });
     conv.querySelectorAll(".step-chip[data-step]").forEach((c) => {
-      if (c.textContent === "step" && index[c.dataset.step] !== undefined) c.textContent = "step " + index[c.dataset.step];
+      if (c.textContent === "step" && index[c.dataset.step]) c.textContent = "step " + index[c.dataset.step];
     });
   });
 

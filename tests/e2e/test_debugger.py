@@ -145,18 +145,19 @@ def test_runs_view_follows_a_run_started_over_the_api(signed_in, account, fake_l
     expect(page.locator("#live .msg.assistant_message")).to_contain_text("Answered over the API.")
     expect(page.locator("#run-status")).to_contain_text("completed")
 
-    # its steps, numbered as the API numbers them; clicking one opens it
+    # its steps, numbered within the conversation (the API numbers them within the run); clicking one opens it
     row.locator(".run-main").click()
     chips = row.locator(".run-steps .step-chip")
-    expect(chips).to_have_text(["step 0", "step 1"])
+    expect(chips).to_have_text(["step 1", "step 2"])
     api_steps = _api(live_server_url, account.token, "GET", f"/v1/runs/{run['id']}/steps")
     assert [s["index"] for s in api_steps] == [0, 1]
     chips.nth(1).click()
-    expect(page.locator("#step-detail .step-card strong").first).to_have_text("Step 1")
+    expect(page.locator("#step-detail .step-card strong").first).to_have_text("Step 2")
+    expect(page.locator("#step-detail .step-card .step-number")).to_contain_text("step 1 of its run")
     expect(page.locator("#step-detail .step-card")).to_contain_text(run["id"][-8:])
     # the conversation's chips and the past-steps list carry the same numbers
-    expect(page.locator("#live .msg.assistant_message .step-chip")).to_have_text("step 1")
-    expect(page.locator(f'#steps-list .step-chip[data-step="{api_steps[1]["id"]}"]')).to_contain_text("step 1")
+    expect(page.locator("#live .msg.assistant_message .step-chip")).to_have_text("step 2")
+    expect(page.locator(f'#steps-list .step-chip[data-step="{api_steps[1]["id"]}"]')).to_contain_text("step 2")
     page.click("[data-tab=tab-runs]")
     shot(page, "34-runs-completed-with-steps")
     page.evaluate("document.documentElement.dataset.theme = 'dark'")
@@ -175,7 +176,7 @@ def test_step_inspector_reads_the_payload_and_diffs_a_memory_edit(signed_in, acc
 
     # the memory-editing step: what it changed is the block, as added text, with the token delta
     edit_chip = page.locator("#live .msg.tool_call_message .step-chip").first
-    expect(edit_chip).to_have_text("step 0")
+    expect(edit_chip).to_have_text("step 1")
     edit_chip.click()
     # steps keep each section's text, so the edit shows in the core memory section itself
     system_label = page.locator(".part-label", has_text=re.compile("^Core memory$"))
@@ -185,7 +186,7 @@ def test_step_inspector_reads_the_payload_and_diffs_a_memory_edit(signed_in, acc
     shot(page, "36-step-diff-memory-edit")
     # the step after it shows the same change as "since the previous step"
     page.locator("#live .msg.assistant_message .step-chip").click()
-    expect(page.locator("#step-detail .step-card strong").first).to_have_text("Step 1")
+    expect(page.locator("#step-detail .step-card strong").first).to_have_text("Step 2")
     expect(
         page.locator("#step-text-diff details.diff-part", has=system_label)
         .locator(".add")

@@ -103,7 +103,7 @@ def test_block_history_opens_the_step_that_made_the_edit(signed_in, account, fak
     page.goto(f"/blocks/{human.id}/")
     page.locator("a.history-step").click()
     expect(page).to_have_url(re.compile(rf"/agents/{agent.id}/#step="))
-    expect(page.locator("#step-detail .step-card strong").first).to_have_text("Step 0")
+    expect(page.locator("#step-detail .step-card strong").first).to_have_text("Step 1")
     expect(page.locator("#step-detail")).to_contain_text("core_memory_append")
     # another agent can attach this block from its workspace's first load, which says who uses it
     page.goto(f"/agents/{other.id}/")

@@ -82,9 +82,12 @@ def test_a_single_agent_runs_timeline_and_graph_open_a_step(signed_in, account, 
         page.evaluate("document.documentElement.dataset.theme = 'light'")
     first = Step.objects.get(run_id=run.run_id, index=0)
     body.locator(f'a.rg-node[data-node="tool"][data-open-step="{first.id}"]').click()
-    expect(page.locator(f'#step-detail .step-card[data-step-id="{first.id}"]')).to_contain_text(
-        "#2 of the conversation"
-    )
+    card = page.locator(f'#step-detail .step-card[data-step-id="{first.id}"]')
+    expect(card.locator("strong").first).to_have_text("Step 2")  # the thread's second step, its run's first
+    # the chips of the conversation, Past steps and the run read the same numbers
+    expect(page.locator(f'#steps-list .step-chip[data-step="{first.id}"]')).to_have_text("step 2")
+    expect(page.locator(f'#conversation .step-chip[data-step="{first.id}"]').first).to_have_text("step 2")
+    expect(body.locator(f'.run-steps-list .step-chip[data-step="{first.id}"]')).to_have_text("step 2")
     shot(page, "run-graph-step-opened-390")
 
 

@@ -36,11 +36,16 @@ def _one_turn(account, agent, fake_llm, reply: str) -> Step:
     return Step.objects.filter(agent=agent).order_by("-created_at").first()
 
 
+def _number(step) -> int:
+    """The step's number in its agent's one thread (steps are numbered within the conversation)."""
+    return Step.objects.filter(agent_id=step.agent_id, kind="agent", created_at__lte=step.created_at).count()
+
+
 def _open_step(context, agent, step):
     page = context.new_page()
     page.goto(f"/agents/{agent.id}/")
     page.locator(f'#steps-list .step-chip[data-step="{step.id}"]').click()
-    expect(page.locator("#step-detail .step-card strong").first).to_have_text(f"Step {step.index}")
+    expect(page.locator("#step-detail .step-card strong").first).to_have_text(f"Step {_number(step)}")
     return page
 
 
@@ -57,7 +62,7 @@ def test_replay_on_two_models_with_an_edited_block(signed_in, account, fake_llm)
 
     violations = _watch(page)
     card.locator("#step-replay").click()
-    expect(page.locator("h2")).to_contain_text(f"Replay step {step.index}")
+    expect(page.locator("h2")).to_contain_text(f"Replay step {_number(step)}")
     expect(page.locator("#replay-empty")).to_be_visible()
     fake_llm.by_model = {
         "model-a": FakeLLM.tool("send_message", {"message": "Bob, the <i>taco</i> truck!"}),

@@ -49,7 +49,7 @@ def test_a_run_shows_its_timeline_and_graph_with_steps_numbered_in_the_conversat
     step = Step.objects.get(run_id=second.run_id, index=0)
     assert f'data-open-step="{step.id}"' in html and f"?step={step.id}" in html
     card = web.get(f"/agents/{agent.id}/steps/{step.id}/").content.decode()
-    assert "<strong>Step 0</strong>" in card and "#2 of the conversation" in card
+    assert "<strong>Step 2</strong>" in card and "step 0 of its run" in card
 
 
 def test_the_trace_links_out_only_when_a_trace_ui_is_set(web, account, fake_llm, settings):
