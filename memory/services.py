@@ -1,6 +1,7 @@
 """Writes to memory: blocks (create, edit with history, attach, detach, restore, delete) and archival passages."""
 
 import logging
+from collections.abc import Callable
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -84,8 +85,12 @@ def block_update(
     step_id: str = "",
     tool_call_id: str = "",
     enforce_read_only: bool = False,
+    rebase: Callable[[str], str] | None = None,
 ) -> Block:
-    """Edit a block under its row lock and record who changed what; live pushes go out after commit."""
+    """Edit a block under its row lock and record who changed what; live pushes go out after commit. `rebase` gives
+    the new value from the block's value as read under that lock, in place of `changes["value"]`: an agent's edit
+    computed on a value another writer has changed since is made again on the current one (what it raises, the
+    caller gets)."""
     nulls = [key for key in ("value", "label", "limit") if key in changes and changes[key] is None]
     if nulls:
         raise Invalid(f"Block {', '.join(nulls)} cannot be null; leave a field out to keep it.")
@@ -94,7 +99,7 @@ def block_update(
         raise Block.DoesNotExist("Block matching query does not exist.")
     if enforce_read_only and block.read_only:
         raise Invalid(f"Block '{block.label}' is read-only; it cannot be edited by the agent.")
-    new_value = changes.get("value", block.value)
+    new_value = rebase(block.value) if rebase is not None else changes.get("value", block.value)
     new_limit = changes.get("limit", block.limit)
     _validate(label=changes.get("label"), value=new_value, limit=new_limit)
     if changes.get("label") is not None and changes["label"] != block.label:

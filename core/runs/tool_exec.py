@@ -71,22 +71,30 @@ def _json(value) -> str:
 
 
 def _memory_edit(call, snap, step_id: str) -> ToolOutcome:
-    """Compute the edit now (later calls of the same reply see it); write the block in the commit phase."""
+    """Compute the edit now (later calls of the same reply see it); write the block in the commit phase, made again
+    on the block's value then if another writer changed it meanwhile (the agent's other threads share its blocks)."""
     edit = memory_ops.apply_memory_tool(call.name, call.args, snap.blocks)
     index = next(i for i, b in enumerate(snap.block_rows) if b.label == edit.label)
     if snap.blocks[index].read_only:
         raise memory_ops.MemoryEditError(f"Block '{edit.label}' is read-only; it cannot be edited by the agent.")
-    snap.blocks[index] = replace(snap.blocks[index], value=edit.new_value)
+    read = snap.blocks[index]
+    snap.blocks[index] = replace(read, value=edit.new_value)
+
+    def rebase(current: str) -> str:
+        if current == edit.old_value:
+            return edit.new_value
+        return memory_ops.apply_memory_tool(call.name, call.args, [replace(read, value=current)]).new_value
 
     def write():
         with telemetry.memory_edit(label=edit.label, tool=call.name, agent_id=snap.agent.id):
             snap.block_rows[index] = memory_services.block_update(
                 block=snap.block_rows[index],
-                changes={"value": edit.new_value},
+                changes={},
                 agent_id=snap.agent.id,
                 step_id=step_id,
                 tool_call_id=call.call.id,
                 enforce_read_only=True,
+                rebase=rebase,
             )
 
     return ToolOutcome(True, memory_ops.edit_result_text(edit), memory_edit=True, effect=write)

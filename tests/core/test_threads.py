@@ -111,3 +111,47 @@ def test_a_busy_thread_refuses_a_second_send_while_the_agents_other_threads_go_o
     assert again.status_code == 200, again.content
     seqs = list(Message.objects.filter(agent=agent).order_by("seq").values_list("seq", flat=True))
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+
+
+def _memory_call(agent, name: str, **args):
+    """A memory tool call of a step of one of the agent's threads, run (outside any transaction) but not committed."""
+    from core.agents.context import agent_snapshot
+    from core.engine.loop import ParsedCall
+    from core.engine.types import ToolCall
+    from core.runs import tool_exec
+
+    call = ParsedCall(
+        call=ToolCall(id=f"call-{name}", name=name, arguments="{}"), args=args, thinking=None, request_heartbeat=False
+    )
+    return tool_exec.builtin_run(call, agent_snapshot(agent=Agent.objects.get(pk=agent.pk)), "")
+
+
+def _commit(agent, out):
+    from django.db import transaction
+
+    from core.runs import persistence, tool_exec
+
+    outcomes = {0: out}
+    with transaction.atomic():
+        persistence.agent_lock(agent.id)
+        tool_exec.effects_apply(outcomes)
+    return outcomes[0]
+
+
+def test_a_block_edit_is_made_again_on_what_another_thread_wrote_meanwhile(account):
+    from memory.models import Block
+
+    agent = make_agent(account.org)
+    human = lambda: Block.objects.get(agentblock__agent=agent, label="human").value  # noqa: E731
+    # two threads' steps read the block before either commits; the second to commit keeps the first's edit
+    tea = _memory_call(agent, "core_memory_append", label="human", content="Likes tea.")
+    chess = _memory_call(agent, "core_memory_append", label="human", content="Likes chess.")
+    assert _commit(agent, chess).ok and _commit(agent, tea).ok
+    assert human() == "The user's name is Alice.\nLikes chess.\nLikes tea."
+    # an edit whose text another thread removed meanwhile fails for its model instead of undoing that change
+    rename = _memory_call(agent, "memory_replace", label="human", old_string="Alice", new_string="Ada")
+    drop = _memory_call(agent, "memory_replace", label="human", old_string="The user's name is Alice.\n", new_string="")
+    assert _commit(agent, drop).ok
+    refused = _commit(agent, rename)
+    assert not refused.ok and "Alice" in refused.value
+    assert human() == "Likes chess.\nLikes tea."
