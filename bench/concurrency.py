@@ -18,16 +18,25 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-from benchlib import machine_speed_s
+from benchlib import (
+    APPLICATION,
+    SERVER,
+    cpu_split,
+    free_port,
+    machine_speed_s,
+    pct,
+    spawn,
+    stop_all,
+    wait_healthy,
+    wait_idle,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -56,12 +65,6 @@ def _database(postgres: bool) -> None:
         os.environ["REDIS_URL"] = ""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _setup(n_agents: int):
     import django
     from django.core.management import call_command
@@ -79,49 +82,6 @@ def _setup(n_agents: int):
     client.force_login(account.user)
     cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
     return account.token, agents, cookie
-
-
-def _spawn(args, env, name, procs):
-    log = open(Path(tempfile.gettempdir()) / f"bench-conc-{name}.log", "w")
-    procs.append(subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
-
-
-def _cpu_split(pid: int) -> tuple[float, float]:
-    """User and system CPU seconds a process has used so far (Linux /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[11]) / os.sysconf("SC_CLK_TCK"), int(fields[12]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0, 0.0
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds a process has used so far."""
-    return sum(_cpu_split(pid))
-
-
-def _wait_healthy(url: str) -> None:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/healthz", timeout=1):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit(f"server {url} did not start")
-
-
-def _wait_idle(procs, quiet_s: float = 1.0, limit_s: float = 120) -> float:
-    """Wait until the processes' start-up work (litellm's import, token encodings, the heap's freeze: seconds,
-    in a background thread after /healthz already answers) is over: no process used more than 10 % of a core
-    for `quiet_s`. Returns the seconds waited. Measuring earlier would charge that start-up to the messages."""
-    started = time.monotonic()
-    while time.monotonic() - started < limit_s:
-        before = [_cpu_s(p.pid) for p in procs]
-        time.sleep(quiet_s)
-        if all(_cpu_s(p.pid) - b <= 0.1 * quiet_s for p, b in zip(procs, before, strict=True)):
-            break
-    return time.monotonic() - started
 
 
 async def _agent_async(session, base, ws_base, token, cookie, agent_id, m, out, socket_counts):
@@ -191,11 +151,6 @@ async def _drive(mode, base, token, cookie, agents, m):
         return time.perf_counter() - started, out, socket_counts
 
 
-def pct(values, q):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--agents", type=int, default=32)
@@ -214,7 +169,7 @@ def main() -> None:
 
     llm = FakeLLM(latency=args.latency).start()
     token, agents, cookie = _setup(args.agents)
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {
         **os.environ,
@@ -233,29 +188,21 @@ def main() -> None:
         env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = receiver.endpoint
     procs: list[subprocess.Popen] = []
     try:
-        _spawn(
-            ["-m", "agents_ide.serve", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"],
-            env,
-            "web",
-            procs,
-        )
+        spawn([*SERVER, "-p", str(port), APPLICATION], env, "web", procs)
         for i in range(args.workers):
-            _spawn(["manage.py", "run_worker", "--threads", str(args.threads)], env, f"worker{i}", procs)
-        _wait_healthy(base)
-        print(f"server start-up work done after another {_wait_idle(procs):.1f} s", flush=True)
+            spawn(["manage.py", "run_worker", "--threads", str(args.threads)], env, f"worker{i}", procs)
+        wait_healthy(base)
+        print(f"server start-up work done after another {wait_idle(procs):.1f} s", flush=True)
         asyncio.run(_drive(args.mode, base, token, cookie, agents[:2], 1))  # warm-up: first calls pay lazy imports
         llm.clear()
-        split_before = [_cpu_split(p.pid) for p in procs]
+        split_before = [cpu_split(p.pid) for p in procs]
         wall, out, socket_counts = asyncio.run(_drive(args.mode, base, token, cookie, agents, args.messages))
         split = [
-            (u - u0, s - s0) for (u, s), (u0, s0) in zip((_cpu_split(p.pid) for p in procs), split_before, strict=True)
+            (u - u0, s - s0) for (u, s), (u0, s0) in zip((cpu_split(p.pid) for p in procs), split_before, strict=True)
         ]
         cpu = [u + s for u, s in split]
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            proc.wait(timeout=20)
+        stop_all(procs)
         llm.stop()
         if receiver is not None:
             receiver.stop()

@@ -15,23 +15,23 @@ import argparse
 import io
 import os
 import random
-import statistics
-import sys
-import tempfile
-import threading
 import time
 import zipfile
-from pathlib import Path
 
 import httpx
-from benchlib import machine_speed_s
-from concurrency import _free_port, _spawn, _wait_healthy, _wait_idle, pct
+from benchlib import (
+    bystander,
+    django_ready,
+    live_server,
+    machine_speed_s,
+    p50_p95,
+    rss_mb,
+    throwaway_sqlite,
+    timed_gets,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agents_ide.settings")
 MB = 1024 * 1024
 WORDS = [
     "harbour",
@@ -53,11 +53,7 @@ WORDS = [
 
 def _setup():
     """Bob (a folder for the bombs) and Alice (one agent); their tokens and Bob's folder id."""
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
+    django_ready()
     from memory.files import services
     from tests.factories import make_account, make_agent
 
@@ -158,24 +154,6 @@ def _documents(heavy_paragraphs: int) -> list[tuple[str, bytes]]:
     ]
 
 
-def _alice(base: str, token: str, count: int, stop: threading.Event | None = None) -> list[float]:
-    """Alice's `GET /v1/agents/` times in ms: `count` of them, or until `stop` is set."""
-    out = []
-    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=120) as client:
-        while len(out) < count and not (stop and stop.is_set()):
-            started = time.perf_counter()
-            client.get("/v1/agents/").raise_for_status()
-            out.append((time.perf_counter() - started) * 1000)
-    return out
-
-
-def _rss_mb(pid: int, field: str) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def _bob(base: str, token: str, folder_id: str, documents) -> list[tuple[str, int, str, str, float]]:
     """Upload every document at once, then poll each until it ends: (name, bytes, status, message, seconds)."""
     done = []
@@ -206,46 +184,21 @@ def main() -> None:
     built = time.perf_counter()
     documents = _documents(args.heavy_paragraphs)
     built = time.perf_counter() - built
-    os.environ["AGENTS_IDE_DATA_DIR"] = tempfile.mkdtemp(prefix="bench-bomb-")
-    os.environ.pop("DATABASE_URL", None)
-    os.environ["REDIS_URL"] = ""
+    throwaway_sqlite("bench-bomb-")
     bob, alice, folder_id = _setup()
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1,localhost", "OPENAI_API_KEY": "fake"}
-    procs = []
-    try:
-        _spawn(
-            ["-m", "agents_ide.serve", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"],
-            env,
-            "bomb",
-            procs,
-        )
-        _wait_healthy(base)
-        _wait_idle(procs)
-        rss_before = _rss_mb(procs[0].pid, "VmRSS")
-        before = _alice(base, alice, args.requests)
-        stop = threading.Event()
-        during: list[float] = []
-        watcher = threading.Thread(target=lambda: during.extend(_alice(base, alice, 10**9, stop)))
-        watcher.start()
-        outcomes = _bob(base, bob, folder_id, documents)
-        stop.set()
-        watcher.join()
-        rss_peak = _rss_mb(procs[0].pid, "VmHWM")
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            proc.wait(timeout=20)
+    with live_server({**os.environ, "OPENAI_API_KEY": "fake"}, "bomb") as (base, server):
+        rss_before = rss_mb(server.pid)
+        before = timed_gets(base, alice, args.requests)
+        with bystander(base, alice) as during:
+            outcomes = _bob(base, bob, folder_id, documents)
+        rss_peak = rss_mb(server.pid, "VmHWM")
     print(f"machine's loop {speed:.2f} s; documents built in {built:.1f} s")
     for name, size, status, message, seconds in outcomes:
         print(f"  {name:<20} {size / 1e6:6.2f} MB  {status:<9} after {seconds:5.1f} s  {message[:110]}")
     print(f"server memory: {rss_before:.0f} MB resident before, peak {rss_peak:.0f} MB")
     print(
-        f"Alice's GET /v1/agents/: before p50 {statistics.median(before):.1f} ms p95 {pct(before, 0.95):.1f} ms; "
-        f"during the uploads ({len(during)} requests) p50 {statistics.median(during):.1f} ms "
-        f"p95 {pct(during, 0.95):.1f} ms (target < 200 ms)"
+        f"Alice's GET /v1/agents/: before {p50_p95(before)}; during the uploads ({len(during)} requests) "
+        f"{p50_p95(during)} (target p95 < 200 ms)"
     )
 
 

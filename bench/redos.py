@@ -14,31 +14,19 @@ import argparse
 import os
 import re
 import statistics
-import sys
-import tempfile
-import threading
 import time
-from pathlib import Path
 
 import httpx
-from benchlib import machine_speed_s
-from concurrency import _free_port, _spawn, _wait_healthy, _wait_idle, pct
+from benchlib import bystander, django_ready, live_server, machine_speed_s, p50_p95, throwaway_sqlite, timed_gets
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agents_ide.settings")
 PATTERN = "(a+)+$"
 
 
 def _setup(line_a: int, lines: int):
     """Bob (an agent, its folder holding the hostile file, processed) and Alice (one agent); their tokens."""
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
+    django_ready()
     from memory.files import services
     from memory.files.ingest import file_ingest
     from tests.factories import make_account, make_agent
@@ -60,17 +48,6 @@ def _python_re_s(n: int) -> float:
     return time.perf_counter() - started
 
 
-def _alice(base: str, token: str, count: int, stop: threading.Event | None = None) -> list[float]:
-    """Alice's `GET /v1/agents/` times in ms: `count` of them, or until `stop` is set."""
-    out = []
-    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=120) as client:
-        while len(out) < count and not (stop and stop.is_set()):
-            started = time.perf_counter()
-            client.get("/v1/agents/").raise_for_status()
-            out.append((time.perf_counter() - started) * 1000)
-    return out
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--line-a", type=int, default=100_000, help="a's on each line of the hostile file")
@@ -80,46 +57,22 @@ def main() -> None:
     args = p.parse_args()
 
     speed = machine_speed_s()
-    os.environ["AGENTS_IDE_DATA_DIR"] = tempfile.mkdtemp(prefix="bench-redos-")
-    os.environ.pop("DATABASE_URL", None)
-    os.environ["REDIS_URL"] = ""
+    throwaway_sqlite("bench-redos-")
     bob, alice, agent_id, folder_id, size = _setup(args.line_a, args.lines)
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1,localhost", "OPENAI_API_KEY": "fake"}
-    procs = []
-    try:
-        _spawn(
-            ["-m", "agents_ide.serve", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"],
-            env,
-            "redos",
-            procs,
-        )
-        _wait_healthy(base)
-        _wait_idle(procs)
+    with live_server({**os.environ, "OPENAI_API_KEY": "fake"}, "redos") as (base, _server):
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {bob}"}, timeout=600) as client:
             client.patch(f"/v1/agents/{agent_id}/folders/attach/{folder_id}").raise_for_status()
             grep = f"/v1/agents/{agent_id}/tools/grep_files/run"
             first = client.post(grep, json={"args": {"pattern": PATTERN}}).json()  # warm: the file's lines numbered
             assert first["status"] == "success", first
-            before = _alice(base, alice, args.requests)
-            stop = threading.Event()
-            during: list[float] = []
-            watcher = threading.Thread(target=lambda: during.extend(_alice(base, alice, 10**9, stop)))
-            watcher.start()
+            before = timed_gets(base, alice, args.requests)
             greps = []
-            for _ in range(args.greps):
-                started = time.perf_counter()
-                answer = client.post(grep, json={"args": {"pattern": PATTERN}}).json()
-                greps.append((time.perf_counter() - started) * 1000)
-                assert answer["func_return"].startswith("No matches found"), answer
-            stop.set()
-            watcher.join()
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            proc.wait(timeout=20)
+            with bystander(base, alice) as during:
+                for _ in range(args.greps):
+                    started = time.perf_counter()
+                    answer = client.post(grep, json={"args": {"pattern": PATTERN}}).json()
+                    greps.append((time.perf_counter() - started) * 1000)
+                    assert answer["func_return"].startswith("No matches found"), answer
     print(f"machine's loop {speed:.2f} s; hostile file {size / 1e6:.1f} MB ({args.lines} lines of {args.line_a} a's)")
     print(f"Python's re on {PATTERN} (for scale): 22 a's {_python_re_s(22):.2f} s, 24 a's {_python_re_s(24):.2f} s")
     print(
@@ -127,9 +80,7 @@ def main() -> None:
         f"max {max(greps):.0f} ms"
     )
     print(
-        f"Alice's GET /v1/agents/: before p50 {statistics.median(before):.1f} ms p95 {pct(before, 0.95):.1f} ms; "
-        f"during the greps ({len(during)} requests) p50 {statistics.median(during):.1f} ms "
-        f"p95 {pct(during, 0.95):.1f} ms"
+        f"Alice's GET /v1/agents/: before {p50_p95(before)}; during the greps ({len(during)} requests) {p50_p95(during)}"
     )
 
 
