@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 from core.engine import rules as rule_solver
@@ -122,13 +123,27 @@ def assistant_text(call: ParsedCall) -> str | None:
 # --------------------------------------------------------------------------- continue or stop
 
 
+class StepKind(StrEnum):
+    """What a step ended as. The runner's one commit (core.runs.runner `_commit`) writes each kind."""
+
+    CONTINUE = "continue"  # the loop goes on: the step's results are the model's next input
+    DONE = "done"  # the run ends with this step
+    WAITING = "waiting"  # the reply's calls wait for a person or a client (approval, client-side tool, breakpoint)
+    HELD = "held"  # a breakpoint holds the run before its next model call
+    FAILED = "failed"  # the model call failed: the agent's state stays as before the step
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """What to do after a step: continue (with the heartbeat reason to send) or stop (with a reason)."""
+    """What to do after a step whose calls ran: continue (with the heartbeat reason to send) or stop (with a reason)."""
 
     continue_loop: bool
     stop_reason: StopReason | None = None
     heartbeat_reason: str | None = None
+
+    @property
+    def kind(self) -> StepKind:
+        return StepKind.CONTINUE if self.continue_loop else StepKind.DONE
 
 
 def decide_next(
@@ -141,13 +156,43 @@ def decide_next(
     max_steps: int,
     heartbeats: bool = True,
     finish_reason: str | None = None,
+    answered: bool = False,
+    more_input: bool = False,
 ) -> Decision:
     """Decide whether the run continues after a step whose tool calls have run.
 
     `failed[i]` says whether call i produced a failed result (invalid or raised); `history` is the names
     of the valid tools called so far in this run, including this step's; `steps_taken` counts this step.
-    `heartbeats` False is letta_v1_agent's loop (decide_next_v1).
+    `heartbeats` False is letta_v1_agent's loop (decide_next_v1). A step that settled a wait: `answered` says a
+    person denied a call or a client returned a result, which go back to the model rather than end the turn;
+    `more_input` says messages sent with the answer wait for the model, so the loop goes on whatever the calls say.
     """
+    decision = _decide(
+        parsed=parsed,
+        failed=failed,
+        tool_rules=tool_rules,
+        history=history,
+        steps_taken=steps_taken,
+        max_steps=max_steps,
+        heartbeats=heartbeats,
+        finish_reason=finish_reason,
+    )
+    if not decision.continue_loop and (more_input or (answered and decision.stop_reason == StopReason.END_TURN)):
+        return Decision(True, None, HEARTBEAT_REASON if heartbeats else None)
+    return decision
+
+
+def _decide(
+    *,
+    parsed: ParsedResponse,
+    failed: Sequence[bool],
+    tool_rules: Sequence[ToolRule],
+    history: Sequence[str],
+    steps_taken: int,
+    max_steps: int,
+    heartbeats: bool,
+    finish_reason: str | None,
+) -> Decision:
     if not heartbeats:
         return decide_next_v1(
             parsed=parsed,

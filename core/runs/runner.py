@@ -907,11 +907,9 @@ def _resume(rs: _RunState, answer: dict) -> StopReason | None:
             steps_taken=rs.steps,
             max_steps=rs.max_steps,
             heartbeats=snap.spec.heartbeats,
+            answered=any(a.kind == "tool" or not a.approve for a in answers.values()),
+            more_input=bool(rs.pending),
         )
-        answered = any(a.kind == "tool" or not a.approve for a in answers.values())
-        if not decision.continue_loop and (rs.pending or (answered and decision.stop_reason == StopReason.END_TURN)):
-            # denials and a client's results go back to the model, as do messages sent with the answer
-            decision = loop.Decision(True, None, loop.HEARTBEAT_REASON if snap.spec.heartbeats else None)
         window = list(agent.message_ids) + [r.id for r in tool_rows]
         tool_runs = [o.tool_run for o in outcomes.values() if o.tool_run is not None]
         if tool_runs:

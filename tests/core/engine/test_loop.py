@@ -115,6 +115,20 @@ def test_heartbeat_chains_and_no_heartbeat_stops(tools):
     assert decide(parse(tools, ("conversation_search", {"query": "q"}))).stop_reason == StopReason.END_TURN
 
 
+def test_a_settled_wait_goes_back_to_the_model_when_its_answers_or_messages_need_it(tools):
+    said = parse(tools, ("send_message", {"message": "hi"}))
+    steps = {"parsed": said, "failed": [False], "tool_rules": [], "history": ["send_message"], "max_steps": 10}
+    approved = loop.decide_next(**steps, steps_taken=1, answered=False)
+    assert approved == loop.Decision(False, StopReason.END_TURN) and approved.kind == loop.StepKind.DONE
+    denied = loop.decide_next(**steps, steps_taken=1, answered=True)  # a denial or a client's result
+    assert denied == loop.Decision(True, None, loop.HEARTBEAT_REASON) and denied.kind == loop.StepKind.CONTINUE
+    sent_along = loop.decide_next(**steps, steps_taken=1, more_input=True, heartbeats=False)
+    assert sent_along == loop.Decision(True, None, None)  # letta_v1_agent: no heartbeat message
+    steps["parsed"], steps["failed"] = parse(tools, content="just text"), []
+    other = loop.decide_next(**steps, steps_taken=1, answered=True)  # any other stop stays a stop
+    assert other == loop.Decision(False, StopReason.NO_TOOL_CALL)
+
+
 def test_no_tool_call(tools):
     assert decide(parse(tools, content="just text")).stop_reason == StopReason.NO_TOOL_CALL
 
