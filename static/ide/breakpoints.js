@@ -127,5 +127,18 @@ window.AIDE_PAUSES = (function () {
     if (count) { count.textContent = String(n); count.hidden = n === 0; }
   });
 
+  // ---- a block edited while paused: the Context tab compiles the held call again, and the card says its new size
+  function heldTokens(root) {
+    const held = root.querySelector("#held-note[data-run]");
+    const card = held ? byRun(held.dataset.run) : null;
+    if (!card || card.dataset.state !== "waiting" || !held.dataset.tokens) return;
+    const shown = card.querySelector(".pause-tokens");
+    if (shown) shown.textContent = held.dataset.tokens + " tokens";
+    const why = card.querySelector(".pause-why");
+    if (why) card.dataset.asked = "Paused before the model call — " + why.textContent + " · " + held.dataset.tokens + " tokens";
+  }
+  document.body.addEventListener("htmx:afterSwap", (e) => { if (e.target.id === "context-panel") heldTokens(e.target); });
+  heldTokens(document);  // after a reload: the card reads the count it paused with, the Context tab the one now
+
   return {refresh, arrived, waiting, accepted, refused, reveal, hooks};
 })();

@@ -110,10 +110,18 @@
     if (t.id === "runs-panel") t.querySelectorAll(".run-row").forEach((tb) => { if (openRuns.has(tb.dataset.run)) loadRunSteps(tb); });
   });
 
+  // scroll the inspector so `target` starts just below its tab strip (which stays in view: it is sticky)
+  function showBelowTabs(target) {
+    const pane = target.closest("#inspector");
+    const head = pane && pane.querySelector(":scope > .inspector-head");
+    if (!pane || !head) { target.scrollIntoView({block: "start"}); return; }
+    pane.scrollTop += target.getBoundingClientRect().top - head.getBoundingClientRect().bottom - 6;
+  }
+
   function openStep(stepId) {
     openTab("tab-context");
     htmx.ajax("GET", A.stepUrl.replace("STEP", encodeURIComponent(stepId)), {target: "#step-detail", swap: "innerHTML"})
-      .then(() => { const d = $("#step-detail"); if (d) d.scrollIntoView({block: "start"}); });
+      .then(() => { const d = $("#step-detail"); if (d) showBelowTabs(d); });
     document.querySelectorAll(".step-chip.active").forEach((c) => c.classList.remove("active"));
     document.querySelectorAll(`.step-chip[data-step="${CSS.escape(stepId)}"]`).forEach((c) => c.classList.add("active"));
   }
@@ -124,7 +132,7 @@
     document.body.dispatchEvent(new CustomEvent("aide:show-inspector"));
     const target = opener.dataset.scroll ? $(opener.dataset.scroll) : null;
     if (!target) return;
-    target.scrollIntoView({block: "start"});
+    showBelowTabs(target);
     target.classList.remove("flash");
     void target.offsetWidth;  // restart the highlight
     target.classList.add("flash");

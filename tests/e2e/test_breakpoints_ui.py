@@ -38,6 +38,20 @@ def _send(page, text: str) -> None:
     page.press("#composer-input", "Enter")
 
 
+def tab_strip_in_view(page, target: str | None = None) -> None:
+    """The inspector's tab strip is inside the inspector's visible box, and `target` (scrolled to) starts below it."""
+    strip = page.locator("#inspector .pill-nav").bounding_box()
+    pane = page.locator("#inspector").bounding_box()
+    assert pane["y"] - 1 <= strip["y"] and strip["y"] + strip["height"] <= pane["y"] + pane["height"], (strip, pane)
+    # nothing around the inspector was scrolled to get there (the page and the grid scroll no more by hand)
+    shifted = "[document.scrollingElement.scrollTop, document.body.scrollTop, document.querySelector('main').scrollTop]"
+    assert page.evaluate(shifted) == [0, 0, 0] and strip["y"] >= 0
+    if target is not None:
+        assert page.evaluate("document.getElementById('inspector').scrollTop") > 0  # the pane did scroll
+        shown = page.locator(target).bounding_box()
+        assert shown["y"] >= strip["y"] + strip["height"] - 1, (shown, strip)  # not hidden under the strip
+
+
 def _snap(page, name: str) -> None:
     shot(page, f"7x-{name}")
     page.screenshot(path=f"/tmp/7x-{name}.png")
@@ -174,23 +188,29 @@ def test_a_model_call_pause_continue_step_and_stop_in_every_tab(signed_in, accou
     # the exact compiled request, then a block edited before the call is made
     pause.locator("[data-open-tab=tab-context]").click()
     expect(page.locator("#tab-context")).to_be_visible()
+    tab_strip_in_view(page, "#next-request")  # the jump scrolled the tab strip out of view at 1280 px
     expect(page.locator("#held-note")).to_contain_text(run.id[-8:])
     expect(page.locator("#next-request")).to_contain_text("What is my name?")
     expect(page.locator("#next-request")).to_contain_text("The user's name is Alice.")
     _snap(page, "compiled-request-1280")
     pause.locator("[data-open-tab=tab-memory]").click()
     human = page.locator('#blocks-panel .block-card:has(textarea[aria-label="human value"])')
-    human.locator("textarea[name=value]").fill("The user's name is Bertrand.")
+    human.locator("textarea[name=value]").fill("The user's name is Bertrand, a baker from Lyon who loves long walks.")
     human.locator("button[type=submit]").click()
     expect(page.locator("#blocks-panel")).to_contain_text("Saved.")
-    expect(page.locator("#next-request")).to_contain_text("The user's name is Bertrand.")  # compiled again
+    expect(page.locator("#next-request")).to_contain_text("The user's name is Bertrand")  # compiled again
+    # the card counts the call Continue would send now, not the one it paused with (it stayed stale)
+    now = int(page.locator("#held-note").get_attribute("data-tokens"))
+    assert now > tokens
+    expect(pause.locator(".pause-tokens")).to_have_text(f"{now} tokens")
+    _snap(page, "pause-card-after-block-edit-1280")
 
     # Step: the model call goes out (with the edit), and the run stops again before the tool call it made
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Your name is Bertrand."}))
     pause.locator("[data-pause=step]").click()
     stepped = page.locator(f"{PAUSE}[data-state=stepped]")
     expect(stepped).to_be_visible(timeout=FIRST_CALL_S)
-    expect(stepped.locator(".pause-was")).to_contain_text(f"{tokens} tokens")
+    expect(stepped.locator(".pause-was")).to_contain_text(f"{now} tokens")
     card = page.locator(f"{BP_CARD}[data-state=waiting]")
     expect(card).to_be_visible(timeout=FIRST_CALL_S)
     expect(card).to_contain_text("Paused before a call of send_message")

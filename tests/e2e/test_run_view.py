@@ -314,3 +314,26 @@ def test_branch_here_opens_a_thread_that_goes_on_from_that_message(signed_in, ac
     said = " ".join(str(m.get("content")) for m in request)
     assert "Plan a trip to Paris" in said and "Actually, Rome" not in said  # the branch's context, not the old thread's
     shot(page, "branch-here-continued-1280")
+
+
+def test_after_esc_closes_a_step_the_inspectors_tab_strip_is_in_view_at_1280(signed_in, account, fake_llm):
+    from tests.e2e.test_breakpoints_ui import tab_strip_in_view
+
+    agent = make_agent(account.org, name="Esc")
+    for i in range(3):
+        fake_llm.script(
+            FakeLLM.tool("archival_memory_insert", {"content": f"note {i}"}, heartbeat=True),
+            FakeLLM.tool("send_message", {"message": f"Kept note {i}."}),
+        )
+        in_thread(_send, agent, f"keep note {i}")
+    step = Step.objects.filter(agent=agent).order_by("created_at").last()
+    page = _workspace(signed_in, agent.id, 1280)
+    page.locator(f'#conversation .step-chip[data-step="{step.id}"]').first.click()
+    expect(page.locator(f'#step-detail .step-card[data-step-id="{step.id}"]')).to_be_visible()
+    tab_strip_in_view(page, "#step-detail")
+    shot(page, "inspector-step-open-1280")
+    page.locator("#step-detail .step-card strong").first.click()  # focus in the card, not in a field
+    page.keyboard.press("Escape")
+    expect(page.locator("#step-detail .step-card")).to_have_count(0)
+    tab_strip_in_view(page)
+    shot(page, "inspector-after-esc-1280")
