@@ -21,6 +21,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -118,6 +119,8 @@ class FakeLLM:
         self.streaming = streaming  # False: refuse `stream: true` with a 400, like a provider that cannot stream
         self.chunk_times: list[float] = []  # time.time() of each streamed chunk written, for latency measurements
         self.by_model: dict[str, Reply] = {}  # model name -> the reply it always gives (two models, one server)
+        # request body -> its reply, or None for the usual answer: a model whose reply depends on what it is asked
+        self.responder: Callable[[dict[str, Any]], Reply | None] | None = None
         self.latency = latency
         self.embedding_dim = embedding_dim
         self.stream_chunk_chars = stream_chunk_chars
@@ -182,6 +185,7 @@ class FakeLLM:
             self.requests.clear()
             self.chunk_times.clear()
             self.by_model = {}
+            self.responder = None
             for name, value in self._defaults.items():
                 setattr(self, name, value)
         return self
@@ -277,6 +281,10 @@ class FakeLLM:
             self.requests.append(RecordedRequest(method, path, body, headers))
 
     def _next_reply(self, req: dict[str, Any]) -> Reply:
+        responder = self.responder
+        answer = responder(req) if responder is not None else None
+        if answer is not None:
+            return answer
         with self._lock:
             if req.get("model") in self.by_model:
                 return self.by_model[req["model"]]

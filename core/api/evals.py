@@ -101,6 +101,19 @@ class ExperimentIn(Schema):
     name: str = Field("", max_length=200)
 
 
+class TargetIn(Schema):
+    agent_id: str | None = None
+    agent_version: int | None = Field(None, ge=1)
+    model: str | None = Field(None, max_length=200)
+    overrides: dict = Field(default_factory=dict, description='{"system": str, "blocks": {label: value}}')
+    name: str = Field("", max_length=200)
+
+
+class ExperimentsIn(Schema):
+    targets: list[TargetIn] = Field(..., min_length=1, max_length=experiments.MAX_TARGETS)
+    concurrency: int = Field(2, ge=1, le=experiments.MAX_CONCURRENCY)
+
+
 class ResultOut(Schema):
     position: int
     case_id: str | None
@@ -161,6 +174,7 @@ class CaseComparisonOut(Schema):
     verdict: str = Field(description="b against a: better, worse, same, only_a or only_b")
     a: CaseSideOut | None
     b: CaseSideOut | None
+    changes: list[dict] = Field(description="the graders whose verdict moved: {grader, a, b, reason (b's)}")
 
 
 class ComparisonOut(Schema):
@@ -281,6 +295,21 @@ def experiment_start(request, body: ExperimentIn):
     return experiments.experiment_start(
         owner=org, dataset=dataset, agent=agent, **{**fields, "model": body.model or ""}
     )
+
+
+@router.post("/evals/datasets/{dataset_id}/experiments", response=list[ExperimentOut])
+def experiments_start(request, dataset_id: str, body: ExperimentsIn):
+    """Run the dataset against several targets side by side (models, versions, prompt or block overrides): one
+    experiment per target, all started or none."""
+    org = owner(request)
+    dataset = _dataset(request, dataset_id)
+    targets = []
+    for t in body.targets:
+        if t.model:
+            model_resolve(owner=org, handle=t.model)
+        agent = agent_get(owner=org, agent_id=t.agent_id) if t.agent_id else None
+        targets.append({**t.dict(exclude={"agent_id"}), "agent": agent})
+    return experiments.experiments_start(owner=org, dataset=dataset, targets=targets, concurrency=body.concurrency)
 
 
 @router.get("/evals/experiments", response=list[ExperimentOut], exclude_none=True)

@@ -29,6 +29,7 @@ class CaseComparison:
     verdict: str  # better | worse | same (b against a) | only_a | only_b
     a: CaseSide | None
     b: CaseSide | None
+    changes: list[dict] = field(default_factory=list)  # the graders whose verdict moved: why the case changed
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,25 @@ def _verdict(a: CaseSide | None, b: CaseSide | None) -> str:
     return "same"
 
 
+def _changes(a: CaseSide | None, b: CaseSide | None) -> list[dict]:
+    """Each grader whose score, pass or error differs between the two sides: {grader, a, b, reason} (b's reason, or
+    its error)."""
+    if a is None or b is None:
+        return []
+    before = {s.get("grader"): s for s in a.scores or []}
+    out = []
+    for s in b.scores or []:
+        was = before.get(s.get("grader")) or {}
+        if (was.get("score"), was.get("passed"), bool(was.get("error"))) != (
+            s.get("score"),
+            s.get("passed"),
+            bool(s.get("error")),
+        ):
+            reason = s.get("error") or s.get("reason") or ""
+            out.append({"grader": s.get("grader"), "a": was.get("score"), "b": s.get("score"), "reason": reason})
+    return out
+
+
 def _delta(a: dict, b: dict, *path: str) -> float | None:
     for key in path:
         a, b = (a or {}).get(key), (b or {}).get(key)
@@ -96,7 +116,10 @@ def experiments_compare(*, a: Experiment, b: Experiment, only: str | None = None
         ra, rb = left.get(key), right.get(key)
         sa, sb = (_side(ra) if ra else None), (_side(rb) if rb else None)
         name = (ra or rb).name
-        cases.append(CaseComparison(case_id=(ra or rb).case_id, name=name, verdict=_verdict(sa, sb), a=sa, b=sb))
+        verdict = _verdict(sa, sb)
+        cases.append(
+            CaseComparison(case_id=(ra or rb).case_id, name=name, verdict=verdict, a=sa, b=sb, changes=_changes(sa, sb))
+        )
     counts = {v: sum(1 for c in cases if c.verdict == v) for v in VERDICTS}
     fa, fb = a.aggregates or {}, b.aggregates or {}
     deltas = {

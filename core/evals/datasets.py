@@ -1,7 +1,7 @@
 """Datasets and their cases: made by hand, from a conversation, from an agent's tests, or from Letta Evals' JSONL.
 
-An agent test is one case with its expectations as an `expect` grader (core.engine.graders), so one set of checks
-serves both; the test itself stays in its agent's metadata and its `.af` file.
+An agent's tests are the cases of its own tests dataset (core.runs.agent_tests), each with its expectations as an
+`expect` grader (core.engine.graders), so one set of checks serves both; they can be copied into any dataset.
 """
 
 import json
@@ -125,12 +125,16 @@ def _case_fields(owner: Organization, case: dict) -> dict:
     if truth is not None and not isinstance(truth, str) and not per_turn:
         raise Invalid("A case's ground truth is a string, or one string per turn.")
     start = case.get("start") or {}
-    if not isinstance(start, dict) or set(start) - {"agent_id", "version"}:
-        raise Invalid('A case\'s start is {"agent_id": ..., "version": N} or nothing.')
+    if not isinstance(start, dict) or set(start) - {"agent_id", "version", "step_id", "before"}:
+        raise Invalid(
+            'A case\'s start is {"agent_id": ..., "version": N}, {"step_id": ..., "before": false} or nothing.'
+        )
     if start:
         _agent_of(owner, start.get("agent_id"))
         if start.get("version") is not None and not isinstance(start["version"], int):
             raise Invalid("A case's start version is a number.")
+        if not isinstance(start.get("step_id"), str | None) or not isinstance(start.get("before", False), bool):
+            raise Invalid("A case's start step is a step id, and `before` true or false.")
     agent_file = case.get("agent_file")
     if agent_file is not None:
         parse_agent_file(agent_file)  # AgentFileError (422) for one that cannot be imported

@@ -24,6 +24,7 @@ from core.runs import executor
 log = logging.getLogger(__name__)
 COPY_KEY = "eval_copy"
 MAX_CONCURRENCY = 8
+MAX_TARGETS = 8
 
 
 def experiment_get(*, owner: Organization, experiment_id: str) -> Experiment:
@@ -67,6 +68,14 @@ def _overrides_check(overrides) -> dict:
     return overrides
 
 
+def _default_name(dataset: Dataset, agent: Agent | None, version: int | None, model: str, overrides: dict) -> str:
+    parts = [dataset.name, model or (agent.model if agent else "own agents")]
+    parts += [f"v{version}"] if version else []
+    parts += ["prompt edited"] if "system" in overrides else []
+    parts += [f"{', '.join(overrides['blocks'])} edited"] if overrides.get("blocks") else []
+    return " · ".join(parts)[:200]
+
+
 def experiment_start(
     *,
     owner: Organization,
@@ -99,7 +108,7 @@ def experiment_start(
         experiment = Experiment.objects.create(
             owner=owner,
             dataset=dataset,
-            name=name[:200] or f"{dataset.name} · {model or (agent.model if agent else 'own agents')}",
+            name=name[:200] or _default_name(dataset, agent, agent_version, model, overrides or {}),
             agent=agent,
             agent_version=agent_version,
             model=model or "",
@@ -115,6 +124,36 @@ def experiment_start(
         if queued:
             executor.queue.woken_after_commit(experiment_task.enqueue(experiment_id=experiment.id))
     return experiment
+
+
+def experiments_start(
+    *, owner: Organization, dataset: Dataset, targets: list[dict], concurrency: int = 2, queued: bool = True
+) -> list[Experiment]:
+    """Run the dataset against several targets at once (promptfoo's matrix, Letta Evals' model_handles): one
+    experiment per target, each `{"agent", "agent_version", "model", "overrides", "name"}` (all optional), recorded
+    together or not at all and queued side by side; returns them in the targets' order. Invalid names the target."""
+    if not 1 <= len(targets) <= MAX_TARGETS:
+        raise Invalid(f"An experiment run has 1 to {MAX_TARGETS} targets.")
+    made = []
+    with transaction.atomic():
+        for i, target in enumerate(targets):
+            try:
+                made.append(
+                    experiment_start(
+                        owner=owner,
+                        dataset=dataset,
+                        agent=target.get("agent"),
+                        agent_version=target.get("agent_version"),
+                        model=target.get("model") or "",
+                        overrides=target.get("overrides") or {},
+                        concurrency=concurrency,
+                        name=target.get("name") or "",
+                        queued=queued,
+                    )
+                )
+            except Invalid as exc:
+                raise Invalid(f"Target {i + 1}: {exc.message}") from None
+    return made
 
 
 def experiment_delete(*, experiment: Experiment) -> None:

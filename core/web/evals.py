@@ -7,7 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from core.errors import DomainError, Invalid, NotFound
@@ -75,20 +75,39 @@ def dataset_create(request):
     return redirect("eval_dataset", dataset.id)
 
 
+def _experiments_ctx(dataset) -> dict:
+    found = experiments.experiments_list(owner=dataset.owner, dataset=dataset)
+    return {"experiments": found, "experiments_running": any(e.status in ("queued", "running") for e in found)}
+
+
 @login_required
 def dataset_page(request, dataset_id: str, error: str = "", status: int = 200):
     dataset = _dataset_or_404(request, dataset_id)
+    agents = _agents(request)
+    names = {a.id: a.name for a in agents}
+    cases = datasets.cases_list(dataset=dataset)
+    for case in cases:
+        case.start_name = names.get((case.start or {}).get("agent_id"), "")
     ctx = {
         "dataset": dataset,
-        "cases": datasets.cases_list(dataset=dataset),
-        "experiments": experiments.experiments_list(owner=dataset.owner, dataset=dataset),
-        "agents": _agents(request),
+        "cases": cases,
+        **_experiments_ctx(dataset),
+        "target_rows": range(1, TARGET_ROWS + 1),
+        "agents": agents,
         "graders_json": json.dumps(dataset.graders, indent=2),
         "gate_json": json.dumps(dataset.gate, indent=2) if dataset.gate else "",
         "error": error,
         "nav": "evals",
     }
     return TemplateResponse(request, "core/evals/dataset.html", ctx, status=status)
+
+
+@login_required
+def dataset_experiments(request, dataset_id: str):
+    """The dataset's experiments (the list re-reads itself every second while one runs)."""
+    dataset = _dataset_or_404(request, dataset_id)
+    ctx = {"dataset": dataset, **_experiments_ctx(dataset)}
+    return TemplateResponse(request, "core/evals/_dataset_experiments.html", ctx)
 
 
 def _dataset_action(request, dataset_id: str, action) -> HttpResponse:
@@ -184,29 +203,52 @@ def dataset_export(request, dataset_id: str):
     return response
 
 
+TARGET_ROWS = 3
+
+
+def _targets_from_form(data, agent) -> list[dict]:
+    """The run form's target rows (model, system prompt, name each); a row left empty after the first is skipped,
+    the first left empty is the agent as it is."""
+    version = data.get("agent_version", "").strip()
+    columns = [data.getlist("model"), data.getlist("system"), data.getlist("name")]
+    count = min(max(map(len, columns)), experiments.MAX_TARGETS)
+    targets = []
+    for i in range(count):
+        model, system, name = (column[i] if i < len(column) else "" for column in columns)
+        if i and not model.strip() and not system.strip():
+            continue
+        targets.append(
+            {
+                "agent": agent,
+                "agent_version": int(version) if version.isdigit() else None,
+                "model": model.strip(),
+                "overrides": {"system": system} if system.strip() else {},
+                "name": name.strip(),
+            }
+        )
+    return targets or [{"agent": agent, "agent_version": int(version) if version.isdigit() else None}]
+
+
 @login_required
 @require_POST
 def experiment_start(request, dataset_id: str):
-    """Start an experiment from the dataset page's form (agent, version, model, system prompt override)."""
+    """Start one experiment per target row of the dataset page's form (agent and version shared; a model, system
+    prompt override and name per row); one goes to its page, several to the dataset's list of experiments."""
     data = request.POST
     dataset = _dataset_or_404(request, dataset_id)
     try:
         agent = Agent.objects.filter(owner=org(request), id=data.get("agent_id", "")).first()
-        version = data.get("agent_version", "").strip()
-        overrides = {"system": data["system"]} if data.get("system", "").strip() else {}
-        experiment = experiments.experiment_start(
+        started = experiments.experiments_start(
             owner=dataset.owner,
             dataset=dataset,
-            agent=agent,
-            agent_version=int(version) if version.isdigit() else None,
-            model=data.get("model", "").strip(),
-            overrides=overrides,
+            targets=_targets_from_form(data, agent),
             concurrency=int(data["concurrency"]) if data.get("concurrency", "").isdigit() else 2,
-            name=data.get("name", ""),
         )
     except DomainError as exc:
         return dataset_page(request, dataset_id, error=exc.message, status=400)
-    return redirect("eval_experiment", experiment.id)
+    if len(started) == 1:
+        return redirect("eval_experiment", started[0].id)
+    return redirect(reverse("eval_dataset", args=[dataset.id]) + "#experiments")
 
 
 @login_required
@@ -271,6 +313,7 @@ urlpatterns = [
     path("datasets/<str:dataset_id>/settings/", dataset_settings, name="eval_dataset_settings"),
     path("datasets/<str:dataset_id>/delete/", dataset_delete, name="eval_dataset_delete"),
     path("datasets/<str:dataset_id>/run/", experiment_start, name="eval_experiment_start"),
+    path("datasets/<str:dataset_id>/experiments/", dataset_experiments, name="eval_dataset_experiments"),
     path("experiments/<str:experiment_id>/", experiment_page, name="eval_experiment"),
     path("experiments/<str:experiment_id>/cancel/", experiment_cancel, name="eval_experiment_cancel"),
     path("experiments/<str:experiment_id>/delete/", experiment_delete, name="eval_experiment_delete"),

@@ -128,3 +128,46 @@ def test_datasets_and_experiments_over_the_api(api, account, other_account, fake
     assert other.get(f"/v1/evals/experiments/{done['id']}").status_code == 404
     assert api.delete(f"/v1/evals/datasets/{dataset['id']}").status_code == 200
     assert api.get(f"/v1/evals/experiments/{done['id']}").status_code == 404
+
+
+def test_one_run_against_several_targets_side_by_side(api, account, fake_llm):
+    agent = make_agent(account.org)
+    dataset = api.post(
+        "/v1/evals/datasets", {"name": "d", "graders": [{"name": "answer", "kind": "contains"}], "agent_id": agent.id}
+    ).json()
+    api.post(f"/v1/evals/datasets/{dataset['id']}/cases", [{"turns": ["What do I drink?"], "ground_truth": "tea"}])
+    fake_llm.by_model = {"other": FakeLLM.tool("send_message", {"message": "Coffee."})}
+    fake_llm.script(*(FakeLLM.tool("send_message", {"message": "Tea."}) for _ in range(2)))
+    targets = [
+        {"name": "as is"},
+        {"model": "openai/other"},
+        {"overrides": {"system": "Be brief.", "blocks": {"human": "Likes tea."}}},
+    ]
+    r = api.post(f"/v1/evals/datasets/{dataset['id']}/experiments", {"targets": targets, "concurrency": 1})
+    assert r.status_code == 200, r.content
+    started = r.json()
+    assert [e["name"] for e in started] == [
+        "as is",
+        "d · openai/other",
+        "d · openai/fake-model · prompt edited · human edited",
+    ]
+    done = [
+        until(lambda i=e["id"]: (x := api.get(f"/v1/evals/experiments/{i}").json())["status"] == "completed" and x)
+        for e in started
+    ]
+    assert [d["results"][0]["passed"] for d in done] == [True, False, True]
+    compared = api.get(f"/v1/evals/compare/{done[0]['id']}/{done[1]['id']}").json()
+    [case] = compared["cases"]
+    assert case["verdict"] == "worse"
+    assert case["changes"] == [{"grader": "answer", "a": 1.0, "b": 0.0, "reason": "output does not contain 'tea'"}]
+    # all started or none: a bad target names itself and nothing is recorded
+    before = len(api.get(f"/v1/evals/datasets/{dataset['id']}/experiments").json())
+    bad = api.post(
+        f"/v1/evals/datasets/{dataset['id']}/experiments",
+        {"targets": [{}, {"agent_id": agent.id, "agent_version": 99}]},
+    )
+    assert bad.status_code == 404 and "99" in bad.content.decode()
+    bad = api.post(f"/v1/evals/datasets/{dataset['id']}/experiments", {"targets": [{}, {"overrides": {"x": 1}}]})
+    assert bad.status_code in (400, 422) and "Target 2" in bad.content.decode()
+    assert api.post(f"/v1/evals/datasets/{dataset['id']}/experiments", {"targets": []}).status_code == 422
+    assert len(api.get(f"/v1/evals/datasets/{dataset['id']}/experiments").json()) == before

@@ -72,12 +72,12 @@ def test_bad_input_is_shown_and_other_owners_get_404(web, account, other_account
     dataset = datasets.dataset_create(owner=account.org, name="d")
     bad = web.post(f"/evals/datasets/{dataset.id}/settings/", {"graders": '[{"kind": "regex", "value": "("}]'})
     assert bad.status_code == 400 and "bad regular expression" in bad.content.decode()
-    empty = web.post(f"/evals/datasets/{dataset.id}/run/", {})
+    empty = web.post(f"/evals/datasets/{dataset.id}/run/", {"concurrency": "1"})
     assert empty.status_code == 400 and "no cases to run" in empty.content.decode()
     other = Client()
     other.force_login(other_account.user)
     assert other.get(f"/evals/datasets/{dataset.id}/").status_code == 404
-    assert other.post(f"/evals/datasets/{dataset.id}/delete/").status_code == 404
+    assert other.post(f"/evals/datasets/{dataset.id}/delete/", {"confirm": "1"}).status_code == 404
     assert Dataset.objects.filter(pk=dataset.pk).exists()
 
 
