@@ -5,7 +5,7 @@ import json
 import re
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, JsonResponse, StreamingHttpResponse
+from django.http import Http404, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -15,6 +15,7 @@ from core.agents.versions import noted
 from core.errors import DomainError
 from core.models import Message
 from core.selectors import agent_get, agents_list
+from core.sse import event_stream
 from core.text import json_input
 from core.web.common import org
 from tools import arg_form, selectors, services, web_workbench
@@ -256,17 +257,13 @@ def tool_run_output(request):
     """What the page's run in progress (its `run_key`) prints, as it prints it (server-sent events)."""
 
     since = request.headers.get("Last-Event-ID", "")
-    response = StreamingHttpResponse(
+    return event_stream(
         web_workbench.output_events(
             owner=org(request),
             run_key=request.GET.get("run_key", "")[:64],
             since=int(since) if since.isdigit() else 0,
-        ),
-        content_type="text/event-stream",
+        )
     )
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
 
 
 @login_required

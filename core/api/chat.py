@@ -19,6 +19,7 @@ from core.models import RunStatus
 from core.runs import executor
 from core.runs.streaming import caller_events
 from core.selectors import agent_get
+from core.sse import event_stream
 
 router = Router(tags=["chat"])
 
@@ -184,10 +185,7 @@ def _stream(request, agent_id: str, letta: LettaRequest, model: str, include_usa
     )
     events = caller_events(run=run, types=["assistant_message"], stream_tokens=True, subscription=subscription)
     chunks = ChunkWriter(completion_id=f"chatcmpl-{run.id}", model=model, include_usage=include_usage)
-    response = StreamingHttpResponse(chunks.frames(events), content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
+    return event_stream(chunks.frames(events))
 
 
 def _data(payload: dict) -> str:

@@ -10,6 +10,7 @@ from ninja import Field, Schema
 
 from core.models import Organization
 from core.runs.streaming import Subscription, sse_events, subscribe_sync
+from core.sse import event_stream
 
 
 def owner(request: HttpRequest) -> Organization:
@@ -57,16 +58,12 @@ SSE_ONLY = {"responses": {200: {"description": "The run as it happens.", "conten
 def sse_response(
     run, *, types: list[str] | None, include_pings: bool, stream_tokens: bool, subscription: Subscription | None = None
 ) -> StreamingHttpResponse:
-    """The run's events as server-sent events, unbuffered by proxies."""
-    response = StreamingHttpResponse(
+    """The run's events as server-sent events."""
+    return event_stream(
         sse_events(
             run=run, types=types, include_pings=include_pings, stream_tokens=stream_tokens, subscription=subscription
-        ),
-        content_type="text/event-stream",
+        )
     )
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
 
 
 def sse_submitted(agent_id: str, submit: Callable[[], Any], **options) -> StreamingHttpResponse:

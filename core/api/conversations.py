@@ -7,16 +7,16 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any, Literal
 
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse
 from ninja import Field, Query, Router, Schema
 from pydantic import BaseModel
 
 from core.agents import conversations as conv
 from core.agents.context import agent_context, agent_with_counts
-from core.agents.messages import messages_to_letta, stop_reason_message, usage_statistics
+from core.agents.messages import messages_to_letta
 from core.api.agents import CompactIn, CompactionOut
 from core.api.common import SSE_ALSO, SSE_ONLY, PageQuery, owner
-from core.api.messages import LettaRequest, inputs_of, run_request, sse_of
+from core.api.messages import LettaRequest, inputs_of, run_request, send_answer, sse_of
 from core.api.schemas import ErrorOut, LettaMessageOut, LettaResponseOut
 from core.errors import Conflict, Invalid, NotFound
 from core.models import Agent, Conversation
@@ -25,6 +25,7 @@ from core.runs.overflow import agent_compact
 from core.runs.persistence import thread_view
 from core.runs.streaming import run_resumable, sse_resume
 from core.selectors import agent_get
+from core.sse import event_stream
 
 router = Router(tags=["conversations"])
 
@@ -195,16 +196,7 @@ def conversation_messages_send(request, conversation_id: str, body: Conversation
     run = executor.run_call(
         run_request(agent.owner, agent.id, body, inputs, conversation_id=thread, stream_tokens=False, background=False)
     )
-    messages = executor.run_reply(run=run, use_assistant_message=body.use_assistant_message)
-    if body.include_return_message_types:
-        messages = [m for m in messages if m["message_type"] in body.include_return_message_types]
-    return {
-        "messages": messages,
-        "stop_reason": stop_reason_message(run.stop_reason),
-        "usage": usage_statistics({**(run.usage or {}), "run_ids": [run.id]}),
-        "run_id": run.id,
-        "error": run.error or None,
-    }
+    return send_answer(run, body)
 
 
 class ConversationMessagesQuery(PageQuery):
@@ -272,10 +264,4 @@ def conversation_stream(request, conversation_id: str, body: ThreadStreamIn | No
     agent, found = _thread(request, conversation_id, body.agent_id)
     run = conv.thread_run_for_stream(agent=agent, conversation=found, run_id=body.run_id, otid=body.otid)
     run_resumable(run)
-    response = StreamingHttpResponse(
-        sse_resume(run=run, starting_after=body.starting_after, include_pings=body.include_pings),
-        content_type="text/event-stream",
-    )
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
+    return event_stream(sse_resume(run=run, starting_after=body.starting_after, include_pings=body.include_pings))

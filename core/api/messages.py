@@ -120,12 +120,9 @@ def sse_of(agent_id: str, submit, body: LettaRequest) -> StreamingHttpResponse:
     )
 
 
-@router.post("/agents/{agent_id}/messages", response=LettaResponseOut, openapi_extra=SSE_ALSO, exclude_unset=True)
-def messages_send(request, agent_id: str, body: LettaRequest):
-    """Run the agent and answer when the run ends (or stream it as SSE with `streaming: true`)."""
-    if body.streaming:
-        return sse_of(agent_id, lambda: _submit(request, agent_id, body), body)
-    run = _submit(request, agent_id, body, call=True)
+def send_answer(run, body: LettaRequest) -> dict:
+    """The LettaResponse of an ended run, for an agent's or a conversation's send: its reply's messages (only the
+    types the body asked for), stop reason, usage, id and error (letta/schemas/letta_response.py)."""
     messages = executor.run_reply(run=run, use_assistant_message=body.use_assistant_message)
     if body.include_return_message_types:
         messages = [m for m in messages if m["message_type"] in body.include_return_message_types]
@@ -136,6 +133,15 @@ def messages_send(request, agent_id: str, body: LettaRequest):
         "run_id": run.id,
         "error": run.error or None,
     }
+
+
+@router.post("/agents/{agent_id}/messages", response=LettaResponseOut, openapi_extra=SSE_ALSO, exclude_unset=True)
+def messages_send(request, agent_id: str, body: LettaRequest):
+    """Run the agent and answer when the run ends (or stream it as SSE with `streaming: true`)."""
+    if body.streaming:
+        return sse_of(agent_id, lambda: _submit(request, agent_id, body), body)
+    run = _submit(request, agent_id, body, call=True)
+    return send_answer(run, body)
 
 
 @router.post("/agents/{agent_id}/messages/stream", response={200: None}, openapi_extra=SSE_ONLY)

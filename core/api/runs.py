@@ -3,7 +3,6 @@ background run's stream. Thin: parse, call, present."""
 
 from typing import Literal
 
-from django.http import StreamingHttpResponse
 from ninja import Field, Query, Router, Schema
 
 from core.agents import history, presenters
@@ -13,6 +12,7 @@ from core.api.common import SSE_ONLY, PageQuery, clamped, owner
 from core.api.schemas import ErrorOut, LettaMessageOut, RunOut, RunUsageOut
 from core.api.steps import LettaStepOut
 from core.runs.streaming import run_resumable, sse_resume
+from core.sse import event_stream
 
 router = Router(tags=["runs"])
 
@@ -101,13 +101,7 @@ def run_stream(request, run_id: str, body: RetrieveStreamIn | None = None):
     run = history.run_get(owner=owner(request), run_id=run_id)
     run_resumable(run)
     body = body or RetrieveStreamIn()
-    response = StreamingHttpResponse(
-        sse_resume(run=run, starting_after=body.starting_after, include_pings=body.include_pings),
-        content_type="text/event-stream",
-    )
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
+    return event_stream(sse_resume(run=run, starting_after=body.starting_after, include_pings=body.include_pings))
 
 
 @router.get("/runs/{run_id}/usage", response=RunUsageOut)

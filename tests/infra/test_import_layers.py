@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("leaf", ("core.regex",)),
     ("engine", ("core.engine",)),
     # Plumbing that reads no table: ids, text, JSON, model fields, secrets, the egress guard, the transaction
-    # guard, and the channel layer and its sends (which carry what their callers computed).
+    # guard, the channel layer and its sends (which carry what their callers computed), the SSE response.
     (
         "platform",
         (
@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "core.fields",
             "core.ids",
             "core.jsontext",
+            "core.sse",
             "core.text",
             "core.throttle",
             "core.transactions",

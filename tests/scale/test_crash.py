@@ -10,8 +10,6 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -24,7 +22,7 @@ from core.models import Agent, Message, Run, Step
 from core.runs.queue import GONE
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
-from tests.helpers import database_url, free_port, until
+from tests.helpers import Daphne, daphne_start, free_port, until
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE_S = 600  # longer than any test: only the restarted server's own knowledge frees the agents
@@ -33,65 +31,28 @@ KINDS = ["sync", "sse", "websocket", "async", "agent_to_agent"]
 
 
 class Server:
-    """One daphne process on the embedded default (in-process channel layer and run pool); restartable."""
+    """One daphne process on the embedded default (in-process channel layer and run pool), started by the tests'
+    one starter (`tests.helpers.daphne_start`); restartable on the same port."""
 
     def __init__(self):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen | None = None
-        self.env = {
-            **os.environ,
-            "DATABASE_URL": database_url(),
-            "DJANGO_SETTINGS_MODULE": "tests.settings",
-            "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "CSRF_TRUSTED_ORIGINS": self.url,
-            "REDIS_URL": "",
-            "RUNS_IN_WORKER": "",
-            "RUN_LEASE_S": str(LEASE_S),
-            "PYTHONUNBUFFERED": "1",
-        }
+        self.daphne: Daphne | None = None
+        self.starts = 0
 
     def start(self) -> None:
         logs = ROOT / "test-artifacts"
-        out = open(logs / f"crash-{self.port}.log", "a") if logs.exists() else subprocess.DEVNULL
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "agents_ide.serve",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(self.port),
-                "agents_ide.asgi:application",
-            ],
-            cwd=ROOT,
-            env=self.env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        until(self._healthy, timeout=60, what="the server to start")
-
-    def _healthy(self) -> bool:
-        if self.proc.poll() is not None:
-            raise AssertionError("the server exited at start")
-        try:
-            with urllib.request.urlopen(self.url + "/healthz", timeout=1) as r:
-                return r.status == 200
-        except OSError:
-            return False
+        self.starts += 1
+        log = logs / f"crash-{self.port}-{self.starts}.log" if logs.exists() else None
+        self.daphne = daphne_start(env={"RUN_LEASE_S": str(LEASE_S)}, port=self.port, log=log)
 
     def kill(self) -> None:
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        os.kill(self.daphne.proc.pid, signal.SIGKILL)
+        self.daphne.proc.wait()
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        if self.daphne is not None:
+            self.daphne.stop(timeout=15)
 
 
 @pytest.fixture

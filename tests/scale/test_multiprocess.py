@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import IN_CI, postgres_required
 from tests.fake_llm import FakeLLM
-from tests.helpers import database_url, free_port, redis_test_url, until
+from tests.helpers import daphne_start, database_url, free_port, redis_test_url, until
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE_S = 3
@@ -67,12 +67,11 @@ class Cluster:
 
     def server(self) -> str:
         port = free_port()
-        self._spawn(
-            ["-m", "agents_ide.serve", "-b", "127.0.0.1", "-p", str(port), "agents_ide.asgi:application"], f"web-{port}"
-        )
-        url = f"http://127.0.0.1:{port}"
-        until(lambda: _healthy(url), timeout=60, what=f"server {url} to start")
-        return url
+        overrides = {k: self.env[k] for k in ("REDIS_URL", "RUNS_IN_WORKER", "RUN_LEASE_S", "RUN_POLL_S", "LOG_LEVEL")}
+        log = self.logs / f"scale-web-{port}.log" if self.logs.exists() else None
+        server = daphne_start(env=overrides, port=port, log=log)
+        self.procs.append(server.proc)
+        return server.url
 
     def worker(self, name: str) -> subprocess.Popen:
         return self._spawn(["manage.py", "run_worker", "--threads", "4"], f"worker-{name}")
@@ -87,14 +86,6 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/healthz", timeout=1) as r:
-            return r.status == 200
-    except OSError:
-        return False
 
 
 def _post(url: str, token: str, body: dict) -> tuple[int, dict]:
