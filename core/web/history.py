@@ -207,11 +207,12 @@ def in_flight(*, agent) -> dict | None:
     return {"runId": run["id"], "inputs": inputs}
 
 
-def undelivered(*, agent, look_back: int = 5) -> list[dict]:
-    """The thread's latest runs that failed or were cancelled before storing the person's message, newest last,
-    back to the last run that completed: their notices (the error, the message with Retry and Edit) show again
-    after a reload, as they did live. A run still going does not hide the failures before it, but a later send of
-    the same text (Retry, or the person sending it again) replaces the failed copy, as it does live."""
+def undelivered(*, agent, look_back: int = 20) -> list[dict]:
+    """Among the thread's latest `look_back` runs, those that failed or were cancelled before a step took the
+    person's message, newest last: their notices (the error, the message with Retry and Edit) show again after a
+    reload, as they did live. A later run, going or done, does not hide them (a later send of other text would lose
+    what was pasted); a later send of the same text (Retry, or the person sending it again) replaces the failed
+    copy, as it does live."""
     runs = Run.objects.filter(agent_id=agent.id, conversation_id=getattr(agent, "thread", None)).order_by("-created_at")
     found, sent_later = [], set()
     for run in runs.only("id", "status", "stop_reason", "error", "completed_at", "input_messages")[:look_back]:
@@ -221,7 +222,8 @@ def undelivered(*, agent, look_back: int = 5) -> list[dict]:
             sent_later |= texts
             continue
         if run.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
-            break
+            sent_later |= texts
+            continue
         delivered = Message.objects.filter(run_id=run.id, role="user", step__isnull=False).exists()
         if inputs and not texts <= sent_later and not delivered:
             found.append({"run": run, "inputs": inputs})

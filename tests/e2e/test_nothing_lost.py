@@ -6,9 +6,11 @@ import dataclasses
 import re
 import time
 
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from core.agents.services import agent_update
+from core.models import Message
 from tests.e2e.conftest import shot
 from tests.e2e.test_debugger import FIRST_CALL_S, _open, _send
 from tests.factories import make_agent
@@ -58,8 +60,14 @@ def test_a_reload_mid_reply_shows_the_question_and_the_reply_from_its_start(sign
     order = page.eval_on_selector_all("#live .msg", "ns => ns.map((n) => n.dataset.type)")
     assert order.index("reasoning_message") < order.index("assistant_message"), order  # in the order they streamed
     expect(page.locator("#live .msg.assistant_message .body")).to_have_text(REPLY, timeout=FIRST_CALL_S)
-    expect(page.locator("#conversation .msg.user_message").filter(has_text="What is the plan?")).to_have_count(1)
+    asked = page.locator("#conversation .msg.user_message").filter(has_text="What is the plan?")
+    expect(asked).to_have_count(1)
     expect(page.locator("#conversation .msg.user_message.pending")).to_have_count(0)
+    # stamped when it was sent (it read the reload's time, later than the reply), and no longer "sent · waiting"
+    stored = Message.objects.get(agent=agent, role="user", text="What is the plan?")
+    expect(asked.locator(".meta > span").last).to_have_text(timezone.localtime(stored.created_at).strftime("%H:%M:%S"))
+    expect(asked).not_to_contain_text("waiting")
+    shot(page, "60-reload-mid-reply-stored-1280")
 
 
 def test_every_tab_sees_every_tabs_question_at_once(signed_in, account, fake_llm):
@@ -198,3 +206,28 @@ def test_a_huge_message_shows_collapsed_with_its_size(signed_in, account, fake_l
         expect(more).to_have_text("Collapse")
         assert mine.bounding_box()["height"] > 600
     shot(p, "65-huge-message-expanded")
+
+
+def test_a_later_send_keeps_an_earlier_undelivered_long_paste_with_retry_and_edit(signed_in, account, fake_llm):
+    agent = make_agent(account.org, name="Long paste", context_window_limit=120_000)  # the paste fits: the model fails
+    page = _open(signed_in, agent.id)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    pasted = "".join(f"line {i}: " + "a pasted report, word after word. " * 5 + "\n" for i in range(1000)).strip()
+    assert len(pasted.encode()) > 180_000
+    fake_llm.script(FakeLLM.error(500, "upstream exploded"))
+    _send(page, pasted)
+    expect(page.locator("#live .msg.user_message.failed")).to_have_count(1, timeout=FIRST_CALL_S)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "A short answer."}))
+    _send(page, "a short question")
+    expect(page.locator("#live .msg.assistant_message")).to_contain_text("A short answer.", timeout=FIRST_CALL_S)
+    expect(page.locator("#run-status")).to_contain_text("completed")  # the last action is stored
+
+    page.reload()  # the later run completed: the long message that never arrived is still offered, not dropped
+    expect(page.locator("body[data-ws=open]")).to_have_count(1)
+    failed = page.locator("#conversation .msg.user_message.failed")
+    expect(failed).to_have_count(1)
+    expect(failed.locator("[data-retry]")).to_be_visible()
+    expect(page.locator("#conversation .msg.assistant_message")).to_contain_text("A short answer.")
+    shot(page, "64-undelivered-long-paste-after-a-later-send-1280")
+    failed.locator("[data-edit]").click()
+    assert page.locator("#composer-input").input_value() == pasted  # every character of it, for Edit

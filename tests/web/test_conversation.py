@@ -118,7 +118,8 @@ def test_step_shows_readable_parts_and_the_memory_change_as_a_diff(web, account,
     _say(agent, "I love oolong")
     first, second = Step.objects.filter(agent=agent, kind="agent").order_by("created_at")
     html = web.get(f"/agents/{agent.id}/steps/{second.id}/").content.decode()
-    assert f"Step {second.index}" in html and f"step {first.index}" in html
+    # numbered within the conversation: the first run's two steps are its 1st and 2nd
+    assert "<strong>Step 2</strong>" in html and "What changed since step 1" in html
     assert 'class="part part-tool"' in html and 'class="part part-message"' in html  # each tool and message apart
     diff = re.search(r'<div id="step-text-diff">(.*?)<h3>Request sent', html, re.S).group(1)
     assert re.search(r'<span class="add">\+ .*Loves oolong tea\.', diff)  # the block change, as added text
@@ -199,7 +200,9 @@ def test_history_and_runs_cost_the_same_queries_however_long_the_history(web, ac
         f"/agents/{agent.id}/window/",
     ]
     before = [count(u) for u in urls]
-    assert before == [9, 7, 6, 7]  # session and user included; runs: one more for the agent's usage totals
+    # session and user included; runs: one more for the agent's usage totals; steps: one to number them in their
+    # conversations
+    assert before == [9, 7, 7, 7]
     for i in range(5):
         _say(agent, f"more {i}")
     assert [count(u) for u in urls] == before

@@ -42,7 +42,7 @@ def test_a_page_opened_when_nothing_runs_has_no_inputs_in_flight(web, account, f
     assert _config(web.get(f"/agents/{agent.id}/").content.decode())["inFlight"] is None
 
 
-def test_a_failed_runs_undelivered_message_shows_again_until_a_later_run_completes(web, account, fake_llm):
+def test_a_failed_runs_undelivered_message_shows_again_until_it_is_sent_again(web, account, fake_llm):
     agent = make_agent(account.org, name="Notices")
     fake_llm.script(FakeLLM.error(500, "upstream exploded"))
     run = run_agent(
@@ -58,10 +58,16 @@ def test_a_failed_runs_undelivered_message_shows_again_until_a_later_run_complet
     assert html.count("Lost &lt;i&gt;words&lt;/i&gt;?") == 1
     assert "upstream exploded" in html
 
+    # a later send of other text completes: the failed message is still offered (its text was lost before)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Something else."}))
+    run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "another thing"}])
+    html = web.get(f"/agents/{agent.id}/").content.decode()
+    assert f'class="run-notice" data-run="{run.run_id}"' in html and "Something else." in html
+
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Got it now."}))
     run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "Lost <i>words</i>?"}])
     html = web.get(f"/agents/{agent.id}/").content.decode()
-    assert f'class="run-notice" data-run="{run.run_id}"' not in html  # a later run completed: the person moved on
+    assert f'class="run-notice" data-run="{run.run_id}"' not in html  # sent again and delivered: no notice any more
     assert "Got it now." in html
 
 
