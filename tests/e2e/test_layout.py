@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from core.agents.agentfile.exporter import agentfile_export
 from core.agents.services import BlockInput
 from core.models import Agent, Step
-from core.runs import agent_tests
+from core.runs import agent_tests, timetravel
 from core.runs.runner import run_agent
 from memory import services as memory_services
 from memory.files import services as file_services
@@ -28,6 +28,7 @@ WIDTHS = (390, 1024, 1280, 1920)
 HEIGHT = {390: 844, 1024: 768, 1280: 800, 1920: 1080}
 LONG = "Customer-support-agent-for-the-northern-european-region-with-an-unbroken-name"
 LONG_ID = "x" * 120
+REPLAY_MODELS = ["openai/model-a", "openai/model-b", "openai/model-c"]
 RUN_S = 90000  # ms: a test run copies the agent and runs it through the executor (litellm's first import is slow)
 
 
@@ -36,6 +37,7 @@ def _seed(account, fake_llm, tmp_path) -> dict:
     agent = make_agent(
         account.org,
         name=LONG,
+        include_multi_agent_tools=True,  # the longest built-in tool names (send_message_to_agent_and_wait_for_reply)
         tags=["production-eu-north-1-very-long-tag-name", "support"],
         memory_blocks=[
             BlockInput(label="persona", value="I am a helpful support agent. " * 8),
@@ -54,6 +56,8 @@ def _seed(account, fake_llm, tmp_path) -> dict:
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Done."}))
     run_agent(agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "Thanks."}])
     step = Step.objects.filter(agent=agent).order_by("created_at").first()
+    fake_llm.script(*[FakeLLM.tool("send_message", {"message": f"Answer {i}: {LONG_ID}"}) for i in range(3)])
+    timetravel.step_replay(owner=account.org, step=step, models=REPLAY_MODELS)  # the replay page's three columns
     memory_services.passage_insert(
         agent=Agent.objects.get(pk=agent.id), text="Refund policy: " + LONG_ID, tags=["policy"]
     )
@@ -191,6 +195,10 @@ def test_every_page_fits_and_reads_at_each_width_in_both_themes(signed_in, accou
         page.set_viewport_size({"width": width, "height": HEIGHT[width]})
         for name, url in _pages(data):
             page.goto(url)
+            if name == "replay":  # the audit sees the replay with three models side by side
+                expect(page.locator("#replay-columns .replay-col[data-model]")).to_have_count(len(REPLAY_MODELS))
+            if name == "workspace":
+                expect(page.locator("#attached-tools")).to_contain_text("send_message_to_agent_and_wait_for_reply")
             _check(page, name, width, problems)
             if name == "workspace":
                 for state in _workspace_states(page, width, data):
