@@ -40,7 +40,7 @@ class CronError(ValueError):
     """The expression is not valid 5-field cron, or never fires; the message says which part."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Cron:
     minutes: frozenset[int]
     hours: frozenset[int]

@@ -14,7 +14,7 @@ from core.models import Message, Organization, Run
 from core.providers import ResolvedModel
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunRequest:
     """One run asked of one agent. `input_messages` are the API's messages ({role, content} or an answer to a run
     that waits), validated by the claim; `conversation_id` continues that conversation of the agent instead of its

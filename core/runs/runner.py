@@ -8,8 +8,11 @@ group. The send path from top to bottom is told in docs/architecture.md.
 A step has two phases. First everything slow, outside any transaction: the model call, the tool calls
 (sandboxes, embeddings, other agents' runs). Then the commit phase, one durable transaction: messages,
 block edits, archival inserts, the step record and the window change; events go out only after it
-commits. A slow call inside that transaction raises (core.transactions). A failed model call
-writes only a step record carrying the error, so the agent's state stays exactly as before that step.
+commits. A slow call inside that transaction raises (core.transactions). What a step ended as is one value, a
+StepEnd of a kind the engine names (core.engine.loop.StepKind: continue, done, waiting for a person or a client,
+held at a breakpoint, failed); one function, `_commit`, writes whatever it holds. A failed model call writes only
+a step record carrying the error (and the run's end), so the agent's state stays exactly as before that step; a run
+that answers a wait begins with a step that runs no model (`_resume`) and is committed the same way.
 
 A run's input messages are stored by the claim, in its transaction: a send the API accepted is in the agent's
 history even if the process dies before the model answers. They enter the agent's window (and are linked to their
@@ -70,7 +73,7 @@ class RunResult:
     error: str = ""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _RunState:
     run: Run
     resolved: object
@@ -342,8 +345,17 @@ def _run_claimed(run: Run, request: RunRequest, *, agent_fresh: bool) -> RunResu
         if request.resolved is None:
             request.resolved = model_resolve(owner=request.owner, handle=agent.model)
     except Exception as exc:
-        return _finish(_RunState(run, None, emitter, run.max_steps, error=str(exc)), StopReason.ERROR)
-    rs = _RunState(run, request.resolved, emitter, run.max_steps, fresh_agent=agent if agent_fresh else None)
+        return _finish(
+            _RunState(run=run, resolved=None, emitter=emitter, max_steps=run.max_steps, error=str(exc)),
+            StopReason.ERROR,
+        )
+    rs = _RunState(
+        run=run,
+        resolved=request.resolved,
+        emitter=emitter,
+        max_steps=run.max_steps,
+        fresh_agent=agent if agent_fresh else None,
+    )
     answer = next((m for m in run.input_messages if m["role"] in ("approval", "continue")), None)
     # the input rows the claim stored: handed over by a claim in this process, else read back
     rs.pending = list(request.inputs if request.inputs is not None else persistence.inputs_read(run=run))
@@ -486,8 +498,50 @@ def _call(rs: _RunState, ctx, step_id: str, message_id: str, *, thinking_arg: bo
     return request, result
 
 
+# --------------------------------------------------------------------------- one step, one commit
+
+
+@dataclass(kw_only=True)
+class Calls:
+    """A step's tool calls as they ran, settled in its commit: `parsed` (with a person's edits), their `outcomes` by
+    index (their writes are applied in the commit), and the indexes `fixed` that an answer settled without running
+    (a denial, a client's result)."""
+
+    parsed: loop.ParsedResponse
+    outcomes: dict[int, tool_exec.ToolOutcome]
+    fixed: frozenset[int] = frozenset()
+    answered: bool = False  # a denial or a client's result is among them: it goes back to the model
+    finish_reason: str | None = None
+
+    def history(self, before: list[str]) -> list[str]:
+        """The run's tool history with the calls that ran now (for tool rules)."""
+        return before + [c.name for i, c in enumerate(self.parsed.calls) if c.valid and i not in self.fixed]
+
+
+@dataclass(kw_only=True)
+class StepEnd:
+    """What a step ended as (`kind`: core.engine.loop.StepKind) and all that its commit writes in one transaction
+    (`_commit`). A step whose calls ran (`calls`) has no kind yet: the engine decides continue or done in the
+    commit, once the calls' writes are applied (a write refused then fails its call)."""
+
+    kind: loop.StepKind | None
+    snap: AgentSnapshot
+    stop: StopReason | None = None  # why a waiting, held or failed step ends the run
+    started: float = 0.0  # perf_counter() when the step began (its record's total_ms)
+    step_id: str | None = None  # the step record's id; for a settled wait, the waiting reply's step
+    record: dict | None = None  # the step record's fields (None: no record, for a hold or a settled wait)
+    reply: Message | None = None  # the model's reply
+    answer: Message | None = None  # a person's or a client's answer to a wait, stored outside the window
+    calls: Calls | None = None
+    takes: str | None = None  # the wait this step answers, taken in the commit: the first answer wins
+    waiting: dict | None = None  # what the run waits for from now on (waiting, held)
+    inputs: bool = True  # the turn's pending rows are stored with this step (a settled wait leaves them to the next)
+    error_kind: str | None = None  # a failed model call's kind of error
+
+
 def _step(rs: _RunState) -> StopReason | None:
-    """One step: returns a stop reason, or None to continue."""
+    """One step: load, compile, stop at a breakpoint, call the model, run the calls that wait for no one; what it
+    ended as is one StepEnd, which `_commit` writes. Returns the run's stop reason, or None to go on."""
     started = time.perf_counter()
     agent, rs.fresh_agent = rs.fresh_agent or _agent_unless_cancelled(rs.run), None
     if agent is None:
@@ -512,7 +566,7 @@ def _step(rs: _RunState) -> StopReason | None:
         )
     rs.released = False
     if hit is not None:
-        return _hold(rs, snap, ctx, hit)
+        return _commit(rs, _held(rs, snap, ctx, hit))
     state = step_state(snap, allowed, rs.pending)
     step_id, message_id = ids.new_id("step"), ids.new_id("message")
     telemetry.step_identify(step_id)
@@ -521,47 +575,195 @@ def _step(rs: _RunState) -> StopReason | None:
         request, result = _call(rs, ctx, step_id, message_id, thinking_arg=snap.spec.heartbeats, snap=snap)
     except llm.LLMError as exc:
         if exc.kind != "context_length":
-            return _failed_step(rs, snap, ctx, step_id, exc, started, state)
+            return _commit(rs, _failed(rs, snap, ctx, exc, step_id=step_id, started=started, state=state))
         try:  # our count was too low for this provider: evict harder once, then retry
             snap, allowed, ctx = _fit(rs, snap, force=True)
             state = step_state(snap, allowed, rs.pending)
             request, result = _call(rs, ctx, step_id, message_id, thinking_arg=snap.spec.heartbeats, snap=snap)
         except (llm.LLMError, overflow.ContextTooLarge) as again:
-            return _failed_step(rs, snap, ctx, step_id, again, started, state)
+            return _commit(rs, _failed(rs, snap, ctx, again, step_id=step_id, started=started, state=state))
     model_ms = (time.perf_counter() - model_started) * 1000
+    parsed = loop.parse_response(result, snap.tools, allowed=allowed)
+    usage = persistence.usage_dict(result.usage)
+    # Our own pre-call count beside the provider's, and the price (None: the model has no known price).
+    usage.update(estimated_prompt_tokens=ctx.total_tokens, cost_usd=step_cost(snap.spec.model, usage))
+    record = {
+        "request": request,
+        "response": result.raw,
+        "sections": ctx.sections,
+        "tokenizer": ctx.tokenizer,
+        "usage": usage,
+        "model_ms": model_ms,
+        "tools_ms": 0.0,
+        "state": state,
+    }
+    reply = _assistant_row(snap.agent, result, parsed, message_id)
+    end = StepEnd(kind=None, snap=snap, started=started, step_id=step_id, record=record, reply=reply)
+    waiting = _waiting_calls(rs, snap, parsed)
+    if waiting:
+        return _commit(rs, _waits(rs, end, parsed, waiting))
     with versions.authored_by(versions.Author("agent", step_id)):  # a definition the step's tools change names it
-        return _commit_step(rs, snap, ctx, allowed, step_id, message_id, request, result, model_ms, started, state)
+        tools_started = time.perf_counter()
+        outcomes = tool_exec.calls_run(parsed, snap, step_id)
+        record["tools_ms"] = (time.perf_counter() - tools_started) * 1000
+        end.calls = Calls(parsed=parsed, outcomes=outcomes, finish_reason=result.finish_reason)
+        return _commit(rs, end)
 
 
-def _failed_step(rs: _RunState, snap, ctx, step_id: str, exc, started: float, state: dict) -> StopReason:
-    message = getattr(exc, "message", None) or str(exc)
-    rs.error = message
-    with transaction.atomic(durable=True):
-        persistence.step_record(
-            run=rs.run,
-            agent=snap.agent,
-            step_id=step_id,
-            index=rs.step_index,
-            request=ctx.request,
-            sections=ctx.sections,
-            tokenizer=ctx.tokenizer,
-            total_ms=(time.perf_counter() - started) * 1000,
-            stop_reason="llm_api_error",
-            error=message,
-            state=state,
-        )
-    rs.step_index += 1
-    rs.emitter.emit(
-        {
-            "message_type": "error_message",
-            "run_id": rs.run.id,
-            "step_id": step_id,
-            "error_type": "llm_error",
-            "message": message,
-            "detail": getattr(exc, "kind", None),
-        }
+def _failed(rs: _RunState, snap, ctx, exc, *, step_id: str, started: float, state: dict) -> StepEnd:
+    """A failed model call: only a step record carrying the error, so the agent's state stays as before the step."""
+    rs.error = getattr(exc, "message", None) or str(exc)
+    return StepEnd(
+        kind=loop.StepKind.FAILED,
+        snap=snap,
+        stop=StopReason.ERROR if isinstance(exc, overflow.ContextTooLarge) else StopReason.LLM_API_ERROR,
+        started=started,
+        step_id=step_id,
+        record={
+            "request": ctx.request,
+            "sections": ctx.sections,
+            "tokenizer": ctx.tokenizer,
+            "stop_reason": "llm_api_error",
+            "error": rs.error,
+            "state": state,
+        },
+        inputs=False,  # the turn's messages stay as the claim stored them
+        error_kind=getattr(exc, "kind", None),
     )
-    return StopReason.ERROR if isinstance(exc, overflow.ContextTooLarge) else StopReason.LLM_API_ERROR
+
+
+def _commit(rs: _RunState, end: StepEnd) -> StopReason | None:
+    """The one writer of a step, whatever it ended as, in one durable transaction under the agent's row lock: the
+    wait it answers taken, its calls' writes applied and the engine's decision on them, the step record, its
+    messages (numbered from the agent's sequence), tool runs and usage, then the thread's window — or, when the run
+    ends with the step, the run's end with that window, and what the run waits for. Events go out after the commit.
+    Returns the run's stop reason, or None to go on."""
+    snap, tool_rows, failed, decision = end.snap, [], [], None
+    with transaction.atomic(durable=True):  # the commit phase: writes only
+        agent = persistence.thread_lock(snap.agent)
+        if end.takes is not None and not waits.take(end.takes):
+            raise Conflict("This wait was answered by someone else first.", detail={"run_id": end.takes})
+        if end.calls is not None:
+            tool_exec.effects_apply(end.calls.outcomes)
+            tool_rows, failed = _tool_rows(agent, snap, end.calls.parsed, end.calls.outcomes)
+        if end.reply is not None:
+            rs.steps += 1
+        if end.calls is not None:
+            decision = loop.decide_next(
+                parsed=end.calls.parsed,
+                failed=failed,
+                tool_rules=snap.rules,
+                history=end.calls.history(rs.history),
+                steps_taken=rs.steps,
+                max_steps=rs.max_steps,
+                heartbeats=snap.spec.heartbeats,
+                finish_reason=end.calls.finish_reason,
+                answered=end.calls.answered,
+                more_input=bool(rs.pending) and not end.inputs,
+            )
+            end.kind, end.stop = decision.kind, decision.stop_reason
+        step = Step(pk=end.step_id) if end.step_id else None
+        if end.record is not None:
+            step = persistence.step_record(
+                run=rs.run,
+                agent=agent,
+                step_id=end.step_id,
+                index=rs.step_index,
+                total_ms=(time.perf_counter() - end.started) * 1000,
+                **{"stop_reason": str(end.stop or ""), **end.record},
+            )
+        rows = [*(rs.pending if end.inputs else ()), *(r for r in (end.reply, end.answer) if r), *tool_rows]
+        persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=step, stored=rs.stored)
+        window = list(agent.message_ids) + [r.id for r in rows if r is not end.answer]
+        tool_runs = [o.tool_run for o in end.calls.outcomes.values() if o.tool_run is not None] if end.calls else []
+        if tool_runs:
+            type(tool_runs[0]).objects.bulk_create(tool_runs)
+        if end.reply is not None:
+            _account(rs, end.record["usage"])
+        if end.kind == loop.StepKind.CONTINUE:
+            persistence.window_set(agent_id=agent.id, message_ids=window, conversation_id=agent.thread)
+        else:  # the run ends with this step: its end is stored in the step's transaction (one commit, not two)
+            _end_store(rs, end.stop, message_ids=None if end.kind == loop.StepKind.FAILED else window)
+        if end.waiting is not None:
+            rs.run.waiting = {**end.waiting, "since": timezone.now().isoformat()}
+            rs.run.waiting_until = waits.until()
+            Run.objects.filter(pk=rs.run.pk).update(waiting=rs.run.waiting, waiting_until=rs.run.waiting_until)
+    return _announce(rs, end, agent, rows=rows, failed=failed, decision=decision)
+
+
+def _announce(rs: _RunState, end: StepEnd, agent: Agent, *, rows, failed, decision) -> StopReason | None:
+    """After a step's commit: the run's state for its next step, and the step's events."""
+    agent_type = end.snap.spec.agent_type
+    if end.kind == loop.StepKind.FAILED:
+        rs.step_index += 1
+        rs.emitter.emit(
+            {
+                "message_type": "error_message",
+                "run_id": rs.run.id,
+                "step_id": end.step_id,
+                "error_type": "llm_error",
+                "message": rs.error,
+                "detail": end.error_kind,
+            }
+        )
+        return end.stop
+    if end.inputs:
+        rs.pending = []
+    if end.calls is not None:
+        _settled(rs, end.calls, failed)
+    if end.kind == loop.StepKind.HELD:
+        for row in rows:
+            for event in messages_to_letta([row], agent_type=agent_type):
+                rs.emitter.emit(event, to_caller=False, flush=False)
+        return end.stop
+    if end.answer is not None:
+        _emit_answer(rs, end, rows)
+    else:
+        rs.step_index += 1
+        # a run's last step: its events go out with the run's end (_finish, at once), in one channel-layer message
+        _emit_step(rs, rows, rs.step_index - 1, agent_type, flush=end.kind == loop.StepKind.CONTINUE)
+    if end.kind != loop.StepKind.CONTINUE:
+        return end.stop
+    # letta_v1_agent continues on the tool results alone; a heartbeat goes only where the decision gives a reason.
+    if decision.heartbeat_reason:
+        rs.pending.append(
+            persistence.message_build(
+                agent=agent, role="user", kind="heartbeat", text=loop.heartbeat_message(decision.heartbeat_reason)
+            )
+        )
+    return None
+
+
+def _settled(rs: _RunState, calls: Calls, failed: list[bool]) -> None:
+    """What the next step needs from the calls that ran: the tool history, whether a block changed or a call failed
+    (breakpoints), the last call's output (tool rules)."""
+    rs.history = calls.history(rs.history)
+    rs.block_changed = any(o.ok and o.memory_edit for o in calls.outcomes.values())
+    rs.tool_failed = any(failed)
+    ran = [i for i, c in enumerate(calls.parsed.calls) if c.valid and i in calls.outcomes and i not in calls.fixed]
+    rs.last_output = calls.outcomes[ran[-1]].value if ran else rs.last_output
+
+
+def _emit_answer(rs: _RunState, end: StepEnd, rows) -> None:
+    """A settled wait's events: the answer to the tabs; each tool result to them, and to a token-streaming caller
+    only what ran here, as Letta's (it knows its own answers)."""
+    agent_type, calls = end.snap.spec.agent_type, end.calls
+    for event in messages_to_letta([end.answer], agent_type=agent_type):
+        rs.emitter.emit(event, to_caller=False, flush=False)
+    server_side = {
+        c.call.id
+        for i, c in enumerate(calls.parsed.calls)
+        if i not in calls.fixed and (not c.valid or i in calls.outcomes)
+    }
+    for row in rows:
+        if row is end.answer:
+            continue
+        mine = row.tool_call_id in server_side or not rs.run.stream_tokens
+        for event in messages_to_letta([row], agent_type=agent_type):
+            if mine:
+                rs.out.append(event)
+            rs.emitter.emit(event, to_caller=mine, flush=False)
+    rs.emitter.emit({"message_type": "context_update", "run_id": rs.run.id}, to_caller=False)
 
 
 def _assistant_row(agent, result, parsed, message_id: str):
@@ -584,6 +786,7 @@ def _assistant_row(agent, result, parsed, message_id: str):
 
 
 def _tool_rows(agent, snap, parsed, outcomes) -> tuple[list, list[bool]]:
+    """One tool row per call, from its outcome (a call with none: its error), and which calls failed."""
     limits = {t.name: t.return_char_limit for t in snap.tools}
     rows, failed = [], []
     for i, call in enumerate(parsed.calls):
@@ -596,90 +799,10 @@ def _tool_rows(agent, snap, parsed, outcomes) -> tuple[list, list[bool]]:
                 text=out.content(limits.get(call.name, 50000)),
                 tool_call_id=call.call.id,
                 name=call.name,
-                tool_return=out.tool_return(),
+                tool_return={**out.tool_return(), **out.extra},  # extra: a denial, a person's edited arguments
             )
         )
     return rows, failed
-
-
-def _commit_step(
-    rs: _RunState, snap, ctx, allowed, step_id, message_id, request, result, model_ms, started, state
-) -> StopReason | None:
-    parsed = loop.parse_response(result, snap.tools, allowed=allowed)
-    waiting = _waiting_calls(rs, snap, parsed)
-    if waiting:
-        return _pause(rs, snap, ctx, step_id, message_id, request, result, parsed, waiting, model_ms, started, state)
-    tools_started = time.perf_counter()
-    outcomes = tool_exec.calls_run(parsed, snap, step_id)
-    tools_ms = (time.perf_counter() - tools_started) * 1000
-    with transaction.atomic(durable=True):  # the commit phase: writes only
-        agent = persistence.thread_lock(snap.agent)
-        tool_exec.effects_apply(outcomes)
-        tool_rows, failed = _tool_rows(agent, snap, parsed, outcomes)
-        history = rs.history + [c.name for c in parsed.calls if c.valid]
-        rs.steps += 1
-        decision = loop.decide_next(
-            parsed=parsed,
-            failed=failed,
-            tool_rules=snap.rules,
-            history=history,
-            steps_taken=rs.steps,
-            max_steps=rs.max_steps,
-            heartbeats=snap.spec.heartbeats,
-            finish_reason=result.finish_reason,
-        )
-        usage = persistence.usage_dict(result.usage, first_token_ms=result.first_token_ms)
-        # Our own pre-call count beside the provider's, and the price (None: the model has no known price).
-        usage.update(estimated_prompt_tokens=ctx.total_tokens, cost_usd=step_cost(snap.spec.model, usage))
-        step = persistence.step_record(
-            run=rs.run,
-            agent=agent,
-            step_id=step_id,
-            index=rs.step_index,
-            request=request,
-            response=result.raw,
-            sections=ctx.sections,
-            tokenizer=ctx.tokenizer,
-            usage=usage,
-            model_ms=model_ms,
-            tools_ms=tools_ms,
-            total_ms=(time.perf_counter() - started) * 1000,
-            stop_reason=str(decision.stop_reason or ""),
-            state=state,
-        )
-        inputs = rs.pending
-        rows = [*inputs, _assistant_row(agent, result, parsed, message_id), *tool_rows]
-        persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=step, stored=rs.stored)
-        window = list(agent.message_ids) + [r.id for r in rows]
-        tool_runs = [o.tool_run for o in outcomes.values() if o.tool_run is not None]
-        if tool_runs:
-            type(tool_runs[0]).objects.bulk_create(tool_runs)
-        _account(rs, usage)
-        if decision.continue_loop:
-            persistence.window_set(agent_id=agent.id, message_ids=window, conversation_id=agent.thread)
-        else:  # the run ends with this step: its end is stored in the step's transaction (one commit, not two)
-            _end_store(rs, decision.stop_reason, message_ids=window)
-    rs.step_index += 1
-    rs.history = history
-    rs.block_changed = any(o.ok and o.memory_edit for o in outcomes.values())
-    rs.tool_failed = any(failed)
-    valid = [i for i, c in enumerate(parsed.calls) if c.valid and i in outcomes]
-    rs.last_output = outcomes[valid[-1]].value if valid else rs.last_output
-    # a run's last step: its events go out with the run's end (_finish, at once), in one channel-layer message
-    _emit_step(rs, rows, step.index, snap.spec.agent_type, flush=decision.continue_loop)
-    if not decision.continue_loop:
-        return decision.stop_reason
-    # letta_v1_agent continues on the tool results alone; a heartbeat goes only where the decision gives a reason.
-    rs.pending = (
-        [
-            persistence.message_build(
-                agent=agent, role="user", kind="heartbeat", text=loop.heartbeat_message(decision.heartbeat_reason)
-            )
-        ]
-        if decision.heartbeat_reason
-        else []
-    )
-    return None
 
 
 # --------------------------------------------------------------------------- waiting for a person or a client
@@ -712,7 +835,7 @@ def _waiting_calls(rs: _RunState, snap: AgentSnapshot, parsed) -> dict[int, str]
     )
 
 
-def _pause(rs: _RunState, snap, ctx, step_id, message_id, request, result, parsed, waiting, model_ms, started, state):
+def _waits(rs: _RunState, end: StepEnd, parsed, waiting: dict[int, str]) -> StepEnd:
     """The reply asks for a person or a client: nothing of it runs. Its input and the reply are stored, the run ends
     `requires_approval` with what it waits for (core.runs.waits), and the answer resumes it as a new run."""
     calls = [
@@ -724,93 +847,49 @@ def _pause(rs: _RunState, snap, ctx, step_id, message_id, request, result, parse
         }
         for i, why in waiting.items()
     ]
-    deferred = [c.call.id for i, c in enumerate(parsed.calls) if i not in waiting]
-    errors = {c.call.id: c.error for c in parsed.calls if not c.valid}  # kept: no rule re-checks them on resume
-    with transaction.atomic(durable=True):
-        agent = persistence.thread_lock(snap.agent)
-        rs.steps += 1
-        usage = persistence.usage_dict(result.usage, first_token_ms=result.first_token_ms)
-        usage.update(estimated_prompt_tokens=ctx.total_tokens, cost_usd=step_cost(snap.spec.model, usage))
-        step = persistence.step_record(
-            run=rs.run,
-            agent=agent,
-            step_id=step_id,
-            index=rs.step_index,
-            request=request,
-            response=result.raw,
-            sections=ctx.sections,
-            tokenizer=ctx.tokenizer,
-            usage=usage,
-            model_ms=model_ms,
-            tools_ms=0.0,
-            total_ms=(time.perf_counter() - started) * 1000,
-            stop_reason=str(StopReason.REQUIRES_APPROVAL),
-            state=state,
-        )
-        reply = _assistant_row(agent, result, parsed, message_id)
-        reply.tool_return = {"waiting": {c["tool_call_id"]: c["reason"] for c in calls}}
-        rows = [*rs.pending, reply]
-        persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=step, stored=rs.stored)
-        _account(rs, usage)
-        _end_store(rs, StopReason.REQUIRES_APPROVAL, message_ids=list(agent.message_ids) + [r.id for r in rows])
-        rs.run.waiting = {
-            "kind": calls[0]["reason"],
-            "message_id": message_id,
-            "step_id": step_id,
-            "calls": calls,
-            "deferred": deferred,
-            "errors": errors,
-            "history": rs.history,
-            "last_output": rs.last_output,
-            "since": timezone.now().isoformat(),
-        }
-        rs.run.waiting_until = waits.until()
-        Run.objects.filter(pk=rs.run.pk).update(waiting=rs.run.waiting, waiting_until=rs.run.waiting_until)
-    rs.step_index += 1
-    _emit_step(rs, rows, step.index, snap.spec.agent_type, flush=False)
-    return StopReason.REQUIRES_APPROVAL
+    end.kind, end.stop = loop.StepKind.WAITING, StopReason.REQUIRES_APPROVAL
+    end.record["stop_reason"] = str(StopReason.REQUIRES_APPROVAL)
+    end.reply.tool_return = {"waiting": {c["tool_call_id"]: c["reason"] for c in calls}}
+    end.waiting = {
+        "kind": calls[0]["reason"],
+        "message_id": end.reply.id,
+        "step_id": end.step_id,
+        "calls": calls,
+        "deferred": [c.call.id for i, c in enumerate(parsed.calls) if i not in waiting],
+        "errors": {c.call.id: c.error for c in parsed.calls if not c.valid},  # kept: no rule re-checks them on resume
+        "history": rs.history,
+        "last_output": rs.last_output,
+    }
+    return end
 
 
-def _hold(rs: _RunState, snap, ctx, hit: approvals.Breakpoint) -> StopReason:
+def _held(rs: _RunState, snap, ctx, hit: approvals.Breakpoint) -> StepEnd:
     """A breakpoint before a model call: the step's input is stored (so a person sees, and may edit, the state the
     call will be compiled from), nothing is sent, and the run ends waiting; `continue` lets a new run go on."""
-    with transaction.atomic(durable=True):
-        agent = persistence.thread_lock(snap.agent)
-        rows = list(rs.pending)
-        persistence.messages_store(agent=agent, rows=rows, run=rs.run, step=None, stored=rs.stored)
-        _end_store(rs, StopReason.REQUIRES_APPROVAL, message_ids=list(agent.message_ids) + [r.id for r in rows])
-        rs.run.waiting = {
-            "kind": "breakpoint",
-            "before": "model_call",
-            "breakpoint": hit.to_dict(),
-            "why": "stepping: before the next model call" if hit.id == "step" else hit.describe(),
-            "message_id": None,
-            "step_id": None,
-            "calls": [],
-            "deferred": [],
-            "tokens": ctx.total_tokens,
-            "history": rs.history,
-            "last_output": rs.last_output,
-            "since": timezone.now().isoformat(),
-        }
-        rs.run.waiting_until = waits.until()
-        Run.objects.filter(pk=rs.run.pk).update(waiting=rs.run.waiting, waiting_until=rs.run.waiting_until)
-    rs.pending = []
-    for row in rows:
-        for event in messages_to_letta([row], agent_type=snap.spec.agent_type):
-            rs.emitter.emit(event, to_caller=False, flush=False)
-    return StopReason.REQUIRES_APPROVAL
+    waiting = {
+        "kind": "breakpoint",
+        "before": "model_call",
+        "breakpoint": hit.to_dict(),
+        "why": "stepping: before the next model call" if hit.id == "step" else hit.describe(),
+        "message_id": None,
+        "step_id": None,
+        "calls": [],
+        "deferred": [],
+        "tokens": ctx.total_tokens,
+        "history": rs.history,
+        "last_output": rs.last_output,
+    }
+    return StepEnd(kind=loop.StepKind.HELD, snap=snap, stop=StopReason.REQUIRES_APPROVAL, waiting=waiting)
 
 
 def _continue(rs: _RunState, item: dict) -> StopReason | None:
-    """Let a run go on from a breakpoint before a model call: the wait is taken (the first answer wins), the tool-rule
-    history carries over, and the next model call is not stopped again (with `step`, the one after it is)."""
-    with transaction.atomic(durable=True):
-        persistence.agent_lock(rs.run.agent_id)
-        waited = Run.objects.filter(pk=item["resumes"]).first()
-        if waited is None or not waits.take(waited.pk):
-            rs.error = "The wait this answer was for was answered, cancelled or expired meanwhile."
-            return StopReason.ERROR
+    """Let a run go on from a breakpoint before a model call: the wait is taken (the first answer wins: one
+    conditional update), the tool-rule history carries over, and the next model call is not stopped again (with
+    `step`, the one after it is)."""
+    waited = Run.objects.filter(pk=item["resumes"]).first()
+    if waited is None or not waits.take(waited.pk):
+        rs.error = "The wait this answer was for was answered, cancelled or expired meanwhile."
+        return StopReason.ERROR
     wait = waited.waiting or {}
     rs.history, rs.last_output = list(wait.get("history") or []), wait.get("last_output")
     rs.stepping, rs.released = bool(item.get("step")), True
@@ -844,9 +923,10 @@ def _answered(answer, call, snap, client: set[str]):
 
 def _resume(rs: _RunState, answer: dict) -> StopReason | None:
     """The first step of a run that answers a wait: no model call. The waiting reply's calls get their answers —
-    approved ones (and the reply's other calls) run, denials and client results are taken as given — one tool row
-    per call is stored with the answer itself (approval_response_message, kept out of the window), and the loop
-    goes on from the results as after any step. The first answer wins: a wait answered meanwhile fails this run."""
+    approved ones (and the reply's other calls) run, denials and client results are taken as given — and the step
+    is committed as any other (`_commit`): one tool row per call, stored with the answer itself
+    (approval_response_message, kept out of the window), the wait taken (the first answer wins: a wait answered
+    meanwhile fails this run), and the engine's decision on the results."""
     started = time.perf_counter()
     agent, rs.fresh_agent = rs.fresh_agent or _agent_unless_cancelled(rs.run), None
     if agent is None:
@@ -880,71 +960,24 @@ def _resume(rs: _RunState, answer: dict) -> StopReason | None:
     for i, call in enumerate(to_run):  # what ran with a person's edit says so on its result
         if i not in fixed and call.call.arguments != parsed.calls[i].call.arguments and i in outcomes:
             outcomes[i].extra["arguments"] = call.args
-    ran = replace(parsed, calls=tuple(to_run))
-    with transaction.atomic(durable=True):
-        agent = persistence.thread_lock(snap.agent)
-        if not waits.take(waited.pk):
-            raise Conflict("This wait was answered by someone else first.", detail={"run_id": waited.pk})
-        tool_exec.effects_apply(outcomes)
-        tool_rows, failed = _tool_rows(agent, snap, ran, outcomes)
-        for row, i in zip(tool_rows, range(len(to_run)), strict=True):
-            if outcomes.get(i) is not None and outcomes[i].extra:
-                row.tool_return = {**row.tool_return, **outcomes[i].extra}
-        said = persistence.message_build(
-            agent=agent,
-            role="user",
-            kind=APPROVAL_RESPONSE,
-            text=json.dumps(answer["answers"], ensure_ascii=False),
-            otid=answer.get("otid", ""),
-        )
-        persistence.messages_store(agent=agent, rows=[said, *tool_rows], run=rs.run, step=Step(pk=wait["step_id"]))
-        history = rs.history + [c.name for i, c in enumerate(to_run) if c.valid and i not in fixed]
-        decision = loop.decide_next(
-            parsed=ran,
-            failed=failed,
-            tool_rules=snap.rules,
-            history=history,
-            steps_taken=rs.steps,
-            max_steps=rs.max_steps,
-            heartbeats=snap.spec.heartbeats,
-            answered=any(a.kind == "tool" or not a.approve for a in answers.values()),
-            more_input=bool(rs.pending),
-        )
-        window = list(agent.message_ids) + [r.id for r in tool_rows]
-        tool_runs = [o.tool_run for o in outcomes.values() if o.tool_run is not None]
-        if tool_runs:
-            type(tool_runs[0]).objects.bulk_create(tool_runs)
-        if decision.continue_loop:
-            persistence.window_set(agent_id=agent.id, message_ids=window, conversation_id=agent.thread)
-        else:
-            _end_store(rs, decision.stop_reason, message_ids=window)
-    rs.history = history
-    rs.block_changed = any(o.ok and o.memory_edit for o in outcomes.values())
-    rs.tool_failed = any(failed)
-    done = [i for i, c in enumerate(to_run) if c.valid and i in outcomes and i not in fixed]
-    rs.last_output = outcomes[done[-1]].value if done else rs.last_output
-    for event in messages_to_letta([said], agent_type=snap.spec.agent_type):
-        rs.emitter.emit(event, to_caller=False, flush=False)
-    server_side = {to_run[i].call.id for i in done} | {
-        c.call.id for i, c in enumerate(to_run) if i not in fixed and not c.valid
-    }
-    for row in tool_rows:  # a token-streaming caller gets only what ran here, as Letta's (it knows its own answers)
-        mine = row.tool_call_id in server_side or not rs.run.stream_tokens
-        for event in messages_to_letta([row], agent_type=snap.spec.agent_type):
-            if mine:
-                rs.out.append(event)
-            rs.emitter.emit(event, to_caller=mine, flush=False)
-    rs.emitter.emit({"message_type": "context_update", "run_id": rs.run.id}, to_caller=False)
+    said = persistence.message_build(
+        agent=snap.agent,
+        role="user",
+        kind=APPROVAL_RESPONSE,
+        text=json.dumps(answer["answers"], ensure_ascii=False),
+        otid=answer.get("otid", ""),
+    )
+    settled = Calls(
+        parsed=replace(parsed, calls=tuple(to_run)),
+        outcomes=outcomes,
+        fixed=frozenset(fixed),
+        answered=any(a.kind == "tool" or not a.approve for a in answers.values()),
+    )
+    end = StepEnd(kind=None, snap=snap, step_id=wait["step_id"], answer=said, calls=settled, takes=waited.pk)
+    end.inputs = False  # messages sent with the answer go to the model at the next step
+    stop = _commit(rs, end)
     log.debug("run %s resumed %s in %.1f ms", rs.run.id, waited.pk, (time.perf_counter() - started) * 1000)
-    if not decision.continue_loop:
-        return decision.stop_reason
-    if decision.heartbeat_reason:
-        rs.pending.append(
-            persistence.message_build(
-                agent=agent, role="user", kind="heartbeat", text=loop.heartbeat_message(decision.heartbeat_reason)
-            )
-        )
-    return None
+    return stop
 
 
 def _account(rs: _RunState, usage: dict) -> None:

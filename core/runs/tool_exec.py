@@ -7,7 +7,7 @@ step's transaction holds its locks only for its own writes.
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 
 from django.db import transaction
 
@@ -45,6 +45,7 @@ class ToolOutcome:
     stderr: str = ""
     duration_ms: float = 0.0
     sandbox: str = ""
+    _: KW_ONLY  # the rest by name: at most six positional parameters
     tool_run: object | None = None  # an unsaved tools.models.ToolRun for custom tools
     memory_edit: bool = False
     extra: dict = field(default_factory=dict)
