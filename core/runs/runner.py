@@ -584,7 +584,7 @@ def _step(rs: _RunState) -> StopReason | None:
             return _commit(rs, _failed(rs, snap, ctx, again, step_id=step_id, started=started, state=state))
     model_ms = (time.perf_counter() - model_started) * 1000
     parsed = loop.parse_response(result, snap.tools, allowed=allowed)
-    usage = persistence.usage_dict(result.usage)
+    usage = persistence.usage_dict(result.usage, first_token_ms=result.first_token_ms)
     # Our own pre-call count beside the provider's, and the price (None: the model has no known price).
     usage.update(estimated_prompt_tokens=ctx.total_tokens, cost_usd=step_cost(snap.spec.model, usage))
     record = {
