@@ -584,6 +584,21 @@ def _step(rs: _RunState) -> StopReason | None:
             return _commit(rs, _failed(rs, snap, ctx, again, step_id=step_id, started=started, state=state))
     model_ms = (time.perf_counter() - model_started) * 1000
     parsed = loop.parse_response(result, snap.tools, allowed=allowed)
+    end = _replied(snap, ctx, request, result, parsed, message_id=message_id, step_id=step_id, model_ms=model_ms)
+    end.started, end.record["state"] = started, state
+    waiting = _waiting_calls(rs, snap, parsed)
+    if waiting:
+        return _commit(rs, _waits(rs, end, parsed, waiting))
+    with versions.authored_by(versions.Author("agent", step_id)):  # a definition the step's tools change names it
+        tools_started = time.perf_counter()
+        outcomes = tool_exec.calls_run(parsed, snap, step_id)
+        end.record["tools_ms"] = (time.perf_counter() - tools_started) * 1000
+        end.calls = Calls(parsed=parsed, outcomes=outcomes, finish_reason=result.finish_reason)
+        return _commit(rs, end)
+
+
+def _replied(snap, ctx, request, result, parsed, *, message_id: str, step_id: str, model_ms: float) -> StepEnd:
+    """A step the model answered, before its calls run or wait: the reply's row and the step record's fields."""
     usage = persistence.usage_dict(result.usage, first_token_ms=result.first_token_ms)
     # Our own pre-call count beside the provider's, and the price (None: the model has no known price).
     usage.update(estimated_prompt_tokens=ctx.total_tokens, cost_usd=step_cost(snap.spec.model, usage))
@@ -595,19 +610,9 @@ def _step(rs: _RunState) -> StopReason | None:
         "usage": usage,
         "model_ms": model_ms,
         "tools_ms": 0.0,
-        "state": state,
     }
     reply = _assistant_row(snap.agent, result, parsed, message_id)
-    end = StepEnd(kind=None, snap=snap, started=started, step_id=step_id, record=record, reply=reply)
-    waiting = _waiting_calls(rs, snap, parsed)
-    if waiting:
-        return _commit(rs, _waits(rs, end, parsed, waiting))
-    with versions.authored_by(versions.Author("agent", step_id)):  # a definition the step's tools change names it
-        tools_started = time.perf_counter()
-        outcomes = tool_exec.calls_run(parsed, snap, step_id)
-        record["tools_ms"] = (time.perf_counter() - tools_started) * 1000
-        end.calls = Calls(parsed=parsed, outcomes=outcomes, finish_reason=result.finish_reason)
-        return _commit(rs, end)
+    return StepEnd(kind=None, snap=snap, step_id=step_id, record=record, reply=reply)
 
 
 def _failed(rs: _RunState, snap, ctx, exc, *, step_id: str, started: float, state: dict) -> StepEnd:
@@ -649,19 +654,7 @@ def _commit(rs: _RunState, end: StepEnd) -> StopReason | None:
         if end.reply is not None:
             rs.steps += 1
         if end.calls is not None:
-            decision = loop.decide_next(
-                parsed=end.calls.parsed,
-                failed=failed,
-                tool_rules=snap.rules,
-                history=end.calls.history(rs.history),
-                steps_taken=rs.steps,
-                max_steps=rs.max_steps,
-                heartbeats=snap.spec.heartbeats,
-                finish_reason=end.calls.finish_reason,
-                answered=end.calls.answered,
-                more_input=bool(rs.pending) and not end.inputs,
-            )
-            end.kind, end.stop = decision.kind, decision.stop_reason
+            decision = _decided(rs, end, failed)
         step = Step(pk=end.step_id) if end.step_id else None
         if end.record is not None:
             step = persistence.step_record(
@@ -689,6 +682,24 @@ def _commit(rs: _RunState, end: StepEnd) -> StopReason | None:
             rs.run.waiting_until = waits.until()
             Run.objects.filter(pk=rs.run.pk).update(waiting=rs.run.waiting, waiting_until=rs.run.waiting_until)
     return _announce(rs, end, agent, rows=rows, failed=failed, decision=decision)
+
+
+def _decided(rs: _RunState, end: StepEnd, failed: list[bool]) -> loop.Decision:
+    """The engine's decision on a step whose calls ran and whose writes are applied: it gives the step its kind."""
+    decision = loop.decide_next(
+        parsed=end.calls.parsed,
+        failed=failed,
+        tool_rules=end.snap.rules,
+        history=end.calls.history(rs.history),
+        steps_taken=rs.steps,
+        max_steps=rs.max_steps,
+        heartbeats=end.snap.spec.heartbeats,
+        finish_reason=end.calls.finish_reason,
+        answered=end.calls.answered,
+        more_input=bool(rs.pending) and not end.inputs,  # messages sent with an answer wait for the model
+    )
+    end.kind, end.stop = decision.kind, decision.stop_reason
+    return decision
 
 
 def _announce(rs: _RunState, end: StepEnd, agent: Agent, *, rows, failed, decision) -> StopReason | None:
