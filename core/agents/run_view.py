@@ -6,8 +6,8 @@ conversation, so a thread's steps read 1, 2, 3… across its runs. The graph is 
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, F, Q, Window
-from django.db.models.functions import RowNumber
+from django.db.models import Count, F, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from core.models import Message, Run, Step
@@ -60,15 +60,22 @@ def thread_steps_before(*, run: Run, steps: list[Step]) -> int:
 
 def step_numbers_of(*, step_ids: set[str]) -> dict[str, int]:
     """Step id → its number among its conversation's agent steps (1-based; summaries and unknown ids get none), in
-    one query: the database numbers each thread's steps and keeps the ones asked for."""
+    one query: each step asked for counts its thread's agent steps up to itself."""
     step_ids = {s for s in step_ids if s}
     if not step_ids:
         return {}
-    agents = Step.objects.filter(id__in=step_ids).values("agent_id")
-    numbered = Step.objects.filter(agent_id__in=agents, kind="agent").annotate(
-        number=Window(RowNumber(), partition_by=[F("agent_id"), F("run__conversation_id")], order_by="created_at")
+    thread = Coalesce(F("run__conversation_id"), Value(""))  # "": the agent's own thread
+    upto = (
+        Step.objects.annotate(thread=thread)
+        .filter(agent_id=OuterRef("agent_id"), kind="agent", thread=OuterRef("thread"))
+        .filter(created_at__lte=OuterRef("created_at"))
+        .order_by()
+        .values("agent_id")
+        .annotate(n=Count("id"))
+        .values("n")
     )
-    return dict(numbered.filter(id__in=step_ids).values_list("id", "number"))
+    rows = Step.objects.filter(id__in=step_ids, kind="agent").annotate(thread=thread, number=Subquery(upto))
+    return dict(rows.values_list("id", "number"))
 
 
 def step_numbers(loaded: LoadedRun) -> dict[str, int]:

@@ -50,6 +50,9 @@ def test_a_run_shows_its_timeline_and_graph_with_steps_numbered_in_the_conversat
     assert f'data-open-step="{step.id}"' in html and f"?step={step.id}" in html
     card = web.get(f"/agents/{agent.id}/steps/{step.id}/").content.decode()
     assert "<strong>Step 2</strong>" in card and "step 0 of its run" in card
+    last = Step.objects.get(run_id=second.run_id, index=1)  # numbered among all its thread's steps, not the card's few
+    card = web.get(f"/agents/{agent.id}/steps/{last.id}/").content.decode()
+    assert "<strong>Step 3</strong>" in card and "step 1 of its run" in card and "What changed since step 2" in card
 
 
 def test_the_trace_links_out_only_when_a_trace_ui_is_set(web, account, fake_llm, settings):
