@@ -93,3 +93,28 @@ def queryset_page(
         qs.order_by(*((f"-{field}", "-pk") if desc else (field, "pk")))[: clamp_limit(limit or maximum, maximum)]
     )
     return rows[::-1] if backwards else rows
+
+
+def seq_page(
+    qs: QuerySet,
+    *,
+    scope: QuerySet,
+    after: str | None = None,
+    before: str | None = None,
+    limit: int | None = 100,
+    ascending: bool = False,
+    maximum: int = 1000,
+) -> list:
+    """One page of an agent's messages as Letta's message_manager.list_messages pages them: `after` means newer
+    than that message and `before` older, whatever the order; the `limit` rows first in the order asked for, a
+    newest-first page handed back oldest first (letta/server/server.py get_agent_recall_async). Cursors are looked
+    up in `scope`; NotFound for one not there."""
+    for name, cursor, op in (("after", after, "gt"), ("before", before, "lt")):
+        if not cursor:
+            continue
+        found = scope.filter(pk=cursor).values_list("seq", flat=True)[:1]
+        if not found:
+            raise cursor_unknown(name, cursor)
+        qs = qs.filter(**{f"seq__{op}": found[0]})
+    rows = list(qs.order_by("seq" if ascending else "-seq")[: clamp_limit(limit or maximum, maximum)])
+    return rows if ascending else rows[::-1]

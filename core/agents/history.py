@@ -7,7 +7,7 @@ from core import events
 from core.agents.messages import assistant_returns
 from core.errors import Conflict
 from core.models import RUN_ACTIVE, Agent, Message, Organization, Run, Step
-from core.pagination import queryset_page
+from core.pagination import queryset_page, seq_page
 from core.selectors import owned_get
 
 
@@ -21,16 +21,12 @@ def agent_messages_list(
     hide_assistant_returns: bool = False,
 ) -> list[Message]:
     """The agent's messages (all history, in and out of the window) by seq, optionally without send_message's
-    returns (left out before paging, so pages stay full); NotFound for a cursor that is not one of its messages.
-
-    Cursors are message ids relative to the sort order, as the Letta SDK pages: `after` continues in the
-    order asked for, `before` goes back (the `limit` rows nearest the cursor, still in the order asked for).
-    """
+    returns (left out before paging, so pages stay full), paged as Letta pages them (core.pagination.seq_page:
+    `after` newer, `before` older, a newest-first page handed back oldest first); NotFound for a cursor that is not
+    one of its messages."""
     scope = Message.objects.filter(agent=agent)
     qs = scope.exclude(assistant_returns()) if hide_assistant_returns else scope
-    return queryset_page(
-        qs, after=after, before=before, limit=limit, order="asc" if ascending else "desc", field="seq", scope=scope
-    )
+    return seq_page(qs, scope=scope, after=after, before=before, limit=limit, ascending=ascending)
 
 
 def run_get(*, owner: Organization, run_id: str) -> Run:

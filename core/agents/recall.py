@@ -12,7 +12,7 @@ from django.db.models import Count, F, Q, QuerySet
 from core.agents.messages import assistant_returns
 from core.errors import NotFound
 from core.models import Agent, Message, Organization
-from core.pagination import clamp_limit, cursor_unknown, queryset_page
+from core.pagination import clamp_limit, cursor_unknown, seq_page
 from memory.models import FileStatus, Passage, PassageTag
 from memory.search.fulltext import fulltext_available, query_terms, ranked_ids
 from memory.search.fusion import reciprocal_rank_fusion
@@ -61,8 +61,7 @@ def thread_messages_list(
     qs = _in_thread(scope, conversation_id)
     if hide_assistant_returns:
         qs = qs.exclude(assistant_returns())
-    order = "asc" if ascending else "desc"
-    return queryset_page(qs, after=after, before=before, limit=limit, order=order, field="seq", scope=scope)
+    return seq_page(qs, scope=scope, after=after, before=before, limit=limit, ascending=ascending)
 
 
 def _position(owner: Organization, name: str, cursor: str) -> tuple:

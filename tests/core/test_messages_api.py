@@ -76,21 +76,25 @@ def test_other_owner_gets_404(agent, other_account):
     assert other.get(f"/v1/agents/{agent.id}/messages").status_code == 404
 
 
-def test_list_messages_paginates_by_seq(api, agent, fake_llm):
+def test_list_messages_pages_as_letta_does(api, agent, fake_llm):
+    # letta/services/message_manager.py list_messages: `after` is newer and `before` older whatever the order; a
+    # desc page holds the newest `limit` messages and comes back oldest first (server.py get_agent_recall_async)
     for i in range(3):
         _send(api, agent, f"m{i}")
-    all_desc = api.get(f"/v1/agents/{agent.id}/messages?limit=100").json()
-    seqs = [m["seq_id"] for m in all_desc]
-    assert seqs == sorted(seqs, reverse=True)
+    everything = api.get(f"/v1/agents/{agent.id}/messages?order=asc&limit=100").json()
+    seqs = [m["seq_id"] for m in everything]
+    assert everything[0]["message_type"] == "system_message" and seqs == sorted(seqs)
+    newest = api.get(f"/v1/agents/{agent.id}/messages?limit=3").json()
+    assert [m["id"] for m in newest] == [m["id"] for m in everything[-3:]]
     asc = api.get(f"/v1/agents/{agent.id}/messages?order=asc&limit=3").json()
-    assert asc[0]["message_type"] == "system_message"
     after = api.get(f"/v1/agents/{agent.id}/messages?order=asc&after={asc[-1]['id']}&limit=2").json()
-    assert after[0]["seq_id"] > asc[-1]["seq_id"]
-    older = api.get(f"/v1/agents/{agent.id}/messages?after={all_desc[0]['id']}&limit=1").json()
-    assert older[0]["seq_id"] < all_desc[0]["seq_id"]  # desc order: `after` pages towards older messages
-    newer = api.get(f"/v1/agents/{agent.id}/messages?before={all_desc[-1]['id']}&limit=2").json()
-    assert [m["seq_id"] for m in newer] == sorted([m["seq_id"] for m in newer], reverse=True)
-    assert newer[-1]["seq_id"] > all_desc[-1]["seq_id"]
+    assert [m["id"] for m in after] == [m["id"] for m in everything[3:5]]
+    cursor = everything[-4]
+    newer = api.get(f"/v1/agents/{agent.id}/messages?after={cursor['id']}").json()
+    assert [m["id"] for m in newer] == [m["id"] for m in everything[-3:]]
+    older = api.get(f"/v1/agents/{agent.id}/messages?before={cursor['id']}&limit=2").json()
+    assert [m["id"] for m in older] == [m["id"] for m in everything[-6:-4]]
+    assert api.get(f"/v1/agents/{agent.id}/messages?after={everything[-1]['id']}").json() == []
     users = api.get(f"/v1/agents/{agent.id}/messages?include_return_message_types=user_message").json()
     assert {m["message_type"] for m in users} == {"user_message"} and len(users) == 3
 
@@ -269,19 +273,17 @@ def test_a_step_keeps_the_text_of_each_context_section(api, agent, fake_llm):
 def test_a_model_no_provider_serves_is_refused_and_nothing_is_claimed(
     api, account, agent, fake_llm, monkeypatch, path, extra, free_slot
 ):
-    from django_tasks_db.models import DBTaskResult
-
-    from core.models import Run
+    from core.models import QueuedTask, Run
     from core.runs import executor
 
     stray = make_agent(account.org, name="stray", model="nowhere/some-model")
     pool, taken, given = object(), [], []  # a stand-in run pool: which slots a send takes and gives back
     monkeypatch.setattr(executor.queue, "slot_take", lambda: (taken.append(pool) or pool) if free_slot else None)
     monkeypatch.setattr(executor.queue, "slot_give", given.append)
-    tasks = DBTaskResult.objects.count()
+    tasks = QueuedTask.objects.count()
     r = api.post(f"/v1/agents/{stray.id}/{path}", {"messages": [{"role": "user", "content": "hi"}], **extra})
     assert r.status_code == 400 and "not served by a configured provider" in r.json()["detail"], r.content
-    assert not Run.objects.filter(agent=stray).exists() and DBTaskResult.objects.count() == tasks
+    assert not Run.objects.filter(agent=stray).exists() and QueuedTask.objects.count() == tasks
     assert not Message.objects.filter(agent=stray).exclude(role="system").exists()
     assert taken == given == ([pool] if free_slot else [])  # the synchronous send's slot went back
 

@@ -1,0 +1,197 @@
+"""Letta's own SDK tests against this server, as Letta wrote them: a re-count, not part of our suite.
+
+Letta's tests (its `tests/` directory, branch `archive` of letta-ai/letta, never copied into this repository) drive a
+server through `letta_client` at `LETTA_SERVER_URL`. This starts one of ours on a scratch database, a model that does
+what those tests' prompts ask (`InstructedLLM`) as its `openai` provider, and runs pytest over the tests in another
+virtualenv (Letta's test modules import the `letta` package). How to set that up: docs/api.md, "Letta's own tests".
+
+    .venv/bin/python -m tests.clients.letta_suite --tests /tmp/letta/tests --python /tmp/lvenv/bin/python \
+        [--database-url postgres://…] -- tests/sdk tests/integration_test_send_message.py -k "not anthropic"
+
+Pytest's exit status is this command's; the server's log is left in the work directory it prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from tests.fake_llm import FakeLLM, Reply, _tool_schemas
+from tests.helpers import ROOT, free_port
+
+_CALL = re.compile(r"call the (\w+) tool", re.IGNORECASE)
+_SEND_TEXT = re.compile(r"message[^']*'(.+)'", re.IGNORECASE | re.DOTALL)
+_QUOTED = re.compile(r"'([^']*)'")
+_NUMBER = re.compile(r"\b(\d+)\b")
+
+
+def _text(content: Any) -> str:
+    """A chat message's content as one string (a list of parts joined)."""
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
+def _args_from(text: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """Arguments for a tool the prompt names: a quoted string for its string parameters, a number for its numbers."""
+    args: dict[str, Any] = {}
+    quoted, numbers = _QUOTED.findall(text), _NUMBER.findall(text)
+    for name, prop in (schema.get("properties") or {}).items():
+        if name in ("request_heartbeat", "thinking"):
+            continue
+        if prop.get("type") in ("integer", "number") and numbers:
+            args[name] = int(numbers[0])
+        elif prop.get("type") == "string" and quoted:
+            args[name] = quoted[0]
+    if "request_heartbeat" in (schema.get("properties") or {}):
+        args["request_heartbeat"] = True  # the prompts ask for a reply after the tool's result
+    return args
+
+
+def _reply(text: str, tools: dict[str, Any]) -> Reply:
+    """Say `text` the way the agent's tools allow: through send_message when it has one, else as content."""
+    if "send_message" in tools:
+        return Reply(calls=[("send_message", {"message": text})])
+    return Reply(content=text)
+
+
+def follow(req: dict[str, Any]) -> Reply:
+    """What a model that obeys Letta's test prompts answers to this chat request: the tool the last user message
+    names (send_message with the quoted text), a reply carrying a tool's result after it, a stored tool result when
+    asked to repeat it, else a short greeting."""
+    tools = _tool_schemas(req)
+    messages = req.get("messages") or []
+    last = messages[-1] if messages else {}
+    if last.get("role") == "tool":
+        return _reply(f"The tool returned {_text(last.get('content'))}", tools)
+    text = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+    named = _CALL.search(text)
+    if named and named.group(1) in tools:
+        name = named.group(1)
+        if name == "send_message":
+            said = _SEND_TEXT.search(text[named.end() :])
+            return _reply(said.group(1) if said else "ok", tools)
+        return Reply(calls=[(name, _args_from(text[named.end() :], tools[name]))])
+    if "repeat it" in text or "returned?" in text:
+        returns = [_text(m.get("content")) for m in messages if m.get("role") == "tool"]
+        if returns:
+            return _reply(f"The tool returned {returns[-1]}", tools)
+    return _reply("Hello! How can I help you today?", tools)
+
+
+class InstructedLLM(FakeLLM):
+    """The fake model server answering with `follow` whenever nothing is scripted."""
+
+    def _next_reply(self, req: dict[str, Any]) -> Reply:
+        with self._lock:
+            if self._script:
+                return self._script.popleft()
+        return follow(req)
+
+
+def _manage(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the server exited:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise SystemExit(f"the server did not answer in 90 s:\n{log.read_text()[-3000:]}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Start the model and a server on a scratch database, run pytest over Letta's tests, stop both."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tests", type=Path, required=True, help="Letta's tests/ directory (a checkout of it)")
+    parser.add_argument("--python", required=True, help="the interpreter of a virtualenv with letta and pytest")
+    parser.add_argument("--database-url", default="", help="an empty database to use (default: a scratch SQLite)")
+    parser.add_argument("pytest_args", nargs="*", help="after --: pytest's arguments, paths relative to tests/..")
+    opts = parser.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="letta-suite-"))
+    prefixes = subprocess.run(
+        [opts.python, "-c", "import sys; print(sys.prefix, sys.base_prefix)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    llm = InstructedLLM().start()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {
+        **os.environ,
+        "DATABASE_URL": opts.database_url or f"sqlite:///{work / 'db.sqlite3'}",
+        "DJANGO_SETTINGS_MODULE": "agents_ide.settings",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "OPENAI_API_KEY": "fake-key",
+        "OPENAI_BASE_URL": llm.base_url,
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+        "PYTHONUNBUFFERED": "1",
+        # Letta's MCP tests start their stdio server with the tests' interpreter from the tests' directory: the
+        # operator's choices that allow it (docs/configuration.md)
+        "MCP_STDIO": "all",
+        "MCP_STDIO_PATHS": ":".join([str(opts.tests.resolve()), *prefixes]),
+    }
+    _manage(env, "migrate", "--noinput")
+    token = _manage(env, "create_api_token", "letta-tests", "--create-user").split()[-1]
+    log = work / "server.log"
+    with open(log, "w") as out:
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "agents_ide.serve",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "agents_ide.asgi:application",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        _wait_healthy(url, server, log)
+        print(f"server {url}, its log {log}", flush=True)
+        test_env = {
+            **os.environ,
+            "LETTA_SERVER_URL": url,
+            "LETTA_API_KEY": token,
+            "LLM_CONFIG_FILE": os.environ.get("LLM_CONFIG_FILE", "openai-gpt-4o-mini.json"),
+        }
+        return subprocess.run(
+            [opts.python, "-m", "pytest", "-p", "no:cacheprovider", *opts.pytest_args],
+            cwd=opts.tests.resolve().parent,
+            env=test_env,
+        ).returncode
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        llm.stop()
+        (work / "model_requests.json").write_text(json.dumps(llm.chat_requests[-50:], indent=1))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
