@@ -60,7 +60,6 @@ INSTALLED_APPS = [
     "django_htmx",
     "ninja",  # serves Swagger UI's assets for /v1/docs from here, so the docs work offline
     "django_tasks",
-    "django_tasks_db",
     "core",
     "memory",
     "tools",
@@ -274,7 +273,7 @@ MULTI_AGENT_MAX_DEPTH = int(os.environ.get("MULTI_AGENT_MAX_DEPTH", "3"))
 # How long send_message_to_agent_and_wait_for_reply waits for the other agent's reply.
 MULTI_AGENT_REPLY_TIMEOUT_S = float(os.environ.get("MULTI_AGENT_REPLY_TIMEOUT_S", "300"))
 # Background runs: django-tasks with its database backend (works on SQLite and PostgreSQL, no broker).
-TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+TASKS = {"default": {"BACKEND": "core.runs.task_backend.DatabaseBackend"}}  # our table, core.models.QueuedTask
 # Runs one process executes at once (threads: runs wait on the LLM, not the CPU).
 RUN_WORKER_THREADS = int(os.environ.get("RUN_WORKER_THREADS", "32"))
 # A worker renews the lease of its runs every RUN_LEASE_S/3 s; a run whose lease lapsed is marked failed.

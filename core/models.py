@@ -551,3 +551,39 @@ class ScheduledMessage(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["next_run_at"]), models.Index(fields=["agent", "created_at"])]
+
+
+def new_queued_task_id() -> str:
+    return ids.new_id("task")
+
+
+class QueuedTask(models.Model):
+    """A task of the run queue: enqueued through django-tasks' API (`Task.enqueue`, our backend in
+    core/runs/task_backend.py), claimed by one process's pool with one conditional update and executed there
+    (core/runs/queue.py). READY until claimed, RUNNING while a pool executes it, then SUCCESSFUL or FAILED."""
+
+    READY, RUNNING, SUCCESSFUL, FAILED = "READY", "RUNNING", "SUCCESSFUL", "FAILED"
+    id = models.CharField(primary_key=True, max_length=64, default=new_queued_task_id, editable=False)
+    task_path = models.CharField(max_length=255)  # the Task's module path (django-tasks' `Task.module_path`)
+    args = JSONField(default=list)
+    kwargs = JSONField(default=dict)
+    priority = models.SmallIntegerField(default=0)
+    run_after = models.DateTimeField(null=True, blank=True)  # None: due at once
+    status = models.CharField(
+        max_length=10, default=READY, choices=[(s, s) for s in (READY, RUNNING, SUCCESSFUL, FAILED)]
+    )
+    enqueued_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    worker_ids = JSONField(default=list)  # the processes that claimed it (liveness.IDENTITY)
+    return_value = JSONField(null=True, blank=True)
+    error = StorableTextField(blank=True, default="")  # the exception's class path and traceback
+
+    class Meta:
+        indexes = [
+            # the claim's read: the ready tasks, highest priority first, then oldest
+            models.Index(
+                fields=["-priority", "enqueued_at"], name="queuedtask_ready_idx", condition=models.Q(status="READY")
+            ),
+            models.Index(fields=["status", "task_path"]),
+        ]

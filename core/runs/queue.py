@@ -1,6 +1,7 @@
-"""The run queue's executor: a pool of threads claiming django-tasks database tasks, plus run leases.
+"""The run queue's executor: a pool of threads claiming queued tasks, plus run leases.
 
-Tasks are stored by django-tasks' DatabaseBackend (the DBTaskResult table), so the queue lives in the same
+Tasks are enqueued through django-tasks' API and stored by our backend (core/runs/task_backend.py) in our own table,
+core.models.QueuedTask, which this module claims and ends with its own statements; the queue lives in the same
 database as everything else: SQLite on the embedded default, PostgreSQL when scaled out. One process runs
 one pool: the daphne process itself on the embedded default (started on the first enqueue), or each
 `manage.py run_worker` process when RUNS_IN_WORKER is set. A pool executes up to RUN_WORKER_THREADS tasks
@@ -13,24 +14,24 @@ they leave is consistent) and fails their task rows.
 
 import logging
 import threading
+import traceback
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from datetime import timedelta
+from functools import cache
+from typing import Any
 
 from django.conf import settings
 from django.db import OperationalError, close_old_connections, connection, transaction
-from django.db.models import Q
-from django.db.models.functions import Now
 from django.dispatch import Signal
 from django.utils import timezone
-from django_tasks_db.compat import TaskResultStatus
-from django_tasks_db.models import DBTaskResult, get_date_max
-from django_tasks_db.utils import exclusive_transaction
+from django.utils.module_loading import import_string
 
 from core import events
 from core.agents import queries
-from core.models import RUN_ACTIVE, Run, RunStatus
+from core.models import RUN_ACTIVE, QueuedTask, Run, RunStatus
 from core.runs import liveness, waits
 from core.telemetry import hooks as telemetry
 from core.transactions import connection_lend
@@ -185,23 +186,19 @@ def _orphaned_queued_runs(limit) -> list[tuple[str, str]]:
     )
     if not old:
         return []
-    ready = {
-        (row or {}).get("kwargs", {}).get("run_id")
-        for row in DBTaskResult.objects.ready().values_list("args_kwargs", flat=True)
-    }
+    tasks = QueuedTask.objects.filter(kwargs__has_key="run_id")
+    ready = {kwargs.get("run_id") for kwargs in tasks.filter(status=QueuedTask.READY).values_list("kwargs", flat=True)}
     claimed_now = {
-        (row or {}).get("kwargs", {}).get("run_id")
-        for row in DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING, started_at__gte=limit).values_list(
-            "args_kwargs", flat=True
-        )
+        kwargs.get("run_id")
+        for kwargs in tasks.filter(status=QueuedTask.RUNNING, started_at__gte=limit).values_list("kwargs", flat=True)
     }
     return [(run_id, agent_id) for run_id, agent_id in old if run_id not in ready and run_id not in claimed_now]
 
 
 def _tasks_fail(run_ids: list[str]) -> None:
-    for row in DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING):
-        if (row.args_kwargs or {}).get("kwargs", {}).get("run_id") in run_ids:
-            row.set_failed(RuntimeError(LOST))
+    QueuedTask.objects.filter(status=QueuedTask.RUNNING, kwargs__run_id__in=run_ids).update(
+        status=QueuedTask.FAILED, finished_at=timezone.now(), error=f"RuntimeError\n{LOST}"
+    )
 
 
 def _lease_loop() -> None:
@@ -288,7 +285,7 @@ class Pool:
     Slots bound the runs executing at once; a thread waiting on other runs lends its slot (`waiting`), so
     the pool has threads for the nested runs of agent-to-agent messages (at most MULTI_AGENT_MAX_DEPTH deep).
     A task this process enqueued while every slot was taken waits in `backlog` and starts in the next slot
-    released; the dispatcher's claims (an exclusive transaction and a read of the ready tasks) are for tasks
+    released; the dispatcher's claims (one statement each) are for tasks
     other processes enqueued, and for those left from before a restart.
     """
 
@@ -427,88 +424,100 @@ def _pool_connections_close() -> None:
             raw.close()
 
 
-def _claim():
-    """Claim the next ready task (DBTaskResult.claim's writes, as one update); None if there is none."""
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """A task this process claimed: its row's id, the django-tasks Task and what to call it with."""
+
+    id: str
+    task: Any
+    args: list
+    kwargs: dict
+
+
+@cache
+def _claim_sql(*, skip_locked: bool) -> str:
+    table = f'"{QueuedTask._meta.db_table}"'
+    pick = (
+        f"SELECT id FROM {table} WHERE status = %s AND (run_after IS NULL OR run_after <= %s) "
+        "ORDER BY priority DESC, enqueued_at LIMIT 1" + (" FOR UPDATE SKIP LOCKED" if skip_locked else "")
+    )
+    return f"UPDATE {table} SET status = %s, started_at = %s, worker_ids = %s WHERE id = ({pick}) RETURNING *"
+
+
+def _claim() -> Claimed | None:
+    """Claim the next due ready task (highest priority, then oldest) with one statement; None if there is none. On
+    PostgreSQL it skips rows other claims hold; SQLite's write transaction (begun IMMEDIATE) admits one claim at a
+    time."""
+    now = timezone.now()
+    field = QueuedTask._meta.get_field
+    params = [
+        QueuedTask.RUNNING,
+        field("started_at").get_db_prep_value(now, connection),
+        field("worker_ids").get_db_prep_save([WORKER_ID], connection),
+        QueuedTask.READY,
+        field("run_after").get_db_prep_value(now, connection),
+    ]
     try:
-        with exclusive_transaction(DBTaskResult.objects.db):
-            # `DBTaskResult.objects.ready().filter(backend_name=…).get_locked()`: django-tasks' order (priority,
-            # then due time, then age); "due" is by the database's clock.
-            task = _ready_locked()
-            if task is not None:
-                now, workers = timezone.now(), [*task.worker_ids, WORKER_ID]
-                queries.row_update(
-                    DBTaskResult,
-                    where={"id": task.pk},
-                    status=TaskResultStatus.RUNNING,
-                    started_at=now,
-                    worker_ids=workers,
-                )
-                task.status, task.started_at, task.worker_ids = TaskResultStatus.RUNNING, now, workers
-            return task
+        with transaction.atomic():
+            row = next(
+                iter(QueuedTask.objects.raw(_claim_sql(skip_locked=connection.vendor == "postgresql"), params)), None
+            )
     except OperationalError as exc:
         if "locked" in str(exc).lower():
             return None
         raise
+    if row is None:
+        return None
+    try:
+        task = import_string(row.task_path)
+    except ImportError as exc:  # a task of another version of the code: it cannot run here
+        _task_failed(row.id, exc)
+        return None
+    return Claimed(row.id, task, row.args, row.kwargs)
 
 
-def _ready_locked():
-    """The next ready task, its row locked (skipping rows other claims hold). On PostgreSQL, where worker processes
-    claim every task the web processes enqueue, a statement written once (core.agents.queries' reason); the
-    queryset elsewhere (an embedded server hands its own tasks to its threads and claims only what is left)."""
-    if connection.vendor != "postgresql":
-        return (
-            DBTaskResult.objects.filter(status=TaskResultStatus.READY, backend_name="default")
-            .filter(Q(run_after=get_date_max()) | Q(run_after__lte=Now()))
-            .select_for_update(skip_locked=True)
-            .first()
-        )
-    run_after = DBTaskResult._meta.get_field("run_after").get_db_prep_value(get_date_max(), connection)
-    return next(iter(DBTaskResult.objects.raw(_READY_SQL, [TaskResultStatus.READY, "default", run_after])), None)
-
-
-_READY_SQL = (
-    f'SELECT * FROM "{DBTaskResult._meta.db_table}" WHERE status = %s AND backend_name = %s '
-    "AND (run_after = %s OR run_after <= NOW()) ORDER BY priority DESC, run_after, enqueued_at LIMIT 1 "
-    "FOR UPDATE SKIP LOCKED"
-)
-
-
-def _claim_enqueued(enqueued):
-    """Claim a task this process enqueued (its TaskResult, which holds the row) with one conditional UPDATE; the
-    row's fields are set in memory rather than read back. None if someone else claimed it first."""
-
-    row, now = enqueued.db_result, timezone.now()
-    # Ready means READY and due; a run's task is due when enqueued (it has no run_after), so READY is the test.
-    ready = {"id": row.pk, "status": TaskResultStatus.READY}
+def _claim_enqueued(enqueued) -> Claimed | None:
+    """Claim a task this process enqueued (its TaskResult) with one conditional UPDATE; None if someone else
+    claimed it first, or if it is not due yet (the dispatcher claims it then)."""
+    run_after = enqueued.task.run_after
+    now = timezone.now()
+    if run_after is not None and run_after > now:
+        return None
+    ready = {"id": enqueued.id, "status": QueuedTask.READY}
     if not queries.row_update(
-        DBTaskResult, where=ready, status=TaskResultStatus.RUNNING, started_at=now, worker_ids=[WORKER_ID]
+        QueuedTask, where=ready, status=QueuedTask.RUNNING, started_at=now, worker_ids=[WORKER_ID]
     ):
         return None
-    row.status, row.started_at, row.worker_ids = TaskResultStatus.RUNNING, now, [WORKER_ID]
-    row.enqueued = enqueued  # the Task and its arguments, already resolved (saves import_string + Task.using)
-    return row
+    return Claimed(enqueued.id, enqueued.task, list(enqueued.args), dict(enqueued.kwargs))
 
 
-def _task_run(db_task) -> None:
+def _task_run(claimed: Claimed) -> None:
+    """Call the task; record its end on its row (SUCCESSFUL with its return value, or FAILED with the error)."""
     try:
-        result = getattr(db_task, "enqueued", None) or db_task.task_result
-        task = result.task
-        log.info("task %s %s started", db_task.task_path, result.kwargs)
-        value = task.call(*result.args, **result.kwargs)
-        # DBTaskResult.set_successful's writes, as one update (that method saves the whole row)
+        log.info("task %s %s started", claimed.task.module_path, claimed.kwargs)
+        value = claimed.task.call(*claimed.args, **claimed.kwargs)
         queries.row_update(
-            DBTaskResult,
-            where={"id": db_task.pk},
-            status=TaskResultStatus.SUCCESSFUL,
+            QueuedTask,
+            where={"id": claimed.id},
+            status=QueuedTask.SUCCESSFUL,
             finished_at=timezone.now(),
             return_value=value,
-            exception_class_path="",
-            traceback="",
         )
-        log.info("task %s ended: %s", db_task.id, value)
+        log.info("task %s ended: %s", claimed.id, value)
     except BaseException as exc:  # noqa: BLE001 - record every failure on the task row
-        log.exception("task %s failed", db_task.id)
-        db_task.set_failed(exc)
+        log.exception("task %s failed", claimed.id)
+        _task_failed(claimed.id, exc)
+
+
+def _task_failed(task_id: str, exc: BaseException) -> None:
+    kind = type(exc)
+    error = f"{kind.__module__}.{kind.__qualname__}\n" + "".join(traceback.format_exception(exc))
+    try:
+        queries.row_update(
+            QueuedTask, where={"id": task_id}, status=QueuedTask.FAILED, finished_at=timezone.now(), error=error[:20000]
+        )
+    except Exception:  # noqa: BLE001 - the database failed too: the reaper fails the task with its run
+        log.exception("could not record the failure of task %s", task_id)
 
 
 def pool_start_in_process() -> Pool:

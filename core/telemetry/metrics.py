@@ -69,12 +69,15 @@ class _DatabaseGauges:
     """Gauges counted in the database when scraped: every process sees the same queue, so one scrape counts it once."""
 
     def collect(self):
-        from django_tasks_db.models import DBTaskResult
+        from django.db.models import Q
+        from django.utils import timezone
 
-        from core.models import RUN_ACTIVE, Run  # here: the model client imports this module before apps load
+        # here: the model client imports this module before apps load
+        from core.models import RUN_ACTIVE, QueuedTask, Run
 
         queued = GaugeMetricFamily("agents_ide_queue_depth", "Run tasks in the queue, not yet claimed by a worker.")
-        queued.add_metric([], DBTaskResult.objects.ready().count())
+        due = Q(run_after=None) | Q(run_after__lte=timezone.now())
+        queued.add_metric([], QueuedTask.objects.filter(due, status=QueuedTask.READY).count())
         yield queued
         active = GaugeMetricFamily("agents_ide_runs_in_progress", "Runs created or running.")
         active.add_metric([], Run.objects.filter(status__in=RUN_ACTIVE).count())

@@ -15,9 +15,8 @@ from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
-from django_tasks_db.compat import TaskResultStatus
-from django_tasks_db.models import DBTaskResult
 
+from core.models import QueuedTask
 from memory.files.ingest import files_heartbeat, files_held
 from memory.files.services import passages_drop
 from memory.files.tasks import file_ingest_task
@@ -37,7 +36,7 @@ def files_sweep(*, lease_s: float) -> list[str]:
 
 
 def _task_file_ids(rows) -> set[str]:
-    return {(row or {}).get("kwargs", {}).get("file_id") for row in rows}
+    return {(kwargs or {}).get("file_id") for kwargs in rows}
 
 
 def files_recover(*, lease_s: float) -> list[str]:
@@ -54,10 +53,10 @@ def files_recover(*, lease_s: float) -> list[str]:
     if not stale:
         return []
     # Read after the files: a task claimed meanwhile is still seen, as just started, before its ingest holds the file.
-    tasks = DBTaskResult.objects.filter(task_path=TASK_PATH)
-    queued = _task_file_ids(tasks.ready().values_list("args_kwargs", flat=True))
+    tasks = QueuedTask.objects.filter(task_path=TASK_PATH)
+    queued = _task_file_ids(tasks.filter(status=QueuedTask.READY).values_list("kwargs", flat=True))
     queued |= _task_file_ids(
-        tasks.filter(status=TaskResultStatus.RUNNING, started_at__gte=limit).values_list("args_kwargs", flat=True)
+        tasks.filter(status=QueuedTask.RUNNING, started_at__gte=limit).values_list("kwargs", flat=True)
     )
     recovered = [file_id for file_id, attempts in stale if file_id not in queued and _recover(file_id, attempts, limit)]
     if recovered:
@@ -83,6 +82,6 @@ def _recover(file_id: str, attempts: int, limit) -> bool:
 
 
 def _tasks_fail(file_ids: set[str]) -> None:
-    for row in DBTaskResult.objects.filter(status=TaskResultStatus.RUNNING, task_path=TASK_PATH):
-        if (row.args_kwargs or {}).get("kwargs", {}).get("file_id") in file_ids:
-            row.set_failed(RuntimeError(STOPPED))
+    QueuedTask.objects.filter(
+        status=QueuedTask.RUNNING, task_path=TASK_PATH, kwargs__file_id__in=list(file_ids)
+    ).update(status=QueuedTask.FAILED, finished_at=timezone.now(), error=f"RuntimeError\n{STOPPED}")

@@ -98,24 +98,20 @@ def test_async_with_unknown_agent_or_model_fails_fast(api, account):
 
 
 def test_a_task_handed_to_the_pool_is_claimed_once(agent):
-    from django_tasks_db.compat import TaskResultStatus
-    from django_tasks_db.models import DBTaskResult
-
+    from core.models import QueuedTask
     from core.runs.executor import run_execute_task
 
     enqueued = run_execute_task.enqueue(run_id="run-none")  # enqueued only: no pool was told
     first = queue._claim_enqueued(enqueued)
-    assert first is not None and first.status == TaskResultStatus.RUNNING and first.worker_ids == [queue.WORKER_ID]
-    stored = DBTaskResult.objects.get(pk=enqueued.id)
-    assert stored.status == TaskResultStatus.RUNNING and stored.worker_ids == [queue.WORKER_ID]
+    assert first is not None and first.id == enqueued.id and first.kwargs == {"run_id": "run-none"}
+    stored = QueuedTask.objects.get(pk=enqueued.id)
+    assert stored.status == QueuedTask.RUNNING and stored.worker_ids == [queue.WORKER_ID]
     assert queue._claim_enqueued(enqueued) is None  # a second claimant (another thread, the dispatcher) gets nothing
     assert queue._claim() is None
 
 
-def test_the_dispatcher_claims_ready_tasks_in_django_tasks_order_and_leaves_those_not_due(agent):
-    from django_tasks_db.compat import TaskResultStatus
-    from django_tasks_db.models import DBTaskResult
-
+def test_the_dispatcher_claims_ready_tasks_by_priority_then_age_and_leaves_those_not_due(agent):
+    from core.models import QueuedTask
     from core.runs.executor import run_execute_task
 
     now = timezone.now()
@@ -125,17 +121,16 @@ def test_the_dispatcher_claims_ready_tasks_in_django_tasks_order_and_leaves_thos
     second = run_execute_task.enqueue(run_id="run-second")
     due = run_execute_task.using(run_after=now - timedelta(minutes=1)).enqueue(run_id="run-due")
     high = run_execute_task.using(priority=10).enqueue(run_id="run-high")
-    expected = [str(pk) for pk in DBTaskResult.objects.ready().values_list("id", flat=True)]  # django-tasks' order
+    assert queue._claim_enqueued(later) is None  # handed to a pool before it is due: left to the dispatcher
     claimed = []
     while (task := queue._claim()) is not None:
         claimed.append(task)
-    assert [str(t.id) for t in claimed] == expected == [str(t.id) for t in (high, due, first, second, low)]
+    assert [t.id for t in claimed] == [t.id for t in (high, first, second, due, low)]
     for task in claimed:
-        stored = DBTaskResult.objects.get(pk=task.id)
-        assert stored.status == task.status == TaskResultStatus.RUNNING
-        assert stored.worker_ids == task.worker_ids == [queue.WORKER_ID] and stored.started_at == task.started_at
-        assert task.task_result.kwargs == stored.task_result.kwargs  # the row read is whole: the task can run
-    assert DBTaskResult.objects.get(pk=later.id).status == TaskResultStatus.READY
+        stored = QueuedTask.objects.get(pk=task.id)
+        assert stored.status == QueuedTask.RUNNING and stored.worker_ids == [queue.WORKER_ID] and stored.started_at
+        assert task.kwargs == stored.kwargs and task.task.module_path == run_execute_task.module_path
+    assert QueuedTask.objects.get(pk=later.id).status == QueuedTask.READY
 
 
 def test_reaper_fails_a_queued_run_whose_task_was_lost(agent):
@@ -190,8 +185,7 @@ def test_waiting_for_a_run_returns_when_it_ends_or_at_the_timeout(agent, fake_ll
 
 
 def test_tasks_enqueued_while_every_slot_is_taken_start_as_slots_free_without_the_dispatcher(account, fake_llm):
-    from django_tasks_db.models import DBTaskResult
-
+    from core.models import QueuedTask
     from core.runs import runner
     from core.runs.executor import run_execute_task
 
@@ -212,11 +206,11 @@ def test_tasks_enqueued_while_every_slot_is_taken_start_as_slots_free_without_th
         pool.stop()
         pool.executor.shutdown(wait=True)
         queue._pool_connections_close()
-    ended = DBTaskResult.objects.filter(status="SUCCESSFUL")
+    ended = QueuedTask.objects.filter(status=QueuedTask.SUCCESSFUL)
     assert not pool.backlog and sorted(t.return_value for t in ended) == sorted(
         Run.objects.get(pk=r).status for r in runs
     )
-    assert all(t.finished_at >= t.started_at and t.traceback == t.exception_class_path == "" for t in ended)
+    assert all(t.finished_at >= t.started_at and t.error == "" for t in ended)
     assert pool.free.acquire(blocking=False)  # the slot was given back
 
 

@@ -145,10 +145,10 @@ def test_detached_tool_can_no_longer_be_called(account, fake_llm):
     result = _send(a)
     assert _returns(result)[0]["status"] == "error"
     assert ASYNC not in [t["function"]["name"] for t in fake_llm.chat_requests[0]["tools"]]
-    from django_tasks_db.models import DBTaskResult
+    from core.models import QueuedTask
 
     # Nothing may arrive late either: a delivery would have been queued with the step that sent it.
-    assert not DBTaskResult.objects.filter(task_path__endswith="agent_message_deliver_task").exists()
+    assert not QueuedTask.objects.filter(task_path__endswith="agent_message_deliver_task").exists()
     assert not Run.objects.filter(agent=b).exists() and not _incoming(b)
 
 

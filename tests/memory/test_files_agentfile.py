@@ -6,13 +6,12 @@ are open and at which lines; a file written the way Letta writes it imports the 
 import json
 
 import pytest
-from django_tasks_db.models import DBTaskResult
 
 from core.agents.agentfile.exporter import agentfile_export
 from core.agents.agentfile.importer import agentfile_import
 from core.agents.agentfile.model import AgentFileError
 from core.agents.agentfile.parse import parse_agent_file
-from core.models import Agent
+from core.models import Agent, QueuedTask
 from memory.files import services
 from memory.files.ingest import file_ingest
 from memory.files.tools import directories_section, grep_files
@@ -98,7 +97,7 @@ def test_round_trip_to_another_account_recreates_folder_files_and_open_windows(r
     files = {f.file_name: f for f in FolderFile.objects.filter(folder=folder)}
     assert set(files) == {"manual.pdf", "tide.py"}
     assert all(f.status == FileStatus.PENDING and f.raw is None for f in files.values())
-    queued = {r["kwargs"]["file_id"] for r in DBTaskResult.objects.ready().values_list("args_kwargs", flat=True)}
+    queued = {r["file_id"] for r in QueuedTask.objects.filter(status=QueuedTask.READY).values_list("kwargs", flat=True)}
     assert queued == {f.id for f in files.values()}
     assert _views(copy) == {"harbour/manual.pdf": (True, 3, 9), "harbour/tide.py": (False, None, None)}
     # the text is there before the ingest: the agent sees its open window and can grep
@@ -121,7 +120,7 @@ def test_import_into_the_same_account_reuses_the_folder_and_its_files(reader):
     assert Folder.objects.filter(owner=reader.owner).count() == 1
     assert FolderFile.objects.filter(folder__owner=reader.owner).count() == 2
     assert "Folder 'harbour' already exists; the agent was attached to it." in warnings
-    assert not DBTaskResult.objects.ready().exists()
+    assert not QueuedTask.objects.filter(status=QueuedTask.READY).exists()
     assert _views(copy) == {"harbour/manual.pdf": (True, 3, 9), "harbour/tide.py": (False, None, None)}
 
 

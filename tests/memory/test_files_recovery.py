@@ -8,9 +8,8 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from django_tasks_db.compat import TaskResultStatus
-from django_tasks_db.models import DBTaskResult
 
+from core.models import QueuedTask
 from memory.files import recovery, services
 from memory.files.ingest import _holding, file_ingest, files_heartbeat
 from memory.files.tasks import file_ingest_task
@@ -27,7 +26,7 @@ def _left_by_a_dead_process(folder, name: str, *, status=FileStatus.EMBEDDING, a
     file, _ = services.file_upload(folder=folder, file_name=name, content_type="text/plain", data=TEXT)
     task = file_ingest_task.enqueue(file_id=file.id)
     a_minute_ago = timezone.now() - timedelta(minutes=1)
-    DBTaskResult.objects.filter(pk=task.id).update(status=TaskResultStatus.RUNNING, started_at=a_minute_ago)
+    QueuedTask.objects.filter(pk=task.id).update(status=QueuedTask.RUNNING, started_at=a_minute_ago)
     FolderFile.objects.filter(pk=file.pk).update(
         status=status, ingest_attempts=attempts, total_chunks=9, chunks_embedded=3
     )
@@ -43,16 +42,16 @@ def folder(account):
 @pytest.mark.django_db
 def test_a_dead_ingest_is_queued_again_and_completes(folder):
     file = _left_by_a_dead_process(folder, "ferries.txt")
-    old_task = DBTaskResult.objects.get(status=TaskResultStatus.RUNNING)
+    old_task = QueuedTask.objects.get(status=QueuedTask.RUNNING)
 
     assert recovery.files_sweep(lease_s=30) == [file.id]
     file.refresh_from_db()
     assert (file.status, file.chunks_embedded, file.total_chunks) == (FileStatus.PENDING, None, None)
     assert not Passage.objects.filter(file_id=file.id).exists()
     old_task.refresh_from_db()
-    assert old_task.status == TaskResultStatus.FAILED
-    queued = DBTaskResult.objects.ready().get()
-    assert queued.args_kwargs["kwargs"] == {"file_id": file.id}
+    assert old_task.status == QueuedTask.FAILED
+    queued = QueuedTask.objects.filter(status=QueuedTask.READY).get()
+    assert queued.kwargs == {"file_id": file.id}
     assert recovery.files_sweep(lease_s=30) == []  # queued now: a second sweep leaves it to its task
 
     assert file_ingest(file_id=file.id) == FileStatus.COMPLETED
@@ -71,7 +70,7 @@ def test_a_file_that_keeps_stopping_its_process_ends_error_with_the_reason(folde
     assert file.error_message == (
         "Processing stopped 3 times: the process ingesting this file stopped (restart or crash) each time; not retried."
     )
-    assert not DBTaskResult.objects.ready().exists()
+    assert not QueuedTask.objects.filter(status=QueuedTask.READY).exists()
     assert not Passage.objects.filter(file_id=file.id).exists()
 
 
@@ -84,7 +83,7 @@ def test_live_queued_and_finished_ingests_are_left_alone(folder):
     file_ingest(file_id=done.id)
     claimed, _ = services.file_upload(folder=folder, file_name="claimed.txt", content_type="text/plain", data=TEXT)
     task = file_ingest_task.enqueue(file_id=claimed.id)  # a pool claimed it just now; its ingest is about to start
-    DBTaskResult.objects.filter(pk=task.id).update(status=TaskResultStatus.RUNNING, started_at=timezone.now())
+    QueuedTask.objects.filter(pk=task.id).update(status=QueuedTask.RUNNING, started_at=timezone.now())
     stale = [queued.pk, done.pk, claimed.pk]
     FolderFile.objects.filter(pk__in=stale).update(updated_at=timezone.now() - timedelta(hours=1))
 
@@ -95,7 +94,7 @@ def test_live_queued_and_finished_ingests_are_left_alone(folder):
     assert live.status == FileStatus.EMBEDDING and live.updated_at > timezone.now() - timedelta(seconds=30)
     assert FolderFile.objects.get(pk=queued.pk).status == FileStatus.PENDING
     assert FolderFile.objects.get(pk=claimed.pk).status == FileStatus.PENDING
-    assert DBTaskResult.objects.get(pk=task.id).status == TaskResultStatus.RUNNING
+    assert QueuedTask.objects.get(pk=task.id).status == QueuedTask.RUNNING
     assert FolderFile.objects.get(pk=done.pk).status == FileStatus.COMPLETED
 
 
@@ -168,4 +167,4 @@ def test_a_server_killed_mid_ingest_finishes_the_file_after_its_restart(account,
     assert done.status == FileStatus.COMPLETED, done.error_message
     assert done.ingest_attempts == 2 and done.page_count == 12
     assert Passage.objects.filter(file_id=file.id).count() == done.total_chunks
-    assert DBTaskResult.objects.filter(status=TaskResultStatus.FAILED).count() == 1
+    assert QueuedTask.objects.filter(status=QueuedTask.FAILED).count() == 1

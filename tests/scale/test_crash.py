@@ -39,12 +39,13 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.daphne: Daphne | None = None
         self.starts = 0
+        self.env = {"RUN_LEASE_S": str(LEASE_S)}  # the server's environment beyond the starter's; a test may add
 
     def start(self) -> None:
         logs = ROOT / "test-artifacts"
         self.starts += 1
         log = logs / f"crash-{self.port}-{self.starts}.log" if logs.exists() else None
-        self.daphne = daphne_start(env={"RUN_LEASE_S": str(LEASE_S)}, port=self.port, log=log)
+        self.daphne = daphne_start(env=self.env, port=self.port, log=log)
 
     def kill(self) -> None:
         os.kill(self.daphne.proc.pid, signal.SIGKILL)

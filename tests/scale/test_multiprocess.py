@@ -150,9 +150,7 @@ async def _collect(ws_url: str, cookie: str, origin: str, started: threading.Eve
 
 
 def test_two_servers_one_worker(cluster, account, fake_llm):
-    from django_tasks_db.models import DBTaskResult
-
-    from core.models import Message, Run, Step
+    from core.models import Message, QueuedTask, Run, Step
     from tests.factories import make_agent
 
     agent = make_agent(account.org, name="shared")
@@ -225,7 +223,7 @@ def test_two_servers_one_worker(cluster, account, fake_llm):
     assert set(agent.message_ids) <= set(Message.objects.filter(agent=agent).values_list("id", flat=True))
 
     def task_status():
-        return [t.status for t in DBTaskResult.objects.all() if t.args_kwargs["kwargs"].get("run_id") == doomed["id"]]
+        return list(QueuedTask.objects.filter(kwargs__run_id=doomed["id"]).values_list("status", flat=True))
 
     until(lambda: task_status() == ["FAILED"], timeout=20, what="the task row to be failed")
 
