@@ -1,9 +1,10 @@
 """The one orchestrator of agent runs: load → compile → call → run tools → decide → persist → emit.
 
-The executor (core.runs.executor) hands it one RunRequest (core.runs.request): `run_start` claims the agent for it
-atomically (a second claim gets Conflict, HTTP 409) and resolves its model; `run_steps` then executes the claimed run
-synchronously, on whichever thread the executor chose and under its lease, and its events reach the agent's channel
-group. The send path from top to bottom is told in docs/architecture.md.
+The executor (core.runs.executor) hands it one RunRequest (core.runs.request): `run_start` claims a thread of the
+agent for it atomically (a second claim in that thread gets Conflict, HTTP 409; the agent's other threads run side by
+side) and resolves its model; `run_steps` then executes the claimed run synchronously, on whichever thread the
+executor chose and under its lease, and its events reach the agent's channel group. The send path and one step from
+top to bottom are told in docs/architecture.md.
 
 A step has two phases. First everything slow, outside any transaction: the model call, the tool calls
 (sandboxes, embeddings, other agents' runs). Then the commit phase, one durable transaction: messages,
