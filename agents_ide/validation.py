@@ -89,9 +89,11 @@ def _form_problem(request: HttpRequest) -> tuple[str, str] | None:
 
 
 def _empty_multipart(request: HttpRequest) -> bool:
-    """A multipart POST holding no part at all (say, only its closing boundary): no view has anything to read."""
+    """A multipart POST to the API holding no part at all (say, only its closing boundary): its multipart routes
+    take a file. (A page's form may be posted empty: a button with no fields.)"""
     return (
-        request.method == "POST"
+        request.path.startswith(API_PREFIX)
+        and request.method == "POST"
         and request.content_type == "multipart/form-data"
         and not (request.POST or request.FILES)
     )
