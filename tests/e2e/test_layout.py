@@ -124,6 +124,11 @@ def _pages(data) -> list[tuple[str, str]]:
     ]
 
 
+def _number(step) -> int:
+    """The step's number in its agent's one thread (steps are numbered within the conversation)."""
+    return Step.objects.filter(agent_id=step.agent_id, kind="agent", created_at__lte=step.created_at).count()
+
+
 def _reveal_inspector(page, width: int) -> None:
     """Bring the inspector into view the way a person would at this width."""
     if width < 768:
@@ -313,7 +318,7 @@ def test_inspector_is_a_drawer_between_768_and_1280(signed_in, account, fake_llm
     # a step chip in the conversation opens the drawer on that step
     page.locator(f'#conversation .step-chip[data-step="{step.id}"]').first.click()
     expect(inspector).to_be_visible()
-    expect(page.locator("#step-detail .step-card strong").first).to_have_text(f"Step {step.index}")
+    expect(page.locator("#step-detail .step-card strong").first).to_have_text(f"Step {_number(step)}")
     assert _audit(page) == []
 
     page.set_viewport_size({"width": 1400, "height": 800})  # wide again: three panes, no drawer left open
@@ -364,7 +369,7 @@ def test_one_pane_at_a_time_with_tabs_below_768(signed_in, account, fake_llm):
     only("conversation")
     page.locator(f'#conversation .step-chip[data-step="{step.id}"]').first.click()  # opens the step in the Context tab
     only("inspector")
-    expect(page.locator("#step-detail .step-card strong").first).to_have_text(f"Step {step.index}")
+    expect(page.locator("#step-detail .step-card strong").first).to_have_text(f"Step {_number(step)}")
     assert _audit(page) == []
 
 
