@@ -1,12 +1,13 @@
 """Memory over many sends: the server's resident memory as one agent answers message after message (prints figures).
 
-    .venv/bin/python bench/soak.py [--sends 10000] [--every 1000] [--warm-up 500] [--agents 1] [--tracemalloc 25]
+    .venv/bin/python bench/soak.py [--sends 10000] [--every 1000] [--warm-up 2000] [--agents 1] [--tracemalloc 25]
 
 Starts the server (agents_ide.serve, as scripts/serve does) on a throwaway SQLite database with the fake LLM as its
 `openai` provider, and sends `--sends` messages one after another through `POST /v1/agents/{id}/messages` (over
 `--agents` agents in turn). It prints the server's RSS after `--warm-up` sends and then every `--every` sends, with
 the sends' latency in that stretch. Flat after warm-up is the target: anything that grows with each send (a cache
-without a bound, a list kept per run) shows as a steady climb.
+without a bound, a list kept per run) shows as a steady climb. The warm-up is long enough for the process's bounded
+caches to fill: the stored messages' (4 MiB, core/agents/context.py) takes about 2,000 of these sends.
 
 `--tracemalloc N` gives the server a SIGUSR1 handler, loaded from a sitecustomize module this script writes: the
 first signal (after warm-up) starts Python's tracemalloc keeping N frames, each later one dumps a snapshot. The
@@ -29,10 +30,10 @@ from benchlib import ROOT, django_ready, live_server, machine_speed_s, p50_p95, 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-# Loaded by the server's interpreter at start (PYTHONPATH): the first SIGUSR1 starts tracing, each later one dumps a
-# snapshot, written under a temporary name and renamed, so the file appears whole.
+# Loaded by the server's interpreter at start (PYTHONPATH): the first SIGUSR1 starts tracing, each later one collects
+# garbage and dumps a snapshot, written under a temporary name and renamed, so the file appears whole.
 SITECUSTOMIZE = """
-import os, signal, tracemalloc
+import gc, os, signal, tracemalloc
 
 _taken = [0]
 
@@ -43,6 +44,7 @@ def _on_signal(signum, frame):
         return
     _taken[0] += 1
     path = os.path.join(os.environ["SOAK_SNAPSHOTS"], f"snapshot-{_taken[0]}")
+    gc.collect()  # garbage waiting for the collector is not growth
     tracemalloc.take_snapshot().dump(path + ".part")
     os.rename(path + ".part", path)
 
@@ -100,7 +102,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sends", type=int, default=10_000)
     p.add_argument("--every", type=int, default=1000, help="sends between two readings of the server's memory")
-    p.add_argument("--warm-up", type=int, default=500, help="sends before the first reading")
+    p.add_argument(
+        "--warm-up", type=int, default=2000, help="sends before the first reading (the bounded caches fill meanwhile)"
+    )
     p.add_argument("--agents", type=int, default=1, help="agents the sends go to, in turn")
     p.add_argument("--tracemalloc", type=int, default=0, metavar="FRAMES", help="trace the server's allocations")
     args = p.parse_args()

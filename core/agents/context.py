@@ -46,10 +46,60 @@ class AgentSnapshot:
 
 
 # Stored messages never change (edits are new messages), so their engine form is cached by id in this
-# process: loading a window then costs one query for the ids not seen yet, whatever the window size.
-_CACHE_SIZE = 50_000
-_cache: OrderedDict[str, tuple[t.Message, str, str]] = OrderedDict()
-_cache_lock = threading.Lock()
+# process: loading a window then costs one query for the ids not seen yet, whatever the window size. The cache is
+# bounded by the bytes it holds (estimated from each message's stored token count), not by a number of messages: a
+# count let it grow for as long as messages were written (50,000 of them, however long each was), which a soak of
+# sends showed as memory that crept up with every send.
+CACHE_BYTES = 4 * 1024 * 1024  # about 6,000 short messages: the windows of the agents in use, and more
+ENTRY_BYTES = 500  # an entry's cost besides its text: the engine message, its lists and dicts, the id
+BYTES_PER_TOKEN = 4
+
+
+class MessageCache:
+    """Engine messages by id, the least recently used dropped first once their estimated bytes pass `budget`."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.bytes = 0
+        self._entries: OrderedDict[str, tuple[tuple[t.Message, str, str], int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, tuple[t.Message, str, str]]:
+        with self._lock:
+            found = {}
+            for i in ids:
+                if (entry := self._entries.get(i)) is not None:
+                    self._entries.move_to_end(i)
+                    found[i] = entry[0]
+            return found
+
+    def put_rows(self, rows) -> dict[str, tuple[t.Message, str, str]]:
+        """Cache these stored rows (each with its token_count); returns their entries by id."""
+        entries = {row.id: ((mapping.message(row), row.kind, row.role), _row_bytes(row)) for row in rows}
+        with self._lock:
+            for key, (value, size) in entries.items():
+                if (old := self._entries.pop(key, None)) is not None:
+                    self.bytes -= old[1]
+                self._entries[key] = (value, size)
+                self.bytes += size
+            while self.bytes > self.budget and self._entries:
+                self.bytes -= self._entries.popitem(last=False)[1][1]
+        return {key: value for key, (value, _size) in entries.items()}
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.bytes = 0
+
+
+def _row_bytes(row: Message) -> int:
+    return ENTRY_BYTES + BYTES_PER_TOKEN * (row.token_count or 0)
+
+
+_cache = MessageCache(CACHE_BYTES)
 _FIELDS = (
     "id",
     "role",
@@ -67,26 +117,16 @@ _FIELDS = (
 
 def messages_cached(ids: Sequence[str]) -> dict[str, tuple[t.Message, str, str]]:
     """(engine message, kind, role) for each stored message id, from the cache or one query for the rest."""
-    with _cache_lock:
-        found = {i: _cache[i] for i in ids if i in _cache}
+    found = _cache.get_many(ids)
     missing = [i for i in ids if i not in found]
     if missing:
-        for row in Message.objects.filter(id__in=missing).only(*_FIELDS):
-            found[row.id] = (mapping.message(row), row.kind, row.role)
-        with _cache_lock:
-            for i in missing:
-                if i in found:
-                    _cache[i] = found[i]
-            while len(_cache) > _CACHE_SIZE:
-                _cache.popitem(last=False)
+        found |= _cache.put_rows(Message.objects.filter(id__in=missing).only(*_FIELDS))
     return found
 
 
 def messages_cache_put(rows: Sequence[Message]) -> None:
     """Remember just-written rows, so the next step's load needs no query for them."""
-    with _cache_lock:
-        for row in rows:
-            _cache[row.id] = (mapping.message(row), row.kind, row.role)
+    _cache.put_rows(rows)
 
 
 def agent_with_counts(*, owner: Organization, agent_id: str) -> Agent:

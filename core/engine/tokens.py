@@ -49,10 +49,18 @@ class Tokenizer:
     margin: float = 1.0
 
     def count(self, text: str) -> int:
-        """Tokens in `text` (with this tokenizer's safety margin applied)."""
+        """Tokens in `text` (with this tokenizer's safety margin applied), remembered for texts that recur."""
         if not text:
             return 0
         return _cached_count(self, text)
+
+    def count_once(self, text: str) -> int:
+        """Tokens in a text counted once (a message as it is stored): not remembered, so each message written does
+        not take a place in the cache of recurring texts (and keep its text alive there)."""
+        if not text:
+            return 0
+        n = self._encode_len(text)
+        return n if self.margin == 1.0 else math.ceil(n * self.margin)
 
 
 @lru_cache(maxsize=8192)
@@ -150,12 +158,12 @@ def count_message(model: str, message: Message | dict[str, Any]) -> int:
     content = data.get("content")
     if isinstance(content, list):
         content = "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
-    n += tok.count(content or "")
+    n += tok.count_once(content or "")
     for tc in data.get("tool_calls") or []:
         fn = tc.get("function") or {}
-        n += tok.count(fn.get("name", "")) + tok.count(fn.get("arguments", "")) + MESSAGE_OVERHEAD_TOKENS
+        n += tok.count(fn.get("name", "")) + tok.count_once(fn.get("arguments", "")) + MESSAGE_OVERHEAD_TOKENS
     if data.get("tool_call_id"):
-        n += tok.count(data["tool_call_id"])
+        n += tok.count_once(data["tool_call_id"])
     if data.get("name"):
         n += tok.count(data["name"])
     return n
