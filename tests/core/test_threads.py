@@ -10,11 +10,9 @@ from django.db import connection
 
 from core.agents.conversations import conversation_create
 from core.models import Agent, Conversation, Message, Run
-from core.runs import executor
+from core.runs import executor, runner
 from core.runs.request import RunRequest
 from tests.factories import make_agent
-from tests.fake_llm import FakeLLM
-from tests.helpers import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -85,17 +83,14 @@ def test_eight_threads_send_ten_messages_each_to_one_agent(account, fake_llm):
 def test_a_busy_thread_refuses_a_second_send_while_the_agents_other_threads_go_on(api, account, fake_llm):
     agent = make_agent(account.org)
     first, second = conversation_create(agent=agent).id, conversation_create(agent=agent).id
-    fake_llm.script(FakeLLM.tool("send_message", {"message": "slow reply"}, latency=4.0))
     inputs = [{"role": "user", "content": "take your time"}]
-    slow = executor.run_submit(
-        RunRequest(owner=account.org, agent_id=agent.id, input_messages=inputs, conversation_id=first)
-    )
-    until(lambda: fake_llm.in_flight >= 1, what="the slow model call")
+    request = RunRequest(owner=account.org, agent_id=agent.id, input_messages=inputs, conversation_id=first)
+    busy = runner.run_start(request)  # claimed and committed: the thread's run in progress until it executes below
     body = {"messages": [{"role": "user", "content": "hello again"}], "streaming": False}
 
     refused = api.post(f"/v1/conversations/{first}/messages", body)
     assert refused.status_code == 409
-    assert refused.json()["detail"].startswith(BUSY.format(slow.id)) and refused.json()["errors"]["run_id"] == slow.id
+    assert refused.json()["detail"].startswith(BUSY.format(busy.id)) and refused.json()["errors"]["run_id"] == busy.id
 
     other = api.post(f"/v1/conversations/{second}/messages", body)
     assert other.status_code == 200, other.content
@@ -104,9 +99,8 @@ def test_a_busy_thread_refuses_a_second_send_while_the_agents_other_threads_go_o
     # agent-wide operations still wait for every thread of the agent
     assert api.patch(f"/v1/agents/{agent.id}/reset-messages", {}).status_code == 409
     assert api.post(f"/v1/agents/{agent.id}/summarize", {}).status_code == 409
-    assert Run.objects.get(pk=slow.pk).status in ("created", "running")  # all that happened while it ran
 
-    assert executor.run_wait(run=slow, timeout=60).status == "completed"
+    assert runner.run_steps(busy, request).status == "completed"
     again = api.post(f"/v1/conversations/{first}/messages", body)
     assert again.status_code == 200, again.content
     seqs = list(Message.objects.filter(agent=agent).order_by("seq").values_list("seq", flat=True))
