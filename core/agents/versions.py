@@ -214,6 +214,27 @@ def version_current(*, agent: Agent) -> AgentVersion:
     return latest or version_record(agent=agent)
 
 
+def version_record_copy(*, copy: Agent, source: Agent) -> AgentVersion | None:
+    """Record a fresh copy's first version from its source's latest: a copy has the source's tools (with their
+    code), tags and secret names, so only its own fields and metadata are read, not its tools again (an eval case
+    makes a copy each). None when the copy has a version already or the source none (its first run records one)."""
+    latest = AgentVersion.objects.filter(agent=source).only("definition").order_by("-number").first()
+    if latest is None or AgentVersion.objects.filter(agent=copy).exists():
+        return None
+    definition = {**latest.definition, **{key: getattr(copy, key) for key in FIELDS}}
+    definition["metadata"] = {k: v for k, v in (copy.metadata or {}).items() if k not in METADATA_NOT_DEFINITION}
+    return AgentVersion.objects.create(
+        agent=copy,
+        number=1,
+        content_hash=definition_hash(definition),
+        definition=definition,
+        blocks=_blocks(copy),
+        author_kind="system",
+        message=f"copy of {source.name}"[:MAX_MESSAGE],
+        created_at=timezone.now(),
+    )
+
+
 def tool_changed(*, tool, message: str = "") -> None:
     """A tool's code changed: write its ToolVersion and a version of every agent that uses it."""
     tool_version_current(tool=tool)

@@ -87,6 +87,7 @@ def case_copy(*, owner: Organization, case: EvalCase, target: Target, marker: di
     source at the case's step, or a copy of the source (at the version asked); then the target's model and
     overrides. Writes the copy (agent, blocks, messages, passages); the source is only read."""
     start = case.start or {}
+    source = None
     if case.agent_file is not None:
         imported = importer.agentfile_import(owner=owner, parsed=parse_agent_file(case.agent_file))
         copy = Agent.objects.get(pk=imported.agent_ids[0])
@@ -114,6 +115,8 @@ def case_copy(*, owner: Organization, case: EvalCase, target: Target, marker: di
         with versions.recording_paused():
             copy = agent_update(agent=copy, changes=changes)
     _blocks_set(copy, target.overrides.get("blocks") or {})
+    if source is not None:
+        versions.version_record_copy(copy=copy, source=source)
     return copy
 
 

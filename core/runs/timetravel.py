@@ -312,57 +312,62 @@ def _copy(
     if last_seq is None:
         last_seq = Message.objects.filter(agent=agent).order_by("-seq").values_list("seq", flat=True).first() or 0
     first_seq = min((rows[i].seq for i in keep if i in rows), default=last_seq + 1)
+    history = list(Message.objects.filter(agent=agent, seq__lte=last_seq).order_by("seq"))
+    # The system message in force then: the last one written before the window starts (resets add new ones).
+    system_row = next((m for m in reversed(history) if m.role == "system" and m.kind == "" and m.seq < first_seq), None)
+    system_id = system_row.id if system_row else None
+    ids = {m.id: Message._meta.get_field("id").get_default() for m in history}
     copy = Agent.objects.get(pk=agent.pk)
     copy.pk = None
     copy.id = Agent._meta.get_field("id").get_default()
     copy.name = name[:200]
     copy.system = system
     copy.metadata = metadata
-    copy.message_ids = []
-    copy.save()
+    copy.message_ids = ([ids[system_id]] if system_id else []) + [ids[i] for i in keep if i in ids]
+    copy.save(force_insert=True)
     AgentTag.objects.bulk_create(
         [AgentTag(agent=copy, tag=tag) for tag in agent.tag_rows.values_list("tag", flat=True)]
     )
-    copy.tools.set(agent.tools.all())
-    history = list(Message.objects.filter(agent=agent, seq__lte=last_seq).order_by("seq"))
-    # The system message in force then: the last one written before the window starts (resets add new ones).
-    system_row = next((m for m in reversed(history) if m.role == "system" and m.kind == "" and m.seq < first_seq), None)
-    system_id = system_row.id if system_row else None
-    ids, created = {}, {}
+    through = Tool.agents.through
+    through.objects.bulk_create(
+        through(tool_id=tool_id, agent_id=copy.id)
+        for tool_id in through.objects.filter(agent_id=agent.id).values_list("tool_id", flat=True)
+    )
+    created = {}
     for m in history:
-        created[m.id] = m.created_at
-        new_id = Message._meta.get_field("id").get_default()
-        ids[m.id] = new_id
-        m.pk, m.id, m.agent, m.run, m.step = None, new_id, copy, None, None
+        created[ids[m.id]] = m.created_at
+        m.pk, m.id, m.agent, m.run, m.step = None, ids[m.id], copy, None, None
     Message.objects.bulk_create(history)
-    originals = {new: old for old, new in ids.items()}
     for m in history:  # auto_now_add stamped the copies now; recall search and the transcript need their times
-        Message.objects.filter(pk=m.pk).update(created_at=created[originals[m.id]])
-    for position, b in enumerate(blocks):
-        original = Block.objects.filter(pk=b["id"]).first()
-        if share_blocks and original is not None:
-            block = original
-        else:
-            block = Block.objects.create(
-                owner=agent.owner,
-                label=b["label"],
-                value=b["value"],
-                limit=b["limit"],
-                description=b.get("description") or "",
-                read_only=b.get("read_only", False),
-            )
-            if blocks_edited_at is not None:
-                Block.objects.filter(pk=block.pk).update(updated_at=blocks_edited_at)
-        AgentBlock.objects.create(agent=copy, block=block, position=position)
+        m.created_at = created[m.id]
+    Message.objects.bulk_update(history, ["created_at"], batch_size=500)
+    shared = Block.objects.in_bulk([b["id"] for b in blocks]) if share_blocks else {}
+    made = Block.objects.bulk_create(
+        Block(
+            owner=agent.owner,
+            label=b["label"],
+            value=b["value"],
+            limit=b["limit"],
+            description=b.get("description") or "",
+            read_only=b.get("read_only", False),
+        )
+        for b in blocks
+        if b["id"] not in shared
+    )
+    if made and blocks_edited_at is not None:
+        Block.objects.filter(pk__in=[block.pk for block in made]).update(updated_at=blocks_edited_at)
+    fresh = iter(made)
+    AgentBlock.objects.bulk_create(
+        AgentBlock(agent=copy, block=shared[b["id"]] if b["id"] in shared else next(fresh), position=position)
+        for position, b in enumerate(blocks)
+    )
     for p in passages:
         stamp, tags = p.created_at, list(p.tags or [])
         p.pk, p.id, p.agent = None, Passage._meta.get_field("id").get_default(), copy
         p.save()
         Passage.objects.filter(pk=p.pk).update(created_at=stamp)
         PassageTag.objects.bulk_create([PassageTag(passage=p, agent=copy, tag=tag) for tag in tags])
-    copy.message_ids = ([ids[system_id]] if system_id else []) + [ids[i] for i in keep if i in ids]
-    copy.save(update_fields=["message_ids"])
-    return Agent.objects.get(pk=copy.pk)
+    return copy
 
 
 @transaction.atomic
@@ -413,6 +418,7 @@ def agent_copy(*, agent: Agent, name: str, metadata: dict | None = None) -> Agen
     kinds = dict(Message.objects.filter(id__in=window[:1]).values_list("id", "kind"))
     if window and kinds.get(window[0]) == "summary":
         summary_id, window = window[0], window[1:]
+    rows = agent_blocks(agent=agent)
     blocks = [
         {
             "id": b.id,
@@ -422,9 +428,9 @@ def agent_copy(*, agent: Agent, name: str, metadata: dict | None = None) -> Agen
             "description": b.description,
             "read_only": b.read_only,
         }
-        for b in agent_blocks(agent=agent)
+        for b in rows
     ]
-    edited = max((b.updated_at for b in agent_blocks(agent=agent)), default=None)
+    edited = max((b.updated_at for b in rows), default=None)
     return _copy(
         agent=agent,
         name=name,

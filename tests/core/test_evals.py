@@ -4,9 +4,10 @@ compare view's regressions, `manage.py eval run` with its exit code and JUnit, a
 
 import pytest
 
+from core.agents import versions
 from core.evals import datasets, experiments
 from core.evals.compare import experiments_compare
-from core.models import Agent, Experiment, Message
+from core.models import Agent, AgentVersion, Experiment, Message, Run
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 from tests.helpers import until
@@ -80,6 +81,10 @@ def test_an_experiment_grades_each_case_on_a_copy_and_the_rubric_is_judged(accou
     copy = Agent.objects.get(pk=first.copy_agent_id)
     assert copy.metadata["eval_copy"]["experiment_id"] == done.id
     assert Message.objects.filter(agent=copy, run_id=first.run_ids[0]).exists()
+    # its one version, written from the agent's latest when copied, is what recording it anew would write
+    [version] = AgentVersion.objects.filter(agent=copy)
+    assert version.content_hash == versions.definition_hash(versions.agent_definition(agent=copy))
+    assert Run.objects.get(pk=first.run_ids[0]).agent_version_id == version.pk
     experiments.experiment_delete(experiment=done)
     assert not Agent.objects.filter(pk=copy.pk).exists() and Agent.objects.filter(pk=agent.pk).exists()
 
