@@ -131,7 +131,8 @@ def _text_grade(name: str, spec: dict, output: str, ground_truth) -> Grade:
         ok = found == expected
         return Grade(name, kind, float(ok), ok, f"{spec['path']} is {found!r}, expected {expected!r}")
     if expected is None:
-        return Grade(name, kind, None, None, "", error="no value to compare with: give one, or a ground truth")
+        # Letta Evals' tool graders score a sample without a ground truth 0, saying so (graders/builtin.py)
+        return Grade(name, kind, 0.0, False, "no ground truth (or value) to compare with")
     expected = str(expected)
     if kind == "exact":
         ok = output.strip() == expected.strip()

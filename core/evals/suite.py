@@ -1,9 +1,11 @@
 """Letta Evals' suite YAML read into a dataset and written from one, so one suite runs here and in Letta's CLI.
 
-The shapes are Letta Evals' (letta_evals/models/specs.py; the gate as before 0.9, letta_evals/models.py: GateSpec):
-`graders` is a map of metric names to `tool` graders (function exact_match, contains, regex_match) or `model_judge`
-graders (an inline `prompt`, a model and provider); `target` names an agent (`agent_id`) and `model_handles`. What
-this server has and Letta's YAML has not (JSON path, tool-call and memory graders) is written as our own kinds.
+The shapes are Letta Evals' (letta_evals/models/specs.py): `graders` is a map of metric names to `tool` graders
+(function exact_match, contains, regex_match) or `model_judge` graders (an inline `prompt`, a model and provider);
+`target` gives `model_handles` (and before 0.9 the `agent_id` of a letta_agent target); `reward: {kind: metric,
+metric_key}` (since 0.9) names the grader whose score is a sample's, `gate` (before 0.9, GateSpec) a threshold. What
+this server has and Letta's YAML has not (JSON path, tool-call and memory graders) is written as our own kinds, and
+the gate and agent of an exported suite under `agents_ide`.
 """
 
 from dataclasses import dataclass, field
@@ -16,6 +18,8 @@ from core.evals import datasets
 from core.models import Dataset, Organization
 
 MAX_SUITE_BYTES = 1024 * 1024
+TARGET_KINDS = ("letta_agent", "letta_code")  # before 0.9 an agent of the server; since, Letta Code driving one
+OURS = "agents_ide"  # a top-level key Letta's SuiteSpec ignores: what its format has no place for
 _LETTA_NAMES = {v: k for k, v in g.LETTA_FUNCTIONS.items()}
 
 
@@ -52,16 +56,35 @@ def _grader_in(name: str, spec) -> dict:
 
 
 def _gate_in(data: dict) -> dict:
+    """The gate of a suite written before Letta's 0.9 (`gate`), or ours kept beside a current one's reward."""
     gate = data.get("gate")
+    if not isinstance(gate, dict):
+        gate = (data.get(OURS) or {}).get("gate") if isinstance(data.get(OURS), dict) else None
     if isinstance(gate, dict):
         keys = ("metric_key", "metric", "op", "value", "pass_op", "pass_value")
         return {k: gate[k] for k in keys if gate.get(k) is not None}
     return {}
 
 
-def suite_import(*, owner: Organization, suite_yaml: str, dataset_jsonl: str) -> Suite:
-    """Create a dataset from a Letta Evals suite and its JSONL dataset; returns it with the target's agent id and
-    model handles. Invalid for a suite this server cannot run, naming what."""
+def _reward_first(data: dict, graders: list[dict]) -> list[dict]:
+    """A current suite's `reward: {kind: metric, metric_key}` names the grader whose score is a sample's reward: it
+    goes first, as a case's score is its first grader's when there is no gate. A custom reward composer (Python) is
+    not run here."""
+    reward = data.get("reward")
+    if reward is None:
+        return graders
+    if not isinstance(reward, dict) or reward.get("kind") != "metric":
+        raise Invalid("reward: only {kind: metric, metric_key: <grader>} runs here (a custom composer is Python).")
+    key = reward.get("metric_key")
+    if key not in [g["name"] for g in graders]:
+        raise Invalid(f"reward.metric_key {key!r} names none of the suite's graders.")
+    return sorted(graders, key=lambda g: g["name"] != key)
+
+
+def suite_import(*, owner: Organization, suite_yaml: str, dataset_jsonl: str, agent_id: str | None = None) -> Suite:
+    """Create a dataset from a Letta Evals suite and its JSONL dataset (its agent `agent_id`, else the suite's);
+    returns it with the target's agent id and model handles. Invalid for a suite this server cannot run, naming
+    what."""
     if len(suite_yaml.encode()) > MAX_SUITE_BYTES:
         raise Invalid("A suite file is at most 1 MB.")
     try:
@@ -74,6 +97,10 @@ def suite_import(*, owner: Organization, suite_yaml: str, dataset_jsonl: str) ->
     if not isinstance(graders, dict) or not graders:
         raise Invalid("A suite needs graders: a map of metric names to graders.")
     target = data.get("target") if isinstance(data.get("target"), dict) else {}
+    if target.get("kind", "letta_agent") not in TARGET_KINDS:
+        raise Invalid(f"target.kind {target.get('kind')!r} is not one this server runs ({', '.join(TARGET_KINDS)}).")
+    ours = data.get(OURS) if isinstance(data.get(OURS), dict) else {}
+    agent_id = agent_id or target.get("agent_id") or ours.get("agent_id") or None
     handles = target.get("model_handles") or []
     if not isinstance(handles, list) or not all(isinstance(h, str) for h in handles):
         raise Invalid("target.model_handles is a list of model handles.")
@@ -81,12 +108,12 @@ def suite_import(*, owner: Organization, suite_yaml: str, dataset_jsonl: str) ->
         owner=owner,
         name=data["name"],
         description=str(data.get("description") or ""),
-        graders=[_grader_in(str(name), spec) for name, spec in graders.items()],
+        graders=_reward_first(data, [_grader_in(str(name), spec) for name, spec in graders.items()]),
         gate=_gate_in(data),
-        agent_id=target.get("agent_id") or None,
+        agent_id=agent_id,
     )
     datasets.cases_import_jsonl(dataset=dataset, text=dataset_jsonl)
-    return Suite(dataset=dataset, model_handles=handles, agent_id=target.get("agent_id"))
+    return Suite(dataset=dataset, model_handles=handles, agent_id=agent_id)
 
 
 def _grader_out(spec: dict) -> dict:
@@ -104,12 +131,14 @@ def _grader_out(spec: dict) -> dict:
 
 
 def suite_export(*, dataset: Dataset, dataset_file: str = "dataset.jsonl", base_url: str = "") -> str:
-    """The dataset's graders, gate and agent as a Letta Evals suite (its cases: cases_export_jsonl)."""
-    target: dict = {"kind": "letta_agent"}
-    if dataset.agent_id:
-        target["agent_id"] = dataset.agent_id
+    """The dataset's graders, gate and agent as a current Letta Evals suite (its cases: cases_export_jsonl): a
+    letta_code target, the reward the gate's grader (else the first); the gate and the agent, which Letta's format
+    has no place for (it refuses a top-level `gate` since 0.9), kept under `agents_ide`, which Letta ignores."""
+    target: dict = {"kind": "letta_code"}
     if base_url:
         target["base_url"] = base_url
+    if dataset.agent_id:
+        target["model_handles"] = [dataset.agent.model]
     suite: dict = {"name": dataset.name}
     if dataset.description:
         suite["description"] = dataset.description
@@ -118,6 +147,10 @@ def suite_export(*, dataset: Dataset, dataset_file: str = "dataset.jsonl", base_
         target=target,
         graders={s["name"]: _grader_out(s) for s in dataset.graders},
     )
-    if dataset.gate:
-        suite["gate"] = dataset.gate
+    if dataset.graders:
+        key = (dataset.gate or {}).get("metric_key") or dataset.graders[0]["name"]
+        suite["reward"] = {"kind": "metric", "metric_key": key}
+    ours = {k: v for k, v in (("agent_id", dataset.agent_id), ("gate", dataset.gate)) if v}
+    if ours:
+        suite[OURS] = ours
     return yaml.safe_dump(suite, sort_keys=False, allow_unicode=True)

@@ -41,7 +41,9 @@ class Command(BaseCommand):
         if not data_path.is_file():
             raise CommandError(f"No dataset file {data_path}")
         try:
-            loaded = suite.suite_import(owner=agent.owner, suite_yaml=text, dataset_jsonl=data_path.read_text())
+            loaded = suite.suite_import(
+                owner=agent.owner, suite_yaml=text, dataset_jsonl=data_path.read_text(), agent_id=agent.id
+            )
             models = options["model"] or loaded.model_handles or [""]
             ran = []
             for model in models:
@@ -90,6 +92,10 @@ class Command(BaseCommand):
             summary += (
                 f"; gate {gate['metric']} of {gate['metric_key']} = {gate['actual']} {gate['op']} {gate['value']}"
             )
+        key = experiment.graders[0]["name"] if experiment.graders else None
+        reward = ((figures.get("graders") or {}).get(key) or {}).get("avg_score")
+        if not gate and reward is not None:  # Letta Evals' summary line since 0.9: the mean of the reward's grader
+            summary += f"; reward mean of {key} = {reward}"
         self.stdout.write(f"{'PASSED' if experiment.gate_passed else 'FAILED'} {experiment.name}: {summary}")
 
 
@@ -111,7 +117,7 @@ def _dataset_name(text: str) -> str:
 
 
 def _target_agent(text: str) -> str:
-    found = _suite_field(text, "target", "agent_id")
+    found = _suite_field(text, "target", "agent_id") or _suite_field(text, suite.OURS, "agent_id")
     return found if isinstance(found, str) else ""
 
 
