@@ -39,7 +39,7 @@ from core.api.steps import router as steps_router
 from core.api.tags import router as tags_router
 from core.api.timetravel import router as timetravel_router
 from core.api.versions import router as versions_router
-from core.errors import DomainError
+from core.errors import Busy, DomainError
 from memory.api import router as memory_router
 from memory.archives_api import router as archives_router
 from tools.api import router as tools_router
@@ -122,6 +122,8 @@ def _error(request, body: dict, status: int):
 @api.exception_handler(DomainError)
 def _domain_error(request, exc: DomainError):
     body = {"detail": exc.message}
+    if isinstance(exc, Busy):  # Letta's ConversationBusyError body (letta/server/rest_api/app.py)
+        body["run_id"] = exc.run_id
     if exc.detail is not None:
         body["errors"] = exc.detail
     return _error(request, body, exc.status)

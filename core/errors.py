@@ -22,6 +22,16 @@ class Conflict(DomainError):
     status = 409
 
 
+class Busy(Conflict):
+    """Another run is in progress (Letta's ConversationBusyError for a send): its 409 names that run at the top level
+    of the body, as Letta's server does (letta/server/rest_api/app.py `_conversation_busy_handler`), and in
+    `errors.run_id` as before."""
+
+    def __init__(self, message: str, *, run_id: str):
+        super().__init__(message, detail={"run_id": run_id})
+        self.run_id = run_id
+
+
 class NotConfigured(DomainError):
     """A feature needs configuration the deployment does not have (e.g. no LLM provider)."""
 

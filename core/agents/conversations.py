@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import F, Max, Q
 
 from core.agents.messages import assistant_returns
-from core.errors import Conflict, DomainError, Invalid, NotFound
+from core.errors import Busy, DomainError, Invalid, NotFound
 from core.models import RUN_ACTIVE, Agent, Conversation, Message, Organization, Run
 from core.pagination import queryset_page
 from memory.selectors import agent_blocks
@@ -186,7 +186,7 @@ def conversation_delete(*, conversation: Conversation) -> None:
     while one of its runs is active."""
     busy = Run.objects.filter(conversation=conversation, status__in=RUN_ACTIVE).values_list("id", flat=True).first()
     if busy is not None:
-        raise Conflict(f"CONFLICT: Conversation '{conversation.id}' is busy with run '{busy}'", detail={"run_id": busy})
+        raise Busy(f"CONFLICT: Conversation '{conversation.id}' is busy with run '{busy}'", run_id=busy)
     Conversation.objects.filter(pk=conversation.pk).update(deleted=True)
 
 

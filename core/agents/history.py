@@ -5,7 +5,7 @@ from django.db.models import Max
 
 from core import events
 from core.agents.messages import assistant_returns
-from core.errors import Conflict
+from core.errors import Busy
 from core.models import RUN_ACTIVE, Agent, Message, Organization, Run, Step
 from core.pagination import queryset_page, seq_page
 from core.selectors import owned_get
@@ -124,9 +124,8 @@ def agent_messages_reset(*, agent: Agent) -> Agent:
     agent = Agent.objects.select_for_update().get(pk=agent.pk)
     busy = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).values_list("id", flat=True).first()
     if busy is not None:
-        raise Conflict(
-            f"The agent is busy with run '{busy}'; cancel it or wait for it before resetting its messages.",
-            detail={"run_id": busy},
+        raise Busy(
+            f"The agent is busy with run '{busy}'; cancel it or wait for it before resetting its messages.", run_id=busy
         )
     seq = (Message.objects.filter(agent=agent).aggregate(m=Max("seq"))["m"] or 0) + 1
     system = Message.objects.create(

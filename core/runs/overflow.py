@@ -16,7 +16,7 @@ from core.agents.context import agent_snapshot
 from core.agents.messages import messages_to_letta
 from core.engine import loop, tokens
 from core.engine.types import CompiledContext
-from core.errors import Conflict, DomainError
+from core.errors import Busy, DomainError
 from core.events import agent_group, send_events
 from core.llm import client as llm
 from core.models import RUN_ACTIVE, Agent, Run
@@ -267,9 +267,7 @@ def agent_compact(*, agent: Agent, conversation_id: str | None = None, overrides
     """
     busy = Run.objects.filter(agent_id=agent.pk, status__in=RUN_ACTIVE).values_list("id", flat=True).first()
     if busy is not None:
-        raise Conflict(
-            f"The agent is busy with run '{busy}'; cancel it or wait for it before compacting.", detail={"run_id": busy}
-        )
+        raise Busy(f"The agent is busy with run '{busy}'; cancel it or wait for it before compacting.", run_id=busy)
     snap = agent_snapshot(agent=persistence.thread_view(agent, conversation_id))
     before = len(snap.agent.message_ids or [])
     hidden, previous = _previous(snap.summary)

@@ -48,7 +48,7 @@ from core.engine import rules as rule_solver
 from core.engine.stream import ChunkBuilder
 from core.engine.tokens import step_cost
 from core.engine.types import LLMResult, StopReason, ToolCall
-from core.errors import Conflict, DomainError, Invalid, NotFound
+from core.errors import Busy, Conflict, DomainError, Invalid, NotFound
 from core.events import group_listened
 from core.llm import client as llm
 from core.models import RUN_ACTIVE, Agent, Conversation, Message, Organization, Run, RunStatus, Step
@@ -243,7 +243,7 @@ def run_start(request: RunRequest, *, leased: bool = False) -> Run:
     busy = next((r for r in found if r.status in RUN_ACTIVE), None)
     lost = queue.run_lost(busy) if busy is not None else ""
     if busy is not None and not lost:
-        raise Conflict(thread_busy_text(busy.id), detail={"run_id": busy.id})
+        raise Busy(thread_busy_text(busy.id), run_id=busy.id)
     if busy is not None:
         queries.row_update(
             Run,

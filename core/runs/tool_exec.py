@@ -22,7 +22,7 @@ from core.engine.base_tools import (
     is_builtin,
 )
 from core.engine.loop import ParsedCall
-from core.errors import Conflict, DomainError, Invalid
+from core.errors import Busy, DomainError, Invalid
 from core.ids import new_id
 from core.models import RUN_ACTIVE, Agent, Run
 from core.runs import recall
@@ -333,10 +333,7 @@ def agent_builtin_tool_run(*, agent: Agent, name: str, args: dict) -> dict:
             Agent.objects.select_for_update().filter(pk=agent.pk).first()
             busy = Run.objects.filter(agent=agent, status__in=RUN_ACTIVE).values_list("id", flat=True).first()
             if busy is not None:
-                raise Conflict(
-                    f"The agent is busy with run '{busy}'; wait for it before running '{name}'.",
-                    detail={"run_id": busy},
-                )
+                raise Busy(f"The agent is busy with run '{busy}'; wait for it before running '{name}'.", run_id=busy)
             out.effect()
     return {
         "status": "success" if out.ok else "error",

@@ -49,6 +49,7 @@ def test_second_send_while_a_background_run_is_active_gets_409(api, agent, fake_
     first = api.post(f"/v1/agents/{agent.id}/messages/async", {"input": "one"}).json()
     second = api.post(f"/v1/agents/{agent.id}/messages/async", {"input": "two"})
     assert second.status_code == 409 and second.json()["errors"]["run_id"] == first["id"]
+    assert second.json()["run_id"] == first["id"]  # Letta's ConversationBusyError body names it at the top level
     until(lambda: _run(api, first["id"])["status"] == "completed")
     assert api.post(f"/v1/agents/{agent.id}/messages/async", {"input": "three"}).status_code == 200
 
