@@ -74,14 +74,15 @@ def test_an_agents_blocks_come_in_display_order_and_its_tools_by_name(account):
     assert [t.name for t in agent_tools(agent=agent)] == names
 
 
-def test_open_runs_are_the_active_and_waiting_ones(account):
+def test_open_runs_are_the_threads_active_and_waiting_ones(account):
     agent = make_agent(account.org)
-    run = _send(agent)
-    assert [r.pk for r in queries.agent_runs_open(agent_id=agent.id)] == [run.pk]
+    run = _send(agent)  # in the agent's own thread
+    assert [r.pk for r in queries.thread_runs_open(agent_id=agent.id, conversation_id=None)] == [run.pk]
+    assert queries.thread_runs_open(agent_id=agent.id, conversation_id="conv-other") == []  # another thread's
     Run.objects.filter(pk=run.pk).update(status=RunStatus.COMPLETED)
-    assert queries.agent_runs_open(agent_id=agent.id) == []
+    assert queries.thread_runs_open(agent_id=agent.id, conversation_id=None) == []
     Run.objects.filter(pk=run.pk).update(waiting_until=timezone.now() + timedelta(minutes=5))
-    assert [r.pk for r in queries.agent_runs_open(agent_id=agent.id)] == [run.pk]
+    assert [r.pk for r in queries.thread_runs_open(agent_id=agent.id, conversation_id=None)] == [run.pk]
     assert queries.run_read(run_id=run.id).input_messages == run.input_messages
 
 
