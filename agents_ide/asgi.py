@@ -16,6 +16,7 @@ from agents_ide.gc_tuning import settle  # noqa: E402
 from agents_ide.proxies import TrustedProxyHeaders  # noqa: E402
 from agents_ide.routing import websocket_urlpatterns  # noqa: E402
 from agents_ide.security import FullOriginValidator  # noqa: E402
+from agents_ide.upload_names import UploadNameGuard  # noqa: E402
 from core.engine import tokens  # noqa: E402
 from core.llm.client import warm_up  # noqa: E402  (cheap: litellm itself is imported by warm_up)
 
@@ -24,7 +25,8 @@ application = TrustedProxyHeaders(
     ProtocolTypeRouter(
         {
             # Static assets are vendored and small; serving them here keeps the IDE a single process.
-            "http": ASGIStaticFilesHandler(django_http),
+            # A NUL in an upload's file name is refused before Django's parser would drop it.
+            "http": ASGIStaticFilesHandler(UploadNameGuard(django_http)),
             "websocket": FullOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }
     )

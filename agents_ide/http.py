@@ -121,10 +121,5 @@ class PooledThreads:
 
 
 def http_application(*, idle_threads: int = IDLE_THREADS) -> PooledThreads:
-    """django.core.asgi.get_asgi_application(), with pooled request threads and our request class (it refuses a NUL
-    in an upload's file name: agents_ide/validation.py)."""
-    handler = get_asgi_application()  # sets Django up, which the import below needs
-    from agents_ide.validation import GuardedASGIRequest
-
-    handler.request_class = GuardedASGIRequest
-    return PooledThreads(handler, idle_threads=idle_threads)
+    """django.core.asgi.get_asgi_application(), with pooled request threads."""
+    return PooledThreads(get_asgi_application(), idle_threads=idle_threads)

@@ -1,19 +1,17 @@
-"""Input checks at the edge, before any view runs: body size (413), an unreadable or empty multipart body and a
-file name holding a NUL character (400), and text neither database can store (NUL characters, lone surrogates) in the path, the query string, form fields and JSON
-bodies (422, naming the field); JSON nested too deep (422).
+"""Input checks at the edge, before any view runs: body size (413), an unreadable multipart body or one with no part
+(400), and text neither database can store (NUL characters, lone surrogates) in the path, the query string, form
+fields and JSON bodies (422, naming the field); JSON nested too deep (422).
 
-`RequestGuardMiddleware` covers every request; `GuardedASGIRequest` is the request class of the server's Django
-handler (agents_ide/http.py), which parses multipart bodies with `FileNameParser`; `StrictParser` is the API's JSON parser (it checks the body
+`RequestGuardMiddleware` covers every request (a NUL in a file name is found before Django parses the body, by the
+ASGI middleware in agents_ide/upload_names.py); `StrictParser` is the API's JSON parser (it checks the body
 it parses, so the API parses each body once). Field lengths, ranges and enums are declared on the API schemas.
 """
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
-from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.http.multipartparser import MultiPartParser, MultiPartParserError
-from django.utils.datastructures import ImmutableList
+from django.http.multipartparser import MultiPartParserError
 from ninja.parser import Parser
 
 from agents_ide.middleware import SyncAsyncMiddleware
@@ -54,26 +52,6 @@ def _query_problem(request: HttpRequest) -> tuple[str, str] | None:
 
 
 _FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
-SHOWN_NAME_CHARS = 120  # of a refused file name, quoted in the answer
-
-
-class FileNameParser(MultiPartParser):
-    """Django's multipart parser, refusing a file name that holds a NUL character: Django's own drops it (with every
-    other unprintable character) and the upload would be stored under a name the client never sent."""
-
-    def sanitize_file_name(self, file_name):
-        if "\x00" in file_name:
-            shown = file_name if len(file_name) <= SHOWN_NAME_CHARS else file_name[:SHOWN_NAME_CHARS] + "…"
-            raise MultiPartParserError(f"the file name {shown!r} contains a NUL character")
-        return super().sanitize_file_name(file_name)
-
-
-class GuardedASGIRequest(ASGIRequest):
-    """Django's ASGI request, parsing multipart bodies with `FileNameParser`."""
-
-    def parse_file_upload(self, META, post_data):
-        self.upload_handlers = ImmutableList(self.upload_handlers, warning="The upload has been processed.")
-        return FileNameParser(META, post_data, self.upload_handlers, self.encoding).parse()
 
 
 def _form_problem(request: HttpRequest) -> tuple[str, str] | None:

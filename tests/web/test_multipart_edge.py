@@ -5,6 +5,7 @@ silently dropping the NUL); now each is a JSON error naming what is wrong."""
 import httpx
 import pytest
 
+from agents_ide.upload_names import PartHeaderScanner
 from memory.files import services
 from tests.factories import make_account
 from tests.helpers import daphne_start
@@ -67,3 +68,22 @@ def test_a_nul_in_an_uploads_file_name_is_refused_naming_it(server, alice, route
         "detail": "The multipart body cannot be read: the file name 'notes\\x00.txt' contains a NUL character."
     }
     assert not folder.files.exists()  # nothing stored under the name without its NUL
+
+
+def _scanned(body: bytes, chunk: int) -> str | None:
+    scanner = PartHeaderScanner(BOUNDARY.encode())
+    for start in range(0, len(body), chunk):
+        scanner.feed(body[start : start + chunk])
+    return scanner.refused
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 100_000])  # the body as daphne may hand it over, in pieces
+def test_the_scanner_reads_part_headers_across_chunks(chunk):
+    field = f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="name"\r\n\r\nx\r\n'.encode()
+    assert _scanned(field + _file_part(b"a\x00b.txt", b"text"), chunk) == "a\x00b.txt"
+    rfc2231 = _file_part(b"x\"; filename*=\"UTF-8''a%00b.txt", b"text")  # Django decodes filename* too
+    assert _scanned(rfc2231, chunk) == "a\x00b.txt"
+    assert _scanned(_file_part(b"", b"") + _file_part(b"c\x00.txt", b""), chunk) == "c\x00.txt"  # empty contents
+    # A header-like line inside a file's content (no boundary before it) is content, not a part.
+    inner = b'\r\nContent-Disposition: form-data; name="f"; filename="d\x00.txt"\r\n\r\n'
+    assert _scanned(_file_part(b"notes.txt", inner), chunk) is None
