@@ -188,10 +188,25 @@ class _Connection:
     lease: UidLease | None = None  # the throwaway uid a stdio server runs as (server as root)
     start_scope: Any = None  # the cancel scope of the MCP handshake: output that is not MCP ends it at once
     not_mcp: str = ""  # why the handshake was ended early
+    started_at: float = field(default_factory=time.monotonic)
+    installing: bool = False  # a package runner's first start here: it may be installing its package
 
     @property
     def alive(self) -> bool:
         return self.session is not None and self.task is not None and not self.task.done()
+
+    def stderr_peek(self, size: int = 2000) -> str:
+        """The end of what the server wrote to stderr so far, read without moving the log's position (another
+        thread may read it while the connection's own task does)."""
+        errlog = self.errlog
+        try:
+            if errlog is None or errlog.closed:
+                return ""
+            fd = errlog.fileno()
+            end = os.fstat(fd).st_size
+            return os.pread(fd, size, max(0, end - size)).decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            return ""
 
     def stderr_tail(self) -> str:
         if self.errlog is None or self.errlog.closed:
@@ -250,6 +265,22 @@ class McpManager:
         """Stop every open connection (process shutdown, tests)."""
         for key in list(self._conns):
             self.close(key)
+
+    def starting(self, keys: set[str]) -> list[dict[str, Any]]:
+        """The servers among `keys` whose start (a process launched, its MCP handshake not answered yet) is under way
+        in this process: key, seconds so far, whether it may be installing its package (a package runner's first
+        start) and the end of what it printed. A snapshot; starts nothing."""
+        now = time.monotonic()
+        return [
+            {
+                "key": key,
+                "seconds": int(now - conn.started_at),
+                "installing": conn.installing,
+                "output": conn.stderr_peek(600),
+            }
+            for key, conn in list(self._conns.items())
+            if key in keys and not conn.ready.is_set() and conn.task is not None and not conn.task.done()
+        ]
 
     def is_running(self, key: str) -> bool:
         conn = self._conns.get(key)
@@ -316,6 +347,7 @@ class McpManager:
             if conn is not None:
                 await self._close(spec.key)
             conn = _Connection(spec=spec)
+            conn.installing = installs_on_start(spec) and (spec.command, spec.args) not in self._installed
             self._conns[spec.key] = conn
             self.starts[spec.key] = self.starts.get(spec.key, 0) + 1
             conn.task = asyncio.get_running_loop().create_task(self._hold(conn))

@@ -166,6 +166,16 @@ def mcp_server_create(*, owner: Organization, server_name: str, config: dict) ->
     return server
 
 
+def mcp_servers_starting(*, owner: Organization) -> list[dict[str, Any]]:
+    """The owner's servers this process is starting right now (registration or a refresh waits on them), each with
+    its name, seconds so far, whether it may be installing its package (MCP_INSTALL_TIMEOUT_S applies then) and
+    the end of what it printed; for the IDE's progress while it waits. Starts nothing."""
+    names = dict(McpServer.objects.filter(owner=owner, server_type="stdio").values_list("id", "server_name"))
+    starting = manager().starting(set(names)) if names else []
+    limit = float(getattr(settings, "MCP_INSTALL_TIMEOUT_S", 300))
+    return [{**s, "server_name": names[s["key"]], "limit_s": int(limit)} for s in starting]
+
+
 def mcp_server_update(*, server: McpServer, server_name: str | None = None, config: dict | None = None) -> McpServer:
     """Change a server's name or config (secrets only when given); its connection restarts with the new config."""
     fields = _clean_config(config, current=server) if config else {}

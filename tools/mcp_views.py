@@ -125,6 +125,14 @@ def mcp_server_save(request):
 
 
 @login_required
+def mcp_servers_starting(request):
+    """What the add form shows while its request waits: the servers being started, an installing one's output."""
+    return TemplateResponse(
+        request, "tools/_mcp_starting.html", {"starting": mcp_services.mcp_servers_starting(owner=org(request))}
+    )
+
+
+@login_required
 @require_POST
 def mcp_server_delete(request, server_id: str):
     mcp_services.mcp_server_delete(server=_server_or_404(request, server_id))

@@ -19,6 +19,7 @@ from tools import mcp_views  # noqa: E402
 urlpatterns += [
     path("mcp-servers/", mcp_views.mcp_page, name="mcp_servers"),
     path("mcp-servers/new/", mcp_views.mcp_server_save, name="mcp_server_save"),
+    path("mcp-servers/starting/", mcp_views.mcp_servers_starting, name="mcp_servers_starting"),
     path("mcp-servers/<str:server_id>/delete/", mcp_views.mcp_server_delete, name="mcp_server_delete"),
     path("mcp-servers/<str:server_id>/refresh/", mcp_views.mcp_server_refresh, name="mcp_server_refresh"),
     path("mcp-servers/<str:server_id>/tools/<str:tool_id>/run/", mcp_views.mcp_tool_run, name="mcp_tool_run"),
