@@ -7,7 +7,9 @@ Uses a throwaway database (a temp SQLite file, or a `bench_evals` PostgreSQL dat
 model at zero latency, as the agent's model and as the rubric judge. A case here is one user turn answered in one
 step, graded by contains and a tool-call check, and by a rubric judged by the model. Overhead = the case's wall time
 (copy the agent, run the turn through the executor, gather what happened, grade, store) minus the agent's model
-calls (model_ms of its steps) and the judge's call, each phase timed apart.
+calls (model_ms of its steps) and the judge's call, each phase timed apart. The process's CPU time per case (every
+thread's, the in-process fake model's included) is printed too: on a machine shared with other work it moves far less
+than wall time.
 """
 
 import argparse
@@ -84,11 +86,12 @@ def bench(cases: int, with_judge: bool) -> dict:
     experiment = experiments.experiment_start(
         owner=account.org, dataset=dataset, agent=agent, concurrency=1, queued=False
     )
-    wall, model = [], []
+    wall, model, cpu = [], [], []
     for result in CaseResult.objects.filter(experiment=experiment).select_related("case").order_by("position"):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         experiments.case_execute(experiment=experiment, result=result)
         wall.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.process_time() - cpu_started) * 1000)
         result.refresh_from_db()
         assert result.status == "done" and result.passed, (result.error, result.scores)
         model.append(sum(Step.objects.filter(run_id__in=result.run_ids).values_list("model_ms", flat=True)))
@@ -106,6 +109,7 @@ def bench(cases: int, with_judge: bool) -> dict:
         "runs": runs,
         "rest": rest,
         "overhead": overhead,
+        "cpu": cpu[skip:],
     }
 
 
@@ -138,6 +142,7 @@ def main() -> None:
             print(_line("  overhead: the run (executor, step) w/o model", f["runs"]))
             print(_line("  overhead: gather, grade, store", f["rest"]))
             print(_line("server overhead per case (target <= 20 ms)", f["overhead"]))
+            print(_line("  CPU per case, every thread (fake model's too)", f["cpu"]))
     finally:
         from core.runs import queue
 
