@@ -6,6 +6,7 @@ Screenshots at 390, 1280 and 1920 px go to test-artifacts/screenshots/."""
 import json
 import re
 import urllib.request
+from decimal import ROUND_HALF_UP, Decimal
 
 from playwright.sync_api import expect
 
@@ -337,3 +338,57 @@ def test_after_esc_closes_a_step_the_inspectors_tab_strip_is_in_view_at_1280(sig
     expect(page.locator("#step-detail .step-card")).to_have_count(0)
     tab_strip_in_view(page)
     shot(page, "inspector-after-esc-1280")
+
+
+COUNT_SOURCE = '''
+def count_rows(table: str) -> int:
+    """Count a table's rows.
+
+    Args:
+        table: The table's name.
+    """
+    return 42
+'''
+
+
+def test_a_streamed_runs_timeline_shows_the_first_token_and_the_sandbox_start(
+    signed_in, account, fake_llm, live_server_url
+):
+    import dataclasses
+
+    from tools.services import tool_attach, tool_create
+
+    agent = make_agent(account.org, name="Streamed")
+    tool_attach(agent=agent, tool=tool_create(owner=account.org, source_code=COUNT_SOURCE))
+    fake_llm.script(
+        dataclasses.replace(FakeLLM.tool("count_rows", {"table": "t"}, heartbeat=True), latency=0.3),
+        FakeLLM.tool("send_message", {"message": "42 rows."}),
+    )
+    req = urllib.request.Request(  # a caller that follows the tokens: the model call streams
+        f"{live_server_url}/v1/agents/{agent.id}/messages/stream",
+        method="POST",
+        data=json.dumps({"input": "count t", "stream_tokens": True}).encode(),
+        headers={"Authorization": f"Bearer {account.token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        assert resp.read().decode().endswith("data: [DONE]\n\n")  # the run ended and is stored
+    run = Run.objects.get(agent=agent)
+    first = Step.objects.get(run=run, index=0)
+    page = _workspace(signed_in, agent.id, 1280)
+    _runs_tab(page, 1280)
+    body = _open_run(page, run.id)
+    rows = body.locator(".rt-row")
+    model = rows.filter(has_text="step 1 · model call")
+    expect(model.locator(".rt-ttft")).to_have_count(1)  # the mark on the call's bar
+    ttft = body.locator(".rt-row.rt-first_token").first
+    expect(ttft).to_contain_text("first token")
+    shown = Decimal(str(first.usage["first_token_ms"])).quantize(Decimal(1), ROUND_HALF_UP)  # as floatformat rounds
+    expect(ttft.locator(".rt-ms")).to_have_text(f"{shown} ms")
+    sandbox = body.locator(".rt-row.rt-sandbox")
+    expect(sandbox).to_have_count(1)
+    expect(sandbox).to_contain_text("sandbox start")
+    # each sits right under the span it is part of, as in the exported trace
+    kinds = body.locator(".rt-row").evaluate_all("rs => rs.map((r) => r.dataset.kind)")
+    assert kinds[kinds.index("first_token") - 1] == "model" and kinds[kinds.index("sandbox") - 1] == "tool"
+    body.locator(".run-timeline").scroll_into_view_if_needed()
+    shot(page, "run-timeline-first-token-sandbox-1280")
