@@ -235,12 +235,23 @@ def context(request, agent_id: str):
     return context_overview(agent=agent_with_counts(owner=owner(request), agent_id=agent_id))
 
 
+class LettaAsyncRequest(LettaRequest):
+    """Letta's LettaAsyncRequest: a send, and where to POST the run's end (core/runs/callbacks.py)."""
+
+    callback_url: str | None = Field(
+        None, max_length=2000, pattern=r"^https?://", description="An http(s) URL the run's end is POSTed to."
+    )
+
+
 @router.post("/agents/{agent_id}/messages/async", response=RunOut)
-def messages_send_async(request, agent_id: str, body: LettaRequest):
+def messages_send_async(request, agent_id: str, body: LettaAsyncRequest):
     """Queue a run and return it at once (status created); 409 if the agent is busy."""
     # A plain view: every request has a thread of its own (agents_ide.http), so concurrent sends do not queue
     # behind each other's database waits.
+    config = request_config(body) | ({"callback_url": body.callback_url} if body.callback_url else {})
     run = executor.run_submit(
-        run_request(owner(request), agent_id, body, inputs_of(body), background=True, stream_tokens=False)
+        run_request(
+            owner(request), agent_id, body, inputs_of(body), background=True, stream_tokens=False, request_config=config
+        )
     )
     return presenters.run_out(run)

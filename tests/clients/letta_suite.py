@@ -25,10 +25,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tests.fake_anthropic import FakeAnthropic
 from tests.fake_llm import FakeLLM, Reply, _tool_schemas
 from tests.helpers import ROOT, free_port
 
-_CALL = re.compile(r"call the (\w+) tool", re.IGNORECASE)
+_CALL = re.compile(r"call the (\w+) (?:tool|function)", re.IGNORECASE)
 _SEND_TEXT = re.compile(r"message[^']*'(.+)'", re.IGNORECASE | re.DOTALL)
 _QUOTED = re.compile(r"'([^']*)'")
 _NUMBER = re.compile(r"\b(\d+)\b")
@@ -57,6 +58,14 @@ def _args_from(text: str, schema: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
+_BASE = {"send_message", "conversation_search", "archival_memory_search", "archival_memory_insert", "memory"}
+
+
+def _about(name: str, text: str) -> bool:
+    """Whether the prompt names what the tool is about: a word of its name, of five letters or more."""
+    return any(len(word) >= 5 and word in text.lower() for word in name.lower().split("_"))
+
+
 def _reply(text: str, tools: dict[str, Any]) -> Reply:
     """Say `text` the way the agent's tools allow: through send_message when it has one, else as content."""
     if "send_message" in tools:
@@ -81,6 +90,9 @@ def follow(req: dict[str, Any]) -> Reply:
             said = _SEND_TEXT.search(text[named.end() :])
             return _reply(said.group(1) if said else "ok", tools)
         return Reply(calls=[(name, _args_from(text[named.end() :], tools[name]))])
+    topical = [name for name in tools if name not in _BASE and _about(name, text)]
+    if len(topical) == 1:  # the prompt is about what one of the agent's own tools does
+        return Reply(calls=[(topical[0], _args_from(text, tools[topical[0]]))])
     if "repeat it" in text or "returned?" in text:
         returns = [_text(m.get("content")) for m in messages if m.get("role") == "tool"]
         if returns:
@@ -135,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         check=True,
     ).stdout.split()
     llm = InstructedLLM().start()
+    anthropic = FakeAnthropic().start()  # Letta's tests make some agents on Claude handles; it answers plain text
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {
@@ -144,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "OPENAI_API_KEY": "fake-key",
         "OPENAI_BASE_URL": llm.base_url,
+        "ANTHROPIC_API_KEY": "fake-key",
+        "ANTHROPIC_BASE_URL": anthropic.base_url,
         "HOST": "127.0.0.1",
         "PORT": str(port),
         "PYTHONUNBUFFERED": "1",
@@ -151,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         # operator's choices that allow it (docs/configuration.md)
         "MCP_STDIO": "all",
         "MCP_STDIO_PATHS": ":".join([str(opts.tests.resolve()), *prefixes]),
+        "EGRESS_ALLOW": "127.0.0.1",  # their callback_url receiver listens on loopback
     }
     _manage(env, "migrate", "--noinput")
     token = _manage(env, "create_api_token", "letta-tests", "--create-user").split()[-1]
@@ -190,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         server.terminate()
         server.wait(timeout=20)
         llm.stop()
+        anthropic.stop()
         (work / "model_requests.json").write_text(json.dumps(llm.chat_requests[-50:], indent=1))
 
 
