@@ -217,9 +217,10 @@ def version_current(*, agent: Agent) -> AgentVersion:
 def version_record_copy(*, copy: Agent, source: Agent) -> AgentVersion | None:
     """Record a fresh copy's first version from its source's latest: a copy has the source's tools (with their
     code), tags and secret names, so only its own fields and metadata are read, not its tools again (an eval case
-    makes a copy each). None when the copy has a version already or the source none (its first run records one)."""
+    makes a copy each). The copy is fresh: it has no version yet. None when the source has none (the copy's first run
+    then records one)."""
     latest = AgentVersion.objects.filter(agent=source).only("definition").order_by("-number").first()
-    if latest is None or AgentVersion.objects.filter(agent=copy).exists():
+    if latest is None:
         return None
     definition = {**latest.definition, **{key: getattr(copy, key) for key in FIELDS}}
     definition["metadata"] = {k: v for k, v in (copy.metadata or {}).items() if k not in METADATA_NOT_DEFINITION}

@@ -290,6 +290,20 @@ def _edit_time(state: dict) -> datetime | None:
     return datetime.strptime(text, "%Y-%m-%d %I:%M:%S %p UTC").replace(tzinfo=UTC)
 
 
+def _times_restore(created: dict) -> None:
+    """Give copied messages their originals' times (auto_now_add stamped them now; recall search and the transcript
+    need them): one update per distinct time, or one bulk update when there are many (its CASE costs more)."""
+    by_time: dict = {}
+    for message_id, stamp in created.items():
+        by_time.setdefault(stamp, []).append(message_id)
+    if len(by_time) > 20:
+        rows = [Message(pk=message_id, created_at=stamp) for message_id, stamp in created.items()]
+        Message.objects.bulk_update(rows, ["created_at"], batch_size=500)
+        return
+    for stamp, message_ids in by_time.items():
+        Message.objects.filter(pk__in=message_ids).update(created_at=stamp)
+
+
 def _copy(
     *,
     agent: Agent,
@@ -338,9 +352,7 @@ def _copy(
         created[ids[m.id]] = m.created_at
         m.pk, m.id, m.agent, m.run, m.step = None, ids[m.id], copy, None, None
     Message.objects.bulk_create(history)
-    for m in history:  # auto_now_add stamped the copies now; recall search and the transcript need their times
-        m.created_at = created[m.id]
-    Message.objects.bulk_update(history, ["created_at"], batch_size=500)
+    _times_restore(created)
     shared = Block.objects.in_bulk([b["id"] for b in blocks]) if share_blocks else {}
     made = Block.objects.bulk_create(
         Block(
