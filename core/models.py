@@ -108,7 +108,7 @@ class Agent(models.Model):
     overflow_strategy = models.CharField(max_length=16, choices=OVERFLOW, default="summarize")
     # Letta's CompactionSettings as the client set them ({model, mode, prompt, clip_chars, ...}).
     compaction_settings = models.JSONField(default=dict, blank=True)
-    # The IDE's breakpoints: where a run of the agent stops for a person (core.engine.approvals.Breakpoint).
+    # The IDE's breakpoints: where a run of the agent stops for a person (core.engine.breakpoints.Breakpoint).
     breakpoints = models.JSONField(default=list, blank=True)
     last_stop_reason = models.CharField(max_length=32, blank=True, default="")
     last_run_completion = models.DateTimeField(null=True, blank=True)

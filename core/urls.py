@@ -7,7 +7,6 @@ from core.web import (
     agent_tests,
     agentfiles,
     agents,
-    approvals,
     breakpoints,
     folders,
     inspector,
@@ -17,6 +16,7 @@ from core.web import (
     sleeptime,
     timetravel,
     versions,
+    waits,
     workspace,
 )
 
@@ -51,8 +51,12 @@ urlpatterns = [
     path("agents/<str:agent_id>/runs/<str:run_id>/", runs.run_detail, name="agent_run"),
     path("agents/<str:agent_id>/threads/waiting/", runs.threads_waiting, name="agent_threads_waiting"),
     path("agents/<str:agent_id>/runs/<str:run_id>/notice/", runs.run_notice, name="agent_run_notice"),
-    path("agents/<str:agent_id>/approvals/<str:message_id>/", approvals.approval_card_view, name="agent_approval"),
-    path("agents/<str:agent_id>/pauses/<str:run_id>/", breakpoints.pause_card_view, name="agent_pause"),
+    path("agents/<str:agent_id>/waits/calls/<str:message_id>/", waits.calls_card_view, name="agent_wait_calls"),
+    path(
+        "agents/<str:agent_id>/waits/model-call/<str:run_id>/",
+        waits.model_call_card_view,
+        name="agent_wait_model_call",
+    ),
     path("agents/<str:agent_id>/breakpoints/", breakpoints.breakpoints_panel, name="agent_breakpoints"),
     path("agents/<str:agent_id>/breakpoints/add/", breakpoints.breakpoint_add, name="agent_breakpoint_add"),
     path(

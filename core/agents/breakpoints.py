@@ -1,18 +1,18 @@
 """An agent's breakpoints (the IDE's debugger): where its runs stop for a person — before every model call, before a
 call of named tools, after a tool changed a block or failed, or when the prompt passes N tokens. Stored on the agent
-(`Agent.breakpoints`); the runner reads them at each step (core.runs.runner `_hold`, `_pause`)."""
+(`Agent.breakpoints`); the runner reads them at each step (core.runs.runner `_step`, `_wait_model_call`, `_wait_calls`)."""
 
 import uuid
 
 from django.db import transaction
 
-from core.engine import approvals
+from core.engine import breakpoints
 from core.errors import Invalid, NotFound
 from core.models import Agent
 
 
 def breakpoints_list(*, agent: Agent) -> list[dict]:
-    return [b.to_dict() for b in approvals.breakpoints_load(agent.breakpoints)]
+    return [b.to_dict() for b in breakpoints.breakpoints_load(agent.breakpoints)]
 
 
 @transaction.atomic
@@ -23,8 +23,8 @@ def breakpoint_set(*, agent: Agent, data: dict, breakpoint_id: str | None = None
     if breakpoint_id is not None and not any(p.get("id") == breakpoint_id for p in points):
         raise NotFound(f"Breakpoint '{breakpoint_id}' not found")
     try:
-        point = approvals.breakpoint_parse(data, id=breakpoint_id or f"bp-{uuid.uuid4()}")
-    except approvals.AnswerError as exc:
+        point = breakpoints.breakpoint_parse(data, id=breakpoint_id or f"bp-{uuid.uuid4()}")
+    except breakpoints.BreakpointError as exc:
         raise Invalid(str(exc)) from None
     if breakpoint_id is None:
         if len(points) >= 50:

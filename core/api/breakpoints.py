@@ -1,5 +1,6 @@
-"""REST endpoints of the debugger: an agent's breakpoints (list, set, replace, clear) and letting a waiting run go on
-(continue with answers or edits, step, stop). Not in Letta's API: additions under the agent's and the run's paths.
+"""REST endpoints of the debugger: an agent's breakpoints (list, set, replace, clear) and answering a run's wait
+(continue with answers or edits, step, stop: core.runs.executor.wait_answer). Not in Letta's API: additions under
+the agent's and the run's paths.
 Thin: parse, call, present."""
 
 from ninja import Field, Router, Schema
@@ -71,8 +72,8 @@ class ContinueIn(Schema):
 
 @router.post("/runs/{run_id}/continue", response=RunOut)
 def run_continue(request, run_id: str, body: ContinueIn):
-    """Let a waiting run go on: the new run that resumes it (queued), or the ended run for `stop`."""
-    run = executor.run_continue(
+    """Answer a run's wait: the new run that goes on from it (queued), or the ended run for `stop`."""
+    run = executor.wait_answer(
         owner=owner(request), run_id=run_id, approvals=body.approvals, step=body.step, stop=body.stop
     )
     return presenters.run_out(run)

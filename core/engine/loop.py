@@ -128,8 +128,8 @@ class StepKind(StrEnum):
 
     CONTINUE = "continue"  # the loop goes on: the step's results are the model's next input
     DONE = "done"  # the run ends with this step
-    WAITING = "waiting"  # the reply's calls wait for a person or a client (approval, client-side tool, breakpoint)
-    HELD = "held"  # a breakpoint holds the run before its next model call
+    WAITING_CALLS = "waiting_calls"  # the reply's calls wait (an approval, a client-side tool, a tool-call breakpoint)
+    WAITING_MODEL_CALL = "waiting_model_call"  # the run waits before its next model call (a breakpoint)
     FAILED = "failed"  # the model call failed: the agent's state stays as before the step
 
 

@@ -84,12 +84,12 @@ def run_call(request: RunRequest) -> Run:
 
 
 @transaction.atomic
-def run_continue(
+def wait_answer(
     *, owner: Organization, run_id: str, approvals: list[dict] | None = None, step: bool = False, stop: bool = False
 ) -> Run:
-    """Let a waiting run go on (the IDE's Continue / Step / Stop, `POST /v1/runs/{id}/continue`): `stop` ends the wait
-    (its calls denied, as a cancel); else a new run of the same thread resumes it — with the answers given, or every
-    waiting call approved as it stands; `step` stops it again before the next model call or tool call. Returns the
+    """Answer a run's wait (the IDE's Continue / Step / Stop, `POST /v1/runs/{id}/continue`): `stop` ends the wait
+    (its calls denied, as a cancel); else a new run of the same thread goes on from it — with the answers given, or
+    every waiting call approved as it stands; `step` stops it again before the next model call or tool call. Returns the
     new run (queued), or the ended one for `stop`. NotFound for another owner's run; DomainError if it waits for
     nothing (answered meanwhile: the first answer wins)."""
     waited = Run.objects.filter(owner=owner, pk=run_id).first()

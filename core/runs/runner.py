@@ -10,10 +10,12 @@ A step has two phases. First everything slow, outside any transaction: the model
 (sandboxes, embeddings, other agents' runs). Then the commit phase, one durable transaction: messages,
 block edits, archival inserts, the step record and the window change; events go out only after it
 commits. A slow call inside that transaction raises (core.transactions). What a step ended as is one value, a
-StepEnd of a kind the engine names (core.engine.loop.StepKind: continue, done, waiting for a person or a client,
-held at a breakpoint, failed); one function, `_commit`, writes whatever it holds. A failed model call writes only
-a step record carrying the error (and the run's end), so the agent's state stays exactly as before that step; a run
-that answers a wait begins with a step that runs no model (`_resume`) and is committed the same way.
+StepEnd of a kind the engine names (core.engine.loop.StepKind: continue, done, waiting — its reply's calls, or
+before its model call, for a person or a client — failed); one function, `_commit`, writes whatever it holds. A
+failed model call writes only a step record carrying the error (and the run's end), so the agent's state stays
+exactly as before that step; a run that answers a wait on calls begins with a step that runs no model
+(`_answer_calls`) and is committed the same way; one that answers a wait before a model call begins with that call
+(`_answer_model_call`).
 
 A run's input messages are stored by the claim, in its transaction: a send the API accepted is in the agent's
 history even if the process dies before the model answers. They enter the agent's window (and are linked to their
@@ -43,11 +45,22 @@ from core.agents.messages import (
     usage_statistics,
 )
 from core.agents.presenters import wait_out
-from core.engine import approvals, loop
+from core.engine import breakpoints, loop
 from core.engine import rules as rule_solver
 from core.engine.stream import ChunkBuilder
 from core.engine.tokens import step_cost
 from core.engine.types import LLMResult, StopReason, ToolCall
+from core.engine.waits import (
+    NOTHING_PENDING,
+    PENDING,
+    AnswerError,
+    answers_match,
+    answers_parse,
+    client_tool_specs,
+    client_tools_check,
+    denied,
+    waiting_calls,
+)
 from core.errors import Busy, Conflict, DomainError, Invalid, NotFound
 from core.events import group_listened
 from core.llm import client as llm
@@ -157,8 +170,8 @@ def _answer_normalize(m: dict, i: int) -> dict:
     if m.get("type") == "continue":  # let a run go on from a breakpoint before a model call
         return {"role": "continue", "text": "", "step": step, "otid": otid or str(uuid.uuid4())}
     try:
-        answers = approvals.answers_parse(m)
-    except approvals.AnswerError as exc:
+        answers = answers_parse(m)
+    except AnswerError as exc:
         raise DomainError(str(exc)) from None
     return {
         "role": "approval",
@@ -171,14 +184,15 @@ def _answer_normalize(m: dict, i: int) -> dict:
 
 def _wait_check(agent: Agent, conversation_id: str | None, inputs: list[dict], wait: Run | None) -> None:
     """An answer must answer exactly the calls its thread waits for (Letta's texts); any other send to a thread that
-    waits is Letta's 409. The answer is matched to the wait here, so the run resumes it (`_resume`)."""
+    waits is Letta's 409. The answer is matched to the wait here, so the run answers it (`_answer_calls`,
+    `_answer_model_call`)."""
     role = inputs[0]["role"]
     if role not in ("approval", "continue"):
         if wait is not None:
-            raise Conflict(approvals.PENDING, detail=waits.pending_detail(wait))
+            raise Conflict(PENDING, detail=waits.pending_detail(wait))
         return
     if wait is None:
-        raise DomainError(approvals.NOTHING_PENDING)
+        raise DomainError(NOTHING_PENDING)
     if any(m["role"] in ("approval", "continue") for m in inputs[1:]):
         raise Invalid("Send one approval answer per request")
     inputs[0]["resumes"] = wait.id
@@ -190,8 +204,8 @@ def _wait_check(agent: Agent, conversation_id: str | None, inputs: list[dict], w
         raise DomainError("The run waits before a model call, not on tool calls: continue it (type 'continue').")
     expected = [c["tool_call_id"] for c in wait.waiting["calls"]]
     try:
-        matched = approvals.answers_match(expected, approvals.answers_parse({"approvals": inputs[0]["answers"]}))
-    except approvals.AnswerError as exc:
+        matched = answers_match(expected, answers_parse({"approvals": inputs[0]["answers"]}))
+    except AnswerError as exc:
         raise DomainError(str(exc)) from None
     inputs[0]["answers"] = [a.to_letta() for a in matched]
 
@@ -259,8 +273,8 @@ def run_start(request: RunRequest, *, leased: bool = False) -> Run:
         agent.snapshot_max_seq = persistence.agent_lock(agent.pk).max_seq
     _wait_check(agent, thread, inputs, wait)
     try:
-        tools = approvals.client_tools_check(request.client_tools)
-    except approvals.AnswerError as exc:
+        tools = client_tools_check(request.client_tools)
+    except AnswerError as exc:
         raise Invalid(str(exc)) from None
     steps = request.max_steps or agent.max_steps
     if not 1 <= steps <= 1000:
@@ -367,7 +381,7 @@ def _run_claimed(run: Run, request: RunRequest, *, agent_fresh: bool) -> RunResu
     try:
         stop = None
         if answer is not None:
-            stop = _resume(rs, answer) if answer["role"] == "approval" else _continue(rs, answer)
+            stop = _answer_calls(rs, answer) if answer["role"] == "approval" else _answer_model_call(rs, answer)
         while stop is None:
             with telemetry.step(rs.step_index):
                 stop = _step(rs)
@@ -393,7 +407,7 @@ def _with_client_tools(rs: _RunState, snap: AgentSnapshot) -> AgentSnapshot:
     if not rs.run.client_tools:
         return snap
     names = set(rs.client_names)
-    snap.tools = [t for t in snap.tools if t.name not in names] + approvals.client_tool_specs(rs.run.client_tools)
+    snap.tools = [t for t in snap.tools if t.name not in names] + client_tool_specs(rs.run.client_tools)
     return snap
 
 
@@ -527,15 +541,17 @@ class StepEnd:
 
     kind: loop.StepKind | None
     snap: AgentSnapshot
-    stop: StopReason | None = None  # why a waiting, held or failed step ends the run
+    stop: StopReason | None = None  # why a waiting or failed step ends the run
     started: float = 0.0  # perf_counter() when the step began (its record's total_ms)
     step_id: str | None = None  # the step record's id; for a settled wait, the waiting reply's step
-    record: dict | None = None  # the step record's fields (None: no record, for a hold or a settled wait)
+    record: dict | None = (
+        None  # the step record's fields (None: no record, for a wait before a model call or a settled wait)
+    )
     reply: Message | None = None  # the model's reply
     answer: Message | None = None  # a person's or a client's answer to a wait, stored outside the window
     calls: Calls | None = None
     takes: str | None = None  # the wait this step answers, taken in the commit: the first answer wins
-    waiting: dict | None = None  # what the run waits for from now on (waiting, held)
+    waiting: dict | None = None  # what the run waits for from now on (the waiting kinds)
     inputs: bool = True  # the turn's pending rows are stored with this step (a settled wait leaves them to the next)
     error_kind: str | None = None  # a failed model call's kind of error
 
@@ -558,7 +574,7 @@ def _step(rs: _RunState) -> StopReason | None:
         return StopReason.ERROR
     hit = None
     if not rs.released:
-        hit = approvals.model_call_hit(
+        hit = breakpoints.model_call_hit(
             _breakpoints(snap),
             tokens=ctx.total_tokens,
             block_changed=rs.block_changed,
@@ -567,7 +583,7 @@ def _step(rs: _RunState) -> StopReason | None:
         )
     rs.released = False
     if hit is not None:
-        return _commit(rs, _held(rs, snap, ctx, hit))
+        return _commit(rs, _wait_model_call(rs, snap, ctx, hit))
     state = step_state(snap, allowed, rs.pending)
     step_id, message_id = ids.new_id("step"), ids.new_id("message")
     telemetry.step_identify(step_id)
@@ -589,7 +605,7 @@ def _step(rs: _RunState) -> StopReason | None:
     end.started, end.record["state"] = started, state
     waiting = _waiting_calls(rs, snap, parsed)
     if waiting:
-        return _commit(rs, _waits(rs, end, parsed, waiting))
+        return _commit(rs, _wait_calls(rs, end, parsed, waiting))
     with versions.authored_by(versions.Author("agent", step_id)):  # a definition the step's tools change names it
         tools_started = time.perf_counter()
         outcomes = tool_exec.calls_run(parsed, snap, step_id)
@@ -723,7 +739,7 @@ def _announce(rs: _RunState, end: StepEnd, agent: Agent, *, rows, failed, decisi
         rs.pending = []
     if end.calls is not None:
         _settled(rs, end.calls, failed)
-    if end.kind == loop.StepKind.HELD:
+    if end.kind == loop.StepKind.WAITING_MODEL_CALL:
         for row in rows:
             for event in messages_to_letta([row], agent_type=agent_type):
                 rs.emitter.emit(event, to_caller=False, flush=False)
@@ -820,12 +836,12 @@ def _tool_rows(agent, snap, parsed, outcomes) -> tuple[list, list[bool]]:
 # --------------------------------------------------------------------------- waiting for a person or a client
 
 
-def _breakpoints(snap: AgentSnapshot) -> list[approvals.Breakpoint]:
-    return approvals.breakpoints_load(getattr(snap.agent, "breakpoints", None) or [])
+def _breakpoints(snap: AgentSnapshot) -> list[breakpoints.Breakpoint]:
+    return breakpoints.breakpoints_load(getattr(snap.agent, "breakpoints", None) or [])
 
 
-def _tool_breakpoints(rs: _RunState, snap: AgentSnapshot) -> list[approvals.ToolBreakpoint]:
-    return approvals.tool_breakpoints(_breakpoints(snap), stepping=rs.stepping)
+def _tool_breakpoints(rs: _RunState, snap: AgentSnapshot) -> list[breakpoints.ToolBreakpoint]:
+    return breakpoints.tool_breakpoints(_breakpoints(snap), stepping=rs.stepping)
 
 
 def _waits_on(rs: _RunState, snap: AgentSnapshot):
@@ -839,7 +855,7 @@ def _waits_on(rs: _RunState, snap: AgentSnapshot):
 
 
 def _waiting_calls(rs: _RunState, snap: AgentSnapshot, parsed) -> dict[int, str]:
-    return approvals.waiting_calls(
+    return waiting_calls(
         ((c.name, c.valid) for c in parsed.calls),
         rules=snap.rules,
         client_tools=rs.client_names,
@@ -847,9 +863,10 @@ def _waiting_calls(rs: _RunState, snap: AgentSnapshot, parsed) -> dict[int, str]
     )
 
 
-def _waits(rs: _RunState, end: StepEnd, parsed, waiting: dict[int, str]) -> StepEnd:
+def _wait_calls(rs: _RunState, end: StepEnd, parsed, waiting: dict[int, str]) -> StepEnd:
     """The reply asks for a person or a client: nothing of it runs. Its input and the reply are stored, the run ends
-    `requires_approval` with what it waits for (core.runs.waits), and the answer resumes it as a new run."""
+    `requires_approval` with what it waits for (core.runs.waits), and the answer goes on from it as a new run
+    (`_answer_calls`)."""
     calls = [
         {
             "tool_call_id": parsed.calls[i].call.id,
@@ -859,7 +876,7 @@ def _waits(rs: _RunState, end: StepEnd, parsed, waiting: dict[int, str]) -> Step
         }
         for i, why in waiting.items()
     ]
-    end.kind, end.stop = loop.StepKind.WAITING, StopReason.REQUIRES_APPROVAL
+    end.kind, end.stop = loop.StepKind.WAITING_CALLS, StopReason.REQUIRES_APPROVAL
     end.record["stop_reason"] = str(StopReason.REQUIRES_APPROVAL)
     end.reply.tool_return = {"waiting": {c["tool_call_id"]: c["reason"] for c in calls}}
     end.waiting = {
@@ -875,9 +892,10 @@ def _waits(rs: _RunState, end: StepEnd, parsed, waiting: dict[int, str]) -> Step
     return end
 
 
-def _held(rs: _RunState, snap, ctx, hit: approvals.Breakpoint) -> StepEnd:
+def _wait_model_call(rs: _RunState, snap, ctx, hit: breakpoints.Breakpoint) -> StepEnd:
     """A breakpoint before a model call: the step's input is stored (so a person sees, and may edit, the state the
-    call will be compiled from), nothing is sent, and the run ends waiting; `continue` lets a new run go on."""
+    call will be compiled from), nothing is sent, and the run ends waiting; its answer (continue, step) is a new run
+    that begins with this call (`_answer_model_call`)."""
     waiting = {
         "kind": "breakpoint",
         "before": "model_call",
@@ -891,11 +909,11 @@ def _held(rs: _RunState, snap, ctx, hit: approvals.Breakpoint) -> StepEnd:
         "history": rs.history,
         "last_output": rs.last_output,
     }
-    return StepEnd(kind=loop.StepKind.HELD, snap=snap, stop=StopReason.REQUIRES_APPROVAL, waiting=waiting)
+    return StepEnd(kind=loop.StepKind.WAITING_MODEL_CALL, snap=snap, stop=StopReason.REQUIRES_APPROVAL, waiting=waiting)
 
 
-def _continue(rs: _RunState, item: dict) -> StopReason | None:
-    """Let a run go on from a breakpoint before a model call: the wait is taken (the first answer wins: one
+def _answer_model_call(rs: _RunState, item: dict) -> StopReason | None:
+    """The answer to a wait before a model call (continue, step): the wait is taken (the first answer wins: one
     conditional update), the tool-rule history carries over, and the next model call is not stopped again (with
     `step`, the one after it is)."""
     waited = Run.objects.filter(pk=item["resumes"]).first()
@@ -923,7 +941,7 @@ def _answered(answer, call, snap, client: set[str]):
             call,
         )
     if not answer.approve:
-        return tool_exec.ToolOutcome(False, approvals.denied(answer.reason), extra={"denied": True}), call
+        return tool_exec.ToolOutcome(False, denied(answer.reason), extra={"denied": True}), call
     if call.name in client:
         text = f"'{call.name}' is a client-side tool: the client answers it with its result (type 'tool'), not approval"
         return tool_exec.ToolOutcome(False, text), call
@@ -933,7 +951,7 @@ def _answered(answer, call, snap, client: set[str]):
     return None, call
 
 
-def _resume(rs: _RunState, answer: dict) -> StopReason | None:
+def _answer_calls(rs: _RunState, answer: dict) -> StopReason | None:
     """The first step of a run that answers a wait: no model call. The waiting reply's calls get their answers —
     approved ones (and the reply's other calls) run, denials and client results are taken as given — and the step
     is committed as any other (`_commit`): one tool row per call, stored with the answer itself
@@ -956,7 +974,7 @@ def _resume(rs: _RunState, answer: dict) -> StopReason | None:
     parsed = loop.parse_response(LLMResult(tool_calls=calls), snap.tools)
     errors = wait.get("errors") or {}
     parsed = replace(parsed, calls=tuple(replace(c, error=errors.get(c.call.id, c.error)) for c in parsed.calls))
-    answers = {a.tool_call_id: a for a in approvals.answers_parse({"approvals": answer["answers"]})}
+    answers = {a.tool_call_id: a for a in answers_parse({"approvals": answer["answers"]})}
     client = set(rs.client_names) | {c["name"] for c in wait.get("calls", []) if c.get("reason") == "client"}
     fixed, to_run = {}, list(parsed.calls)
     for i, call in enumerate(parsed.calls):
@@ -988,7 +1006,7 @@ def _resume(rs: _RunState, answer: dict) -> StopReason | None:
     end = StepEnd(kind=None, snap=snap, step_id=wait["step_id"], answer=said, calls=settled, takes=waited.pk)
     end.inputs = False  # messages sent with the answer go to the model at the next step
     stop = _commit(rs, end)
-    log.debug("run %s resumed %s in %.1f ms", rs.run.id, waited.pk, (time.perf_counter() - started) * 1000)
+    log.debug("run %s answered %s in %.1f ms", rs.run.id, waited.pk, (time.perf_counter() - started) * 1000)
     return stop
 
 

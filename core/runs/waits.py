@@ -1,8 +1,8 @@
 """Runs that wait for a person or a client, stored: a run whose reply asked for an approval, a client-side tool or
 hit a tool breakpoint ends `completed` with stop reason `requires_approval` (Letta's), and keeps what it waits for
 in `Run.waiting` until `Run.waiting_until`. It holds no thread and no worker slot: the answer is a new run of the
-same thread (core.runs.runner `_resume`), on any worker, after any restart. One wait per thread at a time; a normal
-send to a thread that waits gets Letta's 409 (PENDING_APPROVAL).
+same thread (core.runs.runner `_answer_calls`, `_answer_model_call`), on any worker, after any restart. One wait per
+thread at a time; a normal send to a thread that waits gets Letta's 409 (PENDING_APPROVAL).
 
 `waiting` = {"kind": "approval" | "client" | "breakpoint" (the first waiting call's reason), "message_id": the
 reply's stored id, "step_id", "calls": [{tool_call_id, name, arguments, reason}] (the calls that wait),
@@ -18,7 +18,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.agents.messages import messages_to_letta
-from core.engine import approvals, loop
+from core.engine import loop
+from core.engine.waits import DENIED_ON_CANCEL, DENIED_ON_EXPIRY
 from core.models import Message, Run, Step
 from core.runs import persistence
 from core.runs.emit import Emitter
@@ -36,7 +37,7 @@ def live(run: Run) -> Run | None:
     """The run if its wait is still on; a wait past its time is ended here first (the caller holds the agent's lock in
     its transaction), giving None."""
     if run.waiting_until is not None and run.waiting_until <= timezone.now():
-        resolve(run=run, text=approvals.DENIED_ON_EXPIRY, stop_reason=EXPIRED, error=_expired_text())
+        resolve(run=run, text=DENIED_ON_EXPIRY, stop_reason=EXPIRED, error=_expired_text())
         return None
     return run if run.waiting_until is not None else None
 
@@ -135,9 +136,7 @@ def cancel(*, owner, agent_id: str, run_ids: list[str] | None = None) -> list[st
         with transaction.atomic():
             persistence.agent_lock(agent_id)
             run.refresh_from_db()
-            if run.waiting_until is not None and resolve(
-                run=run, text=approvals.DENIED_ON_CANCEL, stop_reason="cancelled"
-            ):
+            if run.waiting_until is not None and resolve(run=run, text=DENIED_ON_CANCEL, stop_reason="cancelled"):
                 done.append(run.id)
     return done
 
@@ -152,7 +151,7 @@ def expire_due() -> list[str]:
                 persistence.agent_lock(agent_id)
                 run = Run.objects.filter(pk=run_id, waiting_until__lte=timezone.now()).first()
                 if run is not None and resolve(
-                    run=run, text=approvals.DENIED_ON_EXPIRY, stop_reason=EXPIRED, error=_expired_text()
+                    run=run, text=DENIED_ON_EXPIRY, stop_reason=EXPIRED, error=_expired_text()
                 ):
                     ended.append(run_id)
         except Exception:  # noqa: BLE001 - one bad row must not stop the sweep

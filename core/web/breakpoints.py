@@ -1,25 +1,17 @@
-"""The debugger in the workspace: the Breakpoints panel (list, enable or disable, remove, add one in words) and the
-pause card of a run held by a breakpoint before a model call (Continue, Step, Stop, and once let go, what happened).
-One template draws the card in the page, after a reload and live (the page fetches it when a run pauses there and
-again when the pause may have ended); a Continue refused because another tab or the API went first is told apart
-here. The approval card (core.web.approvals) serves the breakpoints before a tool call."""
+"""The debugger's Breakpoints panel in the workspace: list, enable or disable, remove, add one in words. A run a
+breakpoint stops waits for a person; its card is core.web.waits'."""
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.template.response import TemplateResponse
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from core.agents.breakpoints import breakpoint_clear, breakpoint_set, breakpoints_list
-from core.errors import Conflict, DomainError, NotFound
-from core.models import Run
-from core.runs import waits
-from core.web.approvals import ALREADY_ANSWERED, answering_run
+from core.errors import DomainError, NotFound
 from core.web.common import agent_or_404
 from tools.selectors import agent_tools
 
-# the five kinds as the panel offers them (core.engine.approvals.BREAKPOINT_KINDS, in words for a person)
+# the five kinds as the panel offers them (core.engine.breakpoints.BREAKPOINT_KINDS, in words for a person)
 KINDS = [
     ("model_call", "Before every model call"),
     ("tool_call", "Before a tool call"),
@@ -37,10 +29,6 @@ KIND_HELP = {
     "tool_error": "After a tool failed, the run stops before the next model call, before the model reads the error.",
 }
 MAX_TOKENS = 10_000_000
-_ENDED = {
-    "cancelled": "Stopped: the run ended here without calling the model.",
-    waits.EXPIRED: "Expired: nobody let it go on in time, so the run ended here.",
-}
 
 
 class BreakpointForm(forms.Form):
@@ -168,101 +156,3 @@ def breakpoint_remove(request, agent_id: str, breakpoint_id: str):
             request, agent, panel_error="That breakpoint was already removed (in another tab or over the API)."
         )
     return _panel(request, agent)
-
-
-# --------------------------------------------------------------------------- the pause before a model call
-
-
-def held_run(*, agent) -> Run | None:
-    """The run of the agent's thread (`thread_view`) that a breakpoint holds before a model call, if any."""
-    run = (
-        Run.objects.filter(
-            agent_id=agent.id, conversation_id=getattr(agent, "thread", None), waiting_until__gt=timezone.now()
-        )
-        .order_by("-created_at")
-        .first()
-    )
-    return run if run is not None and (run.waiting or {}).get("before") == "model_call" else None
-
-
-def _resumed_by(run: Run) -> Run | None:
-    """The run that let this one's pause go on (its first input resumes it)."""
-    later = Run.objects.filter(
-        agent_id=run.agent_id, conversation_id=run.conversation_id, created_at__gte=run.created_at
-    ).exclude(pk=run.pk)
-    for other in later.order_by("created_at").only("id", "input_messages", "status")[:20]:
-        first = (other.input_messages or [{}])[0]
-        if isinstance(first, dict) and first.get("resumes") == run.id:
-            return other
-    return None
-
-
-def pause_card(*, run: Run) -> dict:
-    """The pause card of a run held before a model call: waiting (why, the prompt's tokens, the breakpoint, until
-    when), answering (a Continue or Step is being run), or — once let go — continued or stepped (by which run),
-    stopped, expired. Reads the run and, once it no longer waits, the run that resumed it."""
-    wait = run.waiting or {}
-    card = {"run_id": run.id, "date": run.created_at}
-    if run.waiting_until is not None:
-        answering = answering_run(agent_id=run.agent_id, wait_run_id=run.id)
-        point = wait.get("breakpoint") or {}
-        card.update(
-            state="answering" if answering else "waiting",
-            answer_run_id=answering.id if answering else None,
-            stepping=(answering.input_messages or [{}])[0].get("step") if answering else False,
-            why=wait.get("why") or "",
-            tokens=wait.get("tokens"),
-            breakpoint=point,
-            stepping_hold=point.get("id") == "step",
-            since=wait.get("since"),
-            expires_at=run.waiting_until,
-        )
-        return card
-    if run.stop_reason in _ENDED:
-        card.update(state="stopped" if run.stop_reason == "cancelled" else run.stop_reason)
-        card["ended_text"] = _ENDED[run.stop_reason]
-        return card
-    resumed = _resumed_by(run)
-    if resumed is not None:
-        first = (resumed.input_messages or [{}])[0]
-        card.update(state="stepped" if first.get("step") else "continued", answer_run_id=resumed.id)
-    else:
-        card.update(state="ended")
-    return card
-
-
-@login_required
-def pause_card_view(request, agent_id: str, run_id: str):
-    """One pause card as it stands now (the conversation fetches it when a run pauses before a model call and when
-    the pause may have ended). 404 for a run that never paused there."""
-    agent = agent_or_404(request, agent_id)
-    run = Run.objects.filter(pk=run_id, agent=agent).first()
-    if run is None or (run.waiting_until is not None and (run.waiting or {}).get("before") != "model_call"):
-        raise Http404("no such pause")
-    if run.waiting_until is None and run.stop_reason not in ("requires_approval", *_ENDED):
-        raise Http404("no such pause")
-    return TemplateResponse(request, "core/_pause.html", {"agent": agent, "card": pause_card(run=run)})
-
-
-def continue_refused(*, agent_id: str, run_id: str, exc: DomainError) -> dict:
-    """Why a Continue / Step / Stop sent from a card was refused, for that tab: the run no longer waits or its pause
-    is being let go from elsewhere (another tab, the API) — code ALREADY_ANSWERED — else the refusal's own text."""
-    run = Run.objects.filter(pk=run_id, agent_id=agent_id).only("id", "waiting_until").first()
-    if run is None:
-        return {"code": "NOT_FOUND", "message": exc.message, "run_id": None}
-    answering = answering_run(agent_id=agent_id, wait_run_id=run.id)
-    if answering is not None:
-        text = (
-            "Not sent: this pause was already let go from another tab (or over the API); "
-            f"run …{answering.id[-8:]} is going on from it."
-        )
-        return {"code": ALREADY_ANSWERED, "message": text, "run_id": answering.id}
-    if run.waiting_until is None:
-        text = (
-            "Not sent: this run no longer waits — it was continued or stopped from another tab (or over the API), or "
-            "it expired. The card shows what happened."
-        )
-        return {"code": ALREADY_ANSWERED, "message": text, "run_id": None}
-    detail = exc.detail if isinstance(exc.detail, dict) else {}
-    code = "BUSY" if isinstance(exc, Conflict) else detail.get("code")
-    return {"code": code, "message": exc.message, "run_id": detail.get("run_id")}

@@ -13,7 +13,7 @@ from core.engine.loop import NON_USER_PREFIX
 from core.engine.types import uses_heartbeats
 from core.models import RUN_ACTIVE, Agent, Message, Run, RunStatus
 from core.selectors import WindowMarks, agent_window_marks
-from core.web.approvals import answer_items, approval_card
+from core.web.waits import answer_items, calls_card
 
 PAGE_SIZE = 40
 SUMMARY_SPLIT = "The following is a summary of the previous messages: "
@@ -236,7 +236,7 @@ def _approvals(items: list[dict], rows: list[Message], call_names: dict[str, str
     by_id = {r.id: r for r in rows}
     for item in items:
         if item["message_type"] == "approval_request_message":
-            item["card"] = approval_card(reply=by_id[item["id"]])
+            item["card"] = calls_card(reply=by_id[item["id"]])
         elif item["message_type"] == "approval_response_message":
             item["answers"] = answer_items(item.get("approvals"), call_names)
 

@@ -15,9 +15,9 @@ from core.agents.steps import step_feedback_set
 from core.errors import Invalid, NotFound
 from core.models import Message
 from core.runs.timetravel import token_calibration
-from core.web.breakpoints import held_run
 from core.web.common import agent_or_404, thread_or_404
 from core.web.payload import SECTION_COLORS, SECTION_LABELS, payload_diff, payload_parts
+from core.web.waits import model_call_wait
 from memory.selectors import agent_blocks
 
 
@@ -69,7 +69,7 @@ def context_panel(request, agent_id: str):
         blocks=agent_blocks(agent=agent),
         calibration=token_calibration(owner=agent.owner, model=agent.model),
     )
-    held = held_run(agent=agent)  # the simulator then compiles the call that run is held before
+    held = model_call_wait(agent=agent)  # the simulator then compiles the call that run is held before
     return TemplateResponse(
         request, "core/_context.html", {"agent": agent, "context": view, "held_run_id": held.id if held else None}
     )

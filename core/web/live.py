@@ -10,8 +10,8 @@ from django.template.loader import render_to_string
 from django.utils.dateparse import parse_datetime
 
 from core.models import Message
-from core.web.approvals import answer_items, approval_item
 from core.web.history import display_items
+from core.web.waits import answer_items, calls_item
 
 # what the conversation shows of the events a socket receives
 SHOWN = {
@@ -132,8 +132,8 @@ class LiveRenderer:
             reply = Message.objects.select_related("agent").filter(pk=event.get("id"), agent_id=self.agent_id).first()
             if reply is None:
                 return ""
-            item = {**approval_item(reply=reply), "message_type": "approval_request_message"}
-            return render_to_string("core/_approval.html", {"item": item, "agent": {"id": self.agent_id}}).strip()
+            item = {**calls_item(reply=reply), "message_type": "approval_request_message"}
+            return render_to_string("core/_wait_calls.html", {"item": item, "agent": {"id": self.agent_id}}).strip()
         recent = Message.objects.filter(agent_id=self.agent_id, role="assistant")
         calls = [c for row in recent.order_by("-seq").values_list("tool_calls", flat=True)[:50] for c in row or ()]
         names = {c.get("id"): c.get("name") for c in calls if isinstance(c, dict)}

@@ -21,10 +21,11 @@ from core.errors import DomainError
 from core.runs import timetravel
 from core.selectors import agent_tags
 from core.text import json_input
-from core.web.breakpoints import held_run, panel_ctx, pause_card
+from core.web.breakpoints import panel_ctx
 from core.web.common import agent_or_404, org, thread_or_404
 from core.web.history import history_after, history_page, in_flight, undelivered
 from core.web.inspector import context_view_model
+from core.web.waits import model_call_card, model_call_wait
 from memory.presenters import block_cards
 from memory.selectors import agent_blocks, blocks_attachable
 from tools import selectors as tool_selectors
@@ -94,7 +95,7 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
     items, older = history_page(agent=thread)
     blocks = block_cards(agent_blocks(agent=agent))  # each with its last change, for the memory column
     definition = definition_ctx(request, agent)
-    held = held_run(agent=thread)  # a run this thread's breakpoint holds before a model call: its pause card
+    held = model_call_wait(agent=thread)  # a run of this thread that waits before a model call: its card
     return {
         "agent": agent,
         "nav": "agents",
@@ -119,7 +120,7 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
             "bubble": {"message_type": "user_message", "pending": True},
             "note": {"message_type": "error_message", "message": " "},
         },
-        "pause": pause_card(run=held) if held is not None else None,
+        "model_call_wait": model_call_card(run=held) if held is not None else None,
         "held_run_id": held.id if held is not None else None,
         "undelivered": undelivered(agent=thread),
         **panel_ctx(agent=agent, tool_names=[t.name for t in definition["tools"]]),
@@ -143,8 +144,8 @@ def _ide_config(agent, thread: str | None = None) -> dict:
         "runUrl": url("agent_run", "RUN"),
         "noticeUrl": url("agent_run_notice", "RUN"),
         "historyUrl": in_thread("agent_history"),
-        "approvalUrl": url("agent_approval", "MSG"),
-        "pauseUrl": url("agent_pause", "RUN"),
+        "waitCallsUrl": url("agent_wait_calls", "MSG"),
+        "waitModelCallUrl": url("agent_wait_model_call", "RUN"),
         "fileLinksUrl": url("agent_file_links", "MSG"),
     }
 

@@ -3,7 +3,7 @@
 Client → server: {"type": "user_message", "text": "...", "max_steps"?: N}, {"type": "approval", "approvals": [...],
 "message_id": the approval request's message, "otid"?} (the answer to a run that waits: Letta's ApprovalCreate),
 {"type": "continue", "run_id": the waiting run, "step"?: bool, "stop"?: bool, "approvals"?: [...], "otid"?} (the
-debugger's Continue / Step / Stop: core.runs.executor.run_continue), {"type": "cancel"} (the run of the socket's thread; also ends its wait, denying its calls), {"type": "ping"}; a socket opened on one of the agent's
+debugger's Continue / Step / Stop: core.runs.executor.wait_answer), {"type": "cancel"} (the run of the socket's thread; also ends its wait, denying its calls), {"type": "ping"}; a socket opened on one of the agent's
 conversations sends into that conversation.
 Server → client: Letta message dicts (as SSE sends them), run_status (with `waiting` when a run pauses),
 context_update, block_update and error_message (an answer or a continue refused because another tab or the API
@@ -19,8 +19,7 @@ from core.models import RUN_ACTIVE, Run
 from core.runs import executor
 from core.runs.request import RunRequest
 from core.runs.runner import run_cancel
-from core.web.approvals import answer_refused, answering_run
-from core.web.breakpoints import continue_refused
+from core.web.waits import answer_refused, answering_run, run_answer_refused
 
 
 def _error(message: str, detail=None) -> dict:
@@ -91,10 +90,10 @@ def _go_on(principal: Principal, agent_id: str, run_id: str, payload: dict) -> d
         return _error("No such run of this agent.", {"code": "NOT_FOUND", "run_id": None})
     if payload.get("stop") and answering_run(agent_id=agent_id, wait_run_id=run_id) is not None:
         # another tab's Continue is claimed and about to take the wait: it was first, the Stop is refused
-        refused = continue_refused(agent_id=agent_id, run_id=run_id, exc=DomainError("Already answered"))
+        refused = run_answer_refused(agent_id=agent_id, run_id=run_id, exc=DomainError("Already answered"))
         return _error(refused.pop("message"), refused)
     try:
-        run = executor.run_continue(
+        run = executor.wait_answer(
             owner=principal.org,
             run_id=run_id,
             approvals=payload.get("approvals"),
@@ -102,7 +101,7 @@ def _go_on(principal: Principal, agent_id: str, run_id: str, payload: dict) -> d
             stop=payload.get("stop", False),
         )
     except DomainError as exc:
-        refused = continue_refused(agent_id=agent_id, run_id=run_id, exc=exc)
+        refused = run_answer_refused(agent_id=agent_id, run_id=run_id, exc=exc)
         return _error(refused.pop("message"), refused)
     if payload.get("stop"):  # the wait ended here: the run as it ended
         return {"message_type": "run_status", "run_id": run.id, "status": run.status, "stop_reason": run.stop_reason}

@@ -62,7 +62,7 @@ window.AIDE_CONV = (function () {
     }).catch(() => {});
   }
 
-  const hooks = {placed: null};  // approvals.js: a card or an answer arrived
+  const hooks = {placed: null};  // waits.js: a card or an answer arrived
 
   // ---- placing items: a final message replaces its streamed chunks; others go before what is still streaming
   function place(node, key) {

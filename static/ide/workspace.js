@@ -4,8 +4,7 @@
   "use strict";
   const A = JSON.parse(document.getElementById("ide-config").textContent);
   const C = window.AIDE_CONV;
-  const P = window.AIDE_APPROVALS;
-  const B = window.AIDE_PAUSES;
+  const W = window.AIDE_WAITS;
   const {el, short, detailText, scrollDown, bump, bubble, setBubble, failBubble, place, onDelta, render,
          refreshMarks, trailingStatus, live} = C;
   const $ = (sel, root) => (root || document).querySelector(sel);
@@ -15,8 +14,8 @@
   const cancelBtn = $("#cancel-run");
   const sendBtn = $("#send-btn");
   const busyBar = $("#busy-bar");
-  // what this socket asked for, oldest first: {kind: "send", bubble} | {kind: "answer", card, via, stop} |
-  // {kind: "cancel"} (via: the module that drew the card, approvals or pauses; stop: a Stop, answered by the ended run)
+  // what this socket asked for, oldest first: {kind: "send", bubble} | {kind: "answer", card, stop} |
+  // {kind: "cancel"} (card: a wait's card, waits.js; stop: a Stop, answered by the ended run)
   const awaiting = [];
   let ws = null, retry = 0, running = false, cancelling = false, activeRunId = A.activeRunId || null, outbox = [];
   let queued = null;  // {text, bubble}: sent when the active run ends
@@ -76,7 +75,7 @@
   }
   // a reply waits for an answer, or a breakpoint holds a run (a card in the conversation): say so, and offer Cancel,
   // which denies the waiting calls (or ends the pause)
-  function waitingCard() { return P.waiting() || B.waiting(); }
+  function waitingCard() { return W.waiting(); }
   function markWaiting() {
     const card = waitingCard();
     document.body.dataset.wait = card ? (card.classList.contains("pause-card") ? "pause" : "approval") : "none";
@@ -98,16 +97,12 @@
     if (waitingCard()) markWaiting();
     else if (statusEl.dataset.state === "waiting") setRunning(false, /^(waiting for|paused)/.test(lastLabel) ? "idle" : lastLabel);
   }
-  P.hooks.changed = waitChanged;
-  B.hooks.changed = waitChanged;
-  function answer(via, card, msg, stop) {  // from a card: its reply (a run, the ended run or a refusal) goes back to it
+  W.hooks.changed = waitChanged;
+  W.hooks.send = (card, msg, stop) => {  // from a card: its reply (a run, the ended run or a refusal) goes back to it
     const otid = "otid-" + Date.now().toString(36) + Math.random().toString(36).slice(2, 8);
-    awaiting.push({kind: "answer", card: card, otid: otid, via: via, stop: !!stop});
+    awaiting.push({kind: "answer", card: card, otid: otid, stop: !!stop});
     send(Object.assign({}, msg, {otid: otid}));
-  }
-  P.hooks.send = (card, approvals) => answer(P, card, {type: "approval", approvals: approvals, message_id: card.dataset.id});
-  P.hooks.cont = (card, msg, stop) => answer(P, card, msg, stop);
-  B.hooks.send = (card, msg, stop) => answer(B, card, msg, stop);
+  };
   function refreshContext() { bump("context-changed"); }
 
   let runsTimer = null;
@@ -145,8 +140,8 @@
   function showPending(ev, text) {  // the server's 409: a reply waits for an answer first
     busyMode("waiting");
     const calls = (ev.detail.tool_calls || []).map((c) => c && c.name).filter(Boolean);
-    const named = calls.length ? calls : P.names(P.waiting());
-    $("#busy-text").textContent = (!calls.length && B.waiting()
+    const named = calls.length ? calls : W.names(W.waiting());
+    $("#busy-text").textContent = (!calls.length && W.waiting() && W.waiting().classList.contains("pause-card")
       ? "The agent is paused at a breakpoint before a model call: Continue, Step or Stop it first."
       : String(ev.message || "The agent is waiting for approval on a tool call.") + (named.length ? " Waiting: " + named.join(", ") + "." : "")) +
       " Your message is back in the box.";
@@ -165,11 +160,10 @@
     const take = () => awaiting.splice(at, 1);
     if (head && head.kind === "answer" && (ev.message_type === "run_status" || ev.message_type === "error_message")) {
       take();
-      const via = head.via || P;
-      if (ev.message_type === "error_message") { via.refused(head.card, ev); return true; }
+      if (ev.message_type === "error_message") { W.refused(head.card, ev); return true; }
       runsChanged();
-      via.accepted(head.card, ev.run_id);
-      if (head.stop) { P.refresh(); B.refresh(); return true; }  // a Stop: the run ended, nothing goes on
+      W.accepted(head.card, ev.run_id);
+      if (head.stop) { W.refresh(); return true; }  // a Stop: the run ended, nothing goes on
       if (!ended.has(ev.run_id)) { activeRunId = ev.run_id; setRunning(true); }
       return true;
     }
@@ -219,8 +213,8 @@
   function onRunStatus(ev) {
     const active = ev.status === "running" || ev.status === "created";
     runsChanged();
-    B.refresh();  // a pause may have been let go (a Continue from any tab starts a run) or ended
-    if (ev.waiting && ev.waiting.before === "model_call") B.arrived(ev);
+    W.refresh(".pause-card");  // a pause may have been let go (a Continue from any tab starts a run) or ended
+    if (ev.waiting && ev.waiting.before === "model_call") W.arrived(ev);
     if (active) {
       activeRunId = ev.run_id;
       setRunning(true);
@@ -231,7 +225,7 @@
     const cancelled = ev.stop_reason === "cancelled";
     const why = ev.stop_reason && ev.stop_reason !== ev.status && !cancelled ? " · " + ev.stop_reason : "";
     setRunning(false, ev.waiting ? waitLabel(ev.waiting) : (cancelled ? "cancelled" : ev.status + why));
-    P.refresh();  // a card that waited may have been answered, cancelled or expired
+    W.refresh(".approval-card");  // a card that waited may have been answered, cancelled or expired
     refreshContext();
     refreshMarks();
     C.dropStreams();
@@ -299,7 +293,7 @@
     ws = new WebSocket(proto + location.host + "/ws/agents/" + encodeURIComponent(A.agentId) + "/?batch=1" + thread);
     ws.onopen = () => {
       retry = 0; document.body.dataset.ws = "open"; while (outbox.length) ws.send(outbox.shift());
-      P.refresh(); B.refresh();  // what changed while the socket was away
+      W.refresh();  // what changed while the socket was away
       if (running) C.catchUp(true);  // a reply streaming now: its snapshot comes (the server was asked on connect)
       if (opened++) missedFetch();
     };
@@ -372,7 +366,7 @@
     cancelBtn.click();
   });
   $("#busy-dismiss").addEventListener("click", () => { hideBusy(); input.focus(); });
-  $("#busy-show").addEventListener("click", () => { hideBusy(); if (P.waiting()) P.reveal(); else B.reveal(); });
+  $("#busy-show").addEventListener("click", () => { hideBusy(); W.reveal(); });
   $("#busy-queue").addEventListener("click", () => {
     const text = input.value;
     hideBusy();

@@ -191,7 +191,7 @@ def test_a_tab_answering_after_another_is_told_and_shows_what_was_decided(signed
         missed.append(route.request.url)
         route.abort()
 
-    late.route(re.compile(r".*/approvals/.*"), miss)
+    late.route(re.compile(r".*/waits/calls/.*"), miss)
     first.locator(f"{CARD} [data-answer=approve]").click()
     expect(first.locator("#live .msg.assistant_message")).to_contain_text("Saved.", timeout=FIRST_CALL_S)
     expect(late.locator("#live .msg.assistant_message")).to_contain_text("Saved.")
@@ -202,7 +202,7 @@ def test_a_tab_answering_after_another_is_told_and_shows_what_was_decided(signed
         late.wait_for_timeout(50)  # lets Playwright deliver the route calls
     assert len(missed) == 2, missed
     expect(stale).to_have_attribute("data-state", "waiting")
-    late.unroute(re.compile(r".*/approvals/.*"))
+    late.unroute(re.compile(r".*/waits/calls/.*"))
 
     stale.locator(".approval-reason").fill("no")
     stale.locator("[data-answer=deny]").click()
@@ -221,7 +221,7 @@ def test_a_tab_answering_after_another_is_told_and_shows_what_was_decided(signed
             const redrawn = sent.cloneNode(true);
             redrawn.querySelector(".approval-error").hidden = true;
             sent.replaceWith(redrawn);
-            window.AIDE_APPROVALS.refused(sent, {message: "told after a redraw", detail: {code: "ALREADY_ANSWERED"}});
+            window.AIDE_WAITS.refused(sent, {message: "told after a redraw", detail: {code: "ALREADY_ANSWERED"}});
         }"""
     )
     expect(told).to_have_text("told after a redraw")

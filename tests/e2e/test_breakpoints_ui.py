@@ -235,7 +235,7 @@ def test_a_model_call_pause_continue_step_and_stop_in_every_tab(signed_in, accou
     stale = other.locator(f"{PAUSE}[data-state=waiting]")
     expect(stale).to_be_visible()
     missed: list[str] = []  # the other tab's card cannot be fetched again, as for a tab whose socket was away
-    other.route(re.compile(r".*/pauses/.*"), lambda route: (missed.append(route.request.url), route.abort()))
+    other.route(re.compile(r".*/waits/model-call/.*"), lambda route: (missed.append(route.request.url), route.abort()))
     asked = len(fake_llm.chat_requests)
     pause.locator("[data-pause=stop]").click()
     expect(page.locator(f"{PAUSE}[data-state=stopped]")).to_contain_text("without calling the model")
@@ -247,7 +247,7 @@ def test_a_model_call_pause_continue_step_and_stop_in_every_tab(signed_in, accou
         other.wait_for_timeout(100)
     assert missed
     expect(stale).to_have_attribute("data-state", "waiting")
-    other.unroute(re.compile(r".*/pauses/.*"))
+    other.unroute(re.compile(r".*/waits/model-call/.*"))
     stale.locator("[data-pause=continue]").click()
     told = other.locator(f"{PAUSE} .approval-error:not([hidden])")
     expect(told).to_be_visible()
@@ -262,7 +262,7 @@ def test_a_model_call_pause_continue_step_and_stop_in_every_tab(signed_in, accou
             const redrawn = sent.cloneNode(true);
             redrawn.querySelector(".approval-error").hidden = true;
             sent.replaceWith(redrawn);
-            window.AIDE_PAUSES.refused(sent, {message: "told after a redraw", detail: {code: "ALREADY_ANSWERED"}});
+            window.AIDE_WAITS.refused(sent, {message: "told after a redraw", detail: {code: "ALREADY_ANSWERED"}});
         }"""
     )
     expect(told).to_have_text("told after a redraw")

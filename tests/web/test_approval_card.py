@@ -45,7 +45,7 @@ def _answer(api, agent, approvals):
 
 def _card(html: str) -> str:
     found = re.search(
-        r'<div class="msg approval_request_message approval-card".*?(?=\n<div class="msg |\Z)', html, re.S
+        r'<div class="msg approval_request_message approval-card wait-card".*?(?=\n<div class="msg |\Z)', html, re.S
     )
     assert found, "no approval card"
     return found.group(0)
@@ -67,8 +67,8 @@ def test_a_waiting_reply_is_a_card_with_editable_arguments_buttons_and_the_expir
     assert '"thinking"' not in card  # shown as the reasoning above, not as an argument to edit
     # the page's scripts know where to fetch the card again
     config = json.loads(re.search(r'id="ide-config" type="application/json">(.*?)</script>', page).group(1))
-    assert config["approvalUrl"] == f"/agents/{agent.id}/approvals/MSG/"
-    alone = web.get(f"/agents/{agent.id}/approvals/{ask['id']}/")
+    assert config["waitCallsUrl"] == f"/agents/{agent.id}/waits/calls/MSG/"
+    alone = web.get(f"/agents/{agent.id}/waits/calls/{ask['id']}/")
     assert alone.status_code == 200 and 'data-state="waiting"' in alone.content.decode()
 
 
@@ -77,11 +77,11 @@ def test_the_card_alone_is_only_for_its_owner_and_only_for_a_reply_that_waited(
 ):
     _, ask = _pause(api, agent, fake_llm)
     user_row = Message.objects.filter(agent=agent, role="user").first()
-    assert web.get(f"/agents/{agent.id}/approvals/{user_row.id}/").status_code == 404
+    assert web.get(f"/agents/{agent.id}/waits/calls/{user_row.id}/").status_code == 404
     stranger = Client()
     stranger.force_login(other_account.user)
-    assert stranger.get(f"/agents/{agent.id}/approvals/{ask['id']}/").status_code == 404
-    assert Client().get(f"/agents/{agent.id}/approvals/{ask['id']}/").status_code == 302  # to the login page
+    assert stranger.get(f"/agents/{agent.id}/waits/calls/{ask['id']}/").status_code == 404
+    assert Client().get(f"/agents/{agent.id}/waits/calls/{ask['id']}/").status_code == 302  # to the login page
 
 
 def test_approved_with_edited_arguments_shows_what_ran_also_after_a_reload(web, api, agent, fake_llm):
@@ -90,7 +90,7 @@ def test_approved_with_edited_arguments_shows_what_ran_also_after_a_reload(web, 
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Saved."}))
     edited = {"content": "the code is <i>43</i>", "request_heartbeat": True}
     _answer(api, agent, [{"type": "approval", "tool_call_id": call_id, "approve": True, "arguments": edited}])
-    card = web.get(f"/agents/{agent.id}/approvals/{ask['id']}/").content.decode()
+    card = web.get(f"/agents/{agent.id}/waits/calls/{ask['id']}/").content.decode()
     assert 'data-state="answered"' in card and "approved with edited arguments" in card
     assert "the code is &lt;i&gt;43&lt;/i&gt;" in card and "<i>43</i>" not in card
     assert "approval-args" not in card and 'data-answer="approve"' not in card  # nothing left to answer
@@ -140,14 +140,14 @@ def test_several_calls_one_card_with_send_answers_and_the_deferred_call(web, api
 def test_a_cancelled_or_expired_wait_says_so(web, api, agent, fake_llm, account):
     _, ask = _pause(api, agent, fake_llm)
     api.post(f"/v1/agents/{agent.id}/messages/cancel", {})
-    card = web.get(f"/agents/{agent.id}/approvals/{ask['id']}/").content.decode()
+    card = web.get(f"/agents/{agent.id}/waits/calls/{ask['id']}/").content.decode()
     assert 'data-state="cancelled"' in card and "denied · cancelled" in card
 
     other = make_agent(account.org, name="Later", tool_rules=APPROVE_INSERT)
     run_id, ask = _pause(api, other, fake_llm)
     Run.objects.filter(pk=run_id).update(waiting_until=timezone.now() - timedelta(seconds=1))
     waits.expire_due()
-    card = web.get(f"/agents/{other.id}/approvals/{ask['id']}/").content.decode()
+    card = web.get(f"/agents/{other.id}/waits/calls/{ask['id']}/").content.decode()
     assert 'data-state="expired"' in card and "nobody answered in time" in card
 
 
@@ -181,7 +181,7 @@ def test_an_answer_in_progress_shows_as_answering_and_a_second_answer_is_told(we
 
     from core.errors import Conflict
     from core.runs.runner import run_start
-    from core.web.approvals import answer_refused
+    from core.web.waits import answer_refused
 
     _, ask = _pause(api, agent, fake_llm)
     approve = {"type": "approval", "tool_call_id": ask["tool_call"]["tool_call_id"], "approve": True}
@@ -191,7 +191,7 @@ def test_an_answer_in_progress_shows_as_answering_and_a_second_answer_is_told(we
                 owner=agent.owner, agent_id=agent.id, input_messages=[{"type": "approval", "approvals": [approve]}]
             )
         )
-    card = web.get(f"/agents/{agent.id}/approvals/{ask['id']}/").content.decode()
+    card = web.get(f"/agents/{agent.id}/waits/calls/{ask['id']}/").content.decode()
     assert 'data-state="answering"' in card and first.id[-8:] in card and "approval-args" not in card
     refused = answer_refused(
         agent_id=agent.id, thread=None, message_id=ask["id"], exc=Conflict("busy", detail={"run_id": first.id})

@@ -46,7 +46,9 @@ def _ended(run_id: str) -> Run:
 
 def _pause_card(html: str) -> str:
     found = re.search(
-        r'<div class="msg pause-card".*?(?=\n<div class="msg |</div>\s*</div>\s*<div class="busy-bar|\Z)', html, re.S
+        r'<div class="msg pause-card wait-card".*?(?=\n<div class="msg |</div>\s*</div>\s*<div class="busy-bar|\Z)',
+        html,
+        re.S,
     )
     assert found, "no pause card"
     return found.group(0)
@@ -54,7 +56,7 @@ def _pause_card(html: str) -> str:
 
 def _approval_card(html: str) -> str:
     found = re.search(
-        r'<div class="msg approval_request_message approval-card".*?(?=\n<div class="msg |\Z)', html, re.S
+        r'<div class="msg approval_request_message approval-card wait-card".*?(?=\n<div class="msg |\Z)', html, re.S
     )
     assert found, "no approval card"
     return found.group(0)
@@ -168,16 +170,16 @@ def test_a_run_held_before_a_model_call_shows_a_pause_card_and_the_held_request(
     assert 'id="held-note"' in page and run.id[-8:] in page  # the context panel says it is that call
     assert "<script>alert" not in page
     config = json.loads(re.search(r'id="ide-config" type="application/json">(.*?)</script>', page).group(1))
-    assert config["pauseUrl"] == f"/agents/{agent.id}/pauses/RUN/"
-    alone = web.get(f"/agents/{agent.id}/pauses/{run.id}/").content.decode()
+    assert config["waitModelCallUrl"] == f"/agents/{agent.id}/waits/model-call/RUN/"
+    alone = web.get(f"/agents/{agent.id}/waits/model-call/{run.id}/").content.decode()
     assert 'data-state="waiting"' in alone and "Paused before the model call" in alone
     assert 'id="held-note"' in web.get(f"/agents/{agent.id}/context/").content.decode()
 
     # Continue: the call goes out, the card says so (and the page no longer draws it)
     fake_llm.script(FakeLLM.tool("send_message", {"message": "You are Alice."}))
-    resumed = executor.run_continue(owner=agent.owner, run_id=run.id)
+    resumed = executor.wait_answer(owner=agent.owner, run_id=run.id)
     assert _ended(resumed.id).stop_reason == "end_turn"
-    alone = web.get(f"/agents/{agent.id}/pauses/{run.id}/").content.decode()
+    alone = web.get(f"/agents/{agent.id}/waits/model-call/{run.id}/").content.decode()
     assert 'data-state="continued"' in alone and resumed.id[-8:] in alone and "data-pause" not in alone
     page = web.get(f"/agents/{agent.id}/").content.decode()
     assert "pause-card" not in page and 'id="held-note"' not in page
@@ -187,35 +189,35 @@ def test_step_and_stop_show_on_the_card(web, api, agent, fake_llm):
     breakpoint_set(agent=agent, data={"on": "model_call"})
     first = _say(api, agent)["run_id"]
     fake_llm.script(FakeLLM.tool("conversation_search", {"query": "name"}, heartbeat=True))
-    stepped = executor.run_continue(owner=agent.owner, run_id=first, step=True)
+    stepped = executor.wait_answer(owner=agent.owner, run_id=first, step=True)
     # Step: the model call went out, and the run stops again before the tool call it made
     assert _ended(stepped.id).stop_reason == "requires_approval"
-    assert 'data-state="stepped"' in web.get(f"/agents/{agent.id}/pauses/{first}/").content.decode()
+    assert 'data-state="stepped"' in web.get(f"/agents/{agent.id}/waits/model-call/{first}/").content.decode()
     card = _approval_card(web.get(f"/agents/{agent.id}/").content.decode())
     assert "Paused before a call of conversation_search" in card and 'data-bp="step"' in card
 
-    stopped = executor.run_continue(owner=agent.owner, run_id=stepped.id, stop=True)
+    stopped = executor.wait_answer(owner=agent.owner, run_id=stepped.id, stop=True)
     assert stopped.stop_reason == "cancelled"
     card = _approval_card(web.get(f"/agents/{agent.id}/").content.decode())
     assert ">stopped</span>" in card and 'data-bp="step"' not in card
 
     out = _say(api, agent, "again")  # the model_call breakpoint holds the next run too
-    executor.run_continue(owner=agent.owner, run_id=out["run_id"], stop=True)
-    alone = web.get(f"/agents/{agent.id}/pauses/{out['run_id']}/").content.decode()
+    executor.wait_answer(owner=agent.owner, run_id=out["run_id"], stop=True)
+    alone = web.get(f"/agents/{agent.id}/waits/model-call/{out['run_id']}/").content.decode()
     assert 'data-state="stopped"' in alone and "without calling the model" in alone
 
 
 def test_the_pause_card_is_only_for_its_owner_and_a_run_that_paused_there(web, api, agent, fake_llm, other_account):
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Hi."}))
     plain = _say(api, agent, "hi")["run_id"]
-    assert web.get(f"/agents/{agent.id}/pauses/{plain}/").status_code == 404  # ended end_turn: never paused
+    assert web.get(f"/agents/{agent.id}/waits/model-call/{plain}/").status_code == 404  # ended end_turn: never paused
     breakpoint_set(agent=agent, data={"on": "tool_call", "tools": ["send_message"]})
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Hi."}))
     at_tool = _say(api, agent, "hi")["run_id"]
-    assert web.get(f"/agents/{agent.id}/pauses/{at_tool}/").status_code == 404  # waits before a tool call
+    assert web.get(f"/agents/{agent.id}/waits/model-call/{at_tool}/").status_code == 404  # waits before a tool call
     stranger = Client()
     stranger.force_login(other_account.user)
-    assert stranger.get(f"/agents/{agent.id}/pauses/{at_tool}/").status_code == 404
+    assert stranger.get(f"/agents/{agent.id}/waits/model-call/{at_tool}/").status_code == 404
 
 
 # --------------------------------------------------------------------------- tool-call breakpoints, edited calls
@@ -253,7 +255,7 @@ def test_the_step_inspector_shows_a_call_that_ran_with_edited_arguments(web, api
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Stored."}))
     edited = {"content": "final <b>fact</b>", "request_heartbeat": True}
     answer = {"type": "approval", "tool_call_id": call_id, "approve": True, "arguments": edited}
-    resumed = executor.run_continue(owner=agent.owner, run_id=run_id, approvals=[answer])
+    resumed = executor.wait_answer(owner=agent.owner, run_id=run_id, approvals=[answer])
     assert _ended(resumed.id).stop_reason == "end_turn"
     assert list(Passage.objects.filter(agent=agent).values_list("text", flat=True)) == ["final <b>fact</b>"]
     html = web.get(f"/agents/{agent.id}/steps/{step_id}/").content.decode()

@@ -1,7 +1,9 @@
-"""The conversation's approval card: a reply whose tool calls wait for a person (core.runs.waits) shows each waiting
-call with its arguments to edit, Approve and Deny, the calls that run with the answers and until when it waits;
-once answered, cancelled or expired it shows what was decided. One template (core/_approval.html) draws it in the
-page, after a reload and live (the page fetches it again when a run pauses or a wait ends), and a refused answer
+"""The card of a run that waits for someone (core.runs.waits), as the workspace's conversation shows it. A wait on
+a reply's calls (an approval, a client-side tool, a tool-call breakpoint: core/_wait_calls.html) shows each waiting
+call with its arguments to edit, Approve and Deny (at a breakpoint also Step and Stop), the calls that run with the
+answers and until when it waits; a wait before a model call (a breakpoint: core/_wait_model_call.html) shows why,
+the prompt's tokens, Continue, Step and Stop. Once answered, cancelled or expired a card shows what was decided. The
+page draws each card after a reload and live, and fetches it again when the wait may have ended; a refused answer
 is told apart here: answered first elsewhere (another tab, the API) or refused for its own sake."""
 
 import json
@@ -9,6 +11,7 @@ import json
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.template.response import TemplateResponse
+from django.utils import timezone
 
 from core.agents import run_view
 from core.agents.messages import APPROVAL_RESPONSE, ASSISTANT_TOOL
@@ -23,6 +26,10 @@ ALREADY_ANSWERED = "ALREADY_ANSWERED"
 _ENDED = {
     "cancelled": "Cancelled: the waiting calls were denied.",
     waits.EXPIRED: "Expired: nobody answered in time, so the waiting calls were denied.",
+}
+_ENDED_MODEL_CALL = {
+    "cancelled": "Stopped: the run ended here without calling the model.",
+    waits.EXPIRED: "Expired: nobody let it go on in time, so the run ended here.",
 }
 
 
@@ -78,7 +85,7 @@ def _said(call: dict, answer: dict | None) -> str | None:
     return str(args["message"]) if isinstance(args, dict) and "message" in args else None
 
 
-def approval_card(*, reply: Message) -> dict:
+def calls_card(*, reply: Message) -> dict:
     """The card of an assistant message whose calls waited: its state (waiting, answering, answered, cancelled,
     expired, ended), each waiting call (name, pretty arguments, why it waits, what was decided) and the reply's
     other calls (deferred: they run with the answers). Reads the run that waited and, once it no longer waits, the
@@ -142,7 +149,7 @@ def approval_card(*, reply: Message) -> dict:
     return card
 
 
-def approval_item(*, reply: Message, item: dict | None = None) -> dict:
+def calls_item(*, reply: Message, item: dict | None = None) -> dict:
     """The history item of a reply's approval request with its card (`item`: the page's own, with its context-window
     mark; without one, the mark is read from the thread's window)."""
     if item is None:
@@ -156,7 +163,7 @@ def approval_item(*, reply: Message, item: dict | None = None) -> dict:
             "in_context": reply.id in (thread.message_ids or ()),
             "evicted": None,
         }
-    return {**item, "card": approval_card(reply=reply)}
+    return {**item, "card": calls_card(reply=reply)}
 
 
 def answer_items(answers: list, call_names: dict[str, str]) -> list[dict]:
@@ -172,13 +179,14 @@ def answer_items(answers: list, call_names: dict[str, str]) -> list[dict]:
 
 
 @login_required
-def approval_card_view(request, agent_id: str, message_id: str):
-    """One approval card as it stands now (the conversation fetches it when a run pauses and when a wait ends)."""
+def calls_card_view(request, agent_id: str, message_id: str):
+    """One card of a wait on calls as it stands now (the conversation fetches it when a run waits and when a wait
+    ends)."""
     agent = agent_or_404(request, agent_id)
     reply = Message.objects.filter(pk=message_id, agent=agent, role="assistant").first()
     if reply is None or not (reply.tool_return or {}).get("waiting"):
         raise Http404("no such approval request")
-    return TemplateResponse(request, "core/_approval.html", {"agent": agent, "item": approval_item(reply=reply)})
+    return TemplateResponse(request, "core/_wait_calls.html", {"agent": agent, "item": calls_item(reply=reply)})
 
 
 def answer_refused(*, agent_id: str, thread: str | None, message_id: str | None, exc: DomainError) -> dict:
@@ -204,6 +212,104 @@ def answer_refused(*, agent_id: str, thread: str | None, message_id: str | None,
             "expired. The card shows what was decided."
         )
         return {"code": ALREADY_ANSWERED, "message": text, "run_id": answering.id if answering else None}
+    detail = exc.detail if isinstance(exc.detail, dict) else {}
+    code = "BUSY" if isinstance(exc, Conflict) else detail.get("code")
+    return {"code": code, "message": exc.message, "run_id": detail.get("run_id")}
+
+
+# --------------------------------------------------------------------------- a wait before a model call
+
+
+def model_call_wait(*, agent) -> Run | None:
+    """The run of the agent's thread (`thread_view`) that waits before a model call (a breakpoint), if any."""
+    run = (
+        Run.objects.filter(
+            agent_id=agent.id, conversation_id=getattr(agent, "thread", None), waiting_until__gt=timezone.now()
+        )
+        .order_by("-created_at")
+        .first()
+    )
+    return run if run is not None and (run.waiting or {}).get("before") == "model_call" else None
+
+
+def _resumed_by(run: Run) -> Run | None:
+    """The run that answered this one's wait (its first input names it: `resumes`)."""
+    later = Run.objects.filter(
+        agent_id=run.agent_id, conversation_id=run.conversation_id, created_at__gte=run.created_at
+    ).exclude(pk=run.pk)
+    for other in later.order_by("created_at").only("id", "input_messages", "status")[:20]:
+        first = (other.input_messages or [{}])[0]
+        if isinstance(first, dict) and first.get("resumes") == run.id:
+            return other
+    return None
+
+
+def model_call_card(*, run: Run) -> dict:
+    """The card of a run that waits before a model call: waiting (why, the prompt's tokens, the breakpoint, until
+    when), answering (a Continue or Step is being run), or — once let go — continued or stepped (by which run),
+    stopped, expired. Reads the run and, once it no longer waits, the run that resumed it."""
+    wait = run.waiting or {}
+    card = {"run_id": run.id, "date": run.created_at}
+    if run.waiting_until is not None:
+        answering = answering_run(agent_id=run.agent_id, wait_run_id=run.id)
+        point = wait.get("breakpoint") or {}
+        card.update(
+            state="answering" if answering else "waiting",
+            answer_run_id=answering.id if answering else None,
+            stepping=(answering.input_messages or [{}])[0].get("step") if answering else False,
+            why=wait.get("why") or "",
+            tokens=wait.get("tokens"),
+            breakpoint=point,
+            stepping_hold=point.get("id") == "step",
+            since=wait.get("since"),
+            expires_at=run.waiting_until,
+        )
+        return card
+    if run.stop_reason in _ENDED_MODEL_CALL:
+        card.update(state="stopped" if run.stop_reason == "cancelled" else run.stop_reason)
+        card["ended_text"] = _ENDED_MODEL_CALL[run.stop_reason]
+        return card
+    resumed = _resumed_by(run)
+    if resumed is not None:
+        first = (resumed.input_messages or [{}])[0]
+        card.update(state="stepped" if first.get("step") else "continued", answer_run_id=resumed.id)
+    else:
+        card.update(state="ended")
+    return card
+
+
+@login_required
+def model_call_card_view(request, agent_id: str, run_id: str):
+    """One card of a wait before a model call as it stands now (the conversation fetches it when a run waits there
+    and when the wait may have ended). 404 for a run that never waited there."""
+    agent = agent_or_404(request, agent_id)
+    run = Run.objects.filter(pk=run_id, agent=agent).first()
+    if run is None or (run.waiting_until is not None and (run.waiting or {}).get("before") != "model_call"):
+        raise Http404("no such wait")
+    if run.waiting_until is None and run.stop_reason not in ("requires_approval", *_ENDED_MODEL_CALL):
+        raise Http404("no such wait")
+    return TemplateResponse(request, "core/_wait_model_call.html", {"agent": agent, "card": model_call_card(run=run)})
+
+
+def run_answer_refused(*, agent_id: str, run_id: str, exc: DomainError) -> dict:
+    """Why a Continue / Step / Stop sent from a card was refused, for that tab: the run no longer waits or its wait
+    is being answered from elsewhere (another tab, the API) — code ALREADY_ANSWERED — else the refusal's own text."""
+    run = Run.objects.filter(pk=run_id, agent_id=agent_id).only("id", "waiting_until").first()
+    if run is None:
+        return {"code": "NOT_FOUND", "message": exc.message, "run_id": None}
+    answering = answering_run(agent_id=agent_id, wait_run_id=run.id)
+    if answering is not None:
+        text = (
+            "Not sent: this wait was already answered from another tab (or over the API); "
+            f"run …{answering.id[-8:]} is going on from it."
+        )
+        return {"code": ALREADY_ANSWERED, "message": text, "run_id": answering.id}
+    if run.waiting_until is None:
+        text = (
+            "Not sent: this run no longer waits — it was continued or stopped from another tab (or over the API), or "
+            "it expired. The card shows what happened."
+        )
+        return {"code": ALREADY_ANSWERED, "message": text, "run_id": None}
     detail = exc.detail if isinstance(exc.detail, dict) else {}
     code = "BUSY" if isinstance(exc, Conflict) else detail.get("code")
     return {"code": code, "message": exc.message, "run_id": detail.get("run_id")}
