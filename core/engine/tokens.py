@@ -1,9 +1,17 @@
 """Token counting with the model's own tokenizer where one exists offline, and model context-window lookup.
 
-We use the same tokenizer files litellm ships (tiktoken cl100k/o200k caches, Anthropic's and DeepSeek's
-HuggingFace tokenizer.json) and the same offline model cost map, but read them straight from litellm's
-package directory: importing litellm costs seconds (only `core/llm/via_litellm.py` does, lazily), which compiling
-a context must not pay.
+The tokenizer data are our own copies, in `core/engine/tokenizer_data/` (gzipped; sources, licences and sha256 in
+its README, checked by a test): OpenAI's cl100k_base and o200k_base BPE ranks, built into a `tiktoken.Encoding`
+through its public constructor, and Anthropic's (Claude 2) and DeepSeek's Hugging Face tokenizer.json, loaded with
+`tokenizers.Tokenizer.from_str`. Each loads on first use. litellm's own counter is no substitute: importing litellm
+costs seconds (only `core/llm/via_litellm.py` does, lazily), which compiling a context must not pay, and it counts
+some models with other encodings than these.
+
+The model cost map (context windows, output limits, prices) is still read from the JSON file litellm's package
+ships (`model_prices_and_context_window_backup.json`), without importing litellm: `context_window()` runs on every
+compile, and litellm's public `litellm.model_cost` / `litellm.get_model_info` would put litellm's import (seconds
+of CPU, on every worker and every test server) on that path. The file is read as data, the way litellm's own
+loader reads it; its `alias_of` rows are resolved to the rows they name, as litellm resolves them.
 
 Safety margins (why counts may exceed the raw tokenizer output):
 - exact tokenizers (OpenAI models via tiktoken, DeepSeek via its tokenizer.json): no margin;
@@ -17,10 +25,11 @@ Every message also pays a fixed framing overhead (role, separators), as in OpenA
 
 from __future__ import annotations
 
+import base64
+import gzip
 import importlib.util
 import json
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -77,20 +86,57 @@ def _litellm_dir() -> Path | None:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def _tokenizers_dir() -> Path | None:
-    root = _litellm_dir()
-    return root / "litellm_core_utils" / "tokenizers" if root else None
+DATA_DIR = Path(__file__).resolve().with_name("tokenizer_data")
+
+# The split pattern and special tokens of OpenAI's encodings, as tiktoken defines them (tiktoken_ext/openai_public.py
+# in openai/tiktoken, MIT); the ranks come from our copies of the .tiktoken files it downloads.
+_O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+OPENAI_ENCODINGS: dict[str, tuple[str, dict[str, int]]] = {
+    "cl100k_base": (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        {
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+    ),
+    "o200k_base": (_O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
+}
+
+
+def read_data(filename: str) -> bytes:
+    """The bytes of one of our tokenizer files (stored gzipped)."""
+    return gzip.decompress((DATA_DIR / f"{filename}.gz").read_bytes())
+
+
+def bpe_ranks(data: bytes) -> dict[bytes, int]:
+    """Mergeable ranks from a .tiktoken file: one `<token, base64> <rank>` line per token."""
+    return {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
 
 
 @lru_cache(maxsize=8)
 def _tiktoken(encoding: str) -> Callable[[str], int]:
-    cache = _tokenizers_dir()
-    if cache and not os.environ.get("TIKTOKEN_CACHE_DIR"):
-        # tiktoken otherwise downloads its BPE files; litellm's copies are keyed the same way.
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
-    import tiktoken  # after TIKTOKEN_CACHE_DIR is set: it reads it at import
+    import tiktoken  # only on first use: most of a second with the ranks, which importing this module must not pay
 
-    enc = tiktoken.get_encoding(encoding)
+    pattern, special_tokens = OPENAI_ENCODINGS[encoding]
+    enc = tiktoken.Encoding(
+        name=encoding,
+        pat_str=pattern,
+        mergeable_ranks=bpe_ranks(read_data(f"{encoding}.tiktoken")),
+        special_tokens=special_tokens,
+    )
     return lambda text: len(enc.encode(text, disallowed_special=()))
 
 
@@ -105,10 +151,7 @@ def warm_up() -> None:
 def _hf(filename: str) -> Callable[[str], int]:
     from tokenizers import Tokenizer as HFTokenizer  # only models counted with a Hugging Face tokenizer need it
 
-    directory = _tokenizers_dir()
-    if directory is None or not (directory / filename).exists():
-        raise FileNotFoundError(filename)
-    tk = HFTokenizer.from_file(str(directory / filename))
+    tk = HFTokenizer.from_str(read_data(filename).decode("utf-8"))
     return lambda text: len(tk.encode(text, add_special_tokens=False).ids)
 
 
@@ -139,8 +182,10 @@ def get_tokenizer(model: str) -> Tokenizer:
         if "deepseek" in name:
             return Tokenizer("hf:deepseek", True, _hf("deepseek_tokenizer.json"))
         if "claude" in name or provider == "anthropic":
-            return Tokenizer("hf:anthropic(claude-2)+15%", False, _hf("anthropic_tokenizer.json"), ANTHROPIC_MARGIN)
-    except Exception:  # noqa: BLE001 - a missing tokenizer file must not break counting
+            return Tokenizer(
+                "hf:anthropic(claude-2)+15%", False, _hf("anthropic_claude2_tokenizer.json"), ANTHROPIC_MARGIN
+            )
+    except Exception:  # noqa: BLE001 - an unreadable tokenizer file must not break counting
         pass
     return Tokenizer("tiktoken:cl100k_base+10%(fallback)", False, _tiktoken("cl100k_base"), FALLBACK_MARGIN)
 
@@ -211,7 +256,26 @@ def _cost_map() -> dict[str, Any]:
     if path is None or not path.exists():
         return {}
     with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
+        return resolve_aliases(json.load(fh))
+
+
+def resolve_aliases(table: dict[str, Any]) -> dict[str, Any]:
+    """The cost map with its alias rows served as the rows they name: a row `{"alias_of": "<name>"}` (a `-latest`
+    handle) and each name in a row's `aliases` list become that row, as litellm's loader serves them. An alias naming
+    nothing, or another alias, is dropped; an alias never replaces a model's own row."""
+    models = {name: row for name, row in table.items() if not (isinstance(row, dict) and "alias_of" in row)}
+    resolved = dict(models)
+    for name, row in table.items():
+        if isinstance(row, dict) and isinstance(row.get("alias_of"), str):
+            target = models.get(row["alias_of"])
+            if isinstance(target, dict):
+                resolved[name] = target
+    for row in models.values():
+        if isinstance(row, dict) and isinstance(row.get("aliases"), list):
+            for alias in row["aliases"]:
+                if isinstance(alias, str):
+                    resolved.setdefault(alias, row)
+    return resolved
 
 
 @lru_cache(maxsize=512)

@@ -30,3 +30,30 @@ def test_every_vendored_file_is_recorded_with_its_hash():
             f"{name} differs from {row['package']}"
         )
         assert row["licence"].strip(), name
+
+
+TOKENIZER_DATA = Path(__file__).resolve().parents[2] / "core" / "engine" / "tokenizer_data"
+TOKENIZER_ROW = re.compile(
+    r"^\| `(?P<file>[^`]+)` \| (?P<source>[^|]+) \| (?P<licence>[^|]+) \| `(?P<sha>[0-9a-f]{64})` \|$"
+)
+
+
+def test_every_tokenizer_file_is_recorded_with_its_source_licence_and_hash():
+    import gzip
+
+    recorded = {}
+    for line in (TOKENIZER_DATA / "README.md").read_text().splitlines():
+        if match := TOKENIZER_ROW.match(line):
+            recorded[match["file"]] = match.groupdict()
+    on_disk = {p.name for p in TOKENIZER_DATA.iterdir() if p.is_file() and p.name != "README.md"}
+    assert on_disk, "no tokenizer files found"
+    assert on_disk == set(recorded), (
+        f"unrecorded: {sorted(on_disk - set(recorded))}; missing: {sorted(set(recorded) - on_disk)}"
+    )
+    for name, row in recorded.items():
+        data = (TOKENIZER_DATA / name).read_bytes()
+        content = gzip.decompress(data) if name.endswith(".gz") else data
+        assert hashlib.sha256(content).hexdigest() == row["sha"], f"{name} differs from {row['source'].strip()}"
+        assert row["licence"].strip() and row["source"].strip(), name
+        if row["licence"].strip().startswith("MIT (`"):
+            assert (TOKENIZER_DATA / row["licence"].split("`")[1]).is_file(), f"{name}: its licence file is missing"

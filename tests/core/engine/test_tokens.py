@@ -31,10 +31,59 @@ def test_fallback_never_counts_below_cl100k():
     assert tokens.get_tokenizer("ollama/llama3").count(TEXT) >= exact * 1.1
 
 
-def test_exact_count_matches_tiktoken():
-    import tiktoken
+def _long_text() -> str:
+    parts = []
+    for i in range(400):
+        parts.append(
+            f"Step {i}: the agent's memory block #{i * 7919 % 1000} holds “naïve café” — 日本語 {i**3} <|endoftext|>\n"
+        )
+        parts.append(
+            '{"tool":"archival_memory_search","args":{"query":"q' + f'{i}","page":{i % 7}' + "}}\n\tdef f(x):  "
+        )
+        parts.append(f"return x**{i % 5}\r\n")
+    return "".join(parts)[:25_000]
 
-    assert tokens.count_text("openai/gpt-4o", TEXT) == len(tiktoken.get_encoding("o200k_base").encode(TEXT))
+
+@pytest.mark.parametrize(
+    ("model", "raw", "counted"),
+    [
+        ("openai/gpt-4o", 8555, 8555),
+        ("openai/gpt-4", 8697, 8697),
+        ("deepseek/deepseek-chat", 8697, 8697),
+        ("anthropic/claude-sonnet-4-5", 9720, 11178),
+        ("ollama/llama3", 8697, 9567),
+    ],
+)
+def test_long_text_counts_match_the_reference(model, raw, counted):
+    # The reference: what tiktoken.get_encoding (over OpenAI's own .tiktoken files, hash-checked by tiktoken) and
+    # tokenizers.Tokenizer.from_file (over the tokenizer.json files litellm ships) counted for this text before our
+    # copies replaced them; a count that moves means a tokenizer that changed.
+    text = _long_text()
+    assert len(text) == 25_000
+    tok = tokens.get_tokenizer(model)
+    assert tok._encode_len(text) == raw
+    assert tokens.count_text(model, text) == counted
+
+
+def test_special_token_text_counts_as_plain_text():
+    # a message may quote "<|endoftext|>": it is counted as the characters it is, never refused
+    assert tokens.count_text("openai/gpt-4o", "<|endoftext|>") > 1
+    assert tokens.count_text("openai/gpt-4", "<|endoftext|>") > 1
+
+
+def test_counting_writes_no_environment_and_reads_no_litellm_files():
+    import subprocess
+    import sys
+
+    code = (
+        "import os, builtins, gzip; from core.engine import tokens; before = dict(os.environ); opened = []\n"
+        "real = builtins.open\n"
+        "builtins.open = lambda f, *a, **k: (opened.append(str(f)), real(f, *a, **k))[1]\n"
+        "for m in ('gpt-4o', 'gpt-4', 'deepseek-chat', 'claude-sonnet-4-5'): tokens.count_text(m, 'hi')\n"
+        "print(dict(os.environ) == before, [f for f in opened if 'litellm' in f])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True []"
 
 
 def test_empty_text_is_zero_and_tokenizer_cached():
@@ -87,3 +136,31 @@ def test_warm_up_loads_both_openai_encodings():
     hits = tokens._tiktoken.cache_info().hits
     assert tokens.count_text("openai/gpt-4o-mini", "hello") > 0 and tokens.count_text("openai/unlisted", "hello") > 0
     assert tokens._tiktoken.cache_info().hits >= hits + 1 and tokens._tiktoken.cache_info().currsize == 2
+
+
+def test_cost_map_alias_rows_are_served_as_the_rows_they_name():
+    table = {
+        "m-1": {"max_input_tokens": 1000, "mode": "chat"},
+        "m-latest": {"alias_of": "m-1"},
+        "m-dangling": {"alias_of": "nothing"},
+        "m-chained": {"alias_of": "m-latest"},
+        "m-2": {"max_input_tokens": 2000, "aliases": ["m-two", "m-1"]},
+    }
+    resolved = tokens.resolve_aliases(table)
+    assert resolved["m-latest"] is resolved["m-1"]
+    assert "m-dangling" not in resolved and "m-chained" not in resolved
+    assert resolved["m-two"] is resolved["m-2"]
+    assert resolved["m-1"]["max_input_tokens"] == 1000  # an alias never replaces a model's own row
+
+
+def test_cost_map_alias_handles_resolve_in_model_info():
+    import json
+
+    path = tokens._litellm_dir() / "model_prices_and_context_window_backup.json"
+    raw = json.loads(path.read_text())
+    aliases = {name: row["alias_of"] for name, row in raw.items() if isinstance(row, dict) and "alias_of" in row}
+    assert aliases, "the cost map has no alias rows any more: drop this test"
+    name, target = next((n, t) for n, t in sorted(aliases.items()) if isinstance(raw.get(t), dict))
+    info = tokens.model_info(name)
+    assert info.known is True
+    assert info.context_window == (raw[target].get("max_input_tokens") or raw[target].get("max_tokens"))
