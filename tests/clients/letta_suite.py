@@ -29,7 +29,7 @@ from tests.fake_anthropic import FakeAnthropic
 from tests.fake_llm import FakeLLM, Reply, _tool_schemas
 from tests.helpers import ROOT, free_port
 
-_CALL = re.compile(r"call the (\w+) (?:tool|function)", re.IGNORECASE)
+_CALL = re.compile(r"call (?:the )?(\w+)", re.IGNORECASE)
 _SEND_TEXT = re.compile(r"message[^']*'(.+)'", re.IGNORECASE | re.DOTALL)
 _QUOTED = re.compile(r"'([^']*)'")
 _NUMBER = re.compile(r"\b(\d+)\b")
@@ -42,20 +42,57 @@ def _text(content: Any) -> str:
     return content or ""
 
 
+def _number_for(name: str, text: str) -> float | None:
+    """The number the prompt gives after a word of the field's name ("a quantity change of +10", "price $999.99")."""
+    for word in name.lower().split("_"):
+        found = len(word) >= 4 and re.search(rf"{word}[^\d+-]{{0,20}}([+-]?\d+(?:\.\d+)?)", text, re.IGNORECASE)
+        if found:
+            return float(found.group(1))
+    return None
+
+
+def _value(schema: dict[str, Any], text: str, defs: dict[str, Any], depth: int = 0, name: str = "") -> Any:
+    """A value of `schema` from the prompt: its first quoted string, its first number, nested objects filled the
+    same way ($refs followed), so a pydantic tool gets every field it asks for."""
+    if "$ref" in schema:
+        schema = defs.get(schema["$ref"].rsplit("/", 1)[-1], {})
+    for variant in schema.get("anyOf") or ():
+        if variant.get("type") != "null":
+            return _value(variant, text, defs, depth, name)
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        return {k: _value(v, text, defs, depth + 1, k) for k, v in props.items() if depth < 4}
+    if kind == "array":
+        return [_value(schema.get("items") or {}, text, defs, depth + 1)]
+    if kind in ("integer", "number"):
+        given = _number_for(name, text)
+        numbers = _NUMBER.findall(text)
+        value = given if given is not None else float(numbers[0]) if numbers else 1.0
+        return int(value) if kind == "integer" else value
+    if kind == "boolean":
+        return True
+    if schema.get("enum"):
+        return schema["enum"][0]
+    quoted = _QUOTED.findall(text)
+    return quoted[0] if quoted else "item"
+
+
 def _args_from(text: str, schema: dict[str, Any]) -> dict[str, Any]:
-    """Arguments for a tool the prompt names: a quoted string for its string parameters, a number for its numbers."""
-    args: dict[str, Any] = {}
-    quoted, numbers = _QUOTED.findall(text), _NUMBER.findall(text)
-    for name, prop in (schema.get("properties") or {}).items():
-        if name in ("request_heartbeat", "thinking"):
-            continue
-        if prop.get("type") in ("integer", "number") and numbers:
-            args[name] = int(numbers[0])
-        elif prop.get("type") == "string" and quoted:
-            args[name] = quoted[0]
+    """Arguments for a tool the prompt names, each from the prompt (`_value`)."""
+    defs = {**(schema.get("$defs") or {}), **(schema.get("definitions") or {})}
+    props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in ("request_heartbeat", "thinking")}
+    args = {name: _value(prop, text, defs, name=name) for name, prop in props.items()}
     if "request_heartbeat" in (schema.get("properties") or {}):
         args["request_heartbeat"] = True  # the prompts ask for a reply after the tool's result
     return args
+
+
+_NAME = re.compile(r"my name is (?:actually )?(\w+)", re.IGNORECASE)
+_MEMORY_EDITS = (  # (tool, its arguments for a new fact about the person), the first the agent has
+    ("core_memory_append", lambda fact: {"label": "human", "content": fact}),
+    ("memory_insert", lambda fact: {"label": "human", "new_str": fact}),
+)
 
 
 _BASE = {"send_message", "conversation_search", "archival_memory_search", "archival_memory_insert", "memory"}
@@ -83,20 +120,24 @@ def follow(req: dict[str, Any]) -> Reply:
     if last.get("role") == "tool":
         return _reply(f"The tool returned {_text(last.get('content'))}", tools)
     text = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
-    named = _CALL.search(text)
-    if named and named.group(1) in tools:
+    named = next((m for m in _CALL.finditer(text) if m.group(1) in tools), None)
+    if named:
         name = named.group(1)
         if name == "send_message":
             said = _SEND_TEXT.search(text[named.end() :])
             return _reply(said.group(1) if said else "ok", tools)
         return Reply(calls=[(name, _args_from(text[named.end() :], tools[name]))])
-    topical = [name for name in tools if name not in _BASE and _about(name, text)]
-    if len(topical) == 1:  # the prompt is about what one of the agent's own tools does
-        return Reply(calls=[(topical[0], _args_from(text, tools[topical[0]]))])
-    if "repeat it" in text or "returned?" in text:
+    if "repeat it" in text or "returned" in text:
         returns = [_text(m.get("content")) for m in messages if m.get("role") == "tool"]
         if returns:
             return _reply(f"The tool returned {returns[-1]}", tools)
+    told = _NAME.search(text)
+    edit = next(((n, args) for n, args in _MEMORY_EDITS if n in tools), None)
+    if told and edit:  # the person says who they are: the agent writes it to its memory of them
+        return Reply(calls=[(edit[0], edit[1](f"Name: {told.group(1)}"))])
+    topical = [name for name in tools if name not in _BASE and _about(name, text)]
+    if len(topical) == 1:  # the prompt is about what one of the agent's own tools does
+        return Reply(calls=[(topical[0], _args_from(text, tools[topical[0]]))])
     return _reply("Hello! How can I help you today?", tools)
 
 
