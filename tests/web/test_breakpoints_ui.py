@@ -44,21 +44,21 @@ def _ended(run_id: str) -> Run:
     return executor.run_wait(run=Run.objects.get(pk=run_id), timeout=30)
 
 
-def _pause_card(html: str) -> str:
+def _model_call_card(html: str) -> str:
     found = re.search(
         r'<div class="msg pause-card wait-card".*?(?=\n<div class="msg |</div>\s*</div>\s*<div class="busy-bar|\Z)',
         html,
         re.S,
     )
-    assert found, "no pause card"
+    assert found, "no card of a wait before a model call"
     return found.group(0)
 
 
-def _approval_card(html: str) -> str:
+def _calls_card(html: str) -> str:
     found = re.search(
         r'<div class="msg approval_request_message approval-card wait-card".*?(?=\n<div class="msg |\Z)', html, re.S
     )
-    assert found, "no approval card"
+    assert found, "no card of waiting calls"
     return found.group(0)
 
 
@@ -154,12 +154,14 @@ def test_the_panel_is_only_for_its_owner_posts_only_and_escapes_tool_names(web, 
 # --------------------------------------------------------------------------- the pause before a model call
 
 
-def test_a_run_held_before_a_model_call_shows_a_pause_card_and_the_held_request(web, api, agent, fake_llm):
+def test_a_run_that_waits_before_a_model_call_shows_its_card_and_the_request_it_waits_to_send(
+    web, api, agent, fake_llm
+):
     breakpoint_set(agent=agent, data={"on": "model_call"})
     out = _say(api, agent, HOSTILE)
     run = Run.objects.get(pk=out["run_id"])
     page = web.get(f"/agents/{agent.id}/").content.decode()
-    card = _pause_card(page)
+    card = _model_call_card(page)
     assert f'data-run="{run.id}"' in card and 'data-state="waiting"' in card
     assert "Paused before the model call" in card and "before every model call" in card
     assert f"{run.waiting['tokens']} tokens" in card
@@ -193,12 +195,12 @@ def test_step_and_stop_show_on_the_card(web, api, agent, fake_llm):
     # Step: the model call went out, and the run stops again before the tool call it made
     assert _ended(stepped.id).stop_reason == "requires_approval"
     assert 'data-state="stepped"' in web.get(f"/agents/{agent.id}/waits/model-call/{first}/").content.decode()
-    card = _approval_card(web.get(f"/agents/{agent.id}/").content.decode())
+    card = _calls_card(web.get(f"/agents/{agent.id}/").content.decode())
     assert "Paused before a call of conversation_search" in card and 'data-bp="step"' in card
 
     stopped = executor.wait_answer(owner=agent.owner, run_id=stepped.id, stop=True)
     assert stopped.stop_reason == "cancelled"
-    card = _approval_card(web.get(f"/agents/{agent.id}/").content.decode())
+    card = _calls_card(web.get(f"/agents/{agent.id}/").content.decode())
     assert ">stopped</span>" in card and 'data-bp="step"' not in card
 
     out = _say(api, agent, "again")  # the model_call breakpoint holds the next run too
@@ -207,7 +209,9 @@ def test_step_and_stop_show_on_the_card(web, api, agent, fake_llm):
     assert 'data-state="stopped"' in alone and "without calling the model" in alone
 
 
-def test_the_pause_card_is_only_for_its_owner_and_a_run_that_paused_there(web, api, agent, fake_llm, other_account):
+def test_the_model_call_card_is_only_for_its_owner_and_a_run_that_waited_there(
+    web, api, agent, fake_llm, other_account
+):
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Hi."}))
     plain = _say(api, agent, "hi")["run_id"]
     assert web.get(f"/agents/{agent.id}/waits/model-call/{plain}/").status_code == 404  # ended end_turn: never paused
@@ -229,7 +233,7 @@ def test_a_tool_call_breakpoint_card_has_step_and_stop_and_an_approval_card_keep
     fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": HOSTILE}, heartbeat=True))
     _say(api, agent, "store it")
     page = web.get(f"/agents/{agent.id}/").content.decode()
-    card = _approval_card(page)
+    card = _calls_card(page)
     assert 'data-breakpoint="tool_call"' in card and "<span>breakpoint</span>" in card
     assert "Paused before a call of archival_memory_insert" in card
     assert "Approve &amp; continue" in card and "Deny (skip it)" in card
@@ -241,7 +245,7 @@ def test_a_tool_call_breakpoint_card_has_step_and_stop_and_an_approval_card_keep
     )
     fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": "x"}, heartbeat=True))
     _say(api, careful, "store it")
-    card = _approval_card(web.get(f"/agents/{careful.id}/").content.decode())
+    card = _calls_card(web.get(f"/agents/{careful.id}/").content.decode())
     assert "<span>approval request</span>" in card and "waiting for you" in card
     assert "data-bp" not in card and "data-breakpoint" not in card and ">Approve</button>" in card
 
