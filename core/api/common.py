@@ -56,12 +56,23 @@ SSE_ONLY = {"responses": {200: {"description": "The run as it happens.", "conten
 
 
 def sse_response(
-    run, *, types: list[str] | None, include_pings: bool, stream_tokens: bool, subscription: Subscription | None = None
+    run,
+    *,
+    types: list[str] | None,
+    include_pings: bool,
+    stream_tokens: bool,
+    subscription: Subscription | None = None,
+    use_assistant_message: bool = True,
 ) -> StreamingHttpResponse:
     """The run's events as server-sent events."""
     return event_stream(
         sse_events(
-            run=run, types=types, include_pings=include_pings, stream_tokens=stream_tokens, subscription=subscription
+            run=run,
+            types=types,
+            include_pings=include_pings,
+            stream_tokens=stream_tokens,
+            subscription=subscription,
+            use_assistant_message=use_assistant_message,
         )
     )
 

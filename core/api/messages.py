@@ -117,6 +117,7 @@ def sse_of(agent_id: str, submit, body: LettaRequest) -> StreamingHttpResponse:
         types=body.include_return_message_types,
         include_pings=body.include_pings,
         stream_tokens=body.stream_tokens,
+        use_assistant_message=body.use_assistant_message,
     )
 
 

@@ -160,11 +160,17 @@ class _CallerView:
     """Which of a run's events its caller gets: the message types asked for (and the run's end, always); token
     chunks only with `stream_tokens`, and then not the complete message they already spelled out."""
 
-    def __init__(self, types: list[str] | None, stream_tokens: bool):
+    def __init__(self, types: list[str] | None, stream_tokens: bool, raw: bool = False):
         self.types, self.stream_tokens, self.streamed = types, stream_tokens, set()
+        self.raw = raw  # use_assistant_message false: send_message's call and return instead of assistant_message
+
+    def converts(self, event: dict) -> bool:
+        return self.raw and event.get("message_type") == "assistant_message" and not event.get("delta")
 
     def shows(self, event: dict) -> bool:
         kind = event.get("message_type")
+        if self.raw and kind == "assistant_message":
+            return False  # its call and return go instead (_raw_parts)
         if self.types and kind not in (*self.types, *ALWAYS):
             return False
         if event.get("delta"):
@@ -181,11 +187,12 @@ async def sse_events(
     include_pings: bool = True,
     stream_tokens: bool = False,
     subscription: Subscription | None = None,
+    use_assistant_message: bool = True,
 ):
     """The SSE body of a claimed run: one `data:` frame per event, pings while waiting, then `data: [DONE]`. A
     background run's events come from its record, numbered by `seq_id`, so the stream can be resumed.
     `subscription`: the one taken before the run was submitted (else one is taken now)."""
-    view = _CallerView(types, stream_tokens)
+    view = _CallerView(types, stream_tokens, raw=not use_assistant_message)
     async for frame in _frames(_events(run, view, subscription), view, include_pings):
         yield frame
 
@@ -212,9 +219,32 @@ async def _frames(events, view: _CallerView, include_pings: bool):
         if event.get("message_type") == "ping":
             if include_pings:
                 yield sse_frame(event)
+        elif view.converts(event):
+            for part in await _raw_parts(event):
+                if view.shows(part):
+                    yield sse_frame(part)
         elif view.shows(event):
             yield sse_frame(event)
     yield "data: [DONE]\n\n"
+
+
+def _raw_parts_sync(event: dict) -> list[dict]:
+    """An assistant_message as a caller that asked for use_assistant_message false gets it, as Letta streams it then:
+    the stored reply's send_message call (tool_call_message) and that call's return (tool_return_message)."""
+    from core.agents.messages import ASSISTANT_TOOL, message_to_letta
+    from core.models import Message
+
+    row = Message.objects.filter(pk=event.get("id")).first()
+    if row is None:
+        return []
+    calls = [p for p in message_to_letta(row, use_assistant_message=False) if p["message_type"] == "tool_call_message"]
+    calls = [p for p in calls if p["tool_call"]["name"] == ASSISTANT_TOOL]
+    ids = [p["tool_call"]["tool_call_id"] for p in calls]
+    returns = Message.objects.filter(agent_id=row.agent_id, role="tool", tool_call_id__in=ids).order_by("seq")
+    return [*calls, *(p for r in returns for p in message_to_letta(r, use_assistant_message=False))]
+
+
+_raw_parts = database_sync_to_async(_raw_parts_sync)
 
 
 async def _followed(run_id: str, agent_id: str, subscription: Subscription | None = None):

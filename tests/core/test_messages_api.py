@@ -213,6 +213,32 @@ def test_stream_endpoint_sends_sse_frames_then_done(account, fake_llm):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_stream_without_assistant_messages_sends_send_messages_call_and_return(account, fake_llm):
+    # Letta streams send_message as a tool call and its return when use_assistant_message is false (its
+    # integration_test_send_message.py test_step_streaming_greeting_without_assistant_message)
+    agent = make_agent(account.org, agent_type="memgpt_v2_agent")
+    api = ApiClient(account.token)
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "streamed"}))
+    body = {"messages": [{"role": "user", "content": "hi"}], "use_assistant_message": False}
+    frames = _sse_events(api.post(f"/v1/agents/{agent.id}/messages/stream", body))
+    events = [json.loads(f[len("data: ") :]) for f in frames[:-1]]
+    assert [e["message_type"] for e in events] == [
+        "tool_call_message",
+        "tool_return_message",
+        "stop_reason",
+        "usage_statistics",
+    ]
+    call, ret = events[0], events[1]
+    assert (
+        call["tool_call"]["name"] == "send_message"
+        and json.loads(call["tool_call"]["arguments"])["message"] == "streamed"
+    )
+    assert ret["tool_call_id"] == call["tool_call"]["tool_call_id"] and ret["status"] == "success"
+    listed = api.get(f"/v1/agents/{agent.id}/messages?use_assistant_message=false&limit=2").json()
+    assert [m["id"] for m in listed] == [call["id"], ret["id"]]  # what the stream sent is what is stored
+
+
+@pytest.mark.django_db(transaction=True)
 def test_streaming_flag_and_error_event(account, fake_llm):
     agent = make_agent(account.org)
     api = ApiClient(account.token)
