@@ -9,9 +9,13 @@ some models with other encodings than these.
 
 The model cost map (context windows, output limits, prices) is still read from the JSON file litellm's package
 ships (`model_prices_and_context_window_backup.json`), without importing litellm: `context_window()` runs on every
-compile, and litellm's public `litellm.model_cost` / `litellm.get_model_info` would put litellm's import (seconds
-of CPU, on every worker and every test server) on that path. The file is read as data, the way litellm's own
-loader reads it; its `alias_of` rows are resolved to the rows they name, as litellm resolves them.
+compile (`core/engine/context.py`), `model_info()` on every model request (`core/llm/openai_wire.py`) and
+`step_cost()` on every step's end (`core/runs/runner.py`), and litellm's public `litellm.model_cost` /
+`litellm.get_model_info` would put litellm's import (about 2.4 s of CPU, measured) on those paths, in every worker
+and every test server that never calls a model through litellm. The few lookups off those paths (the model list,
+the IDE's window bar) read the same map here, so that one reading serves them all. The file is read as data; its
+`alias_of` rows are served as the rows they name, as litellm's loader serves them (a test checks every row against
+`litellm.model_cost`).
 
 Safety margins (why counts may exceed the raw tokenizer output):
 - exact tokenizers (OpenAI models via tiktoken, DeepSeek via its tokenizer.json): no margin;
@@ -256,7 +260,9 @@ def _cost_map() -> dict[str, Any]:
     if path is None or not path.exists():
         return {}
     with open(path, encoding="utf-8") as fh:
-        return resolve_aliases(json.load(fh))
+        table = json.load(fh)
+    table.pop("fallback_generalizations", None)  # provider-routing rules, not a model (litellm's loader takes it out)
+    return resolve_aliases(table)
 
 
 def resolve_aliases(table: dict[str, Any]) -> dict[str, Any]:

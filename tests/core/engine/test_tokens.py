@@ -164,3 +164,16 @@ def test_cost_map_alias_handles_resolve_in_model_info():
     info = tokens.model_info(name)
     assert info.known is True
     assert info.context_window == (raw[target].get("max_input_tokens") or raw[target].get("max_tokens"))
+
+
+def test_cost_map_rows_agree_with_litellms_public_model_cost():
+    # litellm's own loader (its public `model_cost`) serves the same rows under the same names, aliases included;
+    # we read the file without importing litellm only because a compile must not pay that import
+    from core.llm import via_litellm
+
+    served = via_litellm.lib().model_cost
+    ours = {name: row for name, row in tokens._cost_map().items() if isinstance(row, dict)}
+    assert set(ours) == {name for name, row in served.items() if isinstance(row, dict)}
+    for name, row in ours.items():
+        assert row.get("max_input_tokens") == served[name].get("max_input_tokens"), name
+        assert row.get("input_cost_per_token") == served[name].get("input_cost_per_token"), name
