@@ -247,7 +247,7 @@ class Step(models.Model):
 
 
 class AgentTestRun(models.Model):
-    """One run of an agent's tests (core.runs.agent_tests): which tests, on which model, and each one's result."""
+    """One run of an agent's tests (core.agents.agent_tests): which tests, on which model, and each one's result."""
 
     STATUSES = [("created", "created"), ("running", "running"), ("passed", "passed"), ("failed", "failed")]
     id = models.CharField(primary_key=True, max_length=64, default=ids.new_testrun_id, editable=False)
@@ -385,7 +385,7 @@ class Dataset(models.Model):
     # Letta Evals' gate: {metric_key, metric: avg_score|accuracy, op: gt|gte|lt|lte|eq, value}; empty: no gate.
     gate = JSONField(default=dict, blank=True)
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="datasets")
-    # Set on the dataset holding an agent's own tests (core.runs.agent_tests): they go with the agent.
+    # Set on the dataset holding an agent's own tests (core.agents.agent_tests): they go with the agent.
     tests_of = models.OneToOneField(
         Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="tests_dataset"
     )

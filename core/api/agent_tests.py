@@ -1,11 +1,12 @@
-"""REST endpoints for agent regression tests (core.runs.agent_tests). Thin: parse, call a service, present."""
+"""REST endpoints for agent regression tests (core.agents.agent_tests). Thin: parse, call a service, present."""
 
 from ninja import Field, Router, Schema
 
+from core.agents import agent_tests
 from core.api.common import owner
 from core.api.schemas import DeletedOut, TestOut, TestRunOut
+from core.evals import agent_tests as test_runs
 from core.providers import model_resolve
-from core.runs import agent_tests
 from core.selectors import agent_get
 
 router = Router(tags=["agent tests"])
@@ -54,7 +55,7 @@ def tests_run(request, agent_id: str, body: TestsRunIn | None = None):
     agent = agent_get(owner=org, agent_id=agent_id)
     if body.model:
         model_resolve(owner=org, handle=body.model)
-    run = agent_tests.tests_start(owner=org, agent=agent, test_ids=body.test_ids, model=body.model, keep=body.keep)
+    run = test_runs.tests_start(owner=org, agent=agent, test_ids=body.test_ids, model=body.model, keep=body.keep)
     return agent_tests.test_run_out(run)
 
 

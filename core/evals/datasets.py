@@ -1,6 +1,6 @@
 """Datasets and their cases: made by hand, from a conversation, from an agent's tests, or from Letta Evals' JSONL.
 
-An agent's tests are the cases of its own tests dataset (core.runs.agent_tests), each with its expectations as an
+An agent's tests are the cases of its own tests dataset (core.agents.agent_tests), each with its expectations as an
 `expect` grader (core.engine.graders), so one set of checks serves both; they can be copied into any dataset.
 """
 
@@ -9,12 +9,12 @@ import json
 from django.db import transaction
 from django.db.models import Max
 
+from core.agents import agent_tests
 from core.agents.agentfile.parse import parse_agent_file
 from core.engine import graders as g
 from core.errors import Invalid, NotFound
 from core.evals.aggregate import gate_problems
 from core.models import Agent, Dataset, EvalCase, Organization, Step
-from core.runs import agent_tests
 
 MAX_TURNS = agent_tests.MAX_TURNS
 MAX_CASES = 2000

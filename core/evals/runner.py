@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from core.agents import versions
-from core.agents.agentfile import importer  # the module: it imports core.runs.agent_tests, which imports this
+from core.agents.agentfile import importer  # the module: it imports core.agents.agent_tests
 from core.agents.agentfile.parse import parse_agent_file
 from core.agents.messages import messages_to_letta
 from core.agents.services import agent_update

@@ -12,6 +12,9 @@ import threading
 from django.db import close_old_connections
 from django.utils import timezone
 
+from core.agents import history
+from core.agents.messages import messages_to_letta, stop_reason_message, usage_statistics
+from core.egress import guarded_client
 from core.models import Run, RunStatus
 
 log = logging.getLogger(__name__)
@@ -22,9 +25,6 @@ TIMEOUT_S = 5.0  # as Letta's
 
 def callback_payload(run: Run) -> dict:
     """Letta's callback body for an ended run."""
-    from core.agents import history
-    from core.agents.messages import messages_to_letta, stop_reason_message, usage_statistics
-
     config = run.request_config or {}
     rows = history.run_messages(run=run, hide_assistant_returns=True)  # as GET /v1/runs/{id}/messages lists them
     messages = messages_to_letta(
@@ -42,8 +42,6 @@ def callback_payload(run: Run) -> dict:
 def callback_send(*, run_id: str) -> None:
     """POST the ended run's payload to its callback_url (once: a run whose outcome is recorded is skipped) and record
     the answer's status or the error. Makes one HTTP request through the egress guard."""
-    from core.egress import guarded_client
-
     run = Run.objects.select_related("agent").filter(pk=run_id).first()
     config = (run.request_config or {}) if run else {}
     url = config.get("callback_url")
@@ -59,10 +57,10 @@ def callback_send(*, run_id: str) -> None:
     Run.objects.filter(pk=run_id).update(request_config={**config, **outcome})
 
 
-def on_run_ended(sender, *, run_id: str, **kwargs) -> None:
+def on_run_ended(sender, *, run_id: str, callback_url: str | None = None, **kwargs) -> None:
     """The executor's run_ended receiver: send a callback asked for, on a thread of its own (the run's thread goes
-    on with its next work)."""
-    if not Run.objects.filter(pk=run_id, request_config__callback_url__isnull=False).exists():
+    on with its next work). The run's own request_config says whether one was asked for (no read)."""
+    if not callback_url:
         return
 
     def send() -> None:

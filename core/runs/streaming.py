@@ -25,10 +25,10 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
-from core.agents.messages import stop_reason_message, usage_statistics
+from core.agents.messages import ASSISTANT_TOOL, message_to_letta, stop_reason_message, usage_statistics
 from core.errors import DomainError
 from core.events import agent_group, server_loop_remember
-from core.models import RUN_TERMINAL, Run, RunStatus
+from core.models import RUN_TERMINAL, Message, Run, RunStatus
 from core.runs.executor import run_reply
 
 log = logging.getLogger(__name__)
@@ -231,9 +231,6 @@ async def _frames(events, view: _CallerView, include_pings: bool):
 def _raw_parts_sync(event: dict) -> list[dict]:
     """An assistant_message as a caller that asked for use_assistant_message false gets it, as Letta streams it then:
     the stored reply's send_message call (tool_call_message) and that call's return (tool_return_message)."""
-    from core.agents.messages import ASSISTANT_TOOL, message_to_letta
-    from core.models import Message
-
     row = Message.objects.filter(pk=event.get("id")).first()
     if row is None:
         return []

@@ -11,8 +11,9 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import retarget, trigger_client_event
 
 from core import providers, selectors
+from core.agents import agent_tests
 from core.errors import DomainError, Invalid, NotFound
-from core.runs import agent_tests
+from core.evals import agent_tests as test_runs
 from core.text import JSONTooDeep, json_input
 from core.web.common import agent_or_404, org
 
@@ -256,7 +257,7 @@ def tests_run(request, agent_id: str):
     try:
         if model:
             providers.model_resolve(owner=owner, handle=model)
-        run = agent_tests.tests_start(
+        run = test_runs.tests_start(
             owner=owner,
             agent=agent,
             test_ids=request.POST.getlist("test_id") or None,

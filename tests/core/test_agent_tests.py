@@ -7,11 +7,11 @@ import xml.etree.ElementTree as ET
 import pytest
 from django.core.management import call_command
 
+from core.agents import agent_tests
 from core.agents.agentfile.exporter import agentfile_export
 from core.agents.agentfile.importer import ImportOptions, agentfile_import
 from core.agents.agentfile.parse import parse_agent_file
 from core.models import Agent, AgentTestRun, Message, Run
-from core.runs import agent_tests
 from memory.models import Block
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM

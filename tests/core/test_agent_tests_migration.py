@@ -6,8 +6,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from core.agents import agent_tests
 from core.models import Agent
-from core.runs import agent_tests
 
 BEFORE = [("core", "0020_scheduled_messages")]
 AFTER = [("core", "0022_agent_tests_as_cases")]

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
+from core.agents import agent_tests
+from core.evals import agent_tests as test_runs
 from core.models import Agent, Message
-from core.runs import agent_tests
 from core.runs.runner import run_agent
 from tests.core.test_agent_tests import TESTS, _script
 from tests.e2e.conftest import shot
@@ -174,7 +175,7 @@ def test_a_run_started_elsewhere_streams_into_an_open_tab(redis_layer, signed_in
         FakeLLM.tool("archival_memory_insert", {"content": "Likes tea."}, heartbeat=True),
         FakeLLM.tool("send_message", {"message": "Stored."}),
     )
-    run = agent_tests.tests_start(owner=account.org, agent=Agent.objects.get(pk=agent.id))  # as the API does
+    run = test_runs.tests_start(owner=account.org, agent=Agent.objects.get(pk=agent.id))  # as the API does
     box = page.locator(f'[data-test-run="{run.id}"]')
     expect(box).to_have_attribute("data-status", "passed", timeout=RUN_S)
     expect(box.locator(".test-result.passed")).to_contain_text("stores the fact in archival memory")

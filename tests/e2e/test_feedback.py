@@ -15,8 +15,8 @@ from django.test import RequestFactory
 from django.views import defaults
 from playwright.sync_api import expect
 
+from core.agents import agent_tests
 from core.models import ProviderConfig, Step
-from core.runs import agent_tests
 from core.runs.runner import run_agent
 from tests.e2e.conftest import shot
 from tests.e2e.test_debugger import FIRST_CALL_S, _open, _send

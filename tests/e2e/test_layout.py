@@ -9,10 +9,11 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
+from core.agents import agent_tests
 from core.agents.agentfile.exporter import agentfile_export
 from core.agents.services import BlockInput
 from core.models import Agent, Step
-from core.runs import agent_tests, timetravel
+from core.runs import timetravel
 from core.runs.runner import run_agent
 from memory import services as memory_services
 from memory.files import services as file_services

@@ -50,6 +50,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("domain", ("core.accounts", "memory", "tools")),
     ("agents", ("core.agents",)),
     ("runs", ("core.runs",)),
+    # Judging agents on datasets: experiments and an agent's tests run cases through the run executor.
+    ("evals", ("core.evals",)),
     (
         "entry",
         (

@@ -6,8 +6,8 @@ import json
 import pytest
 from django.test import Client
 
+from core.agents import agent_tests
 from core.models import Agent
-from core.runs import agent_tests
 from core.runs.runner import run_agent
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM

@@ -7,9 +7,9 @@ import json
 import pytest
 from django.test import Client
 
+from core.agents import agent_tests
 from core.agents.services import agent_delete
 from core.models import Agent, AgentTestRun
-from core.runs import agent_tests
 from core.text import MAX_JSON_DEPTH
 from tests.core.agentfile_fixtures import multipart
 from tests.core.engine.test_expectations_types import WRONG

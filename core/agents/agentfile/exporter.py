@@ -12,13 +12,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from core.agents import agent_tests
 from core.agents.agentfile.folders import folders_export
 from core.agents.agentfile.mcp_servers import mcp_servers_export
 from core.agents.agentfile.model import ARCHIVAL_METADATA_KEY, HISTORY_METADATA_KEY, MAX_MESSAGES, MAX_PASSAGES
 from core.agents.versions import history_export
 from core.engine.base_tools import MEMORY_EDIT_TOOLS
 from core.models import Agent, Message
-from core.runs import agent_tests
 from core.selectors import agent_tags
 from memory.models import Passage
 from memory.selectors import agent_blocks

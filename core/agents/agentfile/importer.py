@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils.dateparse import parse_datetime
 from django.utils.timezone import is_naive, make_aware
 
+from core.agents import agent_tests
 from core.agents.agentfile.folders import folders_attach, folders_import
 from core.agents.agentfile.mcp_servers import mcp_servers_check, mcp_servers_import, mcp_tool_import
 from core.agents.agentfile.model import ParsedAgent, ParsedFile, ParsedMessage, ParsedTool
@@ -31,7 +32,6 @@ from core.ids import new_id
 from core.mapping import search_text
 from core.models import Agent, Message, Organization
 from core.providers import model_is_configured
-from core.runs import agent_tests
 from core.updates import model_update
 from memory.models import Folder, Passage, PassageTag
 from memory.services import block_create

@@ -8,8 +8,10 @@ from xml.etree import ElementTree as ET
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.agents import agent_tests
+from core.evals import agent_tests as test_runs
 from core.models import Agent
-from core.runs import agent_tests, queue
+from core.runs import queue
 
 
 class Command(BaseCommand):
@@ -37,7 +39,7 @@ class Command(BaseCommand):
         try:
             for agent in agents:
                 results = [
-                    agent_tests.test_execute(agent=agent, test=t, model=model, keep=keep)
+                    test_runs.test_execute(agent=agent, test=t, model=model, keep=keep)
                     for t in agent_tests.tests_list(agent=agent)
                 ]
                 suites.append((agent, results))

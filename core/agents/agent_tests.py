@@ -1,30 +1,18 @@
-"""Agent regression tests: pinned behaviour, run on throwaway copies of the agent.
-
-A test is a case (core.models.EvalCase) of the agent's own tests dataset (Dataset.tests_of), its expectations the
-case's `expect` grader: one model of a case and its graders serves tests and evals, and an agent's tests can be run
-as an experiment like any dataset. A test travels in `.af` exports under the agent's metadata (`agent_tests`) and
-becomes a case again on import. Running a test is the one-case run of core.evals.runner: a copy of the agent as it
-is now (or a fork at a step), every turn through the run executor, what happened checked by the pure expectations
-(core.engine.expectations); the copy is deleted unless kept.
+"""An agent's regression tests, stored: a test is a case (core.models.EvalCase) of the agent's own tests dataset
+(Dataset.tests_of), its expectations the case's `expect` grader, so one model of a case and its graders serves tests
+and evals. A test travels in `.af` exports under the agent's metadata (`agent_tests`) and becomes a case again on
+import. Running tests is core.evals.agent_tests.
 """
 
 import logging
-import time
 
 from django.db import transaction
 from django.db.models import Max
-from django.utils import timezone
-from django_tasks import task
 
-from core.agents import versions
 from core.agents.messages import messages_to_letta
-from core.agents.services import agent_delete
 from core.engine import expectations
 from core.errors import Invalid, NotFound
-from core.evals import runner
-from core.events import agent_group, send_event
-from core.models import Agent, AgentTestRun, Dataset, EvalCase, Message, Organization, Run, Step
-from core.runs import executor
+from core.models import Agent, AgentTestRun, Dataset, EvalCase, Message, Run, Step
 
 log = logging.getLogger(__name__)
 METADATA_KEY = "agent_tests"
@@ -81,7 +69,7 @@ def _tests_dataset(agent: Agent) -> Dataset:
     return found
 
 
-def _case_fields(clean: dict) -> dict:
+def case_fields(clean: dict) -> dict:
     step_id = clean["start"]["step_id"]
     return {
         "name": clean["name"],
@@ -91,7 +79,7 @@ def _case_fields(clean: dict) -> dict:
     }
 
 
-def _locked(agent: Agent) -> Agent:
+def agent_locked(agent: Agent) -> Agent:
     """The agent's row, locked for the caller's transaction; NotFound once the agent is deleted (it may have been
     since the caller looked it up)."""
     found = Agent.objects.select_for_update().filter(pk=agent.pk).first()
@@ -139,11 +127,11 @@ def test_save(*, agent: Agent, test: dict) -> dict:
     """Add a test to the agent (a case of its tests dataset), or replace the one with the same id; returns it
     (validated). Locks the agent's row; NotFound if the agent is gone."""
     clean = _clean(test)
-    agent = _locked(agent)
+    agent = agent_locked(agent)
     if clean["start"]["step_id"] and not Step.objects.filter(agent=agent, id=clean["start"]["step_id"]).exists():
         raise Invalid(f"Step '{clean['start']['step_id']}' is not one of this agent's steps.")
     dataset = _tests_dataset(agent)
-    fields = _case_fields(clean)
+    fields = case_fields(clean)
     if clean["id"] and dataset.cases.filter(id=clean["id"]).update(**fields):
         return case_to_test(dataset.cases.get(id=clean["id"]))
     if clean["id"] and EvalCase.objects.filter(id=clean["id"]).exists():
@@ -170,9 +158,9 @@ def tests_adopt(*, agent: Agent, tests) -> int:
         except Invalid:
             continue
     if kept:
-        dataset = _tests_dataset(_locked(agent))
+        dataset = _tests_dataset(agent_locked(agent))
         EvalCase.objects.bulk_create(
-            EvalCase(dataset=dataset, position=i, **_case_fields(clean)) for i, clean in enumerate(kept)
+            EvalCase(dataset=dataset, position=i, **case_fields(clean)) for i, clean in enumerate(kept)
         )
     return (len(tests) if isinstance(tests, list) else 1) - len(kept)
 
@@ -181,7 +169,7 @@ def tests_adopt(*, agent: Agent, tests) -> int:
 def test_delete(*, agent: Agent, test_id: str) -> list[dict]:
     """Delete one of the agent's tests; returns the tests left. Locks the agent's row; NotFound if the agent or the
     test is gone."""
-    agent = _locked(agent)
+    agent = agent_locked(agent)
     if not _cases(agent).filter(id=test_id).delete()[0]:
         raise NotFound(f"Test '{test_id}' not found")
     return tests_list(agent=agent)
@@ -192,126 +180,6 @@ def test_run_get(*, agent: Agent, run_id: str) -> AgentTestRun:
     if found is None:
         raise NotFound(f"Test run '{run_id}' not found")
     return found
-
-
-def _selected(agent: Agent, test_ids: list[str] | None) -> list[dict]:
-    tests = tests_list(agent=agent)
-    if test_ids:
-        unknown = set(test_ids) - {t["id"] for t in tests}
-        if unknown:
-            raise NotFound(f"No test {', '.join(sorted(unknown))} on this agent")
-        tests = [t for t in tests if t["id"] in test_ids]
-    if not tests:
-        raise Invalid("This agent has no tests to run.")
-    return tests
-
-
-def tests_start(
-    *,
-    owner: Organization,
-    agent: Agent,
-    test_ids: list[str] | None = None,
-    model: str | None = None,
-    keep: bool = False,
-) -> AgentTestRun:
-    """Queue a run of the agent's tests (all, or the given ids) as a background task; returns the test run. Locks the
-    agent's row while the run is recorded; NotFound if the agent is gone."""
-    with transaction.atomic():
-        agent = _locked(agent)
-        tests = _selected(agent, test_ids)
-        run = AgentTestRun.objects.create(
-            owner=owner,
-            agent=agent,
-            test_ids=[t["id"] for t in tests],
-            model=model or "",
-            keep=keep,
-            agent_version=versions.version_current(agent=agent),
-        )
-        executor.queue.woken_after_commit(agent_tests_task.enqueue(test_run_id=run.id))
-    return run
-
-
-# --------------------------------------------------------------------------- running
-
-
-def test_execute(*, agent: Agent, test: dict, model: str = "", keep: bool = False) -> dict:
-    """Run one test as the one-case run of core.evals.runner (a throwaway copy, every turn through the run executor,
-    its expectations the grader) and check it; returns its result. The copy is deleted unless `keep`."""
-    started = time.perf_counter()
-    result = {
-        "test_id": test["id"],
-        "name": test["name"],
-        "passed": False,
-        "failures": [],
-        "run_ids": [],
-        "copy_agent_id": None,
-        "error": None,
-    }
-    copies: list[Agent] = []
-    case = EvalCase(id=test["id"], **_case_fields(test))
-    try:
-        done = runner.case_run(
-            owner=agent.owner,
-            case=case,
-            target=runner.Target(agent=agent, model=model),
-            graders=[],
-            marker={"agent_test_copy": {"agent_id": agent.id, "test_id": test["id"]}},
-            label="test",
-            on_copy=copies.append,
-        )
-        result["run_ids"] = [r.id for r in done.runs]
-        [grade] = done.grades
-        if grade["error"]:
-            raise Invalid(grade["error"])
-        result["failures"] = grade.get("failures") or []
-        failed = done.failed_run
-        if failed is not None and not result["failures"]:
-            result["failures"] = [
-                {
-                    "expectation": "the run completes",
-                    "expected": "completed",
-                    "actual": f"{failed.status}: {failed.error or failed.stop_reason}",
-                    "step_id": None,
-                }
-            ]
-        result["passed"] = not result["failures"]
-        result["cost_usd"] = done.observed["cost_usd"]
-        result["steps"] = len(done.observed["steps"])
-    except Exception as exc:  # noqa: BLE001 - a broken test is a failed test with its reason, never a crashed suite
-        log.exception("agent test %s failed to run", test["id"])
-        result["error"] = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-    finally:
-        for copy in copies:
-            if keep:
-                result["copy_agent_id"] = copy.id
-            else:
-                agent_delete(agent=copy)  # its blocks are copies no one else uses: they go too
-    result["duration_ms"] = round((time.perf_counter() - started) * 1000, 1)
-    return result
-
-
-def tests_execute(*, test_run_id: str) -> str:
-    """Task body: run the tests of a test run one after another, recording each result as it comes (and telling
-    open tabs); returns "passed" or "failed"."""
-    run = AgentTestRun.objects.select_related("agent").get(pk=test_run_id)
-    by_id = {t["id"]: t for t in tests_list(agent=run.agent)}
-    AgentTestRun.objects.filter(pk=run.pk).update(status="running", started_at=timezone.now())
-    results = []
-    for test_id in run.test_ids:
-        test = by_id.get(test_id)
-        if test is None:
-            results.append({"test_id": test_id, "passed": False, "failures": [], "error": "the test was deleted"})
-        else:
-            results.append(test_execute(agent=run.agent, test=test, model=run.model, keep=run.keep))
-        AgentTestRun.objects.filter(pk=run.pk).update(results=results)
-        send_event(
-            agent_group(run.agent_id),
-            {"message_type": "agent_test_result", "test_run_id": run.id, "result": results[-1]},
-        )
-    status = "passed" if all(r["passed"] for r in results) else "failed"
-    AgentTestRun.objects.filter(pk=run.pk).update(status=status, completed_at=timezone.now())
-    send_event(agent_group(run.agent_id), {"message_type": "agent_test_run", "test_run_id": run.id, "status": status})
-    return status
 
 
 def test_run_out(run: AgentTestRun) -> dict:
@@ -364,9 +232,3 @@ def test_propose(*, agent: Agent, run_id: str | None = None) -> dict:
         expect["stop_reason"] = runs[-1].stop_reason
     name = turns[0][:60] if turns else "new test"
     return {"name": name, "turns": turns, "expect": expect}
-
-
-@task()
-def agent_tests_task(*, test_run_id: str) -> str:
-    """Task-queue entry point of tests_execute."""
-    return tests_execute(test_run_id=test_run_id)
