@@ -166,7 +166,13 @@ def _ended(run: Run) -> None:
     """Wake the run's waiters, then announce its end (the sleep-time hook listens); `run` is current, as the runner
     keeps it so."""
     _notify(run.id)
-    run_ended.send(sender=Run, run_id=run.id, agent_id=run.agent_id, completed=run.status == RunStatus.COMPLETED)
+    run_ended.send(
+        sender=Run,
+        run_id=run.id,
+        agent_id=run.agent_id,
+        completed=run.status == RunStatus.COMPLETED,
+        callback_url=(run.request_config or {}).get("callback_url"),
+    )
 
 
 @task()
