@@ -20,11 +20,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 PRINTED = "fetching demo-server from the registry"
 
 
-@pytest.fixture
-def installing_npx():
-    """An `npx` in a directory approved for MCP servers that prints what an installer does, waits until the test
-    lets it go on (a file appears, at most 60 s) and then runs the demo server."""
-    directory = tempfile.mkdtemp(prefix="agents-ide-test-npx-")
+def write_installing_npx(directory: str) -> str:
+    """Write an `npx` into `directory` that prints what an installer does, waits until the test lets it go on (the
+    file whose path this returns appears; at most 60 s) and then runs the demo server."""
     go = os.path.join(directory, "go")
     script = os.path.join(directory, "npx")
     with open(script, "w") as f:
@@ -35,7 +33,14 @@ def installing_npx():
         )
     os.chmod(script, 0o755)
     os.chmod(directory, 0o777)  # the server's throwaway uid reads the script; the test writes `go`
-    yield directory, go
+    return go
+
+
+@pytest.fixture
+def installing_npx():
+    """A directory (approved for MCP servers by the tests that use it) holding `write_installing_npx`'s npx."""
+    directory = tempfile.mkdtemp(prefix="agents-ide-test-npx-")
+    yield directory, write_installing_npx(directory)
     shutil.rmtree(directory, ignore_errors=True)
 
 
