@@ -13,7 +13,7 @@ from functools import cache
 
 from django.db import connection
 
-from core.models import RUN_ACTIVE, Agent, AgentVersion, Message, Organization, Run
+from core.models import RUN_ACTIVE, Agent, AgentVersion, Message, Organization, Run, SleeptimeCompanion
 from memory.models import Passage
 
 
@@ -114,6 +114,17 @@ def message_max_seq(*, agent_id: str) -> int:
 def run_read(*, run_id: str) -> Run | None:
     """A run's row, or None."""
     return next(iter(Run.objects.raw(f"SELECT * FROM {_table(Run)} WHERE id = %s", [run_id])), None)
+
+
+def companion_enabled(*, agent_id: str) -> bool:
+    """Whether the agent has an enabled sleep-time companion (asked at the end of each of its runs)."""
+    sql = (
+        f"SELECT 1 FROM {_table(SleeptimeCompanion)} WHERE {_column(SleeptimeCompanion, 'agent')} = %s "
+        f"AND {_column(SleeptimeCompanion, 'enabled')} LIMIT 1"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [agent_id])
+        return cursor.fetchone() is not None
 
 
 def organization_ref(*, org_id: str) -> Organization:

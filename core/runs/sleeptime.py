@@ -10,6 +10,7 @@ import logging
 
 from django.db import transaction
 
+from core.agents import queries
 from core.agents.services import agent_create
 from core.errors import Conflict, Invalid, NotFound
 from core.models import Agent, Message, Run, SleeptimeCompanion
@@ -164,9 +165,9 @@ def sleeptime_after_run(sender=None, *, run_id: str, agent_id: str, completed: b
     turn of an agent with an enabled companion and, every `frequency` turns, queue the companion's run. Never
     raises."""
     try:
-        companions = SleeptimeCompanion.objects.filter(agent_id=agent_id, enabled=True)
-        if not completed or not companions.exists():  # one read for the agents without one
+        if not completed or not queries.companion_enabled(agent_id=agent_id):  # one read for the agents without one
             return
+        companions = SleeptimeCompanion.objects.filter(agent_id=agent_id, enabled=True)
         with transaction.atomic():
             link = companions.select_for_update().first()
             if link is None:
