@@ -153,6 +153,8 @@ def _stopped(returncode: int, limits: ParseLimits, stderr: Path) -> str:
             name = str(-returncode)
         return f"The parser stopped on signal {name} (the file may need more than {limits.memory_mb} MB of memory)"
     tail = stderr.read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
-    if tail and "MemoryError" in tail[-1]:
+    # Out of memory, Python may print more after the MemoryError's traceback (an "Exception ignored in ..." of a
+    # finalizer that could not run): any MemoryError in the tail says why.
+    if any("MemoryError" in line for line in tail):
         return f"Parsing the file needs more than {limits.memory_mb} MB of memory"
     return f"The parser failed: {tail[-1][:300] if tail else f'exit status {returncode}'}"
