@@ -1,6 +1,8 @@
 """One renderer for the conversation, in Chromium: an item drawn live from the socket's server-rendered fragment is
 the same element the history shows after a reload."""
 
+import re
+
 from playwright.sync_api import expect
 
 from tests.factories import make_agent
@@ -26,6 +28,8 @@ def test_an_item_looks_the_same_live_and_after_a_reload(signed_in, account, fake
     page.press("#composer-input", "Enter")
     expect(page.locator("#run-status[data-state^=completed]")).to_have_count(1, timeout=FIRST_CALL_S)
     expect(page.locator("#live .streaming, #live .pending")).to_have_count(0)
+    # a live step chip takes its number within the conversation from the steps list the run's end refreshes
+    expect(page.locator("#live .step-chip[data-step]", has_text=re.compile(r"^step$"))).to_have_count(0)
     live = page.eval_on_selector_all("#live [data-id]", ITEMS)
     types = [t for t, _, _ in live]
     for t in ("user_message", "reasoning_message", "tool_call_message", "tool_return_message", "assistant_message"):
