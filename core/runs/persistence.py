@@ -103,7 +103,7 @@ def messages_store(
     rows = list(rows)
     early = [r for r in rows if r.id in stored and r.step_id is None]
     if early and step is not None:
-        Message.objects.filter(pk__in=[r.id for r in early]).update(step=step)
+        queries.row_update(Message, where={"id": [r.id for r in early]}, step=step.pk)
         for row in early:
             row.step = step
     rows = [r for r in rows if r.id not in stored]
