@@ -1,7 +1,7 @@
 """Wire shapes of tools, their runs (Letta's `tool_return_message` and `ToolExecutionResult`, plus our extras) and
 MCP servers."""
 
-from core.engine.base_tools import FILE_TOOL_NAMES, WEB_TOOL_NAMES
+from core.engine.base_tools import FILE_TOOL_NAMES, SLEEPTIME_TOOL_NAMES, WEB_TOOL_NAMES
 from tools.models import ToolRun
 
 
@@ -11,6 +11,8 @@ def letta_tool_type(tool) -> str:
         return "letta_builtin"
     if tool.tool_type == "base" and tool.name in FILE_TOOL_NAMES:
         return "letta_files_core"
+    if tool.tool_type == "base" and tool.name in SLEEPTIME_TOOL_NAMES:
+        return "letta_sleeptime_core"
     return {"base": "letta_core", "multi_agent": "letta_multi_agent_core", "external_mcp": "external_mcp"}.get(
         tool.tool_type, "custom"
     )

@@ -106,7 +106,13 @@ class ToolOut(BaseModel):
     id: str
     name: str
     tool_type: Literal[
-        "letta_core", "letta_multi_agent_core", "letta_builtin", "letta_files_core", "external_mcp", "custom"
+        "letta_core",
+        "letta_multi_agent_core",
+        "letta_builtin",
+        "letta_files_core",
+        "letta_sleeptime_core",
+        "external_mcp",
+        "custom",
     ]
     description: str
     source_code: str

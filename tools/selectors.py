@@ -5,7 +5,7 @@ from functools import cache
 
 from django.db.models import Q, QuerySet
 
-from core.engine.base_tools import FILE_TOOL_NAMES, WEB_TOOL_NAMES
+from core.engine.base_tools import FILE_TOOL_NAMES, SLEEPTIME_TOOL_NAMES, WEB_TOOL_NAMES
 from core.models import Agent, Organization
 from core.pagination import clamp_limit, queryset_page
 from core.selectors import owned_get
@@ -41,12 +41,14 @@ def _types_q(letta_types: list[str] | None) -> Q:
         if ours in wanted:
             q |= Q(tool_type=ours)
         elif theirs in wanted:
-            builtin = (*WEB_TOOL_NAMES, *FILE_TOOL_NAMES)
+            builtin = (*WEB_TOOL_NAMES, *FILE_TOOL_NAMES, *SLEEPTIME_TOOL_NAMES)
             q |= Q(tool_type=ours) & ~Q(name__in=builtin) if ours == "base" else Q(tool_type=ours)
     if "letta_builtin" in wanted:
         q |= Q(tool_type="base", name__in=WEB_TOOL_NAMES)
     if "letta_files_core" in wanted:
         q |= Q(tool_type="base", name__in=FILE_TOOL_NAMES)
+    if "letta_sleeptime_core" in wanted:
+        q |= Q(tool_type="base", name__in=SLEEPTIME_TOOL_NAMES)
     return q
 
 

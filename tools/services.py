@@ -13,6 +13,8 @@ from core.engine.base_tools import (
     FILE_TOOL_SCHEMAS,
     MULTI_AGENT_TOOL_NAMES,
     MULTI_AGENT_TOOL_SCHEMAS,
+    SLEEPTIME_TOOL_NAMES,
+    SLEEPTIME_TOOL_SCHEMAS,
     WEB_TOOL_NAMES,
     WEB_TOOL_SCHEMAS,
 )
@@ -32,6 +34,7 @@ def _builtin_schemas() -> dict[str, tuple[str, list[str], dict]]:
     out |= {name: ("multi_agent", ["multi_agent"], schema) for name, schema in MULTI_AGENT_TOOL_SCHEMAS.items()}
     out |= {name: ("base", ["letta_builtin"], schema) for name, schema in WEB_TOOL_SCHEMAS.items()}
     out |= {name: ("base", ["letta_files_core"], schema) for name, schema in FILE_TOOL_SCHEMAS.items()}
+    out |= {name: ("base", ["letta_sleeptime_core"], schema) for name, schema in SLEEPTIME_TOOL_SCHEMAS.items()}
     return out
 
 
@@ -84,7 +87,7 @@ def agent_tools_resolve(
     a letta_v1_agent), then named and id'd tools; installs the built-ins if a name needs them. ToolsNotFound (400)
     for a name or id the owner has no tool for."""
     wanted: list[Tool] = []
-    builtin_names = BASE_TOOL_NAMES + MULTI_AGENT_TOOL_NAMES + WEB_TOOL_NAMES + FILE_TOOL_NAMES
+    builtin_names = BASE_TOOL_NAMES + MULTI_AGENT_TOOL_NAMES + WEB_TOOL_NAMES + FILE_TOOL_NAMES + SLEEPTIME_TOOL_NAMES
     if include_base or include_multi_agent or set(names) & set(builtin_names):
         builtins = builtin_tools_ensure(owner=owner)
         if include_base:
@@ -202,7 +205,7 @@ class ToolLocked(DomainError):
 
 
 def _reserved_names() -> set[str]:
-    return set(BASE_TOOL_NAMES) | set(MULTI_AGENT_TOOL_NAMES) | set(WEB_TOOL_NAMES)
+    return set(BASE_TOOL_NAMES) | set(MULTI_AGENT_TOOL_NAMES) | set(WEB_TOOL_NAMES) | set(SLEEPTIME_TOOL_NAMES)
 
 
 def source_function_names(source_code: str) -> list[str]:

@@ -11,7 +11,13 @@ from typing import Any
 from core.engine.types import ToolKind, ToolSpec
 
 TERMINAL_TOOLS: frozenset[str] = frozenset({"send_message"})
-MEMORY_EDIT_TOOLS: tuple[str, ...] = ("core_memory_append", "core_memory_replace", "memory_replace", "memory_insert")
+MEMORY_EDIT_TOOLS: tuple[str, ...] = (
+    "core_memory_append",
+    "core_memory_replace",
+    "memory_replace",
+    "memory_insert",
+    "memory_rethink",
+)
 
 
 def _schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -151,6 +157,33 @@ MULTI_AGENT_TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     ),
 }
 
+# Letta's `letta_sleeptime_core` tools (letta/functions/function_sets/base.py, BASE_SLEEPTIME_TOOLS in
+# letta/constants.py): installed with the others, attached only when named.
+SLEEPTIME_TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
+    "memory_rethink": _schema(
+        "memory_rethink",
+        "The memory_rethink command allows you to completely rewrite the contents of a memory block. Use this tool to"
+        " make large sweeping changes (e.g. when you want to condense or reorganize the memory blocks), do NOT use"
+        " this tool to make small precise edits (e.g. add or remove a line, replace a specific string, etc).",
+        {
+            "label": {**_STR, "description": "The memory block to be rewritten, identified by its label."},
+            "new_memory": {
+                **_STR,
+                "description": "The new memory contents with information integrated from existing memory blocks and"
+                " the conversation context.",
+            },
+        },
+        ["label", "new_memory"],
+    ),
+    "memory_finish_edits": _schema(
+        "memory_finish_edits",
+        "Call the memory_finish_edits command when you are finished making edits (integrating all new information)"
+        " into the memory blocks. This function is called when the agent is done rethinking the memory.",
+        {},
+        [],
+    ),
+}
+
 _DOMAINS = {"type": "array", "items": _STR}
 
 # Letta's `letta_builtin` web tools (tools/web_tools.py runs them). Parameters as Letta generates them from its
@@ -282,6 +315,7 @@ BASE_TOOL_NAMES: tuple[str, ...] = tuple(BASE_TOOL_SCHEMAS)
 FILE_TOOL_NAMES: tuple[str, ...] = tuple(FILE_TOOL_SCHEMAS)
 MULTI_AGENT_TOOL_NAMES: tuple[str, ...] = tuple(MULTI_AGENT_TOOL_SCHEMAS)
 WEB_TOOL_NAMES: tuple[str, ...] = tuple(WEB_TOOL_SCHEMAS)
+SLEEPTIME_TOOL_NAMES: tuple[str, ...] = tuple(SLEEPTIME_TOOL_SCHEMAS)
 
 
 def _spec(schema: dict[str, Any], kind: ToolKind) -> ToolSpec:
@@ -303,4 +337,5 @@ def is_builtin(name: str) -> bool:
         or name in MULTI_AGENT_TOOL_SCHEMAS
         or name in WEB_TOOL_SCHEMAS
         or name in FILE_TOOL_SCHEMAS
+        or name in SLEEPTIME_TOOL_SCHEMAS
     )

@@ -5,6 +5,7 @@ The error message is what the agent reads back as the failed tool result, so it 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -123,6 +124,20 @@ def memory_insert(block: BlockSpec, new_string: str, insert_line: int = -1) -> s
     return _checked(block, "\n".join(new_lines))
 
 
+_LINE_NUMBER_PREFIX = re.compile(r"\nLine \d+: ")
+
+
+def memory_rethink(block: BlockSpec, new_memory: str) -> str:
+    """The block's whole value rewritten as `new_memory` (Letta refuses text carrying display line numbers)."""
+    _writable(block)
+    if _LINE_NUMBER_PREFIX.search(new_memory):
+        raise InvalidEditError(
+            "new_memory contains a line number prefix, which is not allowed. Do not include line numbers when "
+            "calling memory tools (line numbers are for display purposes only)."
+        )
+    return _checked(block, new_memory)
+
+
 @dataclass(frozen=True, slots=True)
 class BlockEdit:
     """The outcome of a memory tool: which block changed, from what, to what."""
@@ -155,6 +170,8 @@ def apply_memory_tool(name: str, args: dict[str, Any], blocks: Sequence[BlockSpe
         except (TypeError, ValueError):
             raise InvalidEditError("insert_line must be an integer") from None
         new = memory_insert(block, str(_arg(args, "new_string")), line)
+    elif name == "memory_rethink":
+        new = memory_rethink(block, str(_arg(args, "new_memory")))
     else:
         raise InvalidEditError(f"{name!r} is not a core-memory tool")
     return BlockEdit(label=block.label, old_value=block.value, new_value=new)

@@ -7,7 +7,13 @@ import pytest
 from letta_client import Letta
 from letta_client.types import Tool as SdkTool
 
-from core.engine.base_tools import BASE_TOOL_NAMES, FILE_TOOL_NAMES, MULTI_AGENT_TOOL_NAMES, WEB_TOOL_SCHEMAS
+from core.engine.base_tools import (
+    BASE_TOOL_NAMES,
+    FILE_TOOL_NAMES,
+    MULTI_AGENT_TOOL_NAMES,
+    SLEEPTIME_TOOL_NAMES,
+    WEB_TOOL_SCHEMAS,
+)
 from core.models import Agent
 from tests.factories import make_agent
 from tools.models import Tool
@@ -27,7 +33,8 @@ def test_add_base_tools_installs_and_returns_them_idempotently(api, old_account)
     first = api.post("/v1/tools/add-base-tools")
     assert first.status_code == 200
     tools = {t["name"]: t for t in first.json()}
-    assert set(tools) == {*BASE_TOOL_NAMES, *MULTI_AGENT_TOOL_NAMES, *WEB, *FILE_TOOL_NAMES}
+    assert set(tools) == {*BASE_TOOL_NAMES, *MULTI_AGENT_TOOL_NAMES, *WEB, *FILE_TOOL_NAMES, *SLEEPTIME_TOOL_NAMES}
+    assert {tools[n]["tool_type"] for n in SLEEPTIME_TOOL_NAMES} == {"letta_sleeptime_core"}
     assert {tools[n]["tool_type"] for n in FILE_TOOL_NAMES} == {"letta_files_core"}  # Letta's set has them too
     search = tools["web_search"]
     assert search["tool_type"] == "letta_builtin" and search["tags"] == ["letta_builtin"]
@@ -143,3 +150,28 @@ def test_the_sdk_sets_up_an_agent_as_letta_code_does(live_server, old_account, f
     assert results[0].tool.name == "web_search" and results[0].tool.tool_type == "letta_builtin"
     client.agents.update(agent.id, tool_ids=[t.id for t in agent.tools if t.name == "fetch_webpage"])
     assert [t.name for t in client.agents.retrieve(agent.id).tools] == ["fetch_webpage"]
+
+
+def test_the_sleeptime_memory_tools_install_and_run_when_named(api, account):
+    """Letta's memory_rethink rewrites a whole block and memory_finish_edits answers None (Letta's
+    letta/functions/function_sets/base.py); both are listed by the upsert but attached only when named."""
+    listed = api.get("/v1/tools/?tool_types=letta_sleeptime_core").json()
+    assert sorted(t["name"] for t in listed) == sorted(SLEEPTIME_TOOL_NAMES)
+    plain = api.post("/v1/agents/", {**AGENT, "name": "plain"}).json()
+    assert not {t["name"] for t in plain["tools"]} & set(SLEEPTIME_TOOL_NAMES)
+    body = {**AGENT, "name": "rethinker", "tools": list(SLEEPTIME_TOOL_NAMES), "include_base_tools": False}
+    body["memory_blocks"] = [{"label": "human", "value": "Alice.\nLikes tea.", "limit": 40}]
+    agent = api.post("/v1/agents/", body).json()
+    assert sorted(t["name"] for t in agent["tools"]) == sorted(SLEEPTIME_TOOL_NAMES)
+    run = f"/v1/agents/{agent['id']}/tools"
+    done = api.post(f"{run}/memory_rethink/run", {"args": {"label": "human", "new_memory": "Alice likes coffee."}})
+    assert done.status_code == 200 and done.json()["status"] == "success"
+    block = api.get(f"/v1/agents/{agent['id']}/core-memory/blocks/human").json()
+    assert block["value"] == "Alice likes coffee."
+    numbered = api.post(f"{run}/memory_rethink/run", {"args": {"label": "human", "new_memory": "a\nLine 2: b"}})
+    assert numbered.json()["status"] == "error" and "line number" in numbered.json()["error_message"]
+    too_long = api.post(f"{run}/memory_rethink/run", {"args": {"label": "human", "new_memory": "x" * 41}})
+    assert too_long.json()["status"] == "error"
+    assert api.get(f"/v1/agents/{agent['id']}/core-memory/blocks/human").json()["value"] == "Alice likes coffee."
+    finished = api.post(f"{run}/memory_finish_edits/run", {"args": {}}).json()
+    assert finished["status"] == "success" and finished["func_return"] == "None"

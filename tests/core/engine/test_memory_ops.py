@@ -75,3 +75,15 @@ def test_apply_memory_tool_dispatches_and_reports_edit():
         ops.apply_memory_tool("core_memory_append", {"label": "nobody", "content": "x"}, blocks)
     with pytest.raises(ops.InvalidEditError, match="missing required argument 'content'"):
         ops.apply_memory_tool("core_memory_append", {"label": "human"}, blocks)
+
+
+def test_memory_rethink_rewrites_the_whole_block_and_refuses_line_numbers():
+    assert ops.memory_rethink(block(), "all new") == "all new"
+    edit = ops.apply_memory_tool("memory_rethink", {"label": "human", "new_memory": "x\ny"}, [block()])
+    assert (edit.old_value, edit.new_value) == ("line one\nline two", "x\ny")
+    with pytest.raises(ops.InvalidEditError, match="line number"):
+        ops.memory_rethink(block(), "a\nLine 2: b")
+    with pytest.raises(ops.BlockLimitError):
+        ops.memory_rethink(block(limit=3), "four")
+    with pytest.raises(ops.BlockReadOnlyError):
+        ops.memory_rethink(block(read_only=True), "x")
