@@ -4,17 +4,18 @@ two experiments case by case. Thin: parse the form, call a service or selector (
 import json
 
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from core.errors import DomainError, Invalid, NotFound
 from core.evals import compare, datasets, experiments
 from core.models import Agent
 from core.text import JSONTooDeep, json_input
-from core.web.common import org
+from core.web.common import agent_or_404, org
 
 
 def _dataset_or_404(request, dataset_id: str):
@@ -300,10 +301,53 @@ def compare_page(request):
     return TemplateResponse(request, "core/evals/compare.html", ctx)
 
 
+def _agent_datasets(agent: Agent) -> list:
+    """The datasets a conversation of the agent can go to: those made for it (not its own tests' dataset)."""
+    return list(agent.datasets.filter(owner=agent.owner, tests_of__isnull=True).order_by("-created_at"))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def conversation_to_dataset(request, agent_id: str):
+    """'Add to dataset' beside the conversation: the form (GET; ?close=1 empties the panel), then the conversation's
+    user turns as a case of a dataset of the agent or, when a name is typed, of a new one (POST). A refusal comes back
+    in the form, inline (200, as the test editor's, so htmx swaps it in); nothing is stored then."""
+    agent = agent_or_404(request, agent_id)
+    if request.method == "GET" and request.GET.get("close"):
+        return HttpResponse("")
+    ctx = {"agent": agent, "datasets": _agent_datasets(agent), "chosen": "", "new_name": "", "error": ""}
+    if request.method == "GET":
+        return TemplateResponse(request, "core/evals/_add_case.html", ctx)
+    chosen = request.POST.get("dataset", "")
+    new_name = request.POST.get("new_name", "").strip()[:200]
+    ctx.update(chosen=chosen, new_name=new_name)
+    try:
+        with transaction.atomic():
+            if new_name or chosen == "new":  # a name typed wins over the choice
+                if not new_name:
+                    raise Invalid("Name the new dataset.")
+                dataset = datasets.dataset_create(
+                    owner=agent.owner,
+                    name=new_name,
+                    graders=[{"name": "answer", "kind": "contains"}],
+                    agent_id=agent.id,
+                )
+            else:
+                dataset = next((d for d in ctx["datasets"] if d.id == chosen), None)
+                if dataset is None:
+                    raise Invalid("Choose a dataset, or name a new one.")
+            case = datasets.case_from_conversation(dataset=dataset, agent=agent)
+    except DomainError as exc:
+        ctx["error"] = exc.message
+        return TemplateResponse(request, "core/evals/_add_case.html", ctx)
+    return TemplateResponse(request, "core/evals/_case_added.html", {"agent": agent, "dataset": dataset, "case": case})
+
+
 urlpatterns = [
     path("", evals_page, name="evals"),
     path("new/", dataset_create, name="eval_dataset_create"),
     path("compare/", compare_page, name="eval_compare"),
+    path("agents/<str:agent_id>/add-case/", conversation_to_dataset, name="eval_conversation_to_dataset"),
     path("datasets/<str:dataset_id>/", dataset_page, name="eval_dataset"),
     path("datasets/<str:dataset_id>/cases/", case_add, name="eval_case_add"),
     path("datasets/<str:dataset_id>/cases/<str:case_id>/delete/", case_delete, name="eval_case_delete"),
