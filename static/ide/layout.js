@@ -93,4 +93,10 @@
     if (phone.matches) showPane("inspector"); else if (!wide.matches) setDrawer(true);
   });
   wide.addEventListener("change", () => { if (wide.matches) setDrawer(false); });
+  // a menu (details.menu) closes once one of its items is chosen, or on a click elsewhere
+  document.addEventListener("click", (e) => {
+    document.querySelectorAll("details.menu[open]").forEach((m) => {
+      if (!m.contains(e.target) || e.target.closest(".menu-items button")) m.removeAttribute("open");
+    });
+  });
 })();

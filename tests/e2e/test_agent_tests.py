@@ -95,6 +95,7 @@ def test_save_as_test_prefills_the_turns_from_the_conversation(signed_in, accoun
     run_agent(agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "I like coffee now."}])
     page = _open_tests(signed_in, agent.id)
     page.click('.pill-nav [data-tab="tab-context"]')
+    page.click("#save-menu > summary")  # the conversation's Save as… menu
     page.click("#save-as-test")  # opens the Tests tab with the draft
     form = page.locator("#test-form")
     expect(form).to_be_visible()

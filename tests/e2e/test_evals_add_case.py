@@ -33,6 +33,7 @@ def test_a_conversation_is_added_to_a_new_then_the_same_dataset(signed_in, accou
     page.fill("#composer-input", "What do I drink in the morning?")
     page.press("#composer-input", "Enter")
     expect(page.locator("#conversation")).to_contain_text("You like tea.")
+    page.click("#save-menu > summary")  # the conversation's Save as… menu
     page.click("#add-to-dataset")
     expect(page.locator("#add-case-form")).to_be_visible()
     page.click("#add-case-save")  # "a new dataset…" is chosen and has no name yet
@@ -42,6 +43,7 @@ def test_a_conversation_is_added_to_a_new_then_the_same_dataset(signed_in, accou
     page.click("#add-case-save")
     expect(page.locator("#case-added")).to_contain_text("to breakfast")
     _shots(page, "added")
+    page.click("#save-menu > summary")  # the conversation's Save as… menu
     page.click("#add-to-dataset")
     dataset = Dataset.objects.get(owner=account.org, name="breakfast")
     expect(page.locator("#add-case-dataset")).to_have_value(dataset.id)  # the agent's dataset comes first
