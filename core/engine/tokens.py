@@ -7,15 +7,8 @@ through its public constructor, and Anthropic's (Claude 2) and DeepSeek's Huggin
 costs seconds (only `core/llm/via_litellm.py` does, lazily), which compiling a context must not pay, and it counts
 some models with other encodings than these.
 
-The model cost map (context windows, output limits, prices) is still read from the JSON file litellm's package
-ships (`model_prices_and_context_window_backup.json`), without importing litellm: `context_window()` runs on every
-compile (`core/engine/context.py`), `model_info()` on every model request (`core/llm/openai_wire.py`) and
-`step_cost()` on every step's end (`core/runs/runner.py`), and litellm's public `litellm.model_cost` /
-`litellm.get_model_info` would put litellm's import (about 2.4 s of CPU, measured) on those paths, in every worker
-and every test server that never calls a model through litellm. The few lookups off those paths (the model list,
-the IDE's window bar) read the same map here, so that one reading serves them all. The file is read as data; its
-`alias_of` rows are served as the rows they name, as litellm's loader serves them (a test checks every row against
-`litellm.model_cost`).
+Context windows, output limits and prices come from our copy of litellm's model facts (`core/engine/model_map.py`,
+refreshed by `scripts/model-map`), read without importing litellm.
 
 Safety margins (why counts may exceed the raw tokenizer output):
 - exact tokenizers (OpenAI models via tiktoken, DeepSeek via its tokenizer.json): no margin;
@@ -31,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import gzip
-import importlib.util
 import json
 import math
 from collections.abc import Callable
@@ -42,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from core.engine import model_map
 from core.engine.types import Message
 
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -81,13 +74,6 @@ def _cached_count(tok: Tokenizer, text: str) -> int:
     # Block values, the system prompt and tool schemas recur on every compile; history never reaches here.
     n = tok._encode_len(text)
     return n if tok.margin == 1.0 else math.ceil(n * tok.margin)
-
-
-def _litellm_dir() -> Path | None:
-    spec = importlib.util.find_spec("litellm")  # locates the package without importing it
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(list(spec.submodule_search_locations)[0])
 
 
 DATA_DIR = Path(__file__).resolve().with_name("tokenizer_data")
@@ -253,41 +239,10 @@ class ModelInfo:
     mode: str | None = None  # the cost map's: "chat" (chat completions), "responses" (OpenAI's Responses API only), ...
 
 
-@lru_cache(maxsize=1)
-def _cost_map() -> dict[str, Any]:
-    root = _litellm_dir()
-    path = root / "model_prices_and_context_window_backup.json" if root else None
-    if path is None or not path.exists():
-        return {}
-    with open(path, encoding="utf-8") as fh:
-        table = json.load(fh)
-    table.pop("fallback_generalizations", None)  # provider-routing rules, not a model (litellm's loader takes it out)
-    return resolve_aliases(table)
-
-
-def resolve_aliases(table: dict[str, Any]) -> dict[str, Any]:
-    """The cost map with its alias rows served as the rows they name: a row `{"alias_of": "<name>"}` (a `-latest`
-    handle) and each name in a row's `aliases` list become that row, as litellm's loader serves them. An alias naming
-    nothing, or another alias, is dropped; an alias never replaces a model's own row."""
-    models = {name: row for name, row in table.items() if not (isinstance(row, dict) and "alias_of" in row)}
-    resolved = dict(models)
-    for name, row in table.items():
-        if isinstance(row, dict) and isinstance(row.get("alias_of"), str):
-            target = models.get(row["alias_of"])
-            if isinstance(target, dict):
-                resolved[name] = target
-    for row in models.values():
-        if isinstance(row, dict) and isinstance(row.get("aliases"), list):
-            for alias in row["aliases"]:
-                if isinstance(alias, str):
-                    resolved.setdefault(alias, row)
-    return resolved
-
-
 @lru_cache(maxsize=512)
 def model_info(handle: str) -> ModelInfo:
-    """Context window and capabilities for a handle from litellm's bundled cost map; 128k when unknown."""
-    table = _cost_map()
+    """Context window and capabilities for a handle from the model map; 128k when unknown."""
+    table = model_map.table()
     name = _bare_name(handle)
     entry = table.get(handle) or table.get(name) or table.get(name.split(":", 1)[0])
     if not isinstance(entry, dict):
@@ -305,8 +260,8 @@ def model_info(handle: str) -> ModelInfo:
 
 
 def step_cost(handle: str, usage: dict) -> float | None:
-    """A call's price in USD from litellm's bundled cost map, or None when the model has no known price."""
-    table = _cost_map()
+    """A call's price in USD from the model map, or None when the model has no known price."""
+    table = model_map.table()
     name = _bare_name(handle)
     entry = table.get(handle) or table.get(name) or table.get(name.split(":", 1)[0])
     if not isinstance(entry, dict) or entry.get("input_cost_per_token") is None:
