@@ -74,6 +74,7 @@ urlpatterns = [
         workspace.tool_approval_toggle,
         name="agent_tool_approval",
     ),
+    path("agents/<str:agent_id>/tools/attach/", workspace.tool_attach, name="agent_tool_attach"),
     path(
         "agents/<str:agent_id>/tools/<str:tool_id>/<str:action>/",
         workspace.tool_attach_toggle,

@@ -302,6 +302,13 @@ def tool_attach_toggle(request, agent_id: str, tool_id: str, action: str):
 
 @login_required
 @require_POST
+def tool_attach(request, agent_id: str):
+    """The tools list's Attach: attaches the tool chosen in its list (`tool_id`)."""
+    return tool_attach_toggle(request, agent_id, request.POST.get("tool_id", ""), "attach")
+
+
+@login_required
+@require_POST
 def tool_approval_toggle(request, agent_id: str, tool_id: str):
     """The attached tool's "needs approval" box: adds or removes the agent's requires_approval rule for it."""
     agent = agent_or_404(request, agent_id)

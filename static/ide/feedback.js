@@ -1,6 +1,7 @@
-// Plain (non-htmx) forms marked data-busy (or sent by a button marked so) show progress like htmx requests do: on submit the pressed button is
-// disabled and busy, the others disabled, and the form gets .is-busy (shows its .busy status). [data-copy]
-// buttons copy the text of the element they name. [data-reveal] elements are scrolled into view when they appear.
+// Plain (non-htmx) forms marked data-confirm ask before they are sent (e.g. a delete). Those marked data-busy (or
+// sent by a button marked so) show progress like htmx requests do: on submit the pressed button is disabled and busy,
+// the others disabled, and the form gets .is-busy (shows its .busy status). [data-copy] buttons copy the text of the
+// element they name. [data-reveal] elements are scrolled into view when they appear.
 (function () {
   "use strict";
 
@@ -16,6 +17,7 @@
 
   document.addEventListener("submit", function (event) {
     const form = event.target;
+    if (form.dataset.confirm && !window.confirm(form.dataset.confirm)) event.preventDefault();
     if (!(form instanceof HTMLFormElement) || event.defaultPrevented) return;
     if (!form.hasAttribute("data-busy") && !(event.submitter && event.submitter.hasAttribute("data-busy"))) return;
     if (form.classList.contains("is-busy")) { event.preventDefault(); return; }

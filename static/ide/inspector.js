@@ -1,13 +1,14 @@
-// Agent workspace, inspector side: tabs, the window slider, payload views (parts or
-// raw JSON, remembered), copy, step chips, the runs table and the memory-block counters.
+// Agent workspace, inspector side: tabs, the window slider, payload views (parts or raw JSON, remembered: ide.css
+// reads html[data-payload]), step chips and the runs table.
 (function () {
   "use strict";
   const A = JSON.parse(document.getElementById("ide-config").textContent);
-  const $ = (sel, root) => (root || document).querySelector(sel);
+  const $ = (sel) => document.querySelector(sel);
   const store = {
     get(k, d) { try { const v = localStorage.getItem(k); return v === null ? d : JSON.parse(v); } catch (e) { return d; } },
     set(k, v) { try { localStorage.setItem(k, JSON.stringify(v)); } catch (e) { /* private mode: not remembered */ } },
   };
+  document.documentElement.dataset.payload = store.get("aide-payload-raw", false) ? "raw" : "parts";
 
   // ---- tabs
   function openTab(id) {
@@ -18,38 +19,21 @@
     if (id === "tab-archival") htmx.trigger("#tab-archival", "intersect");
     store.set("aide-tab", id);
   }
-  document.querySelectorAll(".pill-nav [data-tab]").forEach((btn) => btn.addEventListener("click", () => openTab(btn.dataset.tab)));
   const savedTab = store.get("aide-tab", "tab-context");
   if (savedTab !== "tab-context" && document.getElementById(savedTab)) openTab(savedTab);
-
-  // ---- payload views: readable parts or the raw JSON (the choice is remembered)
-  function applyPayloadView(root) {
-    const raw = store.get("aide-payload-raw", false);
-    (root || document).querySelectorAll(".payload-view").forEach((v) => {
-      v.dataset.view = raw ? "raw" : "parts";
-      v.querySelector(".parts").hidden = raw;
-      v.querySelector("pre.raw").hidden = !raw;
-      const t = v.querySelector("[data-toggle-raw]");
-      t.setAttribute("aria-pressed", raw ? "true" : "false");
-      t.textContent = raw ? "Readable" : "Raw JSON";
-    });
-  }
 
   // ---- context window slider: re-scale the breakdown from the section token counts while dragging (no write)
   function applyWindow() {
     const slider = $("#window-slider"), ctx = $("#ctx");
     if (!slider || !ctx) return;
-    const limit = parseInt(slider.value, 10), total = parseInt(ctx.dataset.total, 10);
-    $("#window-value").textContent = limit;
-    const number = $("#window-number");
+    const limit = parseInt(slider.value, 10), total = parseInt(ctx.dataset.total, 10), fixed = parseInt(ctx.dataset.fixed, 10);
+    const number = $("#window-number"), warn = $("#window-fixed-warn"), tooSmall = fixed + 256 > limit;
     if (number && document.activeElement !== number) number.value = limit;
-    const fixed = parseInt(ctx.dataset.fixed, 10), warn = $("#window-fixed-warn");
     if (warn) {  // what the save would refuse, said while dragging (core.web.workspace.WINDOW_ROOM)
-      warn.hidden = !(fixed + 256 > limit);
-      warn.textContent = warn.hidden ? "" : "Too small: the system prompt, memory blocks and tool definitions alone take " +
-        fixed + " tokens, leaving no room for a message. Saving needs at least " + (fixed + 256) + ".";
+      warn.hidden = !tooSmall;
+      warn.textContent = tooSmall ? `Too small: the system prompt, memory blocks and tool definitions alone take ${fixed} tokens, leaving no room for a message. Saving needs at least ${fixed + 256}.` : "";
     }
-    $("#ctx-limit").textContent = limit;
+    $("#window-value").textContent = $("#ctx-limit").textContent = limit;
     $("#ctx-pct").textContent = (100 * total / limit).toFixed(1);
     $("#ctx-free").textContent = limit - total;
     ctx.querySelectorAll("#ctx-bar span[data-tokens]").forEach((s) => { s.style.width = (100 * s.dataset.tokens / limit) + "%"; });
@@ -57,7 +41,7 @@
     $("#ctx-bar").classList.toggle("over", total > limit);
     const saved = parseInt(ctx.dataset.limit, 10);
     // the saved limit has its own note; a window the fixed part fills has the slider's
-    $("#ctx-over-live").hidden = !(total > limit) || limit === saved || fixed + 256 > limit;
+    $("#ctx-over-live").hidden = !(total > limit) || limit === saved || tooSmall;
     const note = $("#unsaved-note"); if (note) note.hidden = limit === saved;
   }
   document.addEventListener("input", (e) => {
@@ -66,6 +50,9 @@
       const slider = $("#window-slider"), v = parseInt(e.target.value, 10);
       if (slider && v >= parseInt(slider.min, 10) && v <= parseInt(slider.max, 10)) { slider.value = v; applyWindow(); }
     }
+  });
+  document.addEventListener("change", (e) => {  // leaving the number field: it shows what the slider holds
+    if (e.target.id === "window-number") { e.target.value = $("#window-slider").value; applyWindow(); }
   });
   // the slider's keys move by a useful amount: 1% of its range (10% with Page Up/Down) in whole 256-token steps,
   // not the 1 token its step="1" gives (kept so the number field can set any value)
@@ -78,36 +65,26 @@
     e.preventDefault();
     if (next === parseInt(s.value, 10)) return;
     s.value = next;
-    s.dispatchEvent(new Event("input", {bubbles: true}));
-    s.dispatchEvent(new Event("change", {bubbles: true}));
-  });
-  document.addEventListener("change", (e) => {  // leaving the number field: it shows what the slider holds
-    if (e.target.id === "window-number") { const s = $("#window-slider"); if (s) { e.target.value = s.value; applyWindow(); } }
+    ["input", "change"].forEach((n) => s.dispatchEvent(new Event(n, {bubbles: true})));
   });
 
-  // ---- runs table: a click shows the run's steps; open rows stay open when the table refreshes
+  // ---- runs table: a click shows the run's steps; open rows stay open (and are read again) when the table refreshes
   const openRuns = new Set();
-  function loadRunSteps(tbody) {
-    const body = tbody.querySelector(".run-steps-body");
-    tbody.querySelector(".run-steps").hidden = false;
-    tbody.querySelector(".run-main").setAttribute("aria-expanded", "true");
-    htmx.ajax("GET", body.dataset.url, {target: body, swap: "innerHTML"});
+  function showRun(tbody, open) {
+    tbody.querySelector(".run-steps").hidden = !open;
+    tbody.querySelector(".run-main").setAttribute("aria-expanded", String(open));
+    if (open) htmx.ajax("GET", tbody.querySelector(".run-steps-body").dataset.url, {target: tbody.querySelector(".run-steps-body")});
   }
   function toggleRun(tbody) {
-    const id = tbody.dataset.run;
-    if (openRuns.has(id)) {
-      openRuns.delete(id);
-      tbody.querySelector(".run-steps").hidden = true;
-      tbody.querySelector(".run-main").setAttribute("aria-expanded", "false");
-    } else { openRuns.add(id); loadRunSteps(tbody); }
+    const open = !openRuns.delete(tbody.dataset.run);
+    if (open) openRuns.add(tbody.dataset.run);
+    showRun(tbody, open);
   }
 
   document.body.addEventListener("htmx:afterSwap", (e) => {
     const t = e.target;
     if (t.id === "context-panel" || t.id === "settings-form") applyWindow();
-    if (t.id === "context-panel" || t.id === "step-detail") applyPayloadView(t);
-    if (t.id === "blocks-panel" || (t.closest && t.closest("#blocks-panel"))) initCounters();
-    if (t.id === "runs-panel") t.querySelectorAll(".run-row").forEach((tb) => { if (openRuns.has(tb.dataset.run)) loadRunSteps(tb); });
+    if (t.id === "runs-panel") t.querySelectorAll(".run-row").forEach((tb) => { if (openRuns.has(tb.dataset.run)) showRun(tb, true); });
   });
 
   // scroll the inspector so `target` starts just below its tab strip (which stays in view: it is sticky)
@@ -120,10 +97,9 @@
 
   function openStep(stepId) {
     openTab("tab-context");
-    htmx.ajax("GET", A.stepUrl.replace("STEP", encodeURIComponent(stepId)), {target: "#step-detail", swap: "innerHTML"})
+    htmx.ajax("GET", A.stepUrl.replace("STEP", encodeURIComponent(stepId)), {target: "#step-detail"})
       .then(() => { const d = $("#step-detail"); if (d) showBelowTabs(d); });
-    document.querySelectorAll(".step-chip.active").forEach((c) => c.classList.remove("active"));
-    document.querySelectorAll(`.step-chip[data-step="${CSS.escape(stepId)}"]`).forEach((c) => c.classList.add("active"));
+    document.querySelectorAll(".step-chip").forEach((c) => c.classList.toggle("active", c.dataset.step === stepId));
   }
 
   // a button elsewhere opens an inspector tab and shows one part of it (data-open-tab, data-scroll)
@@ -138,27 +114,24 @@
     target.classList.add("flash");
   }
 
-  // ---- clicks: copy, step chips, payload toggles, runs, attach
+  // ---- clicks: tabs, step chips, payload toggles, runs
   document.addEventListener("click", (e) => {
-    const copy = e.target.closest("[data-copy]");
-    if (copy) {
-      const src = document.querySelector(copy.dataset.copy);
-      const text = src ? src.textContent : "";
-      const label = copy.textContent;
-      const done = () => { copy.textContent = "Copied"; setTimeout(() => { copy.textContent = label; }, 1200); };
-      if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(done, done);
-      else { const ta = document.createElement("textarea"); ta.value = text; document.body.appendChild(ta); ta.select(); document.execCommand("copy"); ta.remove(); done(); }
-      return;
-    }
-    const chip = e.target.closest(".step-chip[data-step]");
+    const c = (sel) => e.target.closest(sel);
+    if (c(".pill-nav [data-tab]")) { openTab(c(".pill-nav [data-tab]").dataset.tab); return; }
+    const chip = c(".step-chip[data-step]");
     if (chip) { e.preventDefault(); openStep(chip.dataset.step); return; }
     // a node of a run's graph or a row of its timeline: this agent's steps open here, another agent's in its page
-    const node = e.target.closest("[data-open-step]");
+    const node = c("[data-open-step]");
     if (node && !e.ctrlKey && !e.metaKey && !e.shiftKey) { e.preventDefault(); openStep(node.dataset.openStep); return; }
-    const opener = e.target.closest("[data-open-tab]");  // e.g. a pause card's "Show the compiled request"
+    const opener = c("[data-open-tab]");  // e.g. a pause card's "Show the compiled request"
     if (opener && document.getElementById(opener.dataset.openTab)) { openFrom(opener); return; }
-    if (e.target.closest("[data-toggle-raw]")) { store.set("aide-payload-raw", !store.get("aide-payload-raw", false)); applyPayloadView(); return; }
-    const expand = e.target.closest("[data-expand-parts]");
+    if (c("[data-toggle-raw]")) {
+      const raw = document.documentElement.dataset.payload !== "raw";
+      document.documentElement.dataset.payload = raw ? "raw" : "parts";
+      store.set("aide-payload-raw", raw);
+      return;
+    }
+    const expand = c("[data-expand-parts]");
     if (expand) {
       const parts = expand.closest(".payload-view").querySelectorAll("details.part");
       const open = !Array.from(parts).every((d) => d.open);
@@ -166,14 +139,9 @@
       expand.textContent = open ? "Collapse all" : "Expand all";
       return;
     }
-    if (e.target.closest("[data-close-step]")) { $("#step-detail").textContent = ""; return; }
-    if (e.target.closest("[data-close-diff]")) { $("#version-diff").textContent = ""; return; }
-    const runRow = e.target.closest(".run-main");
-    if (runRow && !e.target.closest("a, button")) { toggleRun(runRow.closest(".run-row")); return; }
-    if (e.target.id === "attach-btn") {
-      const note = $("#tools-version-note");
-      htmx.ajax("POST", $("#attach-select").value, {target: "#tools-attached", values: {version_message: note ? note.value : ""}});
-    }
+    if (c("[data-close-step]")) { $("#step-detail").textContent = ""; return; }
+    if (c("[data-close-diff]")) { $("#version-diff").textContent = ""; return; }
+    if (c(".run-main") && !c("a, button")) toggleRun(c(".run-row"));
   });
   // ---- keyboard: arrow keys (Home, End) move between the tabs of a tab list; Esc closes an open step
   document.addEventListener("keydown", (e) => {
@@ -195,51 +163,7 @@
     if (runRow && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); toggleRun(runRow.closest(".run-row")); }
   });
 
-  // ---- memory blocks: live chars / limit counter, and values pushed by other tabs and runs
-  function initCounters() {
-    document.querySelectorAll(".block-card textarea[name=value]").forEach(updateCounter);
-  }
-  function updateCounter(ta) {
-    const card = ta.closest(".block-card");
-    const limitInput = card.querySelector("input[name=limit]");
-    const limit = parseInt(limitInput ? limitInput.value : card.dataset.limit, 10);
-    const n = ta.value.length;
-    const c = card.querySelector(".counter");
-    c.textContent = n + " / " + limit + " chars";
-    const over = n > limit;
-    c.classList.toggle("over", over);
-    card.classList.toggle("over", over);
-    const err = card.querySelector(".limit-error");
-    if (err) { err.hidden = !over; err.textContent = over ? `${n - limit} characters over the limit of ${limit}. Shorten it or raise the limit.` : ""; }
-    const save = card.querySelector("button[type=submit]"); if (save) save.disabled = over;
-  }
-  document.addEventListener("input", (e) => {
-    if (e.target.closest && e.target.closest(".block-card") && (e.target.name === "value" || e.target.name === "limit")) {
-      const card = e.target.closest(".block-card");
-      card.dataset.dirty = "1";
-      updateCounter(card.querySelector("textarea[name=value]"));
-    }
-  });
-  window.AIDE_BLOCKS = {
-    update(b) {
-      const card = document.querySelector(`.block-card[data-block-id="${CSS.escape(b.id)}"]`);
-      if (!card) { htmx.trigger(document.body, "blocks-changed"); return; }
-      const ta = card.querySelector("textarea[name=value]");
-      if (card.dataset.dirty === "1" && document.activeElement === ta) {
-        const n = card.querySelector(".remote-note"); if (n) { n.hidden = false; n.textContent = "Changed elsewhere (v" + b.version + "); saving will overwrite it."; }
-        return;
-      }
-      ta.value = b.value;
-      const lim = card.querySelector("input[name=limit]"); if (lim) lim.value = b.limit;
-      const v = card.querySelector(".version"); if (v) v.textContent = "v" + b.version;
-      card.dataset.dirty = "";
-      updateCounter(ta);
-    },
-  };
-
-  initCounters();
   applyWindow();
-  applyPayloadView();
   // A link to a step of this agent opens it: ?step=ID (where an agent test went wrong, on its kept copy) or
   // #step=ID&call=ID (a block history entry: the step that made the change). htmx is deferred.
   const linkedStep = new URLSearchParams(location.search).get("step") ||

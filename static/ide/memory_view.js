@@ -3,15 +3,15 @@
 // inspector's Memory tab (main[data-memory] says which). A block that a run, another tab or the API changed is drawn
 // again by the server (memory/_block_card.html, with its change: a diff and the tool call that made it) and flashes;
 // "show the call" brings that call into view in the conversation, or opens its step when the page does not hold it.
+// Each card counts its characters against its limit as the person types.
 (function () {
   "use strict";
-  const $ = (sel, root) => (root || document).querySelector(sel);
+  const $ = (sel) => document.querySelector(sel);
   const main = $("main.workspace");
   const pane = $("#memory-pane"), tab = $("#tab-memory"), panel = $("#blocks-panel");
   if (!main || !pane || !tab || !panel) return;
   const settings = $("#settings-pane"), inspector = $("#inspector");
   const roomy = matchMedia("(min-width: 1200px)"), wide = matchMedia("(min-width: 1280px)");
-  const phone = matchMedia("(max-width: 767.98px)");
   const CENTER_MIN = 360, SPLITTER = 5;
   const memWidth = () => Math.min(380, Math.max(240, window.innerWidth * 0.19));  // --mem-w in memory_view.css
 
@@ -22,7 +22,6 @@
     if (wide.matches) sides += inspector.getBoundingClientRect().width + SPLITTER;
     return main.clientWidth - sides - memWidth() >= CENTER_MIN;
   }
-  function selectTab(id) { const b = $(`.pill-nav [data-tab="${id}"]`); if (b) b.click(); }
   function place() {
     const mode = fits() ? "column" : "tab";
     if (main.dataset.memory === mode) return;
@@ -31,32 +30,24 @@
     (mode === "column" ? pane : tab).appendChild(panel);
     const pill = $('.pill-nav [data-tab="tab-memory"]');
     if (pill) pill.title = mode === "column" ? "Core memory is in its own column beside the conversation: this brings it into view" : "";
-    if (mode === "column" && wasMemoryTab) selectTab("tab-context");  // its panel now lives in the column
+    if (mode === "column" && wasMemoryTab) $('.pill-nav [data-tab="tab-context"]').click();  // its panel now lives in the column
   }
   place();
-  roomy.addEventListener("change", place);
-  wide.addEventListener("change", place);
-  if (window.ResizeObserver) {
-    const ro = new ResizeObserver(() => place());
-    [main, settings, inspector].forEach((n) => ro.observe(n));
-  } else window.addEventListener("resize", place);
+  const ro = new ResizeObserver(place);  // the window, and side panes dragged wider, change what the middle has
+  [main, settings, inspector].forEach((n) => ro.observe(n));
 
   // In the column, the Memory tab (and what opens it, e.g. a pause card's "Edit a memory block") points to the column.
-  function flash(node) {
-    node.classList.remove("flash");
-    void node.offsetWidth;  // restart the animation
-    node.classList.add("flash");
-  }
   document.addEventListener("click", (e) => {
-    if (main.dataset.memory !== "column") return;
     const opener = e.target.closest && e.target.closest('[data-tab="tab-memory"], [data-open-tab="tab-memory"]');
-    if (!opener) return;
+    if (opener && (opener.matches(".pill-nav *") || main.dataset.memory === "column")) clearMarks();
+    if (!opener || main.dataset.memory !== "column") return;
     e.preventDefault();
     e.stopPropagation();
     const target = (opener.dataset.scroll && $(opener.dataset.scroll)) || panel;
     target.scrollIntoView({block: "start"});
-    flash(target);
-    clearMarks();
+    target.classList.remove("flash");
+    void target.offsetWidth;  // restart the animation
+    target.classList.add("flash");
   }, true);
 
   // ---- a dot on what opens the Memory tab while a change there is out of sight
@@ -64,51 +55,60 @@
   function clearMarks() { markers().forEach((m) => m.removeAttribute("data-memory-changed")); }
   function panelInSight() {
     const r = panel.getBoundingClientRect();
-    return panel.checkVisibility ? panel.checkVisibility({visibilityProperty: true}) && r.width > 0 && r.right > 0 && r.left < window.innerWidth
-      : r.width > 0;
+    return panel.checkVisibility({visibilityProperty: true}) && r.width > 0 && r.right > 0 && r.left < window.innerWidth;
   }
-  if (window.IntersectionObserver) new IntersectionObserver((es) => { if (es.some((x) => x.isIntersecting)) clearMarks(); }).observe(panel);
-  document.addEventListener("click", (e) => { if (e.target.closest && e.target.closest('.pill-nav [data-tab="tab-memory"]')) clearMarks(); });
+  new IntersectionObserver((es) => { if (es.some((x) => x.isIntersecting)) clearMarks(); }).observe(panel);
+
+  // ---- the counter under each value, and what it allows
+  function count(card) {
+    const limitInput = card.querySelector("input[name=limit]");
+    const limit = parseInt(limitInput ? limitInput.value : card.dataset.limit, 10);
+    const n = card.querySelector("textarea[name=value]").value.length, over = n > limit;
+    const c = card.querySelector(".counter"), err = card.querySelector(".limit-error");
+    c.textContent = `${n} / ${limit} chars`;
+    c.classList.toggle("over", over);
+    card.classList.toggle("over", over);
+    if (err) { err.hidden = !over; err.textContent = over ? `${n - limit} characters over the limit of ${limit}. Shorten it or raise the limit.` : ""; }
+    const save = card.querySelector("button[type=submit]"); if (save) save.disabled = over;
+  }
+  document.addEventListener("htmx:load", (e) => (e.target.matches(".block-card") ? [e.target] : e.target.querySelectorAll(".block-card")).forEach(count));
+  document.addEventListener("input", (e) => {
+    const card = e.target.closest && e.target.closest(".block-card");
+    if (card && (e.target.name === "value" || e.target.name === "limit")) { card.dataset.dirty = "1"; count(card); }
+  });
 
   // ---- live: the server draws the changed card again (newest wins; an edit in progress is never thrown away)
   const version = (card) => parseInt(card.dataset.version || "0", 10);
-  const cardOf = (id) => $(`.block-card[data-block-id="${CSS.escape(id)}"]`);
-  function editing(card) {
-    const ta = card.querySelector("textarea[name=value]");
-    return card.dataset.dirty === "1" && (document.activeElement === ta || card.contains(document.activeElement));
+  const editing = (card) => card.dataset.dirty === "1" && card.contains(document.activeElement);
+  function changedElsewhere(card, v) {
+    const n = card.querySelector(".remote-note");
+    n.hidden = false;
+    n.textContent = `Changed elsewhere (v${v}); saving will overwrite it.`;
   }
-  function refresh(b, fallback) {
-    const card = cardOf(b.id);
-    if (!card || !card.dataset.cardUrl) { fallback(b); return; }
-    if (version(card) >= b.version) return;  // this tab's own save already shows it
-    if (editing(card)) { fallback(b); return; }  // says "changed elsewhere" on the card
-    fetch(card.dataset.cardUrl + "?live=1", {credentials: "same-origin", headers: {"HX-Request": "true"}})
-      .then((r) => r.ok ? r.text() : Promise.reject(r.status))
-      .then((html) => {
-        const box = document.createElement("template");
-        box.innerHTML = html;  // server-rendered, autoescaped
-        const fresh = box.content.querySelector(".block-card");
-        const now = cardOf(b.id);
-        if (!fresh || !now || version(fresh) <= version(now)) return;  // a newer card got here first
-        if (editing(now)) { fallback(b); return; }
-        now.replaceWith(fresh);
-        if (window.htmx) htmx.process(fresh);
+  window.AIDE_BLOCKS = {
+    update(b) {  // workspace.js: a block_update event
+      const card = $(`.block-card[data-block-id="${CSS.escape(b.id)}"]`);
+      if (!card) { htmx.trigger(document.body, "blocks-changed"); return; }
+      if (version(card) >= b.version) return;  // this tab's own save already shows it
+      if (editing(card)) { changedElsewhere(card, b.version); return; }
+      htmx.ajax("GET", card.dataset.cardUrl + "?live=1", {target: card, swap: "outerHTML"}).then(() => {
         if (!panelInSight()) markers().forEach((m) => m.setAttribute("data-memory-changed", ""));
-      })
-      .catch(() => fallback(b));  // at least the value: the base update writes it into the card
-  }
-  const blocks = window.AIDE_BLOCKS;
-  if (blocks && blocks.update) {
-    const base = blocks.update.bind(blocks);
-    blocks.update = (b) => refresh(b, base);
-  }
+      });
+    },
+  };
+  document.body.addEventListener("htmx:beforeSwap", (e) => {  // a card read live, landing after a newer one or an edit
+    const card = e.detail.target, fresh = /data-version="(\d+)"/.exec(e.detail.serverResponse || "");
+    if (!card.matches(".block-card") || e.detail.requestConfig.verb !== "get" || !fresh) return;
+    if (+fresh[1] <= version(card)) e.detail.shouldSwap = false;
+    else if (editing(card)) { e.detail.shouldSwap = false; changedElsewhere(card, fresh[1]); }
+  });
 
   // ---- "show the call": the tool call in the conversation, else its step in the inspector
   function findCall(id) {
     const marked = $(`#conversation .msg.tool_call_message[data-call-id="${CSS.escape(id)}"]`);
     if (marked) return marked;
     for (const a of document.querySelectorAll("#conversation .msg.tool_call_message a.open-workbench")) {
-      try { if (new URL(a.href, location.href).searchParams.get("call") === id) return a.closest(".msg"); } catch (e) { /* not a URL */ }
+      if (new URL(a.href, location.href).searchParams.get("call") === id) return a.closest(".msg");
     }
     return null;
   }
@@ -129,28 +129,23 @@
     };
     document.body.addEventListener("htmx:afterSwap", done);
   }
-  function showCall(id, chip) {
-    const node = findCall(id);
-    if (node) {
-      // what covers the conversation goes: a phone shows one pane at a time, a drawer lies over it
-      if (phone.matches) { const t = $('.ws-tabs [data-pane="conversation"]'); if (t) t.click(); }
-      if (document.body.classList.contains("inspector-open")) { const x = $("#inspector-close"); if (x) x.click(); }
-      highlight(node);
-      return;
-    }
-    if (chip) { highlightInStep(id); chip.click(); }  // an older page or another conversation: the step shows it
-  }
   document.addEventListener("click", (e) => {
     const link = e.target.closest && e.target.closest("a.bc-call[data-call]");
     if (!link) return;
     e.preventDefault();
-    showCall(link.dataset.call, link.closest(".block-change").querySelector(".step-chip[data-step]"));
+    const node = findCall(link.dataset.call), chip = link.closest(".block-change").querySelector(".step-chip[data-step]");
+    if (node) {
+      // what covers the conversation goes: a phone shows one pane at a time, a drawer lies over it
+      if (matchMedia("(max-width: 767.98px)").matches) $('.ws-tabs [data-pane="conversation"]').click();
+      if (document.body.classList.contains("inspector-open")) $("#inspector-close").click();
+      highlight(node);
+    } else if (chip) { highlightInStep(link.dataset.call); chip.click(); }  // an older page or another conversation
   });
 
   // a link to a call (a block's history: #step=…&call=…) shows it in the conversation and in its step
-  const linked = new URLSearchParams(location.hash.slice(1)).get("call");
-  if (linked) {
-    if (new URLSearchParams(location.hash.slice(1)).get("step")) highlightInStep(linked);
-    document.addEventListener("DOMContentLoaded", () => { const n = findCall(linked); if (n) highlight(n); });
+  const linked = new URLSearchParams(location.hash.slice(1));
+  if (linked.get("call")) {
+    if (linked.get("step")) highlightInStep(linked.get("call"));
+    document.addEventListener("DOMContentLoaded", () => { const n = findCall(linked.get("call")); if (n) highlight(n); });
   }
 })();

@@ -127,3 +127,28 @@ def test_upload_process_attach_and_follow_a_file_tool_call(signed_in, account, f
     _fits(page, "folders 390", problems)
     assert problems == [], "\n".join(problems)
     assert violations == []
+
+
+def test_a_file_over_the_size_limit_is_refused_before_it_is_sent_and_its_row_dismissed(signed_in, account):
+    folder = services.folder_create(owner=account.org, name="small")
+    page = signed_in.new_page()
+    page.goto(f"/folders/{folder.id}/")
+    expect(page.locator("#dropzone[data-ready=true]")).to_have_count(1)
+    page.evaluate("document.getElementById('dropzone').dataset.maxBytes = '10'")
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
+    page.set_input_files("#file-input", files=[{"name": "big.txt", "mimeType": "text/plain", "buffer": b"x" * 2048}])
+    row = page.locator("#files-rows tr.upload-row", has_text="big.txt")
+    expect(row).to_have_attribute("data-status", "refused")
+    expect(row.locator(".file-size")).to_have_text("2.0 KB")  # as the server's filesizeformat writes it
+    expect(row.locator(".file-error")).to_have_text("big.txt is 2048 bytes; files in folders may be at most 10 bytes.")
+    expect(row.locator("progress")).to_be_hidden()
+    expect(page.locator("#no-files")).to_have_count(0)
+    assert sent == []
+    row.get_by_role("button", name="Dismiss").click()
+    expect(row).to_have_count(0)
+    # deleting the folder asks first; declined, nothing is sent
+    page.once("dialog", lambda d: d.dismiss())
+    page.click("#delete-folder")
+    expect(page.locator("#folder-name")).to_have_text("small")
+    assert sent == []
