@@ -31,7 +31,7 @@ from core.runs.emit import resync_request
 from core.selectors import agent_names
 from core.telemetry import metrics
 from core.text import first_bad_string, json_input
-from core.web.live import LiveRenderer, needs_database
+from core.web.live import needs_database, renderer_close, renderer_open
 from core.web.ws_handlers import handle_client_message
 
 SESSION_ENDED = 4401  # close code: the session that opened the socket ended (logout or expiry)
@@ -69,7 +69,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
         # the IDE's pages draw the conversation from the items' HTML (core.web.live); the API's sockets get Letta's
         if self.batched:
             names = await database_sync_to_async(agent_names)(owner=self.principal.org)
-            self.live = LiveRenderer(self.agent_id, names)
+            self.live = renderer_open(self.agent_id, names)
         self.groups_joined = [self.group] + ([session_group(self.session_key)] if self.session_key else [])
         server_loop_remember()
         for group in self.groups_joined:
@@ -87,6 +87,8 @@ class AgentConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code):
         if getattr(self, "counted", False):
             metrics.WEBSOCKETS.dec()
+        if getattr(self, "live", None) is not None:
+            renderer_close(self.agent_id)
         if getattr(self, "_expiry", None) is not None:
             self._expiry.cancel()
         for group in getattr(self, "groups_joined", ()):
@@ -137,12 +139,13 @@ class AgentConsumer(AsyncWebsocketConsumer):
         if any(e.get("message_type") == SESSION_ENDED_EVENT for e in events):
             await self.close(code=SESSION_ENDED)
             return
-        if self.live is not None:
-            if needs_database(events):
-                events = await database_sync_to_async(self.live.events)(events)
-            else:
-                events = self.live.events(events)
-            await self._send_frame(events)
+        if self.live is not None:  # rendered once for every socket of the agent in this process
+            frame = self.live.frame_sent(message)
+            if frame is None and needs_database(events):
+                frame = await database_sync_to_async(self.live.frame)(message, events)
+            elif frame is None:
+                frame = self.live.frame(message, events)
+            await self.send(text_data=frame)
             return
         for event in events:
             await self._send_frame(event)

@@ -6,9 +6,12 @@ socket without `batch=1`) carry Letta's events unchanged. A streamed part's shel
 rendered once, with its first token chunk; the page appends the tokens' text to it.
 """
 
+from collections import deque
+
 from django.template.loader import render_to_string
 from django.utils.dateparse import parse_datetime
 
+from core import jsontext
 from core.models import Message
 from core.web.history import display_items
 from core.web.waits import answer_items, calls_item
@@ -32,6 +35,27 @@ STREAMED = {"reasoning_message", "assistant_message", "tool_call_message", "appr
 APPROVALS = {"approval_request_message", "approval_response_message"}
 
 
+FRAMES_KEPT = 8
+_renderers: dict[str, "LiveRenderer"] = {}
+
+
+def renderer_open(agent_id: str, names: dict[str, str]) -> "LiveRenderer":
+    """The agent's renderer, shared by its IDE sockets in this process (pair with `renderer_close`)."""
+    renderer = _renderers.get(agent_id) or _renderers.setdefault(agent_id, LiveRenderer(agent_id))
+    renderer.names = names
+    renderer.sockets += 1
+    return renderer
+
+
+def renderer_close(agent_id: str) -> None:
+    """A socket of the agent closed: its renderer goes with the last one."""
+    renderer = _renderers.get(agent_id)
+    if renderer is not None:
+        renderer.sockets -= 1
+        if renderer.sockets <= 0:
+            del _renderers[agent_id]
+
+
 def needs_database(events: list[dict]) -> bool:
     """Whether rendering these events reads the database (an approval request's card, an answer's call names)."""
     return any(e.get("message_type") in APPROVALS and not e.get("delta") for e in events)
@@ -46,7 +70,41 @@ def _detail_text(detail) -> str:
         return detail
     if isinstance(detail, dict) and isinstance(detail.get("available"), list):
         return "Available models: " + ", ".join(map(str, detail["available"]))
-    return ""  # structured details (a busy run id, …) are shown by the page itself
+    return ""  # structured details (a busy run id, …) are told by the texts below
+
+
+def _error_texts(event: dict) -> dict:
+    """What the page tells of an error: `reason` (a failed send's), and `busy_text` for Letta's 409 of a thread
+    that waits (the busy bar's)."""
+    detail = event.get("detail")
+    reason = " ".join(t for t in (str(event.get("message") or ""), _detail_text(detail)) if t)
+    out = {"reason": reason}
+    if isinstance(detail, dict) and detail.get("code") == "PENDING_APPROVAL":
+        names = [c["name"] for c in detail.get("tool_calls") or () if isinstance(c, dict) and c.get("name")]
+        if names:
+            said = str(event.get("message") or "The agent is waiting for approval on a tool call.")
+            out["busy_text"] = f"{said} Waiting: {', '.join(names)}. Your message is back in the box."
+        else:  # a wait with no calls is a breakpoint before a model call
+            out["busy_text"] = (
+                "The agent is paused at a breakpoint before a model call: Continue, Step or Stop it first."
+                " Your message is back in the box."
+            )
+    return out
+
+
+WAIT_LABELS = {"client": "waiting for the client", "breakpoint": "paused at a breakpoint"}
+
+
+def status_label(event: dict) -> str:
+    """What the conversation's status line says of a run_status event."""
+    status, stop = event.get("status"), event.get("stop_reason")
+    if status in ("created", "running"):
+        return f"running …{str(event.get('run_id'))[-8:]}…"
+    if isinstance(event.get("waiting"), dict):
+        return WAIT_LABELS.get(event["waiting"].get("kind"), "waiting for approval")
+    if stop == "cancelled":  # a wait ended by Stop leaves its run "completed" with this stop reason
+        return "cancelled"
+    return f"{status} · {stop}" if stop and stop != status else str(status)
 
 
 def item_html(item: dict, *, agent_id: str) -> str:
@@ -92,14 +150,29 @@ def shell_item(part: dict) -> dict:
 
 
 class LiveRenderer:
-    """One IDE socket's renderer: adds `html` to the events its page draws (copies: a channel-layer message is
-    shared by every listener in the process)."""
+    """The renderer of an agent's IDE sockets in this process: adds `html` to the events their pages draw (copies: a
+    channel-layer message is shared by every listener in the process), and renders each message once into the frame
+    every socket sends."""
 
     def __init__(self, agent_id: str, names: dict[str, str] | None = None):
         self.agent_id = agent_id
         self.names = names or {}
-        self._shells: set[str] = set()  # streamed parts whose shell this socket was sent
+        self.sockets = 0
+        self._shells: set[str] = set()  # streamed parts whose shell the sockets were sent
         self._reasoned: set[str] = set()  # messages of the run whose reasoning was shown (once per message, as stored)
+        # the last channel messages and their frames: the embedded layer hands every socket the same message; a
+        # shared layer (Redis) an equal copy
+        self._frames: deque[tuple[dict, str]] = deque(maxlen=FRAMES_KEPT)
+
+    def frame_sent(self, message: dict) -> str | None:
+        """The frame already rendered for this channel message (by another socket of the agent), if any."""
+        return next((text for m, text in self._frames if m is message or m == message), None)
+
+    def frame(self, message: dict, events: list[dict]) -> str:
+        """The frame of a channel message's events (call through database_sync_to_async when `needs_database`)."""
+        text = jsontext.dumps(self.events(events), default=str)
+        self._frames.append((message, text))
+        return text
 
     def events(self, events: list[dict]) -> list[dict]:
         """The events as the page gets them (call through database_sync_to_async when `needs_database`)."""
@@ -110,15 +183,19 @@ class LiveRenderer:
         if kind == "stream_snapshot":
             parts = [p for p in event.get("parts") or () if isinstance(p, dict)]
             return {**event, "parts": [self._shell(p, p, again=True) for p in parts]}
-        if kind not in SHOWN:
-            if kind == "run_status" and event.get("status") not in ("created", "running"):
+        if kind == "run_status":
+            if event.get("status") not in ("created", "running"):
                 self._shells.clear()
                 self._reasoned.clear()
+            return {**event, "label": status_label(event)}
+        if kind not in SHOWN:
             return event
         if event.get("delta"):
             return self._shell(event, event) if kind in STREAMED else event
         if kind in APPROVALS:
             return {**event, "html": self._approval(event)}
+        if kind == "error_message":
+            event = {**event, **_error_texts(event)}
         self._shells.discard(f"{kind}:{event.get('id')}")
         said = [{"message_type": "reasoning_message"}] if event.get("id") in self._reasoned else []
         items = display_items(event_item(event, names=self.names), before=said)

@@ -2,11 +2,11 @@
 
 Client → server: {"type": "user_message", "text": "...", "max_steps"?: N}, {"type": "approval", "approvals": [...],
 "message_id": the approval request's message, "otid"?} (the answer to a run that waits: Letta's ApprovalCreate),
-{"type": "continue", "run_id": the waiting run, "step"?: bool, "stop"?: bool, "approvals"?: [...], "otid"?} (the
-debugger's Continue / Step / Stop: core.runs.executor.wait_answer), {"type": "cancel"} (the run of the socket's thread; also ends its wait, denying its calls), {"type": "ping"}; a socket opened on one of the agent's
+{"type": "wait_answer", "run_id": the waiting run, "step"?: bool, "stop"?: bool, "approvals"?: [...], "otid"?} (the
+debugger's Continue / Step / Stop on a wait: core.runs.executor.wait_answer), {"type": "cancel"} (the run of the socket's thread; also ends its wait, denying its calls), {"type": "ping"}; a socket opened on one of the agent's
 conversations sends into that conversation.
 Server → client: Letta message dicts (as SSE sends them), run_status (with `waiting` when a run pauses),
-context_update, block_update and error_message (an answer or a continue refused because another tab or the API
+context_update, block_update and error_message (an answer to a wait refused because another tab or the API
 answered first has detail.code ALREADY_ANSWERED); a Stop is answered with the ended run's run_status; run events go to the agent's channel group, so every open tab receives them.
 """
 
@@ -108,7 +108,7 @@ def _go_on(principal: Principal, agent_id: str, run_id: str, payload: dict) -> d
     return {"message_type": "run_status", "run_id": run.id, "status": "created", "stop_reason": None}
 
 
-async def _continue(principal: Principal, agent_id: str, payload: dict) -> dict:
+async def _wait_answer(principal: Principal, agent_id: str, payload: dict) -> dict:
     otid = payload["otid"][:100] if isinstance(payload.get("otid"), str) else None
     run_id, approvals = payload.get("run_id"), payload.get("approvals")
     if not isinstance(run_id, str) or not run_id:
@@ -138,8 +138,8 @@ async def handle_client_message(
         return await _user_message(principal, agent_id, payload, thread)
     if kind == "approval":
         return await _approval(principal, agent_id, payload, thread)
-    if kind == "continue":
-        return await _continue(principal, agent_id, payload)
+    if kind == "wait_answer":
+        return await _wait_answer(principal, agent_id, payload)
     if kind == "cancel":
         ids = await database_sync_to_async(_cancel)(principal, agent_id, thread)
         if not ids:

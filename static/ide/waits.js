@@ -1,9 +1,9 @@
-// Agent workspace, waits: the card of a run that waits for someone. Its reply's tool calls wait for an approval, a
-// client's result or a tool-call breakpoint (templates/core/_wait_calls.html: each call approved, with its arguments
-// edited or not, or denied with a reason; at a breakpoint also Step and Stop), or a breakpoint holds it before its
-// model call (templates/core/_wait_model_call.html: Continue, Step, Stop). The server draws both, in the history and
-// live; the page fetches a card again when its wait may have ended (an answer from any tab or the API, a cancel, an
-// expiry). Answers go over the page's socket (workspace.js). Also: the Breakpoints tab's count.
+// Agent workspace, waits: the card of a run that waits for someone (the one module for them). Its reply's tool calls
+// wait for an approval, a client's result or a tool-call breakpoint (templates/core/_wait_calls.html: each call
+// approved, with its arguments edited or not, or denied with a reason; at a breakpoint also Step and Stop), or a
+// breakpoint holds it before its model call (templates/core/_wait_model_call.html: Continue, Step, Stop). The server
+// draws both, in the history and live; the page fetches a card again when its wait may have ended (an answer from any
+// tab or the API, a cancel, an expiry). Answers go over the page's socket (workspace.js).
 window.AIDE_WAITS = (function () {
   "use strict";
   const A = JSON.parse(document.getElementById("ide-config").textContent);
@@ -19,10 +19,7 @@ window.AIDE_WAITS = (function () {
     return card.dataset.id ? A.waitCallsUrl.replace("MSG", encodeURIComponent(card.dataset.id))
       : A.waitModelCallUrl.replace("RUN", encodeURIComponent(card.dataset.run));
   }
-  function find(k) {
-    const sel = k[0] === "m" ? `.wait-card[data-id="${CSS.escape(k.slice(1))}"]` : `.pause-card[data-run="${CSS.escape(k.slice(1))}"]`;
-    return conv.querySelector(sel);
-  }
+  const find = (k) => C.at(k[0] === "m" ? '.wait-card[data-id="?"]' : '.wait-model-call[data-run="?"]', k.slice(1));
   function cards() { return Array.from(conv.querySelectorAll(".wait-card")); }
   function waiting() { return cards().reverse().find((c) => WAITS.has(c.dataset.state)) || null; }
   function changed() { if (hooks.changed) hooks.changed(waiting()); }
@@ -32,15 +29,7 @@ window.AIDE_WAITS = (function () {
     box.textContent = text || "";
     box.hidden = !text;
   }
-  function fetchCard(card) {
-    return fetch(url(card), {credentials: "same-origin"})
-      .then((r) => r.ok ? r.text() : Promise.reject(r.status))
-      .then((html) => {
-        const box = document.createElement("div");
-        box.innerHTML = html;  // server-rendered (autoescaped) template
-        return box.querySelector(".wait-card");
-      });
-  }
+  const fetchCard = (card) => C.load(url(card)).then((nodes) => nodes.find((n) => n.matches(".wait-card")));
 
   // ---- the card as the server has it now. Fetches can come back out of order (a refresh when a run ends, another
   // when this tab's answer is taken): the answer to the latest one wins, and goes to the card now on the page.
@@ -58,8 +47,7 @@ window.AIDE_WAITS = (function () {
       if (fresh.dataset.state === "waiting" && (card.dataset.state === "waiting" || card.dataset.state === "sending")) return;
       const said = card.dataset.asked;  // once let go, a pause keeps saying why it paused (the run no longer stores it)
       if (fresh.dataset.state !== "waiting" && said && !fresh.dataset.asked) {
-        fresh.dataset.asked = said;
-        fresh.querySelector(".pause-head").after(C.el("div", "small muted pause-was", said));
+        fresh.dataset.asked = fresh.querySelector(".pause-was").textContent = said;
       }
       const err = card.querySelector(".approval-error");
       if (err && !err.hidden) showError(fresh, err.textContent);  // a refused answer stays told
@@ -82,15 +70,11 @@ window.AIDE_WAITS = (function () {
   function arrived(ev) {
     const known = find("r" + ev.run_id);
     if (known) { load(known); return; }
-    const stub = C.el("div", "pause-card"); stub.dataset.run = ev.run_id;
-    fetchCard(stub).then((node) => {
+    fetchCard({dataset: {run: ev.run_id}}).then((node) => {
       if (!node || find("r" + ev.run_id)) return;
-      C.dropEmpty();
-      const anchor = C.trailingStatus();
-      if (anchor) anchor.before(node); else C.place(node);
-      C.scrollDown(true);
+      C.before(node, C.trailingStatus());
       changed();
-    }).catch(() => C.place(C.note("Run " + C.short(ev.run_id) + " paused before a model call; reload the page to continue it.")));
+    }).catch(() => C.before(C.note("Run " + C.short(ev.run_id) + " paused before a model call; reload the page to continue it.")));
   }
 
   // ---- answering waiting calls: choose per call (one call: the choice is the answer), check the arguments, send
@@ -160,7 +144,7 @@ window.AIDE_WAITS = (function () {
     if (answers) go(card, "answer", "Sending your answer…", {type: "approval", approvals: answers, message_id: card.dataset.id});
   }
   function goOn(card, how) {
-    const msg = {type: "continue", run_id: card.dataset.run, step: how === "step", stop: how === "stop"};
+    const msg = {type: "wait_answer", run_id: card.dataset.run, step: how === "step", stop: how === "stop"};
     if (card.dataset.id && how === "step") {  // a tool-call breakpoint: its calls as the person left them
       const answers = collect(card, "approve");
       if (!answers) return;
@@ -226,18 +210,7 @@ window.AIDE_WAITS = (function () {
     const first = card.querySelector("button[data-answer], .approval-args, [data-pause]");
     if (first) first.focus({preventScroll: true});
   }
-  function names(card) {
-    return card ? Array.from(card.querySelectorAll(".approval-call")).map((c) => c.dataset.name).filter(Boolean) : [];
-  }
 
-  // ---- the Breakpoints tab says how many breakpoints the agent has
-  document.body.addEventListener("htmx:afterSwap", (e) => {
-    if (e.target.id === "context-panel") heldTokens(e.target);
-    if (e.target.id !== "breakpoints-panel") return;
-    const count = document.getElementById("bp-count");
-    const n = e.target.querySelectorAll(".bp-item").length;
-    if (count) { count.textContent = String(n); count.hidden = n === 0; }
-  });
   // ---- a block edited while paused: the Context tab compiles the held call again, and the card says its new size
   function heldTokens(root) {
     const held = root.querySelector("#held-note[data-run]");
@@ -248,7 +221,8 @@ window.AIDE_WAITS = (function () {
     const why = card.querySelector(".pause-why");
     if (why) card.dataset.asked = "Paused before the model call — " + why.textContent + " · " + held.dataset.tokens + " tokens";
   }
+  document.body.addEventListener("htmx:afterSwap", (e) => { if (e.target.id === "context-panel") heldTokens(e.target); });
   heldTokens(document);  // after a reload: the card reads the count it paused with, the Context tab the one now
 
-  return {refresh, arrived, waiting, accepted, refused, reveal, names, hooks};
+  return {refresh, arrived, waiting, accepted, refused, reveal, hooks};
 })();

@@ -1,25 +1,21 @@
 // Agent workspace, the run side: the websocket (events of every run of the agent, token chunks included), the
-// run state, the composer (busy, queue, retry) and what a run that did not complete leaves behind.
+// run state, the composer (busy, queue, retry) and what a run that did not complete leaves behind. Texts come from
+// the server: a run_status's `label`, an error's `reason` and `busy_text` (core.web.live), a wait card's data-label.
 (function () {
   "use strict";
   const A = JSON.parse(document.getElementById("ide-config").textContent);
-  const C = window.AIDE_CONV;
-  const W = window.AIDE_WAITS;
-  const {el, short, detailText, scrollDown, bump, bubble, setBubble, failBubble, place, onDelta, render,
-         refreshMarks, trailingStatus, live} = C;
-  const $ = (sel, root) => (root || document).querySelector(sel);
-  const conv = $("#conversation");
-  const input = $("#composer-input");
-  const statusEl = $("#run-status");
-  const cancelBtn = $("#cancel-run");
-  const sendBtn = $("#send-btn");
-  const busyBar = $("#busy-bar");
-  // what this socket asked for, oldest first: {kind: "send", bubble} | {kind: "answer", card, stop} |
+  const C = window.AIDE_CONV, W = window.AIDE_WAITS, live = C.live;
+  const $ = (id) => document.getElementById(id);
+  const conv = $("conversation"), input = $("composer-input"), statusEl = $("run-status"), cancelBtn = $("cancel-run");
+  const busyBar = $("busy-bar"), idlePlaceholder = input.placeholder;
+  // what this socket asked for, oldest first: {kind: "send", bubble, otid} | {kind: "answer", card, otid, stop} |
   // {kind: "cancel"} (card: a wait's card, waits.js; stop: a Stop, answered by the ended run)
   const awaiting = [];
-  let ws = null, retry = 0, running = false, cancelling = false, activeRunId = A.activeRunId || null, outbox = [];
-  let queued = null;  // {text, bubble}: sent when the active run ends
   const ended = new Set();  // runs whose end we saw (it can overtake the reply that names the run)
+  let ws = null, retry = 0, opened = 0, running = false, cancelling = false, activeRunId = A.activeRunId || null;
+  let outbox = [], queued = null;  // queued: {text, bubble}, sent when the active run ends
+  const newOtid = () => "otid-" + Date.now().toString(36) + Math.random().toString(36).slice(2, 8);
+  const pendingSend = () => awaiting.some((a) => a.kind === "send");
 
   // ---- what this browser sent that the server has not confirmed, and the text being typed: kept in localStorage
   // so a reload (or a crash) loses neither. A send leaves the store once the server accepts it: from then on the
@@ -31,143 +27,101 @@
     try { if (list.length) localStorage.setItem(SENDS, JSON.stringify(list.slice(-20))); else localStorage.removeItem(SENDS); } catch (e) { /* private mode, full */ }
   }
   function keep(otid, text, state, error) {
-    if (!otid) return;
-    sendsWrite(sendsRead().filter((s) => s.otid !== otid).concat([{otid: otid, text: text, state: state, error: error || "", at: Date.now()}]));
+    if (otid) sendsWrite(sendsRead().filter((s) => s.otid !== otid).concat([{otid, text, state, error: error || "", at: Date.now()}]));
   }
   function forget(otid) { if (otid) sendsWrite(sendsRead().filter((s) => s.otid !== otid)); }
   function draftKeep() { try { if (input.value) localStorage.setItem(DRAFT, input.value); else localStorage.removeItem(DRAFT); } catch (e) { /* ignore */ } }
 
-  // ---- run state
-  function showCancelling() {
-    statusEl.textContent = "";
-    statusEl.appendChild(el("span", "spinner"));
-    statusEl.appendChild(el("span", "", " cancelling…"));
-    statusEl.title = "The run stops at the end of its current step.";
-    statusEl.dataset.state = "cancelling";
-    cancelBtn.disabled = true;
+  // ---- run state: the status line (a spinner while a run goes, its label a badge while one waits), Send, Cancel
+  function status(state, text, title) {
+    statusEl.dataset.state = state;
+    statusEl.lastElementChild.textContent = text;
+    statusEl.title = title || "";
   }
   let lastLabel = "idle";  // what the status line says when no run is going and no reply waits
   function setRunning(on, label) {
     running = on;
-    if (!on) lastLabel = label || "idle";
-    if (!on) { cancelling = false; activeRunId = null; }
     document.body.dataset.run = on ? "busy" : "idle";
-    sendBtn.textContent = on ? "Send…" : "Send";
-    sendBtn.title = on ? "A run is in progress: you can cancel it or have this message sent when it ends" : "";
-    input.placeholder = on ? "The agent is busy with a run; you can type the next message now." : input.dataset.idlePlaceholder;
-    if (on && cancelling) { cancelBtn.hidden = false; showCancelling(); return; }  // a late "running" event
-    statusEl.textContent = "";
-    statusEl.title = "";
-    if (on) {
-      statusEl.appendChild(el("span", "spinner"));
-      statusEl.appendChild(el("span", "", " running" + (activeRunId ? " " + short(activeRunId) : "") + "…"));
-    } else statusEl.appendChild(el("span", "muted", label || "idle"));
-    statusEl.dataset.state = on ? "running" : (label || "idle");
-    cancelBtn.hidden = !on;
-    cancelBtn.disabled = false;
-    cancelBtn.title = "";
-    if (!on) { hideBusy(); markWaiting(); }
+    $("send-btn").textContent = on ? "Send…" : "Send";
+    $("send-btn").title = on ? "A run is in progress: you can cancel it or have this message sent when it ends" : "";
+    input.placeholder = on ? "The agent is busy with a run; you can type the next message now." : idlePlaceholder;
+    Object.assign(cancelBtn, {hidden: !on, disabled: false, title: ""});
+    if (on && cancelling) { cancelShown(); return; }  // a late "running" event
+    if (on) { status("running", label || "running" + (activeRunId ? " " + C.short(activeRunId) : "") + "…"); return; }
+    cancelling = false; activeRunId = null; lastLabel = label || "idle";
+    status(lastLabel, lastLabel);
+    busyBar.hidden = true;
+    markWaiting();
   }
-  function waitLabel(w) {  // what a run that paused waits for (run_status `waiting`)
-    if (w.kind === "client") return "waiting for the client";
-    if (w.kind === "breakpoint") return "paused at a breakpoint";
-    return "waiting for approval";
+  function cancelShown() {
+    cancelling = true;
+    cancelBtn.disabled = true;
+    status("cancelling", "cancelling…", "The run stops at the end of its current step.");
   }
   // a reply waits for an answer, or a breakpoint holds a run (a card in the conversation): say so, and offer Cancel,
   // which denies the waiting calls (or ends the pause)
-  function waitingCard() { return W.waiting(); }
   function markWaiting() {
-    const card = waitingCard();
-    document.body.dataset.wait = card ? (card.classList.contains("pause-card") ? "pause" : "approval") : "none";
+    const card = W.waiting();
+    document.body.dataset.wait = card ? (card.matches(".wait-model-call") ? "pause" : "approval") : "none";
     if (!card || running) return;
-    statusEl.textContent = "";
-    const client = card.querySelector(".approval-call") && !card.querySelector(".approval-call:not([data-why=client])");
-    const paused = card.classList.contains("pause-card") || card.dataset.breakpoint;
-    statusEl.appendChild(el("span", "badge waiting", paused ? "paused at a breakpoint" : (client ? "waiting for the client" : "waiting for approval")));
-    statusEl.title = paused
-      ? "A breakpoint holds the run: Continue, Step or Stop it in the conversation."
-      : "A reply waits for your answer: approve or deny its tool calls in the conversation, or cancel the run to deny them.";
-    statusEl.dataset.state = "waiting";
-    cancelBtn.hidden = false;
-    cancelBtn.disabled = false;
-    cancelBtn.title = card.classList.contains("pause-card") ? "End the pause: the run stops here" : "Deny the waiting tool calls and end the wait";
+    status("waiting", card.dataset.label || "waiting for approval", card.dataset.hint);
+    Object.assign(cancelBtn, {hidden: false, disabled: false, title: card.dataset.cancel || ""});
   }
-  function waitChanged() {
+  W.hooks.changed = () => {
     if (running) return;
-    if (waitingCard()) markWaiting();
+    if (W.waiting()) markWaiting();
     else if (statusEl.dataset.state === "waiting") setRunning(false, /^(waiting for|paused)/.test(lastLabel) ? "idle" : lastLabel);
-  }
-  W.hooks.changed = waitChanged;
-  W.hooks.send = (card, msg, stop) => {  // from a card: its reply (a run, the ended run or a refusal) goes back to it
-    const otid = "otid-" + Date.now().toString(36) + Math.random().toString(36).slice(2, 8);
-    awaiting.push({kind: "answer", card: card, otid: otid, stop: !!stop});
-    send(Object.assign({}, msg, {otid: otid}));
   };
-  function refreshContext() { bump("context-changed"); }
-
+  W.hooks.send = (card, msg, stop) => {  // from a card: its reply (a run, the ended run or a refusal) goes back to it
+    const otid = newOtid();
+    awaiting.push({kind: "answer", card, otid, stop: !!stop});
+    send({...msg, otid});
+  };
+  const refreshContext = () => C.bump("context-changed");
   let runsTimer = null;
-  function runsChanged() {  // one refresh for a burst of events
-    clearTimeout(runsTimer);
-    runsTimer = setTimeout(() => bump("runs-changed"), 150);
-  }
+  function runsChanged() { clearTimeout(runsTimer); runsTimer = setTimeout(() => C.bump("runs-changed"), 150); }  // one for a burst
 
   function sendText(text, existing) {
-    const p = existing || bubble(text, "sending", "sending…");
-    if (existing) setBubble(p, "sending", "sending…");
+    const p = existing || C.bubble(text, "sending", "sending…");
+    C.setBubble(p, "sending", "sending…");
     // the otid names this send, so a server that echoes it ties its reply to this bubble whatever else arrives
-    const otid = "otid-" + Date.now().toString(36) + Math.random().toString(36).slice(2, 8);
+    const otid = newOtid();
     forget(p.dataset.otid);  // a retry: the failed copy it replaces
     p.dataset.otid = otid;
     keep(otid, text, "sending");
-    awaiting.push({kind: "send", bubble: p, otid: otid});
-    send({type: "user_message", text: text, otid: otid});
+    awaiting.push({kind: "send", bubble: p, otid});
+    send({type: "user_message", text, otid});
     setRunning(true);
   }
 
-  function busyMode(mode) {  // "busy": a run holds the agent; "waiting": a reply waits for an approval
-    busyBar.dataset.mode = mode;
-    $("#busy-queue").hidden = mode !== "busy";
-    $("#busy-show").hidden = mode !== "waiting";
-    $("#busy-cancel").textContent = mode === "waiting" ? "Cancel it (deny)" : "Cancel it";
-  }
-  function showBusy(runId, text) {
-    busyMode("busy");
-    $("#busy-text").textContent = "The agent is busy with run " + (runId ? short(runId) : "(starting)") + ".";
-    busyBar.dataset.run = runId || "";
+  // ---- the busy bar: "busy", a run holds the agent; "waiting", a reply waits for an answer (the server's 409)
+  function showBusy(mode, text, runId, typed) {
+    Object.assign(busyBar.dataset, {mode, run: runId || ""});
+    $("busy-queue").hidden = mode !== "busy";
+    $("busy-show").hidden = mode !== "waiting";
+    $("busy-cancel").textContent = mode === "waiting" ? "Cancel it (deny)" : "Cancel it";
+    $("busy-text").textContent = text;
     busyBar.hidden = false;
-    if (text && !input.value.trim()) input.value = text;  // never lose what was typed
+    if (typed && !input.value.trim()) input.value = typed;  // never lose what was typed
   }
-  function showPending(ev, text) {  // the server's 409: a reply waits for an answer first
-    busyMode("waiting");
-    const calls = (ev.detail.tool_calls || []).map((c) => c && c.name).filter(Boolean);
-    const named = calls.length ? calls : W.names(W.waiting());
-    $("#busy-text").textContent = (!calls.length && W.waiting() && W.waiting().classList.contains("pause-card")
-      ? "The agent is paused at a breakpoint before a model call: Continue, Step or Stop it first."
-      : String(ev.message || "The agent is waiting for approval on a tool call.") + (named.length ? " Waiting: " + named.join(", ") + "." : "")) +
-      " Your message is back in the box.";
-    busyBar.dataset.run = ev.detail.run_id || "";
-    busyBar.hidden = false;
-    if (text && !input.value.trim()) input.value = text;
-    markWaiting();
-  }
-  function hideBusy() { busyBar.hidden = true; }
+  const busyText = (runId) => "The agent is busy with run " + (runId ? C.short(runId) : "(starting)") + ".";
 
   // ---- replies to this socket (sent in the order we asked) and events of every run of the agent
   function onReply(ev) {
-    // else replies come in order (an answer's reply always names its otid)
+    // an answer's reply always names its otid; the others come in order
     const at = ev.otid ? awaiting.findIndex((a) => a.otid === ev.otid) : awaiting.findIndex((a) => a.kind !== "answer");
-    const head = at >= 0 ? awaiting[at] : null;
+    const head = at >= 0 ? awaiting[at] : null, t = ev.message_type;
     const take = () => awaiting.splice(at, 1);
-    if (head && head.kind === "answer" && (ev.message_type === "run_status" || ev.message_type === "error_message")) {
+    if (head && head.kind === "answer" && (t === "run_status" || t === "error_message")) {
       take();
-      if (ev.message_type === "error_message") { W.refused(head.card, ev); return true; }
+      if (t === "error_message") { W.refused(head.card, ev); return true; }
       runsChanged();
       W.accepted(head.card, ev.run_id);
-      if (head.stop) { W.refresh(); return true; }  // a Stop: the run ended, nothing goes on
-      if (!ended.has(ev.run_id)) { activeRunId = ev.run_id; setRunning(true); }
+      if (head.stop) W.refresh();  // a Stop: the run ended, nothing goes on
+      else if (!ended.has(ev.run_id)) { activeRunId = ev.run_id; setRunning(true, ev.label); }
       return true;
     }
-    if (ev.message_type === "run_status" && ev.status === "created" && head && head.kind === "send") {
+    if (t === "run_status" && ev.status === "created" && head && head.kind === "send") {
       take();
       runsChanged();
       forget(head.otid);
@@ -175,59 +129,48 @@
         if (head.bubble.classList.contains("pending")) head.bubble.remove();
         return true;
       }
-      forget(head.otid);
       head.bubble.dataset.run = ev.run_id;
-      setBubble(head.bubble, "sent", "");
+      C.setBubble(head.bubble, "sent", "");
       activeRunId = ev.run_id;
-      setRunning(true);
+      setRunning(true, ev.label);
       return true;
     }
-    if (ev.message_type === "error_message" && !ev.run_id && head) {
+    if (t === "error_message" && !ev.run_id && head) {
       take();
-      if (head.kind === "cancel") { setRunning(false); render(ev); return true; }
+      if (head.kind === "cancel") { setRunning(false); C.render(ev); return true; }
       const busy = ev.detail && typeof ev.detail === "object" && ev.detail.run_id;
-      if (head.kind === "send") forget(head.otid);
-      if (busy && ev.detail.code === "PENDING_APPROVAL") {  // nothing is lost: the text goes back to the composer
-        const text = head.bubble.querySelector(".body").textContent;
-        head.bubble.remove();
-        if (!awaiting.some((a) => a.kind === "send")) setRunning(false, "not sent");
-        showPending(ev, text);
-      } else if (busy) {  // another run holds the agent: the text goes back to the composer, nothing is lost
-        const text = head.bubble.querySelector(".body").textContent;
-        head.bubble.remove();
+      const text = C.bodyOf(head.bubble);
+      forget(head.otid);
+      if (busy) head.bubble.remove();  // nothing is lost: the text goes back to the composer
+      if (busy && ev.busy_text) {  // a reply waits for an answer first
+        if (!pendingSend()) setRunning(false, "not sent");
+        showBusy("waiting", ev.busy_text, busy, text);
+        markWaiting();
+      } else if (busy) {  // another run holds the agent
         activeRunId = busy;
         setRunning(true);
-        showBusy(busy, text);
+        showBusy("busy", busyText(busy), busy, text);
       } else {
-        const why = String(ev.message || "") + (detailText(ev.detail) ? " " + detailText(ev.detail) : "");
-        keep(head.otid, head.bubble.querySelector(".body").textContent, "failed", why);
-        failBubble(head.bubble, why);
-        if (!awaiting.some((a) => a.kind === "send")) setRunning(false, "not sent");
+        keep(head.otid, text, "failed", ev.reason);
+        C.failBubble(head.bubble, ev.reason);
+        if (!pendingSend()) setRunning(false, "not sent");
       }
       return true;
     }
-    if (ev.message_type === "cancel_requested" && head && head.kind === "cancel") { take(); if (running) showCancelling(); return true; }
+    if (t === "cancel_requested" && head && head.kind === "cancel") { take(); if (running) cancelShown(); return true; }
     return false;
   }
 
   function onRunStatus(ev) {
-    const active = ev.status === "running" || ev.status === "created";
     runsChanged();
-    W.refresh(".pause-card");  // a pause may have been let go (a Continue from any tab starts a run) or ended
+    W.refresh(".wait-model-call");  // a pause may have been let go (a Continue from any tab starts a run) or ended
     if (ev.waiting && ev.waiting.before === "model_call") W.arrived(ev);
-    if (active) {
-      activeRunId = ev.run_id;
-      setRunning(true);
-      return;
-    }
+    if (ev.status === "running" || ev.status === "created") { activeRunId = ev.run_id; setRunning(true, ev.label); return; }
     ended.add(ev.run_id);
-    // a wait ended by Stop leaves its run "completed" with stop reason "cancelled": say what the person saw happen
-    const cancelled = ev.stop_reason === "cancelled";
-    const why = ev.stop_reason && ev.stop_reason !== ev.status && !cancelled ? " · " + ev.stop_reason : "";
-    setRunning(false, ev.waiting ? waitLabel(ev.waiting) : (cancelled ? "cancelled" : ev.status + why));
-    W.refresh(".approval-card");  // a card that waited may have been answered, cancelled or expired
+    setRunning(false, ev.label);
+    W.refresh(".wait-calls");  // a card that waited may have been answered, cancelled or expired
     refreshContext();
-    refreshMarks();
+    C.refreshMarks();
     C.dropStreams();
     if (ev.status !== "completed") showNotice(ev);
     if (queued) { const q = queued; queued = null; sendText(q.text, q.bubble); }
@@ -237,43 +180,32 @@
   // message takes its place when the run's first step commits
   function inputsShown(ev) {
     for (const item of ev.inputs || []) {
-      if (item.otid && conv.querySelector(`.msg.user_message[data-otid="${CSS.escape(item.otid)}"]`)) continue;  // ours
-      const p = bubble(item.content, "sent", "sent from another tab or the API · waiting for the agent");
+      if (item.otid && C.at('.msg.user_message[data-otid="?"]', item.otid)) continue;  // ours
+      const p = C.bubble(item.content, "sent", "sent from another tab or the API · waiting for the agent");
       p.dataset.run = ev.run_id;
       if (item.otid) p.dataset.otid = item.otid;
       forget(item.otid);
     }
   }
 
-  function showNotice(ev) {
-    const mine = live.querySelectorAll(`.msg.pending[data-run="${CSS.escape(ev.run_id)}"]`);
-    fetch(A.noticeUrl.replace("RUN", encodeURIComponent(ev.run_id)), {credentials: "same-origin"})
-      .then((r) => r.ok ? r.text() : Promise.reject(r.status))
-      .then((html) => {
-        const box = el("div");
-        box.innerHTML = html;  // server-rendered (autoescaped) template
-        const node = box.firstElementChild;
-        const anchor = Array.from(mine).find((m) => m.isConnected) || trailingStatus();
-        if (anchor) anchor.before(node); else place(node);
-        mine.forEach((m) => m.remove());
-      })
-      .catch(() => {  // the page must still end usable: mark our own message and say what we know
-        mine.forEach((m) => {
-          keep(m.dataset.otid, m.querySelector(".body").textContent, "failed", ev.error || ("The run " + ev.status + "."));
-          failBubble(m, ev.error || ("The run " + ev.status + "."));
-        });
-        place(C.note("Run " + short(ev.run_id) + " " + ev.status + (ev.error ? ": " + ev.error : ".")));
-      })
-      .finally(() => scrollDown(true));
+  function showNotice(ev) {  // the server's notice of a run that did not complete, in place of what it was given
+    const mine = Array.from(live.querySelectorAll(`.msg.pending[data-run="${CSS.escape(ev.run_id)}"]`));
+    C.load(A.noticeUrl.replace("RUN", encodeURIComponent(ev.run_id))).then(([node]) => {
+      C.before(node, mine.find((m) => m.isConnected) || C.trailingStatus());
+      mine.forEach((m) => m.remove());
+    }).catch(() => {  // the page must still end usable: mark our own message and say what we know
+      const why = ev.error || ("The run " + ev.status + ".");
+      mine.forEach((m) => { keep(m.dataset.otid, C.bodyOf(m), "failed", why); C.failBubble(m, why); });
+      C.before(C.note("Run " + C.short(ev.run_id) + " " + ev.status + (ev.error ? ": " + ev.error : ".")));
+    });
   }
 
   function handle(ev, direct) {
     const t = ev.message_type;
-    if (t === "pong") return;
-    if (direct && onReply(ev)) return;
-    if (t === "cancel_requested") { if (running) showCancelling(); return; }
+    if (t === "pong" || (direct && onReply(ev))) return;
+    if (t === "cancel_requested") { if (running) cancelShown(); return; }
     if (t === "run_status") { onRunStatus(ev); return; }
-    if (t === "block_update") { window.AIDE_BLOCKS && window.AIDE_BLOCKS.update(ev.block); refreshContext(); return; }
+    if (t === "block_update") { if (window.AIDE_BLOCKS) window.AIDE_BLOCKS.update(ev.block); refreshContext(); return; }
     if (t === "context_update") { refreshContext(); runsChanged(); return; }
     if (t === "input_accepted") { inputsShown(ev); return; }
     if (t === "stream_snapshot") { C.onSnapshot(ev); return; }
@@ -282,8 +214,7 @@
       return;
     }
     if (t === "error_message" && ev.run_id) return;  // the run's notice shows it when the run ends
-    if (ev.delta) { onDelta(ev); return; }
-    render(ev);
+    if (ev.delta) C.onDelta(ev); else C.render(ev);
   }
 
   function connect() {
@@ -308,33 +239,21 @@
         try { handle(ev, direct); } catch (e) { console.error("event", ev.message_type, e); }  // the batch's others still show
       }
     };
-    ws.onclose = () => {
-      document.body.dataset.ws = "closed";
-      setTimeout(connect, Math.min(10000, 500 * 2 ** retry++));
-    };
+    ws.onclose = () => { document.body.dataset.ws = "closed"; setTimeout(connect, Math.min(10000, 500 * 2 ** retry++)); };
   }
-  let opened = 0;
   function missedFetch() {  // the socket was away: the messages stored meanwhile, and whether the run ended
-    const seqs = Array.from(conv.querySelectorAll("[data-seq]")).map((n) => Number(n.dataset.seq)).filter((n) => n >= 0);
-    const last = seqs.length ? Math.max(...seqs) : 0;
-    const sep = A.historyUrl.includes("?") ? "&" : "?";
-    fetch(A.historyUrl + sep + "after=" + last, {credentials: "same-origin"})
-      .then((r) => r.ok ? r.text() : Promise.reject(r.status))
-      .then((html) => {
-        const box = el("div");
-        box.innerHTML = html;  // server-rendered (autoescaped) items
-        for (const node of Array.from(box.children)) {
-          const id = node.dataset.id;
-          if (!id || conv.querySelector(`[data-id="${CSS.escape(id)}"]:not(.streaming)`)) continue;
-          if (node.matches(".msg.user_message")) {  // it takes its bubble's place
-            const b = node.dataset.otid && live.querySelector(`.msg.user_message.pending[data-otid="${CSS.escape(node.dataset.otid)}"]`);
-            if (b) { b.replaceWith(node); continue; }
-          }
-          place(node, node.dataset.type + ":" + id);
-        }
-        runsChanged(); refreshContext();
-      })
-      .catch(() => {});
+    const seqs = Array.from(conv.querySelectorAll("[data-seq]"), (n) => Number(n.dataset.seq)).filter((n) => n >= 0);
+    const url = A.historyUrl + (A.historyUrl.includes("?") ? "&" : "?") + "after=" + (seqs.length ? Math.max(...seqs) : 0);
+    C.load(url).then((nodes) => {
+      for (const node of nodes) {
+        const id = node.dataset.id;
+        if (!id || C.at('[data-id="?"]:not(.streaming)', id)) continue;
+        // the person's message takes its bubble's place
+        const b = node.matches(".msg.user_message") && node.dataset.otid && C.at('#live .msg.user_message.pending[data-otid="?"]', node.dataset.otid);
+        if (b) b.replaceWith(node); else C.place(node, node.dataset.type + ":" + id);
+      }
+      runsChanged(); refreshContext();
+    }).catch(() => {});
   }
   function send(obj) {
     const data = JSON.stringify(obj);
@@ -342,22 +261,20 @@
   }
 
   // ---- composer: Enter sends, Shift+Enter is a new line; while a run is going, ask before doing anything
-  input.dataset.idlePlaceholder = input.placeholder;
-  $("#composer").addEventListener("submit", (e) => { e.preventDefault(); submit(); });
-  input.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
-  });
   function submit() {
     const text = input.value;
     if (!text.trim()) return;
-    if (running) { showBusy(activeRunId, null); return; }
+    if (running) { showBusy("busy", busyText(activeRunId), activeRunId); return; }
     input.value = "";
     draftKeep();
     sendText(text);
   }
+  $("composer").addEventListener("submit", (e) => { e.preventDefault(); submit(); });
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
+  });
   input.addEventListener("input", draftKeep);
-  cancelBtn.addEventListener("click", () => { cancelling = true; showCancelling(); awaiting.push({kind: "cancel"}); send({type: "cancel"}); });
-  $("#busy-cancel").addEventListener("click", () => { hideBusy(); cancelBtn.click(); });
+  cancelBtn.addEventListener("click", () => { cancelShown(); awaiting.push({kind: "cancel"}); send({type: "cancel"}); });
   document.addEventListener("click", (e) => {  // the runs view's Cancel on a run in progress (one at a time per agent)
     const b = e.target.closest("[data-cancel-run]");
     if (!b) return;
@@ -365,28 +282,27 @@
     if (!running && !b.hasAttribute("data-waiting")) { activeRunId = b.dataset.cancelRun; setRunning(true); }
     cancelBtn.click();
   });
-  $("#busy-dismiss").addEventListener("click", () => { hideBusy(); input.focus(); });
-  $("#busy-show").addEventListener("click", () => { hideBusy(); W.reveal(); });
-  $("#busy-queue").addEventListener("click", () => {
+  $("busy-cancel").addEventListener("click", () => { busyBar.hidden = true; cancelBtn.click(); });
+  $("busy-dismiss").addEventListener("click", () => { busyBar.hidden = true; input.focus(); });
+  $("busy-show").addEventListener("click", () => { busyBar.hidden = true; W.reveal(); });
+  $("busy-queue").addEventListener("click", () => {
     const text = input.value;
-    hideBusy();
+    busyBar.hidden = true;
     if (!text.trim()) return;
     input.value = "";
-    if (queued) { queued.bubble.remove(); queued.text += "\n" + text; } else queued = {text: text};
-    queued.bubble = bubble(queued.text, "queued", "queued: sent when run " + short(activeRunId) + " ends");
+    if (queued) { queued.bubble.remove(); queued.text += "\n" + text; } else queued = {text};
+    queued.bubble = C.bubble(queued.text, "queued", "queued: sent when run " + C.short(activeRunId) + " ends");
     if (!running) { const q = queued; queued = null; sendText(q.text, q.bubble); }
   });
-  // Retry / Edit on a message that was not delivered
-  conv.addEventListener("click", (e) => {
+  conv.addEventListener("click", (e) => {  // Retry / Edit on a message that was not delivered
     const failed = e.target.closest(".msg.user_message.failed");
     if (!failed) return;
-    const text = failed.querySelector(".body").textContent;
+    const text = C.bodyOf(failed);
     if (e.target.closest("[data-retry]")) {
       forget(failed.dataset.otid);
-      if (running) { showBusy(activeRunId, text); return; }
-      const holder = failed.closest(".run-notice") || failed;
-      const p = bubble(text, "sending", "sending…");
-      holder.after(p);
+      if (running) { showBusy("busy", busyText(activeRunId), activeRunId, text); return; }
+      const p = C.bubble(text, "sending", "sending…");
+      (failed.closest(".run-notice") || failed).after(p);
       failed.remove();
       sendText(text, p);
     } else if (e.target.closest("[data-edit]")) {
@@ -394,15 +310,11 @@
     }
   });
 
-  // an htmx reset re-renders the whole history, which then holds what was shown live
   document.body.addEventListener("htmx:afterSwap", (e) => {
-    if (e.target.id === "history" && e.detail.requestConfig && e.detail.requestConfig.verb === "post") {
-      C.reset(); scrollDown(true);
-    }
-  });
-  // step chips the server rendered before a step's number was known get it from the steps list
-  document.body.addEventListener("htmx:afterSwap", (e) => {
+    // an htmx reset re-renders the whole history, which then holds what was shown live
+    if (e.target.id === "history" && e.detail.requestConfig && e.detail.requestConfig.verb === "post") { C.reset(); C.scrollDown(true); }
     if (e.target.id !== "steps-list") return;
+    // step chips the server rendered before a step's number was known get it from the steps list
     const index = {};
     e.target.querySelectorAll(".step-chip[data-step]").forEach((c) => { index[c.dataset.step] = c.dataset.index; });
     conv.querySelectorAll(".step-chip[data-step]").forEach((c) => {
@@ -411,21 +323,20 @@
   });
 
   setRunning(!!A.activeRunId);
-  if (A.activeRunId) activeRunId = A.activeRunId;
   // what the thread's run in progress was given (a reload or another tab sent it): shown as this tab shows a send
   if (A.inFlight) inputsShown({run_id: A.inFlight.runId, inputs: A.inFlight.inputs.map((i) => ({content: i.text, otid: i.otid}))});
-  conv.querySelectorAll(".msg.user_message.pending").forEach((p) => setBubble(p, "sent", "sent · waiting for the agent"));
+  conv.querySelectorAll(".msg.user_message.pending").forEach((p) => C.setBubble(p, "sent", "sent · waiting for the agent"));
   // sends this browser made that the server never confirmed, or refused: back, with Retry and Edit
   for (const s of sendsRead()) {
-    if (conv.querySelector(`.msg.user_message[data-otid="${CSS.escape(s.otid)}"]`)) { forget(s.otid); continue; }
-    const p = bubble(s.text, "failed", "");
+    if (C.at('.msg.user_message[data-otid="?"]', s.otid)) { forget(s.otid); continue; }
+    const p = C.bubble(s.text, "failed", "");
     p.dataset.otid = s.otid;
-    failBubble(p, s.error || "The page closed before the server confirmed this message: it was not delivered.");
+    C.failBubble(p, s.error || "The page closed before the server confirmed this message: it was not delivered.");
   }
   try { const d = localStorage.getItem(DRAFT); if (d && !input.value) input.value = d; } catch (e) { /* ignore */ }
-  scrollDown(true);
+  C.scrollDown(true);
   connect();
   // The conversation picker opens the chosen thread (without script, its form has an Open button).
-  const threadSelect = $("#thread-select");
+  const threadSelect = $("thread-select");
   if (threadSelect) threadSelect.addEventListener("change", () => threadSelect.form.submit());
 })();

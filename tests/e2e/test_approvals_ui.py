@@ -16,7 +16,7 @@ from tests.fake_llm import FakeLLM
 
 FIRST_CALL_S = 60000  # ms: the server's first model call imports litellm (several seconds on a small machine)
 APPROVE_INSERT = [{"type": "requires_approval", "tool_name": "archival_memory_insert"}]
-CARD = ".approval-card"
+CARD = ".wait-calls"
 
 
 def _open(context, agent_id: str):
@@ -217,7 +217,7 @@ def test_a_tab_answering_after_another_is_told_and_shows_what_was_decided(signed
     # a refusal the socket brings after a fetch drew the card anew is told on the card now on the page
     late.evaluate(
         """() => {
-            const sent = document.querySelector(".approval-card[data-state=answered]");
+            const sent = document.querySelector(".wait-calls[data-state=answered]");
             const redrawn = sent.cloneNode(true);
             redrawn.querySelector(".approval-error").hidden = true;
             sent.replaceWith(redrawn);

@@ -16,8 +16,8 @@ from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 
 FIRST_CALL_S = 60000  # ms: the server's first model call imports litellm (several seconds on a small machine)
-PAUSE = ".pause-card"
-BP_CARD = ".approval-card[data-breakpoint]"
+PAUSE = ".wait-model-call"
+BP_CARD = ".wait-calls[data-breakpoint]"
 
 
 def _open(context, agent_id: str, violations: list[str]):
@@ -133,7 +133,7 @@ def test_a_tool_call_breakpoint_lets_you_edit_the_call_and_the_inspector_shows_w
 
     args.fill('{\n  "content": "the edited fact",\n  "request_heartbeat": true\n}')
     card.locator("[data-answer=approve]").click()
-    done = page.locator(".approval-card[data-state=answered]")
+    done = page.locator(".wait-calls[data-state=answered]")
     expect(done).to_be_visible(timeout=FIRST_CALL_S)
     expect(done.locator(".approval-verdict")).to_have_text("approved with edited arguments")
     expect(page.locator("#live .msg.assistant_message")).to_contain_text(
@@ -176,7 +176,7 @@ def test_a_model_call_pause_continue_step_and_stop_in_every_tab(signed_in, accou
     expect(other.locator(f"{PAUSE}[data-state=waiting]")).to_be_visible()  # live in the other tab too
     expect(other.locator("#run-status")).to_contain_text("paused at a breakpoint")
     assert fake_llm.chat_requests == []  # nothing was sent
-    _themes(page, "pause-card-1280")
+    _themes(page, "wait-model-call-1280")
 
     # the message box while paused: the server's refusal, the text kept
     _send(page, "hello?")
@@ -203,7 +203,7 @@ def test_a_model_call_pause_continue_step_and_stop_in_every_tab(signed_in, accou
     now = int(page.locator("#held-note").get_attribute("data-tokens"))
     assert now > tokens
     expect(pause.locator(".pause-tokens")).to_have_text(f"{now} tokens")
-    _snap(page, "pause-card-after-block-edit-1280")
+    _snap(page, "wait-model-call-after-block-edit-1280")
 
     # Step: the model call goes out (with the edit), and the run stops again before the tool call it made
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Your name is Bertrand."}))
@@ -222,7 +222,7 @@ def test_a_model_call_pause_continue_step_and_stop_in_every_tab(signed_in, accou
 
     # Continue: the call runs as it stands, the reply arrives
     card.locator("[data-answer=approve]").click()
-    said = ".approval-card[data-state=answered] .approval-said"  # the reply was the call it stopped before
+    said = ".wait-calls[data-state=answered] .approval-said"  # the reply was the call it stopped before
     expect(page.locator(said)).to_contain_text("Your name is Bertrand.", timeout=FIRST_CALL_S)
     expect(other.locator(said)).to_contain_text("Your name is Bertrand.")
     expect(page.locator("#run-status")).to_contain_text("end_turn")
@@ -258,7 +258,7 @@ def test_a_model_call_pause_continue_step_and_stop_in_every_tab(signed_in, accou
     # a refusal the socket brings after a fetch drew the card anew is told on the card now on the page
     other.evaluate(
         """() => {
-            const sent = document.querySelector(".pause-card[data-state=stopped]");
+            const sent = document.querySelector(".wait-model-call[data-state=stopped]");
             const redrawn = sent.cloneNode(true);
             redrawn.querySelector(".approval-error").hidden = true;
             sent.replaceWith(redrawn);
@@ -277,7 +277,7 @@ def test_a_model_call_pause_continue_step_and_stop_in_every_tab(signed_in, accou
     expect(held).to_be_visible()
     expect(page.locator("#run-status")).to_contain_text("paused at a breakpoint")
     held.scroll_into_view_if_needed()
-    _themes(page, "pause-card-390")
+    _themes(page, "wait-model-call-390")
     held.locator("[data-open-tab=tab-context]").click()
     expect(page.locator("#held-note")).to_be_visible()
     _snap(page, "compiled-request-390")

@@ -45,7 +45,7 @@ def _answer(api, agent, approvals):
 
 def _card(html: str) -> str:
     found = re.search(
-        r'<div class="msg approval_request_message approval-card wait-card".*?(?=\n<div class="msg |\Z)', html, re.S
+        r'<div class="msg approval_request_message wait-calls wait-card".*?(?=\n<div class="msg |\Z)', html, re.S
     )
     assert found, "no approval card"
     return found.group(0)

@@ -46,7 +46,7 @@ def _ended(run_id: str) -> Run:
 
 def _model_call_card(html: str) -> str:
     found = re.search(
-        r'<div class="msg pause-card wait-card".*?(?=\n<div class="msg |</div>\s*</div>\s*<div class="busy-bar|\Z)',
+        r'<div class="msg wait-model-call wait-card".*?(?=\n<div class="msg |</div>\s*</div>\s*<div class="busy-bar|\Z)',
         html,
         re.S,
     )
@@ -56,7 +56,7 @@ def _model_call_card(html: str) -> str:
 
 def _calls_card(html: str) -> str:
     found = re.search(
-        r'<div class="msg approval_request_message approval-card wait-card".*?(?=\n<div class="msg |\Z)', html, re.S
+        r'<div class="msg approval_request_message wait-calls wait-card".*?(?=\n<div class="msg |\Z)', html, re.S
     )
     assert found, "no card of waiting calls"
     return found.group(0)
@@ -184,7 +184,7 @@ def test_a_run_that_waits_before_a_model_call_shows_its_card_and_the_request_it_
     alone = web.get(f"/agents/{agent.id}/waits/model-call/{run.id}/").content.decode()
     assert 'data-state="continued"' in alone and resumed.id[-8:] in alone and "data-pause" not in alone
     page = web.get(f"/agents/{agent.id}/").content.decode()
-    assert "pause-card" not in page and 'id="held-note"' not in page
+    assert "wait-model-call" not in page and 'id="held-note"' not in page
 
 
 def test_step_and_stop_show_on_the_card(web, api, agent, fake_llm):
@@ -305,19 +305,19 @@ async def test_continue_from_a_tab_goes_on_and_a_second_tab_is_told_it_no_longer
 
     await database_sync_to_async(breakpoint_clear)(agent=agent, breakpoint_id=point["id"])
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Hello back."}, latency=1.0))
-    await a.send_json_to({"type": "continue", "run_id": held, "step": False, "stop": False, "otid": "c-1"})
+    await a.send_json_to({"type": "wait_answer", "run_id": held, "step": False, "stop": False, "otid": "c-1"})
     created = await _reply(a, "c-1")
     assert created["message_type"] == "run_status" and created["status"] == "created"
 
     # while it goes on, and after it ended: the other tab is told, by its own otid, and nothing is taken twice
-    await b.send_json_to({"type": "continue", "run_id": held, "stop": True, "otid": "c-2"})
+    await b.send_json_to({"type": "wait_answer", "run_id": held, "stop": True, "otid": "c-2"})
     refused = await _reply(b, "c-2")
     assert refused["message_type"] == "error_message" and refused["detail"]["code"] == "ALREADY_ANSWERED"
     assert "Not sent" in refused["message"]
     for tab in (a, b):
         seen = await events_until(tab, "run_status", run_id=created["run_id"])
         assert any(e["message_type"] == "assistant_message" and e.get("content") == "Hello back." for e in seen)
-    await b.send_json_to({"type": "continue", "run_id": held, "otid": "c-3"})
+    await b.send_json_to({"type": "wait_answer", "run_id": held, "otid": "c-3"})
     late = await _reply(b, "c-3")
     assert late["message_type"] == "error_message" and late["detail"]["code"] == "ALREADY_ANSWERED"
     assert "no longer waits" in late["message"]
@@ -332,7 +332,7 @@ async def test_stop_from_a_tab_ends_the_pause_for_every_tab(account, fake_llm):
     await a.send_json_to({"type": "user_message", "text": "hello"})
     held = (await events_until(a, "run_status"))[-1]["run_id"]
     await events_until(b, "run_status")
-    await a.send_json_to({"type": "continue", "run_id": held, "stop": True, "otid": "s-1"})
+    await a.send_json_to({"type": "wait_answer", "run_id": held, "stop": True, "otid": "s-1"})
     told = await _reply(a, "s-1")
     assert told["run_id"] == held and told["stop_reason"] == "cancelled"
     end = (await events_until(b, "run_status", run_id=held))[-1]
@@ -349,17 +349,17 @@ async def test_a_malformed_continue_is_refused_before_reaching_the_run(account, 
     await tab.send_json_to({"type": "user_message", "text": "hello"})
     held = (await events_until(tab, "run_status"))[-1]["run_id"]
     bad = [
-        ({"type": "continue"}, "run_id"),
-        ({"type": "continue", "run_id": held, "step": "yes"}, "true or false"),
-        ({"type": "continue", "run_id": held, "approvals": "all"}, "one answer per waiting tool call"),
-        ({"type": "continue", "run_id": "run-nope"}, "No such run of this agent"),
+        ({"type": "wait_answer"}, "run_id"),
+        ({"type": "wait_answer", "run_id": held, "step": "yes"}, "true or false"),
+        ({"type": "wait_answer", "run_id": held, "approvals": "all"}, "one answer per waiting tool call"),
+        ({"type": "wait_answer", "run_id": "run-nope"}, "No such run of this agent"),
     ]
     for payload, told in bad:
         await tab.send_json_to(payload)
         err = await tab.receive_json_from(timeout=10)
         assert err["message_type"] == "error_message" and told in err["message"], err
     other_tab = await agent_socket(account.user, other.id)  # a run of another agent is not this socket's
-    await other_tab.send_json_to({"type": "continue", "run_id": held})
+    await other_tab.send_json_to({"type": "wait_answer", "run_id": held})
     err = await other_tab.receive_json_from(timeout=10)
     assert "No such run of this agent" in err["message"]
     assert await database_sync_to_async(lambda: Run.objects.get(pk=held).waiting_until is not None)()
