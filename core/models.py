@@ -246,26 +246,6 @@ class Step(models.Model):
         indexes = [models.Index(fields=["agent", "created_at"])]
 
 
-class AgentTestRun(models.Model):
-    """One run of an agent's tests (core.agents.agent_tests): which tests, on which model, and each one's result."""
-
-    STATUSES = [("created", "created"), ("running", "running"), ("passed", "passed"), ("failed", "failed")]
-    id = models.CharField(primary_key=True, max_length=64, default=ids.new_testrun_id, editable=False)
-    owner = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="agent_test_runs")
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="test_runs")
-    status = models.CharField(max_length=16, choices=STATUSES, default="created")
-    test_ids = models.JSONField(default=list, blank=True)
-    model = models.CharField(max_length=200, blank=True, default="")  # empty: the agent's own
-    keep = models.BooleanField(default=False)  # keep each test's copy of the agent for inspection
-    results = StorableJSONField(default=list, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    completed_at = models.DateTimeField(null=True, blank=True)
-    agent_version = models.ForeignKey(
-        "AgentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="test_runs"
-    )
-
-
 class Replay(models.Model):
     """A recorded step sent again to one or more models, with overrides; the agent itself is untouched."""
 
@@ -427,11 +407,17 @@ class Experiment(models.Model):
     name = models.CharField(max_length=200, blank=True, default="")
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="experiments")
     agent_version = models.PositiveIntegerField(null=True, blank=True)  # None: the agent as it is when it starts
+    # The agent's version when the experiment started: with agent_version None, what "as it is" was (the IDE's
+    # history shows a run of the agent's tests against it).
+    version_at_start = models.PositiveIntegerField(null=True, blank=True)
     model = models.CharField(max_length=200, blank=True, default="")  # empty: the agent's own
     overrides = JSONField(default=dict, blank=True)  # {"system": str, "blocks": {label: value}}
     graders = JSONField(default=list, blank=True)  # the dataset's graders as they were at the start
     gate = JSONField(default=dict, blank=True)
     concurrency = models.PositiveSmallIntegerField(default=2)
+    # Whether each case's throwaway agent stays to be opened in the debugger (a run of an agent's tests keeps them
+    # only when asked).
+    keep_copies = models.BooleanField(default=True)
     status = models.CharField(max_length=16, choices=STATUSES, default="queued")
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)
@@ -452,6 +438,7 @@ class CaseResult(models.Model):
     STATUSES = [(s, s) for s in ("pending", "running", "done", "error")]
     experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="results")
     case = models.ForeignKey(EvalCase, null=True, blank=True, on_delete=models.SET_NULL, related_name="results")
+    case_key = models.CharField(max_length=64, blank=True, default="")  # the case's id, kept once it is deleted
     position = models.PositiveIntegerField(default=0)
     name = models.CharField(max_length=200, blank=True, default="")
     status = models.CharField(max_length=16, choices=STATUSES, default="pending")
@@ -464,6 +451,7 @@ class CaseResult(models.Model):
     passed = models.BooleanField(null=True, blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    steps = models.PositiveIntegerField(null=True, blank=True)  # the model calls of its runs
     cost_usd = models.FloatField(null=True, blank=True)  # None: a model without a known price
     latency_ms = models.FloatField(null=True, blank=True)
     error = StorableTextField(blank=True, default="")

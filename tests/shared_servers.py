@@ -68,14 +68,14 @@ def module_servers(django_db_setup):
 
 
 def quiet(fake: FakeLLM) -> bool:
-    """Nothing a test began is still going: no run, test run or file ingest unfinished, no model call being
-    answered."""
-    from core.models import RUN_ACTIVE, AgentTestRun, Run
+    """Nothing a test began is still going: no run, experiment (a test run is one) or file ingest unfinished, no
+    model call being answered."""
+    from core.models import RUN_ACTIVE, Experiment, Run
     from memory.models import FILE_TERMINAL, FolderFile
 
     return not (
         fake.in_flight
         or Run.objects.filter(status__in=RUN_ACTIVE).exists()
-        or AgentTestRun.objects.filter(status__in=("created", "running")).exists()
+        or Experiment.objects.filter(status__in=("queued", "running")).exists()
         or FolderFile.objects.exclude(status__in=FILE_TERMINAL).exists()
     )

@@ -1,7 +1,9 @@
 """An agent's regression tests, stored: a test is a case (core.models.EvalCase) of the agent's own tests dataset
 (Dataset.tests_of), its expectations the case's `expect` grader, so one model of a case and its graders serves tests
 and evals. A test travels in `.af` exports under the agent's metadata (`agent_tests`) and becomes a case again on
-import. Running tests is core.evals.agent_tests.
+import. A run of the tests is an experiment (core.models.Experiment) of that dataset, one CaseResult a test; here it
+is read back in the shape of a test run (the API's, the IDE's, `manage.py agent_test`'s). Running tests is
+core.evals.agent_tests.
 """
 
 import logging
@@ -12,7 +14,7 @@ from django.db.models import Max
 from core.agents.messages import messages_to_letta
 from core.engine import expectations
 from core.errors import Invalid, NotFound
-from core.models import Agent, AgentTestRun, Dataset, EvalCase, Message, Run, Step
+from core.models import Agent, CaseResult, Dataset, EvalCase, Experiment, Message, Run, Step
 
 log = logging.getLogger(__name__)
 METADATA_KEY = "agent_tests"
@@ -175,24 +177,68 @@ def test_delete(*, agent: Agent, test_id: str) -> list[dict]:
     return tests_list(agent=agent)
 
 
-def test_run_get(*, agent: Agent, run_id: str) -> AgentTestRun:
-    found = AgentTestRun.objects.filter(agent=agent, id=run_id).first()
+def test_run_get(*, agent: Agent, run_id: str) -> Experiment:
+    """A run of the agent's tests: an experiment of its tests dataset. NotFound for any other id."""
+    found = Experiment.objects.filter(agent=agent, dataset__tests_of=agent, id=run_id).first()
     if found is None:
         raise NotFound(f"Test run '{run_id}' not found")
     return found
 
 
-def test_run_out(run: AgentTestRun) -> dict:
-    results = run.results or []
+def run_status(run: Experiment) -> str:
+    """A test run's status from its experiment's: created, running, then passed (its gate, or every test, passed),
+    failed or cancelled."""
+    if run.status == "queued":
+        return "created"
+    if run.status == "completed":
+        return "passed" if run.gate_passed else "failed"
+    return run.status
+
+
+def test_result(result: CaseResult) -> dict:
+    """One test's result from its case result: its expectations' failures (a run that did not complete is one when
+    no expectation failed), or the error that kept it from running or from being checked."""
+    expect = next((s for s in result.scores or [] if s.get("kind") == "expect"), {})
+    failures = list(expect.get("failures") or [])
+    error = (
+        result.error if result.status == "error" else next((s["error"] for s in result.scores if s.get("error")), "")
+    )
+    if result.status == "done" and result.error and not failures and not error:
+        failures = [
+            {
+                "expectation": "the run completes",
+                "expected": "completed",
+                "actual": result.error.removeprefix("run "),
+                "step_id": None,
+            }
+        ]
+    return {
+        "test_id": result.case_key,
+        "name": result.name,
+        "passed": bool(result.passed) and not error,
+        "failures": [] if error else failures,
+        "run_ids": result.run_ids,
+        "copy_agent_id": result.copy_agent_id or None,
+        "error": error or None,
+        "cost_usd": result.cost_usd,
+        "steps": result.steps,
+        "duration_ms": result.latency_ms,
+    }
+
+
+def test_run_out(run: Experiment) -> dict:
+    """A run of the agent's tests in the shape of a test run: the tests it runs, the results of those done."""
+    rows = list(run.results.order_by("position"))
+    results = [test_result(r) for r in rows if r.status in ("done", "error")]
     return {
         "id": run.id,
         "agent_id": run.agent_id,
-        "status": run.status,
-        "test_ids": run.test_ids,
+        "status": run_status(run),
+        "test_ids": [r.case_key for r in rows],
         "model": run.model or None,
         "results": results,
-        "passed": sum(1 for r in results if r.get("passed")),
-        "failed": sum(1 for r in results if not r.get("passed")),
+        "passed": sum(1 for r in results if r["passed"]),
+        "failed": sum(1 for r in results if not r["passed"]),
         "created_at": run.created_at,
         "completed_at": run.completed_at,
     }

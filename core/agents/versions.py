@@ -19,8 +19,9 @@ from django.db import transaction
 from django.db.models import Max, OuterRef, Subquery
 from django.utils import timezone
 
+from core.agents import agent_tests
 from core.errors import Invalid, NotFound
-from core.models import Agent, AgentTestRun, AgentVersion, ToolVersion
+from core.models import Agent, AgentVersion, Experiment, ToolVersion
 from core.selectors import agent_tags
 from memory.selectors import agent_blocks
 from tools.selectors import agent_tools
@@ -406,19 +407,21 @@ def latest_number(*, agent: Agent) -> int:
 
 
 def versions_with_tests(*, agent: Agent) -> list[dict]:
-    """The timeline the IDE shows: each version (newest first) with the agent-test runs recorded against it."""
+    """The timeline the IDE shows: each version (newest first) with the runs of the agent's tests (experiments of
+    its tests dataset) recorded against it."""
 
     runs: dict[int, list] = {}
-    for run in AgentTestRun.objects.filter(agent=agent, agent_version__isnull=False).order_by("-created_at"):
-        results = run.results or []
-        runs.setdefault(run.agent_version_id, []).append(
+    found = Experiment.objects.filter(agent=agent, dataset__tests_of=agent, version_at_start__isnull=False)
+    for run in found.order_by("-created_at").prefetch_related("results"):
+        results = [r for r in run.results.all() if r.status in ("done", "error")]
+        runs.setdefault(run.version_at_start, []).append(
             {
                 "id": run.id,
-                "status": run.status,
-                "passed": sum(1 for r in results if r.get("passed")),
-                "failed": sum(1 for r in results if not r.get("passed")),
+                "status": agent_tests.run_status(run),
+                "passed": sum(1 for r in results if r.passed),
+                "failed": sum(1 for r in results if not r.passed),
                 "created_at": run.created_at,
-                "failures": [r.get("name") or r.get("test_id") for r in results if not r.get("passed")],
+                "failures": [r.name or r.case_key for r in results if not r.passed],
             }
         )
-    return [{"version": v, "test_runs": runs.get(v.id, [])} for v in versions_list(agent=agent)]
+    return [{"version": v, "test_runs": runs.get(v.number, [])} for v in versions_list(agent=agent)]

@@ -2,7 +2,9 @@
 
 The agent under edit is never changed: every case runs through core.evals.runner (the runner of agent tests too) on
 a copy of its starting state with the experiment's model and prompt or block overrides. The copy is kept, marked
-`eval_copy` in its metadata, so each case's runs open in the debugger; deleting the experiment deletes them.
+`eval_copy` in its metadata, so each case's runs open in the debugger; deleting the experiment deletes them. A run of
+an agent's tests is an experiment of its tests dataset too (core.evals.agent_tests): its copies are marked as the
+tests' and kept only when asked.
 """
 
 import logging
@@ -18,11 +20,12 @@ from core.agents.services import agent_delete
 from core.engine import graders as g
 from core.errors import Invalid, NotFound
 from core.evals import aggregate, runner
-from core.models import Agent, CaseResult, Dataset, Experiment, Organization, Step
+from core.models import Agent, CaseResult, Dataset, EvalCase, Experiment, Organization, Step
 from core.runs import executor
 
 log = logging.getLogger(__name__)
 COPY_KEY = "eval_copy"
+TEST_COPY_KEY = "agent_test_copy"
 MAX_CONCURRENCY = 8
 MAX_TARGETS = 8
 
@@ -87,10 +90,14 @@ def experiment_start(
     concurrency: int = 2,
     name: str = "",
     queued: bool = True,
+    cases: list[EvalCase] | None = None,
+    keep_copies: bool = True,
 ) -> Experiment:
-    """Record an experiment of the dataset on the target with a pending result per case and queue it as a background
-    task (not `queued`: the caller runs experiment_execute itself); returns it. Invalid when nothing could run (no cases, no graders, no agent for a case without a start)."""
-    cases = list(dataset.cases.order_by("position", "created_at"))
+    """Record an experiment of the dataset (or of some of its `cases`) on the target with a pending result per case
+    and queue it as a background task (not `queued`: the caller runs or queues it itself); returns it. Invalid when
+    nothing could run (no cases, no graders, no agent for a case without a start). Records the agent's current
+    version (a first one if it has none)."""
+    cases = list(dataset.cases.order_by("position", "created_at")) if cases is None else cases
     if not cases:
         raise Invalid("This dataset has no cases to run.")
     if not dataset.graders and not any(c.graders for c in cases):
@@ -116,10 +123,13 @@ def experiment_start(
             graders=dataset.graders,
             gate=dataset.gate,
             concurrency=concurrency,
+            keep_copies=keep_copies,
             total=len(cases),
+            version_at_start=versions.version_current(agent=agent).number if agent is not None else None,
         )
         CaseResult.objects.bulk_create(
-            CaseResult(experiment=experiment, case=c, position=i, name=c.name) for i, c in enumerate(cases)
+            CaseResult(experiment=experiment, case=c, case_key=c.id, position=i, name=c.name)
+            for i, c in enumerate(cases)
         )
         if queued:
             executor.queue.woken_after_commit(experiment_task.enqueue(experiment_id=experiment.id))
@@ -173,22 +183,37 @@ def dataset_delete(*, dataset: Dataset) -> None:
 # --------------------------------------------------------------------------- one case
 
 
-def _case_body(experiment: Experiment, result: CaseResult) -> dict:
-    """Run and grade one case (core.evals.runner); returns the result's fields."""
+def _marker(experiment: Experiment, case: EvalCase) -> tuple[dict, str]:
+    """How a case's copy is marked and named: as a test's copy in a run of an agent's tests (a kept one is listed
+    with the owner's agents, to be inspected), else as an experiment's (hidden from that list)."""
+    if experiment.dataset.tests_of_id is not None:
+        return {TEST_COPY_KEY: {"agent_id": experiment.dataset.tests_of_id, "test_id": case.id}}, "test"
+    return {COPY_KEY: {"experiment_id": experiment.id, "case_id": case.id}}, "eval"
+
+
+def _case_body(experiment: Experiment, result: CaseResult, copies: list[Agent]) -> dict:
+    """Run and grade one case (core.evals.runner); returns the result's fields. The case's copy is appended to
+    `copies` as soon as it exists."""
     case = result.case
     if case is None:
         return {"status": "error", "error": "the case was deleted"}
     target = runner.Target(
         agent=experiment.agent, version=experiment.agent_version, model=experiment.model, overrides=experiment.overrides
     )
+
+    def on_copy(copy: Agent) -> None:
+        copies.append(copy)
+        CaseResult.objects.filter(pk=result.pk).update(status="running", copy_agent_id=copy.id)
+
+    marker, label = _marker(experiment, case)
     done = runner.case_run(
         owner=experiment.owner,
         case=case,
         target=target,
         graders=experiment.graders,
-        marker={COPY_KEY: {"experiment_id": experiment.id, "case_id": case.id}},
-        label="eval",
-        on_copy=lambda copy: CaseResult.objects.filter(pk=result.pk).update(status="running", copy_agent_id=copy.id),
+        marker=marker,
+        label=label,
+        on_copy=on_copy,
     )
     observed, scores, failed_run = done.observed, done.grades, done.failed_run
     specs = experiment.graders + (case.graders or [])
@@ -202,6 +227,7 @@ def _case_body(experiment: Experiment, result: CaseResult) -> dict:
         "passed": aggregate.case_passed(scores, experiment.gate) and failed_run is None,
         "prompt_tokens": observed["tokens"]["prompt"],
         "completion_tokens": observed["tokens"]["completion"],
+        "steps": len(observed["steps"]),
         "cost_usd": observed["cost_usd"],
         "latency_ms": done.latency_ms,
         "error": f"run {failed_run.status}: {failed_run.error or failed_run.stop_reason}" if failed_run else "",
@@ -223,18 +249,25 @@ def _cancelled(experiment: Experiment) -> bool:
     return Experiment.objects.filter(pk=experiment.pk, status="cancelled").exists()
 
 
-def case_execute(*, experiment: Experiment, result: CaseResult) -> None:
+def case_execute(*, experiment: Experiment, result: CaseResult) -> bool:
     """Run one case and store its result (a case that cannot run is an error result, never a crashed experiment);
-    counts it done. A case of a cancelled experiment is left pending."""
+    counts it done and deletes its copy unless the experiment keeps them. A case of a cancelled experiment is left
+    pending; returns whether the case ran."""
     if _cancelled(experiment):
-        return
+        return False
+    copies: list[Agent] = []
     try:
-        fields = _case_body(experiment, result)
+        fields = _case_body(experiment, result, copies)
     except Exception as exc:  # noqa: BLE001 - one broken case is that case's error, the others still run
         log.exception("eval case %s failed to run", result.pk)
         fields = {"status": "error", "passed": False, "error": getattr(exc, "message", None) or f"{exc}"}
+    if not experiment.keep_copies:
+        for copy in copies:
+            agent_delete(agent=copy)  # its blocks are copies no one else uses: they go too
+        fields["copy_agent_id"] = ""
     CaseResult.objects.filter(pk=result.pk).update(**fields, completed_at=timezone.now())
     Experiment.objects.filter(pk=experiment.pk).update(done=F("done") + 1)
+    return True
 
 
 def _case_on_thread(experiment: Experiment, result: CaseResult) -> None:
@@ -249,7 +282,7 @@ def _case_on_thread(experiment: Experiment, result: CaseResult) -> None:
 def experiment_execute(*, experiment_id: str) -> str:
     """Task body: run the experiment's pending cases, at most `concurrency` at once, then store its figures and
     whether it passed its gate; returns its status."""
-    experiment = Experiment.objects.select_related("owner", "agent").get(pk=experiment_id)
+    experiment = Experiment.objects.select_related("owner", "agent", "dataset").get(pk=experiment_id)
     if not Experiment.objects.filter(pk=experiment.pk, status="queued").update(
         status="running", started_at=timezone.now()
     ):

@@ -324,5 +324,5 @@ def _results(request, agent, run):
     return TemplateResponse(
         request,
         "core/_test_results.html",
-        {"agent": agent, "run": out, "rows": rows, "finished": out["status"] in ("passed", "failed")},
+        {"agent": agent, "run": out, "rows": rows, "finished": out["status"] not in ("created", "running")},
     )

@@ -6,12 +6,13 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
 
 from core.agents import agent_tests
 from core.agents.agentfile.exporter import agentfile_export
 from core.agents.agentfile.importer import ImportOptions, agentfile_import
 from core.agents.agentfile.parse import parse_agent_file
-from core.models import Agent, AgentTestRun, Message, Run
+from core.models import Agent, Experiment, Message, Run
 from memory.models import Block
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
@@ -111,7 +112,11 @@ def test_tests_run_over_the_api_on_copies_and_leave_the_agent_alone(api, agent, 
     assert _state(agent) == before  # nothing of the agent changed
     assert Agent.objects.count() == agents_before  # the copies are gone
     assert not Block.objects.filter(value__contains="Likes tea.").exists()
-    assert AgentTestRun.objects.get(pk=run_id).completed_at is not None
+    run = Experiment.objects.get(pk=run_id, dataset__tests_of=agent)  # a test run is an experiment of the tests
+    assert run.completed_at is not None and not run.keep_copies
+    assert [(r.name, r.passed, r.copy_agent_id) for r in run.results.order_by("position")] == [
+        (t["name"], r["passed"], "") for t, r in zip(TESTS, done["results"], strict=True)
+    ]
 
 
 def test_a_kept_copy_can_be_inspected_and_a_model_can_be_chosen(api, agent, fake_llm):
@@ -165,6 +170,42 @@ def test_the_cli_exits_non_zero_and_writes_junit(agent, fake_llm, tmp_path, caps
     assert "tools (set)" in cases["stores the fact in archival memory"].find("failure").get("message")
     assert "coffee" in cases["remembers the coffee preference"].find("failure").get("message")
     assert _state(agent) == before
+
+
+def test_the_cli_records_its_run_as_the_ide_shows_it(agent, fake_llm, tmp_path):
+    _script(fake_llm)
+    with pytest.raises(SystemExit):
+        call_command("agent_test", agent.id, junit_xml=str(tmp_path / "out.xml"))
+    [run] = Experiment.objects.filter(dataset__tests_of=agent)
+    out = agent_tests.test_run_out(run)
+    assert (out["status"], out["passed"], out["failed"]) == ("failed", 1, 2)
+    assert all(r["copy_agent_id"] is None for r in out["results"])  # not kept: the copies are gone
+
+
+def test_a_test_run_is_an_experiment_of_the_tests_dataset(api, account, agent, fake_llm):
+    """A run of the tests is listed with the dataset's experiments, one result a test; a test deleted before its
+    turn comes is that test's error, its id kept."""
+    from core.evals import agent_tests as test_runs
+
+    _script(fake_llm)
+    first, second, third = agent_tests.tests_list(agent=agent)
+    run = test_runs.tests_start(owner=agent.owner, agent=agent, test_ids=[first["id"], third["id"]], queued=False)
+    agent_tests.test_delete(agent=agent, test_id=third["id"])
+    assert test_runs.tests_execute(test_run_id=run.id) == "failed"
+    out = api.get(f"/v1/agents/{agent.id}/tests/results/{run.id}").json()
+    assert out["test_ids"] == [first["id"], third["id"]]
+    assert [(r["test_id"], r["passed"], r["error"]) for r in out["results"]] == [
+        (first["id"], True, None),
+        (third["id"], False, "the case was deleted"),
+    ]
+    dataset = agent.tests_dataset
+    listed = api.get(f"/v1/evals/datasets/{dataset.id}/experiments").json()
+    assert [(e["id"], e["status"], e["total"], e["done"]) for e in listed] == [(run.id, "completed", 2, 2)]
+    assert listed[0]["gate_passed"] is False
+    web = Client()
+    web.force_login(account.user)
+    page = web.get(f"/evals/experiments/{run.id}/")  # the Evals page shows it as any experiment
+    assert page.status_code == 200 and first["name"] in page.content.decode()
 
 
 def test_tests_travel_in_agent_files(agent):

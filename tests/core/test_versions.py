@@ -7,11 +7,12 @@ import pytest
 from django.test import Client
 
 from core.accounts import api_token_create
+from core.agents import agent_tests
 from core.agents.agentfile.exporter import agentfile_export
 from core.agents.agentfile.importer import agentfile_import
 from core.agents.agentfile.parse import parse_agent_file
 from core.agents.services import agent_update
-from core.models import Agent, AgentTestRun, AgentVersion, Run, ToolVersion
+from core.models import Agent, AgentVersion, Experiment, Run, ToolVersion
 from memory.models import Block
 from tests.factories import ApiClient, make_agent
 from tests.fake_llm import FakeLLM
@@ -216,8 +217,11 @@ def test_a_test_run_is_recorded_against_the_version(api, agent, fake_llm):
     fake_llm.script(FakeLLM.tool("send_message", {"message": "hi there"}))
     r = api.post(f"/v1/agents/{agent.id}/tests/run", {})
     assert r.status_code == 200, r.content
-    assert AgentTestRun.objects.get(agent=agent).agent_version.number == 2
-    until(lambda: AgentTestRun.objects.get(agent=agent).status == "passed", what="the test run to pass")
+    assert Experiment.objects.get(agent=agent).version_at_start == 2
+    until(
+        lambda: agent_tests.test_run_out(Experiment.objects.get(agent=agent))["status"] == "passed",
+        what="the test run to pass",
+    )
 
 
 def test_history_round_trips_through_an_agent_file(api, account, agent):
@@ -281,19 +285,19 @@ def test_history_tab_lists_diffs_and_restores_escaping_what_it_shows(api, accoun
 
 
 def test_history_tab_shows_the_test_results_recorded_against_each_version(api, account, agent):
-    from core.models import AgentTestRun as TR
+    from core.evals import agent_tests as test_runs
+    from core.evals import experiments
 
     web = Client()
     web.force_login(account.user)
     api.patch(f"/v1/agents/{agent.id}", {"system": "Broken."})
-    v2 = _latest(agent)
-    TR.objects.create(
-        owner=account.org,
-        agent=agent,
-        status="failed",
-        agent_version=v2,
-        results=[{"test_id": "t1", "name": "greets politely", "passed": False}],
+    api.post(
+        f"/v1/agents/{agent.id}/tests",
+        {"name": "greets politely", "turns": ["hi"], "expect": {"reply": {"contains": "hi"}}},
     )
+    run = test_runs.tests_start(owner=account.org, agent=agent, queued=False)  # recorded against v2, run by hand:
+    run.results.update(status="done", passed=False)  # the test failed
+    experiments.experiment_finish(experiment=run)
     html = web.get(f"/agents/{agent.id}/versions/").content.decode()
     row = html.split('data-version="2"')[1].split('data-version="1"')[0]
     assert "tests failed" in row and "greets politely" in row

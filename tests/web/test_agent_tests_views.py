@@ -7,7 +7,8 @@ import pytest
 from django.test import Client
 
 from core.agents import agent_tests
-from core.models import Agent
+from core.evals import agent_tests as test_runs
+from core.models import Agent, Experiment
 from core.runs.runner import run_agent
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
@@ -144,13 +145,14 @@ def test_runs_start_from_the_tab_and_results_show_expected_against_actual(web, a
         },
     )
     refused = web.post(f"/agents/{agent.id}/tests/run/", {"model": "nobody/nothing"}).content.decode()
-    assert 'role="alert"' in refused and "nobody" in refused and not agent_tests.AgentTestRun.objects.exists()
+    assert 'role="alert"' in refused and "nobody" in refused and not Experiment.objects.exists()
     fake_llm.by_model = {"other-model": FakeLLM.tool("send_message", {"message": "from the other model"})}
     other = web.post(f"/agents/{agent.id}/tests/run/", {"model": "openai/other-model"}).content.decode()
     assert 'class="tag" title="run on this model">openai/other-model<' in other
-    first = agent_tests.AgentTestRun.objects.get()
+    first = Experiment.objects.get()
     until(
-        lambda: agent_tests.test_run_get(agent=agent, run_id=first.id).status == "failed", what="the other model's run"
+        lambda: agent_tests.run_status(agent_tests.test_run_get(agent=agent, run_id=first.id)) == "failed",
+        what="the other model's run",
     )
     assert first.model == "openai/other-model"
     fake_llm.by_model = {}
@@ -179,7 +181,7 @@ def test_another_owners_agent_is_a_404_everywhere(agent, other_account):
     test = agent_tests.test_save(
         agent=agent, test={"name": "t", "turns": ["hi"], "expect": {"stop_reason": "end_turn"}}
     )
-    run = agent_tests.AgentTestRun.objects.create(owner=agent.owner, agent=agent, test_ids=[test["id"]])
+    run = test_runs.tests_start(owner=agent.owner, agent=agent, test_ids=[test["id"]], queued=False)
     mallory = _client(other_account)
     base = f"/agents/{agent.id}/tests"
     for url in (
@@ -193,7 +195,7 @@ def test_another_owners_agent_is_a_404_everywhere(agent, other_account):
     for url in (f"{base}/save/", f"{base}/run/", f"{base}/delete/"):
         assert mallory.post(url, {**FORM, "test_id": test["id"]}).status_code == 404, url
     assert [t["id"] for t in agent_tests.tests_list(agent=Agent.objects.get(pk=agent.pk))] == [test["id"]]
-    assert agent_tests.AgentTestRun.objects.count() == 1
+    assert Experiment.objects.count() == 1
 
 
 def test_a_test_id_from_an_imported_file_with_odd_characters_still_lists_runs_and_deletes(web, agent):
@@ -222,4 +224,4 @@ def test_reading_the_tests_tab_never_writes(web, agent):
     ):
         assert web.get(url).status_code == 200, url
     assert Agent.objects.filter(pk=agent.pk).values().get() == before
-    assert not agent_tests.AgentTestRun.objects.exists()
+    assert not Experiment.objects.exists()

@@ -9,7 +9,7 @@ from django.test import Client
 
 from core.agents import agent_tests
 from core.agents.services import agent_delete
-from core.models import Agent, AgentTestRun
+from core.models import Agent, Experiment
 from core.text import MAX_JSON_DEPTH
 from tests.core.agentfile_fixtures import multipart
 from tests.core.engine.test_expectations_types import WRONG
@@ -151,7 +151,7 @@ def test_api_saving_deleting_or_running_a_deleted_agents_tests_is_404(api, accou
     assert "not found" in _json_refusal(api.post(f"/v1/agents/{saving.id}/tests", TEST), 404)
     assert "not found" in _json_refusal(api.delete(f"/v1/agents/{deleting.id}/tests/{test_id}"), 404)
     assert "not found" in _json_refusal(api.post(f"/v1/agents/{running.id}/tests/run", {}), 404)
-    assert not Agent.objects.exists() and not AgentTestRun.objects.exists()
+    assert not Agent.objects.exists() and not Experiment.objects.exists()
 
 
 def test_ide_saving_deleting_or_running_a_deleted_agents_tests_is_never_a_500(web, account, monkeypatch):
@@ -166,7 +166,7 @@ def test_ide_saving_deleting_or_running_a_deleted_agents_tests_is_never_a_500(we
     assert web.post(f"/agents/{deleting.id}/tests/delete/", {"test_id": test_id}).status_code == 404
     started = web.post(f"/agents/{running.id}/tests/run/", {"model": ""})  # a form: an empty multipart body is refused
     assert started.status_code == 200 and "not found" in started.content.decode()  # the tab's inline error
-    assert not Agent.objects.exists() and not AgentTestRun.objects.exists()
+    assert not Agent.objects.exists() and not Experiment.objects.exists()
 
 
 # --- tests brought by other writers (agent files, agent updates) in another shape ---

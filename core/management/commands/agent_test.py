@@ -1,7 +1,8 @@
 """`manage.py agent_test [AGENT_ID ...|--all] [--model HANDLE] [--junit-xml FILE]`: run agents' regression tests.
 
 Exits 1 when any test fails (or cannot run), so a team can run its agents' tests in its own CI against a
-model of its choice. Each test runs on a throwaway copy of its agent, through the run executor.
+model of its choice. Each test runs on a throwaway copy of its agent, through the run executor; each agent's run
+of its tests is recorded as any other (an experiment of its tests dataset), so the IDE shows it too.
 """
 
 from xml.etree import ElementTree as ET
@@ -38,14 +39,11 @@ class Command(BaseCommand):
         suites = []
         try:
             for agent in agents:
-                results = [
-                    test_runs.test_execute(agent=agent, test=t, model=model, keep=keep)
-                    for t in agent_tests.tests_list(agent=agent)
-                ]
+                results = _run(agent, model, keep)
                 suites.append((agent, results))
                 for r in results:
                     mark = "PASS" if r["passed"] else "FAIL"
-                    self.stdout.write(f"{mark} {agent.name} :: {r['name']} ({r['duration_ms']:.0f} ms)")
+                    self.stdout.write(f"{mark} {agent.name} :: {r['name']} ({r['duration_ms'] or 0:.0f} ms)")
                     for f in r["failures"]:
                         self.stdout.write(
                             f"    {f['expectation']}: expected {f['expected']!r}, got {f['actual']!r}"
@@ -64,6 +62,15 @@ class Command(BaseCommand):
             raise SystemExit(1)
 
 
+def _run(agent: Agent, model: str, keep: bool) -> list[dict]:
+    """Run the agent's tests here, one after another (none: no results); returns each test's result."""
+    if not agent_tests.tests_list(agent=agent):
+        return []
+    run = test_runs.tests_start(owner=agent.owner, agent=agent, model=model, keep=keep, queued=False)
+    test_runs.tests_execute(test_run_id=run.id)
+    return agent_tests.test_run_out(agent_tests.test_run_get(agent=agent, run_id=run.id))["results"]
+
+
 def _junit(suites) -> ET.ElementTree:
     root = ET.Element("testsuites")
     for agent, results in suites:
@@ -77,7 +84,7 @@ def _junit(suites) -> ET.ElementTree:
         )
         for r in results:
             case = ET.SubElement(
-                suite, "testcase", classname=agent.id, name=r["name"], time=f"{r['duration_ms'] / 1000:.3f}"
+                suite, "testcase", classname=agent.id, name=r["name"], time=f"{(r['duration_ms'] or 0) / 1000:.3f}"
             )
             for f in r["failures"]:
                 node = ET.SubElement(case, "failure", message=f"{f['expectation']}: expected {f['expected']!r}")
