@@ -3,6 +3,7 @@ its output followed live, history."""
 
 import json
 import re
+import time
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
@@ -302,11 +303,15 @@ def tool_save(request):
 @login_required
 @require_POST
 def tool_run_cancel(request):
-    """Stop the page's run in progress (its `run_key`); the run's own request then answers "cancelled"."""
+    """Stop the page's run in progress (its `run_key`); the run's own request then answers "cancelled". The run may
+    not have reached its sandbox yet when the person clicks: asked again every 0.25 s, for up to 5 s."""
 
-    return JsonResponse(
-        {"cancelled": web_workbench.cancel(owner=org(request), run_key=request.POST.get("run_key", "")[:64])}
-    )
+    owner, run_key = org(request), request.POST.get("run_key", "")[:64]
+    for _ in range(20):
+        if web_workbench.cancel(owner=owner, run_key=run_key):
+            return JsonResponse({"cancelled": True})
+        time.sleep(0.25)
+    return JsonResponse({"cancelled": False})
 
 
 @login_required

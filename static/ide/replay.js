@@ -1,4 +1,4 @@
-// Replay page: mark overrides as edited while typing (and revert them), and say the models are being asked.
+// Replay page: mark overrides as edited while typing (and revert them). The form is data-busy (feedback.js).
 (function () {
   "use strict";
   const form = document.getElementById("replay-form");
@@ -15,11 +15,5 @@
     area.addEventListener("input", update);
     if (revert) revert.addEventListener("click", () => { area.value = original; update(); area.focus(); });
     update();
-  });
-  form.addEventListener("submit", () => {
-    const btn = document.getElementById("replay-submit");
-    // disabled after the submit has been collected, so the form still posts
-    setTimeout(() => { btn.disabled = true; btn.textContent = "Replaying…"; }, 0);
-    document.getElementById("replay-waiting").hidden = false;
   });
 })();

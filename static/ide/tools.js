@@ -34,86 +34,59 @@
   });
 })();
 
-// A run in progress: elapsed time, the Run button disabled, what the tool prints as it prints it (server-sent
-// events from the run's key), and Cancel, which asks the server to kill the sandbox (the run's own request then
-// answers "cancelled"); each run carries a fresh key to cancel and follow it by.
+// A run in progress: elapsed time, the Run button disabled, and what the tool prints as it prints it (server-sent
+// events from the run's key); each run carries a fresh key to follow it by, and to cancel it by (#cancel-run, htmx).
 (function () {
   "use strict";
   const form = document.getElementById("tool-form");
   const progress = document.getElementById("run-progress");
-  const elapsed = document.getElementById("run-elapsed");
-  const cancelButton = document.getElementById("cancel-run");
   const keyInput = document.getElementById("run-key");
   const liveOut = document.getElementById("run-live");
   if (!form || !progress) return;
-  let timer = null, started = 0, running = false, source = null;
+  let timer = null, running = false, source = null;
 
   function follow(key) {
     liveOut.textContent = "";
     liveOut.hidden = true;
-    if (!form.dataset.streams || !window.EventSource) return;
+    if (!form.dataset.streams) return;
     source = new EventSource(progress.dataset.outputUrl + "?run_key=" + encodeURIComponent(key));
-    const add = (stream) => (e) => {
-      const part = document.createElement("span");
-      part.className = "live-" + stream;
-      part.textContent = JSON.parse(e.data);
-      liveOut.appendChild(part);
+    const add = (stream) => (e) => {  // one span a chunk, its stream's colour (tool_form.css .live-stderr)
+      liveOut.appendChild(Object.assign(document.createElement("span"), {className: "live-" + stream, textContent: JSON.parse(e.data)}));
       liveOut.hidden = false;
       liveOut.scrollTop = liveOut.scrollHeight;
     };
     source.addEventListener("stdout", add("stdout"));
     source.addEventListener("stderr", add("stderr"));
-    source.addEventListener("end", unfollow);
+    source.addEventListener("end", () => source.close());
   }
-  function unfollow() { if (source) { source.close(); source = null; } }
   const isRun = (e) => e.detail.target && e.detail.target.id === "run-result";
-  const runButton = () => document.getElementById("run-tool");
-  const newKey = () => (window.crypto && crypto.randomUUID ? crypto.randomUUID()
-    : String(Date.now()) + Math.random().toString(16).slice(2));
+  const disableRun = (off) => { const b = document.getElementById("run-tool"); if (b) b.disabled = off; };
 
   document.body.addEventListener("htmx:configRequest", (e) => {
     if (!isRun(e) || running) return;
-    keyInput.value = newKey();
+    // randomUUID needs a secure context: a server reached over plain http on the LAN has none
+    keyInput.value = window.crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random().toString(16).slice(2);
     e.detail.parameters.run_key = keyInput.value;
   });
   document.body.addEventListener("htmx:beforeRequest", (e) => {
     if (!isRun(e)) return;
     if (running) { e.preventDefault(); return; }
     running = true;
-    started = performance.now();
+    const started = performance.now(), elapsed = document.getElementById("run-elapsed");
     elapsed.textContent = "0.0 s";
     progress.hidden = false;
-    cancelButton.disabled = false;
-    cancelButton.textContent = "Cancel";
     follow(keyInput.value);
-    const b = runButton(); if (b) b.disabled = true;
+    disableRun(true);
     timer = setInterval(() => { elapsed.textContent = ((performance.now() - started) / 1000).toFixed(1) + " s"; }, 100);
   });
   document.body.addEventListener("htmx:afterRequest", (e) => {
     if (!isRun(e)) return;
     running = false;
     clearInterval(timer);
-    unfollow();
+    if (source) source.close();
     progress.hidden = true;
-    const b = runButton(); if (b) b.disabled = false;
+    disableRun(false);
   });
   // The schema preview re-renders the form (and the Run button) while a run may be going on.
-  document.body.addEventListener("htmx:afterSwap", (e) => {
-    if (e.detail.target.id === "schema-panel" && running) { const b = runButton(); if (b) b.disabled = true; }
-  });
-
-  async function cancel(tries) {
-    const body = new URLSearchParams({run_key: keyInput.value});
-    const csrf = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
-    const r = await fetch(cancelButton.dataset.url, {method: "POST", body, headers: csrf, credentials: "same-origin"});
-    const answer = r.ok ? await r.json() : {cancelled: false};
-    // The run's request may not have reached the sandbox yet: ask again shortly.
-    if (!answer.cancelled && running && tries > 0) setTimeout(() => cancel(tries - 1), 250);
-  }
-  cancelButton.addEventListener("click", () => {
-    if (!running) return;
-    cancelButton.disabled = true;
-    cancelButton.textContent = "Cancelling…";
-    cancel(20);
-  });
+  document.body.addEventListener("htmx:afterSwap", (e) => { if (e.detail.target.id === "schema-panel" && running) disableRun(true); });
 })();

@@ -268,7 +268,7 @@ def test_replay_disables_its_button_while_the_models_answer(signed_in, account, 
     page.click("#replay-submit", no_wait_after=True)
     _release(page, held)
     expect(page.locator("#replay-columns")).to_be_visible(timeout=FIRST_CALL_S)
-    assert _seen_busy(page) == {"busy": None, "status": "waiting for the models…"}
+    assert _seen_busy(page) == {"busy": "true", "status": "waiting for the models…"}
     expect(page.locator("#replay-submit")).to_be_enabled()
 
 
