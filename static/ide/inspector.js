@@ -4,10 +4,7 @@
   "use strict";
   const A = JSON.parse(document.getElementById("ide-config").textContent);
   const $ = (sel) => document.querySelector(sel);
-  const store = {
-    get(k, d) { try { const v = localStorage.getItem(k); return v === null ? d : JSON.parse(v); } catch (e) { return d; } },
-    set(k, v) { try { localStorage.setItem(k, JSON.stringify(v)); } catch (e) { /* private mode: not remembered */ } },
-  };
+  const UI = window.AIDE_UI, store = UI.store;  // layout.js
   document.documentElement.dataset.payload = store.get("aide-payload-raw", false) ? "raw" : "parts";
 
   // ---- tabs
@@ -105,13 +102,9 @@
   // a button elsewhere opens an inspector tab and shows one part of it (data-open-tab, data-scroll)
   function openFrom(opener) {
     openTab(opener.dataset.openTab);
-    document.body.dispatchEvent(new CustomEvent("aide:show-inspector"));
+    UI.showInspector();
     const target = opener.dataset.scroll ? $(opener.dataset.scroll) : null;
-    if (!target) return;
-    showBelowTabs(target);
-    target.classList.remove("flash");
-    void target.offsetWidth;  // restart the highlight
-    target.classList.add("flash");
+    if (target) { showBelowTabs(target); UI.flash(target); }
   }
 
   // ---- clicks: tabs, step chips, payload toggles, runs

@@ -2,6 +2,7 @@
 // widths remembered in localStorage. From 768 px: the inspector is a drawer (Inspector button, ✕, Esc or a click
 // outside closes it). Below 768 px: one pane at a time, chosen with tabs (conversation, agent, context).
 // Widths past what the stylesheet allows (30 % / 45 % of the window) are clamped here too, so a drag follows the mouse.
+// window.AIDE_UI holds what the workspace's other scripts share: the remembered settings, the flash, the inspector.
 (function () {
   "use strict";
   const $ = (sel) => document.querySelector(sel);
@@ -17,47 +18,41 @@
   // ---- splitters
   const MIN = {left: 200, right: 300}, CENTER_MIN = 360;
   let layout = store.get("aide-layout", {}) || {};
-  function applyLayout() {
-    for (const side of ["left", "right"]) {
-      const prop = side === "left" ? "--left-w" : "--right-w";
-      if (layout[side]) main.style.setProperty(prop, layout[side] + "px"); else main.style.removeProperty(prop);
+  function applyLayout(side, w) {
+    if (side) layout = Object.assign({}, layout, {[side]: w});
+    for (const s of ["left", "right"]) {
+      if (layout[s]) main.style.setProperty(`--${s}-w`, layout[s] + "px"); else main.style.removeProperty(`--${s}-w`);
     }
   }
   function clampWidth(side, w) {
     const vw = window.innerWidth;
     const cap = side === "left" ? vw * (wide.matches ? 0.30 : 0.40) : vw * 0.45;
     const other = side === "left" ? (wide.matches ? inspector.offsetWidth : 0) : settings.offsetWidth;
-    return Math.max(MIN[side], Math.min(w, cap, vw - other - CENTER_MIN - 12));
+    return Math.round(Math.max(MIN[side], Math.min(w, cap, vw - other - CENTER_MIN - 12)));
   }
   applyLayout();
   document.querySelectorAll(".splitter").forEach((sp) => {
-    const side = sp.dataset.split;
-    const pane = side === "left" ? settings : inspector;
-    function setWidth(w) {
-      layout = Object.assign({}, layout, {[side]: Math.round(clampWidth(side, w))});
-      applyLayout();
-    }
+    const side = sp.dataset.split, pane = side === "left" ? settings : inspector, sign = side === "left" ? 1 : -1;
+    const setWidth = (w) => applyLayout(side, clampWidth(side, w));
     sp.addEventListener("pointerdown", (e) => {
       e.preventDefault();
       sp.setPointerCapture(e.pointerId);
       const startX = e.clientX, startW = pane.getBoundingClientRect().width;
       document.body.classList.add("resizing");
-      const move = (m) => setWidth(side === "left" ? startW + (m.clientX - startX) : startW - (m.clientX - startX));
-      const up = () => {
+      const move = (m) => setWidth(startW + sign * (m.clientX - startX));
+      sp.addEventListener("pointermove", move);
+      sp.addEventListener("pointerup", () => {
         sp.removeEventListener("pointermove", move);
         document.body.classList.remove("resizing");
         store.set("aide-layout", layout);
-      };
-      sp.addEventListener("pointermove", move);
-      sp.addEventListener("pointerup", up, {once: true});
+      }, {once: true});
     });
     sp.addEventListener("keydown", (e) => {
       if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
-      const dir = (e.key === "ArrowRight" ? 1 : -1) * (side === "left" ? 1 : -1);
-      setWidth(pane.getBoundingClientRect().width + 24 * dir);
+      setWidth(pane.getBoundingClientRect().width + 24 * sign * (e.key === "ArrowRight" ? 1 : -1));
       store.set("aide-layout", layout);
     });
-    sp.addEventListener("dblclick", () => { layout = Object.assign({}, layout, {[side]: null}); applyLayout(); store.set("aide-layout", layout); });
+    sp.addEventListener("dblclick", () => { applyLayout(side, null); store.set("aide-layout", layout); });
   });
 
   // ---- the inspector as a drawer (768 to 1279 px)
@@ -73,6 +68,7 @@
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape" && document.body.classList.contains("inspector-open") && !e.defaultPrevented) { setDrawer(false); toggle.focus(); }
   });
+  wide.addEventListener("change", () => { if (wide.matches) setDrawer(false); });
 
   // ---- one pane at a time (below 768 px)
   const tabs = document.querySelectorAll(".ws-tabs [data-pane]");
@@ -84,19 +80,25 @@
   showPane("conversation");
 
   // what opens in the inspector from elsewhere (a step chip in the conversation, "Save as test") brings it into view
+  function showInspector() { if (phone.matches) showPane("inspector"); else if (!wide.matches) setDrawer(true); }
   document.body.addEventListener("htmx:afterSwap", (e) => {
-    if (e.target.id !== "step-detail" && e.target.id !== "test-editor") return;
-    if (!e.target.childElementCount) return;
-    if (phone.matches) showPane("inspector"); else if (!wide.matches) setDrawer(true);
+    if ((e.target.id === "step-detail" || e.target.id === "test-editor") && e.target.childElementCount) showInspector();
   });
-  document.body.addEventListener("aide:show-inspector", () => {  // a button asked for an inspector tab
-    if (phone.matches) showPane("inspector"); else if (!wide.matches) setDrawer(true);
-  });
-  wide.addEventListener("change", () => { if (wide.matches) setDrawer(false); });
   // a menu (details.menu) closes once one of its items is chosen, or on a click elsewhere
   document.addEventListener("click", (e) => {
     document.querySelectorAll("details.menu[open]").forEach((m) => {
       if (!m.contains(e.target) || e.target.closest(".menu-items button")) m.removeAttribute("open");
     });
   });
+
+  window.AIDE_UI = {
+    store,
+    showInspector,
+    showConversation() { if (phone.matches) showPane("conversation"); setDrawer(false); },
+    flash(node, cls) {  // (re)start a highlight animation
+      node.classList.remove(cls || "flash");
+      void node.offsetWidth;
+      node.classList.add(cls || "flash");
+    },
+  };
 })();

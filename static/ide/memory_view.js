@@ -45,9 +45,7 @@
     e.stopPropagation();
     const target = (opener.dataset.scroll && $(opener.dataset.scroll)) || panel;
     target.scrollIntoView({block: "start"});
-    target.classList.remove("flash");
-    void target.offsetWidth;  // restart the animation
-    target.classList.add("flash");
+    window.AIDE_UI.flash(target);
   }, true);
 
   // ---- a dot on what opens the Memory tab while a change there is out of sight
@@ -104,18 +102,14 @@
   });
 
   // ---- "show the call": the tool call in the conversation, else its step in the inspector
-  function findCall(id) {
-    const marked = $(`#conversation .msg.tool_call_message[data-call-id="${CSS.escape(id)}"]`);
-    if (marked) return marked;
+  function findCall(id) {  // its "open in the workbench" link names the call
     for (const a of document.querySelectorAll("#conversation .msg.tool_call_message a.open-workbench")) {
       if (new URL(a.href, location.href).searchParams.get("call") === id) return a.closest(".msg");
     }
     return null;
   }
   function highlight(node) {
-    node.classList.remove("call-highlight");
-    void node.offsetWidth;
-    node.classList.add("call-highlight");
+    window.AIDE_UI.flash(node, "call-highlight");
     node.scrollIntoView({block: "center"});
     if (!node.hasAttribute("tabindex")) node.setAttribute("tabindex", "-1");
     node.focus({preventScroll: true});
@@ -134,12 +128,8 @@
     if (!link) return;
     e.preventDefault();
     const node = findCall(link.dataset.call), chip = link.closest(".block-change").querySelector(".step-chip[data-step]");
-    if (node) {
-      // what covers the conversation goes: a phone shows one pane at a time, a drawer lies over it
-      if (matchMedia("(max-width: 767.98px)").matches) $('.ws-tabs [data-pane="conversation"]').click();
-      if (document.body.classList.contains("inspector-open")) $("#inspector-close").click();
-      highlight(node);
-    } else if (chip) { highlightInStep(link.dataset.call); chip.click(); }  // an older page or another conversation
+    if (node) { window.AIDE_UI.showConversation(); highlight(node); }  // a phone's other pane, a drawer, go
+    else if (chip) { highlightInStep(link.dataset.call); chip.click(); }  // an older page or another conversation
   });
 
   // a link to a call (a block's history: #step=…&call=…) shows it in the conversation and in its step

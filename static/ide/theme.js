@@ -3,34 +3,23 @@
 // The stylesheet only knows data-theme="light" | "dark"; data-theme-source says whether it was picked.
 (function () {
   "use strict";
-  const root = document.documentElement;
-  const system = matchMedia("(prefers-color-scheme: dark)");
-  function saved() { try { return localStorage.getItem("aide-theme"); } catch (e) { return null; } }
-  function label() {
-    const btn = document.getElementById("theme-toggle");
-    if (!btn) return;
-    btn.title = "Switch to the " + (root.dataset.theme === "dark" ? "light" : "dark") + " theme";
-    btn.setAttribute("aria-label", btn.title);
-  }
-  function apply() {
-    const pick = saved();
-    root.dataset.theme = pick === "dark" || pick === "light" ? pick : (system.matches ? "dark" : "light");
+  const root = document.documentElement, system = matchMedia("(prefers-color-scheme: dark)");
+  function show(pick) {
+    root.dataset.theme = pick || (system.matches ? "dark" : "light");
     root.dataset.themeSource = pick ? "picked" : "system";
-    label();
-  }
-  apply();
-  system.addEventListener("change", apply);
-  window.addEventListener("storage", (e) => { if (e.key === "aide-theme") apply(); });  // picked in another tab
-  document.addEventListener("DOMContentLoaded", function () {
     const btn = document.getElementById("theme-toggle");
-    if (!btn) return;
-    label();
-    btn.addEventListener("click", function () {
-      const next = root.dataset.theme === "dark" ? "light" : "dark";
-      try { localStorage.setItem("aide-theme", next); } catch (e) { /* private mode: not remembered */ }
-      root.dataset.theme = next;
-      root.dataset.themeSource = "picked";
-      label();
-    });
+    if (btn) btn.title = "Switch to the " + (root.dataset.theme === "dark" ? "light" : "dark") + " theme";
+    if (btn) btn.setAttribute("aria-label", btn.title);
+  }
+  function saved() { try { return ["dark", "light"].find((t) => t === localStorage.getItem("aide-theme")); } catch (e) { return undefined; } }
+  show(saved());
+  system.addEventListener("change", () => show(saved()));
+  window.addEventListener("storage", (e) => { if (e.key === "aide-theme") show(saved()); });  // picked in another tab
+  document.addEventListener("DOMContentLoaded", () => show(saved()));  // the button's label
+  document.addEventListener("click", (e) => {
+    if (!e.target.closest("#theme-toggle")) return;
+    const next = root.dataset.theme === "dark" ? "light" : "dark";
+    try { localStorage.setItem("aide-theme", next); } catch (err) { /* private mode: not remembered */ }
+    show(next);
   });
 })();
