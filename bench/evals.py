@@ -4,17 +4,19 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python bench/evals.py
 
 Uses a throwaway database (a temp SQLite file, or a `bench_evals` PostgreSQL database) and the fake OpenAI-compatible
-model at zero latency, as the agent's model and as the rubric judge. A case here is one user turn answered in one
-step, graded by contains and a tool-call check, and by a rubric judged by the model. Overhead = the case's wall time
-(copy the agent, run the turn through the executor, gather what happened, grade, store) minus the agent's model
-calls (model_ms of its steps) and the judge's call, each phase timed apart. The process's CPU time per case (every
-thread's, the in-process fake model's included) is printed too: on a machine shared with other work it moves far less
-than wall time.
+model at zero latency, in a process of its own, as the agent's model and as the rubric judge. A case here is one user
+turn answered in one step, graded by contains and a tool-call check, and by a rubric judged by the model. Overhead =
+the case's wall time (copy the agent, run the turn through the executor, gather what happened, grade, store) minus
+the agent's model calls (model_ms of its steps) and the judge's model call (the model client's call alone: building
+the judge's request, resolving its model, pricing and parsing its answer are overhead), each phase timed apart. The
+server process's CPU time per case (every thread's; the fake model's is not in it) is printed too: on a machine shared
+with other work it moves far less than wall time.
 """
 
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +47,42 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
+JUDGE_ANSWER = '{"score": 1, "rationale": "fine"}'
+FAKE_MODEL = f"""
+import sys
+from tests.fake_llm import FakeLLM
+fake = FakeLLM()
+fake.by_model = {{"judge": FakeLLM.text({JUDGE_ANSWER!r})}}
+print(fake.start().base_url, flush=True)
+sys.stdin.read()  # until the bench closes it
+"""
+
+
+def fake_model() -> tuple[subprocess.Popen, str]:
+    """The fake model server in a process of its own (its CPU is the model's, not the server's); returns it and its
+    base URL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FAKE_MODEL], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    return proc, proc.stdout.readline().strip()
+
+
+class Judged:
+    """Wraps the rubric grader and keeps, per call, its whole time, its model call's (the usage it returns) and the
+    CPU time of the thread that ran it (the model client's included)."""
+
+    def __init__(self, fn):
+        self.fn, self.ms, self.call_ms, self.cpu_ms = fn, [], [], []
+
+    def __call__(self, *args, **kwargs):
+        started, cpu_started = time.perf_counter(), time.thread_time()
+        grade, usage = self.fn(*args, **kwargs)
+        self.cpu_ms.append((time.thread_time() - cpu_started) * 1000)
+        self.ms.append((time.perf_counter() - started) * 1000)
+        self.call_ms.append(usage["latency_ms"])
+        return grade, usage
+
+
 class Timed:
     """Wraps a function and keeps the milliseconds of each call."""
 
@@ -64,13 +102,12 @@ def bench(cases: int, with_judge: bool) -> dict:
     from core.llm import client as llm
     from core.models import CaseResult, Step
     from tests.factories import make_account, make_agent
-    from tests.fake_llm import DEFAULT_TEXT, FakeLLM
+    from tests.fake_llm import DEFAULT_TEXT
 
-    fake = FakeLLM().start()
-    os.environ["OPENAI_API_KEY"], os.environ["OPENAI_BASE_URL"] = "fake", fake.base_url
-    fake.by_model = {"judge": FakeLLM.text('{"score": 1, "rationale": "fine"}')}
+    fake, base_url = fake_model()
+    os.environ["OPENAI_API_KEY"], os.environ["OPENAI_BASE_URL"] = "fake", base_url
     llm.warm_up()
-    account = make_account(f"bench{int(with_judge)}")
+    account = make_account(f"bench{int(with_judge)}{os.getpid()}{time.monotonic_ns()}")
     agent = make_agent(account.org, name="barista")
     graders = [
         {"name": "answer", "kind": "contains", "value": DEFAULT_TEXT[:12]},
@@ -81,7 +118,7 @@ def bench(cases: int, with_judge: bool) -> dict:
     dataset = datasets.dataset_create(owner=account.org, name="bench", graders=graders)
     datasets.cases_add(dataset=dataset, cases=[{"turns": [f"hello {i}"]} for i in range(cases + 3)])
     copy = runner.case_copy = Timed(runner.case_copy)
-    judge = runner.rubric_grade = Timed(runner.rubric_grade)
+    judge = runner.rubric_grade = Judged(runner.rubric_grade)
     turns = runner.turns_run = Timed(runner.turns_run)
     experiment = experiments.experiment_start(
         owner=account.org, dataset=dataset, agent=agent, concurrency=1, queued=False
@@ -95,9 +132,11 @@ def bench(cases: int, with_judge: bool) -> dict:
         result.refresh_from_db()
         assert result.status == "done" and result.passed, (result.error, result.scores)
         model.append(sum(Step.objects.filter(run_id__in=result.run_ids).values_list("model_ms", flat=True)))
-    fake.stop()
+    fake.stdin.close()
+    fake.wait()
     skip = 3  # warm-up cases: first imports and connections
-    judged = judge.ms[skip:] if with_judge else [0.0] * cases
+    judged = judge.call_ms[skip:] if with_judge else [0.0] * cases
+    grader = [a - b for a, b in zip(judge.ms[skip:], judged, strict=True)] if with_judge else [0.0] * cases
     overhead = [w - m - j for w, m, j in zip(wall[skip:], model[skip:], judged, strict=True)]
     runs = [t - m for t, m in zip(turns.ms[skip:], model[skip:], strict=True)]
     rest = [o - c - r for o, c, r in zip(overhead, copy.ms[skip:], runs, strict=True)]
@@ -105,6 +144,8 @@ def bench(cases: int, with_judge: bool) -> dict:
         "wall": wall[skip:],
         "model": model[skip:],
         "judge": judged,
+        "grader": grader,
+        "grader_cpu": judge.cpu_ms[skip:] if with_judge else [0.0] * cases,
         "copy": copy.ms[skip:],
         "runs": runs,
         "rest": rest,
@@ -137,12 +178,16 @@ def main() -> None:
             print(_line("case wall time", f["wall"]))
             print(_line("  agent's model calls (model_ms)", f["model"]))
             if with_judge:
-                print(_line("  judge's call", f["judge"]))
+                print(_line("  judge's model call", f["judge"]))
             print(_line("  overhead: the agent's copy", f["copy"]))
             print(_line("  overhead: the run (executor, step) w/o model", f["runs"]))
             print(_line("  overhead: gather, grade, store", f["rest"]))
+            if with_judge:
+                print(_line("    of which the rubric grader beyond its call", f["grader"]))
             print(_line("server overhead per case (target <= 20 ms)", f["overhead"]))
-            print(_line("  CPU per case, every thread (fake model's too)", f["cpu"]))
+            print(_line("  CPU per case, the server's threads", f["cpu"]))
+            if with_judge:
+                print(_line("    of which the rubric grader, its call's too", f["grader_cpu"]))
     finally:
         from core.runs import queue
 
