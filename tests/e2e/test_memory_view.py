@@ -234,3 +234,20 @@ def test_a_call_the_page_does_not_hold_is_shown_in_its_step(signed_in, account, 
     step_call = page.locator(f'#step-detail .step-tool[data-call-id="{call_id}"]')
     expect(step_call).to_have_class(re.compile(r"\bcall-highlight\b"))
     expect(step_call).to_be_in_viewport()
+
+
+def test_a_change_from_another_tab_never_replaces_an_edit_in_progress(signed_in, account):
+    agent = make_agent(account.org, name="Ada")
+    human = Block.objects.get(agentblock__agent=agent, label="human")
+    mine, watcher, theirs = (_open(signed_in, agent.id, 1280) for _ in range(3))
+    card = f'.block-card[data-block-id="{human.id}"]'
+    mine.locator(f"{card} textarea[name=value]").fill("My own draft.")  # typed, not saved, the field focused
+    expect(mine.locator(f"{card} .counter")).to_have_text(f"13 / {human.limit} chars")
+    theirs.locator(f"{card} textarea[name=value]").fill("Saved in the other tab.")
+    theirs.locator(f"{card} button[type=submit]").click()
+    expect(theirs.locator(f"{card} .version")).to_have_text("v2")
+    expect(mine.locator(f"{card} .remote-note")).to_have_text("Changed elsewhere (v2); saving will overwrite it.")
+    expect(mine.locator(f"{card} textarea[name=value]")).to_have_value("My own draft.")
+    # a tab where nobody typed draws the card again, with the new value
+    expect(watcher.locator(f"{card} .version")).to_have_text("v2")
+    expect(watcher.locator(f"{card} textarea[name=value]")).to_have_value("Saved in the other tab.")
