@@ -4,6 +4,7 @@
     .venv/bin/python bench/concurrency.py --postgres --workers 2      # PostgreSQL + Redis, RUNS_IN_WORKER
     .venv/bin/python bench/concurrency.py --mode sync                  # blocking POST /messages instead
     .venv/bin/python bench/concurrency.py --trace                      # tracing on, to a local OTLP receiver
+    .venv/bin/python bench/concurrency.py --profile /tmp/conc.prof     # sample the server's stacks (bench/sampler.py)
 
 Starts a daphne server (and worker processes with --workers) on a throwaway database (a temp SQLite file,
 or a `bench_concurrency` PostgreSQL database with Redis db 13), creates the agents, and drives each agent
@@ -18,6 +19,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -161,6 +163,11 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=32, help="run threads per process (RUN_WORKER_THREADS)")
     p.add_argument("--mode", choices=["async", "sync"], default="async")
     p.add_argument("--trace", action="store_true", help="export traces over OTLP/HTTP to a receiver in this process")
+    p.add_argument(
+        "--profile",
+        metavar="OUT",
+        help="sample the server's (and workers') running threads during the measured part: OUT[.name] and .txt",
+    )
     args = p.parse_args()
 
     speed_before = machine_speed_s()
@@ -188,15 +195,32 @@ def main() -> None:
         env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = receiver.endpoint
     procs: list[subprocess.Popen] = []
     try:
-        spawn([*SERVER, "-p", str(port), APPLICATION], env, "web", procs)
+
+        def sampled(argv: list[str], name: str) -> list[str]:
+            if not args.profile:
+                return argv
+            out = args.profile if name == "web" else f"{args.profile}.{name}"
+            if argv[0] == "-m":
+                return ["bench/sampler.py", out, *argv]
+            return ["bench/sampler.py", out, "-m", "manage", *argv[1:]]
+
+        spawn(sampled([*SERVER, "-p", str(port), APPLICATION], "web"), env, "web", procs)
         for i in range(args.workers):
-            spawn(["manage.py", "run_worker", "--threads", str(args.threads)], env, f"worker{i}", procs)
+            worker = ["manage.py", "run_worker", "--threads", str(args.threads)]
+            spawn(sampled(worker, f"worker{i}"), env, f"worker{i}", procs)
         wait_healthy(base)
         print(f"server start-up work done after another {wait_idle(procs):.1f} s", flush=True)
         asyncio.run(_drive(args.mode, base, token, cookie, agents[:2], 1))  # warm-up: first calls pay lazy imports
         llm.clear()
         split_before = [cpu_split(p.pid) for p in procs]
+        if args.profile:
+            for proc in procs:
+                proc.send_signal(signal.SIGUSR1)
         wall, out, socket_counts = asyncio.run(_drive(args.mode, base, token, cookie, agents, args.messages))
+        if args.profile:
+            for proc in procs:
+                proc.send_signal(signal.SIGUSR2)
+            time.sleep(1)
         split = [
             (u - u0, s - s0) for (u, s), (u0, s0) in zip((cpu_split(p.pid) for p in procs), split_before, strict=True)
         ]
