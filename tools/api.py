@@ -178,7 +178,7 @@ def tool_update(request, tool_id: str, body: ToolUpdateIn):
 
 @router.delete("/tools/{tool_id}", response=ToolDeletedOut)
 def tool_delete(request, tool_id: str):
-    services.tool_delete(tool=selectors.tool_get(owner=owner(request), tool_id=tool_id))
+    services.tool_delete(tool=selectors.tool_get(owner=owner(request), tool_id=tool_id), builtin_ok=True)
     return {"id": tool_id, "deleted": True}
 
 

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from core.accounts import api_token_create
+from core.engine.base_tools import CODE_TOOL_NAMES
 from core.errors import Invalid
 from core.models import Agent, Membership, Organization, OwnerSettings
 from core.selectors import agent_tags
@@ -117,14 +118,20 @@ def declares_agent_state(source_code: str, function_name: str) -> bool:
     return False
 
 
-def agent_state_for(*, agent: Agent) -> dict[str, Any]:
-    """The snapshot a tool's `agent_state` receives: id, name, tags and blocks (the runner indexes by label)."""
+def agent_state_for(*, agent: Agent, with_tools: bool = False) -> dict[str, Any]:
+    """The snapshot a tool's `agent_state` receives: id, name, tags and blocks (the runner indexes by label); with
+    `with_tools` (the code tools) also `tools`, the agent's custom tools' name and source, which Letta's run_code
+    prepends to the code it runs."""
 
     blocks = [
         {"id": b.id, "label": b.label, "value": b.value, "limit": b.limit, "description": b.description}
         for b in agent_blocks(agent=agent)
     ]
-    return {"id": agent.id, "name": agent.name, "tags": agent_tags(agent), "blocks": blocks}
+    state = {"id": agent.id, "name": agent.name, "tags": agent_tags(agent), "blocks": blocks}
+    if with_tools:
+        custom = agent.tools.filter(tool_type="custom").exclude(source_code="").order_by("name")
+        state["tools"] = [{"name": t.name, "tool_type": "custom", "source_code": t.source_code} for t in custom]
+    return state
 
 
 def _token_user(owner: Organization):
@@ -217,7 +224,8 @@ def tool_execute(
         pip_requirements if pip_requirements is not None else (tool.pip_requirements if tool is not None else [])
     )
     if agent_state is None and agent is not None and declares_agent_state(source_code, schema["name"]):
-        agent_state = agent_state_for(agent=agent)
+        code_tool = tool is not None and tool.tool_type == "base" and tool.name in CODE_TOOL_NAMES
+        agent_state = agent_state_for(agent=agent, with_tools=code_tool)
     env, token = tool_env_build(
         tool=tool, agent=agent, env_vars=env_vars, origin=origin, timeout_s=config["timeout_s"], step_id=step_id
     )

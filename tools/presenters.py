@@ -1,18 +1,15 @@
 """Wire shapes of tools, their runs (Letta's `tool_return_message` and `ToolExecutionResult`, plus our extras) and
 MCP servers."""
 
-from core.engine.base_tools import FILE_TOOL_NAMES, SLEEPTIME_TOOL_NAMES, WEB_TOOL_NAMES
+from core.engine.base_tools import LETTA_TYPE_OF_BASE
 from tools.models import ToolRun
 
 
 def letta_tool_type(tool) -> str:
-    """Letta's tool_type for one of ours (the web tools are stored as base rows; Letta calls them letta_builtin)."""
-    if tool.tool_type == "base" and tool.name in WEB_TOOL_NAMES:
-        return "letta_builtin"
-    if tool.tool_type == "base" and tool.name in FILE_TOOL_NAMES:
-        return "letta_files_core"
-    if tool.tool_type == "base" and tool.name in SLEEPTIME_TOOL_NAMES:
-        return "letta_sleeptime_core"
+    """Letta's tool_type for one of ours (the web tools, say, are stored as base rows; Letta calls them
+    letta_builtin)."""
+    if tool.tool_type == "base" and tool.name in LETTA_TYPE_OF_BASE:
+        return LETTA_TYPE_OF_BASE[tool.name]
     return {"base": "letta_core", "multi_agent": "letta_multi_agent_core", "external_mcp": "external_mcp"}.get(
         tool.tool_type, "custom"
     )

@@ -111,6 +111,8 @@ class ToolOut(BaseModel):
         "letta_builtin",
         "letta_files_core",
         "letta_sleeptime_core",
+        "letta_memory_core",
+        "letta_voice_sleeptime_core",
         "external_mcp",
         "custom",
     ]

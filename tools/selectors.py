@@ -5,7 +5,7 @@ from functools import cache
 
 from django.db.models import Q, QuerySet
 
-from core.engine.base_tools import FILE_TOOL_NAMES, SLEEPTIME_TOOL_NAMES, WEB_TOOL_NAMES
+from core.engine.base_tools import LETTA_TYPE_OF_BASE
 from core.models import Agent, Organization
 from core.pagination import clamp_limit, queryset_page
 from core.selectors import owned_get
@@ -41,14 +41,9 @@ def _types_q(letta_types: list[str] | None) -> Q:
         if ours in wanted:
             q |= Q(tool_type=ours)
         elif theirs in wanted:
-            builtin = (*WEB_TOOL_NAMES, *FILE_TOOL_NAMES, *SLEEPTIME_TOOL_NAMES)
-            q |= Q(tool_type=ours) & ~Q(name__in=builtin) if ours == "base" else Q(tool_type=ours)
-    if "letta_builtin" in wanted:
-        q |= Q(tool_type="base", name__in=WEB_TOOL_NAMES)
-    if "letta_files_core" in wanted:
-        q |= Q(tool_type="base", name__in=FILE_TOOL_NAMES)
-    if "letta_sleeptime_core" in wanted:
-        q |= Q(tool_type="base", name__in=SLEEPTIME_TOOL_NAMES)
+            q |= Q(tool_type=ours) & ~Q(name__in=list(LETTA_TYPE_OF_BASE)) if ours == "base" else Q(tool_type=ours)
+    for kind in wanted & set(LETTA_TYPE_OF_BASE.values()):
+        q |= Q(tool_type="base", name__in=[name for name, k in LETTA_TYPE_OF_BASE.items() if k == kind])
     return q
 
 
@@ -96,7 +91,8 @@ def tools_search(
     limit: int = 50,
 ) -> list[tuple[Tool, int, float]]:
     """The owner's tools matching the query's words, best first, as (tool, rank from 1, score): a word in the name
-    counts 3, in a tag 2, in the description 1. No words: every tool (filtered), by name, with score 0."""
+    counts 3, in a tag 2, in the description or a parameter's name or description 1 (the text Letta indexes a tool
+    by: letta/helpers/tpuf_client.py, _extract_tool_text). No words: every tool (filtered), by name, with score 0."""
     qs = Tool.objects.filter(owner=owner)
     if tool_types:
         qs = qs.filter(_types_q(tool_types))
@@ -106,13 +102,20 @@ def tools_search(
     for tool in qs.order_by("name"):
         if wanted_tags and not wanted_tags & set(tool.tags or []):
             continue
-        name, description = tool.name.lower(), (tool.description or "").lower()
+        name, description = tool.name.lower(), f"{tool.description or ''} {_parameters_text(tool)}".lower()
         tag_text = " ".join(tool.tags or []).lower()
         score = sum(3 * (w in name) + 2 * (w in tag_text) + (w in description) for w in words)
         if score or not words:
             scored.append((tool, float(score)))
     scored.sort(key=lambda pair: -pair[1])  # stable: ties stay by name
     return [(tool, rank, score) for rank, (tool, score) in enumerate(scored[: clamp_limit(limit, 100)], start=1)]
+
+
+def _parameters_text(tool: Tool) -> str:
+    properties = ((tool.json_schema or {}).get("parameters") or {}).get("properties") or {}
+    if not isinstance(properties, dict):
+        return ""
+    return " ".join(f"{k} {v.get('description', '')}" for k, v in properties.items() if isinstance(v, dict))
 
 
 @cache

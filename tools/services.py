@@ -2,6 +2,8 @@
 
 import ast
 import re
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from django.db import transaction
@@ -9,13 +11,16 @@ from django.db import transaction
 from core.engine.base_tools import (
     BASE_TOOL_NAMES,
     BASE_TOOL_SCHEMAS,
+    CODE_TOOL_NAMES,
+    CODE_TOOL_SCHEMAS,
     FILE_TOOL_NAMES,
     FILE_TOOL_SCHEMAS,
+    LETTA_TYPE_OF_BASE,
+    MEMORY_TOOL_SCHEMAS,
     MULTI_AGENT_TOOL_NAMES,
     MULTI_AGENT_TOOL_SCHEMAS,
-    SLEEPTIME_TOOL_NAMES,
     SLEEPTIME_TOOL_SCHEMAS,
-    WEB_TOOL_NAMES,
+    VOICE_TOOL_SCHEMAS,
     WEB_TOOL_SCHEMAS,
 )
 from core.errors import Conflict, DomainError, Invalid, NotFound
@@ -32,10 +37,21 @@ def _builtin_schemas() -> dict[str, tuple[str, list[str], dict]]:
     Letta's `letta_builtin` (their wire type); they are installed with the others but never attached by default."""
     out = {name: ("base", ["base"], schema) for name, schema in BASE_TOOL_SCHEMAS.items()}
     out |= {name: ("multi_agent", ["multi_agent"], schema) for name, schema in MULTI_AGENT_TOOL_SCHEMAS.items()}
-    out |= {name: ("base", ["letta_builtin"], schema) for name, schema in WEB_TOOL_SCHEMAS.items()}
-    out |= {name: ("base", ["letta_files_core"], schema) for name, schema in FILE_TOOL_SCHEMAS.items()}
-    out |= {name: ("base", ["letta_sleeptime_core"], schema) for name, schema in SLEEPTIME_TOOL_SCHEMAS.items()}
+    others = WEB_TOOL_SCHEMAS | FILE_TOOL_SCHEMAS | SLEEPTIME_TOOL_SCHEMAS | MEMORY_TOOL_SCHEMAS | CODE_TOOL_SCHEMAS
+    out |= {
+        name: ("base", [LETTA_TYPE_OF_BASE[name]], schema) for name, schema in (others | VOICE_TOOL_SCHEMAS).items()
+    }
     return out
+
+
+@cache
+def _code_tools_source() -> str:
+    """The source the code tools run in the sandbox (tools/code_tools_source.py, read as text, never imported)."""
+    return (Path(__file__).parent / "code_tools_source.py").read_text()
+
+
+def _builtin_source(name: str) -> str:
+    return _code_tools_source() if name in CODE_TOOL_NAMES else ""
 
 
 @transaction.atomic
@@ -47,7 +63,15 @@ def builtin_tools_ensure(*, owner: Organization) -> dict[str, Tool]:
     wanted = _builtin_schemas()
     existing = {t.name: t for t in Tool.objects.filter(owner=owner, name__in=list(wanted))}
     missing = [
-        Tool(owner=owner, name=name, tool_type=kind, json_schema=schema, description=schema["description"], tags=tags)
+        Tool(
+            owner=owner,
+            name=name,
+            tool_type=kind,
+            json_schema=schema,
+            description=schema["description"],
+            tags=tags,
+            source_code=_builtin_source(name),
+        )
         for name, (kind, tags, schema) in wanted.items()
         if name not in existing
     ]
@@ -56,9 +80,17 @@ def builtin_tools_ensure(*, owner: Organization) -> dict[str, Tool]:
         existing |= {t.name: t for t in Tool.objects.filter(owner=owner, name__in=[t.name for t in missing])}
     for name, (_kind, tags, schema) in wanted.items():
         tool = existing[name]
-        if tool.tool_type != "custom" and (tool.json_schema != schema or tool.tags != tags):
-            tool.json_schema, tool.description, tool.tags = schema, schema["description"], tags
-            tool.save(update_fields=["json_schema", "description", "tags", "updated_at"])
+        source = _builtin_source(name)
+        if tool.tool_type != "custom" and (
+            tool.json_schema != schema or tool.tags != tags or tool.source_code != source
+        ):
+            tool.json_schema, tool.description, tool.tags, tool.source_code = (
+                schema,
+                schema["description"],
+                tags,
+                source,
+            )
+            tool.save(update_fields=["json_schema", "description", "tags", "source_code", "updated_at"])
     return {name: existing[name] for name in wanted}
 
 
@@ -87,7 +119,7 @@ def agent_tools_resolve(
     a letta_v1_agent), then named and id'd tools; installs the built-ins if a name needs them. ToolsNotFound (400)
     for a name or id the owner has no tool for."""
     wanted: list[Tool] = []
-    builtin_names = BASE_TOOL_NAMES + MULTI_AGENT_TOOL_NAMES + WEB_TOOL_NAMES + FILE_TOOL_NAMES + SLEEPTIME_TOOL_NAMES
+    builtin_names = (*BASE_TOOL_NAMES, *MULTI_AGENT_TOOL_NAMES, *LETTA_TYPE_OF_BASE)
     if include_base or include_multi_agent or set(names) & set(builtin_names):
         builtins = builtin_tools_ensure(owner=owner)
         if include_base:
@@ -205,7 +237,7 @@ class ToolLocked(DomainError):
 
 
 def _reserved_names() -> set[str]:
-    return set(BASE_TOOL_NAMES) | set(MULTI_AGENT_TOOL_NAMES) | set(WEB_TOOL_NAMES) | set(SLEEPTIME_TOOL_NAMES)
+    return set(BASE_TOOL_NAMES) | set(MULTI_AGENT_TOOL_NAMES) | set(LETTA_TYPE_OF_BASE)
 
 
 def source_function_names(source_code: str) -> list[str]:
@@ -466,9 +498,12 @@ def tool_update(*, tool: Tool, changes: dict) -> Tool:
 
 
 @transaction.atomic
-def tool_delete(*, tool: Tool) -> None:
-    """Delete a custom tool (detaches it from every agent, each getting a new version; its run history keeps the name)."""
-    if tool.tool_type != "custom":
+def tool_delete(*, tool: Tool, builtin_ok: bool = False) -> None:
+    """Delete a custom tool (detaches it from every agent, each getting a new version; its run history keeps the name).
+    With `builtin_ok` (the API: Letta's DELETE /v1/tools/{id} deletes any tool) a built-in goes the same way and is
+    installed afresh, under a new id, by the next first page of the tool list or add-base-tools; MCP tools belong to
+    their server."""
+    if tool.tool_type == "external_mcp" or (tool.tool_type != "custom" and not builtin_ok):
         raise ToolLocked(f"'{tool.name}' is a built-in tool and cannot be deleted")
     affected = list(Agent.objects.filter(tools=tool))
     tool.delete()

@@ -17,6 +17,9 @@ MEMORY_EDIT_TOOLS: tuple[str, ...] = (
     "memory_replace",
     "memory_insert",
     "memory_rethink",
+    "memory",
+    "memory_apply_patch",
+    "rethink_user_memory",
 )
 
 
@@ -184,6 +187,287 @@ SLEEPTIME_TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     ),
 }
 
+# The rest of Letta's LETTA_TOOL_SET (letta/constants.py), with the schemas Letta derives from the docstrings of
+# letta/functions/function_sets/base.py (`memory`, `memory_apply_patch`: letta_memory_core), builtin.py (`run_code`,
+# `run_code_with_tools`: letta_builtin) and voice.py (letta_voice_sleeptime_core): installed with the others,
+# attached only when named. The memory tools edit blocks in-process; the code tools run in the tool sandbox.
+MEMORY_TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
+    "memory": {
+        "name": "memory",
+        "description": "Memory management tool with various sub-commands for memory block operations.\n"
+        "\n"
+        "Examples:\n"
+        "        # Replace text in a memory block\n"
+        '        memory(agent_state, "str_replace", path="/memories/user_preferences", '
+        'old_string="theme: dark", new_string="theme: light")\n'
+        "\n"
+        "        # Insert text at line 5\n"
+        '        memory(agent_state, "insert", path="/memories/notes", insert_line=5, '
+        'insert_text="New note here")\n'
+        "\n"
+        "        # Delete a memory block\n"
+        '        memory(agent_state, "delete", path="/memories/old_notes")\n'
+        "\n"
+        "        # Rename a memory block\n"
+        '        memory(agent_state, "rename", old_path="/memories/temp", '
+        'new_path="/memories/permanent")\n'
+        "\n"
+        "        # Update the description of a memory block\n"
+        '        memory(agent_state, "rename", path="/memories/temp", description="The '
+        "user's temporary notes.\")\n"
+        "\n"
+        "        # Create a memory block with starting text\n"
+        '        memory(agent_state, "create", path="/memories/coding_preferences", '
+        '"description": "The user\'s coding preferences.", "file_text": "The user seems to '
+        'add type hints to all of their Python code.")\n'
+        "\n"
+        "        # Create an empty memory block\n"
+        '        memory(agent_state, "create", path="/memories/coding_preferences", '
+        '"description": "The user\'s coding preferences.")',
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "command": {
+                    "type": "string",
+                    "description": "The sub-command to execute. Supported "
+                    "commands:\n"
+                    '- "create": Create a new memory block\n'
+                    '- "str_replace": Replace text in a '
+                    "memory block\n"
+                    '- "insert": Insert text at a specific '
+                    "line in a memory block\n"
+                    '- "delete": Delete a memory block\n'
+                    '- "rename": Rename a memory block',
+                },
+                "path": {"type": "string", "description": "Path to the memory block (for str_replace, insert, delete)"},
+                "file_text": {"type": "string", "description": "The value to set in the memory block (for create)"},
+                "description": {
+                    "type": "string",
+                    "description": "The description to set in the memory block (for create, rename)",
+                },
+                "old_string": {"type": "string", "description": "Old text to replace (for str_replace)"},
+                "new_string": {"type": "string", "description": "New text to replace with (for str_replace)"},
+                "insert_line": {"type": "integer", "description": "Line number to insert at (for insert)"},
+                "insert_text": {"type": "string", "description": "Text to insert (for insert)"},
+                "old_path": {"type": "string", "description": "Old path for rename operation"},
+                "new_path": {"type": "string", "description": "New path for rename operation"},
+            },
+            "required": ["command"],
+        },
+    },
+    "memory_apply_patch": {
+        "name": "memory_apply_patch",
+        "description": "Apply a simplified unified-diff style patch to one or more memory "
+        "blocks.\n"
+        "\n"
+        "Backwards compatible behavior:\n"
+        '- If `patch` contains no "***" headers, it applies the patch to the '
+        "single memory block\n"
+        "  identified by `label`.\n"
+        "\n"
+        "Extended, codex-style behavior (multi-block):\n"
+        "- `*** Add Block: <label>`\n"
+        "    - Optional next line: `Description: <text>`\n"
+        "    - File contents are given by subsequent lines starting with `+`\n"
+        "- `*** Delete Block: <label>`\n"
+        "- `*** Update Block: <label>`\n"
+        "    - Patch body is the same simplified unified diff format (lines "
+        'start with " ", "-", "+")\n'
+        '    - Optional "@@" lines can be used to delimit hunks\n'
+        "- `*** Move to: <new_label>`\n"
+        "    - Renames the most recent block referenced by an Add/Update/Delete "
+        "header\n"
+        "\n"
+        '- Do not include line number prefixes like "12→" anywhere in the '
+        "patch. Line numbers are for display only.\n"
+        "- Do not include the line-number warning banner. Provide only the text "
+        "to edit.\n"
+        "- Tabs are normalized to spaces for matching consistency.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "label": {
+                    "type": "string",
+                    "description": "The label of the memory block "
+                    "to patch. Required for "
+                    "single-block mode (when patch "
+                    'contains no "***" headers). '
+                    'Set to empty string "" when '
+                    "using multi-block mode with "
+                    '"*** Add Block:", "*** Delete '
+                    'Block:", or "*** Update '
+                    'Block:" headers.',
+                },
+                "patch": {
+                    "type": "string",
+                    "description": "The unified diff-style patch "
+                    "to apply. Can be either: (1) a "
+                    "simple unified diff for "
+                    "single-block mode, or (2) a "
+                    'multi-block patch with "***" '
+                    "headers for creating, "
+                    "deleting, updating, or "
+                    "renaming multiple blocks.",
+                },
+            },
+            "required": ["label", "patch"],
+        },
+    },
+}
+
+CODE_TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
+    "run_code": {
+        "name": "run_code",
+        "description": "Run code in a sandbox. Supports Python, Javascript, Typescript, R, and Java.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "description": "The code to run."},
+                "language": {
+                    "type": "string",
+                    "enum": ("python", "js", "ts", "r", "java"),
+                    "description": "The language of the code.",
+                },
+            },
+            "required": ["code", "language"],
+        },
+    },
+    "run_code_with_tools": {
+        "name": "run_code_with_tools",
+        "description": "Run code with access to the tools of the agent. Only support python. "
+        "You can directly invoke the tools of the agent in the code.",
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "The python code to run."}},
+            "required": ["code"],
+        },
+    },
+}
+
+VOICE_TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
+    "store_memories": {
+        "name": "store_memories",
+        "description": "Persist dialogue that is about to fall out of the agent’s context window.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "chunks": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "start_index": {
+                                "type": "integer",
+                                "description": "Zero-based index of the first evicted line in this chunk.",
+                            },
+                            "end_index": {
+                                "type": "integer",
+                                "description": "Zero-based index of the last evicted line (inclusive).",
+                            },
+                            "context": {
+                                "type": "string",
+                                "description": "1-3 "
+                                "sentence "
+                                "paraphrase "
+                                "capturing "
+                                "key "
+                                "facts/details, "
+                                "user "
+                                "preferences, "
+                                "or "
+                                "goals "
+                                "that "
+                                "this "
+                                "chunk "
+                                "reveals—written "
+                                "for "
+                                "future "
+                                "retrieval.",
+                            },
+                        },
+                        "required": ["start_index", "end_index", "context"],
+                    },
+                    "description": "Each chunk pinpoints a contiguous "
+                    "block of **evicted** lines and "
+                    "provides a short, forward-looking "
+                    "synopsis (`context`) that will be "
+                    "embedded for future semantic "
+                    "lookup.",
+                }
+            },
+            "required": ["chunks"],
+        },
+    },
+    "rethink_user_memory": {
+        "name": "rethink_user_memory",
+        "description": "Rewrite memory block for the main agent, new_memory should contain "
+        "all current information from the block that is not outdated or "
+        "inconsistent, integrating any new information, resulting in a new "
+        "memory block that is organized, readable, and comprehensive.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "new_memory": {
+                    "type": "string",
+                    "description": "The new memory with "
+                    "information integrated "
+                    "from the memory block. "
+                    "If there is no new "
+                    "information, then this "
+                    "should be the same as "
+                    "the content in the "
+                    "source block.",
+                }
+            },
+            "required": ["new_memory"],
+        },
+    },
+    "finish_rethinking_memory": {
+        "name": "finish_rethinking_memory",
+        "description": "This function is called when the agent is done rethinking the memory.",
+        "parameters": {"type": "object", "properties": {}, "required": []},
+    },
+    "search_memory": {
+        "name": "search_memory",
+        "description": "Look in long-term or earlier-conversation memory only when the user asks "
+        "about something missing from the visible context. The user’s latest "
+        "utterance is sent automatically as the main query.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "convo_keyword_queries": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Extra keywords "
+                    "(e.g., order ID, "
+                    "place name). Use "
+                    "*null* if not "
+                    "appropriate for the "
+                    "latest user "
+                    "message.",
+                },
+                "start_minutes_ago": {
+                    "type": "integer",
+                    "description": "Newer bound of the time "
+                    "window for results, "
+                    "specified in minutes "
+                    "ago. Use *null* if no "
+                    "lower time bound is "
+                    "needed.",
+                },
+                "end_minutes_ago": {
+                    "type": "integer",
+                    "description": "Older bound of the time "
+                    "window, in minutes ago. "
+                    "Use *null* if no upper "
+                    "bound is needed.",
+                },
+            },
+            "required": [],
+        },
+    },
+}
+
 _DOMAINS = {"type": "array", "items": _STR}
 
 # Letta's `letta_builtin` web tools (tools/web_tools.py runs them). Parameters as Letta generates them from its
@@ -316,6 +600,19 @@ FILE_TOOL_NAMES: tuple[str, ...] = tuple(FILE_TOOL_SCHEMAS)
 MULTI_AGENT_TOOL_NAMES: tuple[str, ...] = tuple(MULTI_AGENT_TOOL_SCHEMAS)
 WEB_TOOL_NAMES: tuple[str, ...] = tuple(WEB_TOOL_SCHEMAS)
 SLEEPTIME_TOOL_NAMES: tuple[str, ...] = tuple(SLEEPTIME_TOOL_SCHEMAS)
+MEMORY_TOOL_NAMES: tuple[str, ...] = tuple(MEMORY_TOOL_SCHEMAS)
+CODE_TOOL_NAMES: tuple[str, ...] = tuple(CODE_TOOL_SCHEMAS)
+VOICE_TOOL_NAMES: tuple[str, ...] = tuple(VOICE_TOOL_SCHEMAS)
+
+# Letta's tool_type of each built-in stored as a "base" row that Letta does not call letta_core (its
+# upsert_base_tools, letta/services/tool_manager.py).
+LETTA_TYPE_OF_BASE: dict[str, str] = {
+    **dict.fromkeys(WEB_TOOL_NAMES + CODE_TOOL_NAMES, "letta_builtin"),
+    **dict.fromkeys(FILE_TOOL_NAMES, "letta_files_core"),
+    **dict.fromkeys(SLEEPTIME_TOOL_NAMES, "letta_sleeptime_core"),
+    **dict.fromkeys(MEMORY_TOOL_NAMES, "letta_memory_core"),
+    **dict.fromkeys(VOICE_TOOL_NAMES, "letta_voice_sleeptime_core"),
+}
 
 
 def _spec(schema: dict[str, Any], kind: ToolKind) -> ToolSpec:
@@ -331,11 +628,14 @@ def base_tool_specs(*, include_multi_agent: bool = False) -> list[ToolSpec]:
 
 
 def is_builtin(name: str) -> bool:
-    """Whether a tool name belongs to the built-in (in-process) set."""
+    """Whether a tool name belongs to the built-in (in-process) set. The code tools are built in too but run their
+    stored source in the tool sandbox, as a custom tool does, so they are not in it."""
     return (
         name in BASE_TOOL_SCHEMAS
         or name in MULTI_AGENT_TOOL_SCHEMAS
         or name in WEB_TOOL_SCHEMAS
         or name in FILE_TOOL_SCHEMAS
         or name in SLEEPTIME_TOOL_SCHEMAS
+        or name in MEMORY_TOOL_SCHEMAS
+        or name in VOICE_TOOL_SCHEMAS
     )

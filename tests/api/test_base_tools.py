@@ -9,7 +9,9 @@ from letta_client.types import Tool as SdkTool
 
 from core.engine.base_tools import (
     BASE_TOOL_NAMES,
+    CODE_TOOL_NAMES,
     FILE_TOOL_NAMES,
+    LETTA_TYPE_OF_BASE,
     MULTI_AGENT_TOOL_NAMES,
     SLEEPTIME_TOOL_NAMES,
     WEB_TOOL_SCHEMAS,
@@ -33,7 +35,8 @@ def test_add_base_tools_installs_and_returns_them_idempotently(api, old_account)
     first = api.post("/v1/tools/add-base-tools")
     assert first.status_code == 200
     tools = {t["name"]: t for t in first.json()}
-    assert set(tools) == {*BASE_TOOL_NAMES, *MULTI_AGENT_TOOL_NAMES, *WEB, *FILE_TOOL_NAMES, *SLEEPTIME_TOOL_NAMES}
+    assert set(tools) == {*BASE_TOOL_NAMES, *MULTI_AGENT_TOOL_NAMES, *LETTA_TYPE_OF_BASE}
+    assert {*WEB, *FILE_TOOL_NAMES, *SLEEPTIME_TOOL_NAMES} <= set(LETTA_TYPE_OF_BASE)
     assert {tools[n]["tool_type"] for n in SLEEPTIME_TOOL_NAMES} == {"letta_sleeptime_core"}
     assert {tools[n]["tool_type"] for n in FILE_TOOL_NAMES} == {"letta_files_core"}  # Letta's set has them too
     search = tools["web_search"]
@@ -67,7 +70,7 @@ def test_listing_by_name_finds_a_web_tool_an_old_account_lacked(api, old_account
     found = api.get("/v1/tools/?name=web_search&limit=10").json()
     assert [t["name"] for t in found] == ["web_search"]
     builtin = api.get("/v1/tools/?tool_types=letta_builtin").json()
-    assert sorted(t["name"] for t in builtin) == sorted(WEB)
+    assert sorted(t["name"] for t in builtin) == sorted([*WEB, *CODE_TOOL_NAMES])  # Letta's BUILTIN_TOOLS
     core = api.get("/v1/tools/?tool_types=letta_core&limit=100").json()
     assert "send_message" in {t["name"] for t in core} and not {t["name"] for t in core} & set(WEB)
 
@@ -132,15 +135,21 @@ def test_search_tools_by_words(api, account):
     assert {r["tool"]["name"] for r in tagged} == set(MULTI_AGENT_TOOL_NAMES)
     vector = api.post("/v1/tools/search", {"query": "web", "search_mode": "vector"})
     assert vector.status_code == 400 and "embeddings" in vector.json()["detail"]
+    source = 'def fetch_weather_data(city: str) -> str:\n    """Fetch weather.\n\n    Args:\n        city: Where, for a temperature forecast.\n    """\n    return city\n'
+    assert api.post("/v1/tools/", {"source_code": source}).status_code == 201
+    found = api.post("/v1/tools/search", {"query": "get temperature forecast"}).json()  # a parameter's words count
+    assert found[0]["tool"]["name"] == "fetch_weather_data"
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_sdk_sets_up_an_agent_as_letta_code_does(live_server, old_account, fake_llm):
     client = Letta(base_url=live_server.url, api_key=old_account.token, max_retries=0, timeout=60)
     with pytest.raises(letta_client.BadRequestError) as caught:
-        client.agents.create(**AGENT, tools=["web_search", "memory_apply_patch"])
+        client.agents.create(**AGENT, tools=["web_search", "no_such_tool"])
     assert caught.value.status_code == 400
-    assert "Tools not found by name: {'memory_apply_patch'}" in str(caught.value)
+    assert "Tools not found by name: {'no_such_tool'}" in str(caught.value)
+    patcher = client.agents.create(**AGENT, tools=["memory_apply_patch"], include_base_tools=False)
+    assert [(t.name, t.tool_type) for t in patcher.tools] == [("memory_apply_patch", "letta_memory_core")]
     installed = client.post("/v1/tools/add-base-tools", cast_to=list[SdkTool])
     assert {"web_search", "fetch_webpage"} <= {t.name for t in installed}
     agent = client.agents.create(**AGENT, tools=WEB, include_base_tools=False)

@@ -132,17 +132,21 @@ def test_another_owners_tool_is_not_found(api, created, other_account):
     assert Tool.objects.get(id=tid).description == "Add two numbers."
 
 
-def test_builtin_tools_cannot_be_modified_or_deleted(api, account):
+def test_builtin_tools_cannot_be_modified_and_come_back_when_deleted(api, account):
     from tools.services import builtin_tools_ensure
 
     builtin = builtin_tools_ensure(owner=account.org)["send_message"]
     r = api.patch(f"/v1/tools/{builtin.id}", {"description": "hijacked"})
     assert r.status_code == 403
-    assert api.delete(f"/v1/tools/{builtin.id}").status_code == 403
     r = api.put("/v1/tools/", {"source_code": src(name="send_message")})
     assert r.status_code == 403
     builtin.refresh_from_db()
     assert builtin.description != "hijacked" and builtin.tool_type == "base"
+    # Letta deletes a built-in as any tool; its list's first page installs it again (test_base_tools_upsert_on_list)
+    assert api.delete(f"/v1/tools/{builtin.id}").status_code == 200
+    assert not Tool.objects.filter(pk=builtin.pk).exists()
+    again = {t["name"]: t for t in api.get("/v1/tools/?limit=500").json()}
+    assert again["send_message"]["tool_type"] == "letta_core" and again["send_message"]["id"] != builtin.id
 
 
 def test_generate_schema_does_not_save(api):

@@ -17,7 +17,7 @@ from core.agents.agentfile.folders import folders_export
 from core.agents.agentfile.mcp_servers import mcp_servers_export
 from core.agents.agentfile.model import ARCHIVAL_METADATA_KEY, HISTORY_METADATA_KEY, MAX_MESSAGES, MAX_PASSAGES
 from core.agents.versions import history_export
-from core.engine.base_tools import MEMORY_EDIT_TOOLS, SLEEPTIME_TOOL_NAMES
+from core.engine.base_tools import LETTA_TYPE_OF_BASE, MEMORY_EDIT_TOOLS
 from core.models import Agent, Message
 from core.selectors import agent_tags
 from memory.models import Passage
@@ -262,7 +262,7 @@ def _block(block, key: str) -> dict[str, Any]:
 
 
 def _tool(tool, key: str) -> dict[str, Any]:
-    core_edit = tool.name in MEMORY_EDIT_TOOLS and tool.name not in SLEEPTIME_TOOL_NAMES
+    core_edit = tool.name in MEMORY_EDIT_TOOLS and tool.name not in LETTA_TYPE_OF_BASE
     kind = "letta_memory_core" if core_edit else letta_tool_type(tool)
     return {
         "id": key,
