@@ -1,9 +1,11 @@
 """The conversation's live items as the history draws them: an IDE socket's events get the HTML of their item,
 rendered by templates/core/_item.html (one renderer for the history and for what arrives live).
 
-Rendered per IDE socket, in the consumer, so nothing renders when no page listens and the API's streams (SSE, a
-socket without `batch=1`) carry Letta's events unchanged. A streamed part's shell (its meta line, an empty body) is
-rendered once, with its first token chunk; the page appends the tokens' text to it.
+Rendered in the consumer, so nothing renders when no page listens and the API's streams (SSE, a socket without
+`batch=1`) carry Letta's events unchanged; once per channel message for every IDE socket of the agent in the process
+(one renderer per agent, which keeps the last frames). A streamed part's shell (its meta line, an empty body) is
+rendered once, with its first token chunk; the page appends the tokens' text to it. The page's texts come from here
+too: a run_status's `label` (the status line), an error's `reason` and, for a thread that waits, `busy_text`.
 """
 
 from collections import deque
