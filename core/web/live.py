@@ -10,10 +10,12 @@ too: a run_status's `label` (the status line), an error's `reason` and, for a th
 
 from collections import deque
 
+from channels.layers import get_channel_layer
 from django.template.loader import render_to_string
 from django.utils.dateparse import parse_datetime
 
 from core import jsontext
+from core.channel_layer import LocalChannelLayer
 from core.models import Message
 from core.web.history import display_items
 from core.web.waits import answer_items, calls_item
@@ -165,15 +167,24 @@ class LiveRenderer:
         # the last channel messages and their frames: the embedded layer hands every socket the same message; a
         # shared layer (Redis) an equal copy
         self._frames: deque[tuple[dict, str]] = deque(maxlen=FRAMES_KEPT)
+        self.layer_shared = not isinstance(get_channel_layer(), LocalChannelLayer)
 
     def frame_sent(self, message: dict) -> str | None:
         """The frame already rendered for this channel message (by another socket of the agent), if any."""
-        return next((text for m, text in self._frames if m is message or m == message), None)
+        if self.sockets < 2:
+            return None  # one socket: nothing to share, nothing kept
+        for m, text in self._frames:
+            if m is message:
+                return text
+        if self.layer_shared:
+            return next((text for m, text in self._frames if m == message), None)
+        return None
 
     def frame(self, message: dict, events: list[dict]) -> str:
         """The frame of a channel message's events (call through database_sync_to_async when `needs_database`)."""
         text = jsontext.dumps(self.events(events), default=str)
-        self._frames.append((message, text))
+        if self.sockets > 1:
+            self._frames.append((message, text))
         return text
 
     def events(self, events: list[dict]) -> list[dict]:

@@ -19,6 +19,7 @@ def test_every_socket_of_an_agent_sends_the_frame_rendered_once():
         assert a.frame_sent(message) is None
         frame = a.frame(message, message["events"])
         assert b.frame_sent(message) == frame  # the same message object (the embedded layer)
+        a.layer_shared = True
         assert b.frame_sent({**message}) == frame  # an equal copy (a shared layer's)
     assert drawn.call_count == 1 and '"html"' in frame and "hi" in frame
     for agent_id in ("agent-1", "agent-1", "agent-2"):
