@@ -14,7 +14,7 @@ from django.db.models import Max
 from core.agents.messages import messages_to_letta
 from core.engine import expectations
 from core.errors import Invalid, NotFound
-from core.models import Agent, CaseResult, Dataset, EvalCase, Experiment, Message, Run, Step
+from core.models import Agent, CaseResult, Conversation, Dataset, EvalCase, Experiment, Message, Run, Step
 
 log = logging.getLogger(__name__)
 METADATA_KEY = "agent_tests"
@@ -247,9 +247,21 @@ def test_run_out(run: Experiment) -> dict:
 # --------------------------------------------------------------------------- proposals
 
 
-def test_propose(*, agent: Agent, run_id: str | None = None) -> dict:
-    """A test drafted from what happened (reads only): the user turns of the current conversation (or of one run),
-    the tools called in order, a reply-contains from the last reply and the stop reason."""
+def _in_context(agent: Agent, conversation_id: str | None) -> list[str]:
+    """The in-context message ids of the agent's own thread, or of one of its conversations (NotFound for one that is
+    not the agent's, or deleted)."""
+    if conversation_id is None:
+        return agent.message_ids or []
+    found = Conversation.objects.filter(agent=agent, id=conversation_id, deleted=False).only("message_ids").first()
+    if found is None:
+        raise NotFound(f"Conversation '{conversation_id}' not found")
+    return found.message_ids or []
+
+
+def test_propose(*, agent: Agent, run_id: str | None = None, conversation_id: str | None = None) -> dict:
+    """A test drafted from what happened (reads only): the user turns in context of the agent's own thread or of one
+    of its conversations (or of one run), the tools called in order, a reply-contains from the last reply and the
+    stop reason. NotFound for a run or conversation not the agent's."""
 
     if run_id:
         runs = list(Run.objects.filter(agent=agent, id=run_id))
@@ -257,7 +269,8 @@ def test_propose(*, agent: Agent, run_id: str | None = None) -> dict:
             raise NotFound(f"Run '{run_id}' not found")
         rows = list(Message.objects.filter(agent=agent, run_id=run_id).order_by("seq"))
     else:
-        rows = list(Message.objects.filter(agent=agent, id__in=agent.message_ids or []).order_by("seq"))
+        in_context = _in_context(agent, conversation_id)
+        rows = list(Message.objects.filter(agent=agent, id__in=in_context).order_by("seq"))
         runs = list(Run.objects.filter(agent=agent, id__in={m.run_id for m in rows if m.run_id}).order_by("created_at"))
     texts = [(m.body or m.text).strip() for m in rows if m.role == "user" and not m.kind]
     turns = [t for t in texts if t][-MAX_TURNS:]

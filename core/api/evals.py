@@ -70,6 +70,9 @@ class CaseOut(Schema):
 class FromAgentIn(Schema):
     agent_id: str
     run_id: str | None = Field(None, description="from-conversation: the turns of this run only")
+    conversation_id: str | None = Field(
+        None, description="from-conversation: the turns of this conversation of the agent (none: its own thread)"
+    )
 
 
 class FromFeedbackIn(Schema):
@@ -245,9 +248,13 @@ def cases_from_feedback(request, dataset_id: str, body: FromFeedbackIn):
 
 @router.post("/evals/datasets/{dataset_id}/cases/from-conversation", response=CaseOut)
 def case_from_conversation(request, dataset_id: str, body: FromAgentIn):
-    """Add the user turns of the agent's conversation (or one run) as a case, its last reply the ground truth."""
+    """Add the user turns of the agent's own thread, of one of its conversations or of one run as a case, its last
+    reply the ground truth."""
     agent = agent_get(owner=owner(request), agent_id=body.agent_id)
-    return datasets.case_from_conversation(dataset=_dataset(request, dataset_id), agent=agent, run_id=body.run_id)
+    dataset = _dataset(request, dataset_id)
+    return datasets.case_from_conversation(
+        dataset=dataset, agent=agent, run_id=body.run_id, conversation_id=body.conversation_id
+    )
 
 
 @router.delete("/evals/datasets/{dataset_id}/cases/{case_id}", response=DeletedEvalOut)

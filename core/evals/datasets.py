@@ -188,10 +188,13 @@ def case_delete(*, dataset: Dataset, case_id: str) -> None:
     case_get(dataset=dataset, case_id=case_id).delete()
 
 
-def case_from_conversation(*, dataset: Dataset, agent: Agent, run_id: str | None = None) -> EvalCase:
-    """Add the user turns of the agent's conversation (or of one run) as a case, its last reply the ground truth,
-    starting from the agent's current version; the drafting is the agent tests' own (test_propose)."""
-    draft = agent_tests.test_propose(agent=agent, run_id=run_id)
+def case_from_conversation(
+    *, dataset: Dataset, agent: Agent, run_id: str | None = None, conversation_id: str | None = None
+) -> EvalCase:
+    """Add the user turns of the agent's own thread, of one of its conversations or of one run as a case, its last
+    reply the ground truth, starting from the agent as it is; the drafting is the agent tests' own (test_propose:
+    NotFound for a run or conversation not the agent's)."""
+    draft = agent_tests.test_propose(agent=agent, run_id=run_id, conversation_id=conversation_id)
     if not draft["turns"]:
         raise Invalid("This conversation has no user turns to make a case of.")
     truth = (draft["expect"].get("reply") or {}).get("contains")

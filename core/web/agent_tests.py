@@ -178,8 +178,8 @@ def tests_panel(request, agent_id: str):
 @login_required
 @require_GET
 def test_form(request, agent_id: str):
-    """The editor: a new test, an existing one (?test=ID), or one drafted from the conversation (?from=conversation)
-    or from a run (?run=ID)."""
+    """The editor: a new test, an existing one (?test=ID), or one drafted from the conversation shown
+    (?from=conversation: the agent's own thread, or the conversation ?conversation=ID) or from a run (?run=ID)."""
     agent = agent_or_404(request, agent_id)
     if request.GET.get("test"):
         test = next((t for t in agent_tests.tests_list(agent=agent) if t["id"] == request.GET["test"]), None)
@@ -188,18 +188,22 @@ def test_form(request, agent_id: str):
         return _editor(request, agent, test)
     run_id = request.GET.get("run") or request.GET.get("draft_run") or None
     if request.GET.get("from") == "conversation" or run_id:
+        conversation = request.GET.get("conversation") or None
         try:
-            draft = agent_tests.test_propose(agent=agent, run_id=run_id)
+            draft = agent_tests.test_propose(agent=agent, run_id=run_id, conversation_id=conversation)
         except NotFound as exc:
             raise Http404(str(exc)) from exc
-        return _editor(request, agent, draft, source=run_id or "conversation")
+        response = _editor(request, agent, draft, source=run_id or "conversation")
+        response.context_data["conversation"] = conversation or ""
+        return response
     return _editor(request, agent, {"name": "", "turns": [], "expect": {}})
 
 
 @login_required
 @require_POST
 def test_save(request, agent_id: str):
-    """Save the test from the editor; a refused test comes back in the editor with the reason."""
+    """Save the test from the editor; a refused test comes back in the editor with the reason, as a 422 (the form
+    opts in to htmx swapping it: data-swap-refusals in static/ide/agent_tests.js)."""
     agent = agent_or_404(request, agent_id)
     try:
         saved = agent_tests.test_save(agent=agent, test=test_from_form(request.POST))
@@ -220,6 +224,7 @@ def test_save(request, agent_id: str):
             error=exc.message,
             editor=request.POST.get("editor", ""),
             source=request.POST.get("source", "")[:64],
+            status=422,
         )
         if request.POST.get("editor") == "json":
             response.context_data["expect_json"] = request.POST.get("expect_json", "")

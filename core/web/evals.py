@@ -309,13 +309,25 @@ def _agent_datasets(agent: Agent) -> list:
 @login_required
 @require_http_methods(["GET", "POST"])
 def conversation_to_dataset(request, agent_id: str):
-    """'Add to dataset' beside the conversation: the form (GET; ?close=1 empties the panel), then the conversation's
-    user turns as a case of a dataset of the agent or, when a name is typed, of a new one (POST). A refusal comes back
-    in the form, inline (200, as the test editor's, so htmx swaps it in); nothing is stored then."""
+    """'Add to dataset' beside the conversation: the form (GET; ?close=1 empties the panel), then the user turns of
+    the conversation shown (the agent's own thread, or `conversation`) as a case of a dataset of the agent or, when a
+    name is typed, of a new one (POST). A refusal comes back in the form, inline, as a 422 (the form opts in to htmx
+    swapping it, data-swap-refusals in static/ide/agent_tests.js, as the test editor does); nothing is stored then.
+    A conversation not the agent's is a 404."""
     agent = agent_or_404(request, agent_id)
     if request.method == "GET" and request.GET.get("close"):
         return HttpResponse("")
-    ctx = {"agent": agent, "datasets": _agent_datasets(agent), "chosen": "", "new_name": "", "error": ""}
+    conversation = (request.GET.get("conversation") or request.POST.get("conversation") or "")[:64]
+    if conversation and not agent.conversations.filter(id=conversation, deleted=False).exists():
+        raise Http404("no such conversation")
+    ctx = {
+        "agent": agent,
+        "datasets": _agent_datasets(agent),
+        "chosen": "",
+        "new_name": "",
+        "error": "",
+        "conversation": conversation,
+    }
     if request.method == "GET":
         return TemplateResponse(request, "core/evals/_add_case.html", ctx)
     chosen = request.POST.get("dataset", "")
@@ -336,10 +348,10 @@ def conversation_to_dataset(request, agent_id: str):
                 dataset = next((d for d in ctx["datasets"] if d.id == chosen), None)
                 if dataset is None:
                     raise Invalid("Choose a dataset, or name a new one.")
-            case = datasets.case_from_conversation(dataset=dataset, agent=agent)
+            case = datasets.case_from_conversation(dataset=dataset, agent=agent, conversation_id=conversation or None)
     except DomainError as exc:
         ctx["error"] = exc.message
-        return TemplateResponse(request, "core/evals/_add_case.html", ctx)
+        return TemplateResponse(request, "core/evals/_add_case.html", ctx, status=422)
     return TemplateResponse(request, "core/evals/_case_added.html", {"agent": agent, "dataset": dataset, "case": case})
 
 

@@ -57,6 +57,15 @@
       .forEach((b) => refreshRun(b.dataset.testRun));
   }).observe(document.body, {attributes: true, attributeFilter: ["data-ws"]});
 
+  // A refusal (HTTP 422: the form again, saying what is wrong) is swapped in as the answer it is, for the forms that
+  // opt in with data-swap-refusals (the test editor, Add to dataset); htmx leaves other 4xx answers unswapped.
+  document.body.addEventListener("htmx:beforeSwap", (e) => {
+    const from = e.detail.requestConfig && e.detail.requestConfig.elt;  // the form that asked (the event's is the target)
+    if (e.detail.xhr.status !== 422 || !from || !from.closest("[data-swap-refusals]")) return;
+    e.detail.shouldSwap = true;
+    e.detail.isError = false;
+  });
+
   document.body.addEventListener("htmx:afterSwap", (e) => {
     const t = e.target;
     if (t.id === "test-editor" && t.firstElementChild) {

@@ -98,7 +98,7 @@ def test_invalid_tests_come_back_in_the_editor_with_the_reason(web, agent):
     ):
         r = web.post(f"/agents/{agent.id}/tests/save/", {**FORM, **changes}, HTTP_HX_REQUEST="true")
         body = r.content.decode()
-        assert r.status_code == 200 and r.headers["HX-Retarget"] == "#test-editor", changes
+        assert r.status_code == 422 and r.headers["HX-Retarget"] == "#test-editor", changes
         assert 'id="test-error"' in body and says in body, (changes, body[:400])
     assert "vibes" in body  # the JSON as typed is kept for fixing
     assert agent_tests.tests_list(agent=Agent.objects.get(pk=agent.pk)) == []

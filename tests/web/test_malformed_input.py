@@ -39,8 +39,8 @@ def _json_refusal(r, status: int) -> str:
 
 
 def _inline_error(r) -> str:
-    """A refused test comes back in the editor (200, retargeted) with the reason."""
-    assert r.status_code == 200 and r["HX-Retarget"] == "#test-editor", (r.status_code, r.content[:300])
+    """A refused test comes back in the editor (422, retargeted) with the reason."""
+    assert r.status_code == 422 and r["HX-Retarget"] == "#test-editor", (r.status_code, r.content[:300])
     return r.content.decode()
 
 
