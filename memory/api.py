@@ -11,10 +11,10 @@ from core.agents.presenters import agent_state, block_out
 from core.agents.recall import passages_search as org_passages_search
 from core.api.common import PageQuery, WholeListQuery, clamped, owner
 from core.api.schemas import AgentStateOut, DeletedOut, LettaMessageOut
-from core.errors import NotFound
 from core.pagination import page
 from core.selectors import agent_get
 from memory import selectors, services
+from memory.archives import archive_get
 from memory.embedders.selection import embedding_handle_for_agent
 from memory.presenters import passage_out, passage_search_result
 from memory.schemas import (
@@ -286,7 +286,7 @@ def messages_search(
 class PassagesSearchIn(Schema):
     query: Annotated[str, Field(max_length=2000)] | None = None
     agent_id: str | None = Field(None, description="Search this agent's archival memory (wins over archive_id).")
-    archive_id: str | None = Field(None, description="Archives are not kept here: any id is unknown (404).")
+    archive_id: str | None = Field(None, description="Search this shared archive's passages (by full text).")
     tags: list[PassageTag] | None = None
     tag_match_mode: Literal["any", "all"] = "any"
     limit: int = Field(50, ge=1, le=100)
@@ -318,7 +318,8 @@ def passages_search_all(request, body: PassagesSearchIn):
         else:
             rows = org_passages_search(owner=org, agent_id=agent.id, limit=body.limit, **filters)
     elif body.archive_id:
-        raise NotFound(f"Archive '{body.archive_id}' not found")
+        archive = archive_get(owner=org, archive_id=body.archive_id)
+        rows = org_passages_search(owner=org, query=body.query, archive_id=archive.id, limit=body.limit, **filters)
     else:
         rows = org_passages_search(owner=org, query=body.query, limit=body.limit, **filters)
     return [{"passage": passage_out(p), "score": getattr(p, "score", 0.0), "metadata": {}} for p in rows]

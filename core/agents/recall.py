@@ -13,6 +13,7 @@ from core.agents.messages import assistant_returns
 from core.errors import NotFound
 from core.models import Agent, Message, Organization
 from core.pagination import clamp_limit, cursor_unknown, seq_page
+from memory.archives import tagged
 from memory.models import FileStatus, Passage, PassageTag
 from memory.search.fulltext import fulltext_available, query_terms, ranked_ids
 from memory.search.fusion import reciprocal_rank_fusion
@@ -143,13 +144,18 @@ def messages_search(
     return [rows[i] for i in ids if i in rows]
 
 
-def _passages_filtered(owner: Organization, agent_id, tags: list[str] | None, match_all: bool, start, end) -> QuerySet:
+def _passages_filtered(
+    owner: Organization, agent_id, tags: list[str] | None, match_all: bool, start, end, archive_id=None
+) -> QuerySet:
     qs = _in_range(Passage.objects.filter(owner=owner).defer("embedding"), start, end)
     # A file still processing has written some of its chunks already: they show once it completes.
     qs = qs.filter(Q(file__isnull=True) | Q(file__status=FileStatus.COMPLETED))
     if agent_id:
         qs = qs.filter(agent_id=agent_id)
     wanted = {t for t in tags or () if t}
+    if archive_id:  # a shared archive's passages carry their tags themselves (memory.archives.tagged)
+        qs = qs.filter(archive_id=archive_id)
+        return tagged(qs, sorted(wanted), match_all) if wanted else qs
     if wanted:
         rows = PassageTag.objects.filter(passage__owner=owner, tag__in=wanted)
         if match_all:
@@ -168,11 +174,12 @@ def passages_search(
     start=None,
     end=None,
     limit: int = 50,
+    archive_id: str | None = None,
 ) -> list[Passage]:
-    """The owner's passages (all its agents', or one's) matching `query` by full text (best first, each with a fused
-    `.score`), or the newest when there is no query; filtered by tags and creation time. One agent's archival
-    search, with vectors, is memory.selectors.passages_search."""
-    qs = _passages_filtered(owner, agent_id, tags, match_all_tags, start, end)
+    """The owner's passages (all its agents', one's, or one shared archive's) matching `query` by full text (best
+    first, each with a fused `.score`), or the newest when there is no query; filtered by tags and creation time.
+    One agent's archival search, with vectors, is memory.selectors.passages_search."""
+    qs = _passages_filtered(owner, agent_id, tags, match_all_tags, start, end, archive_id)
     limit = clamp_limit(limit, SEARCH_MAX)
     if not query_terms(query or ""):
         rows = list(qs.order_by("-created_at", "-pk")[:limit])

@@ -237,6 +237,14 @@ def main(argv: list[str] | None = None) -> int:
             "LETTA_SERVER_URL": url,
             "LETTA_API_KEY": token,
             "LLM_CONFIG_FILE": os.environ.get("LLM_CONFIG_FILE", "openai-gpt-4o-mini.json"),
+            # Letta's search tests (tests/sdk/search_test.py) run only where its settings say the server indexes
+            # passages, messages and tools (Turbopuffer on Letta's side, our own full-text and vector search here):
+            # the flags they read, in the tests' process; nothing there calls Turbopuffer or OpenAI itself.
+            "LETTA_USE_TPUF": "true",
+            "LETTA_TPUF_API_KEY": "unused",
+            "LETTA_EMBED_ALL_MESSAGES": "true",
+            "LETTA_EMBED_TOOLS": "true",
+            "OPENAI_API_KEY": "unused",
         }
         return subprocess.run(
             [opts.python, "-m", "pytest", "-p", "no:cacheprovider", *opts.pytest_args],
