@@ -123,10 +123,10 @@ def bench(cases: int, with_judge: bool) -> dict:
     experiment = experiments.experiment_start(
         owner=account.org, dataset=dataset, agent=agent, concurrency=1, queued=False
     )
-    wall, model, cpu = [], [], []
+    wall, model, cpu, judges = [], [], [], {}  # judges: shared by the run's cases, as experiment_execute does
     for result in CaseResult.objects.filter(experiment=experiment).select_related("case").order_by("position"):
         started, cpu_started = time.perf_counter(), time.process_time()
-        experiments.case_execute(experiment=experiment, result=result)
+        experiments.case_execute(experiment=experiment, result=result, judges=judges)
         wall.append((time.perf_counter() - started) * 1000)
         cpu.append((time.process_time() - cpu_started) * 1000)
         result.refresh_from_db()

@@ -191,9 +191,9 @@ def _marker(experiment: Experiment, case: EvalCase) -> tuple[dict, str]:
     return {COPY_KEY: {"experiment_id": experiment.id, "case_id": case.id}}, "eval"
 
 
-def _case_body(experiment: Experiment, result: CaseResult, copies: list[Agent]) -> dict:
+def _case_body(experiment: Experiment, result: CaseResult, copies: list[Agent], judges: dict | None) -> dict:
     """Run and grade one case (core.evals.runner); returns the result's fields. The case's copy is appended to
-    `copies` as soon as it exists."""
+    `copies` as soon as it exists; rubric judges are resolved through `judges` (core.evals.judge.judge_model)."""
     case = result.case
     if case is None:
         return {"status": "error", "error": "the case was deleted"}
@@ -214,6 +214,7 @@ def _case_body(experiment: Experiment, result: CaseResult, copies: list[Agent]) 
         marker=marker,
         label=label,
         on_copy=on_copy,
+        judges=judges,
     )
     observed, scores, failed_run = done.observed, done.grades, done.failed_run
     specs = experiment.graders + (case.graders or [])
@@ -249,15 +250,16 @@ def _cancelled(experiment: Experiment) -> bool:
     return Experiment.objects.filter(pk=experiment.pk, status="cancelled").exists()
 
 
-def case_execute(*, experiment: Experiment, result: CaseResult) -> bool:
+def case_execute(*, experiment: Experiment, result: CaseResult, judges: dict | None = None) -> bool:
     """Run one case and store its result (a case that cannot run is an error result, never a crashed experiment);
-    counts it done and deletes its copy unless the experiment keeps them. A case of a cancelled experiment is left
+    counts it done and deletes its copy unless the experiment keeps them. `judges`: the rubric judges' models the
+    run's cases share, each resolved once (core.evals.judge.judge_model). A case of a cancelled experiment is left
     pending; returns whether the case ran."""
     if _cancelled(experiment):
         return False
     copies: list[Agent] = []
     try:
-        fields = _case_body(experiment, result, copies)
+        fields = _case_body(experiment, result, copies, judges)
     except Exception as exc:  # noqa: BLE001 - one broken case is that case's error, the others still run
         log.exception("eval case %s failed to run", result.pk)
         fields = {"status": "error", "passed": False, "error": getattr(exc, "message", None) or f"{exc}"}
@@ -270,11 +272,11 @@ def case_execute(*, experiment: Experiment, result: CaseResult) -> bool:
     return True
 
 
-def _case_on_thread(experiment: Experiment, result: CaseResult) -> None:
+def _case_on_thread(experiment: Experiment, result: CaseResult, judges: dict) -> None:
     """case_execute on a pool thread, which closes its database connection after (Django tidies only requests')."""
     close_old_connections()
     try:
-        case_execute(experiment=experiment, result=result)
+        case_execute(experiment=experiment, result=result, judges=judges)
     finally:
         connections.close_all()
 
@@ -288,12 +290,13 @@ def experiment_execute(*, experiment_id: str) -> str:
     ):
         return experiment.status  # cancelled before it started, or taken already
     pending = list(experiment.results.filter(status="pending").select_related("case").order_by("position"))
+    judges: dict = {}  # handle -> resolved model: a rubric's judge is resolved once a run, not once a case
     if experiment.concurrency <= 1:
         for result in pending:
-            case_execute(experiment=experiment, result=result)
+            case_execute(experiment=experiment, result=result, judges=judges)
     else:
         with ThreadPoolExecutor(max_workers=experiment.concurrency, thread_name_prefix="eval") as pool:
-            list(pool.map(lambda r: _case_on_thread(experiment, r), pending))
+            list(pool.map(lambda r: _case_on_thread(experiment, r, judges), pending))
     return experiment_finish(experiment=experiment)
 
 

@@ -9,13 +9,33 @@ from core.engine.tokens import step_cost
 from core.errors import DomainError
 from core.llm import client as llm
 from core.models import Organization
-from core.providers import model_resolve
+from core.providers import ResolvedModel, model_resolve
 
 
-def rubric_grade(*, owner: Organization, name: str, spec: dict, case: dict, submission: str) -> tuple[Grade, dict]:
-    """Ask the spec's judge model to score the submission; returns the grade and the call's usage ({prompt_tokens,
-    completion_tokens, cost_usd, latency_ms}). Never raises: a judge that cannot be reached or whose answer is not
-    the strict JSON asked for is a grade with its error and no score."""
+def judge_model(*, owner: Organization, handle: str, judges: dict[str, ResolvedModel] | None = None) -> ResolvedModel:
+    """The judge's model resolved (reads the owner's providers); `judges`, when given, keeps it for the next case of
+    the same experiment run, so each judge is resolved once a run (a provider changed meanwhile applies from the
+    next run). NotConfigured as model_resolve."""
+    found = judges.get(handle) if judges is not None else None
+    if found is None:
+        found = model_resolve(owner=owner, handle=handle)
+        if judges is not None:
+            judges[handle] = found
+    return found
+
+
+def rubric_grade(
+    *,
+    owner: Organization,
+    name: str,
+    spec: dict,
+    case: dict,
+    submission: str,
+    judges: dict[str, ResolvedModel] | None = None,
+) -> tuple[Grade, dict]:
+    """Ask the spec's judge model (resolved through `judges`, judge_model) to score the submission; returns the grade
+    and the call's usage ({prompt_tokens, completion_tokens, cost_usd, latency_ms}). Never raises: a judge that cannot
+    be reached or whose answer is not the strict JSON asked for is a grade with its error and no score."""
     usage = {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "latency_ms": 0.0}
     try:
         prompt = judge_prompt(
@@ -28,7 +48,7 @@ def rubric_grade(*, owner: Organization, name: str, spec: dict, case: dict, subm
     except (KeyError, ValueError, IndexError) as exc:
         return Grade(name, "rubric", None, None, "", error=f"the rubric cannot be filled: {exc}"), usage
     try:
-        resolved = model_resolve(owner=owner, handle=spec["model"])
+        resolved = judge_model(owner=owner, handle=spec["model"], judges=judges)
         started = time.perf_counter()
         result = llm.complete(
             {

@@ -240,16 +240,18 @@ def turns_run(*, owner: Organization, agent: Agent, turns: list[str]) -> list[Ru
 # --------------------------------------------------------------------------- grading
 
 
-def case_grade(*, owner: Organization, specs: list[dict], case: dict, observed: dict) -> list[dict]:
-    """Every grader's verdict on one case (a rubric grader calls its judge model); a grader that cannot grade is
-    a grade with its error, never an exception."""
+def case_grade(
+    *, owner: Organization, specs: list[dict], case: dict, observed: dict, judges: dict | None = None
+) -> list[dict]:
+    """Every grader's verdict on one case (a rubric grader calls its judge model, resolved through `judges`:
+    core.evals.judge.judge_model); a grader that cannot grade is a grade with its error, never an exception."""
     grades = []
     for i, spec in enumerate(specs):
         name = g.grader_name(spec, i)
         try:
             if spec["kind"] == "rubric":
                 grade, _usage = rubric_grade(
-                    owner=owner, name=name, spec=spec, case=case, submission=g.extract(spec, observed)
+                    owner=owner, name=name, spec=spec, case=case, submission=g.extract(spec, observed), judges=judges
                 )
             else:
                 grade = g.grade_deterministic(name, spec, observed, case.get("ground_truth"))
@@ -260,12 +262,20 @@ def case_grade(*, owner: Organization, specs: list[dict], case: dict, observed: 
 
 
 def case_run(
-    *, owner: Organization, case: EvalCase, target: Target, graders: list[dict], marker: dict, label: str, on_copy=None
+    *,
+    owner: Organization,
+    case: EvalCase,
+    target: Target,
+    graders: list[dict],
+    marker: dict,
+    label: str,
+    on_copy=None,
+    judges: dict | None = None,
 ) -> CaseRun:
     """Run one case on a fresh copy (case_copy), its turns one after another through the run executor, and grade
-    what happened with `graders` (the case's own are added); `on_copy(copy)` is told the copy before the turns run.
-    Raises what makes the case unable to start (Invalid, AgentFileError); the copy is the caller's to keep or
-    delete."""
+    what happened with `graders` (the case's own are added; rubric judges resolved through `judges`, shared by an
+    experiment's cases); `on_copy(copy)` is told the copy before the turns run. Raises what makes the case unable to
+    start (Invalid, AgentFileError); the copy is the caller's to keep or delete."""
     copy = case_copy(owner=owner, case=case, target=target, marker=marker, label=label)
     if on_copy is not None:
         on_copy(copy)
@@ -274,5 +284,5 @@ def case_run(
     latency = round((time.perf_counter() - started) * 1000, 1)
     observed = observed_gather(copy, runs)
     data = {"turns": case.turns, "ground_truth": case.ground_truth, "rubric_vars": case.rubric_vars}
-    grades = case_grade(owner=owner, specs=graders + (case.graders or []), case=data, observed=observed)
+    grades = case_grade(owner=owner, specs=graders + (case.graders or []), case=data, observed=observed, judges=judges)
     return CaseRun(copy=copy, runs=runs, observed=observed, grades=grades, latency_ms=latency)

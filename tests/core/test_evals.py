@@ -3,11 +3,13 @@ throwaway copies, deterministic and rubric graders, a malformed judge answer sho
 compare view's regressions, `manage.py eval run` with its exit code and JUnit, and Letta Evals' suite files."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from core.agents import versions
 from core.evals import datasets, experiments
 from core.evals.compare import experiments_compare
-from core.models import Agent, AgentVersion, Experiment, Message, Run
+from core.models import Agent, AgentVersion, Experiment, Message, ProviderConfig, Run
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 from tests.helpers import until
@@ -87,6 +89,21 @@ def test_an_experiment_grades_each_case_on_a_copy_and_the_rubric_is_judged(accou
     assert Run.objects.get(pk=first.run_ids[0]).agent_version_id == version.pk
     experiments.experiment_delete(experiment=done)
     assert not Agent.objects.filter(pk=copy.pk).exists() and Agent.objects.filter(pk=agent.pk).exists()
+
+
+def test_an_experiment_resolves_its_judge_once_not_once_a_case(account, fake_llm):
+    """The owner's providers are read for the judge at its first case only (the agent's runs read theirs apart)."""
+    agent = make_agent(account.org, name="barista")
+    fake_llm.by_model = {"judge": GOOD_JUDGE}
+    dataset = _dataset(account.org, agent)
+    datasets.cases_add(dataset=dataset, cases=[{"turns": ["Once more?"], "ground_truth": "tea"}])
+    started = experiments.experiment_start(owner=account.org, dataset=dataset, agent=agent, concurrency=1, queued=False)
+    table = ProviderConfig._meta.db_table
+    with CaptureQueriesContext(connection) as queries:
+        assert experiments.experiment_execute(experiment_id=started.id) == "completed"
+    assert sum(1 for q in queries if f'FROM "{table}"' in q["sql"]) == 1
+    scores = [r.scores[1] for r in experiments.results_list(experiment=Experiment.objects.get(pk=started.id))]
+    assert [(s["grader"], s["score"]) for s in scores] == [("quality", 0.9)] * 3
 
 
 def test_a_malformed_judge_answer_is_a_grader_error_not_a_zero(account, fake_llm):
