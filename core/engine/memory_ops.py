@@ -59,6 +59,17 @@ class InvalidEditError(MemoryEditError):
     pass
 
 
+class BlockChangesNeeded(InvalidEditError):
+    """A `memory`/`memory_apply_patch`/`rethink_user_memory` call that creates, deletes or renames blocks (or edits
+    several): not one block's edit; its `memory_plan` holds the changes."""
+
+    def __init__(self):
+        super().__init__(
+            "Creating, deleting or renaming memory blocks (or editing several in one call) is not available from a"
+            " step on this server yet; nothing was changed. Edit one existing block per call."
+        )
+
+
 def find_block(blocks: Sequence[BlockSpec], label: str) -> BlockSpec:
     """The block with this label, or BlockNotFoundError."""
     for block in blocks:
@@ -518,10 +529,7 @@ def apply_memory_tool(name: str, args: dict[str, Any], blocks: Sequence[BlockSpe
         plan = memory_plan(name, args, blocks)
         labels = {c.label for c in plan.changes}
         if len(labels) != 1 or any(c.kind != "update" for c in plan.changes):
-            raise InvalidEditError(
-                "This call creates, deletes or renames memory blocks, which this server applies only through the"
-                " memory tools' block changes; edit one existing block per call instead."
-            )
+            raise BlockChangesNeeded()
         block = find_block(blocks, plan.changes[0].label)
         return BlockEdit(label=block.label, old_value=block.value, new_value=plan.changes[-1].value)
     block = find_block(blocks, str(_arg(args, "label")))

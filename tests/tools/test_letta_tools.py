@@ -193,3 +193,19 @@ def test_run_code_runs_in_the_sandbox_through_a_step(api, account, fake_llm):
     returns = [json.loads(m["tool_return"]) for m in result.messages if m["message_type"] == "tool_return_message"]
     assert [r["error"]["name"] for r in returns] == ["ZeroDivisionError", "Unsupported"]
     assert Tool.objects.get(owner=account.org, name="run_code").source_code.startswith('"""The source of Letta')
+
+
+def test_in_a_step_block_changes_and_voice_tools_are_refused_until_the_runner_applies_them(api, account, fake_llm):
+    """A step runs a memory call that edits one existing block; the rest (letta_tool_prepare above) needs the step's
+    runner to apply its changes, which it does not yet: the model reads a refusal and nothing changes."""
+    agent = _agent(api, "memory", "store_memories")
+    fake_llm.script(
+        FakeLLM.tool("memory", {"command": "create", "path": "notes", "description": "Notes"}, heartbeat=True),
+        FakeLLM.tool("store_memories", {"chunks": []}, heartbeat=True),
+        FakeLLM.tool(SM, {"message": "no"}),
+    )
+    result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "go"}])
+    returns = [m for m in result.messages if m["message_type"] == "tool_return_message"]
+    assert [r["status"] for r in returns] == ["error", "error"]
+    assert "not available from a step" in returns[0]["tool_return"]
+    assert list(_values(agent)) == ["human", "persona"] and not Passage.objects.filter(agent=agent).exists()

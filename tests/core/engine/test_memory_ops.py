@@ -166,5 +166,5 @@ def test_one_block_value_edit_is_an_edit_and_block_changes_are_not():
     assert (edit.label, edit.new_value) == ("human", "Alice drinks coffee")
     edit = ops.apply_memory_tool("memory", {"command": "insert", "path": "human", "insert_text": "x"}, blocks())
     assert edit.new_value == "Alice\nLikes tea\nx"
-    with pytest.raises(ops.InvalidEditError, match="creates, deletes or renames"):
+    with pytest.raises(ops.BlockChangesNeeded, match="not available from a step"):
         ops.apply_memory_tool("memory", {"command": "delete", "path": "human"}, blocks())
