@@ -16,6 +16,7 @@ is queued as usual.
 """
 
 import asyncio
+import copy
 import threading
 import time
 from collections import OrderedDict
@@ -57,7 +58,8 @@ def run_submit(request: RunRequest) -> Run:
     the request handed to it when this process executes it."""
     run = runner.run_start(request)
     if not settings.RUNS_IN_WORKER:  # this process's pool will most likely take the task: hand it the request
-        transaction.on_commit(lambda: _hand_over(run.id, request))
+        handed = copy.copy(run)  # as stored: the caller answers from `run` while the pool thread changes its own
+        transaction.on_commit(lambda: _hand_over(run.id, request, handed))
     queue.woken_after_commit(run_execute_task.enqueue(run_id=run.id, **telemetry.origin()))
     return run
 
@@ -75,9 +77,11 @@ def run_call(request: RunRequest) -> Run:
     except BaseException:
         queue.slot_give(pool)
         raise
+    persistence.run_rows_keep(run, request.inputs or ())
     try:
         with queue.in_slot(pool), queue.lease_held(run.id):
             runner.run_steps(run, request, agent_fresh=True)
+        run.messages_here = persistence.run_rows_kept(run)  # its reply needs no read back (run_reply)
     finally:
         _ended(run)
     return run
@@ -121,8 +125,9 @@ def wait_answer(
 
 def run_execute(*, run_id: str) -> str:
     """Task body: execute a queued run to its end under this process's lease; returns its final status."""
-    handed = _handed_take(run_id)
-    run = queries.run_read(run_id=run_id)
+    handed, run = _handed_take(run_id)
+    # A run this process claimed comes as it was stored (no read): the lease below takes it only if it still waits
+    run = run or queries.run_read(run_id=run_id)
     if run is None or run.status not in RUN_ACTIVE:
         return run.status if run else "missing"
     # The agent as its first step needs it (counts, and whether the run was cancelled), read with the run: a cancel
@@ -143,23 +148,24 @@ def run_execute(*, run_id: str) -> str:
         _ended(run)
 
 
-# Requests of runs this process queued, for its pool thread that executes them (the resolved model comes with them,
-# so it is not resolved again). A task another process claims leaves its entry behind: the oldest go past the cap.
-_handed: OrderedDict[str, RunRequest] = OrderedDict()
+# Requests of runs this process queued, with the runs as stored, for its pool thread that executes them (the resolved
+# model comes with them, so it is not resolved again, nor the run read back). A task another process claims leaves its
+# entry behind: the oldest go past the cap.
+_handed: OrderedDict[str, tuple[RunRequest, Run]] = OrderedDict()
 _handed_lock = threading.Lock()
 _HANDED_MAX = 1000
 
 
-def _hand_over(run_id: str, request: RunRequest) -> None:
+def _hand_over(run_id: str, request: RunRequest, run: Run) -> None:
     with _handed_lock:
-        _handed[run_id] = request
+        _handed[run_id] = (request, run)
         while len(_handed) > _HANDED_MAX:
             _handed.popitem(last=False)
 
 
-def _handed_take(run_id: str) -> RunRequest | None:
+def _handed_take(run_id: str) -> tuple[RunRequest | None, Run | None]:
     with _handed_lock:
-        return _handed.pop(run_id, None)
+        return _handed.pop(run_id, (None, None))
 
 
 def _ended(run: Run) -> None:
@@ -283,7 +289,9 @@ def run_reply(*, run: Run, use_assistant_message: bool = True) -> list[dict]:
     """What the run's caller receives: its committed messages as Letta messages, without the user-role ones (its
     input, heartbeats, warnings) and summaries, as Letta answers; GET /v1/runs/{id}/messages lists those too."""
 
-    rows = [m for m in history.run_messages(run=run) if in_reply(m) and not _answered_by_caller(run, m)]
+    stored = run.__dict__.get("messages_here")  # a run executed here, on this object (run_call): its rows as stored
+    rows = stored if stored is not None else history.run_messages(run=run)
+    rows = [m for m in rows if in_reply(m) and not _answered_by_caller(run, m)]
     return messages_to_letta(
         rows, use_assistant_message=use_assistant_message, agent_type=run.agent.agent_type, hide_assistant_returns=True
     )

@@ -5,6 +5,7 @@ Every function that writes expects to run inside the step's transaction, with th
 """
 
 from collections.abc import Collection, Iterable, Sequence
+from functools import cache
 
 from django.db import connection, transaction
 
@@ -55,6 +56,35 @@ def message_build(
     )
     row.token_count = tokens.count_message(agent.model, mapping.message(row))
     return row
+
+
+INSERT_BATCH = 100  # rows a statement: well under SQLite's 32,766 parameters for the widest of these tables
+
+
+@cache
+def _insert_sql(model, count: int, vendor: str) -> str:
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in model._meta.concrete_fields)
+    row = "(" + ", ".join(["%s"] * len(model._meta.concrete_fields)) + ")"
+    return f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES {', '.join([row] * count)}"
+
+
+def rows_insert(objs: Sequence) -> None:
+    """`Model.objects.bulk_create(objs)` for rows of one model whose primary key is set (a default id) and that
+    relate only to saved rows, in one statement without compiling a query: each value prepared by its field
+    (`Field.pre_save`, which sets auto_now_add dates, then `Field.get_db_prep_save`), the rows then marked saved.
+    The step's path inserts a few rows at a time, where the ORM's compile cost more than the insert itself."""
+    if not objs:
+        return
+    model = type(objs[0])
+    fields = model._meta.concrete_fields
+    with connection.cursor() as cursor:
+        for start in range(0, len(objs), INSERT_BATCH):
+            batch = objs[start : start + INSERT_BATCH]
+            params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in batch for f in fields]
+            cursor.execute(_insert_sql(model, len(batch), connection.vendor), params)
+    for obj in objs:
+        obj._state.adding, obj._state.db = False, connection.alias
 
 
 def agent_lock(agent_id: str) -> Agent:
@@ -115,9 +145,22 @@ def messages_store(
     for offset, row in enumerate(rows):
         row.seq, row.run, row.step = seq + offset, run, step
         row.conversation_id = thread
-    Message.objects.bulk_create(rows)
+    rows_insert(rows)
     transaction.on_commit(lambda: messages_cache_put(rows))
     return rows
+
+
+def run_rows_keep(run: Run, rows: Iterable[Message]) -> None:
+    """Remember on the run object rows of its that a transaction just committed (its inputs, a step's rows)."""
+    kept = run.__dict__.setdefault("rows_kept", {})
+    kept.update((row.pk, row) for row in rows)  # a step's rows include the inputs the claim kept
+
+
+def run_rows_kept(run: Run) -> list[Message]:
+    """The rows `run_rows_keep` remembered on the run object, by seq: all of the run's messages once the run was
+    claimed and executed to its end through that object (the executor's `run_call`; an overflow's summary aside,
+    which no reply shows)."""
+    return sorted(run.__dict__.get("rows_kept", {}).values(), key=lambda row: (row.seq, row.pk))
 
 
 def inputs_store(*, agent: Agent, run: Run) -> list[Message]:
@@ -202,7 +245,7 @@ def step_record(
         error=error,
         state=state or {},
     )
-    Step.objects.bulk_create([step])
+    rows_insert([step])
     return step
 
 

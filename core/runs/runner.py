@@ -302,7 +302,7 @@ def run_start(request: RunRequest, *, leased: bool = False) -> Run:
         request_config=request.request_config,
         **(_lease_fields() if leased else {}),
     )
-    Run.objects.bulk_create([run])
+    persistence.rows_insert([run])
     persistence.thread_view(agent, thread)
     request.inputs = persistence.inputs_store(agent=agent, run=run)
     transaction.on_commit(lambda: inputs_accepted(run))  # every tab shows the person's inputs from now on
@@ -698,6 +698,7 @@ def _commit(rs: _RunState, end: StepEnd) -> StopReason | None:
             rs.run.waiting = {**end.waiting, "since": timezone.now().isoformat()}
             rs.run.waiting_until = waits.until()
             Run.objects.filter(pk=rs.run.pk).update(waiting=rs.run.waiting, waiting_until=rs.run.waiting_until)
+    persistence.run_rows_keep(rs.run, rows)  # committed: a synchronous caller answers from them
     return _announce(rs, end, agent, rows=rows, failed=failed, decision=decision)
 
 

@@ -17,9 +17,10 @@ SQLITE = connection.vendor == "sqlite"
 STEP_QUERIES = 18 if SQLITE else 20  # one model call and its reply: the claim (which stores the input, so a crash
 # keeps it), load (the agent with its memory counts), compile, the step's transaction (which links the input to the
 # step, as Letta's step_id, and stores the run's end)
-CONTEXT_QUERIES = 5  # GET /v1/agents/{id}/context: auth, the agent with its memory counts, blocks, tools, and
-# whether a breakpoint holds a run of the thread (the simulator then compiles that run's next call)
-AGENTS_LIST_QUERIES = 5  # GET /v1/agents/, whatever the number of agents (no query per agent)
+CONTEXT_QUERIES = 4  # GET /v1/agents/{id}/context: the agent with its memory counts, blocks, tools, and whether a
+# breakpoint holds a run of the thread (the simulator then compiles that run's next call); the token's principal is
+# remembered from the warm-up (core.accounts.PRINCIPAL_TTL_S)
+AGENTS_LIST_QUERIES = 4  # GET /v1/agents/, whatever the number of agents (no query per agent)
 
 
 def _reply(fake_llm, text="hello"):
@@ -70,10 +71,11 @@ def _send_twice(fake_llm, django_assert_max_num_queries, queries, send, check):
         check(text, response)
 
 
-# POST …/messages, which executes its run on the request's own thread: auth, the claim (lock with the agent's
-# memory counts and version, busy check, the agent's model, the run and its input), one step (blocks and tools beside
-# the claim's agent row, lock, step, messages, the input linked to the step, agent and the run's end), the reply
-SEND_REQUEST_QUERIES = 20 if SQLITE else 22
+# POST …/messages, which executes its run on the request's own thread: the claim (lock with the agent's memory counts
+# and version, busy check, the agent's model, the run and its input), one step (blocks and tools beside the claim's
+# agent row, lock, step, messages, the input linked to the step, agent and the run's end); the token's principal is
+# remembered from the warm-up, and the reply is made from the rows the run stored, not read back
+SEND_REQUEST_QUERIES = 18 if SQLITE else 20
 
 
 @pytest.mark.django_db(transaction=True)  # a queued run would execute on a pool thread, which sees committed rows
@@ -91,9 +93,9 @@ def test_message_send_on_the_request_thread(account, fake_llm, django_assert_max
     _send_twice(fake_llm, django_assert_max_num_queries, SEND_REQUEST_QUERIES, send, check)
 
 
-# POST …/messages/async: auth, then one transaction: the claim (lock with the agent's memory counts and version,
-# busy check, the run and its input), the task row, the agent's model (its provider rows)
-SEND_ASYNC_QUERIES = 9 if SQLITE else 10
+# POST …/messages/async: one transaction: the claim (lock with the agent's memory counts and version, busy check, the
+# run and its input), the task row, the agent's model (its provider rows); the token's principal is remembered
+SEND_ASYNC_QUERIES = 8 if SQLITE else 9
 
 
 @pytest.mark.django_db(transaction=True)  # the queued run executes on a pool thread, which sees committed rows
