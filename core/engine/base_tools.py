@@ -627,6 +627,11 @@ def base_tool_specs(*, include_multi_agent: bool = False) -> list[ToolSpec]:
     return specs
 
 
+def is_installed_builtin(name: str) -> bool:
+    """Whether a tool name is one of the built-ins installed for every account: is_builtin's, and the code tools."""
+    return is_builtin(name) or name in CODE_TOOL_SCHEMAS
+
+
 def is_builtin(name: str) -> bool:
     """Whether a tool name belongs to the built-in (in-process) set. The code tools are built in too but run their
     stored source in the tool sandbox, as a custom tool does, so they are not in it."""

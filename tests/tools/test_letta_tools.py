@@ -209,3 +209,24 @@ def test_in_a_step_block_changes_and_voice_tools_are_refused_until_the_runner_ap
     assert [r["status"] for r in returns] == ["error", "error"]
     assert "not available from a step" in returns[0]["tool_return"]
     assert list(_values(agent)) == ["human", "persona"] and not Passage.objects.filter(agent=agent).exists()
+
+
+def test_an_agent_file_keeps_them_with_letta_types(api, account):
+    from core.agents.agentfile.exporter import agentfile_export
+    from core.agents.agentfile.importer import ImportOptions, agentfile_import
+    from core.agents.agentfile.parse import parse_agent_file
+
+    agent = _agent(api, "run_code", "memory", "store_memories")
+    data = agentfile_export(agent=agent)
+    kinds = {t["name"]: t["tool_type"] for t in data["tools"]}
+    assert (kinds["run_code"], kinds["memory"], kinds["store_memories"]) == (
+        "letta_builtin",
+        "letta_memory_core",
+        "letta_voice_sleeptime_core",
+    )
+    result = agentfile_import(
+        owner=account.org, parsed=parse_agent_file(json.dumps(data).encode()), options=ImportOptions()
+    )
+    copy = Agent.objects.get(pk=result.agent_ids[0])
+    assert {"run_code", "memory", "store_memories"} <= {t.name for t in copy.tools.all()}
+    assert not [w for w in result.warnings if "no equivalent" in w]

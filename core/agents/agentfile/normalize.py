@@ -28,7 +28,7 @@ from core.agents.agentfile.model import (
     ParsedMessage,
     ParsedTool,
 )
-from core.engine.base_tools import is_builtin
+from core.engine.base_tools import is_installed_builtin
 from core.engine.types import RULE_TYPES, tool_rule_from_dict, tool_rule_to_dict
 from memory.services import DEFAULT_BLOCK_LIMIT
 from tools.json_schema import SchemaError, validate_tool_name
@@ -89,7 +89,7 @@ def tool(raw: Any, path: str, key: str, warn: list[str]) -> ParsedTool | None:
         return None
     letta_type = c.string(d.get("tool_type"), c.join(path, "tool_type"), limit=64, default="custom")
     source = c.string(d.get("source_code"), c.join(path, "source_code"), limit=MAX_SOURCE)
-    if is_builtin(name):
+    if is_installed_builtin(name):
         if letta_type == "custom" and source:
             warn.append(f"Tool '{name}' has the name of a built-in tool; the built-in is used, not the file's code.")
         return ParsedTool(key=key, name=name, builtin=True, letta_type=letta_type)

@@ -36,7 +36,7 @@ from core.agents.agentfile.model import (
     ParsedPassage,
     ParsedTool,
 )
-from core.engine.base_tools import is_builtin
+from core.engine.base_tools import is_installed_builtin
 
 
 def parse_agent_file(raw: bytes | str | dict) -> ParsedFile:
@@ -213,7 +213,7 @@ def _builtin_names(raw: Any, path: str, tools: dict[str, ParsedTool]) -> list[st
     out = []
     for i, name in enumerate(c.lst(raw, path, limit=MAX_TOOLS)):
         name = c.string(name, c.join(path, i), optional=False, limit=200)
-        if not is_builtin(name):
+        if not is_installed_builtin(name):
             raise AgentFileError(
                 c.join(path, i), f"names tool {name!r}, which is neither built in nor in the file's tools"
             )
