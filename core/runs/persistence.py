@@ -72,8 +72,10 @@ def _insert_sql(model, count: int, vendor: str) -> str:
 def rows_insert(objs: Sequence) -> None:
     """`Model.objects.bulk_create(objs)` for rows of one model whose primary key is set (a default id) and that
     relate only to saved rows, in one statement without compiling a query: each value prepared by its field
-    (`Field.pre_save`, which sets auto_now_add dates, then `Field.get_db_prep_save`), the rows then marked saved.
-    The step's path inserts a few rows at a time, where the ORM's compile cost more than the insert itself."""
+    (`Field.pre_save`, which sets auto_now_add dates, then `Field.get_db_prep_save`). The step's path inserts a few
+    rows at a time, where the ORM's compile cost more than the insert itself. The objects are not told they were
+    saved (that is Django's own state): nothing saves them again — their later changes are written by
+    `queries.row_update` — and a `save()` of one would try a second INSERT and fail on the primary key, loudly."""
     if not objs:
         return
     model = type(objs[0])
@@ -83,8 +85,6 @@ def rows_insert(objs: Sequence) -> None:
             batch = objs[start : start + INSERT_BATCH]
             params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in batch for f in fields]
             cursor.execute(_insert_sql(model, len(batch), connection.vendor), params)
-    for obj in objs:
-        obj._state.adding, obj._state.db = False, connection.alias
 
 
 def agent_lock(agent_id: str) -> Agent:

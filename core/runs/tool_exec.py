@@ -31,6 +31,7 @@ from core.transactions import outside_transaction
 from memory import services as memory_services
 from memory.files import tools as file_tools
 from tools.execution import tool_execute
+from tools.letta_tools import PLANNED_TOOLS, VOICE_TOOLS, letta_tool_prepare
 from tools.mcp_services import mcp_tool_execute
 from tools.web_tools import web_tool_execute
 
@@ -164,7 +165,22 @@ def _builtin(call, snap, step_id: str) -> ToolOutcome:
     if call.name in FILE_TOOL_NAMES:
         return _files(call, agent)
     if call.name in MEMORY_EDIT_TOOLS:
-        return _memory_edit(call, snap, step_id)
+        try:
+            return _memory_edit(call, snap, step_id)
+        except memory_ops.BlockChangesNeeded:
+            pass  # blocks created, deleted or renamed: Letta's memory tools' own path below
+    if call.name in PLANNED_TOOLS or call.name in VOICE_TOOLS:
+        said = next((m.content for m in reversed(snap.body) if m.role == "user"), "")
+        prepared = letta_tool_prepare(
+            name=call.name,
+            args=a,
+            agent=agent,
+            blocks=snap.blocks,
+            user_query=said,
+            step_id=step_id,
+            tool_call_id=call.call.id,
+        )
+        return ToolOutcome(True, prepared.value, memory_edit=bool(prepared.changes), effect=prepared.effect)
     if call.name == "archival_memory_insert":
         write = recall.archival_insert_prepare(agent=agent, content=str(a.get("content", "")), tags=a.get("tags"))
         return ToolOutcome(True, recall.INSERTED, effect=write)

@@ -195,20 +195,41 @@ def test_run_code_runs_in_the_sandbox_through_a_step(api, account, fake_llm):
     assert Tool.objects.get(owner=account.org, name="run_code").source_code.startswith('"""The source of Letta')
 
 
-def test_in_a_step_block_changes_and_voice_tools_are_refused_until_the_runner_applies_them(api, account, fake_llm):
-    """A step runs a memory call that edits one existing block; the rest (letta_tool_prepare above) needs the step's
-    runner to apply its changes, which it does not yet: the model reads a refusal and nothing changes."""
-    agent = _agent(api, "memory", "store_memories")
+def test_in_a_step_blocks_are_created_renamed_and_deleted_and_voice_tools_store_and_search(api, account, fake_llm):
+    """Through the runner: Letta's `memory` tool creates, renames and deletes blocks (applied in the step's commit),
+    store_memories writes archival memory the next step's search_memory finds, finish_rethinking_memory answers ''."""
+    agent = _agent(api, "memory", "store_memories", "search_memory", "finish_rethinking_memory")
     fake_llm.script(
-        FakeLLM.tool("memory", {"command": "create", "path": "notes", "description": "Notes"}, heartbeat=True),
-        FakeLLM.tool("store_memories", {"chunks": []}, heartbeat=True),
-        FakeLLM.tool(SM, {"message": "no"}),
+        FakeLLM.tool(
+            "memory", {"command": "create", "path": "notes", "description": "Notes", "file_text": "a"}, heartbeat=True
+        ),
+        FakeLLM.tool("memory", {"command": "rename", "old_path": "notes", "new_path": "todo"}, heartbeat=True),
+        FakeLLM.tool(SM, {"message": "done"}),
     )
     result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "go"}])
     returns = [m for m in result.messages if m["message_type"] == "tool_return_message"]
-    assert [r["status"] for r in returns] == ["error", "error"]
-    assert "not available from a step" in returns[0]["tool_return"]
-    assert list(_values(agent)) == ["human", "persona"] and not Passage.objects.filter(agent=agent).exists()
+    assert [r["status"] for r in returns] == ["success", "success"], returns
+    assert _values(agent)["todo"] == "a" and "notes" not in _values(agent)
+    fake_llm.script(
+        FakeLLM.tool("memory", {"command": "delete", "path": "todo"}, heartbeat=True),
+        FakeLLM.tool("memory", {"command": "delete", "path": "todo"}, heartbeat=True),
+        FakeLLM.tool(SM, {"message": "gone"}),
+    )
+    result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "again"}])
+    returns = [m for m in result.messages if m["message_type"] == "tool_return_message"]
+    assert [r["status"] for r in returns] == ["success", "error"], returns  # the second sees the first's delete
+    assert sorted(_values(agent)) == ["human", "persona"]
+    fake_llm.script(
+        FakeLLM.tool(
+            "store_memories", {"chunks": [{"start_index": 0, "end_index": 1, "context": "order 4411"}]}, heartbeat=True
+        ),
+        FakeLLM.tool("finish_rethinking_memory", {}, heartbeat=True),
+        FakeLLM.tool(SM, {"message": "stored"}),
+    )
+    result = run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "store"}])
+    returns = [m for m in result.messages if m["message_type"] == "tool_return_message"]
+    assert [r["status"] for r in returns] == ["success", "success"], returns
+    assert Passage.objects.filter(agent=agent, text__contains="order 4411").count() == 1
 
 
 def test_an_agent_file_keeps_them_with_letta_types(api, account):
