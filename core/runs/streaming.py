@@ -25,7 +25,13 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
-from core.agents.messages import ASSISTANT_TOOL, message_to_letta, stop_reason_message, usage_statistics
+from core.agents.messages import (
+    ASSISTANT_KWARG,
+    ASSISTANT_TOOL,
+    message_to_letta,
+    stop_reason_message,
+    usage_statistics,
+)
 from core.errors import DomainError
 from core.events import agent_group, server_loop_remember
 from core.models import RUN_TERMINAL, Message, Run, RunStatus
@@ -167,6 +173,32 @@ class _CallerView:
     def converts(self, event: dict) -> bool:
         return self.raw and event.get("message_type") == "assistant_message" and not event.get("delta")
 
+    def raw_chunk(self, event: dict) -> dict | None:
+        """With use_assistant_message false and stream_tokens, a token chunk of the reply as Letta streams it then:
+        a tool_call_message chunk of send_message whose `arguments` are the next fragment of `{"message": "…"}`
+        (the first opens the object, `raw_closing` closes it when the complete message comes)."""
+        if not (self.raw and self.stream_tokens and event.get("delta")):
+            return None
+        if event.get("message_type") != "assistant_message" or (self.types and "tool_call_message" not in self.types):
+            return None
+        fragment = json.dumps(str(event.get("content") or ""), ensure_ascii=False)[1:-1]
+        key = (event.get("id"), "tool_call_message")
+        opening = key not in self.streamed
+        self.streamed.add(key)
+        return self._raw_call(event, ('{"' + ASSISTANT_KWARG + '": "' if opening else "") + fragment, opening)
+
+    def raw_closing(self, event: dict) -> dict | None:
+        """The fragment that closes the arguments a reply's raw chunks opened (None: none were sent)."""
+        if (event.get("id"), "tool_call_message") not in self.streamed:
+            return None
+        return self._raw_call({**event, "delta": True}, '"}', False)
+
+    @staticmethod
+    def _raw_call(event: dict, arguments: str, opening: bool) -> dict:
+        call = {"name": ASSISTANT_TOOL if opening else None, "arguments": arguments, "tool_call_id": None}
+        chunk = {k: v for k, v in event.items() if k != "content"}
+        return {**chunk, "message_type": "tool_call_message", "tool_call": call, "tool_calls": [call]}
+
     def shows(self, event: dict) -> bool:
         kind = event.get("message_type")
         if self.raw and kind == "assistant_message":
@@ -220,9 +252,13 @@ async def _frames(events, view: _CallerView, include_pings: bool):
             if include_pings:
                 yield sse_frame(event)
         elif view.converts(event):
+            if closing := view.raw_closing(event):
+                yield sse_frame(closing)
             for part in await _raw_parts(event):
                 if view.shows(part):
                     yield sse_frame(part)
+        elif chunk := view.raw_chunk(event):
+            yield sse_frame(chunk)
         elif view.shows(event):
             yield sse_frame(event)
     yield "data: [DONE]\n\n"

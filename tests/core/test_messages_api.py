@@ -239,6 +239,27 @@ def test_a_stream_without_assistant_messages_sends_send_messages_call_and_return
 
 
 @pytest.mark.django_db(transaction=True)
+def test_token_stream_without_assistant_messages_streams_send_messages_call_in_chunks(account, fake_llm):
+    # Letta's test_token_streaming_greeting_without_assistant_message: with stream_tokens and use_assistant_message
+    # false the reply comes as more than one tool_call_message chunk of send_message, then its return
+    agent = make_agent(account.org, agent_type="memgpt_v2_agent")
+    api = ApiClient(account.token)
+    text = 'A longer reply about "teamwork", sent in pieces. ' * 6
+    fake_llm.script(FakeLLM.tool("send_message", {"message": text}))
+    body = {"messages": [{"role": "user", "content": "hi"}], "use_assistant_message": False, "stream_tokens": True}
+    frames = _sse_events(api.post(f"/v1/agents/{agent.id}/messages/stream", body))
+    events = [json.loads(f[len("data: ") :]) for f in frames[:-1]]
+    kinds = [e["message_type"] for e in events]
+    assert "assistant_message" not in kinds
+    chunks = [e for e in events if e["message_type"] == "tool_call_message"]
+    assert len(chunks) > 1 and all(c.get("delta") for c in chunks)
+    assert chunks[0]["tool_call"]["name"] == "send_message"
+    assert json.loads("".join(c["tool_call"]["arguments"] for c in chunks)) == {"message": text}
+    assert kinds.index("tool_return_message") > kinds.index("tool_call_message")
+    assert kinds[-2:] == ["stop_reason", "usage_statistics"]
+
+
+@pytest.mark.django_db(transaction=True)
 def test_streaming_flag_and_error_event(account, fake_llm):
     agent = make_agent(account.org)
     api = ApiClient(account.token)
