@@ -195,9 +195,11 @@ class _CallerView:
 
     @staticmethod
     def _raw_call(event: dict, arguments: str, opening: bool) -> dict:
-        call = {"name": ASSISTANT_TOOL if opening else None, "arguments": arguments, "tool_call_id": None}
+        # Letta's ToolCallDelta in both fields (letta/interfaces/openai_streaming_interface.py): the stored call's id
+        # is not known to a chunk of the reply's text
+        call = {"name": ASSISTANT_TOOL, "arguments": arguments, "tool_call_id": None}
         chunk = {k: v for k, v in event.items() if k != "content"}
-        return {**chunk, "message_type": "tool_call_message", "tool_call": call, "tool_calls": [call]}
+        return {**chunk, "message_type": "tool_call_message", "tool_call": call, "tool_calls": call}
 
     def shows(self, event: dict) -> bool:
         kind = event.get("message_type")

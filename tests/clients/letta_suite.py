@@ -142,13 +142,19 @@ def follow(req: dict[str, Any]) -> Reply:
 
 
 class InstructedLLM(FakeLLM):
-    """The fake model server answering with `follow` whenever nothing is scripted."""
+    """The fake model server answering with `follow` whenever nothing is scripted, its streamed chunks 25 ms apart
+    as a real model's arrive (the server sends a burst of chunks that arrive together as one; Letta's token
+    streaming tests count more than one)."""
+
+    CHUNK_S = 0.025
 
     def _next_reply(self, req: dict[str, Any]) -> Reply:
         with self._lock:
             if self._script:
                 return self._script.popleft()
-        return follow(req)
+        reply = follow(req)
+        reply.chunk_s = self.CHUNK_S
+        return reply
 
 
 def _manage(env: dict[str, str], *args: str) -> str:

@@ -253,7 +253,7 @@ def test_token_stream_without_assistant_messages_streams_send_messages_call_in_c
     assert "assistant_message" not in kinds
     chunks = [e for e in events if e["message_type"] == "tool_call_message"]
     assert len(chunks) > 1 and all(c.get("delta") for c in chunks)
-    assert chunks[0]["tool_call"]["name"] == "send_message"
+    assert all(c["tool_call"]["name"] == "send_message" and c["tool_calls"] == c["tool_call"] for c in chunks)
     assert json.loads("".join(c["tool_call"]["arguments"] for c in chunks)) == {"message": text}
     assert kinds.index("tool_return_message") > kinds.index("tool_call_message")
     assert kinds[-2:] == ["stop_reason", "usage_statistics"]
