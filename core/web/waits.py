@@ -11,6 +11,7 @@ import json
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils import timezone
 
 from core.agents import run_view
@@ -18,8 +19,9 @@ from core.agents.messages import APPROVAL_RESPONSE, ASSISTANT_TOOL
 from core.agents.presenters import wait_out
 from core.errors import Conflict, DomainError
 from core.models import RUN_ACTIVE, Message, Run
-from core.runs import waits
+from core.runs import executor, waits
 from core.runs.persistence import thread_view
+from core.runs.request import RunRequest
 from core.web.common import agent_or_404
 
 ALREADY_ANSWERED = "ALREADY_ANSWERED"
@@ -111,6 +113,7 @@ def calls_card(*, reply: Message) -> dict:
     for call in card["calls"]:
         call["rows"] = min(max(call["arguments"].count("\n") + 1, 2), 14)
     card["call_ids"] = " ".join(c["tool_call_id"] or "" for c in card["calls"])
+    card["post"] = reverse("agent_wait_calls", args=[reply.agent_id, reply.id])
     card["approvable"] = any(c["why"] != "client" for c in card["calls"])
     # a tool-call breakpoint (the debugger's): Step and Stop beside Approve and Deny; a client's call is not stepped
     stopped_at = [c["name"] for c in card["calls"] if c["why"] == "breakpoint"]
@@ -181,12 +184,93 @@ def answer_items(answers: list, call_names: dict[str, str]) -> list[dict]:
 @login_required
 def calls_card_view(request, agent_id: str, message_id: str):
     """One card of a wait on calls as it stands now (the conversation fetches it when a run waits and when a wait
-    ends)."""
+    ends); a POST is the card's form, the person's answer (`calls_answer`)."""
     agent = agent_or_404(request, agent_id)
     reply = Message.objects.filter(pk=message_id, agent=agent, role="assistant").first()
     if reply is None or not (reply.tool_return or {}).get("waiting"):
         raise Http404("no such approval request")
+    if request.method == "POST":
+        return calls_answer(request, agent=agent, reply=reply)
     return TemplateResponse(request, "core/_wait_calls.html", {"agent": agent, "item": calls_item(reply=reply)})
+
+
+def _loads(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _answers_from(post, card: dict, fallback: str | None) -> list | None:
+    """The card's form as Letta's approvals (one per waiting call; `fallback`: the choice of a call not chosen, Step
+    approves it), arguments sent only when edited; None when a call is unanswered or its arguments are not a JSON
+    object, each told on its call (the card keeps what was typed)."""
+    out, wrong = [], False
+    for call in card["calls"]:
+        cid = call["tool_call_id"]
+        choice = post.get(f"choice:{cid}") or fallback
+        reason = post.get(f"reason:{cid}", "").strip()[:2000]
+        typed = post.get(f"arguments:{cid}")
+        call.update(typed=typed, reason_typed=reason, choice=choice)
+        answer = {"type": "approval", "tool_call_id": cid, "approve": choice == "approve", "reason": reason or None}
+        if choice not in ("approve", "deny"):
+            card["error"], wrong = "Choose Approve or Deny for each call, then send the answers together.", True
+        elif choice == "approve" and typed is not None:
+            try:
+                value = json.loads(typed)
+            except ValueError as exc:
+                call["args_error"], wrong = f"The arguments are not valid JSON: {exc}", True
+                continue
+            if not isinstance(value, dict):
+                call["args_error"], wrong = 'The arguments must be a JSON object, such as {"name": "value"}.', True
+            elif value != _loads(call["arguments"]):
+                answer["arguments"] = value
+        out.append(answer)
+    return None if wrong else out
+
+
+def calls_answer(request, *, agent, reply: Message):
+    """The person's answer from a card of waiting calls: its form says each call's choice, arguments and reason, and
+    `go` (absent: the answers; at a breakpoint `step` or `stop`). Answers with the card as it stands then (its answer
+    running, or stopped); a refusal is a 422 with the card and why: the answer as typed while it still waits, else
+    what was decided (answered first in another tab or over the API, cancelled, expired)."""
+    item = calls_item(reply=reply)
+    card, go = item["card"], request.POST.get("go") or "answer"
+    answers = None if go == "stop" else _answers_from(request.POST, card, "approve" if go == "step" else None)
+    if answers is None and go != "stop":
+        return TemplateResponse(request, "core/_wait_calls.html", {"agent": agent, "item": item}, status=422)
+    error = None
+    if go == "answer":
+        answer = {"type": "approval", "approvals": answers}
+        request_ = RunRequest(
+            owner=agent.owner, agent_id=agent.id, input_messages=[answer], conversation_id=reply.conversation_id
+        )
+        try:
+            executor.run_submit(request_)
+        except DomainError as exc:
+            error = answer_refused(agent_id=agent.id, thread=reply.conversation_id, message_id=reply.id, exc=exc)
+    else:
+        error = wait_go_on(owner=agent.owner, agent_id=agent.id, run_id=reply.run_id, approvals=answers, how=go)
+    if error is None:
+        return TemplateResponse(request, "core/_wait_calls.html", {"agent": agent, "item": calls_item(reply=reply)})
+    fresh = calls_item(reply=reply)
+    item = item if fresh["card"]["state"] == "waiting" else fresh  # still waiting: the answer as typed
+    item["card"]["error"] = error["message"]
+    return TemplateResponse(request, "core/_wait_calls.html", {"agent": agent, "item": item}, status=422)
+
+
+def wait_go_on(*, owner, agent_id: str, run_id: str, how: str, approvals: list | None = None) -> dict | None:
+    """A card's Continue, Step or Stop (`how`) on a run's wait (core.runs.executor.wait_answer): None once taken,
+    else why not (`run_answer_refused`). A Stop after another tab's Continue was claimed is refused: that was first."""
+    if how not in ("continue", "step", "stop"):
+        return {"code": "BAD", "message": "Continue, Step or Stop?", "run_id": None}
+    if how == "stop" and answering_run(agent_id=agent_id, wait_run_id=run_id) is not None:
+        return run_answer_refused(agent_id=agent_id, run_id=run_id, exc=DomainError("Already answered"))
+    try:
+        executor.wait_answer(owner=owner, run_id=run_id, approvals=approvals, step=how == "step", stop=how == "stop")
+    except DomainError as exc:
+        return run_answer_refused(agent_id=agent_id, run_id=run_id, exc=exc)
+    return None
 
 
 def answer_refused(*, agent_id: str, thread: str | None, message_id: str | None, exc: DomainError) -> dict:
@@ -249,7 +333,11 @@ def model_call_card(*, run: Run) -> dict:
     when), answering (a Continue or Step is being run), or — once let go — continued or stepped (by which run),
     stopped, expired. Reads the run and, once it no longer waits, the run that resumed it."""
     wait = run.waiting or {}
-    card = {"run_id": run.id, "date": run.created_at}
+    card = {
+        "run_id": run.id,
+        "date": run.created_at,
+        "post": reverse("agent_wait_model_call", args=[run.agent_id, run.id]),
+    }
     if run.waiting_until is not None:
         answering = answering_run(agent_id=run.agent_id, wait_run_id=run.id)
         point = wait.get("breakpoint") or {}
@@ -281,14 +369,25 @@ def model_call_card(*, run: Run) -> dict:
 @login_required
 def model_call_card_view(request, agent_id: str, run_id: str):
     """One card of a wait before a model call as it stands now (the conversation fetches it when a run waits there
-    and when the wait may have ended). 404 for a run that never waited there."""
+    and when the wait may have ended). 404 for a run that never waited there. A POST is the card's Continue, Step or
+    Stop (`go`): the card as it stands then, or a 422 with the card and why it was refused."""
     agent = agent_or_404(request, agent_id)
     run = Run.objects.filter(pk=run_id, agent=agent).first()
     if run is None or (run.waiting_until is not None and (run.waiting or {}).get("before") != "model_call"):
         raise Http404("no such wait")
     if run.waiting_until is None and run.stop_reason not in ("requires_approval", *_ENDED_MODEL_CALL):
         raise Http404("no such wait")
-    return TemplateResponse(request, "core/_wait_model_call.html", {"agent": agent, "card": model_call_card(run=run)})
+    error = None
+    if request.method == "POST":
+        error = wait_go_on(owner=agent.owner, agent_id=agent.id, run_id=run.id, how=request.POST.get("go", ""))
+        run.refresh_from_db()
+    card = model_call_card(run=run)
+    if request.method == "POST":  # once let go, the card keeps saying why it paused (the run no longer stores it)
+        card["was"] = request.POST.get("asked", "")[:500]
+    card["error"] = error["message"] if error else None
+    return TemplateResponse(
+        request, "core/_wait_model_call.html", {"agent": agent, "card": card}, status=422 if error else 200
+    )
 
 
 def run_answer_refused(*, agent_id: str, run_id: str, exc: DomainError) -> dict:

@@ -8,8 +8,7 @@
   const $ = (id) => document.getElementById(id);
   const conv = $("conversation"), input = $("composer-input"), statusEl = $("run-status"), cancelBtn = $("cancel-run");
   const busyBar = $("busy-bar"), idlePlaceholder = input.placeholder;
-  // what this socket asked for, oldest first: {kind: "send", bubble, otid} | {kind: "answer", card, otid, stop} |
-  // {kind: "cancel"} (card: a wait's card, waits.js; stop: a Stop, answered by the ended run)
+  // what this socket asked for, oldest first: {kind: "send", bubble, otid} | {kind: "cancel"}
   const awaiting = [];
   const ended = new Set();  // runs whose end we saw (it can overtake the reply that names the run)
   let ws = null, retry = 0, opened = 0, running = false, cancelling = false, activeRunId = A.activeRunId || null;
@@ -72,10 +71,9 @@
     if (W.waiting()) markWaiting();
     else if (statusEl.dataset.state === "waiting") setRunning(false, /^(waiting for|paused)/.test(lastLabel) ? "idle" : lastLabel);
   };
-  W.hooks.send = (card, msg, stop) => {  // from a card: its reply (a run, the ended run or a refusal) goes back to it
-    const otid = newOtid();
-    awaiting.push({kind: "answer", card, otid, stop: !!stop});
-    send({...msg, otid});
+  W.hooks.started = (runId) => {  // a card's answer started a run (core.web.waits): it goes on as any run
+    runsChanged();
+    if (ended.has(runId)) W.refresh(); else { activeRunId = runId; setRunning(true); }
   };
   const refreshContext = () => C.bump("context-changed");
   let runsTimer = null;
@@ -108,19 +106,9 @@
 
   // ---- replies to this socket (sent in the order we asked) and events of every run of the agent
   function onReply(ev) {
-    // an answer's reply always names its otid; the others come in order
-    const at = ev.otid ? awaiting.findIndex((a) => a.otid === ev.otid) : awaiting.findIndex((a) => a.kind !== "answer");
-    const head = at >= 0 ? awaiting[at] : null, t = ev.message_type;
+    const at = ev.otid ? awaiting.findIndex((a) => a.otid === ev.otid) : 0;  // a send's names its otid, all in order
+    const head = awaiting[at] || null, t = ev.message_type;
     const take = () => awaiting.splice(at, 1);
-    if (head && head.kind === "answer" && (t === "run_status" || t === "error_message")) {
-      take();
-      if (t === "error_message") { W.refused(head.card, ev); return true; }
-      runsChanged();
-      W.accepted(head.card, ev.run_id);
-      if (head.stop) W.refresh();  // a Stop: the run ended, nothing goes on
-      else if (!ended.has(ev.run_id)) { activeRunId = ev.run_id; setRunning(true, ev.label); }
-      return true;
-    }
     if (t === "run_status" && ev.status === "created" && head && head.kind === "send") {
       take();
       runsChanged();

@@ -1,9 +1,10 @@
-"""Approvals over the agent websocket: a run that pauses reaches every open tab with what it waits for, an answer
-sent from a tab resumes it (every tab sees the answer and what ran), a second answer is told the request was
+"""Approvals and the agent websocket: a run that pauses reaches every open tab with what it waits for, an answer
+posted from a tab's card resumes it (every tab sees the answer and what ran), a second answer is told the request was
 already answered, a normal send meanwhile gets Letta's 409 text, and a cancel or an answer over the API resolves
 the wait for every tab."""
 
 import json
+import re
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -37,6 +38,20 @@ def _ask(seen):
     return next(e for e in seen if e["message_type"] == "approval_request_message" and not e.get("delta"))
 
 
+def _post(user, agent, ask, fields: dict):
+    """A tab's answer: the card's form, posted (core.web.waits); the response and its HTML."""
+    from django.test import Client
+
+    web = Client()
+    web.force_login(user)
+    r = web.post(f"/agents/{agent.id}/waits/calls/{ask['id']}/", fields)
+    return r.status_code, r.content.decode()
+
+
+def _answer_run(html: str) -> str:
+    return re.search(r'data-answer-run="([^"]+)"', html).group(1)
+
+
 def _approve(ask, **extra):
     call_id = ask["tool_calls"][0]["tool_call_id"]
     return {"type": "approval", "tool_call_id": call_id, "approve": True, "reason": None, **extra}
@@ -56,11 +71,11 @@ async def test_a_pause_reaches_every_tab_and_an_answer_from_one_resumes_it_for_a
 
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Saved it."}))
     edited = {"content": "the code is 43", "request_heartbeat": True}
-    await a.send_json_to(
-        {"type": "approval", "approvals": [_approve(ask, arguments=edited)], "message_id": ask["id"], "otid": "o-1"}
-    )
-    created = await a.receive_json_from(timeout=10)
-    assert created["message_type"] == "run_status" and created["status"] == "created" and created["otid"] == "o-1"
+    call_id = ask["tool_calls"][0]["tool_call_id"]
+    fields = {f"choice:{call_id}": "approve", f"arguments:{call_id}": json.dumps(edited)}
+    status, html = await sync_to_async(_post)(account.user, agent, ask, fields)
+    assert status == 200 and re.search(r'data-state="(answering|answered)"', html)
+    created = {"run_id": _answer_run(html)}
     for tab in (a, b):
         seen = await events_until(tab, "run_status", run_id=created["run_id"])
         answer = next(e for e in seen if e["message_type"] == "approval_response_message")
@@ -82,25 +97,24 @@ async def test_a_second_answer_is_told_another_tab_answered_first_and_nothing_is
     ask = _ask(seen_a)
     asked = len(fake_llm.chat_requests)
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Saved."}, latency=1.5))
-    await a.send_json_to({"type": "approval", "approvals": [_approve(ask)], "message_id": ask["id"], "otid": "a"})
-    created = await a.receive_json_from(timeout=10)
-    assert created["status"] == "created"
+    call_id = ask["tool_calls"][0]["tool_call_id"]
+    status, html = await sync_to_async(_post)(account.user, agent, ask, {f"choice:{call_id}": "approve"})
+    assert status == 200
+    created = {"run_id": _answer_run(html)}
     await until_async(lambda: len(fake_llm.chat_requests) > asked, timeout=20, what="the answer's model call")
 
-    # while the first answer runs: the second tab is told, with its own otid, and its answer is not taken
-    deny = {**_approve(ask), "approve": False, "reason": "no"}
-    await b.send_json_to({"type": "approval", "approvals": [deny], "message_id": ask["id"], "otid": "b"})
-    seen = await events_until(b, "error_message")
-    refused = seen[-1]
-    assert refused["otid"] == "b" and refused["detail"]["code"] == "ALREADY_ANSWERED"
-    assert "already answered in another tab" in refused["message"]
+    # while the first answer runs: the second tab is told on its card, and its answer is not taken
+    deny = {f"choice:{call_id}": "deny", f"reason:{call_id}": "no"}
+    status, html = await sync_to_async(_post)(account.user, agent, ask, deny)
+    assert status == 422 and "already answered in another tab" in html
+    assert re.search(r'data-state="(answering|answered)"', html) and "data-answer" not in html.replace(
+        "data-answer-run", ""
+    )
 
     await events_until(a, "run_status", run_id=created["run_id"])
-    # after it ended: still told, now that nothing waits
-    await b.send_json_to({"type": "approval", "approvals": [deny], "message_id": ask["id"], "otid": "b2"})
-    late = (await events_until(b, "error_message"))[-1]
-    assert late["otid"] == "b2" and late["detail"]["code"] == "ALREADY_ANSWERED"
-    assert "already answered in another tab" in late["message"]
+    # after it ended: still told, now that nothing waits, and the card shows what was decided
+    status, html = await sync_to_async(_post)(account.user, agent, ask, deny)
+    assert status == 422 and "already answered in another tab" in html and 'data-state="answered"' in html
 
     def stored():
         answers = Message.objects.filter(agent=agent, kind="approval_response")
@@ -176,16 +190,10 @@ async def test_an_answer_over_the_api_resolves_the_wait_in_open_tabs(account, fa
 async def test_a_malformed_answer_is_refused_before_reaching_the_run(account, fake_llm):
     agent = await _agent(account)
     tab = await agent_socket(account.user, agent.id)
-    await tab.send_json_to({"type": "approval", "approvals": "yes", "otid": "x"})
-    err = await tab.receive_json_from(timeout=5)
-    assert err["message_type"] == "error_message" and err["otid"] == "x" and "one approval per" in err["message"]
-    # an answer with nothing waiting: the request this card showed is no longer there
-    answer = {"type": "approval", "tool_call_id": "call_x", "approve": True}
-    await tab.send_json_to({"type": "approval", "approvals": [answer], "message_id": "message-gone", "otid": "y"})
-    err = await tab.receive_json_from(timeout=5)
-    assert err["detail"]["code"] == "ALREADY_ANSWERED" and err["otid"] == "y"
-    # without a card to name, Letta's own text
-    await tab.send_json_to({"type": "approval", "approvals": [answer]})
-    err = await tab.receive_json_from(timeout=5)
-    assert "No tool call is currently awaiting approval" in err["message"]
+    ask = _ask((await _pause(fake_llm, tab))[0])
+    status, html = await sync_to_async(_post)(account.user, agent, ask, {"choice:call_x": "approve"})
+    assert status == 422 and "Choose Approve or Deny" in html and 'data-state="waiting"' in html
+    # the request this card showed is no longer there
+    status, _ = await sync_to_async(_post)(account.user, agent, {**ask, "id": "message-gone"}, {})
+    assert status == 404
     await tab.disconnect()

@@ -204,3 +204,31 @@ def test_an_answer_in_progress_shows_as_answering_and_a_second_answer_is_told(we
         agent_id=agent.id, thread=None, message_id=ask["id"], exc=Conflict("Agent is busy", detail={"run_id": "r"})
     )
     assert other == {"code": "BUSY", "message": "Agent is busy", "run_id": "r"}
+
+
+def test_the_card_is_its_form_an_answer_posted_is_checked_taken_once_and_drawn(web, api, agent, fake_llm):
+    run_id, ask = _pause(api, agent, fake_llm, content="the code is 42")
+    call_id = ask["tool_call"]["tool_call_id"]
+    url = f"/agents/{agent.id}/waits/calls/{ask['id']}/"
+    for typed, told in (('{"content": ', "not valid JSON"), ("[1, 2]", "must be a JSON object")):
+        r = web.post(url, {f"choice:{call_id}": "approve", f"arguments:{call_id}": typed, f"reason:{call_id}": "ok"})
+        card = r.content.decode()
+        assert r.status_code == 422 and told in card and 'data-state="waiting"' in card
+        assert 'aria-invalid="true"' in card and 'value="ok"' in card  # what was typed stays
+    assert r.content.decode().count("[1, 2]") == 1
+    r = web.post(url, {f"reason:{call_id}": "no choice"})  # Enter in a field: nothing chosen, nothing sent
+    assert r.status_code == 422 and "Choose Approve or Deny" in r.content.decode()
+    assert Run.objects.get(pk=run_id).waiting_until is not None
+
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Saved."}))
+    edited = {"content": "the code is 43", "request_heartbeat": True}
+    r = web.post(url, {f"choice:{call_id}": "approve", f"arguments:{call_id}": json.dumps(edited)})
+    assert r.status_code == 200, r.content
+    going = re.search(r'data-answer-run="([^"]+)"', r.content.decode()).group(1)
+    from core.runs import executor
+
+    assert executor.run_wait(run=Run.objects.get(pk=going), timeout=30).stop_reason == "end_turn"
+    r = web.post(url, {f"choice:{call_id}": "deny", f"reason:{call_id}": "late"})  # a second tab, too late
+    card = r.content.decode()
+    assert r.status_code == 422 and "already answered in another tab" in card
+    assert 'data-state="answered"' in card and "approved with edited arguments" in card and "the code is 43" in card

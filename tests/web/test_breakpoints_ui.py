@@ -2,13 +2,12 @@
 added with an inline error for a bad token count), the pause card of a run held before a model call (in the page,
 alone, and once let go: continued, stepped, stopped), the approval card of a tool-call breakpoint (Step and Stop beside
 Approve and Deny), the step inspector showing a call that ran with edited arguments, and Continue / Step / Stop over
-the websocket, a second tab told the run no longer waits. Everything a person or the model wrote is escaped."""
+the card's form (posted), a second answer told the run no longer waits. Everything a person or the model wrote is escaped."""
 
 import json
 import re
 
 import pytest
-from channels.db import database_sync_to_async
 from django.test import Client
 
 from core.agents.breakpoints import breakpoint_set, breakpoints_list
@@ -17,7 +16,6 @@ from core.runs import executor
 from memory.models import Passage
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
-from tests.helpers import agent_socket, events_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 HOSTILE = 'the code is <script>alert("x")</script> & <b>42</b>'
@@ -273,95 +271,78 @@ def test_the_step_inspector_shows_a_call_that_ran_with_edited_arguments(web, api
     assert "ran with edited arguments" not in html
 
 
-# --------------------------------------------------------------------------- over the websocket
+# --------------------------------------------------------------------------- the card's form, posted
 
 
-async def _reply(comm, otid: str, timeout=10) -> dict:
-    """This socket's direct reply to what it sent with `otid` (other tabs' events pass by)."""
-    while True:
-        event = await comm.receive_json_from(timeout=timeout)
-        if event.get("otid") == otid:
-            return event
+def _go(web, agent, run_id: str, go: str, **fields):
+    return web.post(f"/agents/{agent.id}/waits/model-call/{run_id}/", {"go": go, **fields})
 
 
-async def _held_agent(account):
-    agent = await database_sync_to_async(make_agent)(account.org, name="Debuggee")
-    await database_sync_to_async(breakpoint_set)(agent=agent, data={"on": "model_call"})
-    return agent
-
-
-async def test_continue_from_a_tab_goes_on_and_a_second_tab_is_told_it_no_longer_waits(account, fake_llm):
-    agent = await database_sync_to_async(make_agent)(account.org, name="Debuggee")
-    point = await database_sync_to_async(breakpoint_set)(agent=agent, data={"on": "model_call"})
-    a, b = await agent_socket(account.user, agent.id), await agent_socket(account.user, agent.id)
-    await a.send_json_to({"type": "user_message", "text": "hello"})
-    for tab in (a, b):
-        end = (await events_until(tab, "run_status"))[-1]
-        assert end["stop_reason"] == "requires_approval" and end["waiting"]["before"] == "model_call"
-        assert end["waiting"]["tokens"] > 0
-    held = end["run_id"]
-
+def test_continue_from_a_card_goes_on_and_a_later_answer_is_refused_with_the_card(web, api, agent, fake_llm):
     from core.agents.breakpoints import breakpoint_clear
 
-    await database_sync_to_async(breakpoint_clear)(agent=agent, breakpoint_id=point["id"])
+    point = breakpoint_set(agent=agent, data={"on": "model_call"})
+    held = _say(api, agent, "hello")["run_id"]
+    breakpoint_clear(agent=agent, breakpoint_id=point["id"])
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Hello back."}, latency=1.0))
-    await a.send_json_to({"type": "wait_answer", "run_id": held, "step": False, "stop": False, "otid": "c-1"})
-    created = await _reply(a, "c-1")
-    assert created["message_type"] == "run_status" and created["status"] == "created"
+    asked = "Paused before the model call — before every model call · 12 tokens"
+    r = _go(web, agent, held, "continue", asked=asked)
+    assert r.status_code == 200, r.content
+    card = r.content.decode()
+    going = re.search(r'data-answer-run="([^"]+)"', card).group(1)
+    assert re.search(r'data-state="(answering|continued)"', card) and asked in card  # it keeps saying why it paused
 
-    # while it goes on, and after it ended: the other tab is told, by its own otid, and nothing is taken twice
-    await b.send_json_to({"type": "wait_answer", "run_id": held, "stop": True, "otid": "c-2"})
-    refused = await _reply(b, "c-2")
-    assert refused["message_type"] == "error_message" and refused["detail"]["code"] == "ALREADY_ANSWERED"
-    assert "Not sent" in refused["message"]
-    for tab in (a, b):
-        seen = await events_until(tab, "run_status", run_id=created["run_id"])
-        assert any(e["message_type"] == "assistant_message" and e.get("content") == "Hello back." for e in seen)
-    await b.send_json_to({"type": "wait_answer", "run_id": held, "otid": "c-3"})
-    late = await _reply(b, "c-3")
-    assert late["message_type"] == "error_message" and late["detail"]["code"] == "ALREADY_ANSWERED"
-    assert "no longer waits" in late["message"]
-    assert await database_sync_to_async(lambda: Run.objects.get(pk=held).stop_reason)() == "requires_approval"
-    await a.disconnect()
-    await b.disconnect()
+    # another tab's Stop, while it goes on or after: refused (422), the card saying why and what happened
+    r = _go(web, agent, held, "stop")
+    assert r.status_code == 422 and "Not sent" in r.content.decode()
+    assert _ended(going).stop_reason == "end_turn"
+    assert Message.objects.filter(agent=agent, role="tool", name="send_message").exists()
+    r = _go(web, agent, held, "continue")
+    late = r.content.decode()
+    assert r.status_code == 422 and "no longer waits" in late and 'data-state="continued"' in late
+    assert "data-pause" not in late
+    assert Run.objects.get(pk=held).stop_reason == "requires_approval"
 
 
-async def test_stop_from_a_tab_ends_the_pause_for_every_tab(account, fake_llm):
-    agent = await _held_agent(account)
-    a, b = await agent_socket(account.user, agent.id), await agent_socket(account.user, agent.id)
-    await a.send_json_to({"type": "user_message", "text": "hello"})
-    held = (await events_until(a, "run_status"))[-1]["run_id"]
-    await events_until(b, "run_status")
-    await a.send_json_to({"type": "wait_answer", "run_id": held, "stop": True, "otid": "s-1"})
-    told = await _reply(a, "s-1")
-    assert told["run_id"] == held and told["stop_reason"] == "cancelled"
-    end = (await events_until(b, "run_status", run_id=held))[-1]
-    assert end["stop_reason"] == "cancelled" and end["waiting"] is None
+def test_stop_from_a_card_ends_the_pause(web, api, agent, fake_llm):
+    breakpoint_set(agent=agent, data={"on": "model_call"})
+    held = _say(api, agent, "hello")["run_id"]
+    r = _go(web, agent, held, "stop")
+    assert r.status_code == 200, r.content
+    assert 'data-state="stopped"' in r.content.decode() and "without calling the model" in r.content.decode()
+    assert Run.objects.get(pk=held).stop_reason == "cancelled"
     assert fake_llm.chat_requests == []  # the model was never called
-    await a.disconnect()
-    await b.disconnect()
 
 
-async def test_a_malformed_continue_is_refused_before_reaching_the_run(account, fake_llm):
-    agent = await _held_agent(account)
-    other = await database_sync_to_async(make_agent)(account.org, name="Other")
-    tab = await agent_socket(account.user, agent.id)
-    await tab.send_json_to({"type": "user_message", "text": "hello"})
-    held = (await events_until(tab, "run_status"))[-1]["run_id"]
-    bad = [
-        ({"type": "wait_answer"}, "run_id"),
-        ({"type": "wait_answer", "run_id": held, "step": "yes"}, "true or false"),
-        ({"type": "wait_answer", "run_id": held, "approvals": "all"}, "one answer per waiting tool call"),
-        ({"type": "wait_answer", "run_id": "run-nope"}, "No such run of this agent"),
-    ]
-    for payload, told in bad:
-        await tab.send_json_to(payload)
-        err = await tab.receive_json_from(timeout=10)
-        assert err["message_type"] == "error_message" and told in err["message"], err
-    other_tab = await agent_socket(account.user, other.id)  # a run of another agent is not this socket's
-    await other_tab.send_json_to({"type": "wait_answer", "run_id": held})
-    err = await other_tab.receive_json_from(timeout=10)
-    assert "No such run of this agent" in err["message"]
-    assert await database_sync_to_async(lambda: Run.objects.get(pk=held).waiting_until is not None)()
-    await tab.disconnect()
-    await other_tab.disconnect()
+def test_a_malformed_continue_is_refused_before_reaching_the_run(web, api, agent, fake_llm, other_account):
+    breakpoint_set(agent=agent, data={"on": "model_call"})
+    held = _say(api, agent, "hello")["run_id"]
+    r = _go(web, agent, held, "jump")
+    assert r.status_code == 422 and "Continue, Step or Stop?" in r.content.decode()
+    assert 'data-state="waiting"' in r.content.decode()
+    assert _go(web, agent, "run-nope", "continue").status_code == 404
+    other = make_agent(agent.owner, name="Other")
+    assert _go(web, other, held, "continue").status_code == 404  # a run of another agent is not its card's
+    stranger = Client()
+    stranger.force_login(other_account.user)
+    assert stranger.post(f"/agents/{agent.id}/waits/model-call/{held}/", {"go": "stop"}).status_code == 404
+    assert Run.objects.get(pk=held).waiting_until is not None
+    assert fake_llm.chat_requests == []
+
+
+def test_step_at_a_tool_call_breakpoint_runs_the_calls_as_edited_from_the_card(web, api, agent, fake_llm):
+    breakpoint_set(agent=agent, data={"on": "tool_call", "tools": ["archival_memory_insert"]})
+    fake_llm.script(FakeLLM.tool("archival_memory_insert", {"content": "draft"}, heartbeat=True))
+    out = _say(api, agent, "remember it")
+    ask = next(m for m in out["messages"] if m["message_type"] == "approval_request_message")
+    call_id = ask["tool_call"]["tool_call_id"]
+    url = f"/agents/{agent.id}/waits/calls/{ask['id']}/"
+    r = web.post(url, {"go": "step", f"arguments:{call_id}": "{not json"})
+    assert r.status_code == 422 and "not valid JSON" in r.content.decode() and "{not json" in r.content.decode()
+    assert Run.objects.get(pk=out["run_id"]).waiting_until is not None  # nothing was taken
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Stored."}))
+    r = web.post(url, {"go": "step", f"arguments:{call_id}": '{"content": "edited", "request_heartbeat": true}'})
+    assert r.status_code == 200, r.content
+    going = re.search(r'data-answer-run="([^"]+)"', r.content.decode()).group(1)
+    _ended(going)
+    assert list(Passage.objects.filter(agent=agent).values_list("text", flat=True)) == ["edited"]
