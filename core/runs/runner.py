@@ -195,7 +195,7 @@ def _wait_check(agent: Agent, conversation_id: str | None, inputs: list[dict], w
         raise DomainError(NOTHING_PENDING)
     if any(m["role"] in ("approval", "continue") for m in inputs[1:]):
         raise Invalid("Send one approval answer per request")
-    inputs[0]["resumes"] = wait.id
+    inputs[0]["wait_run_id"] = wait.id  # the run whose wait this answers (stored with the run's inputs)
     if role == "continue" and not wait.waiting["calls"]:
         return
     if role == "continue":
@@ -917,7 +917,7 @@ def _answer_model_call(rs: _RunState, item: dict) -> StopReason | None:
     """The answer to a wait before a model call (continue, step): the wait is taken (the first answer wins: one
     conditional update), the tool-rule history carries over, and the next model call is not stopped again (with
     `step`, the one after it is)."""
-    waited = Run.objects.filter(pk=item["resumes"]).first()
+    waited = Run.objects.filter(pk=item.get("wait_run_id") or item.get("resumes")).first()  # resumes: before 2026-12
     if waited is None or not waits.take(waited.pk):
         rs.error = "The wait this answer was for was answered, cancelled or expired meanwhile."
         return StopReason.ERROR
@@ -963,7 +963,7 @@ def _answer_calls(rs: _RunState, answer: dict) -> StopReason | None:
     if agent is None:
         return StopReason.CANCELLED
     snap = _snapshot(rs, agent)
-    waited = Run.objects.get(pk=answer["resumes"])
+    waited = Run.objects.get(pk=answer.get("wait_run_id") or answer["resumes"])  # resumes: a run stored before 2026-12
     wait = waited.waiting or {}
     if waited.waiting_until is None:
         rs.error = "The wait this answer was for was answered, cancelled or expired meanwhile."

@@ -49,11 +49,16 @@ def _pretty(arguments) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
+def _answers(first) -> str | None:
+    """The run whose wait a run's first input answers (`wait_run_id`; `resumes` in runs stored before it was renamed)."""
+    return (first.get("wait_run_id") or first.get("resumes")) if isinstance(first, dict) else None
+
+
 def answering_run(*, agent_id: str, wait_run_id: str) -> Run | None:
     """The run in progress that answers this wait (its answer is being run; the wait is taken when it commits)."""
     for run in Run.objects.filter(agent_id=agent_id, status__in=RUN_ACTIVE).only("id", "input_messages"):
         first = (run.input_messages or [{}])[0]
-        if isinstance(first, dict) and first.get("resumes") == wait_run_id:
+        if _answers(first) == wait_run_id:
             return run
     return None
 
@@ -317,13 +322,13 @@ def model_call_wait(*, agent) -> Run | None:
 
 
 def _resumed_by(run: Run) -> Run | None:
-    """The run that answered this one's wait (its first input names it: `resumes`)."""
+    """The run that answered this one's wait (its first input names it: `wait_run_id`)."""
     later = Run.objects.filter(
         agent_id=run.agent_id, conversation_id=run.conversation_id, created_at__gte=run.created_at
     ).exclude(pk=run.pk)
     for other in later.order_by("created_at").only("id", "input_messages", "status")[:20]:
         first = (other.input_messages or [{}])[0]
-        if isinstance(first, dict) and first.get("resumes") == run.id:
+        if _answers(first) == run.id:
             return other
     return None
 

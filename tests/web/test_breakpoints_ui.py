@@ -302,6 +302,13 @@ def test_continue_from_a_card_goes_on_and_a_later_answer_is_refused_with_the_car
     assert r.status_code == 422 and "no longer waits" in late and 'data-state="continued"' in late
     assert "data-pause" not in late
     assert Run.objects.get(pk=held).stop_reason == "requires_approval"
+    # the answering run names the wait it answers; one stored before the rename (`resumes`) still reads
+    inputs = Run.objects.get(pk=going).input_messages
+    assert inputs[0]["wait_run_id"] == held
+    inputs[0]["resumes"] = inputs[0].pop("wait_run_id")
+    Run.objects.filter(pk=going).update(input_messages=inputs)
+    card = web.get(f"/agents/{agent.id}/waits/model-call/{held}/").content.decode()
+    assert 'data-state="continued"' in card and going[-8:] in card
 
 
 def test_stop_from_a_card_ends_the_pause(web, api, agent, fake_llm):
