@@ -117,11 +117,11 @@
   function highlightInStep(id) {  // once the step inspector shows the step, point at this call's result in it
     const done = (e) => {
       if (e.target.id !== "step-detail") return;
-      document.body.removeEventListener("htmx:afterSwap", done);
+      document.body.removeEventListener("htmx:afterSettle", done);
       const li = $(`#step-detail .step-tool[data-call-id="${CSS.escape(id)}"]`);
       if (li) highlight(li);
     };
-    document.body.addEventListener("htmx:afterSwap", done);
+    document.body.addEventListener("htmx:afterSettle", done);  // settled: the inspector shows the step
   }
   document.addEventListener("click", (e) => {
     const link = e.target.closest && e.target.closest("a.bc-call[data-call]");

@@ -13,6 +13,7 @@ from core.runs.runner import run_agent
 from tests.core.test_agent_tests import TESTS, _script
 from tests.e2e.conftest import shot
 from tests.factories import make_agent
+from tests.helpers import in_thread
 
 RUN_S = 90000  # ms: three tests, each a copy and a run through the executor (litellm's first import is slow)
 
@@ -91,8 +92,15 @@ def test_save_as_test_prefills_the_turns_from_the_conversation(signed_in, accoun
         FakeLLM.tool("send_message", {"message": "You like tea."}),
         FakeLLM.tool("send_message", {"message": "Noted, coffee it is."}),
     )
-    run_agent(agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "What do I like?"}])
-    run_agent(agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "I like coffee now."}])
+    in_thread(
+        run_agent, agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "What do I like?"}]
+    )
+    in_thread(
+        run_agent,
+        agent_id=agent.id,
+        owner=account.org,
+        input_messages=[{"role": "user", "content": "I like coffee now."}],
+    )
     page = _open_tests(signed_in, agent.id)
     page.click('.pill-nav [data-tab="tab-context"]')
     page.click("#save-menu > summary")  # the conversation's Save as… menu

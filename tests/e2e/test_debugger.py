@@ -58,7 +58,9 @@ def test_overflow_marks_evicted_messages_and_draws_summary_and_reset_dividers(si
         memory_blocks=[BlockInput(label="human", value="Name: Alice")],
     )
     for i in range(6):  # most of the window, filled through the real runner
-        run_agent(agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": _turn(i)}])
+        in_thread(
+            run_agent, agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": _turn(i)}]
+        )
     assert not Message.objects.filter(agent=agent, kind="summary").exists()
     page = _open(signed_in, agent.id)
     expect(page.locator("#history .msg.user_message[data-ctx=in]")).to_have_count(6)

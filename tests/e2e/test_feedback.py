@@ -22,7 +22,7 @@ from tests.e2e.conftest import shot
 from tests.e2e.test_debugger import FIRST_CALL_S, _open, _send
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
-from tests.helpers import free_port, serve_in_thread
+from tests.helpers import free_port, in_thread, serve_in_thread
 
 WIDTHS = (390, 1280, 1920)
 SHOTS_FB = Path("/tmp/shots-fb")
@@ -259,7 +259,7 @@ def test_import_preview_and_import_show_progress(signed_in, account, tmp_path):
 def test_replay_disables_its_button_while_the_models_answer(signed_in, account, fake_llm):
     agent = make_agent(account.org, name="Replayed")
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Hello."}))
-    run_agent(agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "hi"}])
+    in_thread(run_agent, agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "hi"}])
     step = Step.objects.filter(agent=agent).order_by("-created_at").first()
     page = signed_in.new_page()
     page.goto(f"/agents/{agent.id}/steps/{step.id}/replay/")

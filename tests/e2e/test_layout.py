@@ -49,13 +49,14 @@ def _seed(account, fake_llm, tmp_path) -> dict:
     fake_llm.script(
         FakeLLM.tool("send_message", {"message": "See https://example.com/" + "very-long-path/" * 12 + " for details."})
     )
-    run_agent(
+    in_thread(
+        run_agent,
         agent_id=agent.id,
         owner=account.org,
         input_messages=[{"role": "user", "content": "Where is my order " + LONG_ID + "?"}],
     )
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Done."}))
-    run_agent(agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "Thanks."}])
+    in_thread(run_agent, agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "Thanks."}])
     step = Step.objects.filter(agent=agent).order_by("created_at").first()
     fake_llm.script(*[FakeLLM.tool("send_message", {"message": f"Answer {i}: {LONG_ID}"}) for i in range(3)])
     timetravel.step_replay(owner=account.org, step=step, models=REPLAY_MODELS)  # the replay page's three columns
@@ -236,7 +237,7 @@ def test_login_page_fits_and_reads_at_each_width_in_both_themes(chromium, live_s
 def _one_turn(account, fake_llm) -> tuple[Agent, Step]:
     agent = make_agent(account.org, name="Layout")
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Hello."}))
-    run_agent(agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "Hi"}])
+    in_thread(run_agent, agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "Hi"}])
     return agent, Step.objects.get(agent=agent)
 
 

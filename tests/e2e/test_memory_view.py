@@ -12,6 +12,7 @@ from memory.models import Block
 from tests.e2e.conftest import shot
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
+from tests.helpers import in_thread
 
 FIRST_CALL_S = 60000  # ms: the server's first model call imports litellm (several seconds on a small machine)
 HEIGHT = {390: 844, 1024: 768, 1280: 800, 1920: 1080}
@@ -21,7 +22,7 @@ def _agent_with_a_long_conversation(account):
     agent = make_agent(account.org, name="Ada")
     for n in range(4):  # the default reply: send_message("ok")
         text = f"Turn {n}: " + "\n".join(f"line {i} of a long message" for i in range(12))
-        run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": text}])
+        in_thread(run_agent, agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": text}])
     return agent
 
 
@@ -221,7 +222,7 @@ def test_a_call_the_page_does_not_hold_is_shown_in_its_step(signed_in, account, 
         ),
         FakeLLM.tool("send_message", {"message": "Noted."}),
     )
-    run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "I am Bea"}])
+    in_thread(run_agent, agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "I am Bea"}])
     other = conversation_create(agent=agent)  # another conversation: the same blocks, none of the agent's thread
     page = signed_in.new_page()
     page.goto(f"/agents/{agent.id}/?conversation={other.id}")

@@ -14,6 +14,7 @@ from tests.e2e.conftest import shot
 from tests.e2e.test_csp import _watch
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
+from tests.helpers import in_thread
 
 SHOTS_UI = Path("/tmp/shots-ui")
 
@@ -30,8 +31,11 @@ def _shots(page, name: str) -> None:
 
 def _one_turn(account, agent, fake_llm, reply: str) -> Step:
     fake_llm.script(FakeLLM.tool("send_message", {"message": reply}))
-    run_agent(
-        agent_id=agent.id, owner=account.org, input_messages=[{"role": "user", "content": "Where should we eat?"}]
+    in_thread(
+        run_agent,
+        agent_id=agent.id,
+        owner=account.org,
+        input_messages=[{"role": "user", "content": "Where should we eat?"}],
     )
     return Step.objects.filter(agent=agent).order_by("-created_at").first()
 
