@@ -215,7 +215,6 @@ def test_a_tab_answering_after_another_is_told_and_shows_what_was_decided(signed
     assert Passage.objects.filter(agent=agent).count() == 1
 
 
-
 def test_several_calls_are_answered_one_by_one_and_sent_together(signed_in, account, fake_llm):
     agent = make_agent(
         account.org,
