@@ -74,7 +74,13 @@ class Cluster:
         return server.url
 
     def worker(self, name: str) -> subprocess.Popen:
-        return self._spawn(["manage.py", "run_worker", "--threads", "4"], f"worker-{name}")
+        """A worker process, returned once it listens for runs: a send made before that waits for its start-up,
+        which on a loaded machine outlasts the client's timeout."""
+        before = _listeners()
+        proc = self._spawn(["manage.py", "run_worker", "--threads", "4"], f"worker-{name}")
+        until(lambda: _listeners() > before or proc.poll() is not None, timeout=120, what=f"worker {name} to listen")
+        assert proc.poll() is None, f"worker {name} exited with {proc.returncode}"
+        return proc
 
     def stop(self) -> None:
         for p in self.procs:
@@ -86,6 +92,15 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+
+def _listeners() -> int:
+    """Worker processes listening for runs (each holds one LISTEN session on PostgreSQL)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN agents_ide_runs'")
+        return cursor.fetchone()[0]
 
 
 def _post(url: str, token: str, body: dict) -> tuple[int, dict]:
@@ -298,7 +313,6 @@ def test_web_tier_runs_nothing_and_a_killed_worker_heals_without_another(cluster
 def test_a_worker_takes_the_servers_runs_when_notified_not_polled(cluster, account, fake_llm):
     """On PostgreSQL a web process NOTIFYs the workers when it commits a task: a worker that would poll only once an
     hour takes every run sent through the server at once (the sync call would otherwise time out)."""
-    from django.db import connection
 
     from tests.factories import make_agent
 
@@ -307,12 +321,7 @@ def test_a_worker_takes_the_servers_runs_when_notified_not_polled(cluster, accou
     web = cluster.server()
     worker = cluster.worker("listening")
 
-    def listening() -> bool:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN agents_ide_runs'")
-            return cursor.fetchone()[0] == 1
-
-    until(listening, timeout=60, what="the worker to listen")
+    assert _listeners() == 1
     for text in ("one", "two"):
         fake_llm.script(FakeLLM.tool("send_message", {"message": f"reply {text}"}))
         status, body = _post(f"{web}/v1/agents/{agent.id}/messages", account.token, {"input": text})
