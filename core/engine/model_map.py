@@ -33,8 +33,6 @@ FIELDS = (
 
 @lru_cache(maxsize=1)
 def table() -> dict[str, dict[str, Any]]:
-    """Model name -> its facts (only the `FIELDS` litellm gives for it); empty if the file is missing."""
-    try:
-        return orjson.loads(gzip.decompress(PATH.read_bytes()))
-    except FileNotFoundError:
-        return {}
+    """Model name -> its facts (only the `FIELDS` litellm gives for it). The file ships with the code: a missing one
+    is an error, not a map with no models (every model would get the default window and no price)."""
+    return orjson.loads(gzip.decompress(PATH.read_bytes()))
