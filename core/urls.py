@@ -18,6 +18,7 @@ from core.web import (
     versions,
     waits,
     workspace,
+    ws_handlers,
 )
 
 urlpatterns = [
@@ -38,6 +39,8 @@ urlpatterns = [
     path("agents/<str:agent_id>/history/", workspace.history_older, name="agent_history"),
     path("agents/<str:agent_id>/conversations/new/", workspace.conversation_new, name="conversation_new"),
     path("agents/<str:agent_id>/conversations/branch/", workspace.conversation_branch, name="conversation_branch"),
+    path("agents/<str:agent_id>/send/", ws_handlers.message_send, name="agent_send"),
+    path("agents/<str:agent_id>/cancel/", ws_handlers.run_cancel_view, name="agent_cancel"),
     path("agents/<str:agent_id>/window/", runs.window_marks, name="agent_window"),
     path("agents/<str:agent_id>/reset/", workspace.messages_reset, name="agent_reset"),
     path("agents/<str:agent_id>/context/", inspector.context_panel, name="agent_context"),

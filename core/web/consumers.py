@@ -119,7 +119,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
             return
 
         reply = await handle_client_message(
-            principal=self.principal, agent_id=self.agent_id, payload=payload, thread=self.thread
+            owner=self.principal.org, agent_id=self.agent_id, payload=payload, thread=self.thread
         )
         if reply is not None:
             await self.send_json(reply)

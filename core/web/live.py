@@ -5,7 +5,8 @@ Rendered in the consumer, so nothing renders when no page listens and the API's 
 `batch=1`) carry Letta's events unchanged; once per channel message for every IDE socket of the agent in the process
 (one renderer per agent, which keeps the last frames). A streamed part's shell (its meta line, an empty body) is
 rendered once, with its first token chunk; the page appends the tokens' text to it. The page's texts come from here
-too: a run_status's `label` (the status line), an error's `reason` and, for a thread that waits, `busy_text`.
+too: a run_status's `label` (the status line), an error's `reason` and, for a thread that waits, `busy_text`; a
+run_status's `html` is the notice of a run that did not complete, or the card of a run that waits before a model call.
 """
 
 from collections import deque
@@ -16,9 +17,10 @@ from django.utils.dateparse import parse_datetime
 
 from core import jsontext
 from core.channel_layer import LocalChannelLayer
-from core.models import Message
+from core.models import Message, Run
 from core.web.history import display_items
-from core.web.waits import answer_items, calls_item
+from core.web.runs import notice_context
+from core.web.waits import answer_items, calls_item, model_call_card
 
 # what the conversation shows of the events a socket receives
 SHOWN = {
@@ -60,9 +62,22 @@ def renderer_close(agent_id: str) -> None:
             del _renderers[agent_id]
 
 
+def _waits_for_model_call(event: dict) -> bool:
+    return isinstance(event.get("waiting"), dict) and event["waiting"].get("before") == "model_call"
+
+
+def _drawn_from_run(event: dict) -> bool:
+    """A run_status whose run the page shows a card of: the card of a wait before a model call, or the notice of a
+    run that did not complete."""
+    return event.get("message_type") == "run_status" and (
+        _waits_for_model_call(event) or event.get("status") not in ("created", "running", "completed")
+    )
+
+
 def needs_database(events: list[dict]) -> bool:
-    """Whether rendering these events reads the database (an approval request's card, an answer's call names)."""
-    return any(e.get("message_type") in APPROVALS and not e.get("delta") for e in events)
+    """Whether rendering these events reads the database (an approval request's card, an answer's call names, a run's
+    notice or its wait's card)."""
+    return any((e.get("message_type") in APPROVALS and not e.get("delta")) or _drawn_from_run(e) for e in events)
 
 
 def _date(value):
@@ -200,7 +215,8 @@ class LiveRenderer:
             if event.get("status") not in ("created", "running"):
                 self._shells.clear()
                 self._reasoned.clear()
-            return {**event, "label": status_label(event)}
+            out = {**event, "label": status_label(event)}
+            return {**out, "html": self._run_card(event)} if _drawn_from_run(event) else out
         if kind not in SHOWN:
             return event
         if event.get("delta"):
@@ -230,6 +246,16 @@ class LiveRenderer:
         item = {**event_item(event, names=self.names), "answers": answer_items(event.get("approvals"), names)}
         item["in_context"] = False  # the model reads the answers as tool results, not this message
         return item_html(item, agent_id=self.agent_id)
+
+    def _run_card(self, event: dict) -> str:
+        """A run's notice (it did not complete: the error, the message to retry) or its model-call wait's card."""
+        run = Run.objects.filter(pk=event.get("run_id"), agent_id=self.agent_id).first()
+        if run is None:
+            return ""
+        agent = {"id": self.agent_id}
+        if _waits_for_model_call(event):
+            return render_to_string("core/_wait_model_call.html", {"agent": agent, "card": model_call_card(run=run)})
+        return render_to_string("core/_run_notice.html", {"agent": agent, **notice_context(run)}).strip()
 
     def _shell(self, part: dict, out: dict, *, again: bool = False) -> dict:
         key = f"{part.get('message_type')}:{part.get('id')}"

@@ -104,23 +104,22 @@ def run_detail(request, agent_id: str, run_id: str):
     return TemplateResponse(request, "core/_run.html", context)
 
 
+def notice_context(run) -> dict:
+    """What core/_run_notice.html draws of a run that did not complete (here, and live: core.web.live)."""
+    return {
+        "run": run,
+        "delivered": selectors.run_inputs_delivered(run=run),
+        # an answer to a wait is not a message to retry: the card it answered shows what became of it
+        "inputs": [m for m in run.input_messages or [] if isinstance(m, dict) and m.get("role") != "approval"],
+    }
+
+
 @login_required
 def run_notice(request, agent_id: str, run_id: str):
     """What a run that did not complete leaves in the conversation: the error, and the undelivered message to retry."""
     agent = agent_or_404(request, agent_id)
     run = _run_or_404(agent, run_id)
-    delivered = selectors.run_inputs_delivered(run=run)
-    return TemplateResponse(
-        request,
-        "core/_run_notice.html",
-        {
-            "agent": agent,
-            "run": run,
-            "delivered": delivered,
-            # an answer to a wait is not a message to retry: the card it answered shows what became of it
-            "inputs": [m for m in run.input_messages or [] if isinstance(m, dict) and m.get("role") != "approval"],
-        },
-    )
+    return TemplateResponse(request, "core/_run_notice.html", {"agent": agent, **notice_context(run)})
 
 
 @login_required

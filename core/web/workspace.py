@@ -136,17 +136,13 @@ def _ide_config(agent, thread: str | None = None) -> dict:
         "agentId": agent.id,
         "conversationId": thread or "",
         "activeRunId": selectors.agent_active_run_id(agent=agent, thread=thread) or "",
-        "contextUrl": in_thread("agent_context"),
+        "sendUrl": in_thread("agent_send"),
+        "cancelUrl": in_thread("agent_cancel"),
         "stepUrl": url("agent_step", "STEP"),
-        "toolsUrl": reverse("tools"),
-        "workspaceUrl": reverse("workspace", args=["AGENT"]),
         "windowUrl": in_thread("agent_window"),
-        "runUrl": url("agent_run", "RUN"),
-        "noticeUrl": url("agent_run_notice", "RUN"),
         "historyUrl": in_thread("agent_history"),
         "waitCallsUrl": url("agent_wait_calls", "MSG"),
         "waitModelCallUrl": url("agent_wait_model_call", "RUN"),
-        "fileLinksUrl": url("agent_file_links", "MSG"),
     }
 
 

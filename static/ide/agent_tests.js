@@ -7,55 +7,16 @@
 
   function openTests() { const t = tab(); if (t && t.getAttribute("aria-selected") !== "true") t.click(); }
 
-  // A run's box as the server has it now, fetched after each of its events. Fetches can come back out of order (a
-  // test's result and the run's end arrive together): the answer to the latest one wins, and replaces the box now on
-  // the page. (htmx.ajax would share one request slot with every other refresh of the page and drop all but the last
-  // one queued, which could leave a finished run showing "running".)
-  const asked = new Map(), shown = new Map();  // run id -> number of the latest fetch sent / applied
-  const boxOf = (runId) => document.querySelector(`[data-test-run="${CSS.escape(runId)}"]`);
-  function refreshRun(runId) {
-    const list = $("#test-results");
-    const box = boxOf(runId);
-    if (!box && !list) return;
-    const url = box ? box.dataset.url : list.dataset.resultsUrl.replace("RUN", encodeURIComponent(runId));
-    const n = (asked.get(runId) || 0) + 1;
-    asked.set(runId, n);
-    fetch(url, {credentials: "same-origin", headers: {"HX-Request": "true"}})
-      .then((r) => r.ok ? r.text() : Promise.reject(r.status))
-      .then((html) => {
-        if (n < (shown.get(runId) || 0)) return;  // a later fetch already drew a newer state
-        const holder = document.createElement("div");
-        holder.innerHTML = html;  // server-rendered (autoescaped) template
-        const fresh = holder.querySelector("[data-test-run]");
-        if (!fresh) return;
-        shown.set(runId, n);
-        const current = boxOf(runId);
-        if (current && current.outerHTML === fresh.outerHTML) return;  // nothing changed: the box stays as it is
-        if (current) current.replaceWith(fresh);
-        else {  // a run started elsewhere (another tab, the API): shown too, newest first
-          const target = $("#test-results");
-          if (!target) return;
-          target.prepend(fresh);
-          const none = $("#no-results"); if (none) none.remove();
-        }
-        htmx.process(fresh);
-      })
-      .catch(() => {});
-  }
-  function dedupe(list) {  // a run's box can arrive twice (its start and its first event race): keep the newest
-    const seen = new Set();
-    list.querySelectorAll("[data-test-run]").forEach((b) => {
-      if (seen.has(b.dataset.testRun)) b.remove(); else seen.add(b.dataset.testRun);
-    });
-  }
-  // workspace.js forwards the agent's test events here (agent_test_result after each test, agent_test_run at the end)
-  document.body.addEventListener("aide:agent-test", (e) => refreshRun(e.detail.test_run_id));
-  // events sent while the socket was down are lost: a reconnect re-reads the runs still going
-  new MutationObserver(() => {
-    if (document.body.dataset.ws !== "open") return;
-    document.querySelectorAll('[data-test-run][data-status="created"], [data-test-run][data-status="running"]')
-      .forEach((b) => refreshRun(b.dataset.testRun));
-  }).observe(document.body, {attributes: true, attributeFilter: ["data-ws"]});
+  // The websocket's test events (workspace.js forwards agent_test_result after each test, agent_test_run at the end):
+  // a run's box reads itself again (its hx-get; a newer event replaces a read in flight, so the last answer is the
+  // newest state; it also reads itself when the socket comes back, for the events sent while it was away). A run
+  // started elsewhere (another tab, the API) is read into the list, newest first.
+  document.body.addEventListener("aide:agent-test", (e) => {
+    const id = e.detail.test_run_id, box = document.getElementById("test-run-" + id), list = $("#test-results");
+    if (box) htmx.trigger(box, "test-event");
+    const url = list && list.dataset.resultsUrl.replace("RUN", encodeURIComponent(id));
+    if (!box && list) htmx.ajax("GET", url, {source: list, target: list, swap: "afterbegin"});  // its own request slot
+  });
 
   // A refusal (HTTP 422: the form again, saying what is wrong) is swapped in as the answer it is, for the forms that
   // opt in with data-swap-refusals (the test editor, Add to dataset); htmx leaves other 4xx answers unswapped.
@@ -74,8 +35,9 @@
       t.scrollIntoView({block: "start"});
       const name = t.querySelector("#test-form input[name=name]"); if (name && !name.value) name.focus();
     }
-    if (t.id === "test-results") {
-      dedupe(t);
+    if (t.id === "test-results") {  // a run's box can arrive twice (its start and its first event race): the newest stays
+      const seen = new Set();
+      t.querySelectorAll("[data-test-run]").forEach((b) => { if (seen.has(b.id)) b.remove(); else seen.add(b.id); });
       const none = $("#no-results"); if (none) none.remove();
     }
   });

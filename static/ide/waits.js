@@ -30,7 +30,6 @@ window.AIDE_WAITS = (function () {
     box.textContent = text || "";
     box.hidden = !text;
   }
-  const fetchCard = (card) => C.load(url(card)).then((nodes) => nodes.find((n) => n.matches(".wait-card")));
 
   // ---- the card as the server has it now. Fetches can come back out of order (a refresh when a run ends, another
   // when this tab's answer is taken): the answer to the latest one wins, and goes to the card now on the page.
@@ -39,7 +38,8 @@ window.AIDE_WAITS = (function () {
     const k = key(card);
     const n = (asked.get(k) || 0) + 1;
     asked.set(k, n);
-    return fetchCard(card).then((fresh) => {
+    return C.load(url(card)).then((nodes) => {
+      const fresh = nodes.find((n) => n.matches(".wait-card"));
       if (n < (shown.get(k) || 0)) return;  // a later fetch already drew a newer state
       if (!card.isConnected) card = find(k) || card;
       if (!fresh || !card.isConnected || card.querySelector(".htmx-request")) return;  // its answer brings it
@@ -68,15 +68,12 @@ window.AIDE_WAITS = (function () {
     if (ev.message_type === "approval_response_message") refresh();  // every card it answers shows what was decided
     else if (ev.message_type === "approval_request_message") { if (known) load(node); else changed(); }
   };
-  // a run_status says a run paused before a model call: its card, placed before the run's closing lines
+  // a run_status says a run paused before a model call, with its card (core.web.live): placed before the run's
+  // closing lines
   function arrived(ev) {
-    const known = find("r" + ev.run_id);
-    if (known) { load(known); return; }
-    fetchCard({dataset: {run: ev.run_id}}).then((node) => {
-      if (!node || find("r" + ev.run_id)) return;
-      C.before(node, C.trailingStatus());
-      changed();
-    }).catch(() => C.before(C.note("Run " + C.short(ev.run_id) + " paused before a model call; reload the page to continue it.")));
+    const known = find("r" + ev.run_id), [node] = C.nodes(ev.html);
+    if (known) load(known);
+    else if (node) { C.before(node, C.trailingStatus()); changed(); }
   }
 
   // ---- several waiting calls: choose per call (Approve, Deny), then Send answers posts them together

@@ -1,6 +1,7 @@
-// Agent workspace, the run side: the websocket (events of every run of the agent, token chunks included), the
-// run state, the composer (busy, queue, retry) and what a run that did not complete leaves behind. Texts come from
-// the server: a run_status's `label`, an error's `reason` and `busy_text` (core.web.live), a wait card's data-label.
+// Agent workspace, the run side: the websocket (events of every run of the agent, token chunks included; the page
+// sends nothing over it), the run state, the composer (busy, queue, retry) and what a run that did not complete
+// leaves behind. A send or a cancel is posted (core.web.ws_handlers). Texts come from the server: a run_status's
+// `label`, an error's `reason` and `busy_text` (core.web.live), a wait card's data-label.
 (function () {
   "use strict";
   const A = JSON.parse(document.getElementById("ide-config").textContent);
@@ -8,13 +9,10 @@
   const $ = (id) => document.getElementById(id);
   const conv = $("conversation"), input = $("composer-input"), statusEl = $("run-status"), cancelBtn = $("cancel-run");
   const busyBar = $("busy-bar"), idlePlaceholder = input.placeholder;
-  // what this socket asked for, oldest first: {kind: "send", bubble, otid} | {kind: "cancel"}
-  const awaiting = [];
-  const ended = new Set();  // runs whose end we saw (it can overtake the reply that names the run)
-  let ws = null, retry = 0, opened = 0, running = false, cancelling = false, activeRunId = A.activeRunId || null;
-  let outbox = [], queued = null;  // queued: {text, bubble}, sent when the active run ends
+  const ended = new Set();  // runs whose end we saw (it can overtake the answer that names the run)
+  let retry = 0, opened = 0, running = false, cancelling = false, activeRunId = A.activeRunId || null;
+  let sending = 0, queued = null;  // sends posted and not answered yet; queued: {text, bubble}, sent when the run ends
   const newOtid = () => "otid-" + Date.now().toString(36) + Math.random().toString(36).slice(2, 8);
-  const pendingSend = () => awaiting.some((a) => a.kind === "send");
 
   // ---- what this browser sent that the server has not confirmed, and the text being typed: kept in localStorage
   // so a reload (or a crash) loses neither. A send leaves the store once the server accepts it: from then on the
@@ -79,17 +77,26 @@
   let runsTimer = null;
   function runsChanged() { clearTimeout(runsTimer); runsTimer = setTimeout(() => C.bump("runs-changed"), 150); }  // one for a burst
 
+  // ---- a send or a cancel, posted: the answer is the event the socket would have replied with (core.web.live's texts)
+  function post(url, fields) {
+    const headers = {"X-CSRFToken": JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || ""};
+    // redirect: "error": a session that ended sends the login page, which is no answer
+    return fetch(url, {method: "POST", credentials: "same-origin", redirect: "error", headers, body: new URLSearchParams(fields)})
+      .then((r) => r.ok ? r.json() : Promise.reject(new Error("HTTP " + r.status)));
+  }
   function sendText(text, existing) {
     const p = existing || C.bubble(text, "sending", "sending…");
     C.setBubble(p, "sending", "sending…");
-    // the otid names this send, so a server that echoes it ties its reply to this bubble whatever else arrives
+    // the otid names this send: the events of its run carry it, which ties them to this bubble whatever else arrives
     const otid = newOtid();
     forget(p.dataset.otid);  // a retry: the failed copy it replaces
     p.dataset.otid = otid;
     keep(otid, text, "sending");
-    awaiting.push({kind: "send", bubble: p, otid});
-    send({type: "user_message", text, otid});
+    sending++;
     setRunning(true);
+    post(A.sendUrl, {text, otid})
+      .catch((e) => ({message_type: "error_message", reason: `The server did not take this message (${e.message}).`}))
+      .then((ev) => { sending--; sent(p, otid, text, ev); });
   }
 
   // ---- the busy bar: "busy", a run holds the agent; "waiting", a reply waits for an answer (the server's 409)
@@ -104,49 +111,48 @@
   }
   const busyText = (runId) => "The agent is busy with run " + (runId ? C.short(runId) : "(starting)") + ".";
 
-  // ---- replies to this socket (sent in the order we asked) and events of every run of the agent
-  function onReply(ev) {
-    const at = ev.otid ? awaiting.findIndex((a) => a.otid === ev.otid) : 0;  // a send's names its otid, all in order
-    const head = awaiting[at] || null, t = ev.message_type;
-    const take = () => awaiting.splice(at, 1);
-    if (t === "run_status" && ev.status === "created" && head && head.kind === "send") {
-      take();
+  // ---- what the server answered a send: its run, or why not (another run holds the agent, a reply waits, a refusal)
+  function sent(p, otid, text, ev) {
+    forget(otid);
+    if (ev.message_type === "run_status") {
       runsChanged();
-      forget(head.otid);
       if (ended.has(ev.run_id)) {  // it already ended: its notice (or the stored message) replaced this bubble
-        if (head.bubble.classList.contains("pending")) head.bubble.remove();
-        return true;
+        if (p.classList.contains("pending")) p.remove();
+        return;
       }
-      head.bubble.dataset.run = ev.run_id;
-      C.setBubble(head.bubble, "sent", "");
+      p.dataset.run = ev.run_id;
+      C.setBubble(p, "sent", "");
       activeRunId = ev.run_id;
       setRunning(true, ev.label);
-      return true;
+      return;
     }
-    if (t === "error_message" && !ev.run_id && head) {
-      take();
-      if (head.kind === "cancel") { setRunning(false); C.render(ev); return true; }
-      const busy = ev.detail && typeof ev.detail === "object" && ev.detail.run_id;
-      const text = C.bodyOf(head.bubble);
-      forget(head.otid);
-      if (busy) head.bubble.remove();  // nothing is lost: the text goes back to the composer
-      if (busy && ev.busy_text) {  // a reply waits for an answer first
-        if (!pendingSend()) setRunning(false, "not sent");
-        showBusy("waiting", ev.busy_text, busy, text);
-        markWaiting();
-      } else if (busy) {  // another run holds the agent
-        activeRunId = busy;
-        setRunning(true);
-        showBusy("busy", busyText(busy), busy, text);
-      } else {
-        keep(head.otid, text, "failed", ev.reason);
-        C.failBubble(head.bubble, ev.reason);
-        if (!pendingSend()) setRunning(false, "not sent");
-      }
-      return true;
+    const busy = ev.detail && typeof ev.detail === "object" && ev.detail.run_id;
+    if (busy) p.remove();  // nothing is lost: the text goes back to the composer
+    if (busy && ev.busy_text) {  // a reply waits for an answer first
+      if (!sending) setRunning(false, "not sent");
+      showBusy("waiting", ev.busy_text, busy, text);
+      markWaiting();
+    } else if (busy) {  // another run holds the agent
+      activeRunId = busy;
+      setRunning(true);
+      showBusy("busy", busyText(busy), busy, text);
+    } else {
+      keep(otid, text, "failed", ev.reason);
+      C.failBubble(p, ev.reason);
+      if (!sending) setRunning(false, "not sent");
     }
-    if (t === "cancel_requested" && head && head.kind === "cancel") { take(); if (running) cancelShown(); return true; }
-    return false;
+  }
+  function cancelRun() {
+    cancelShown();
+    post(A.cancelUrl, {}).then((ev) => {
+      if (ev.message_type === "cancel_requested") return;
+      setRunning(false);  // nothing to cancel: the error says so
+      C.render(ev);
+    }).catch((e) => {
+      C.before(C.note(`The cancel did not reach the server (${e.message}): try again.`));
+      cancelling = false;
+      setRunning(running);
+    });
   }
 
   function onRunStatus(ev) {
@@ -176,21 +182,16 @@
     }
   }
 
-  function showNotice(ev) {  // the server's notice of a run that did not complete, in place of what it was given
+  function showNotice(ev) {  // the server's notice of a run that did not complete (core.web.live), in place of its inputs
     const mine = Array.from(live.querySelectorAll(`.msg.pending[data-run="${CSS.escape(ev.run_id)}"]`));
-    C.load(A.noticeUrl.replace("RUN", encodeURIComponent(ev.run_id))).then(([node]) => {
-      C.before(node, mine.find((m) => m.isConnected) || C.trailingStatus());
-      mine.forEach((m) => m.remove());
-    }).catch(() => {  // the page must still end usable: mark our own message and say what we know
-      const why = ev.error || ("The run " + ev.status + ".");
-      mine.forEach((m) => { keep(m.dataset.otid, C.bodyOf(m), "failed", why); C.failBubble(m, why); });
-      C.before(C.note("Run " + C.short(ev.run_id) + " " + ev.status + (ev.error ? ": " + ev.error : ".")));
-    });
+    const [node] = C.nodes(ev.html);
+    if (!node) return;
+    C.before(node, mine.find((m) => m.isConnected) || C.trailingStatus());
+    mine.forEach((m) => m.remove());
   }
 
-  function handle(ev, direct) {
+  function handle(ev) {
     const t = ev.message_type;
-    if (t === "pong" || (direct && onReply(ev))) return;
     if (t === "cancel_requested") { if (running) cancelShown(); return; }
     if (t === "run_status") { onRunStatus(ev); return; }
     if (t === "block_update") { if (window.AIDE_BLOCKS) window.AIDE_BLOCKS.update(ev.block); refreshContext(); return; }
@@ -209,22 +210,18 @@
     const proto = location.protocol === "https:" ? "wss://" : "ws://";
     // batch=1: every frame is an array of events (a run's batch of events in one frame)
     const thread = A.conversationId ? "&conversation=" + encodeURIComponent(A.conversationId) : "";
-    ws = new WebSocket(proto + location.host + "/ws/agents/" + encodeURIComponent(A.agentId) + "/?batch=1" + thread);
+    const ws = new WebSocket(proto + location.host + "/ws/agents/" + encodeURIComponent(A.agentId) + "/?batch=1" + thread);
     ws.onopen = () => {
-      retry = 0; document.body.dataset.ws = "open"; while (outbox.length) ws.send(outbox.shift());
+      retry = 0; document.body.dataset.ws = "open";
       W.refresh();  // what changed while the socket was away
       if (running) C.catchUp(true);  // a reply streaming now: its snapshot comes (the server was asked on connect)
-      if (opened++) missedFetch();
+      if (opened++) { missedFetch(); C.bump("socket-reopened"); }  // test runs read themselves again (agent_tests.js)
     };
     ws.onmessage = (m) => {
       let events; try { events = JSON.parse(m.data); } catch (e) { return; }
       for (const ev of Array.isArray(events) ? events : [events]) {
         if (!ev || typeof ev !== "object") continue;
-        // replies to this socket carry no run id, or are the "created" status of the run we asked for
-        const direct = ev.otid ? awaiting.some((a) => a.otid === ev.otid) :
-          (ev.message_type === "run_status" && ev.status === "created") ||
-          (ev.message_type === "error_message" && !ev.run_id) || ev.message_type === "cancel_requested";
-        try { handle(ev, direct); } catch (e) { console.error("event", ev.message_type, e); }  // the batch's others still show
+        try { handle(ev); } catch (e) { console.error("event", ev.message_type, e); }  // the batch's others still show
       }
     };
     ws.onclose = () => { document.body.dataset.ws = "closed"; setTimeout(connect, Math.min(10000, 500 * 2 ** retry++)); };
@@ -243,10 +240,6 @@
       runsChanged(); refreshContext();
     }).catch(() => {});
   }
-  function send(obj) {
-    const data = JSON.stringify(obj);
-    if (ws && ws.readyState === WebSocket.OPEN) ws.send(data); else outbox.push(data);
-  }
 
   // ---- composer: Enter sends, Shift+Enter is a new line; while a run is going, ask before doing anything
   function submit() {
@@ -262,7 +255,7 @@
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
   });
   input.addEventListener("input", draftKeep);
-  cancelBtn.addEventListener("click", () => { cancelShown(); awaiting.push({kind: "cancel"}); send({type: "cancel"}); });
+  cancelBtn.addEventListener("click", cancelRun);
   document.addEventListener("click", (e) => {  // the runs view's Cancel on a run in progress (one at a time per agent)
     const b = e.target.closest("[data-cancel-run]");
     if (!b) return;
