@@ -2,14 +2,17 @@
 
 import difflib
 import logging
+import threading
+from collections import OrderedDict
 from datetime import UTC, date, datetime, time
 from functools import cache
 
-from django.db import connections
+from django.db import connection, connections
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.utils.dateparse import parse_date, parse_datetime
 
-from core.engine.types import MemoryStats
+from core import mapping
+from core.engine.types import BlockSpec, MemoryStats
 from core.errors import Invalid, NotFound
 from core.models import Agent, Message, Organization
 from core.pagination import clamp_limit, clamp_offset, cursor_unknown, queryset_page
@@ -104,6 +107,97 @@ def agent_blocks(*, agent: Agent) -> list[Block]:
     """The agent's blocks in their display order. Our own SQL through `Manager.raw()` (every step reads them: the
     queryset's compile cost four times the statement)."""
     return list(Block.objects.raw(_agent_blocks_sql(), [agent.pk]))
+
+
+@cache
+def _agent_block_stamps_sql() -> str:
+    link = AgentBlock._meta
+    return (
+        f'SELECT b.id, b.updated_at FROM "{Block._meta.db_table}" b JOIN "{link.db_table}" l '
+        f'ON l."{link.get_field("block").column}" = b.id '
+        f'WHERE l."{link.get_field("agent").column}" = %s ORDER BY l.position, l.id'
+    )
+
+
+@cache
+def _block_specs_sql(count: int) -> str:
+    return (
+        'SELECT id, updated_at, label, value, "limit", description, read_only '
+        f'FROM "{Block._meta.db_table}" WHERE id IN ({", ".join(["%s"] * count)})'
+    )
+
+
+# Each block as the engine sees it (its BlockSpec), kept in this process by block id with its `updated_at` as read
+# beside it, as the tools' specs are (tools.selectors.agent_tool_specs): every write of a block sets that stamp
+# (memory.services.block_update, under the block's row lock; creation), and an entry is stored under the stamp read
+# in the same statement as its value. Writes never use these: block_update reads the row again under its lock.
+# Bounded by the bytes of the values kept (a block holds at most a few thousand characters, its limit).
+BLOCK_CACHE_BYTES = 4 * 1024 * 1024
+
+
+class _BlockCache:
+    def __init__(self, budget: int):
+        self.budget, self.bytes = budget, 0
+        self._entries: OrderedDict[str, tuple[object, BlockSpec]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, block_id: str, stamp) -> BlockSpec | None:
+        with self._lock:
+            entry = self._entries.get(block_id)
+            if entry is None or entry[0] != stamp:
+                return None
+            self._entries.move_to_end(block_id)
+            return entry[1]
+
+    def put(self, block_id: str, stamp, spec: BlockSpec) -> None:
+        with self._lock:
+            if (old := self._entries.pop(block_id, None)) is not None:
+                self.bytes -= _spec_bytes(old[1])
+            self._entries[block_id] = (stamp, spec)
+            self.bytes += _spec_bytes(spec)
+            while self.bytes > self.budget and self._entries:
+                self.bytes -= _spec_bytes(self._entries.popitem(last=False)[1][1])
+
+
+def _spec_bytes(spec: BlockSpec) -> int:
+    return 300 + len(spec.value) + len(spec.description or "")
+
+
+_blocks = _BlockCache(BLOCK_CACHE_BYTES)
+
+
+def agent_block_specs(*, agent: Agent) -> tuple[list[BlockSpec], datetime | None]:
+    """The agent's blocks in display order as the engine sees them, and when the latest of them was last edited:
+    one statement of ids and stamps, and one more for the blocks changed (or not seen) since this process last read
+    them. Their rows (for writes) are read by those who write (`blocks_by_ids`)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_agent_block_stamps_sql(), [agent.pk])
+        stamps = cursor.fetchall()
+        specs = {block_id: _blocks.get(block_id, stamp) for block_id, stamp in stamps}
+        missing = [block_id for block_id, spec in specs.items() if spec is None]
+        if missing:  # read with their stamps: a block changed since the statement above is kept as it is now
+            cursor.execute(_block_specs_sql(len(missing)), missing)
+            for block_id, stamp, label, value, limit, description, read_only in cursor.fetchall():
+                row = Block(id=block_id, label=label, value=value, limit=limit, description=description)
+                row.read_only = bool(read_only)
+                spec = mapping.block_spec(row)
+                _blocks.put(block_id, stamp, spec)
+                specs[block_id] = spec
+                stamps.append((block_id, stamp))  # its newer stamp counts for the last edit
+    edited = max((_aware(stamp) for _, stamp in stamps), default=None)
+    return [specs[block_id] for block_id in dict.fromkeys(i for i, _ in stamps) if specs.get(block_id)], edited
+
+
+def _aware(stamp) -> datetime:
+    """A stamp as read by the cursor: SQLite's is naive (UTC, as Django stores it), PostgreSQL's aware."""
+    value = parse_datetime(stamp) if isinstance(stamp, str) else stamp
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def blocks_by_ids(*, ids: list[str]) -> list[Block]:
+    """Block rows by id, in the order of `ids` (one deleted meanwhile is left out)."""
+    found = {block.pk: block for block in Block.objects.filter(id__in=ids)}
+    return [found[i] for i in ids if i in found]
 
 
 def agents_blocks(*, agent_ids: list[str]) -> dict[str, list[Block]]:

@@ -1,10 +1,15 @@
 """Reads of tools and tool runs, filtered by owner."""
 
 import re
+import threading
+from collections import OrderedDict
 from functools import cache
 
+from django.db import connection
 from django.db.models import Q, QuerySet
 
+from core import mapping
+from core.engine import types as t
 from core.engine.base_tools import LETTA_TYPE_OF_BASE
 from core.models import Agent, Organization
 from core.pagination import clamp_limit, queryset_page
@@ -132,6 +137,92 @@ def agent_tools(*, agent: Agent) -> list[Tool]:
     """The agent's tools by name. Our own SQL through `Manager.raw()` (every step reads them: the queryset's compile
     cost as much as the statement)."""
     return list(Tool.objects.raw(_agent_tools_sql(), [agent.pk]))
+
+
+@cache
+def _agent_tool_stamps_sql() -> str:
+    link = Tool.agents.through._meta
+    return (
+        f'SELECT t.id, t.updated_at FROM "{Tool._meta.db_table}" t JOIN "{link.db_table}" l '
+        f'ON l."{link.get_field("tool").column}" = t.id '
+        f'WHERE l."{link.get_field("agent").column}" = %s ORDER BY t.name'
+    )
+
+
+# The engine form of each tool (its ToolSpec, the schema parsed), kept in this process by tool id with the tool's
+# `updated_at` as read beside it: a step reads only its tools' ids and stamps, and a tool's row again only when its
+# stamp is not the one its spec was kept with. Every write of a tool goes through `save()` (auto_now sets the stamp);
+# an entry is stored under the stamp read in the same statement as its data, so what is kept never outlives a change.
+# Bounded by the count of tools (a schema is a few KB): the least recently used go first.
+SPECS_MAX = 2000
+
+
+class _SpecCache:
+    def __init__(self, size: int):
+        self.size = size
+        self._entries: OrderedDict[str, tuple[object, t.ToolSpec]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, tool_id: str, stamp) -> t.ToolSpec | None:
+        with self._lock:
+            entry = self._entries.get(tool_id)
+            if entry is None or entry[0] != stamp:
+                return None
+            self._entries.move_to_end(tool_id)
+            return entry[1]
+
+    def put(self, tool_id: str, stamp, spec: t.ToolSpec) -> None:
+        with self._lock:
+            self._entries[tool_id] = (stamp, spec)
+            self._entries.move_to_end(tool_id)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+
+_specs = _SpecCache(SPECS_MAX)
+
+
+@cache
+def _tool_specs_sql(count: int) -> str:
+    return (
+        "SELECT id, updated_at, name, tool_type, description, json_schema, return_char_limit "
+        f'FROM "{Tool._meta.db_table}" WHERE id IN ({", ".join(["%s"] * count)})'
+    )
+
+
+def agent_tool_specs(*, agent: Agent) -> tuple[list[str], list[t.ToolSpec]]:
+    """The agent's tools by name as the engine sees them, with their ids: one statement of ids and stamps, and one
+    more for the tools changed (or not seen) since this process last read them. A step offers the specs and reads
+    the full rows (`tools_by_ids`) only when it runs a tool that needs one."""
+    with connection.cursor() as cursor:
+        cursor.execute(_agent_tool_stamps_sql(), [agent.pk])
+        stamps = cursor.fetchall()
+        specs = {tool_id: _specs.get(tool_id, stamp) for tool_id, stamp in stamps}
+        missing = [tool_id for tool_id, spec in specs.items() if spec is None]
+        if missing:  # read with their stamps: a tool changed since the statement above is kept as it is now
+            cursor.execute(_tool_specs_sql(len(missing)), missing)
+            schema = Tool._meta.get_field("json_schema")
+            for tool_id, stamp, name, kind, description, json_schema, limit in cursor.fetchall():
+                json_schema = schema.from_db_value(json_schema, None, connection)
+                spec = mapping.tool_spec(
+                    Tool(
+                        name=name,
+                        tool_type=kind,
+                        description=description,
+                        json_schema=json_schema,
+                        return_char_limit=limit,
+                    )
+                )
+                _specs.put(tool_id, stamp, spec)
+                specs[tool_id] = spec
+    ids = [tool_id for tool_id, _ in stamps if specs.get(tool_id) is not None]  # (one deleted meanwhile is gone)
+    return ids, [specs[tool_id] for tool_id in ids]
+
+
+def tools_by_ids(*, ids: list[str]) -> list[Tool]:
+    """Tool rows by id, in the order of `ids` (one deleted meanwhile is left out)."""
+    found = {tool.pk: tool for tool in Tool.objects.filter(id__in=ids)}
+    return [found[i] for i in ids if i in found]
 
 
 def agents_tools(*, agent_ids: list[str]) -> dict[str, list[Tool]]:

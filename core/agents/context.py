@@ -8,7 +8,7 @@ message token counts are stored on the rows, and recall size comes from the inde
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from django.utils import timezone
 
@@ -21,9 +21,10 @@ from core.engine.context import compile_context, overview
 from core.models import Agent, Message, Organization, Run
 from core.selectors import found_or_404
 from memory.files.tools import directories_section
-from memory.models import Passage
-from memory.selectors import agent_blocks
-from tools.selectors import agent_tools
+from memory.models import Block, Passage
+from memory.selectors import agent_block_specs, blocks_by_ids
+from tools.models import Tool
+from tools.selectors import agent_tool_specs, tools_by_ids
 
 
 @dataclass
@@ -32,9 +33,8 @@ class AgentSnapshot:
 
     agent: Agent
     spec: t.AgentSpec
-    block_rows: list
     blocks: list[t.BlockSpec]
-    tool_rows: list
+    tool_ids: list[str]  # the ids of the agent's own tools (`tool_row` reads their rows)
     tools: list[t.ToolSpec]
     rules: list[t.ToolRule]
     summary: t.Message | None
@@ -43,6 +43,24 @@ class AgentSnapshot:
     stats: t.MemoryStats
     max_seq: int
     files: str = ""  # the `<directories>` section, for an agent with the file tools (a folder attached)
+    rows: dict | None = field(default=None, repr=False)  # the tools' rows by name, read when first asked
+    block_list: list | None = field(default=None, repr=False)  # the blocks' rows, read when first asked
+
+    @property
+    def block_rows(self) -> list[Block]:
+        """The rows of `blocks`, in their order, read the first time a step asks (a memory edit: it writes through
+        them, and keeps the row it wrote in their place)."""
+        if self.block_list is None:
+            found = {row.pk: row for row in blocks_by_ids(ids=[b.id for b in self.blocks])}
+            self.block_list = [found.get(b.id) or Block(pk=b.id) for b in self.blocks]  # (deleted: its write fails)
+        return self.block_list
+
+    def tool_row(self, name: str) -> Tool | None:
+        """The row of the agent's tool `name` (what runs it: its code, sandbox, server), read with the others the
+        first time a step asks (a step that runs only built-in tools never does); None if it was deleted since."""
+        if self.rows is None:
+            self.rows = {tool.name: tool for tool in tools_by_ids(ids=self.tool_ids)}
+        return self.rows.get(name)
 
 
 # Stored messages never change (edits are new messages), so their engine form is cached by id in this
@@ -135,8 +153,7 @@ def agent_with_counts(*, owner: Organization, agent_id: str) -> Agent:
     return found_or_404(agent, Agent, agent_id)
 
 
-def _stats(agent: Agent, in_context: int, max_seq: int, block_rows) -> t.MemoryStats:
-    last_edit = max((b.updated_at for b in block_rows), default=None)
+def _stats(agent: Agent, in_context: int, max_seq: int, last_edit) -> t.MemoryStats:
     if hasattr(agent, "snapshot_archival"):  # read with the agent (queries.agent_read(counts=True))
         archival = agent.snapshot_archival
     else:
@@ -153,8 +170,8 @@ def agent_snapshot(*, agent: Agent) -> AgentSnapshot:
     with its counts (`queries.agent_read(counts=True)`) brings its statistics' counts along; read at once before
     the snapshot, they are as current as the rest."""
 
-    block_rows = agent_blocks(agent=agent)
-    tool_rows = agent_tools(agent=agent)
+    blocks, last_edit = agent_block_specs(agent=agent)
+    tool_ids, tools = agent_tool_specs(agent=agent)
     cached = messages_cached(list(agent.message_ids or []))
     window = [cached[i] for i in agent.message_ids or [] if i in cached]
     in_context = len(window)
@@ -170,18 +187,17 @@ def agent_snapshot(*, agent: Agent) -> AgentSnapshot:
     return AgentSnapshot(
         agent=agent,
         spec=mapping.agent_spec(agent),
-        block_rows=block_rows,
-        blocks=[mapping.block_spec(b) for b in block_rows],
-        tool_rows=tool_rows,
-        tools=[mapping.tool_spec(x) for x in tool_rows],
+        blocks=blocks,
+        tool_ids=tool_ids,
+        tools=tools,
         rules=mapping.tool_rules(agent),
         summary=summary,
         body=[m for m, _, _ in body],
         kinds={m.id: kind for m, kind, _ in window if kind},
-        stats=_stats(agent, in_context, max_seq, block_rows),
+        stats=_stats(agent, in_context, max_seq, last_edit),
         max_seq=max_seq,
         # read only for an agent a folder gave the file tools: no statement for the others
-        files=directories_section(agent) if any(x.name in FILE_TOOL_NAMES for x in tool_rows) else "",
+        files=directories_section(agent) if any(x.name in FILE_TOOL_NAMES for x in tools) else "",
     )
 
 

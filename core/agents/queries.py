@@ -25,10 +25,17 @@ def _column(model, name: str) -> str:
     return f'"{model._meta.get_field(name).column}"'
 
 
+# The columns a step's commit writes from (`persistence.agent_lock`): whose rows, for which model, the window. The
+# rest of the row (its settings, rules, secrets: JSON to decode) the commit does not read.
+LOCK_COLUMNS = ("id", "owner_id", "model", "message_ids")
+
+
 @cache
-def _agent_sql(*, counts: bool, max_seq: bool, version: bool, cancelled: bool, owned: bool, lock: bool) -> str:
+def _agent_sql(
+    *, counts: bool, max_seq: bool, version: bool, cancelled: bool, owned: bool, lock: bool, columns: tuple | None
+) -> str:
     a, m, p, v, r = _table(Agent), _table(Message), _table(Passage), _table(AgentVersion), _table(Run)
-    extra = []
+    extra = [", ".join(f'a."{name}"' for name in columns)] if columns else ["a.*"]
     if max_seq:  # the highest message seq
         extra.append(f"(SELECT m.seq FROM {m} m WHERE m.agent_id = a.id ORDER BY m.seq DESC LIMIT 1) AS max_seq")
     if counts:  # what the agent's snapshot shows: its highest message seq and its archival passages
@@ -43,7 +50,7 @@ def _agent_sql(*, counts: bool, max_seq: bool, version: bool, cancelled: bool, o
     if cancelled:
         extra.append(f"EXISTS (SELECT 1 FROM {r} r WHERE r.id = %s AND r.cancel_requested) AS cancelled")
     where = "a.id = %s" + (" AND a.owner_id = %s" if owned else "")
-    return f"SELECT {', '.join(['a.*', *extra])} FROM {a} a WHERE {where}" + (" FOR UPDATE" if lock else "")
+    return f"SELECT {', '.join(extra)} FROM {a} a WHERE {where}" + (" FOR UPDATE" if lock else "")
 
 
 def agent_read(
@@ -55,13 +62,15 @@ def agent_read(
     version: bool = False,
     cancelled_run_id: str | None = None,
     lock: bool = False,
+    columns: tuple[str, ...] | None = None,
 ) -> Agent | None:
     """The agent's row (only if `owner_id` owns it, when given), or None. `counts`: annotated with
     `snapshot_max_seq` and `snapshot_archival` (what its snapshot needs); `max_seq`: with `max_seq`, its highest
     message seq; `version`: with `current_version_id`;
     `cancelled_run_id`: with `cancelled`, whether that run was asked to stop; `lock`: its row locked for the
     transaction on PostgreSQL (a caller that needs the counts as of after a lock wait reads them in a second
-    statement: a locking read evaluates subqueries in its snapshot from before the wait)."""
+    statement: a locking read evaluates subqueries in its snapshot from before the wait); `columns`: only these
+    columns of the row (the others are Django's deferred fields, read if ever asked for)."""
     sql = _agent_sql(
         counts=counts,
         max_seq=max_seq,
@@ -69,6 +78,7 @@ def agent_read(
         cancelled=cancelled_run_id is not None,
         owned=owner_id is not None,
         lock=lock and connection.vendor == "postgresql",
+        columns=columns,
     )
     params = [
         *([cancelled_run_id] if cancelled_run_id is not None else []),
@@ -82,19 +92,26 @@ def agent_read(
 
 
 @cache
-def _runs_open_sql(*, own: bool) -> str:
+def _runs_open_sql(*, own: bool, columns: str) -> str:
     thread = "conversation_id IS NULL" if own else "conversation_id = %s"
     return (
-        f"SELECT * FROM {_table(Run)} WHERE agent_id = %s AND {thread} "
+        f"SELECT {columns} FROM {_table(Run)} WHERE agent_id = %s AND {thread} "
         "AND (status IN (%s, %s) OR waiting_until IS NOT NULL) ORDER BY created_at LIMIT 50"
     )
 
 
 def thread_runs_open(*, agent_id: str, conversation_id: str | None) -> list[Run]:
     """One thread's run in progress and its run that waits for an answer (the agent's own thread when
-    `conversation_id` is None), oldest first."""
+    `conversation_id` is None), oldest first. Mostly there is none: their ids are read first, their rows only if
+    there are some (mapping columns to a model costs more than the statement)."""
     thread = [] if conversation_id is None else [conversation_id]
-    return list(Run.objects.raw(_runs_open_sql(own=conversation_id is None), [agent_id, *thread, *RUN_ACTIVE]))
+    with connection.cursor() as cursor:
+        cursor.execute(_runs_open_sql(own=conversation_id is None, columns="id"), [agent_id, *thread, *RUN_ACTIVE])
+        found = [row[0] for row in cursor.fetchall()]
+    if not found:
+        return []
+    sql = f"SELECT * FROM {_table(Run)} WHERE id IN ({', '.join(['%s'] * len(found))}) ORDER BY created_at"
+    return list(Run.objects.raw(sql, found))
 
 
 @cache

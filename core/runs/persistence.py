@@ -89,14 +89,15 @@ def rows_insert(objs: Sequence) -> None:
 
 def agent_lock(agent_id: str) -> Agent:
     """The agent's row, locked for this transaction (PostgreSQL row lock; SQLite: IMMEDIATE transactions),
-    annotated with `max_seq`, its highest message seq, read after the lock is held so it is authoritative: the
+    annotated with `max_seq`, its highest message seq, read after the lock is held so it is authoritative (only the
+    columns a commit writes from, `queries.LOCK_COLUMNS`: the window, the model, the ids): the
     agent's threads run side by side and each step of each takes its seqs here. On SQLite one statement (nothing
     writes under an IMMEDIATE transaction); on PostgreSQL (READ COMMITTED) a locking SELECT that waited for the lock
     evaluates its subqueries in its snapshot from before the wait, so the seq is read by a statement of its own."""
     if connection.vendor != "postgresql":
-        agent = queries.agent_read(agent_id=agent_id, max_seq=True)
+        agent = queries.agent_read(agent_id=agent_id, max_seq=True, columns=queries.LOCK_COLUMNS)
     else:
-        agent = queries.agent_read(agent_id=agent_id, lock=True)
+        agent = queries.agent_read(agent_id=agent_id, lock=True, columns=queries.LOCK_COLUMNS)
         if agent is not None:
             agent.max_seq = queries.message_max_seq(agent_id=agent_id)
     if agent is None:

@@ -104,7 +104,7 @@ def _memory_edit(call, snap, step_id: str) -> ToolOutcome:
 
 def _web(call, snap, step_id: str) -> ToolOutcome:
     """web_search / fetch_webpage in this process (HTTP through the egress guard); the ToolRun is returned unsaved."""
-    tool = next((t for t in snap.tool_rows if t.name == call.name), None)
+    tool = snap.tool_row(call.name)
     try:
         run = web_tool_execute(
             owner=snap.agent.owner,
@@ -293,24 +293,27 @@ def multi_agent_run(call, snap, step_id: str) -> ToolOutcome:
 def calls_run(parsed, snap, step_id: str) -> dict[int, ToolOutcome]:
     """Run the reply's valid calls in order, outside any transaction, keyed by their position in the reply."""
     outside_transaction("running tool calls")
-    tools = {t.name: t for t in snap.tool_rows}
+    kinds = {t.name: t.kind for t in snap.tools}
     out: dict[int, ToolOutcome] = {}
     for i, call in enumerate(parsed.calls):
         if call.valid:
             with telemetry.tool_call(call.name, call.call.id) as traced:
-                out[i] = traced.done(_call_run(call, tools, snap, step_id))
+                out[i] = traced.done(_call_run(call, kinds.get(call.name, ""), snap, step_id))
     return out
 
 
-def _call_run(call, tools: dict, snap, step_id: str) -> ToolOutcome:
+def _call_run(call, kind: str, snap, step_id: str) -> ToolOutcome:
     if call.name in MULTI_AGENT_TOOL_NAMES:
         return multi_agent_run(call, snap, step_id)
-    if is_builtin(call.name) and getattr(tools.get(call.name), "tool_type", "") != "custom":
+    if is_builtin(call.name) and kind != "custom":
         # (a custom tool made under a web tool's name before that was built in stays the owner's code)
         return builtin_run(call, snap, step_id)
-    if tools[call.name].tool_type == "external_mcp":
-        return mcp_run(call, tools[call.name], snap, step_id)
-    return custom_run(call, tools[call.name], snap, step_id)
+    tool = snap.tool_row(call.name)  # the row (code, sandbox, server) is read only for a tool that runs from it
+    if tool is None:
+        return ToolOutcome(False, loop.tool_error_text(call.name, "the tool was deleted during the step", "NotFound"))
+    if tool.tool_type == "external_mcp":
+        return mcp_run(call, tool, snap, step_id)
+    return custom_run(call, tool, snap, step_id)
 
 
 def effects_apply(outcomes: dict[int, ToolOutcome]) -> None:
