@@ -213,6 +213,8 @@ SANDBOX_CACHE_DIR = Path(os.environ.get("SANDBOX_CACHE_DIR", DATA_DIR.parent / "
 SANDBOX_ALLOW_NETWORK = env_bool("SANDBOX_ALLOW_NETWORK")
 # Without user namespaces local runs are refused; this runs them anyway, with no file or network isolation.
 SANDBOX_LOCAL_WEAK_ISOLATION = env_bool("SANDBOX_LOCAL_WEAK_ISOLATION")
+# Local sandboxes started ahead per profile, each used by one run (tools/sandbox/warm.py); 0 = start each on demand.
+SANDBOX_WARM_POOL = int(os.environ.get("SANDBOX_WARM_POOL", "2"))
 MCP_IDLE_TIMEOUT_S = float(os.environ.get("MCP_IDLE_TIMEOUT_S", "300"))  # a stdio MCP server idle this long stops
 # --- What tenants may run (the operator's choice; docs/security.md) ---
 # Who may register and start stdio MCP servers (processes on this machine): "staff" (the default), "all" or "off".

@@ -52,6 +52,7 @@ def sandbox_config_for(*, owner: Organization) -> dict[str, Any]:
             "allow_pip_install": bool(settings.SANDBOX_LOCAL_ALLOW_PIP),
             "venv_cache_dir": str(settings.SANDBOX_CACHE_DIR),
             "allow_weak_isolation": bool(settings.SANDBOX_LOCAL_WEAK_ISOLATION),
+            "warm": max(0, int(settings.SANDBOX_WARM_POOL)),
         },
         "e2b": {
             "api_key": (prefs.e2b_api_key if prefs else "") or settings.E2B_API_KEY or None,

@@ -157,7 +157,8 @@ def test_weak_mode_uses_a_throwaway_host_directory():
     data = json.loads(run(LocalSandbox(isolation="weak"), CWD, env_vars={"API_TOKEN": "t-123"}).tool_return)
     assert data["token"] == "t-123"
     assert data["home"] == data["cwd"] and os.path.basename(data["cwd"]).startswith("tool-run-")
-    assert not os.path.exists(data["cwd"])  # removed after the run
+    # removed once the run is over (by the reaper, after the result), with the uid it ran as freed
+    until(lambda: not os.path.exists(data["cwd"]), timeout=30, what="the run's directory removed")
 
 
 def test_agent_state_snapshot_attribute_and_item_access(local):
@@ -314,13 +315,13 @@ def test_next_run_takes_a_sandbox_started_ahead_and_it_is_fresh(reachable_dir):
     assert first.status == "success", first.stderr
 
     def ours():
-        return [s for key, s in list(WARM._ready.items()) if reachable_dir in key]
+        return [s for key, group in list(WARM._ready.items()) if reachable_dir in key for s in group]
 
-    (waiting,) = until(ours, timeout=30, what="the waiting sandbox's background start")
-    waiting_ns = _pid_namespace_below(waiting.proc.pid)
+    waiting = until(ours, timeout=30, what="the waiting sandbox's background start")
+    waiting_ns = [_pid_namespace_below(s.proc.pid) for s in waiting]
     second = run(backend, src, args={"note": "second"})
     ns, seen = json.loads(second.tool_return)
-    assert ns == waiting_ns and ns != json.loads(first.tool_return)[0]
+    assert ns == waiting_ns[0] and ns != json.loads(first.tool_return)[0]
     assert seen == []  # nothing of the first run
 
 
@@ -342,8 +343,29 @@ def test_a_forked_server_process_starts_without_the_parents_waiting_sandboxes():
     run(LocalSandbox(), "def f():\n    return 1\n")  # the parent now has a worker thread and (soon) a sandbox
     pid = os.fork()
     if pid == 0:
-        os._exit(0 if (not WARM._ready and WARM._worker is None and not WARM._filling) else 1)
+        os._exit(0 if (not WARM._ready and not WARM._workers and not WARM._filling) else 1)
     assert os.waitpid(pid, 0)[1] == 0
+
+
+def test_weak_mode_takes_a_process_started_ahead_once_with_its_own_directory_and_env(reachable_dir):
+    """Without namespaces too, the next run's process is started ahead: blocked on its payload, with its own
+    directory (and, on a root server, its own uid); the tool's variables reach only the run they were given to."""
+    from tools.sandbox.warm import WARM
+
+    backend = LocalSandbox(isolation="weak", work_root=reachable_dir)
+    first = json.loads(run(backend, CWD, env_vars={"API_TOKEN": "first"}).tool_return)
+
+    def ours():
+        return [s for key, group in list(WARM._ready.items()) if reachable_dir in key for s in group]
+
+    waiting = until(ours, timeout=30, what="the waiting process's background start")
+    assert all(s.workdir and s.workdir != first["cwd"] for s in waiting)
+    with open(f"/proc/{waiting[0].proc.pid}/environ", "rb") as fh:
+        assert b"API_TOKEN" not in fh.read()  # a waiting process has none of any run's variables
+    second = json.loads(run(backend, CWD).tool_return)
+    assert second["cwd"] == waiting[0].workdir and second["home"] == second["cwd"]
+    assert second["token"] is None  # nothing of the first run's environment
+    until(lambda: waiting[0].proc.poll() is not None, timeout=30, what="the used process gone")
 
 
 def test_only_a_python_installation_or_venv_is_mounted_beyond_usr(tmp_path):

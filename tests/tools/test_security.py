@@ -14,6 +14,7 @@ import threading
 
 import pytest
 
+from tests.helpers import until
 from tests.tools.sandbox_servers import AsOrdinaryUser
 from tools.sandbox.base import SandboxLimits, SandboxRequest
 from tools.sandbox.local import LocalSandbox
@@ -138,7 +139,12 @@ def test_files_left_in_shared_tmp_dirs_are_removed_in_weak_mode(weak):
     ''',
     )
     assert r.tool_return == f'["{name}", "{name}-dir"]'
-    assert not os.path.exists(f"/tmp/{name}") and not os.path.exists(f"/tmp/{name}-dir")
+    # swept after the result, before the run's uid is free for another run
+    until(
+        lambda: not os.path.exists(f"/tmp/{name}") and not os.path.exists(f"/tmp/{name}-dir"),
+        timeout=30,
+        what="the run's files removed",
+    )
 
 
 @needs_root
@@ -229,8 +235,12 @@ def test_fork_bomb_is_bounded_and_cleaned_up_in_weak_mode(weak):
     assert r.status == "success", r.stderr
     assert int(r.tool_return) < 8
     uid = int(r.stdout)
-    live = [p for p in os.listdir("/proc") if p.isdigit() and _owned_live(p, uid)]
-    assert live == []
+    # swept after the result, before the uid is free for another run
+    until(
+        lambda: not [p for p in os.listdir("/proc") if p.isdigit() and _owned_live(p, uid)],
+        timeout=30,
+        what="the run's processes killed",
+    )
 
 
 def test_recursive_fork_bomb_is_contained(sandbox):

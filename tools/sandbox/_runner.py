@@ -295,6 +295,8 @@ def main(argv):
     main_pid = os.getpid()
     with _open(argv[1], "rb") as f:
         raw = f.read()
+    if not raw:
+        os._exit(0)  # a sandbox started ahead whose server went away (or discarded it): no run
     if len(argv) > 3 and argv[3] == "marshal":
         import marshal
 

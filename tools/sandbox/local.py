@@ -17,7 +17,8 @@ Isolation, in layers:
   Namespaced, killing bwrap ends the PID namespace, taking every process the tool started; the result
   is returned as soon as it is complete and a reaper thread waits for the teardown. Weak, we kill what
   its throwaway uid still owns and delete what it left in /tmp, /var/tmp and /dev/shm;
-- start-up: the next namespaced sandbox is started ahead (`warm.py`), so a run rarely waits for it.
+- start-up: the next sandboxes, namespaced or weak, are started ahead (`warm.py`), so a run rarely waits for one;
+  each is used by one run and discarded.
 
 The weak mode without root runs the tool as the server's user: env, cwd, limits and timeouts still
 apply, but file permissions, /proc/<server>/environ and the network do not protect the server.
@@ -55,6 +56,7 @@ from tools.sandbox.base import (
     validate_request,
 )
 from tools.sandbox.bwrap import (
+    BWRAP_SEARCH_PATH,
     EGRESS_SOCKET_IN_SANDBOX,
     RELAY_IN_SANDBOX,
     RUNNER_IN_SANDBOX,
@@ -75,9 +77,9 @@ from tools.sandbox.process import (
     kill_uid_processes,
     owned_dir,
     reap,
-    remove_uid_files,
 )
 from tools.sandbox.venvs import Installer, ensure_venv
+from tools.sandbox.warm import DEFAULT_SIZE as WARM_DEFAULT_SIZE
 from tools.sandbox.warm import WARM, Spawned
 
 logger = logging.getLogger(__name__)
@@ -93,15 +95,18 @@ _SIGNAL_MEANING = {
 _SIGNAL_NUMBERS = {int(s) for s in signal.Signals}
 _PAYLOAD_FORMAT = "marshal"  # see _runner.py: the runner then needn't import json
 _RESULT_FD = "fd:RESULT"  # placeholder in argv until the pipe exists
+# Drops a root server's child to its throwaway uid and gid with no supplementary groups, then execs the sandbox.
+SETPRIV = shutil.which("setpriv", path=BWRAP_SEARCH_PATH)
 
 
 class LocalSandbox(SandboxBackend):
     """Runs tools in local subprocesses (see the module docstring for the isolation it gives).
 
     `isolation`: None picks namespaces when they work here, else the weak mode if
-    `allow_weak_isolation`, else refuses every run; "namespaces" or "weak" forces one. `warm`: keep the next
-    namespaced sandbox started ahead (`warm.py`). `egress_allow`: internal destinations a run with network may
-    reach through the egress proxy (None: the deployment's settings, `core.egress.allowances`).
+    `allow_weak_isolation`, else refuses every run; "namespaces" or "weak" forces one. `warm`: how many
+    sandboxes to keep started ahead per profile (`warm.py`; True: the default, 2; False or 0: none).
+    `egress_allow`: internal destinations a run with network may reach through the egress proxy (None: the
+    deployment's settings, `core.egress.allowances`).
     """
 
     name = "local"
@@ -120,7 +125,7 @@ class LocalSandbox(SandboxBackend):
         isolation: str | None = None,
         allow_weak_isolation: bool = False,
         bwrap: str | None = None,
-        warm: bool = True,
+        warm: bool | int = True,
         egress_allow: list[str] | None = None,
     ):
         if isolation not in (None, "namespaces", "weak"):
@@ -136,7 +141,7 @@ class LocalSandbox(SandboxBackend):
         self.isolation = isolation
         self.allow_weak_isolation = allow_weak_isolation
         self.bwrap = bwrap or find_bwrap()
-        self.warm = warm
+        self.warm = WARM_DEFAULT_SIZE if warm is True else max(0, int(warm))  # sandboxes kept waiting (0: none)
         self.egress_allow = None if egress_allow is None else tuple(egress_allow)
 
     def isolation_status(self) -> tuple[str, str | None]:
@@ -184,16 +189,9 @@ class LocalSandbox(SandboxBackend):
             python = self._python(request)
             if mode == "namespaces":
                 return self._run_namespaced(request, python, started)
-            lease = UidLease.acquire(self.uid_range, self.work_root) if self.drop_privileges else None
         except (SandboxError, OSError) as exc:
             return error_result(backend=self.name, started=started, error_type="SandboxError", message=str(exc))
-        try:
-            return self._run_weak(request, python, lease, started)
-        finally:
-            if lease:
-                kill_uid_processes(lease.uid)
-                remove_uid_files(lease.uid)
-                lease.release()
+        return self._run_weak(request, python, started)
 
     def _python(self, request: SandboxRequest) -> str:
         if not request.pip_requirements:
@@ -235,9 +233,7 @@ class LocalSandbox(SandboxBackend):
 
         # Nothing but this command line decides what a sandbox is, so one started ahead is as fresh as a new one.
         key = (tuple(argv), self.drop_privileges, self.uid_range, self.work_root)
-        spawned = (WARM.take(key) if self.warm else None) or spawn()
-        if self.warm:
-            WARM.refill(key, spawn)
+        spawned = self._warm_or_new(key, spawn)
         # The run's user namespace counts only its own processes, bwrap's init among them.
         return self._collect(
             request,
@@ -249,32 +245,72 @@ class LocalSandbox(SandboxBackend):
             tool_env={**env, **(proxy_env() if network else {}), **request.env_vars},
         )
 
-    def _run_weak(self, request, python, lease, started) -> SandboxResult:
-        workdir = tempfile.mkdtemp(prefix="tool-run-", dir=self.work_root)
-        try:
-            if lease:
-                os.chown(workdir, lease.uid, lease.uid)
-            os.chmod(workdir, 0o700)
-            argv = _runner_argv(python, shared_copy(self.work_root, RUNNER_PATH), site=bool(request.pip_requirements))
-            env = {"PATH": BASE_PATH, "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8", **request.env_vars}
+    def _run_weak(self, request, python, started) -> SandboxResult:
+        argv = _runner_argv(python, shared_copy(self.work_root, RUNNER_PATH), site=bool(request.pip_requirements))
+
+        def spawn() -> Spawned:
+            # Its own directory and (root servers) its own uid, made with it: a warm one is as fresh as a new one.
+            lease = UidLease.acquire(self.uid_range, self.work_root) if self.drop_privileges else None
+            workdir = None
             try:
-                spawned = self._spawn(argv, workdir, env, lease)
-            except OSError as exc:
-                return error_result(
-                    backend=self.name,
-                    started=started,
-                    error_type="SandboxError",
-                    network=True,
-                    message=f"could not start the sandbox process: {exc}",
-                )
-            # Without our own uid, NPROC counts all of the server user's processes too.
-            nproc = request.limits.max_processes + (0 if lease else count_uid_tasks(os.getuid()))
-            return self._collect(request, spawned, started, nproc=nproc, network=True, namespaced=False)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+                workdir = tempfile.mkdtemp(prefix="tool-run-", dir=self.work_root)
+                if lease:
+                    os.chown(workdir, lease.uid, lease.uid)
+                os.chmod(workdir, 0o700)
+                env = {"PATH": BASE_PATH, "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8"}
+                return replace(self._spawn(argv, workdir, env, lease), workdir=workdir)
+            except BaseException:
+                if workdir:
+                    shutil.rmtree(workdir, ignore_errors=True)
+                if lease:
+                    lease.release()
+                raise
+
+        key = ("weak", tuple(argv), self.drop_privileges, self.uid_range, self.work_root)
+        try:
+            spawned = self._warm_or_new(key, spawn)
+        except (OSError, SandboxError) as exc:
+            return error_result(
+                backend=self.name,
+                started=started,
+                error_type="SandboxError",
+                network=True,
+                message=f"could not start the sandbox process: {exc}",
+            )
+        # The runner sets the tool's environment from the payload, as a namespaced run's.
+        tool_env = {"PATH": BASE_PATH, "HOME": spawned.workdir, "TMPDIR": spawned.workdir, "LANG": "C.UTF-8"}
+        # Without our own uid, NPROC counts all of the server user's processes too.
+        nproc = request.limits.max_processes + (0 if spawned.lease else count_uid_tasks(os.getuid()))
+        return self._collect(
+            request,
+            spawned,
+            started,
+            nproc=nproc,
+            network=True,
+            namespaced=False,
+            tool_env={**tool_env, **request.env_vars},
+        )
+
+    def _warm_or_new(self, key: tuple, spawn) -> Spawned:
+        """A sandbox started ahead for this profile if one waits (or is about to), else one started now; either
+        way replacements are started in the background (`warm.py`)."""
+        if not self.warm:
+            return spawn()
+        spawned = WARM.take(key) or spawn()
+        WARM.refill(key, spawn, self.warm)
+        return spawned
 
     def _spawn(self, argv, cwd, env, lease) -> Spawned:
-        """Start the sandbox process as `lease`'s uid if given; it waits for its payload on stdin."""
+        """Start the sandbox process as `lease`'s uid if given; it waits for its payload on stdin.
+
+        The uid is dropped by `setpriv` (util-linux) in the child rather than by Popen's `user=`: with `user=`
+        Python must fork the whole server (copying its page tables, several milliseconds holding the GIL for a
+        server of a few hundred MB), without it Python can vfork. Where setpriv is missing, Popen drops it."""
+        ids = {}
+        if lease and SETPRIV:
+            argv = [SETPRIV, f"--reuid={lease.uid}", f"--regid={lease.uid}", "--clear-groups", "--", *argv]
+        elif lease:
+            ids = {"user": lease.uid, "group": lease.uid, "extra_groups": []}
         result_r, result_w = os.pipe()
         try:
             proc = subprocess.Popen(
@@ -286,7 +322,7 @@ class LocalSandbox(SandboxBackend):
                 cwd=cwd,
                 env=env,
                 start_new_session=True,
-                **({"user": lease.uid, "group": lease.uid, "extra_groups": []} if lease else {}),
+                **ids,
             )
         except BaseException:
             os.close(result_r)
@@ -311,27 +347,27 @@ class LocalSandbox(SandboxBackend):
         if tool_env is not None:
             payload["env"] = tool_env
         proc, lease = spawned.proc, spawned.lease
+        # Namespaced, killing bwrap ends the whole PID namespace; weak, the throwaway uid's processes are killed too.
+        stop = (lambda: kill_run(proc, None)) if namespaced else (lambda: kill_run(proc, lease))
         io = Pump(
             proc,
             spawned.result_r,
             _encode_payload(payload),
             limits.max_output_bytes,
             self.max_result_bytes,
-            early=namespaced,
+            early=True,
             on_output=live.listener(),
+            # A complete result: kill the process group at once; what else the run left (its uid's processes, its
+            # files) is swept by the reaper before the uid is free again, after the result is returned.
+            on_complete=lambda: kill_run(proc, None),
         )
-        register_stop(lambda: kill_run(proc, None if namespaced else lease))
+        register_stop(stop)
         try:
             # The wall clock starts with the payload: building a venv first must not eat the tool's time.
-            # Namespaced, killing bwrap ends the whole PID namespace; its uid is swept when it is reaped.
-            io.run(
-                deadline=time.monotonic() + request.timeout_s,
-                on_finish=lambda: kill_run(proc, None if namespaced else lease),
-            )
+            io.run(deadline=time.monotonic() + request.timeout_s, on_finish=stop)
         finally:
-            if namespaced:
-                # Killed already; waiting for the namespaces to be torn down needn't delay the result.
-                (REAPER.reap if io.result_complete else reap)(proc, lease)
+            # Killed already; waiting for the teardown needn't delay a complete result.
+            (REAPER.reap if io.result_complete else reap)(proc, lease, spawned.workdir)
         return replace(self._result(request, proc, io, started, network, namespaced), start_ms=ready_ms)
 
     def _result(self, request, proc, io: Pump, started, network: bool, namespaced: bool) -> SandboxResult:

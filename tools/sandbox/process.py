@@ -39,6 +39,8 @@ class Pump:
     result_complete: bool = False
     # Given what the tool writes to stdout/stderr as it arrives (within the cap), for a page that follows the run.
     on_output: Callable[[str, bytes], None] | None = None
+    # How to stop the run once its result is complete (`early`); default: `on_finish`.
+    on_complete: Callable[[], None] | None = None
 
     def run(self, *, deadline: float, on_finish: Callable[[], None]) -> None:
         sel = selectors.DefaultSelector()
@@ -78,7 +80,7 @@ class Pump:
                             # The runner flushed stdout/stderr before writing its result: take what they hold.
                             self._drain(sel)
                             if not finished:
-                                on_finish()
+                                (self.on_complete or on_finish)()
                             self.result_complete = finished = True
                             return
         finally:
@@ -139,11 +141,17 @@ def kill_run(proc: subprocess.Popen, lease: UidLease | None) -> None:
         kill_uid_processes(lease.uid)
 
 
-def reap(proc: subprocess.Popen, lease: UidLease | None) -> None:
-    """Wait for a killed run's process to be gone, then free its uid (sweeping anything left of it)."""
+def reap(proc: subprocess.Popen, lease: UidLease | None, workdir: str | None = None) -> None:
+    """Wait for a killed run's process to be gone, then free its uid (sweeping anything left of it: its processes,
+    and for a run without namespaces, `workdir` and its files in the shared temporary directories)."""
     proc.wait()
     if lease:
         kill_uid_processes(lease.uid)
+        if workdir:
+            remove_uid_files(lease.uid)
+    if workdir:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if lease:
         lease.release()
 
 
@@ -156,12 +164,12 @@ class Reaper:
         self._worker: threading.Thread | None = None
         os.register_at_fork(after_in_child=self._after_fork)
 
-    def reap(self, proc: subprocess.Popen, lease: UidLease | None) -> None:
+    def reap(self, proc: subprocess.Popen, lease: UidLease | None, workdir: str | None = None) -> None:
         with self._lock:
             if self._worker is None:
                 self._worker = threading.Thread(target=self._work, name="sandbox-reaper", daemon=True)
                 self._worker.start()
-        self._jobs.put((proc, lease))
+        self._jobs.put((proc, lease, workdir))
 
     def _work(self) -> None:
         while True:
