@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from operator import attrgetter, methodcaller
 from typing import Any
 
 from core.engine import tokens
@@ -39,6 +40,8 @@ HEARTBEAT_DESCRIPTION = (
     "message or run a follow-up tool."
 )
 _RESERVED_PARAMS = ("thinking", "request_heartbeat")
+_WIRE = methodcaller("to_openai")
+_TOKEN_COUNT = attrgetter("token_count")
 
 # The sections the system message is made of (joined by blank lines); a stored step keeps their text, the other
 # sections' text is in its request already.
@@ -169,15 +172,16 @@ def compile_context(
         sections.append(Section(name="summary", text=summary.content, tokens=_message_tokens(model, summary)))
     else:
         sections.append(Section(name="summary", text="", tokens=0))
-    history = [m.to_openai(thinking_blocks=agent.extended_thinking) for m in messages]
+    # Each message's wire form is built once and kept on it (Message.to_openai): a step converts only new messages.
+    if agent.extended_thinking:
+        history = [m.to_openai(thinking_blocks=True) for m in messages]
+    else:
+        history = list(map(_WIRE, messages))
     chat += history
-    sections.append(
-        Section(
-            name="messages",
-            json_of=history,
-            tokens=sum(_message_tokens(model, m) for m in messages),
-        )
-    )
+    counts = list(map(_TOKEN_COUNT, messages))
+    if 0 in counts:  # a zero count means the runner forgot to store one; count it rather than under-report
+        counts = [n or tokens.count_message(model, m) for n, m in zip(counts, messages, strict=True)]
+    sections.append(Section(name="messages", json_of=history, tokens=sum(counts)))
     defs, tools_section = _tools_section(agent, tools, tool_rules, allowed_tools)
     sections.append(tools_section)
 

@@ -118,11 +118,26 @@ class Message:
     reasoning: str | None = None
     token_count: int = 0
     thinking_blocks: tuple[dict[str, Any], ...] = ()
+    # The chat-completions form, built on first use: a message never changes, and a window's messages are compiled
+    # again at every step (the process keeps them, core/agents/context.py), so each is converted once.
+    _wire: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def to_openai(self, *, thinking_blocks: bool = False) -> dict[str, Any]:
         """The chat-completions form of this message. Reasoning text is not sent back (`thinking` lives in the
         args), but with `thinking_blocks` the provider's signed thinking blocks are, unchanged (Anthropic
-        requires them next to the tool calls they led to)."""
+        requires them next to the tool calls they led to).
+
+        The same dict on every call (it is the message's, shared by every request that carries it): read it, never
+        change it; a caller that hands it to code that may (litellm) copies it first."""
+        if thinking_blocks and self.thinking_blocks and self.role == Role.ASSISTANT:
+            return self._openai(thinking_blocks=True)
+        out = self._wire
+        if out is None:
+            out = self._openai(thinking_blocks=False)
+            object.__setattr__(self, "_wire", out)  # a cache on a frozen value: the standard dataclass idiom
+        return out
+
+    def _openai(self, *, thinking_blocks: bool) -> dict[str, Any]:
         if self.role == Role.ASSISTANT:
             # a call without text carries no content at all: what the provider receives (litellm drops a null one),
             # so the simulator shows the exact request

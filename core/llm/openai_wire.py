@@ -13,15 +13,19 @@ OpenAI SDK's typed response. Everything that needs a provider's quirks goes thro
 from __future__ import annotations
 
 import functools
+import http.client
 import os
 import re
 import threading
 import time
+import urllib.request
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import orjson
 
 from core import jsontext
 from core.egress import EgressRefused, guarded_client
@@ -76,19 +80,30 @@ def body(request: dict[str, Any], *, stream: bool) -> bytes:
     without regexes OpenAI's validator refuses; no tool_choice without tools; streamed with its usage at the end."""
     out = dict(request)
     out["model"] = request["model"].split("/", 1)[1]
-    out["messages"] = [
-        {k: v for k, v in m.items() if v is not None} if isinstance(m, dict) and None in m.values() else m
-        for m in request["messages"]
-    ]
     if not request.get("tools"):
         out.pop("tool_choice", None)
     if stream:
         out.update(stream=True, stream_options={"include_usage": True})
-    content = jsontext.dumps(out).encode()
+    content = _json_bytes(out)
+    if b"null" in content:  # only then may a message hold a null field to drop (a message's walk costs a step's)
+        out["messages"] = [
+            {k: v for k, v in m.items() if v is not None} if isinstance(m, dict) and None in m.values() else m
+            for m in request["messages"]
+        ]
+        content = _json_bytes(out)
     if out.get("tools") and b'"pattern' in content:  # only then may a schema hold a regex to drop (walking is slow)
         out["tools"] = [_with_python_patterns(tool) for tool in out["tools"]]
-        content = jsontext.dumps(out).encode()
+        content = _json_bytes(out)
     return content
+
+
+def _json_bytes(value: Any) -> bytes:
+    """`jsontext.dumps(value).encode()`, without the text in between: orjson's bytes where it writes what json would
+    (plain values: a request's), else json's."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS)
+    except orjson.JSONEncodeError:
+        return jsontext.dumps(value).encode()
 
 
 # JSON Schema keywords whose values are schemas (a map of them, a list of them, or one)
@@ -147,14 +162,23 @@ def _python_patterns_only(schema: Any) -> Any:
     return schema if out is None else out
 
 
+# Two ways to send. The deployment's own endpoints without an environment proxy (the common case: every call of an
+# agent on the deployment's model) go through the standard library's http.client on kept-alive connections: an httpx
+# Client's request machinery (URL merging, auth and redirect flows, cookies, header models, its pool's bookkeeping)
+# cost about twice the CPU of the exchange itself, the largest share of a model call's. An owner's base URL
+# (egress-guarded: a checked address at each connection) and a proxied environment go through httpx, which does both.
 _clients: dict[bool, httpx.Client] = {}
 _clients_lock = threading.Lock()
+_IDLE_PER_ORIGIN = 100  # kept-alive connections per (scheme, host, port, timeout), as httpx's pool keeps 100
+_idle: dict[tuple[str, str, int, float], deque[http.client.HTTPConnection]] = {}
+_tls: list[Any] = []  # the TLS context of the standard library's connections, built once (warm_up)
+_USER_AGENT = "agents-ide"
 
 
 def _client(guarded: bool) -> httpx.Client:
-    """The process's client: its connections are kept and reused across calls and threads. `guarded`: the one whose
-    every connection goes through the egress guard (an owner's base URL: the public internet only, at an address
-    checked when connecting)."""
+    """The process's httpx client: its connections are kept and reused across calls and threads. `guarded`: the one
+    whose every connection goes through the egress guard (an owner's base URL: the public internet only, at an
+    address checked when connecting)."""
     client = _clients.get(guarded)
     if client is None:
         with _clients_lock:
@@ -165,9 +189,111 @@ def _client(guarded: bool) -> httpx.Client:
     return client
 
 
+def _tls_context() -> Any:
+    """httpx's own default TLS context (certifi's roots, or SSL_CERT_FILE / SSL_CERT_DIR): both ways verify alike."""
+    if not _tls:
+        with _clients_lock:
+            if not _tls:
+                _tls.append(httpx.create_ssl_context())
+    return _tls[0]
+
+
+@functools.lru_cache(maxsize=1)
+def _environment_proxies() -> frozenset[str]:
+    """The schemes the environment names a proxy for (read once, as the httpx client reads them once)."""
+    return frozenset(urllib.request.getproxies())
+
+
+@functools.lru_cache(maxsize=64)
+def _direct(url: str) -> tuple[str, str, int, str] | None:
+    """(scheme, host, port, path with query) when a call to `url` goes out on the standard library's connections: an
+    http(s) URL with no credentials in it and no proxy in the environment for its scheme (httpx applies the proxy
+    rules); None otherwise."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+        return None
+    if {parts.scheme, "all"} & _environment_proxies():
+        return None
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80), path
+
+
 def warm_up() -> None:
-    """Build the client (its TLS context: about 0.1 s of CPU) now, not on the first message."""
+    """Build the clients' TLS contexts (about 0.1 s of CPU each) now, not on the first message."""
     _client(False)
+    _tls_context()
+
+
+class _Reply:
+    """A response, whichever way it came: its status, its body whole or line by line, and its connection given back
+    (read to its end) or closed (`close`, always called)."""
+
+    status: int
+
+    def content(self) -> bytes:
+        raise NotImplementedError
+
+    def lines(self) -> Iterator[str]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def text(self) -> str:
+        return self.content().decode("utf-8", errors="replace")
+
+
+class _HttpxReply(_Reply):
+    def __init__(self, response: httpx.Response):
+        self.response, self.status = response, response.status_code
+
+    def content(self) -> bytes:
+        return self.response.read()
+
+    def lines(self) -> Iterator[str]:
+        return self.response.iter_lines()
+
+    def close(self) -> None:
+        self.response.close()  # read to its end: the connection goes back to the pool
+
+
+class _DirectReply(_Reply):
+    def __init__(self, key: tuple[str, str, int, float], conn: http.client.HTTPConnection, response):
+        self.key, self.conn, self.response, self.status = key, conn, response, response.status
+        self.done = False
+
+    def content(self) -> bytes:
+        data = self.response.read()
+        self.done = True
+        return data
+
+    def lines(self) -> Iterator[str]:
+        for line in self.response:  # the body a line at a time, as it arrives (chunked or not)
+            yield line.decode("utf-8", errors="replace")
+        self.done = True
+
+    def close(self) -> None:
+        response, conn = self.response, self.conn
+        if not self.done and self.status >= 400:  # an error's body, left unread: read it so the connection is kept
+            try:
+                self.content()
+            except (OSError, http.client.HTTPException):
+                pass
+        if self.done and (response.getheader("connection") or "").lower() != "close":
+            idle = _idle.setdefault(self.key, deque())
+            if len(idle) < _IDLE_PER_ORIGIN:
+                idle.append(conn)  # read to its end: the connection serves the next call
+                return
+        conn.close()  # a reply left unread (a failure midway) leaves the connection unusable
+
+
+# What reading a reply may raise, either way: a timeout; a broken connection or stream.
+_READ_TIMEOUTS = (TimeoutError, httpx.TimeoutException)
+_READ_FAILURES = (OSError, http.client.HTTPException, httpx.TransportError)
 
 
 def complete(
@@ -195,22 +321,21 @@ def complete(
         model=model,
     )
     try:
-        if response.status_code >= 400:
-            response.read()
-            raise provider_error(response.status_code, _error_text(response.text), model=model)
+        if response.status >= 400:
+            raise provider_error(response.status, _error_text(response.text()), model=model)
         if not stream:
-            return _whole(response.content, model, started)
+            return _whole(response.content(), model, started)
         estimate = functools.partial(_estimated_usage, request)
-        return stream_result(_chunks(response.iter_lines(), model), on_delta, started, estimate)
-    except httpx.TimeoutException as exc:
+        return stream_result(_chunks(response.lines(), model), on_delta, started, estimate)
+    except _READ_TIMEOUTS as exc:
         raise _late(model, timeout) from exc
-    except httpx.TransportError as exc:
+    except _READ_FAILURES as exc:
         detail = clean(str(exc)) or type(exc).__name__
         raise LLMError(
             "stream_incomplete", f"The model's stream ended before the reply was complete ({model}): {detail}"
         ) from exc
     finally:
-        response.close()  # read to its end: the connection goes back to the pool
+        response.close()
 
 
 def _post(
@@ -223,21 +348,24 @@ def _post(
     stream: bool,
     guarded: bool,
     model: str,
-) -> httpx.Response:
-    """POST a JSON body to the server's `path` (one HTTP call, blocking) and return the response, its body unread when
-    `stream`; a call that reached no server, or none in time, raises LLMError."""
+) -> _Reply:
+    """POST a JSON body to the server's `path` (one HTTP call, blocking) and return the response, its body unread;
+    a call that reached no server, or none in time, raises LLMError."""
     url = base_url(api_base).rstrip("/")
     url = url if url.endswith(path) else url + path
     headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
+    target = None if guarded else _direct(url)
+    if target is not None:
+        return _post_direct(target, content, headers, timeout=timeout, api_base=api_base, model=model)
     client = _client(guarded)
     try:
         sent = client.build_request("POST", url, content=content, headers=headers, timeout=timeout)
         try:
-            return client.send(sent, stream=stream)
+            return _HttpxReply(client.send(sent, stream=stream))
         except httpx.RemoteProtocolError:
             # The server closed the connection without a byte of answer: most often a kept-alive connection it
             # closed as we reused it (providers' load balancers drop idle ones). It saw no request; send it once more.
-            return client.send(sent, stream=stream)
+            return _HttpxReply(client.send(sent, stream=stream))
     except httpx.TimeoutException as exc:
         raise _late(model, timeout) from exc
     except (httpx.TransportError, EgressRefused) as exc:
@@ -245,6 +373,71 @@ def _post(
         if isinstance(exc, httpx.ConnectError):  # nothing answered at that address
             raise LLMError("api_error", not_reachable(base_url(api_base), f"{detail} ({model})")) from exc
         raise LLMError("api_error", f"Could not reach the model provider ({model}): {detail}") from exc
+
+
+def _post_direct(
+    target: tuple[str, str, int, str],
+    content: bytes,
+    headers: dict[str, str],
+    *,
+    timeout: float,
+    api_base: str | None,
+    model: str,
+) -> _Reply:
+    """The POST on a kept-alive connection of the standard library's (a new one when none is idle)."""
+    scheme, host, port, path = target
+    key = (scheme, host, port, timeout)
+    headers = {**headers, "User-Agent": _USER_AGENT}
+    for attempt in (1, 2):
+        conn, fresh = _idle_connection(key)
+        try:
+            if fresh:
+                conn.connect()
+        except TimeoutError as exc:
+            conn.close()
+            raise _late(model, timeout) from exc
+        except OSError as exc:  # nothing answered at that address (refused, no route, no such name)
+            conn.close()
+            detail = clean(str(exc)) or type(exc).__name__
+            raise LLMError("api_error", not_reachable(base_url(api_base), f"{detail} ({model})")) from exc
+        try:
+            conn.request("POST", path, body=content, headers=headers)
+            return _DirectReply(key, conn, conn.getresponse())
+        except TimeoutError as exc:
+            conn.close()
+            raise _late(model, timeout) from exc
+        except (ConnectionResetError, BrokenPipeError) as exc:  # RemoteDisconnected is a ConnectionResetError
+            conn.close()
+            # The server closed the connection without a byte of answer: most often a kept-alive connection it
+            # closed as we reused it (providers' load balancers drop idle ones). It saw no request; send it once more.
+            if attempt == 1:
+                continue
+            raise LLMError("api_error", f"Could not reach the model provider ({model}): {_disconnected(exc)}") from exc
+        except (OSError, http.client.HTTPException) as exc:
+            conn.close()
+            detail = clean(str(exc)) or type(exc).__name__
+            raise LLMError("api_error", f"Could not reach the model provider ({model}): {detail}") from exc
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def _disconnected(exc: BaseException) -> str:
+    if isinstance(exc, http.client.RemoteDisconnected):
+        return "Server disconnected without sending a response."  # httpx's words for it, as users saw them before
+    return clean(str(exc)) or type(exc).__name__
+
+
+def _idle_connection(key: tuple[str, str, int, float]) -> tuple[http.client.HTTPConnection, bool]:
+    """A kept-alive connection to the origin (False), or a new one, not yet connected (True)."""
+    idle = _idle.get(key)
+    if idle:
+        try:
+            return idle.pop(), False
+        except IndexError:  # another thread took the last one
+            pass
+    scheme, host, port, timeout = key
+    if scheme == "https":
+        return http.client.HTTPSConnection(host, port, timeout=timeout, context=_tls_context()), True
+    return http.client.HTTPConnection(host, port, timeout=timeout), True
 
 
 def serves_embedding(model: str) -> bool:
@@ -278,9 +471,18 @@ def embed(
         guarded=guarded,
         model=model,
     )
-    if response.status_code >= 400:
-        raise provider_error(response.status_code, _error_text(response.text), model=model)
-    return _vectors(response.content, model, len(texts))
+    try:
+        if response.status >= 400:
+            raise provider_error(response.status, _error_text(response.text()), model=model)
+        data = response.content()
+    except _READ_TIMEOUTS as exc:
+        raise _late(model, timeout) from exc
+    except _READ_FAILURES as exc:
+        detail = clean(str(exc)) or type(exc).__name__
+        raise LLMError("api_error", f"The embedding provider's reply broke off ({model}): {detail}") from exc
+    finally:
+        response.close()
+    return _vectors(data, model, len(texts))
 
 
 def _vectors(content: bytes, model: str, count: int) -> list[list[float]]:

@@ -6,6 +6,7 @@ litellm is imported here only, and lazily: it costs seconds, which a process tha
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import time
@@ -46,8 +47,11 @@ def lib() -> Any:
 def complete(
     kwargs: dict[str, Any], *, stream: bool, on_delta: Callable[[Delta], None] | None, started: float
 ) -> LLMResult:
-    """One call of litellm.completion(**kwargs) (blocking), read to its end; litellm's exceptions propagate."""
+    """One call of litellm.completion(**kwargs) (blocking), read to its end; litellm's exceptions propagate. The
+    messages go as a copy: a request's messages are the compiled window's own dicts, shared with the next step's
+    request (Message.to_openai), and litellm's provider transforms may edit what they are given."""
     litellm = lib()
+    kwargs = {**kwargs, "messages": copy.deepcopy(kwargs.get("messages"))}
     if not stream:
         response = litellm.completion(**kwargs)
         return completion_result(response.model_dump(), (time.perf_counter() - started) * 1000)
