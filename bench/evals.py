@@ -1,6 +1,6 @@
 """The server's own overhead per eval case beyond the model calls (prints figures; no assertions; target <= 20 ms).
 
-    .venv/bin/python bench/evals.py [--cases 40]
+    .venv/bin/python bench/evals.py [--cases 40] [--sql] [--profile [--top 40]]
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python bench/evals.py
 
 Uses a throwaway database (a temp SQLite file, or a `bench_evals` PostgreSQL database) and the fake OpenAI-compatible
@@ -10,15 +10,22 @@ the case's wall time (copy the agent, run the turn through the executor, gather 
 the agent's model calls (model_ms of its steps) and the judge's model call (the model client's call alone: building
 the judge's request, resolving its model, pricing and parsing its answer are overhead), each phase timed apart. The
 server process's CPU time per case (every thread's; the fake model's is not in it) is printed too: on a machine shared
-with other work it moves far less than wall time.
+with other work it moves far less than wall time. `--sql` prints the SQL statements per case by phase (the run's
+pool threads counted in the phase that waits for them) and one case's statements in order; `--profile` profiles the
+cases on this thread (the copy, the bookkeeping, the grading; not the run's pool threads) by CPU time.
 """
 
 import argparse
+import collections
+import cProfile
+import io
 import os
+import pstats
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -83,21 +90,43 @@ class Judged:
         return grade, usage
 
 
-class Timed:
-    """Wraps a function and keeps the milliseconds of each call."""
+class Statements:
+    """Counts the SQL statements of every connection opened from now on by the phase they ran in (`phase`, set by
+    the Timed wrappers; "rest" otherwise) and keeps the statements of the current case in order."""
 
-    def __init__(self, fn):
-        self.fn, self.ms = fn, []
+    def __init__(self) -> None:
+        self.counts: collections.Counter = collections.Counter()
+        self.phase, self.on, self.last = "rest", False, []
+        self.lock = threading.Lock()
+
+    def __call__(self, execute, sql, params, many, context):
+        if self.on:
+            with self.lock:
+                self.counts[self.phase] += 1
+                self.last.append(f"{self.phase:<6} {threading.current_thread().name[:10]:<10} {sql[:140]}")
+        return execute(sql, params, many, context)
+
+
+STATEMENTS = Statements()
+
+
+class Timed:
+    """Wraps a function and keeps the milliseconds of each call; its statements count in `phase`."""
+
+    def __init__(self, fn, phase: str):
+        self.fn, self.ms, self.phase = fn, [], phase
 
     def __call__(self, *args, **kwargs):
         started = time.perf_counter()
+        STATEMENTS.phase = self.phase
         try:
             return self.fn(*args, **kwargs)
         finally:
+            STATEMENTS.phase = "rest"
             self.ms.append((time.perf_counter() - started) * 1000)
 
 
-def bench(cases: int, with_judge: bool) -> dict:
+def bench(cases: int, with_judge: bool, profile: cProfile.Profile | None = None) -> dict:
     from core.evals import datasets, experiments, runner
     from core.llm import client as llm
     from core.models import CaseResult, Step
@@ -117,24 +146,32 @@ def bench(cases: int, with_judge: bool) -> dict:
         graders.append({"name": "quality", "kind": "rubric", "model": "openai/judge", "prompt": "Judge {submission}"})
     dataset = datasets.dataset_create(owner=account.org, name="bench", graders=graders)
     datasets.cases_add(dataset=dataset, cases=[{"turns": [f"hello {i}"]} for i in range(cases + 3)])
-    copy = runner.case_copy = Timed(runner.case_copy)
+    copy = runner.case_copy = Timed(runner.case_copy, "copy")
     judge = runner.rubric_grade = Judged(runner.rubric_grade)
-    turns = runner.turns_run = Timed(runner.turns_run)
+    turns = runner.turns_run = Timed(runner.turns_run, "run")
     experiment = experiments.experiment_start(
         owner=account.org, dataset=dataset, agent=agent, concurrency=1, queued=False
     )
-    wall, model, cpu, judges = [], [], [], {}  # judges: shared by the run's cases, as experiment_execute does
-    for result in CaseResult.objects.filter(experiment=experiment).select_related("case").order_by("position"):
+    wall, model, cpu, judges = [], [], [], {}  # judges, starts: shared by the run's cases, as in experiment_execute
+    skip = 3  # warm-up cases: first imports and connections
+    results = list(CaseResult.objects.filter(experiment=experiment).select_related("case").order_by("position"))
+    starts = experiments.starts_for(experiment=experiment, results=results)  # as experiment_execute does
+    for i, result in enumerate(results):
+        STATEMENTS.on, STATEMENTS.last = i >= skip, []
+        if profile is not None and i >= skip:
+            profile.enable()
         started, cpu_started = time.perf_counter(), time.process_time()
-        experiments.case_execute(experiment=experiment, result=result, judges=judges)
+        experiments.case_execute(experiment=experiment, result=result, judges=judges, starts=starts)
         wall.append((time.perf_counter() - started) * 1000)
         cpu.append((time.process_time() - cpu_started) * 1000)
+        if profile is not None:
+            profile.disable()
+        STATEMENTS.on = False
         result.refresh_from_db()
         assert result.status == "done" and result.passed, (result.error, result.scores)
         model.append(sum(Step.objects.filter(run_id__in=result.run_ids).values_list("model_ms", flat=True)))
     fake.stdin.close()
     fake.wait()
-    skip = 3  # warm-up cases: first imports and connections
     judged = judge.call_ms[skip:] if with_judge else [0.0] * cases
     grader = [a - b for a, b in zip(judge.ms[skip:], judged, strict=True)] if with_judge else [0.0] * cases
     overhead = [w - m - j for w, m, j in zip(wall[skip:], model[skip:], judged, strict=True)]
@@ -161,6 +198,9 @@ def _line(name: str, values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=40)
+    parser.add_argument("--sql", action="store_true", help="statements per case by phase, and one case's in order")
+    parser.add_argument("--profile", action="store_true", help="profile the cases on this thread (CPU time)")
+    parser.add_argument("--top", type=int, default=40)
     args = parser.parse_args()
     admin = _database()
     import django
@@ -169,11 +209,20 @@ def main() -> None:
 
     django.setup()
     call_command("migrate", verbosity=0)
+    from django.db import connection
+    from django.db.backends.signals import connection_created
+
+    connection_created.connect(
+        lambda sender, connection, **kw: connection.execute_wrappers.append(STATEMENTS), weak=False
+    )
+    connection.close()  # this thread's connection is opened again, counted
     print(f"database: {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}   cases: {args.cases}")
     print(f"machine's loop: {machine_speed_s():.2f} s")
     try:
         for with_judge in (False, True):
-            f = bench(args.cases, with_judge)
+            profile = cProfile.Profile(time.thread_time) if args.profile else None
+            STATEMENTS.counts.clear()
+            f = bench(args.cases, with_judge, profile)
             print(f"-- graders: contains, tool_calls{', rubric (judged by the fake model)' if with_judge else ''}")
             print(_line("case wall time", f["wall"]))
             print(_line("  agent's model calls (model_ms)", f["model"]))
@@ -188,6 +237,18 @@ def main() -> None:
             print(_line("  CPU per case, the server's threads", f["cpu"]))
             if with_judge:
                 print(_line("    of which the rubric grader, its call's too", f["grader_cpu"]))
+            if args.sql:
+                counts = STATEMENTS.counts
+                each = ", ".join(f"{k} {counts[k] / args.cases:.1f}" for k in ("copy", "run", "rest"))
+                print(f"SQL statements per case: {sum(counts.values()) / args.cases:.1f} ({each})")
+                print("the last case's statements:")
+                print("\n".join(STATEMENTS.last))
+            if profile is not None:
+                out = io.StringIO()
+                stats = pstats.Stats(profile, stream=out).sort_stats("cumulative")
+                stats.print_stats(args.top)
+                stats.print_callees("observed_gather|case_execute|_case_body")
+                print(out.getvalue())
     finally:
         from core.runs import queue
 

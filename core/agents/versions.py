@@ -223,8 +223,7 @@ def version_record_copy(*, copy: Agent, source: Agent) -> AgentVersion | None:
     latest = AgentVersion.objects.filter(agent=source).only("definition").order_by("-number").first()
     if latest is None:
         return None
-    definition = {**latest.definition, **{key: getattr(copy, key) for key in FIELDS}}
-    definition["metadata"] = {k: v for k, v in (copy.metadata or {}).items() if k not in METADATA_NOT_DEFINITION}
+    definition = copy_definition(latest.definition, copy)
     return AgentVersion.objects.create(
         agent=copy,
         number=1,
@@ -235,6 +234,14 @@ def version_record_copy(*, copy: Agent, source: Agent) -> AgentVersion | None:
         message=f"copy of {source.name}"[:MAX_MESSAGE],
         created_at=timezone.now(),
     )
+
+
+def copy_definition(definition: dict, copy: Agent) -> dict:
+    """The definition of a copy of an agent whose definition is `definition`: the same tools (with their code), tags
+    and secret names, with the copy's own fields and metadata."""
+    out = {**definition, **{key: getattr(copy, key) for key in FIELDS}}
+    out["metadata"] = {k: v for k, v in (copy.metadata or {}).items() if k not in METADATA_NOT_DEFINITION}
+    return out
 
 
 def tool_changed(*, tool, message: str = "") -> None:

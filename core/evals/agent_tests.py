@@ -78,8 +78,10 @@ def tests_execute(*, test_run_id: str) -> str:
         return run_status(run)  # cancelled before it started, or taken already
     group = agent_group(run.agent_id or run.dataset.tests_of_id)
     judges: dict = {}  # a rubric grader set on the tests dataset: its judge resolved once a run
-    for result in run.results.filter(status="pending").select_related("case").order_by("position"):
-        if experiments.case_execute(experiment=run, result=result, judges=judges):
+    pending = list(run.results.filter(status="pending").select_related("case").order_by("position"))
+    starts = experiments.starts_for(experiment=run, results=pending)  # tests starting alike: the state read once
+    for result in pending:
+        if experiments.case_execute(experiment=run, result=result, judges=judges, starts=starts):
             result.refresh_from_db()
             send_event(
                 group, {"message_type": "agent_test_result", "test_run_id": run.id, "result": test_result(result)}

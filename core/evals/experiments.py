@@ -8,6 +8,7 @@ tests' and kept only when asked.
 """
 
 import logging
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from django.db import close_old_connections, connections, transaction
@@ -20,6 +21,7 @@ from core.agents.services import agent_delete
 from core.engine import graders as g
 from core.errors import Invalid, NotFound
 from core.evals import aggregate, runner
+from core.evals.starts import Starts
 from core.models import Agent, CaseResult, Dataset, EvalCase, Experiment, Organization, Step
 from core.runs import executor
 
@@ -191,19 +193,39 @@ def _marker(experiment: Experiment, case: EvalCase) -> tuple[dict, str]:
     return {COPY_KEY: {"experiment_id": experiment.id, "case_id": case.id}}, "eval"
 
 
-def _case_body(experiment: Experiment, result: CaseResult, copies: list[Agent], judges: dict | None) -> dict:
-    """Run and grade one case (core.evals.runner); returns the result's fields. The case's copy is appended to
-    `copies` as soon as it exists; rubric judges are resolved through `judges` (core.evals.judge.judge_model)."""
-    case = result.case
-    if case is None:
-        return {"status": "error", "error": "the case was deleted"}
-    target = runner.Target(
+def _target(experiment: Experiment) -> runner.Target:
+    return runner.Target(
         agent=experiment.agent, version=experiment.agent_version, model=experiment.model, overrides=experiment.overrides
     )
 
+
+def starts_for(*, experiment: Experiment, results: list[CaseResult]) -> Starts:
+    """The starting states the results' cases share, to be read once for the run (core.evals.starts)."""
+    target = _target(experiment)
+    return Starts(Counter(runner.start_key(r.case, target) for r in results if r.case is not None))
+
+
+def _case_body(
+    experiment: Experiment,
+    result: CaseResult,
+    copies: list[Agent],
+    judges: dict | None,
+    starts: Starts | None,
+    copy_id: str,
+) -> dict:
+    """Run and grade one case (core.evals.runner); returns the result's fields. The case's copy is appended to
+    `copies` as soon as it exists; rubric judges are resolved through `judges` (core.evals.judge.judge_model), its
+    copy made from the run's shared `starts` with the id `copy_id` where it can (else the result is told the copy's
+    own id at once)."""
+    case = result.case
+    if case is None:
+        return {"status": "error", "error": "the case was deleted"}
+    target = _target(experiment)
+
     def on_copy(copy: Agent) -> None:
         copies.append(copy)
-        CaseResult.objects.filter(pk=result.pk).update(status="running", copy_agent_id=copy.id)
+        if copy.id != copy_id:
+            CaseResult.objects.filter(pk=result.pk).update(copy_agent_id=copy.id)
 
     marker, label = _marker(experiment, case)
     done = runner.case_run(
@@ -215,6 +237,8 @@ def _case_body(experiment: Experiment, result: CaseResult, copies: list[Agent], 
         label=label,
         on_copy=on_copy,
         judges=judges,
+        starts=starts,
+        copy_id=copy_id,
     )
     observed, scores, failed_run = done.observed, done.grades, done.failed_run
     specs = experiment.graders + (case.graders or [])
@@ -250,19 +274,27 @@ def _cancelled(experiment: Experiment) -> bool:
     return Experiment.objects.filter(pk=experiment.pk, status="cancelled").exists()
 
 
-def case_execute(*, experiment: Experiment, result: CaseResult, judges: dict | None = None) -> bool:
+def case_execute(
+    *, experiment: Experiment, result: CaseResult, judges: dict | None = None, starts: Starts | None = None
+) -> bool:
     """Run one case and store its result (a case that cannot run is an error result, never a crashed experiment);
     counts it done and deletes its copy unless the experiment keeps them. `judges`: the rubric judges' models the
-    run's cases share, each resolved once (core.evals.judge.judge_model). A case of a cancelled experiment is left
-    pending; returns whether the case ran."""
-    if _cancelled(experiment):
+    run's cases share, each resolved once (core.evals.judge.judge_model); `starts`: their starting states, each read
+    once (starts_for). A case of a cancelled experiment is left pending; returns whether the case ran.
+
+    The case is claimed (running, with the id its copy will have) by one statement that also checks the experiment
+    was not cancelled, before the copy exists: deleting the experiment then deletes a copy made at any point."""
+    copy_id = Agent._meta.pk.get_default()
+    claim = CaseResult.objects.filter(pk=result.pk).exclude(experiment__status="cancelled")
+    if not claim.update(status="running", copy_agent_id=copy_id):
         return False
     copies: list[Agent] = []
     try:
-        fields = _case_body(experiment, result, copies, judges)
+        fields = _case_body(experiment, result, copies, judges, starts, copy_id)
     except Exception as exc:  # noqa: BLE001 - one broken case is that case's error, the others still run
         log.exception("eval case %s failed to run", result.pk)
         fields = {"status": "error", "passed": False, "error": getattr(exc, "message", None) or f"{exc}"}
+    fields["copy_agent_id"] = copies[-1].id if copies else ""
     if not experiment.keep_copies:
         for copy in copies:
             agent_delete(agent=copy)  # its blocks are copies no one else uses: they go too
@@ -272,11 +304,11 @@ def case_execute(*, experiment: Experiment, result: CaseResult, judges: dict | N
     return True
 
 
-def _case_on_thread(experiment: Experiment, result: CaseResult, judges: dict) -> None:
+def _case_on_thread(experiment: Experiment, result: CaseResult, judges: dict, starts: Starts) -> None:
     """case_execute on a pool thread, which closes its database connection after (Django tidies only requests')."""
     close_old_connections()
     try:
-        case_execute(experiment=experiment, result=result, judges=judges)
+        case_execute(experiment=experiment, result=result, judges=judges, starts=starts)
     finally:
         connections.close_all()
 
@@ -291,12 +323,13 @@ def experiment_execute(*, experiment_id: str) -> str:
         return experiment.status  # cancelled before it started, or taken already
     pending = list(experiment.results.filter(status="pending").select_related("case").order_by("position"))
     judges: dict = {}  # handle -> resolved model: a rubric's judge is resolved once a run, not once a case
+    starts = starts_for(experiment=experiment, results=pending)  # a starting state is read once a run too
     if experiment.concurrency <= 1:
         for result in pending:
-            case_execute(experiment=experiment, result=result, judges=judges)
+            case_execute(experiment=experiment, result=result, judges=judges, starts=starts)
     else:
         with ThreadPoolExecutor(max_workers=experiment.concurrency, thread_name_prefix="eval") as pool:
-            list(pool.map(lambda r: _case_on_thread(experiment, r, judges), pending))
+            list(pool.map(lambda r: _case_on_thread(experiment, r, judges, starts), pending))
     return experiment_finish(experiment=experiment)
 
 

@@ -19,6 +19,7 @@ from core.agents.services import agent_update
 from core.engine import graders as g
 from core.errors import Invalid
 from core.evals.judge import rubric_grade
+from core.evals.starts import Starts
 from core.models import Agent, EvalCase, Message, Organization, Run, RunStatus, Step
 from core.runs import executor, timetravel
 from core.runs.request import RunRequest
@@ -82,10 +83,47 @@ def _source(owner: Organization, case: EvalCase, target: Target) -> Agent:
     return source
 
 
-def case_copy(*, owner: Organization, case: EvalCase, target: Target, marker: dict, label: str) -> Agent:
+def start_key(case: EvalCase, target: Target) -> tuple | None:
+    """What the case's copy starts from, as a key the cases of one run share (core.evals.starts): its source agent,
+    the step it forks at and the version applied (the run's model and overrides are the same for all its cases).
+    None for a case with its own agent file, imported anew for each case."""
+    if case.agent_file is not None:
+        return None
+    start = case.start or {}
+    agent_id = start.get("agent_id") or (target.agent.id if target.agent is not None else None)
+    version = start.get("version") if start.get("agent_id") else target.version
+    return (agent_id, start.get("step_id"), bool(start.get("before")), version)
+
+
+def case_copy(
+    *,
+    owner: Organization,
+    case: EvalCase,
+    target: Target,
+    marker: dict,
+    label: str,
+    starts: Starts | None = None,
+    copy_id: str | None = None,
+) -> Agent:
     """A fresh agent for the case, marked with `marker` in its metadata: its agent file imported, a fork of the
     source at the case's step, or a copy of the source (at the version asked); then the target's model and
-    overrides. Writes the copy (agent, blocks, messages, passages); the source is only read."""
+    overrides. Writes the copy (agent, blocks, messages, passages); the source is only read. With `starts` (a run's
+    shared starting states), a case whose start another case of the run has made already is copied from that one's
+    state as read once (core.evals.starts), with the id `copy_id` if given."""
+
+    def make() -> tuple[Agent, str]:
+        return _copy_made(owner=owner, case=case, target=target, marker=marker, label=label)
+
+    def name(source_name: str) -> str:
+        return f"{source_name} · {label} {case.name[:60]}"
+
+    if starts is None:
+        return make()[0]
+    return starts.copy(start_key(case, target), make, name=name, marker=marker, agent_id=copy_id)
+
+
+def _copy_made(*, owner: Organization, case: EvalCase, target: Target, marker: dict, label: str) -> tuple[Agent, str]:
+    """case_copy the thorough way; returns the copy and its source's name ("" for an agent file's)."""
     start = case.start or {}
     source = None
     if case.agent_file is not None:
@@ -93,7 +131,7 @@ def case_copy(*, owner: Organization, case: EvalCase, target: Target, marker: di
         copy = Agent.objects.get(pk=imported.agent_ids[0])
     else:
         source = _source(owner, case, target)
-        name = f"{source.name} · {label} {case.name[:60]}"
+        name = f"{source.name} · {label} {case.name[:60]}"  # as case_copy's name()
         if start.get("step_id"):
             step = Step.objects.filter(agent=source, id=start["step_id"]).first()
             if step is None:
@@ -117,13 +155,46 @@ def case_copy(*, owner: Organization, case: EvalCase, target: Target, marker: di
     _blocks_set(copy, target.overrides.get("blocks") or {})
     if source is not None:
         versions.version_record_copy(copy=copy, source=source)
-    return copy
+    return copy, source.name if source is not None else ""
 
 
 # --------------------------------------------------------------------------- the turns and what happened
 
 
-def observed_gather(copy: Agent, runs: list[Run]) -> dict:
+class Observed(dict):
+    """What happened on a copy (observed_gather), a dict; the copy's memory after the run (`blocks`, `block_steps`:
+    the step that last set each block, `passages`) is read when a grader first asks for it, since most ask for the
+    replies and tool calls only."""
+
+    def __init__(self, data: dict, copy: Agent, step_ids: list[str]):
+        super().__init__(data)
+        self.copy, self.step_ids = copy, step_ids
+
+    def __missing__(self, key):
+        if key in ("blocks", "block_steps"):
+            blocks = agent_blocks(agent=self.copy)
+            labels = {b.id: b.label for b in blocks}
+            edits = BlockHistory.objects.filter(block_id__in=list(labels), step_id__in=self.step_ids)
+            self["blocks"] = {b.label: b.value for b in blocks}
+            self["block_steps"] = {
+                labels[block_id]: step_id
+                for block_id, step_id in edits.order_by("version").values_list("block_id", "step_id")
+            }
+        elif key == "passages":
+            found = Passage.objects.filter(agent=self.copy).order_by("created_at").values_list("text", flat=True)
+            self["passages"] = list(found)
+        else:
+            raise KeyError(key)
+        return self[key]
+
+    def get(self, key, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+def observed_gather(copy: Agent, runs: list[Run]) -> Observed:
     """What happened on the copy, as plain data for the expectations and the eval graders (core.engine.graders)."""
 
     run_ids = [r.id for r in runs]
@@ -142,15 +213,10 @@ def observed_gather(copy: Agent, runs: list[Run]) -> dict:
         if e["message_type"] == "assistant_message"
     ]
     replies = [(e.get("content"), e.get("step_id")) for e, _ in letta]
-    steps = list(Step.objects.filter(run_id__in=run_ids, kind="agent").order_by("created_at"))
-    costs = [s.usage.get("cost_usd") for s in steps]
-    blocks = agent_blocks(agent=copy)
-    block_steps = {
-        h.block.label: h.step_id
-        for h in BlockHistory.objects.filter(block__in=blocks, step_id__in=[s.id for s in steps])
-        .select_related("block")
-        .order_by("version")
-    }
+    found = Step.objects.filter(run_id__in=run_ids, kind="agent").order_by("created_at").values_list("id", "usage")
+    steps = [(step_id, usage or {}) for step_id, usage in found]
+    usages = [usage for _, usage in steps]
+    costs = [u.get("cost_usd") for u in usages]
     asked = [
         (c.get("name"), m.step_id)
         for m in rows
@@ -159,7 +225,7 @@ def observed_gather(copy: Agent, runs: list[Run]) -> dict:
         if c.get("id") in ((m.tool_return or {}).get("waiting") or {})
     ]
     arguments = {c.get("id"): c.get("arguments") for m in rows if m.role == "assistant" for c in m.tool_calls or []}
-    return {
+    data = {
         "approval_requests": [name for name, _ in asked],
         "approval_step_id": asked[0][1] if asked else None,
         "tool_calls": calls,
@@ -172,18 +238,16 @@ def observed_gather(copy: Agent, runs: list[Run]) -> dict:
             for m in rows
             if m.role == "tool"
         ],
-        "blocks": {b.label: b.value for b in blocks},
-        "block_steps": block_steps,
-        "passages": list(Passage.objects.filter(agent=copy).order_by("created_at").values_list("text", flat=True)),
         "stop_reason": runs[-1].stop_reason if runs else None,
-        "steps": [{"id": s.id, "prompt_tokens": s.usage.get("prompt_tokens")} for s in steps],
+        "steps": [{"id": step_id, "prompt_tokens": usage.get("prompt_tokens")} for step_id, usage in steps],
         "tokens": {
-            "prompt": sum(s.usage.get("prompt_tokens") or 0 for s in steps),
-            "completion": sum(s.usage.get("completion_tokens") or 0 for s in steps),
-            "total": sum(s.usage.get("total_tokens") or 0 for s in steps),
+            "prompt": sum(u.get("prompt_tokens") or 0 for u in usages),
+            "completion": sum(u.get("completion_tokens") or 0 for u in usages),
+            "total": sum(u.get("total_tokens") or 0 for u in usages),
         },
         "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 10),
     }
+    return Observed(data, copy, [step_id for step_id, _ in steps])
 
 
 def expectations_args(arguments) -> dict:
@@ -271,12 +335,15 @@ def case_run(
     label: str,
     on_copy=None,
     judges: dict | None = None,
+    starts: Starts | None = None,
+    copy_id: str | None = None,
 ) -> CaseRun:
     """Run one case on a fresh copy (case_copy), its turns one after another through the run executor, and grade
     what happened with `graders` (the case's own are added; rubric judges resolved through `judges`, shared by an
-    experiment's cases); `on_copy(copy)` is told the copy before the turns run. Raises what makes the case unable to
-    start (Invalid, AgentFileError); the copy is the caller's to keep or delete."""
-    copy = case_copy(owner=owner, case=case, target=target, marker=marker, label=label)
+    experiment's cases; its copy made from the run's shared `starts`, with the id `copy_id` where it can: case_copy);
+    `on_copy(copy)` is told the copy before the turns run. Raises what makes the case unable to start (Invalid, AgentFileError); the copy is the
+    caller's to keep or delete."""
+    copy = case_copy(owner=owner, case=case, target=target, marker=marker, label=label, starts=starts, copy_id=copy_id)
     if on_copy is not None:
         on_copy(copy)
     started = time.perf_counter()
