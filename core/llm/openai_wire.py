@@ -1,6 +1,7 @@
 """Our own client for providers that speak OpenAI's wire format (OpenAI, any OpenAI-compatible server): chat
-completions (the engine's request sent as the body with httpx, the reply read here, whole or as server-sent events)
-and embeddings (`/embeddings`, the body litellm's embedding() sends).
+completions (the engine's request sent as the body, the reply read here, whole or as server-sent events) and
+embeddings (`/embeddings`, the body litellm's embedding() sends); sent on the standard library's kept-alive
+connections to the deployment's own endpoints, through httpx to an owner's (egress-guarded) or through a proxy.
 
 It exists for speed. Through litellm's public completion() a call cost about 3 ms of CPU whole and 15 ms streamed
 against about 1 ms here (README, Benchmarks): litellm builds a logging object for every call, prices every response,
@@ -194,7 +195,9 @@ def _tls_context() -> Any:
     if not _tls:
         with _clients_lock:
             if not _tls:
-                _tls.append(httpx.create_ssl_context())
+                context = httpx.create_ssl_context()
+                context.set_alpn_protocols(["http/1.1"])  # what http.client speaks (and says, as it does by default)
+                _tls.append(context)
     return _tls[0]
 
 
