@@ -33,6 +33,15 @@ from memory.schemas import (
 router = Router(tags=["blocks"])
 
 
+def _agent(request, agent_id: str):
+    """The caller's agent, its owner set from the request (the organization the caller acts for, already read): the
+    agent's embedder and model resolution read `agent.owner`, which would otherwise cost a query of its own."""
+    org = owner(request)
+    agent = agent_get(owner=org, agent_id=agent_id)
+    agent.owner = org
+    return agent
+
+
 @router.post("/blocks/", response={201: BlockOut})
 def block_create(request, body: BlockIn):
     block = services.block_create(
@@ -138,20 +147,20 @@ def block_restore(request, block_id: str, version: int):
 
 @router.get("/agents/{agent_id}/core-memory/blocks", response=list[BlockOut], tags=["agents"])
 def agent_blocks(request, agent_id: str, q: Query[WholeListQuery]):
-    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    agent = _agent(request, agent_id)
     blocks = page(selectors.agent_blocks(agent=agent), after=q.after, before=q.before, limit=q.limit, order=q.order)
     return [block_out(b) for b in blocks]
 
 
 @router.get("/agents/{agent_id}/core-memory/blocks/{label}", response=BlockOut, tags=["agents"])
 def agent_block_retrieve(request, agent_id: str, label: str):
-    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    agent = _agent(request, agent_id)
     return block_out(selectors.agent_block_by_label(agent=agent, label=label))
 
 
 @router.patch("/agents/{agent_id}/core-memory/blocks/{label}", response=BlockOut, tags=["agents"])
 def agent_block_modify(request, agent_id: str, label: str, body: BlockUpdateIn):
-    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    agent = _agent(request, agent_id)
     block = selectors.agent_block_by_label(agent=agent, label=label)
     return block_out(
         services.block_update(block=block, changes=body.dict(exclude_unset=True), actor_user=request.principal.user)
@@ -160,14 +169,14 @@ def agent_block_modify(request, agent_id: str, label: str, body: BlockUpdateIn):
 
 @router.patch("/agents/{agent_id}/core-memory/blocks/attach/{block_id}", response=AgentStateOut, tags=["agents"])
 def agent_block_attach(request, agent_id: str, block_id: str):
-    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    agent = _agent(request, agent_id)
     services.block_attach_by_id(agent=agent, block_id=block_id)
     return agent_state(agent)
 
 
 @router.patch("/agents/{agent_id}/core-memory/blocks/detach/{block_id}", response=AgentStateOut, tags=["agents"])
 def agent_block_detach(request, agent_id: str, block_id: str):
-    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    agent = _agent(request, agent_id)
     services.block_detach(agent=agent, block_id=block_id)
     return agent_state(agent)
 
@@ -178,7 +187,7 @@ def agent_block_detach(request, agent_id: str, block_id: str):
 
 @router.post("/agents/{agent_id}/archival-memory", response=list[PassageOut], tags=["archival-memory"])
 def passage_create(request, agent_id: str, body: PassageIn):
-    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    agent = _agent(request, agent_id)
     token = getattr(request.principal, "token", None)
     source = "agent" if token is not None and token.agent_id == agent.id else "user"
     passage = services.passage_insert(
@@ -199,7 +208,7 @@ class PassageListQuery(PageQuery):
 
 @router.get("/agents/{agent_id}/archival-memory", response=list[PassageOut], tags=["archival-memory"])
 def passages_list(request, agent_id: str, q: Query[PassageListQuery]):
-    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    agent = _agent(request, agent_id)
     rows = selectors.passages_list(
         agent=agent,
         search=q.search,
@@ -223,7 +232,7 @@ def passages_search(
     start_datetime: str | None = None,
     end_datetime: str | None = None,
 ):
-    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    agent = _agent(request, agent_id)
     rows = selectors.passages_search(
         agent=agent,
         query=query,
@@ -240,7 +249,7 @@ def passages_search(
 def archival_status(request, agent_id: str):
     """Which search archival memory uses for this agent (the IDE shows it), and how much is stored."""
 
-    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    agent = _agent(request, agent_id)
     stats = selectors.memory_stats(agent=agent)
     return {
         "search_mode": selectors.archival_search_mode(agent),
@@ -252,7 +261,7 @@ def archival_status(request, agent_id: str):
 
 @router.delete("/agents/{agent_id}/archival-memory/{memory_id}", response=DeletedOut, tags=["archival-memory"])
 def passage_delete(request, agent_id: str, memory_id: str):
-    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    agent = _agent(request, agent_id)
     services.passage_delete(agent=agent, passage_id=memory_id)
     return {"deleted": memory_id}
 
@@ -273,7 +282,7 @@ def messages_search(
     limit: int = Query(10, description=clamped(500)),
     offset: int = Query(0, description="Rows to skip; negative counts as 0."),
 ):
-    agent = agent_get(owner=owner(request), agent_id=agent_id)
+    agent = _agent(request, agent_id)
     rows = selectors.messages_search(
         agent=agent, query=query, roles=roles, start=start_date, end=end_date, limit=limit, offset=offset
     )

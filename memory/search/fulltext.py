@@ -5,10 +5,11 @@ colons, parentheses or a lone `*` cannot raise a syntax error (FTS5 and to_tsque
 PostgreSQL uses the GIN index on to_tsvector('english', text); SQLite its FTS5 table (see fts_schema.py).
 """
 
+import json
 import re
 
 from django.db import connections
-from django.db.models import BooleanField, FloatField, QuerySet
+from django.db.models import BooleanField, FloatField, QuerySet, TextField
 from django.db.models.expressions import RawSQL
 
 from memory.search.fts_schema import TABLES, sqlite_fts_installed
@@ -66,8 +67,16 @@ def _sqlite_ranked_ids(connection, queryset, query, limit, offset, newest_first_
     match = fts5_match(query)
     if not match:
         return []
-    fts = _FTS_TABLE[queryset.model._meta.db_table]
+    table = queryset.model._meta.db_table
+    fts = _FTS_TABLE[table]
     need = offset + limit
+    # A batch's ids reach the queryset as one JSON parameter: an `id__in` of hundreds of ids costs more to build and
+    # compile, value by value, than the search itself.
+    in_batch = f'"{table}"."id" IN (SELECT value FROM json_each(%s))'
+    # The tie-break column as stored (ISO text for a datetime, which sorts as the time does; an integer for a
+    # sequence): read through the field, each row's datetime would be parsed and made aware only to be compared.
+    column = queryset.model._meta.get_field(newest_first_by).column
+    newest = RawSQL(f'"{table}"."{column}"', (), output_field=TextField())
     # The FTS table is the outer loop: its hits best first, checked against the queryset a batch at a time (an
     # indexed IN by primary key). Asking the FTS table per row of the queryset instead runs the MATCH once per row
     # (minutes at 100k passages), and an IN over the queryset's rows materializes every row of the agent first.
@@ -84,7 +93,8 @@ def _sqlite_ranked_ids(connection, queryset, query, limit, offset, newest_first_
             if not hits:
                 break
             rank = dict(hits)
-            rows = queryset.order_by().filter(id__in=list(rank)).values_list("id", newest_first_by)
+            batch_filter = RawSQL(in_batch, (json.dumps(list(rank)),), output_field=BooleanField())
+            rows = queryset.order_by().filter(batch_filter).values_list("id", newest)
             kept.extend((rank[row_id], newest, row_id) for row_id, newest in rows)
             # Done once `need` rows are kept and no later hit can tie with the last of them (ties: newest first).
             if len(kept) >= need and hits[-1][1] > sorted(r for r, _, _ in kept)[need - 1]:

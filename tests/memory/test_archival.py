@@ -101,6 +101,26 @@ def test_list_pagination_and_search(agent):
     assert _texts(selectors.passages_list(agent=agent, search="zebra")) == ["something about zebras"]
 
 
+def test_full_text_ties_rank_newest_first(agent):
+    """Passages the text ranks alike come newest first, by when they were made (a given created_at counts), down to
+    the microsecond: one stored at a whole second and one a microsecond later keep that order."""
+    second = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
+    made = {
+        "oldest": second - timedelta(days=2),
+        "whole second": second,
+        "a microsecond later": second + timedelta(microseconds=1),
+        "a day before": second - timedelta(days=1),
+    }
+    for name, created_at in made.items():
+        services.passage_insert(agent=agent, text="the tide chart for the harbour", tags=[name], created_at=created_at)
+    found = selectors.passages_list(agent=agent, search="tide chart", limit=10)
+    assert [p.tags[0] for p in found] == ["a microsecond later", "whole second", "a day before", "oldest"]
+    assert [p.tags[0] for p in selectors.passages_list(agent=agent, search="tide chart", limit=2)] == [
+        "a microsecond later",
+        "whole second",
+    ]
+
+
 def test_delete_and_other_agents(agent, other_agent):
     p = services.passage_insert(agent=agent, text="delete me please")
     with pytest.raises(NotFound):
