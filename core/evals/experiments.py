@@ -12,15 +12,15 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from django.db import close_old_connections, connections, transaction
-from django.db.models import F
 from django.utils import timezone
 from django_tasks import task
 
 from core.agents import versions
+from core.agents.queries import row_update
 from core.agents.services import agent_delete
 from core.engine import graders as g
 from core.errors import Invalid, NotFound
-from core.evals import aggregate, runner
+from core.evals import aggregate, queries, runner
 from core.evals.starts import Starts
 from core.models import Agent, CaseResult, Dataset, EvalCase, Experiment, Organization, Step
 from core.runs import executor
@@ -285,8 +285,7 @@ def case_execute(
     The case is claimed (running, with the id its copy will have) by one statement that also checks the experiment
     was not cancelled, before the copy exists: deleting the experiment then deletes a copy made at any point."""
     copy_id = Agent._meta.pk.get_default()
-    claim = CaseResult.objects.filter(pk=result.pk).exclude(experiment__status="cancelled")
-    if not claim.update(status="running", copy_agent_id=copy_id):
+    if not queries.case_claim(result=result, copy_id=copy_id):
         return False
     copies: list[Agent] = []
     try:
@@ -299,8 +298,8 @@ def case_execute(
         for copy in copies:
             agent_delete(agent=copy)  # its blocks are copies no one else uses: they go too
         fields["copy_agent_id"] = ""
-    CaseResult.objects.filter(pk=result.pk).update(**fields, completed_at=timezone.now())
-    Experiment.objects.filter(pk=experiment.pk).update(done=F("done") + 1)
+    row_update(CaseResult, where={"id": result.pk}, **fields, completed_at=timezone.now())  # not compiled
+    queries.experiment_case_done(experiment_id=experiment.pk)
     return True
 
 

@@ -18,9 +18,10 @@ from core.agents.messages import messages_to_letta
 from core.agents.services import agent_update
 from core.engine import graders as g
 from core.errors import Invalid
+from core.evals import queries
 from core.evals.judge import rubric_grade
 from core.evals.starts import Starts
-from core.models import Agent, EvalCase, Message, Organization, Run, RunStatus, Step
+from core.models import Agent, EvalCase, Organization, Run, RunStatus, Step
 from core.runs import executor, timetravel
 from core.runs.request import RunRequest
 from memory.models import Block, BlockHistory, Passage
@@ -198,7 +199,7 @@ def observed_gather(copy: Agent, runs: list[Run]) -> Observed:
     """What happened on the copy, as plain data for the expectations and the eval graders (core.engine.graders)."""
 
     run_ids = [r.id for r in runs]
-    rows = list(Message.objects.filter(run_id__in=run_ids).order_by("seq"))
+    rows = queries.runs_messages(run_ids=run_ids)
     calls = [
         {"name": c.get("name"), "arguments": expectations_args(c.get("arguments")), "step_id": m.step_id}
         for m in rows
@@ -213,8 +214,7 @@ def observed_gather(copy: Agent, runs: list[Run]) -> Observed:
         if e["message_type"] == "assistant_message"
     ]
     replies = [(e.get("content"), e.get("step_id")) for e, _ in letta]
-    found = Step.objects.filter(run_id__in=run_ids, kind="agent").order_by("created_at").values_list("id", "usage")
-    steps = [(step_id, usage or {}) for step_id, usage in found]
+    steps = queries.runs_steps_usage(run_ids=run_ids)
     usages = [usage for _, usage in steps]
     costs = [u.get("cost_usd") for u in usages]
     asked = [
