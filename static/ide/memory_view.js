@@ -103,10 +103,8 @@
 
   // ---- "show the call": the tool call in the conversation, else its step in the inspector
   function findCall(id) {  // its "open in the workbench" link names the call
-    for (const a of document.querySelectorAll("#conversation .msg.tool_call_message a.open-workbench")) {
-      if (new URL(a.href, location.href).searchParams.get("call") === id) return a.closest(".msg");
-    }
-    return null;
+    const link = $(`#conversation .msg.tool_call_message a.open-workbench[data-call="${CSS.escape(id)}"]`);
+    return link && link.closest(".msg");
   }
   function highlight(node) {
     window.AIDE_UI.flash(node, "call-highlight");
