@@ -53,7 +53,6 @@ urlpatterns = [
     path("agents/<str:agent_id>/runs/", runs.runs_panel, name="agent_runs"),
     path("agents/<str:agent_id>/runs/<str:run_id>/", runs.run_detail, name="agent_run"),
     path("agents/<str:agent_id>/threads/waiting/", runs.threads_waiting, name="agent_threads_waiting"),
-    path("agents/<str:agent_id>/runs/<str:run_id>/notice/", runs.run_notice, name="agent_run_notice"),
     path("agents/<str:agent_id>/waits/calls/<str:message_id>/", waits.calls_card_view, name="agent_wait_calls"),
     path(
         "agents/<str:agent_id>/waits/model-call/<str:run_id>/",

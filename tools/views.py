@@ -1,6 +1,7 @@
 """The tools page: library, editor with a live schema preview, the typed arguments form (tools.arg_form), Run with
 its output followed live, history."""
 
+import dataclasses
 import json
 import re
 import time
@@ -95,7 +96,7 @@ def tools_page(request):
             "schema": schema,
             "schema_error": error,
             "schema_json": json.dumps(schema, indent=2) if schema else "",
-            "fields": arg_form.form_fields(schema, prefill),
+            "fields": _workbench_fields(schema, prefill),
             "form_key": "wb",
             "prefill_json": json.dumps(prefill),
             "prefilled_from_run": bool(prefill and not recorded),
@@ -179,10 +180,34 @@ def schema_preview(request):
             "schema": schema,
             "schema_error": error,
             "schema_json": json.dumps(schema, indent=2) if schema else "",
-            "fields": arg_form.form_fields(schema, prefill if isinstance(prefill, dict) else {}),
+            "fields": _workbench_fields(schema, prefill if isinstance(prefill, dict) else {}, request.POST),
             "form_key": "wb",
         },
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class _DrawnField(arg_form.ArgField):
+    drawn: str = ""  # what the server drew in it: the schema preview keeps a value that differs from this
+
+
+def _workbench_fields(schema: dict, prefill: dict, post=None) -> list:
+    """The workbench's argument fields, each saying what the server drew (tools/_args_form.html: drawn:arg_…).
+    With `post`, the schema preview's: a value the person changed in the form it replaces (it differs from what that
+    form drew) is kept, what the server drew (a default, the last run's value) is drawn again for the new schema. A
+    select keeps a value only if it is still one of its options."""
+    out = []
+    for f in arg_form.form_fields(schema, prefill):
+        drawn = ("on" if f.checked else "") if f.widget == "checkbox" else f.value
+        f = _DrawnField(**{x.name: getattr(f, x.name) for x in dataclasses.fields(f)}, drawn=drawn)
+        was, now = (post or {}).get("drawn:" + f.input_name), (post or {}).get(f.input_name, "")
+        if was is not None and now.replace("\r\n", "\n") != was.replace("\r\n", "\n"):
+            if f.widget == "checkbox":
+                f = dataclasses.replace(f, checked=bool(now))
+            elif not f.options or now in {value for value, _ in f.options}:
+                f = dataclasses.replace(f, value=now)
+        out.append(f)
+    return out
 
 
 def _arguments(request, schema: dict) -> tuple[dict, list, dict]:

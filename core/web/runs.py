@@ -115,14 +115,6 @@ def notice_context(run) -> dict:
 
 
 @login_required
-def run_notice(request, agent_id: str, run_id: str):
-    """What a run that did not complete leaves in the conversation: the error, and the undelivered message to retry."""
-    agent = agent_or_404(request, agent_id)
-    run = _run_or_404(agent, run_id)
-    return TemplateResponse(request, "core/_run_notice.html", {"agent": agent, **notice_context(run)})
-
-
-@login_required
 def window_marks(request, agent_id: str):
     """Which messages are in the context window now, and what evicted the others (JSON for the conversation)."""
     agent = thread_or_404(request, agent_or_404(request, agent_id))

@@ -1,4 +1,4 @@
-// Agent workspace, the Tests tab: the editor's small behaviours (form or raw JSON, more rows), "Save as test"
+// Agent workspace, the Tests tab: the editor's small behaviours (more rows; form or raw JSON is ide.css), "Save as test"
 // opening the tab, and test runs refreshed from the server as the websocket reports each finished test.
 (function () {
   "use strict";
@@ -40,12 +40,6 @@
       t.querySelectorAll("[data-test-run]").forEach((b) => { if (seen.has(b.id)) b.remove(); else seen.add(b.id); });
       const none = $("#no-results"); if (none) none.remove();
     }
-  });
-
-  document.addEventListener("change", (e) => {
-    if (e.target.name !== "editor" || !e.target.closest("#test-form")) return;
-    const form = e.target.closest("#test-form");
-    form.querySelectorAll("[data-editor]").forEach((d) => { d.hidden = d.dataset.editor !== e.target.value; });
   });
 
   document.addEventListener("click", (e) => {

@@ -1,6 +1,6 @@
 // Tools page: CodeMirror editor (Python highlighting) over the source textarea; the schema preview is an htmx
-// request fired (debounced) on each edit; argument values the person changed survive the preview re-rendering the
-// form (what the form drew — a default, the last run's value — is drawn again by the server, for the new schema).
+// request fired (debounced) on each edit. It posts the arguments form too, and the server draws it again for the new
+// schema keeping the values the person changed (tools.views.schema_preview).
 (function () {
   "use strict";
   const ta = document.getElementById("source");
@@ -11,27 +11,7 @@
     cm.on("change", () => { cm.save(); htmx.trigger(ta, "cm-change"); });
     window.AIDE_EDITOR = cm;
   }
-  let kept = {};
-  const changed = (i) => (i.type === "checkbox" ? i.checked !== i.defaultChecked
-    : i.tagName === "SELECT" ? !(i.selectedOptions[0] && i.selectedOptions[0].defaultSelected)
-    : i.value !== i.defaultValue);
   document.body.addEventListener("htmx:configRequest", () => { if (cm) cm.save(); });
-  document.body.addEventListener("htmx:beforeSwap", (e) => {
-    if (e.detail.target.id !== "schema-panel") return;
-    kept = {};
-    document.querySelectorAll("#args-form [name^=arg_]").forEach((i) => {
-      if (changed(i)) kept[i.name] = i.type === "checkbox" ? i.checked : i.value;
-    });
-  });
-  document.body.addEventListener("htmx:afterSwap", (e) => {
-    if (e.detail.target.id !== "schema-panel") return;
-    document.querySelectorAll("#args-form [name^=arg_]").forEach((i) => {
-      if (!(i.name in kept)) return;
-      const v = kept[i.name];
-      if (i.type === "checkbox") i.checked = v;
-      else if (i.tagName !== "SELECT" || Array.from(i.options).some((o) => o.value === v)) i.value = v;
-    });
-  });
 })();
 
 // A run in progress: elapsed time, the Run button disabled, and what the tool prints as it prints it (server-sent

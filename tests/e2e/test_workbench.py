@@ -110,3 +110,21 @@ def test_run_as_agent_calls_the_api_back_on_the_servers_own_port(signed_in, acco
     expect(page.locator("#run-agent-name")).to_have_text("Ada Lovelace")
     expect(page.locator("#run-lacks")).to_have_count(0)
     shot(page, "wb-run-as-agent")
+
+
+def test_the_schema_preview_keeps_the_arguments_the_person_changed(signed_in):
+    page = signed_in.new_page()
+    _set_source(page, GREET)
+    page.fill("[name=arg_name]", "Bob")
+    expect(page.locator("[name=arg_times]")).to_have_value("2")
+    # an edit of the source draws the form again (tools.views.schema_preview): the typed name stays, the default
+    # the form drew follows the new schema, a new argument gets its default
+    page.evaluate(
+        "(s) => window.AIDE_EDITOR.setValue(s)",
+        GREET.replace("times: int = 2)", "times: int = 3, loud: bool = True)").replace(
+            "often.", "often.\n        loud: Shout."
+        ),
+    )
+    expect(page.locator("[name=arg_times]")).to_have_value("3")
+    expect(page.locator("[name=arg_name]")).to_have_value("Bob")
+    expect(page.locator("[name=arg_loud]")).to_have_count(1)

@@ -8,12 +8,14 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.template.loader import render_to_string
 from django.test import Client
 from django.utils import timezone
 
 from core.models import Message, Run
 from core.runs import waits
 from core.runs.request import RunRequest
+from core.web.runs import notice_context
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 
@@ -172,7 +174,9 @@ def test_an_answers_run_lists_its_answer_and_leaves_nothing_to_retry(web, api, a
     )
     html = web.get(f"/agents/{agent.id}/runs/").content.decode()
     assert "answer: 1 denied" in html
-    notice = web.get(f"/agents/{agent.id}/runs/{out['run_id']}/notice/").content.decode()
+    notice = render_to_string(
+        "core/_run_notice.html", {"agent": agent, **notice_context(Run.objects.get(pk=out["run_id"]))}
+    )
     assert "data-retry" not in notice
 
 

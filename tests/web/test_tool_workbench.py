@@ -182,3 +182,14 @@ def test_the_library_wraps_long_names_at_their_underscores_and_escapes_them(web,
     assert "<code>greet_<wbr>every_<wbr>guest_<wbr>by_<wbr>name</code>" in html
     rendered = Template("{% load ide %}{{ name|breakable }}").render(Context({"name": "<b>x_y</b>"}))
     assert rendered == "&lt;b&gt;x_<wbr>y&lt;/b&gt;"
+
+
+def test_the_schema_preview_keeps_what_the_person_changed_and_redraws_what_the_form_drew(web):
+    source = GREET.replace("times: int = 2", "times: int = 5")
+    drawn = {"drawn:arg_name": "", "drawn:arg_times": "2"}
+    page = web.post("/tools/schema/", {"source_code": source, "arg_name": "Bob", "arg_times": "2", **drawn})
+    html = page.content.decode()
+    assert 'name="arg_name" value="Bob"' in html  # typed: kept
+    assert 'name="arg_times" value="5"' in html  # the old default, untouched: the new one
+    html = web.post("/tools/schema/", {"source_code": source, "arg_times": "7", **drawn}).content.decode()
+    assert 'name="arg_times" value="7"' in html and 'name="drawn:arg_times" value="5"' in html  # kept next time too
