@@ -89,6 +89,7 @@ urlpatterns = [
         "agents/<str:agent_id>/versions/<int:number>/restore/", versions.history_restore, name="agent_version_restore"
     ),
     path("agents/<str:agent_id>/tests/form/", agent_tests.test_form, name="agent_test_form"),
+    path("agents/<str:agent_id>/tests/row/", agent_tests.test_form_row, name="agent_test_row"),
     path("agents/<str:agent_id>/tests/save/", agent_tests.test_save, name="agent_test_save"),
     path("agents/<str:agent_id>/tests/run/", agent_tests.tests_run, name="agent_tests_run"),
     path("agents/<str:agent_id>/tests/results/<str:run_id>/", agent_tests.test_results, name="agent_test_results"),

@@ -200,6 +200,20 @@ def test_form(request, agent_id: str):
 
 
 @login_required
+@require_GET
+def test_form_row(request, agent_id: str):
+    """One more empty row of the editor (?kind=turn, call or block; ?n=its number) and the button for the next."""
+    agent = agent_or_404(request, agent_id)
+    kind = request.GET.get("kind")
+    if kind not in ("turn", "call", "block"):
+        raise Http404("no such row")
+    n = int(request.GET["n"]) if request.GET.get("n", "").isdigit() else 1
+    n = min(n, 1000)
+    context = {"agent": agent, "kind": kind, "n": n, "next": n + 1, "added": True, "kinds": TEXT_KINDS}
+    return TemplateResponse(request, "core/_test_form_more.html", context)
+
+
+@login_required
 @require_POST
 def test_save(request, agent_id: str):
     """Save the test from the editor; a refused test comes back in the editor with the reason, as a 422 (the form

@@ -1,5 +1,6 @@
-// Agent workspace, the Tests tab: the editor's small behaviours (more rows; form or raw JSON is ide.css), "Save as test"
-// opening the tab, and test runs refreshed from the server as the websocket reports each finished test.
+// Agent workspace, the Tests tab: the editor's close button (its "+ turn" rows come from the server, its form or raw
+// JSON switch is ide.css), "Save as test" opening the tab, and test runs refreshed from the server as the websocket
+// reports each finished test.
 (function () {
   "use strict";
   const $ = (sel, root) => (root || document).querySelector(sel);
@@ -43,24 +44,6 @@
   });
 
   document.addEventListener("click", (e) => {
-    const add = e.target.closest("[data-add-row]");
-    if (add) {
-      const rows = add.parentElement.querySelectorAll(add.dataset.addRow);
-      const copy = rows[rows.length - 1].cloneNode(true);
-      copy.querySelectorAll("input").forEach((i) => { i.value = ""; });
-      rows[rows.length - 1].after(copy);
-      return;
-    }
-    const turn = e.target.closest("[data-add-turn]");
-    if (turn) {
-      const areas = turn.parentElement.querySelectorAll("textarea[name=turn]");
-      const copy = areas[areas.length - 1].cloneNode(false);
-      copy.value = "";
-      copy.setAttribute("aria-label", "Turn " + (areas.length + 1));
-      areas[areas.length - 1].after(copy);
-      copy.focus();
-      return;
-    }
     if (e.target.closest("[data-close-editor]")) { $("#test-editor").textContent = ""; return; }
     const dismiss = e.target.closest("[data-dismiss-run]");
     if (dismiss) dismiss.closest(".test-run").remove();

@@ -225,3 +225,10 @@ def test_reading_the_tests_tab_never_writes(web, agent):
         assert web.get(url).status_code == 200, url
     assert Agent.objects.filter(pk=agent.pk).values().get() == before
     assert not Experiment.objects.exists()
+
+
+def test_the_editor_adds_a_row_from_the_server_with_the_button_for_the_next(web, agent):
+    html = web.get(f"/agents/{agent.id}/tests/row/?kind=call&n=3").content.decode()
+    assert 'name="tool_name" value="" placeholder="tool name" aria-label="Tool 3" autofocus' in html
+    assert "?kind=call&amp;n=4" in html and "+ call" in html
+    assert web.get(f"/agents/{agent.id}/tests/row/?kind=script").status_code == 404
