@@ -124,10 +124,11 @@ def _parameters_text(tool: Tool) -> str:
 
 
 @cache
-def _agent_tools_sql() -> str:
+def _agent_tools_sql(columns: str = "t.*") -> str:
+    """The agent's tools by name, these `columns` of them (a row, or its id and stamp)."""
     link = Tool.agents.through._meta
     return (
-        f'SELECT t.* FROM "{Tool._meta.db_table}" t JOIN "{link.db_table}" l '
+        f'SELECT {columns} FROM "{Tool._meta.db_table}" t JOIN "{link.db_table}" l '
         f'ON l."{link.get_field("tool").column}" = t.id '
         f'WHERE l."{link.get_field("agent").column}" = %s ORDER BY t.name'
     )
@@ -137,16 +138,6 @@ def agent_tools(*, agent: Agent) -> list[Tool]:
     """The agent's tools by name. Our own SQL through `Manager.raw()` (every step reads them: the queryset's compile
     cost as much as the statement)."""
     return list(Tool.objects.raw(_agent_tools_sql(), [agent.pk]))
-
-
-@cache
-def _agent_tool_stamps_sql() -> str:
-    link = Tool.agents.through._meta
-    return (
-        f'SELECT t.id, t.updated_at FROM "{Tool._meta.db_table}" t JOIN "{link.db_table}" l '
-        f'ON l."{link.get_field("tool").column}" = t.id '
-        f'WHERE l."{link.get_field("agent").column}" = %s ORDER BY t.name'
-    )
 
 
 # The engine form of each tool (its ToolSpec, the schema parsed), kept in this process by tool id with the tool's
@@ -195,7 +186,7 @@ def agent_tool_specs(*, agent: Agent) -> tuple[list[str], list[t.ToolSpec]]:
     more for the tools changed (or not seen) since this process last read them. A step offers the specs and reads
     the full rows (`tools_by_ids`) only when it runs a tool that needs one."""
     with connection.cursor() as cursor:
-        cursor.execute(_agent_tool_stamps_sql(), [agent.pk])
+        cursor.execute(_agent_tools_sql("t.id, t.updated_at"), [agent.pk])
         stamps = cursor.fetchall()
         specs = {tool_id: _specs.get(tool_id, stamp) for tool_id, stamp in stamps}
         missing = [tool_id for tool_id, spec in specs.items() if spec is None]
