@@ -197,3 +197,36 @@ def test_a_run_started_elsewhere_streams_into_an_open_tab(redis_layer, signed_in
     expect(box).to_have_attribute("data-status", "passed", timeout=RUN_S)
     expect(box.locator(".test-result.passed")).to_contain_text("stores the fact in archival memory")
     expect(page.locator("[data-test-run]")).to_have_count(1)
+
+
+def test_a_run_that_ends_before_its_card_is_drawn_still_shows_its_end(signed_in, account, fake_llm):
+    """The answer to "Run all" is held back until the run has ended and the socket's word of it has been shown, so
+    the answer's card, drawn "created", comes last and takes the place of the finished one: it reads itself once it
+    is in and shows the end (a stall seen on a slow machine, where the fake model answered before the answer came)."""
+    import time
+
+    from core.models import Experiment
+
+    agent = make_agent(account.org, name="quick")
+    agent_tests.test_save(agent=agent, test=TESTS[1])
+    page = _open_tests(signed_in, agent.id)
+    _script(fake_llm)
+    drawn: list[str] = []
+
+    def held(route):
+        answer = route.fetch()
+        drawn.append(answer.text())
+        deadline = time.monotonic() + RUN_S / 1000
+        while not Experiment.objects.filter(agent_id=agent.id, status="completed").exists():
+            assert time.monotonic() < deadline, "the test run did not end"
+            time.sleep(0.1)
+        # the socket's word of the end has come: with no card to tell, the run was read into the list as it ended
+        page.wait_for_function("() => document.querySelector('.test-run[data-status=failed]')", timeout=RUN_S)
+        route.fulfill(response=answer)
+
+    page.route(f"**/agents/{agent.id}/tests/run/", held)
+    page.click("#run-all-tests")
+    run = page.locator(".test-run").first
+    expect(run).to_have_attribute("data-status", "failed", timeout=RUN_S)
+    assert 'data-status="created"' in drawn[0]  # drawn before the end, shown after it
+    expect(run.locator(".test-result")).to_have_class("test-result failed")
