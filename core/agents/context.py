@@ -9,7 +9,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 
+from django.db import connection
 from django.utils import timezone
 
 from core import mapping
@@ -277,21 +279,28 @@ def _next_context(agent: Agent, **overrides) -> tuple[t.CompiledContext, AgentSn
     return ctx, snap, call
 
 
+@cache
+def _waiting_sql(*, own: bool) -> str:
+    column = {name: f'"{Run._meta.get_field(name).column}"' for name in ("id", "agent", "conversation", "waiting")}
+    thread = f"{column['conversation']} IS NULL" if own else f"{column['conversation']} = %s"
+    return (
+        f'SELECT {column["id"]}, {column["waiting"]} FROM "{Run._meta.db_table}" WHERE {column["agent"]} = %s '
+        f'AND {thread} AND "{Run._meta.get_field("waiting_until").column}" > %s ORDER BY {column["id"]} LIMIT 1'
+    )
+
+
 def next_call(agent: Agent) -> dict:
     """What the simulator compiles: the first step of the next run, or — when a run of this thread waits at a
-    breakpoint before a model call — that run's next step, with the calls it made so far."""
-    waiting = (
-        Run.objects.filter(
-            agent_id=agent.id,
-            conversation_id=getattr(agent, "thread", None),
-            waiting_until__gt=timezone.now(),
-        )
-        .values_list("id", "waiting")
-        .first()
-    )
-    if waiting is None or (waiting[1] or {}).get("before") != "model_call":
+    breakpoint before a model call — that run's next step, with the calls it made so far. One hand-written
+    statement (a queryset's compile of it cost more CPU than the rest of a context read's reads together)."""
+    thread = getattr(agent, "thread", None)
+    now = Run._meta.get_field("waiting_until").get_db_prep_value(timezone.now(), connection)
+    with connection.cursor() as cursor:
+        cursor.execute(_waiting_sql(own=thread is None), [agent.id, *([] if thread is None else [thread]), now])
+        waiting = cursor.fetchone()
+    wait = Run._meta.get_field("waiting").from_db_value(waiting[1], None, connection) if waiting else None
+    if not wait or wait.get("before") != "model_call":
         return {"run_id": None, "history": [], "last_output": None}
-    wait = waiting[1]
     return {"run_id": waiting[0], "history": list(wait.get("history") or []), "last_output": wait.get("last_output")}
 
 
