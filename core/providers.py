@@ -5,11 +5,14 @@ owner sent it: the environment's keys to the environment's providers, an owner's
 import hashlib
 import json
 import os
+import threading
 import time
 import urllib.request
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.db import connection
 
 from core.egress import EgressRefused, Unresolvable, check_url, guarded_client
 from core.engine.tokens import model_info
@@ -77,25 +80,72 @@ def _env_providers() -> list[Provider]:
     return found
 
 
+def _column(name: str) -> str:
+    return f'"{ProviderConfig._meta.get_field(name).column}"'
+
+
+_OWNER_COLUMNS = ("name", "kind", "api_key", "base_url", "model_names")
 _OWNER_PROVIDERS_SQL = (
-    f'SELECT * FROM "{ProviderConfig._meta.db_table}" WHERE "{ProviderConfig._meta.get_field("owner").column}" = %s '
-    "ORDER BY created_at, id"
+    f'SELECT {", ".join(_column(c) for c in _OWNER_COLUMNS)} FROM "{ProviderConfig._meta.db_table}" '
+    f"WHERE {_column('owner')} = %s ORDER BY {_column('created_at')}, {_column('id')}"
 )
+# An owner's providers as last built, keyed by the columns as stored: a send reads them (one statement, no model
+# instances) and builds them again only when a stored value changed (a key is stored encrypted anew at each save, so
+# an edit in Settings, a new or a deleted provider is seen at the next send). Most recently used owners kept.
+_OWNER_CACHE_SIZE = 256
+_owner_providers: OrderedDict[str, tuple[tuple, tuple[Provider, ...]]] = OrderedDict()
+_owner_lock = threading.Lock()
+
+
+def _owner_rows(owner_id: str) -> tuple:
+    with connection.cursor() as cursor:
+        cursor.execute(_OWNER_PROVIDERS_SQL, [owner_id])
+        return tuple(tuple(row) for row in cursor.fetchall())
+
+
+def _owner_build(stored: tuple) -> tuple[Provider, ...]:
+    fields = [ProviderConfig._meta.get_field(c) for c in _OWNER_COLUMNS]
+    built = []
+    for row in stored:
+        name, kind, api_key, base_url, model_names = (
+            f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v
+            for f, v in zip(fields, row, strict=True)
+        )
+        built.append(
+            Provider(
+                name=name,
+                kind=kind,
+                api_key=api_key,
+                base_url=base_url,
+                models=tuple(model_names or ()),
+                source="settings",
+            )
+        )
+    return tuple(built)
+
+
+def owner_providers(owner_id: str) -> tuple[Provider, ...]:
+    """The providers an owner configured in Settings, oldest first: read on every send, built when they changed."""
+    stored = _owner_rows(owner_id)
+    with _owner_lock:
+        cached = _owner_providers.get(owner_id)
+        if cached is not None and cached[0] == stored:
+            _owner_providers.move_to_end(owner_id)
+            return cached[1]
+    built = _owner_build(stored)
+    with _owner_lock:
+        _owner_providers[owner_id] = (stored, built)
+        _owner_providers.move_to_end(owner_id)
+        while len(_owner_providers) > _OWNER_CACHE_SIZE:
+            _owner_providers.popitem(last=False)
+    return built
 
 
 def providers_list(*, owner: Organization | None) -> list[Provider]:
     """Configured providers: the environment's, then the owner's own (which take precedence by name)."""
     providers = {p.name: p for p in _env_providers()}
-    if owner is not None:  # read on every send: our own statement, not a queryset compiled each time
-        for row in ProviderConfig.objects.raw(_OWNER_PROVIDERS_SQL, [owner.pk]):
-            providers[row.name] = Provider(
-                name=row.name,
-                kind=row.kind,
-                api_key=row.api_key,
-                base_url=row.base_url,
-                models=tuple(row.model_names or ()),
-                source="settings",
-            )
+    if owner is not None:
+        providers.update((p.name, p) for p in owner_providers(owner.pk))
     return list(providers.values())
 
 

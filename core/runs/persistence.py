@@ -7,7 +7,7 @@ Every function that writes expects to run inside the step's transaction, with th
 from collections.abc import Collection, Iterable, Sequence
 from functools import cache
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 
 from core import ids, mapping
 from core.agents import queries
@@ -69,22 +69,58 @@ def _insert_sql(model, count: int, vendor: str) -> str:
     return f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES {', '.join([row] * count)}"
 
 
+# Fields whose value of an exact type Django passes to the driver as it is (`get_db_prep_save` of a CharField, a
+# TextField or a BooleanField returns a str, a bool or None unchanged, on every backend), and whose `pre_save` only
+# reads the attribute: a row's values of these are taken as they are. Any other field, or another type of value
+# (a lazy string, a str subclass), is prepared by its field.
+_PLAIN_FIELDS = (models.CharField, models.TextField, models.BooleanField)
+_PLAIN_VALUES = (str, bool, type(None))
+_ABSENT = object()  # an attribute not in the instance's __dict__ (deferred): read by its field's pre_save
+
+
+def _plain(field) -> bool:
+    target = field.target_field if field.is_relation else field
+    return (
+        (not field.is_relation or type(field) is models.ForeignKey)
+        and type(target) in _PLAIN_FIELDS
+        and type(field).pre_save is models.Field.pre_save
+    )
+
+
+@cache
+def _insert_plan(model) -> tuple[tuple[models.Field, str | None], ...]:
+    """Each concrete field of `model`, with its attribute name when its values can be taken as they are."""
+    return tuple((f, f.attname if _plain(f) else None) for f in model._meta.concrete_fields)
+
+
+def _insert_params(batch: Sequence, plan) -> list:
+    params = []
+    for obj in batch:
+        values = obj.__dict__
+        for f, attname in plan:
+            if attname is not None and type(value := values.get(attname, _ABSENT)) in _PLAIN_VALUES:
+                params.append(value)
+            else:
+                params.append(f.get_db_prep_save(f.pre_save(obj, True), connection))
+    return params
+
+
 def rows_insert(objs: Sequence) -> None:
     """`Model.objects.bulk_create(objs)` for rows of one model whose primary key is set (a default id) and that
     relate only to saved rows, in one statement without compiling a query: each value prepared by its field
-    (`Field.pre_save`, which sets auto_now_add dates, then `Field.get_db_prep_save`). The step's path inserts a few
+    (`Field.pre_save`, which sets auto_now_add dates, then `Field.get_db_prep_save`), but those the field would pass
+    on unchanged (`_insert_plan`: a plain text or boolean column's str, bool or None). The step's path inserts a few
     rows at a time, where the ORM's compile cost more than the insert itself. The objects are not told they were
     saved (that is Django's own state): nothing saves them again — their later changes are written by
     `queries.row_update` — and a `save()` of one would try a second INSERT and fail on the primary key, loudly."""
     if not objs:
         return
     model = type(objs[0])
-    fields = model._meta.concrete_fields
+    plan = _insert_plan(model)
     with connection.cursor() as cursor:
         for start in range(0, len(objs), INSERT_BATCH):
             batch = objs[start : start + INSERT_BATCH]
-            params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in batch for f in fields]
-            cursor.execute(_insert_sql(model, len(batch), connection.vendor), params)
+            cursor.execute(_insert_sql(model, len(batch), connection.vendor), _insert_params(batch, plan))
 
 
 def agent_lock(agent_id: str) -> Agent:

@@ -672,8 +672,9 @@ def _commit(rs: _RunState, end: StepEnd) -> StopReason | None:
             rs.steps += 1
         if end.calls is not None:
             decision = _decided(rs, end, failed)
-        step = Step(pk=end.step_id) if end.step_id else None
-        if end.record is not None:
+        if end.record is None:  # a settled wait's rows link to the waiting reply's step, stored already
+            step = Step(pk=end.step_id) if end.step_id else None
+        else:
             step = persistence.step_record(
                 run=rs.run,
                 agent=agent,

@@ -213,3 +213,25 @@ def test_an_unknown_model_is_explained_without_contradiction(account, fake_llm):
     assert "'mystery/model-x'" in message and "openai" in message and "named 'mystery'" in message
     with pytest.raises(NotConfigured, match="names a provider but no model"):
         providers.model_resolve(owner=account.org, handle="openai")
+
+
+def test_a_providers_key_changed_in_settings_is_the_one_the_next_send_sends(account, fake):
+    """An owner's providers are kept per process between sends (built from their stored columns): a key changed on the
+    Settings page is sent by the very next send, and a deleted provider serves no longer."""
+    _provider_add(account, kind="openai_compatible", base_url=fake.base_url, api_key="sk-first")
+    agent = make_agent(account.org, model="mine/fake-model")
+    assert _say_hi(agent).status == "completed"
+    _provider_add(account, kind="openai_compatible", base_url=fake.base_url, api_key="sk-second")
+    assert _say_hi(agent).status == "completed"
+    sent = [
+        next((v for k, v in r.headers.items() if k.lower() == "authorization"), None)
+        for r in fake.requests
+        if r.path.endswith("/chat/completions")
+    ]
+    assert sent == ["Bearer sk-first", "Bearer sk-second"]
+    web = Client()
+    web.force_login(account.user)
+    row = ProviderConfig.objects.get(owner=account.org, name="mine")
+    assert web.post(f"/settings/providers/{row.id}/delete/").status_code == 302
+    with pytest.raises(NotConfigured):
+        providers.model_resolve(owner=account.org, handle="mine/fake-model")
