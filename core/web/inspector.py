@@ -70,9 +70,14 @@ def context_panel(request, agent_id: str):
         calibration=token_calibration(owner=agent.owner, model=agent.model),
     )
     held = model_call_wait(agent=agent)  # the simulator then compiles the call that run is held before
-    return TemplateResponse(
-        request, "core/_context.html", {"agent": agent, "context": view, "held_run_id": held.id if held else None}
-    )
+    ctx = {"agent": agent, "context": view, "held_run_id": held.id if held else None}
+    if held is not None:  # its card in the conversation says the size of this call (an out-of-band swap)
+        ctx["held_card"] = {
+            "run_id": held.id,
+            "why": (held.waiting or {}).get("why") or "",
+            "tokens": view["raw_total"],
+        }
+    return TemplateResponse(request, "core/_context.html", ctx)
 
 
 def _step_parts(step):

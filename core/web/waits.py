@@ -3,13 +3,13 @@ a reply's calls (an approval, a client-side tool, a tool-call breakpoint: core/_
 call with its arguments to edit, Approve and Deny (at a breakpoint also Step and Stop), the calls that run with the
 answers and until when it waits; a wait before a model call (a breakpoint: core/_wait_model_call.html) shows why,
 the prompt's tokens, Continue, Step and Stop. Once answered, cancelled or expired a card shows what was decided. The
-page draws each card after a reload and live, and fetches it again when the wait may have ended; a refused answer
-is told apart here: answered first elsewhere (another tab, the API) or refused for its own sake."""
+page draws each card after a reload and live, and a card reads itself again when the wait may have ended (204 while
+it still waits as the page shows it); a refused answer is told apart here: answered first elsewhere (another tab, the API) or refused for its own sake."""
 
 import json
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -196,7 +196,20 @@ def calls_card_view(request, agent_id: str, message_id: str):
         raise Http404("no such approval request")
     if request.method == "POST":
         return calls_answer(request, agent=agent, reply=reply)
-    return TemplateResponse(request, "core/_wait_calls.html", {"agent": agent, "item": calls_item(reply=reply)})
+    item = calls_item(reply=reply)
+    if _still_waiting(request, item["card"]):
+        return HttpResponse(status=204)
+    return TemplateResponse(request, "core/_wait_calls.html", {"agent": agent, "item": item})
+
+
+def _still_waiting(request, card: dict) -> bool:
+    """A card read again (its hx-get: `shown`, the state the page shows; `error`, a refusal it says) that still
+    waits, as the page shows it: 204, the page keeps its card and what is being typed in it. Otherwise the card is
+    drawn again, still saying the refusal."""
+    if request.GET.get("shown") == "waiting" and card["state"] == "waiting":
+        return True
+    card["error"] = request.GET.get("error", "")[:500] or None
+    return False
 
 
 def _loads(text: str):
@@ -387,9 +400,12 @@ def model_call_card_view(request, agent_id: str, run_id: str):
         error = wait_go_on(owner=agent.owner, agent_id=agent.id, run_id=run.id, how=request.POST.get("go", ""))
         run.refresh_from_db()
     card = model_call_card(run=run)
-    if request.method == "POST":  # once let go, the card keeps saying why it paused (the run no longer stores it)
-        card["was"] = request.POST.get("asked", "")[:500]
-    card["error"] = error["message"] if error else None
+    if request.method == "GET" and _still_waiting(request, card):
+        return HttpResponse(status=204)
+    if card["state"] != "waiting":  # once let go, the card keeps saying why it paused (the run no longer stores it)
+        card["was"] = request.POST.get("asked", request.GET.get("asked", ""))[:500]
+    if error:
+        card["error"] = error["message"]
     return TemplateResponse(
         request, "core/_wait_model_call.html", {"agent": agent, "card": card}, status=422 if error else 200
     )

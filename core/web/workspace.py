@@ -96,14 +96,18 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
     blocks = block_cards(agent_blocks(agent=agent))  # each with its last change, for the memory column
     definition = definition_ctx(request, agent)
     held = model_call_wait(agent=thread)  # a run of this thread that waits before a model call: its card
+    context = context_view_model(
+        ctx, blocks=blocks, calibration=timetravel.token_calibration(owner=agent.owner, model=agent.model)
+    )
+    wait_card = model_call_card(run=held) if held is not None else None
+    if wait_card is not None and wait_card["state"] == "waiting":  # the call Continue sends now, as the Context tab
+        wait_card["tokens"] = context["raw_total"]
     return {
         "agent": agent,
         "nav": "agents",
         "items": items,
         "older": older,
-        "context": context_view_model(
-            ctx, blocks=blocks, calibration=timetravel.token_calibration(owner=agent.owner, model=agent.model)
-        ),
+        "context": context,
         **definition,
         "settings_form": settings_form or definition["settings_form"],
         "model_configured": providers.model_is_configured(owner=owner, handle=agent.model),
@@ -120,7 +124,7 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
             "bubble": {"message_type": "user_message", "pending": True},
             "note": {"message_type": "error_message", "message": " "},
         },
-        "model_call_wait": model_call_card(run=held) if held is not None else None,
+        "model_call_wait": wait_card,
         "held_run_id": held.id if held is not None else None,
         "undelivered": undelivered(agent=thread),
         **panel_ctx(agent=agent, tool_names=[t.name for t in definition["tools"]]),
@@ -141,8 +145,6 @@ def _ide_config(agent, thread: str | None = None) -> dict:
         "stepUrl": url("agent_step", "STEP"),
         "windowUrl": in_thread("agent_window"),
         "historyUrl": in_thread("agent_history"),
-        "waitCallsUrl": url("agent_wait_calls", "MSG"),
-        "waitModelCallUrl": url("agent_wait_model_call", "RUN"),
     }
 
 

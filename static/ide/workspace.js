@@ -157,12 +157,14 @@
 
   function onRunStatus(ev) {
     runsChanged();
-    W.refresh(".wait-model-call");  // a pause may have been let go (a Continue from any tab starts a run) or ended
     if (ev.waiting && ev.waiting.before === "model_call") W.arrived(ev);
-    if (ev.status === "running" || ev.status === "created") { activeRunId = ev.run_id; setRunning(true, ev.label); return; }
+    if (ev.status === "running" || ev.status === "created") {
+      W.refresh(true);  // a pause may have been let go (a Continue from any tab starts a run)
+      activeRunId = ev.run_id; setRunning(true, ev.label); return;
+    }
     ended.add(ev.run_id);
     setRunning(false, ev.label);
-    W.refresh(".wait-calls");  // a card that waited may have been answered, cancelled or expired
+    W.refresh();  // a card that waited may have been answered, cancelled or expired, a pause let go or ended
     refreshContext();
     C.refreshMarks();
     C.dropStreams();

@@ -67,9 +67,8 @@ def test_a_waiting_reply_is_a_card_with_editable_arguments_buttons_and_the_expir
     assert "<script>alert" not in page and "<b>42</b>" not in page
     assert "&lt;script&gt;alert(\\&quot;x\\&quot;)&lt;/script&gt;" in card
     assert '"thinking"' not in card  # shown as the reasoning above, not as an argument to edit
-    # the page's scripts know where to fetch the card again
-    config = json.loads(re.search(r'id="ide-config" type="application/json">(.*?)</script>', page).group(1))
-    assert config["waitCallsUrl"] == f"/agents/{agent.id}/waits/calls/MSG/"
+    # the card knows where to read itself again
+    assert f'hx-get="/agents/{agent.id}/waits/calls/{ask["id"]}/?shown=waiting"' in card
     alone = web.get(f"/agents/{agent.id}/waits/calls/{ask['id']}/")
     assert alone.status_code == 200 and 'data-state="waiting"' in alone.content.decode()
 
@@ -102,6 +101,27 @@ def test_approved_with_edited_arguments_shows_what_ran_also_after_a_reload(web, 
     answer = re.search(r'<div class="msg approval_response_message".*?</div>\s*</div>', page, re.S).group(0)
     assert "approved, edited" in answer and "archival_memory_insert" in answer
     assert "Saved." in page
+
+
+def test_a_card_read_again_is_204_while_it_still_waits_and_keeps_a_refusal_once_decided(web, api, agent, fake_llm):
+    _, ask = _pause(api, agent, fake_llm)
+    url = f"/agents/{agent.id}/waits/calls/{ask['id']}/"
+    card = _card(web.get(f"/agents/{agent.id}/").content.decode())
+    # the card reads itself (htmx) when a wait may have ended, one read at a time, saying what it shows
+    assert f'hx-get="{url}?shown=waiting"' in card and 'hx-trigger="wait-check, waits-changed from:body"' in card
+    assert 'hx-sync="this:queue last"' in card and 'hx-sync="closest .wait-card:replace"' in card  # an answer wins
+    still = web.get(url, {"shown": "waiting"})
+    assert still.status_code == 204 and still.content == b""  # the page keeps its card and what is typed in it
+    assert 'data-state="waiting"' in web.get(url).content.decode()  # asked without saying: drawn
+    call_id = ask["tool_call"]["tool_call_id"]
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Saved."}))
+    _answer(api, agent, [{"type": "approval", "tool_call_id": call_id, "approve": True}])
+    told = "Not sent: already answered <elsewhere>"
+    read = web.get(url, {"shown": "waiting", "error": told})
+    again = read.content.decode()
+    assert read.status_code == 200 and 'data-state="answered"' in again
+    assert "Not sent: already answered &lt;elsewhere&gt;" in again  # the refusal it said stays told, as text
+    assert "hx-get" not in again  # decided: nothing more to read
 
 
 def test_denied_with_a_reason_shows_the_reason_escaped(web, api, agent, fake_llm):

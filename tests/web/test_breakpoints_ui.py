@@ -4,7 +4,6 @@ alone, and once let go: continued, stepped, stopped), the approval card of a too
 Approve and Deny), the step inspector showing a call that ran with edited arguments, and Continue / Step / Stop over
 the card's form (posted), a second answer told the run no longer waits. Everything a person or the model wrote is escaped."""
 
-import json
 import re
 
 import pytest
@@ -169,8 +168,7 @@ def test_a_run_that_waits_before_a_model_call_shows_its_card_and_the_request_it_
     assert 'data-open-tab="tab-memory"' in card
     assert 'id="held-note"' in page and run.id[-8:] in page  # the context panel says it is that call
     assert "<script>alert" not in page
-    config = json.loads(re.search(r'id="ide-config" type="application/json">(.*?)</script>', page).group(1))
-    assert config["waitModelCallUrl"] == f"/agents/{agent.id}/waits/model-call/RUN/"
+    assert f'hx-get="/agents/{agent.id}/waits/model-call/{run.id}/?shown=waiting"' in card  # it reads itself again
     alone = web.get(f"/agents/{agent.id}/waits/model-call/{run.id}/").content.decode()
     assert 'data-state="waiting"' in alone and "Paused before the model call" in alone
     assert 'id="held-note"' in web.get(f"/agents/{agent.id}/context/").content.decode()
@@ -183,6 +181,33 @@ def test_a_run_that_waits_before_a_model_call_shows_its_card_and_the_request_it_
     assert 'data-state="continued"' in alone and resumed.id[-8:] in alone and "data-pause" not in alone
     page = web.get(f"/agents/{agent.id}/").content.decode()
     assert "wait-model-call" not in page and 'id="held-note"' not in page
+
+
+def test_a_pause_card_read_again_and_the_size_the_context_tab_compiles(web, api, agent, fake_llm):
+    breakpoint_set(agent=agent, data={"on": "model_call"})
+    run = Run.objects.get(pk=_say(api, agent, "what is my name?")["run_id"])
+    url = f"/agents/{agent.id}/waits/model-call/{run.id}/"
+    page = web.get(f"/agents/{agent.id}/").content.decode()
+    card = _model_call_card(page)
+    assert f'hx-get="{url}?shown=waiting"' in card and "pauses-changed from:body" in card
+    assert 'hx-include="find input[name=asked]"' in card  # once let go, it keeps saying why it paused
+    assert web.get(url, {"shown": "waiting"}).status_code == 204
+    # the Context tab compiles the held call again (a block edited): it tells the card its size, out of band
+    panel = web.get(f"/agents/{agent.id}/context/").content.decode()
+    now = int(re.search(r'id="held-note" data-run="[^"]+" data-tokens="(\d+)"', panel).group(1))
+    oob = re.search(r"<template>(.*?)</template>", panel, re.S).group(1)
+    assert f'id="pause-tokens-{run.id}" hx-swap-oob="true">{now} tokens</span>' in oob
+    assert f'id="pause-asked-{run.id}"' in oob and f"{now} tokens" in oob.split('id="pause-asked-')[1]
+    assert "<template>" not in page.split('id="context-panel"')[1].split('id="steps-list"')[0]  # the page draws it
+    assert f'id="pause-tokens-{run.id}">{now} tokens</span>' in card  # as the tab counts it now
+
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "You are Alice."}))
+    resumed = executor.wait_answer(owner=agent.owner, run_id=run.id)
+    _ended(resumed.id)
+    asked = f"Paused before the model call — before every model call · {now} tokens"
+    again = web.get(url, {"shown": "waiting", "asked": asked}).content.decode()
+    assert 'data-state="continued"' in again and f'data-asked="{asked}"' in again
+    assert f'<div class="small muted pause-was">{asked}</div>' in again and "hx-get" not in again
 
 
 def test_step_and_stop_show_on_the_card(web, api, agent, fake_llm):
