@@ -1,5 +1,5 @@
 // Agent workspace, inspector side: tabs, the window slider, payload views (parts or raw JSON, remembered: ide.css
-// reads html[data-payload]), step chips and the runs table.
+// reads html[data-payload]), step chips and the runs table's rows.
 (function () {
   "use strict";
   const A = JSON.parse(document.getElementById("ide-config").textContent);
@@ -65,24 +65,7 @@
     ["input", "change"].forEach((n) => s.dispatchEvent(new Event(n, {bubbles: true})));
   });
 
-  // ---- runs table: a click shows the run's steps; open rows stay open (and are read again) when the table refreshes
-  const openRuns = new Set();
-  function showRun(tbody, open) {
-    tbody.querySelector(".run-steps").hidden = !open;
-    tbody.querySelector(".run-main").setAttribute("aria-expanded", String(open));
-    if (open) htmx.ajax("GET", tbody.querySelector(".run-steps-body").dataset.url, {target: tbody.querySelector(".run-steps-body")});
-  }
-  function toggleRun(tbody) {
-    const open = !openRuns.delete(tbody.dataset.run);
-    if (open) openRuns.add(tbody.dataset.run);
-    showRun(tbody, open);
-  }
-
-  document.body.addEventListener("htmx:afterSwap", (e) => {
-    const t = e.target;
-    if (t.id === "context-panel" || t.id === "settings-form") applyWindow();
-    if (t.id === "runs-panel") t.querySelectorAll(".run-row").forEach((tb) => { if (openRuns.has(tb.dataset.run)) showRun(tb, true); });
-  });
+  document.body.addEventListener("htmx:afterSwap", (e) => { if (["context-panel", "settings-form"].includes(e.target.id)) applyWindow(); });
 
   // scroll the inspector so `target` starts just below its tab strip (which stays in view: it is sticky)
   function showBelowTabs(target) {
@@ -134,7 +117,8 @@
     }
     if (c("[data-close-step]")) { $("#step-detail").textContent = ""; return; }
     if (c("[data-close-diff]")) { $("#version-diff").textContent = ""; return; }
-    if (c(".run-main") && !c("a, button")) toggleRun(c(".run-row"));
+    // runs table: a click on a run shows its steps (its checkbox, which the panel's refresh keeps; core/_runs.html)
+    if (c(".run-main") && !c("a, button, input")) c(".run-main").querySelector(".run-toggle").click();
   });
   // ---- keyboard: arrow keys (Home, End) move between the tabs of a tab list; Esc closes an open step
   document.addEventListener("keydown", (e) => {
@@ -151,10 +135,6 @@
       if (step && step.childElementCount) { step.textContent = ""; e.preventDefault(); }  // the drawer stays: a second Esc
     }
   }, true);
-  document.addEventListener("keydown", (e) => {
-    const runRow = e.target.closest && e.target.closest(".run-main");
-    if (runRow && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); toggleRun(runRow.closest(".run-row")); }
-  });
 
   applyWindow();
   // A link to a step of this agent opens it: ?step=ID (where an agent test went wrong, on its kept copy) or
