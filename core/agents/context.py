@@ -5,12 +5,15 @@ and IDE panels read `agent_context`. Loading costs a fixed number of queries wha
 message token counts are stored on the rows, and recall size comes from the indexed max(seq).
 """
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 
+import orjson
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection
 from django.utils import timezone
 
@@ -149,9 +152,26 @@ def messages_cache_put(rows: Sequence[Message]) -> None:
     _cache.put_rows(rows)
 
 
-def agent_with_counts(*, owner: Organization, agent_id: str) -> Agent:
-    """The owner's agent with its memory counts (what a context read needs), or NotFound."""
-    agent = queries.agent_read(agent_id=agent_id, owner_id=owner.pk, counts=True)
+# The columns of the agent's row its context is compiled from (mapping.agent_spec, mapping.tool_rules, the window):
+# not its secrets, whose decryption alone cost more than the rest of the row, nor its other JSON columns.
+CONTEXT_COLUMNS = (
+    "id",
+    "owner_id",
+    "name",
+    "agent_type",
+    "system",
+    "model",
+    "model_settings",
+    "context_window_limit",
+    "tool_rules",
+    "message_ids",
+)
+
+
+def agent_with_counts(*, owner: Organization, agent_id: str, columns: tuple[str, ...] | None = None) -> Agent:
+    """The owner's agent with its memory counts (what a context read needs), or NotFound. `columns`: only these
+    columns of its row (`CONTEXT_COLUMNS`: what its context needs; the others are read if ever asked for)."""
+    agent = queries.agent_read(agent_id=agent_id, owner_id=owner.pk, counts=True, columns=columns)
     return found_or_404(agent, Agent, agent_id)
 
 
@@ -259,7 +279,67 @@ def agent_context(
     return _next_context(agent, context_window_limit=context_window_limit, model=model, system=system)[0]
 
 
-def _next_context(agent: Agent, **overrides) -> tuple[t.CompiledContext, AgentSnapshot, dict]:
+@dataclass
+class _Compiled:
+    inputs: tuple
+    ctx: t.CompiledContext
+    size: int  # the bytes it holds, estimated: its sections' text, and its overview's JSON once encoded
+    body: bytes | None = None  # its overview's JSON (context_overview_json)
+
+
+class CompiledMemo:
+    """The last compiled context of each agent's thread, with what it was compiled from: a read whose inputs are
+    equal gets it again. The least recently read are dropped first once their estimated bytes pass `budget`."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.bytes = 0
+        self._entries: OrderedDict[tuple, _Compiled] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: tuple, inputs: tuple) -> _Compiled | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            self._entries.move_to_end(key)
+        return entry if entry.inputs == inputs else None  # (compared outside the lock: the values never change)
+
+    def put(self, key: tuple, inputs: tuple, ctx: t.CompiledContext) -> None:
+        # a section's text is about as long as its tokens times BYTES_PER_TOKEN, the messages' JSON about twice that
+        self._store(key, _Compiled(inputs, ctx, ENTRY_BYTES + 3 * BYTES_PER_TOKEN * ctx.total_tokens))
+
+    def body(self, key: tuple, ctx: t.CompiledContext) -> bytes | None:
+        entry = self._entries.get(key)
+        return entry.body if entry is not None and entry.ctx is ctx else None
+
+    def put_body(self, key: tuple, ctx: t.CompiledContext, body: bytes) -> None:
+        entry = self._entries.get(key)
+        if entry is not None and entry.ctx is ctx and entry.body is None:
+            self._store(key, replace(entry, body=body, size=entry.size + len(body)))
+
+    def _store(self, key: tuple, entry: _Compiled) -> None:
+        with self._lock:
+            if (old := self._entries.pop(key, None)) is not None:
+                self.bytes -= old.size
+            self._entries[key] = entry
+            self.bytes += entry.size
+            while self.bytes > self.budget and len(self._entries) > 1:
+                self.bytes -= self._entries.popitem(last=False)[1].size
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.bytes = 0
+
+
+_compiled = CompiledMemo(16 * 1024 * 1024)  # a few hundred ordinary windows; a few of the largest
+
+
+def _next_context(agent: Agent, **overrides) -> tuple[t.CompiledContext, AgentSnapshot, dict, tuple]:
     snap = agent_snapshot(agent=agent)
     spec = snap.spec
     window, model, system = overrides.get("context_window_limit"), overrides.get("model"), overrides.get("system")
@@ -271,12 +351,33 @@ def _next_context(agent: Agent, **overrides) -> tuple[t.CompiledContext, AgentSn
             system=spec.system if system is None else system,
         )
     call = next_call(agent)
+    # Everything the compile and the overview read (the compile is pure): equal inputs, the same context. The
+    # values compared are mostly the very objects of the last read (specs and messages are kept per process by
+    # their stamps and ids), so comparing them costs little; a changed row is a new value, and never equal.
+    inputs = (
+        spec,
+        snap.blocks,
+        snap.tools,
+        snap.rules,
+        snap.summary,
+        snap.body,
+        snap.stats,
+        snap.files,
+        call["run_id"],
+        call["history"],
+        call["last_output"],
+    )
+    memo_key = (agent.id, getattr(agent, "thread", None))
+    if (found := _compiled.get(memo_key, inputs)) is not None:
+        return found.ctx, snap, call, memo_key
     try:
         allowed = step_allowed(snap, history=call["history"], last_output=call["last_output"])
     except rules.ToolRuleError:  # the run would stop at this rule; show every tool rather than fail the view
-        return context_compile(snap, spec=spec), snap, call
-    ctx = context_compile(snap, spec=spec, allowed_tools=allowed.tools, tool_choice=allowed.tool_choice)
-    return ctx, snap, call
+        ctx = context_compile(snap, spec=spec)
+    else:
+        ctx = context_compile(snap, spec=spec, allowed_tools=allowed.tools, tool_choice=allowed.tool_choice)
+    _compiled.put(memo_key, inputs, ctx)
+    return ctx, snap, call, memo_key
 
 
 @cache
@@ -315,10 +416,7 @@ def _removed(snap: AgentSnapshot, call: dict, ctx: t.CompiledContext) -> list[di
     ]
 
 
-def context_overview(*, agent: Agent) -> dict:
-    """Letta's context-window overview fields, our sections with text, the tokenizer and the exact request; which
-    call it is and which tools the rules removed from it."""
-    ctx, snap, call = _next_context(agent)
+def _overview(ctx: t.CompiledContext, snap: AgentSnapshot, call: dict) -> dict:
     out = overview(ctx)
     out["sections"] = [{"name": s.name, "tokens": s.tokens, "text": s.text} for s in ctx.sections]
     out["request"] = ctx.request
@@ -326,3 +424,30 @@ def context_overview(*, agent: Agent) -> dict:
     out["removed_tools"] = _removed(snap, call, ctx)
     out["next_call"] = {"run_id": call["run_id"], "history": call["history"]}
     return out
+
+
+def context_overview(*, agent: Agent) -> dict:
+    """Letta's context-window overview fields, our sections with text, the tokenizer and the exact request; which
+    call it is and which tools the rules removed from it."""
+    ctx, snap, call, _ = _next_context(agent)
+    return _overview(ctx, snap, call)
+
+
+def context_overview_json(*, agent: Agent) -> bytes:
+    """`context_overview` as the JSON the API answers, encoded once for each compiled context: reading an agent
+    that did not change since costs its reads and the comparison of what they found, not a compile and an
+    encoding of its whole window again."""
+    ctx, snap, call, memo_key = _next_context(agent)
+    body = _compiled.body(memo_key, ctx)
+    if body is None:
+        body = json_bytes(_overview(ctx, snap, call))
+        _compiled.put_body(memo_key, ctx, body)
+    return body
+
+
+def json_bytes(value) -> bytes:
+    """Compact JSON, as orjson writes it (what orjson refuses, such as integers past 64 bits: Django's encoder)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False, separators=(",", ":")).encode()

@@ -3,12 +3,12 @@ window (Letta v1 paths). Thin: parse, call, present."""
 
 from typing import Literal
 
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from ninja import Field, Query, Router, Schema
 from pydantic import model_validator
 
 from core.agents import history, presenters, recall
-from core.agents.context import agent_with_counts, context_overview
+from core.agents.context import CONTEXT_COLUMNS, agent_with_counts, context_overview_json
 from core.agents.messages import message_to_letta, messages_to_letta, stop_reason_message, usage_statistics
 from core.api.common import SSE_ALSO, SSE_ONLY, PageQuery, clamped, owner, sse_submitted
 from core.api.schemas import AgentStateOut, ContextWindowOut, LettaMessageOut, LettaResponseOut, RunOut
@@ -231,9 +231,12 @@ def messages_reset(request, agent_id: str):
     return presenters.agent_state(agent)
 
 
-@router.get("/agents/{agent_id}/context", response=ContextWindowOut, exclude_unset=True)
+@router.get("/agents/{agent_id}/context", response=ContextWindowOut)
 def context(request, agent_id: str):
-    return context_overview(agent=agent_with_counts(owner=owner(request), agent_id=agent_id))
+    """The overview's JSON, encoded once for each compiled context (`context_overview_json`), answered as it is:
+    the schema documents it, and tests/core/test_context_memo.py checks it against the schema."""
+    agent = agent_with_counts(owner=owner(request), agent_id=agent_id, columns=CONTEXT_COLUMNS)
+    return HttpResponse(context_overview_json(agent=agent), content_type="application/json")
 
 
 class LettaAsyncRequest(LettaRequest):
