@@ -32,7 +32,15 @@ LOCK_COLUMNS = ("id", "owner_id", "model", "message_ids")
 
 @cache
 def _agent_sql(
-    *, counts: bool, max_seq: bool, version: bool, cancelled: bool, owned: bool, lock: bool, columns: tuple | None
+    *,
+    counts: bool,
+    max_seq: bool,
+    version: bool,
+    cancelled: bool,
+    owned: bool,
+    lock: bool,
+    columns: tuple | None,
+    companion: bool = False,
 ) -> str:
     a, m, p, v, r = _table(Agent), _table(Message), _table(Passage), _table(AgentVersion), _table(Run)
     extra = [", ".join(f'a."{name}"' for name in columns)] if columns else ["a.*"]
@@ -47,6 +55,9 @@ def _agent_sql(
         extra.append(
             f"(SELECT v.id FROM {v} v WHERE v.agent_id = a.id ORDER BY v.number DESC LIMIT 1) AS current_version_id"
         )
+    if companion:  # whether it has an enabled sleep-time companion (the end of its run counts a turn of it)
+        s, agent_column, enabled = _table(SleeptimeCompanion), *_companion_columns()
+        extra.append(f"EXISTS (SELECT 1 FROM {s} s WHERE s.{agent_column} = a.id AND s.{enabled}) AS companion_enabled")
     if cancelled:
         extra.append(f"EXISTS (SELECT 1 FROM {r} r WHERE r.id = %s AND r.cancel_requested) AS cancelled")
     where = "a.id = %s" + (" AND a.owner_id = %s" if owned else "")
@@ -63,11 +74,13 @@ def agent_read(
     cancelled_run_id: str | None = None,
     lock: bool = False,
     columns: tuple[str, ...] | None = None,
+    companion: bool = False,
 ) -> Agent | None:
     """The agent's row (only if `owner_id` owns it, when given), or None. `counts`: annotated with
     `snapshot_max_seq` and `snapshot_archival` (what its snapshot needs); `max_seq`: with `max_seq`, its highest
     message seq; `version`: with `current_version_id`;
-    `cancelled_run_id`: with `cancelled`, whether that run was asked to stop; `lock`: its row locked for the
+    `cancelled_run_id`: with `cancelled`, whether that run was asked to stop; `companion`: with
+    `companion_enabled`, whether it has an enabled sleep-time companion; `lock`: its row locked for the
     transaction on PostgreSQL (a caller that needs the counts as of after a lock wait reads them in a second
     statement: a locking read evaluates subqueries in its snapshot from before the wait); `columns`: only these
     columns of the row (the others are Django's deferred fields, read if ever asked for)."""
@@ -79,6 +92,7 @@ def agent_read(
         owned=owner_id is not None,
         lock=lock and connection.vendor == "postgresql",
         columns=columns,
+        companion=companion,
     )
     params = [
         *([cancelled_run_id] if cancelled_run_id is not None else []),
@@ -88,6 +102,8 @@ def agent_read(
     agent = next(iter(Agent.objects.raw(sql, params)), None)
     if agent is not None and cancelled_run_id is not None:
         agent.cancelled = bool(agent.cancelled)
+    if agent is not None and companion:
+        agent.companion_enabled = bool(agent.companion_enabled)
     return agent
 
 
@@ -133,12 +149,15 @@ def run_read(*, run_id: str) -> Run | None:
     return next(iter(Run.objects.raw(f"SELECT * FROM {_table(Run)} WHERE id = %s", [run_id])), None)
 
 
+def _companion_columns() -> tuple[str, str]:
+    return _column(SleeptimeCompanion, "agent"), _column(SleeptimeCompanion, "enabled")
+
+
 def companion_enabled(*, agent_id: str) -> bool:
-    """Whether the agent has an enabled sleep-time companion (asked at the end of each of its runs)."""
-    sql = (
-        f"SELECT 1 FROM {_table(SleeptimeCompanion)} WHERE {_column(SleeptimeCompanion, 'agent')} = %s "
-        f"AND {_column(SleeptimeCompanion, 'enabled')} LIMIT 1"
-    )
+    """Whether the agent has an enabled sleep-time companion (asked at the end of a run whose start did not read it
+    with the agent: `agent_read(companion=True)`)."""
+    agent_column, enabled = _companion_columns()
+    sql = f"SELECT 1 FROM {_table(SleeptimeCompanion)} WHERE {agent_column} = %s AND {enabled} LIMIT 1"
     with connection.cursor() as cursor:
         cursor.execute(sql, [agent_id])
         return cursor.fetchone() is not None

@@ -132,7 +132,9 @@ def run_execute(*, run_id: str) -> str:
         return run.status if run else "missing"
     # The agent as its first step needs it (counts, and whether the run was cancelled), read with the run: a cancel
     # landing between this read and the first step is seen at the next step, as one landing during the first is.
-    agent = queries.agent_read(agent_id=run.agent_id, counts=True, cancelled_run_id=run.pk)
+    agent = queries.agent_read(agent_id=run.agent_id, counts=True, cancelled_run_id=run.pk, companion=True)
+    if agent is not None:
+        run.companion_enabled = agent.companion_enabled
     fresh = agent is not None and not agent.cancelled
     if fresh:
         run.agent = persistence.thread_view(agent, run.conversation_id)
@@ -177,6 +179,7 @@ def _ended(run: Run) -> None:
         run_id=run.id,
         agent_id=run.agent_id,
         completed=run.status == RunStatus.COMPLETED,
+        companion=getattr(run, "companion_enabled", None),  # read with the agent when the run began (None: not read)
         callback_url=(run.request_config or {}).get("callback_url"),
     )
 

@@ -7,7 +7,7 @@ Every function that writes expects to run inside the step's transaction, with th
 from collections.abc import Collection, Iterable, Sequence
 from functools import cache
 
-from django.db import connection, models, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 
 from core import ids, mapping
 from core.agents import queries
@@ -93,7 +93,7 @@ def _insert_plan(model) -> tuple[tuple[models.Field, str | None], ...]:
     return tuple((f, f.attname if _plain(f) else None) for f in model._meta.concrete_fields)
 
 
-def _insert_params(batch: Sequence, plan) -> list:
+def _insert_params(batch: Sequence, plan, db) -> list:
     params = []
     for obj in batch:
         values = obj.__dict__
@@ -101,7 +101,7 @@ def _insert_params(batch: Sequence, plan) -> list:
             if attname is not None and type(value := values.get(attname, _ABSENT)) in _PLAIN_VALUES:
                 params.append(value)
             else:
-                params.append(f.get_db_prep_save(f.pre_save(obj, True), connection))
+                params.append(f.get_db_prep_save(f.pre_save(obj, True), db))
     return params
 
 
@@ -117,10 +117,11 @@ def rows_insert(objs: Sequence) -> None:
         return
     model = type(objs[0])
     plan = _insert_plan(model)
-    with connection.cursor() as cursor:
+    db = connections[DEFAULT_DB_ALIAS]  # the thread's connection itself, not its proxy: each value's field reads it
+    with db.cursor() as cursor:
         for start in range(0, len(objs), INSERT_BATCH):
             batch = objs[start : start + INSERT_BATCH]
-            cursor.execute(_insert_sql(model, len(batch), connection.vendor), _insert_params(batch, plan))
+            cursor.execute(_insert_sql(model, len(batch), db.vendor), _insert_params(batch, plan, db))
 
 
 def agent_lock(agent_id: str) -> Agent:

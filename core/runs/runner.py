@@ -211,17 +211,18 @@ def _wait_check(agent: Agent, conversation_id: str | None, inputs: list[dict], w
 
 
 def _claim_read(owner: Organization, agent_id: str) -> Agent:
-    """The claim's locking read of the agent, with the counts its first step needs and its current version. On
+    """The claim's locking read of the agent, with the counts its first step needs, its current version and whether
+    it has an enabled sleep-time companion (the run's end counts a turn of it: `executor.run_ended`). On
     SQLite that is one statement: the write transaction began IMMEDIATE, so nothing changes under it. On PostgreSQL
     a locking SELECT that waited for the lock re-reads the row but evaluates subqueries in its snapshot from before
     the wait, so they are read after it, in one statement of their own."""
     if connection.vendor != "postgresql":
-        agent = queries.agent_read(agent_id=agent_id, owner_id=owner.pk, counts=True, version=True)
+        agent = queries.agent_read(agent_id=agent_id, owner_id=owner.pk, counts=True, version=True, companion=True)
     else:
         agent = queries.agent_read(agent_id=agent_id, owner_id=owner.pk, lock=True)
         if agent is not None:
-            counted = queries.agent_read(agent_id=agent.pk, counts=True, version=True)
-            for name in ("snapshot_max_seq", "snapshot_archival", "current_version_id"):
+            counted = queries.agent_read(agent_id=agent.pk, counts=True, version=True, companion=True)
+            for name in ("snapshot_max_seq", "snapshot_archival", "current_version_id", "companion_enabled"):
                 setattr(agent, name, getattr(counted, name))
     return found_or_404(agent, Agent, agent_id)
 
@@ -303,6 +304,7 @@ def run_start(request: RunRequest, *, leased: bool = False) -> Run:
         **(_lease_fields() if leased else {}),
     )
     persistence.rows_insert([run])
+    run.companion_enabled = agent.companion_enabled  # told at the run's end (executor.run_ended), not asked again
     persistence.thread_view(agent, thread)
     request.inputs = persistence.inputs_store(agent=agent, run=run)
     transaction.on_commit(lambda: inputs_accepted(run))  # every tab shows the person's inputs from now on

@@ -160,12 +160,16 @@ def sleeptime_run_submit(*, link: SleeptimeCompanion, manual: bool = False) -> R
     return run
 
 
-def sleeptime_after_run(sender=None, *, run_id: str, agent_id: str, completed: bool, **kwargs) -> None:
+def sleeptime_after_run(
+    sender=None, *, run_id: str, agent_id: str, completed: bool, companion: bool | None = None, **kwargs
+) -> None:
     """Receiver of executor.run_ended (connected in CoreConfig.ready; sent after waking waiters): count a completed
-    turn of an agent with an enabled companion and, every `frequency` turns, queue the companion's run. Never
-    raises."""
+    turn of an agent with an enabled companion and, every `frequency` turns, queue the companion's run. `companion`:
+    whether the agent had one when the run began, read with the agent then (None: asked here). Never raises."""
     try:
-        if not completed or not queries.companion_enabled(agent_id=agent_id):  # one read for the agents without one
+        if not completed:
+            return
+        if not (companion if companion is not None else queries.companion_enabled(agent_id=agent_id)):
             return
         companions = SleeptimeCompanion.objects.filter(agent_id=agent_id, enabled=True)
         with transaction.atomic():

@@ -173,3 +173,17 @@ def test_sdk_enable_sleeptime_on_create_and_update(account, fake_llm):
     finally:
         request_started.connect(close_old_connections)
         request_finished.connect(close_old_connections)
+
+
+def test_a_companion_enabled_between_sends_counts_the_next_turn_sync_or_queued(api, agent, fake_llm):
+    """Whether an agent has a companion is read with the agent when its run begins, not asked again at its end: one
+    enabled between two sends counts the very next turn, whether that run executes on the request's thread or is
+    queued to the pool."""
+    _say(api, agent, "before any companion")
+    link = _enable(api, agent, 1)
+    _say(api, agent, "the first turn it sees")
+    until(lambda: Run.objects.filter(agent_id=link["companion_id"]).exists(), what="the companion's run")
+    assert api.patch(f"/v1/agents/{agent.id}/sleeptime", {"frequency": 100}).status_code == 200
+    resp = api.post(f"/v1/agents/{agent.id}/messages/async", {"messages": [{"role": "user", "content": "queued"}]})
+    assert resp.status_code == 200, resp.content
+    until(lambda: SleeptimeCompanion.objects.get(agent=agent).turns_since == 1, what="the queued turn counted")
