@@ -6,6 +6,7 @@ import json
 
 from django.db.models import Q
 from django.template.loader import render_to_string
+from django.utils import timezone
 
 from core.agents import run_view
 from core.agents.messages import message_to_letta
@@ -186,25 +187,25 @@ def history_after(*, agent, after_seq: int, size: int = 200) -> list[dict]:
     return items
 
 
-def in_flight(*, agent) -> dict | None:
-    """The thread's run in progress and the person's inputs it holds that no message stores yet (the claim stores
-    them, so only a run claimed before that held any): a tab opened mid-run shows them, as the tab that sent them
-    does."""
+def in_flight(*, agent) -> list[dict]:
+    """The person's inputs the thread's run in progress holds that no message stores yet (the claim stores them, so
+    only a run claimed before that held any), as the page draws them: a tab opened mid-run shows them as sent, as the
+    tab that sent them does."""
     run = (
         Run.objects.filter(agent_id=agent.id, conversation_id=getattr(agent, "thread", None), status__in=RUN_ACTIVE)
         .order_by("-created_at")
         .values("id", "input_messages")
         .first()
     )
-    if run is None:
-        return None
-    stored = Message.objects.filter(run_id=run["id"], role="user").exists()
-    inputs = [
-        {"text": m.get("text", ""), "otid": m.get("otid", "")}
+    if run is None or Message.objects.filter(run_id=run["id"], role="user").exists():
+        return []
+    shown = {"message_type": "user_message", "pending": True, "run_id": run["id"], "date": timezone.now()}
+    shown["pending_label"] = "sent · waiting for the agent"
+    return [
+        {**shown, "content": m.get("text", ""), "otid": m.get("otid", "")}
         for m in run["input_messages"] or ()
-        if m.get("role") == "user" and not m.get("kind") and not stored
+        if m.get("role") == "user" and not m.get("kind")
     ]
-    return {"runId": run["id"], "inputs": inputs}
 
 
 def undelivered(*, agent, look_back: int = 20) -> list[dict]:

@@ -1,6 +1,7 @@
 """The agent workspace: settings, conversation history, context window and simulator (three panes)."""
 
 import json
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib.auth.decorators import login_required
@@ -116,7 +117,8 @@ def _workspace_ctx(request, agent, settings_form=None) -> dict:
         "steps": selectors.agent_steps_recent(agent=agent),
         "fork_origin": selectors.agent_fork_origin(agent=agent),
         "forks": selectors.agent_forks(agent=agent),
-        "ide_config": {**_ide_config(agent, thread.thread), "inFlight": in_flight(agent=thread)},
+        "ide_config": _ide_config(agent, thread.thread),
+        "in_flight": in_flight(agent=thread),  # the person's messages the thread's run holds, shown as sent
         "thread": thread.thread,
         "conversations": conversations_list(owner=owner, agent_id=agent.id, limit=200),
         # items the page draws before the server stores them: the person's message being sent, a note
@@ -151,6 +153,9 @@ def _ide_config(agent, thread: str | None = None) -> dict:
 @login_required
 def workspace(request, agent_id: str):
     agent = agent_or_404(request, agent_id)
+    if request.htmx:  # the conversation picker (htmx): the page opens the chosen thread (without script, its form)
+        thread = request.GET.get("conversation")
+        return HttpResponseClientRedirect(request.path + (f"?{urlencode({'conversation': thread})}" if thread else ""))
     return TemplateResponse(request, "core/workspace.html", _workspace_ctx(request, agent))
 
 

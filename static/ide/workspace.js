@@ -101,10 +101,7 @@
 
   // ---- the busy bar: "busy", a run holds the agent; "waiting", a reply waits for an answer (the server's 409)
   function showBusy(mode, text, runId, typed) {
-    Object.assign(busyBar.dataset, {mode, run: runId || ""});
-    $("busy-queue").hidden = mode !== "busy";
-    $("busy-show").hidden = mode !== "waiting";
-    $("busy-cancel").textContent = mode === "waiting" ? "Cancel it (deny)" : "Cancel it";
+    Object.assign(busyBar.dataset, {mode, run: runId || ""});  // what it offers: ide.css
     $("busy-text").textContent = text;
     busyBar.hidden = false;
     if (typed && !input.value.trim()) input.value = typed;  // never lose what was typed
@@ -306,9 +303,6 @@
   });
 
   setRunning(!!A.activeRunId);
-  // what the thread's run in progress was given (a reload or another tab sent it): shown as this tab shows a send
-  if (A.inFlight) inputsShown({run_id: A.inFlight.runId, inputs: A.inFlight.inputs.map((i) => ({content: i.text, otid: i.otid}))});
-  conv.querySelectorAll(".msg.user_message.pending").forEach((p) => C.setBubble(p, "sent", "sent · waiting for the agent"));
   // sends this browser made that the server never confirmed, or refused: back, with Retry and Edit
   for (const s of sendsRead()) {
     if (C.at('.msg.user_message[data-otid="?"]', s.otid)) { forget(s.otid); continue; }
@@ -319,7 +313,4 @@
   try { const d = localStorage.getItem(DRAFT); if (d && !input.value) input.value = d; } catch (e) { /* ignore */ }
   C.scrollDown(true);
   connect();
-  // The conversation picker opens the chosen thread (without script, its form has an Open button).
-  const threadSelect = $("thread-select");
-  if (threadSelect) threadSelect.addEventListener("change", () => threadSelect.form.submit());
 })();

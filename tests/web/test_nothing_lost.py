@@ -6,10 +6,11 @@ import asyncio
 import json
 import re
 
-from core.models import Message
+from core.models import Message, Run
 from core.runs import emit
 from core.runs.request import RunRequest
 from core.runs.runner import run_agent, run_start
+from core.web.history import in_flight
 from tests.factories import make_agent
 from tests.fake_llm import FakeLLM
 
@@ -30,16 +31,33 @@ def test_a_page_opened_mid_run_shows_the_inputs_the_claim_stored(web, account, f
     html = web.get(f"/agents/{agent.id}/").content.decode()
     config = _config(html)
     # stored when the run was claimed: the history draws it, so the page has nothing left to add from the run
-    assert config["inFlight"] == {"runId": run.id, "inputs": []}
+    assert in_flight(agent=agent) == [] and "pending-label" not in html.split('<template id="conv-bubble">')[0]
     assert config["activeRunId"] == run.id
     assert 'data-otid="o-1"' in html and "Still &lt;b&gt;on&lt;/b&gt; its way" in html
+    assert html.count("Still &lt;b&gt;on&lt;/b&gt; its way") == 1
+
+
+def test_a_run_holding_inputs_no_message_stores_yet_shows_them_as_sent(web, account, fake_llm):
+    agent = make_agent(account.org, name="In flight, unstored")
+    run = run_start(RunRequest(owner=account.org, agent_id=agent.id, input_messages=[{"role": "user", "content": "x"}]))
+    Message.objects.filter(run_id=run.id, role="user").delete()  # as a run claimed before claims stored its inputs
+    Run.objects.filter(pk=run.id).update(input_messages=[{"role": "user", "text": "Held <b>here</b>", "otid": "o-9"}])
+    html = web.get(f"/agents/{agent.id}/").content.decode()
+    live = html.split('<div id="live">')[1].split('<template id="conv-bubble">')[0]
+    bubble = re.search(r'<div class="msg user_message pending"[^>]*>.*?</div>\s*</div>', live, re.S).group(0)
+    assert f'data-otid="o-9" data-run="{run.id}" data-state="sent"' in bubble
+    assert '<span class="pending-label">sent · waiting for the agent</span>' in bubble
+    assert "Held &lt;b&gt;here&lt;/b&gt;" in bubble and "<b>here</b>" not in html
 
 
 def test_a_page_opened_when_nothing_runs_has_no_inputs_in_flight(web, account, fake_llm):
     agent = make_agent(account.org)
     fake_llm.script(FakeLLM.tool("send_message", {"message": "Hi."}))
     run_agent(agent_id=agent.id, owner=agent.owner, input_messages=[{"role": "user", "content": "hello"}])
-    assert _config(web.get(f"/agents/{agent.id}/").content.decode())["inFlight"] is None
+    assert in_flight(agent=agent) == []
+    assert (
+        "pending-label" not in web.get(f"/agents/{agent.id}/").content.decode().split('<template id="conv-bubble">')[0]
+    )
 
 
 def test_a_failed_runs_undelivered_message_shows_again_until_it_is_sent_again(web, account, fake_llm):
@@ -85,7 +103,7 @@ def test_a_run_in_progress_does_not_hide_the_notice_of_a_failed_run_before_it(we
     )
     html = web.get(f"/agents/{agent.id}/").content.decode()
     assert f'class="run-notice" data-run="{failed.run_id}"' in html and "first try" in html
-    assert _config(html)["inFlight"]["runId"] == going.id
+    assert _config(html)["activeRunId"] == going.id
 
 
 def test_a_retry_in_progress_replaces_the_failed_copy_of_its_message(web, account, fake_llm):

@@ -108,6 +108,15 @@ def test_runs_are_labelled_with_their_thread_and_filter_by_it(web, api, account,
     assert re.findall(r'<div class="small run-thread"[^>]*>([^<]*)</div>', own) == ["Agent&#x27;s own thread"]
     bad = web.get(f"/agents/{agent.id}/runs/?thread=conv-nope")
     assert bad.status_code == 400 and b"conv-nope" in bad.content
+    # the conversation picker (htmx on its select) opens the chosen thread, or the agent's own
+    page = web.get(f"/agents/{agent.id}/").content.decode()
+    assert f'<select name="conversation" id="thread-select" hx-get="/agents/{agent.id}/" hx-trigger="change"' in page
+    picked = web.get(f"/agents/{agent.id}/", {"conversation": conv["id"]}, HTTP_HX_REQUEST="true")
+    assert picked["HX-Redirect"] == f"/agents/{agent.id}/?conversation={conv['id']}" and picked.content == b""
+    assert (
+        web.get(f"/agents/{agent.id}/", {"conversation": ""}, HTTP_HX_REQUEST="true")["HX-Redirect"]
+        == f"/agents/{agent.id}/"
+    )
 
 
 def test_the_header_says_when_another_thread_waits_for_a_person(web, api, account, fake_llm):
