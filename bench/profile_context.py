@@ -85,6 +85,8 @@ def main() -> None:
     profile.disable()
     stats = pstats.Stats(profile)
     print(f"Python function calls per read: {stats.total_calls / args.reads:.0f}")
+    if os.environ.get("PROFILE_DUMP"):
+        stats.dump_stats(os.environ["PROFILE_DUMP"])
     for order in ("cumulative", "tottime"):
         out = io.StringIO()
         stats.stream = out

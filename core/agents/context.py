@@ -50,6 +50,8 @@ class AgentSnapshot:
     files: str = ""  # the `<directories>` section, for an agent with the file tools (a folder attached)
     rows: dict | None = field(default=None, repr=False)  # the tools' rows by name, read when first asked
     block_list: list | None = field(default=None, repr=False)  # the blocks' rows, read when first asked
+    # the window's message ids and what was found for them: (ids, in_context, summary, body, kinds)
+    window: tuple = field(default=((), 0, None, (), {}), repr=False)
 
     @property
     def block_rows(self) -> list[Block]:
@@ -187,20 +189,26 @@ def _stats(agent: Agent, in_context: int, max_seq: int, last_edit) -> t.MemorySt
     )
 
 
-def agent_snapshot(*, agent: Agent) -> AgentSnapshot:
+def agent_snapshot(*, agent: Agent, prior: AgentSnapshot | None = None) -> AgentSnapshot:
     """Load an agent's blocks, tools, rules, in-context messages and memory statistics (reads only). An agent read
     with its counts (`queries.agent_read(counts=True)`) brings its statistics' counts along; read at once before
-    the snapshot, they are as current as the rest."""
+    the snapshot, they are as current as the rest. `prior`: an earlier snapshot of the same agent's thread, whose
+    messages are taken again if its window holds the same ids (stored messages never change)."""
 
     blocks, last_edit = agent_block_specs(agent=agent)
     tool_ids, tools = agent_tool_specs(agent=agent)
-    cached = messages_cached(list(agent.message_ids or []))
-    window = [cached[i] for i in agent.message_ids or [] if i in cached]
-    in_context = len(window)
-    if window and window[0][2] == "system":
-        window = window[1:]
-    summary = window[0][0] if window and window[0][1] == "summary" else None
-    body = window[1:] if summary else window
+    ids = agent.message_ids or []
+    if prior is not None and prior.window[0] == ids:
+        _, in_context, summary, body_messages, kinds = prior.window
+    else:
+        cached = messages_cached(list(ids))
+        window = [cached[i] for i in ids if i in cached]
+        in_context = len(window)
+        if window and window[0][2] == "system":
+            window = window[1:]
+        summary = window[0][0] if window and window[0][1] == "summary" else None
+        body_messages = [m for m, _, _ in (window[1:] if summary else window)]
+        kinds = {m.id: kind for m, kind, _ in window if kind}
     if hasattr(agent, "snapshot_max_seq"):  # read with the agent (queries.agent_read(counts=True))
         last = agent.snapshot_max_seq
     else:
@@ -214,12 +222,13 @@ def agent_snapshot(*, agent: Agent) -> AgentSnapshot:
         tools=tools,
         rules=mapping.tool_rules(agent),
         summary=summary,
-        body=[m for m, _, _ in body],
-        kinds={m.id: kind for m, kind, _ in window if kind},
+        body=body_messages,
+        kinds=kinds,
         stats=_stats(agent, in_context, max_seq, last_edit),
         max_seq=max_seq,
         # read only for an agent a folder gave the file tools: no statement for the others
         files=directories_section(agent) if any(x.name in FILE_TOOL_NAMES for x in tools) else "",
+        window=(ids, in_context, summary, body_messages, kinds),
     )
 
 
@@ -283,6 +292,7 @@ def agent_context(
 class _Compiled:
     inputs: tuple
     ctx: t.CompiledContext
+    snap: AgentSnapshot  # what it was compiled from (the next read takes its messages again if the ids are the same)
     size: int  # the bytes it holds, estimated: its sections' text, and its overview's JSON once encoded
     body: bytes | None = None  # its overview's JSON (context_overview_json)
 
@@ -308,9 +318,13 @@ class CompiledMemo:
             self._entries.move_to_end(key)
         return entry if entry.inputs == inputs else None  # (compared outside the lock: the values never change)
 
-    def put(self, key: tuple, inputs: tuple, ctx: t.CompiledContext) -> None:
+    def last(self, key: tuple) -> _Compiled | None:
+        """The thread's last entry, whatever it was compiled from."""
+        return self._entries.get(key)
+
+    def put(self, key: tuple, inputs: tuple, ctx: t.CompiledContext, snap: AgentSnapshot) -> None:
         # a section's text is about as long as its tokens times BYTES_PER_TOKEN, the messages' JSON about twice that
-        self._store(key, _Compiled(inputs, ctx, ENTRY_BYTES + 3 * BYTES_PER_TOKEN * ctx.total_tokens))
+        self._store(key, _Compiled(inputs, ctx, snap, ENTRY_BYTES + 3 * BYTES_PER_TOKEN * ctx.total_tokens))
 
     def body(self, key: tuple, ctx: t.CompiledContext) -> bytes | None:
         entry = self._entries.get(key)
@@ -340,7 +354,9 @@ _compiled = CompiledMemo(16 * 1024 * 1024)  # a few hundred ordinary windows; a 
 
 
 def _next_context(agent: Agent, **overrides) -> tuple[t.CompiledContext, AgentSnapshot, dict, tuple]:
-    snap = agent_snapshot(agent=agent)
+    memo_key = (agent.id, getattr(agent, "thread", None))
+    last = _compiled.last(memo_key)
+    snap = agent_snapshot(agent=agent, prior=last.snap if last is not None else None)
     spec = snap.spec
     window, model, system = overrides.get("context_window_limit"), overrides.get("model"), overrides.get("system")
     if window or model or system is not None:
@@ -367,7 +383,6 @@ def _next_context(agent: Agent, **overrides) -> tuple[t.CompiledContext, AgentSn
         call["history"],
         call["last_output"],
     )
-    memo_key = (agent.id, getattr(agent, "thread", None))
     if (found := _compiled.get(memo_key, inputs)) is not None:
         return found.ctx, snap, call, memo_key
     try:
@@ -376,7 +391,7 @@ def _next_context(agent: Agent, **overrides) -> tuple[t.CompiledContext, AgentSn
         ctx = context_compile(snap, spec=spec)
     else:
         ctx = context_compile(snap, spec=spec, allowed_tools=allowed.tools, tool_choice=allowed.tool_choice)
-    _compiled.put(memo_key, inputs, ctx)
+    _compiled.put(memo_key, inputs, ctx, snap)
     return ctx, snap, call, memo_key
 
 

@@ -6,7 +6,7 @@ schema's."""
 import pytest
 
 from core.agents import context as context_module
-from core.agents.context import CompiledMemo, agent_context, agent_with_counts
+from core.agents.context import CompiledMemo, agent_context, agent_snapshot, agent_with_counts
 from core.api.schemas import ContextWindowOut
 from core.engine import types as t
 from tests.factories import make_agent
@@ -91,6 +91,18 @@ def test_every_edit_is_seen_by_the_next_read(api, agent, fake_llm):
     assert "shout" not in _context(api, agent)["allowed_tools"]
 
 
+def test_a_window_of_the_same_ids_takes_the_earlier_snapshots_messages(api, account, agent, fake_llm):
+    api.post(f"/v1/agents/{agent.id}/messages", {"input": "hi"})
+    first = agent_snapshot(agent=agent_with_counts(owner=account.org, agent_id=agent.id))
+    again = agent_snapshot(agent=agent_with_counts(owner=account.org, agent_id=agent.id), prior=first)
+    assert again.body is first.body and again.stats == first.stats and again.body
+    fake_llm.script(FakeLLM.tool("send_message", {"message": "Hello again!"}))
+    api.post(f"/v1/agents/{agent.id}/messages", {"input": "once more"})
+    later = agent_snapshot(agent=agent_with_counts(owner=account.org, agent_id=agent.id), prior=first)
+    assert later.body[: len(first.body)] == first.body and len(later.body) > len(first.body)
+    assert "Hello again!" in str([m.to_openai() for m in later.body])
+
+
 def _compiled(tokens: int) -> t.CompiledContext:
     return t.CompiledContext(sections=(), request={}, total_tokens=tokens, context_window=1000, tokenizer="x")
 
@@ -99,10 +111,10 @@ def test_the_memo_keeps_what_its_budget_holds_the_least_recently_read_dropped_fi
     size = context_module.ENTRY_BYTES + 3 * context_module.BYTES_PER_TOKEN * 100
     memo = CompiledMemo(budget=3 * size)
     for n in range(3):
-        memo.put(("agent", n), (n,), _compiled(100))
+        memo.put(("agent", n), (n,), _compiled(100), snap=None)
     assert memo.get(("agent", 0), (0,)) is not None  # read: now the most recent
     assert memo.get(("agent", 2), ("other inputs",)) is None  # inputs that differ: not this context
-    memo.put(("agent", 3), (3,), _compiled(100))
+    memo.put(("agent", 3), (3,), _compiled(100), snap=None)
     assert [memo.get(("agent", n), (n,)) is not None for n in range(4)] == [True, False, True, True]
     assert (len(memo), memo.bytes) == (3, 3 * size)
 
@@ -110,10 +122,10 @@ def test_the_memo_keeps_what_its_budget_holds_the_least_recently_read_dropped_fi
 def test_a_body_counts_for_its_length_and_belongs_to_its_context():
     memo = CompiledMemo(budget=1_000_000)
     ctx = _compiled(10)
-    memo.put(("agent", None), (), ctx)
+    memo.put(("agent", None), (), ctx, snap=None)
     memo.put_body(("agent", None), _compiled(10), b"{}")  # another context's: not kept
     assert memo.body(("agent", None), ctx) is None
     memo.put_body(("agent", None), ctx, b"x" * 2_000_000)  # more than the whole budget: the only entry stays
     assert memo.body(("agent", None), ctx) == b"x" * 2_000_000
-    memo.put(("other", None), (), _compiled(10))
+    memo.put(("other", None), (), _compiled(10), snap=None)
     assert len(memo) == 1 and memo.get(("agent", None), ()) is None
