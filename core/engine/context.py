@@ -6,6 +6,7 @@ Compile cost depends only on what is in the window: message tokens come from Mes
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from datetime import datetime
 from operator import attrgetter, methodcaller
@@ -108,16 +109,44 @@ def _message_tokens(model: str, message: Message) -> int:
     return message.token_count or tokens.count_message(model, message)
 
 
+# A tool definition's token count by the spec it is built from (and how: thinking, heartbeat, model). Specs are
+# values kept per process while their row is unchanged (tools.selectors), so a step counts only the tools new to
+# it instead of encoding and hashing every definition's JSON again. Keyed by the spec's identity, which the entry
+# holds (so no other object can take its id while the entry lives); a changed tool is a new spec.
+_TOOL_TOKENS_MAX = 4096
+_tool_tokens: dict[tuple[int, bool, bool, str], tuple[ToolSpec, int]] = {}
+_tool_tokens_lock = threading.Lock()
+
+
+def _tool_tokens_of(model: str, spec: ToolSpec, definition: dict[str, Any], thinking: bool, heartbeat: bool) -> int:
+    key = (id(spec), thinking, heartbeat, model)
+    entry = _tool_tokens.get(key)
+    if entry is not None and entry[0] is spec:
+        return entry[1]
+    n = tokens.count_tool(model, definition)
+    with _tool_tokens_lock:
+        if len(_tool_tokens) >= _TOOL_TOKENS_MAX:  # the oldest first (a dict keeps its insertion order)
+            _tool_tokens.pop(next(iter(_tool_tokens)))
+        _tool_tokens[key] = (spec, n)
+    return n
+
+
 def _tools_section(
     agent: AgentSpec, tools: Sequence[ToolSpec], rules: Sequence[ToolRule], allowed: Sequence[str] | None
 ):
-    offered = [t for t in tools if allowed is None or t.name in set(allowed)]
+    if allowed is None:
+        offered = tools
+    else:
+        names = set(allowed)
+        offered = [t for t in tools if t.name in names]
     no_heartbeat = non_heartbeat_tools(rules)
-    defs = [
-        tool_definition(t, thinking=agent.uses_thinking_arg, heartbeat=agent.heartbeats and t.name not in no_heartbeat)
-        for t in offered
-    ]
-    n = sum(tokens.count_tool(agent.model, d) for d in defs)
+    thinking, heartbeats, model = agent.uses_thinking_arg, agent.heartbeats, agent.model
+    defs, n = [], 0
+    for spec in offered:
+        heartbeat = heartbeats and spec.name not in no_heartbeat
+        definition = tool_definition(spec, thinking=thinking, heartbeat=heartbeat)
+        defs.append(definition)
+        n += _tool_tokens_of(model, spec, definition, thinking, heartbeat)
     return defs, Section(name="tools", json_of=defs, tokens=n)  # compact JSON (displays indent it)
 
 

@@ -178,3 +178,18 @@ def test_total_counts_the_request_with_the_same_tokenizer(agent, blocks, tools):
     recount = sum(tokens.count_message(agent.model, m) for m in req["messages"])
     recount += sum(tokens.count_tool(agent.model, t) for t in req["tools"]) + tokens.REPLY_PRIMING_TOKENS
     assert abs(ctx.total_tokens - recount) <= 0.02 * recount
+
+
+def test_a_tools_count_is_kept_for_its_spec_and_a_changed_tool_is_counted_again(agent, blocks, tools):
+    def counted(ctx):
+        return sum(tokens.count_tool(agent.model, d) for d in ctx.request["tools"])
+
+    first = compile_(agent, blocks, [msg(1)], tools)
+    assert first.section("tools").tokens == counted(first)
+    assert compile_(agent, blocks, [msg(1)], tools).section("tools").tokens == first.section("tools").tokens
+    longer = [replace(tools[0], description=tools[0].description + " " + "much longer now " * 20), *tools[1:]]
+    longer[0] = replace(longer[0], json_schema={**longer[0].json_schema, "description": longer[0].description})
+    changed = compile_(agent, blocks, [msg(1)], longer)
+    assert changed.section("tools").tokens == counted(changed) > first.section("tools").tokens
+    no_heartbeat = compile_(agent, blocks, [msg(1)], tools, [ExitLoop(tool_name=tools[-1].name)])
+    assert no_heartbeat.section("tools").tokens == counted(no_heartbeat) < first.section("tools").tokens
