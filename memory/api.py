@@ -185,13 +185,18 @@ def agent_block_detach(request, agent_id: str, block_id: str):
 # Fixed paths are registered before `/{memory_id}` so they are matched first.
 
 
+def _archival_agent(request, agent_id: str):
+    """The caller's agent as archival insert and search use it, and its archives' ids: one statement."""
+    return selectors.archival_agent(owner=owner(request), agent_id=agent_id)
+
+
 @router.post("/agents/{agent_id}/archival-memory", response=list[PassageOut], tags=["archival-memory"])
 def passage_create(request, agent_id: str, body: PassageIn):
-    agent = _agent(request, agent_id)
+    agent, archive_ids = _archival_agent(request, agent_id)
     token = getattr(request.principal, "token", None)
     source = "agent" if token is not None and token.agent_id == agent.id else "user"
     passage = services.passage_insert(
-        agent=agent, text=body.text, tags=body.tags, source=source, created_at=body.created_at
+        agent=agent, text=body.text, tags=body.tags, source=source, created_at=body.created_at, archive_ids=archive_ids
     )
     return [passage_out(passage)]
 
@@ -208,9 +213,10 @@ class PassageListQuery(PageQuery):
 
 @router.get("/agents/{agent_id}/archival-memory", response=list[PassageOut], tags=["archival-memory"])
 def passages_list(request, agent_id: str, q: Query[PassageListQuery]):
-    agent = _agent(request, agent_id)
+    agent, archive_ids = _archival_agent(request, agent_id)
     rows = selectors.passages_list(
         agent=agent,
+        archive_ids=archive_ids,
         search=q.search,
         after=q.after,
         before=q.before,
@@ -232,9 +238,10 @@ def passages_search(
     start_datetime: str | None = None,
     end_datetime: str | None = None,
 ):
-    agent = _agent(request, agent_id)
+    agent, archive_ids = _archival_agent(request, agent_id)
     rows = selectors.passages_search(
         agent=agent,
+        archive_ids=archive_ids,
         query=query,
         top_k=top_k or 10,
         tags=tags,

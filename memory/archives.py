@@ -89,9 +89,10 @@ def agent_archive_ids(agent: Agent) -> list[str]:
     return list(rows.values_list("archive_id", flat=True))
 
 
-def agent_write_archive(agent: Agent) -> Archive | None:
-    """Where the agent's new archival memories go: the archive attached to it first, or None (its own)."""
-    ids = agent_archive_ids(agent)
+def agent_write_archive(agent: Agent, *, archive_ids: list[str] | None = None) -> Archive | None:
+    """Where the agent's new archival memories go: the archive attached to it first, or None (its own).
+    `archive_ids`: the agent's, as `agent_archive_ids` gives them, when the caller read them already."""
+    ids = agent_archive_ids(agent) if archive_ids is None else archive_ids
     return Archive.objects.get(pk=ids[0]) if ids else None
 
 

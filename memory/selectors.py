@@ -2,8 +2,6 @@
 
 import difflib
 import logging
-import threading
-from collections import OrderedDict
 from datetime import UTC, date, datetime, time
 from functools import cache
 
@@ -16,11 +14,12 @@ from core.engine.types import BlockSpec, MemoryStats
 from core.errors import Invalid, NotFound
 from core.models import Agent, Message, Organization
 from core.pagination import clamp_limit, clamp_offset, cursor_unknown, queryset_page
-from core.selectors import owned_get
+from core.selectors import found_or_404, owned_get
+from core.stamped import StampedCache
 from memory.archives import agent_archive_ids, archive_nearest, archive_passages, tagged
 from memory.embedders.base import EmbeddingError
 from memory.embedders.selection import embedder_for_agent
-from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
+from memory.models import AgentBlock, ArchiveAgent, Block, BlockHistory, Passage, PassageTag
 from memory.search import fulltext, fusion, vectors
 from memory.search.fulltext import fulltext_available, query_terms, ranked_ids
 
@@ -127,65 +126,36 @@ def _block_specs_sql(count: int) -> str:
     )
 
 
-# Each block as the engine sees it (its BlockSpec), kept in this process by block id with its `updated_at` as read
-# beside it, as the tools' specs are (tools.selectors.agent_tool_specs): every write of a block sets that stamp
-# (memory.services.block_update, under the block's row lock; creation), and an entry is stored under the stamp read
-# in the same statement as its value. Writes never use these: block_update reads the row again under its lock.
-# Bounded by the bytes of the values kept (a block holds at most a few thousand characters, its limit).
+# Each block as the engine sees it (its BlockSpec), kept in this process by block id under its `updated_at`
+# (core.stamped), as the tools' specs are: every write of a block sets that stamp (memory.services.block_update, under
+# the block's row lock; creation). Writes never use these: block_update reads the row again under its lock. Bounded by
+# the bytes of the values kept (a block holds at most a few thousand characters, its limit).
 BLOCK_CACHE_BYTES = 4 * 1024 * 1024
-
-
-class _BlockCache:
-    def __init__(self, budget: int):
-        self.budget, self.bytes = budget, 0
-        self._entries: OrderedDict[str, tuple[object, BlockSpec]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, block_id: str, stamp) -> BlockSpec | None:
-        with self._lock:
-            entry = self._entries.get(block_id)
-            if entry is None or entry[0] != stamp:
-                return None
-            self._entries.move_to_end(block_id)
-            return entry[1]
-
-    def put(self, block_id: str, stamp, spec: BlockSpec) -> None:
-        with self._lock:
-            if (old := self._entries.pop(block_id, None)) is not None:
-                self.bytes -= _spec_bytes(old[1])
-            self._entries[block_id] = (stamp, spec)
-            self.bytes += _spec_bytes(spec)
-            while self.bytes > self.budget and self._entries:
-                self.bytes -= _spec_bytes(self._entries.popitem(last=False)[1][1])
 
 
 def _spec_bytes(spec: BlockSpec) -> int:
     return 300 + len(spec.value) + len(spec.description or "")
 
 
-_blocks = _BlockCache(BLOCK_CACHE_BYTES)
+_blocks: StampedCache[BlockSpec] = StampedCache(BLOCK_CACHE_BYTES, cost=_spec_bytes)
+
+
+def _block_spec(row: tuple) -> BlockSpec:
+    block_id, _stamp, label, value, limit, description, read_only = row
+    block = Block(id=block_id, label=label, value=value, limit=limit, description=description)
+    block.read_only = bool(read_only)
+    return mapping.block_spec(block)
 
 
 def agent_block_specs(*, agent: Agent) -> tuple[list[BlockSpec], datetime | None]:
     """The agent's blocks in display order as the engine sees them, and when the latest of them was last edited:
     one statement of ids and stamps, and one more for the blocks changed (or not seen) since this process last read
     them. Their rows (for writes) are read by those who write (`blocks_by_ids`)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_agent_block_stamps_sql(), [agent.pk])
-        stamps = cursor.fetchall()
-        specs = {block_id: _blocks.get(block_id, stamp) for block_id, stamp in stamps}
-        missing = [block_id for block_id, spec in specs.items() if spec is None]
-        if missing:  # read with their stamps: a block changed since the statement above is kept as it is now
-            cursor.execute(_block_specs_sql(len(missing)), missing)
-            for block_id, stamp, label, value, limit, description, read_only in cursor.fetchall():
-                row = Block(id=block_id, label=label, value=value, limit=limit, description=description)
-                row.read_only = bool(read_only)
-                spec = mapping.block_spec(row)
-                _blocks.put(block_id, stamp, spec)
-                specs[block_id] = spec
-                stamps.append((block_id, stamp))  # its newer stamp counts for the last edit
-    edited = max((_aware(stamp) for _, stamp in stamps), default=None)
-    return [specs[block_id] for block_id in dict.fromkeys(i for i, _ in stamps) if specs.get(block_id)], edited
+    ids, specs, stamps = _blocks.read(
+        stamps_sql=_agent_block_stamps_sql(), params=[agent.pk], rows_sql=_block_specs_sql, build=_block_spec
+    )
+    edited = max((_aware(stamp) for _, stamp in stamps), default=None)  # a block read again: its newer stamp too
+    return [specs[block_id] for block_id in ids], edited
 
 
 def _aware(stamp) -> datetime:
@@ -297,9 +267,41 @@ def _in_range(qs: QuerySet, start, end) -> QuerySet:
 # --- archival memory ---
 
 
-def _archival(agent: Agent) -> QuerySet:
-    """The agent's archival memory: its own passages and those of the archives attached to it."""
-    archive_ids = agent_archive_ids(agent)
+@cache
+def _archival_agent_sql() -> str:
+    agent, link = Agent._meta, ArchiveAgent._meta
+    column = link.get_field
+    return (
+        f'SELECT a."{agent.get_field("embedding").column}", l."{column("archive").column}" FROM "{agent.db_table}" a '
+        f'LEFT JOIN "{link.db_table}" l ON l."{column("agent").column}" = a.id '
+        f'WHERE a.id = %s AND a."{agent.get_field("owner").column}" = %s ORDER BY l."{column("created_at").column}", l.id'
+    )
+
+
+_ARCHIVAL_AGENT_FIELDS = ("id", "owner_id", "embedding")
+
+
+def archival_agent(*, owner: Organization, agent_id: str) -> tuple[Agent, list[str]]:
+    """The owner's agent as archival insert and search use it, and the archives attached to it (the first attached
+    first, as `agent_archive_ids`): one statement, where `agent_get` and `agent_archive_ids` take two and map every
+    column of the agent (its message ids among them). The agent holds its id, owner and embedding handle; any other
+    field is read from the database when first used. NotFound as `agent_get`."""
+    with connection.cursor() as cursor:
+        cursor.execute(_archival_agent_sql(), [agent_id, owner.pk])
+        rows = cursor.fetchall()
+    if not rows:
+        found_or_404(None, Agent, agent_id)
+    known = dict(zip(_ARCHIVAL_AGENT_FIELDS, (agent_id, owner.pk, rows[0][0]), strict=True))
+    names = [f.attname for f in Agent._meta.concrete_fields if f.attname in known]
+    agent = Agent.from_db(connection.alias, names, [known[name] for name in names])
+    agent.owner = owner
+    return agent, [archive_id for _, archive_id in rows if archive_id is not None]
+
+
+def _archival(agent: Agent, archive_ids: list[str] | None = None) -> QuerySet:
+    """The agent's archival memory: its own passages and those of the archives attached to it (`archive_ids`, when
+    the caller read them)."""
+    archive_ids = agent_archive_ids(agent) if archive_ids is None else archive_ids
     if not archive_ids:
         return Passage.objects.filter(agent=agent)
     return Passage.objects.filter(Q(agent=agent) | Q(archive_id__in=archive_ids))
@@ -325,9 +327,11 @@ def passages_list(
     limit: int = 100,
     ascending: bool = True,
     source: str | None = None,
+    archive_ids: list[str] | None = None,
 ) -> list[Passage]:
-    """A page of the agent's passages in time order (cursor `after`/`before` = passage ids); `search` ranks by text."""
-    qs = _archival(agent).defer("embedding")
+    """A page of the agent's passages in time order (cursor `after`/`before` = passage ids); `search` ranks by text.
+    `archive_ids`: the agent's archives, when the caller read them with the agent."""
+    qs = _archival(agent, archive_ids).defer("embedding")
     if source:
         qs = qs.filter(source=source)
     for name, cursor_id, op in (("after", after, "gt"), ("before", before, "lt")):
@@ -392,13 +396,17 @@ def passages_search(
     match_all_tags: bool = False,
     start=None,
     end=None,
+    archive_ids: list[str] | None = None,
 ) -> list[Passage]:
     """The agent's passages best matching `query` (one embedding call when an embedder is configured), best first.
-    Each result carries `.score` (fused) and `.matched_by` ("vector", "full_text" or both)."""
+    Each result carries `.score` (fused) and `.matched_by` ("vector", "full_text" or both). `archive_ids`: the
+    agent's archives, when the caller read them with the agent (`archival_agent`). Without tag or time filters
+    the full-text ranking and the vectors on SQLite are read by our own statements, not compiled querysets."""
 
     top_k = max(1, min(int(top_k or 10), 100))
-    qs = _passages_filtered(agent, tags, match_all_tags, start, end)
-    archive_ids = agent_archive_ids(agent)
+    plain = not any(tags or ()) and not start and not end
+    qs = None if plain else _passages_filtered(agent, tags, match_all_tags, start, end)
+    archive_ids = agent_archive_ids(agent) if archive_ids is None else archive_ids
     shared = _shared_filtered(archive_ids, tags, match_all_tags, start, end) if archive_ids else None
     embedder = embedder_for_agent(agent)
     mode = archival_search_mode(agent, embedder=embedder)
@@ -407,30 +415,83 @@ def passages_search(
     if mode in ("hybrid", "vector") and (query or "").strip():
         try:
             vector = embedder.embed_one(query)
-            nearest = _nearest(agent, qs, embedder.handle, vector, pool, filtered=bool(tags or start or end))
+            nearest = _nearest(agent, qs, embedder.handle, vector, pool)
             if shared is not None:  # both are cosine distances: one ranking
                 nearest = sorted(nearest + archive_nearest(shared, embedder.handle, vector, pool), key=lambda n: n[1])
             rankings["vector"] = [pid for pid, _ in nearest[:pool]]
         except EmbeddingError as exc:
             log.warning("archival search for %s fell back to full text: %s", agent.id, exc)
     if mode in ("hybrid", "full_text") or "vector" not in rankings:
-        either = (
-            qs if shared is None else Passage.objects.filter(Q(id__in=qs.values("id")) | Q(id__in=shared.values("id")))
-        )
-        rankings["full_text"] = fulltext.ranked_ids(queryset=either, query=query, limit=pool)
+        if plain:
+            where = " OR ".join(["s.agent_id = %s"] + ["s.archive_id = %s"] * len(archive_ids))
+            rankings["full_text"] = fulltext.ranked_ids_where(
+                using=Passage.objects.db,
+                table=Passage._meta.db_table,
+                where=where,
+                params=[agent.pk, *archive_ids],
+                query=query,
+                limit=pool,
+            )
+        else:
+            either = (
+                qs
+                if shared is None
+                else Passage.objects.filter(Q(id__in=qs.values("id")) | Q(id__in=shared.values("id")))
+            )
+            rankings["full_text"] = fulltext.ranked_ids(queryset=either, query=query, limit=pool)
     fused = fusion.reciprocal_rank_fusion(rankings)[:top_k]
-    return _ordered(
-        Passage, [pid for pid, _, _ in fused], {pid: {"score": score, "matched_by": by} for pid, score, by in fused}
+    return _passages_by_ids(
+        [pid for pid, _, _ in fused], {pid: {"score": score, "matched_by": by} for pid, score, by in fused}
     )
 
 
-def _nearest(agent: Agent, qs: QuerySet, handle: str, vector, limit: int, *, filtered: bool) -> list[tuple[str, float]]:
-    qs = qs.filter(embedding_model=handle)
-    if connections[qs.db].vendor == "postgresql":
+_SEARCHED_FIELDS = [f for f in Passage._meta.concrete_fields if f.name != "embedding"]
+
+
+@cache
+def _passages_by_ids_sql(count: int) -> str:
+    columns = ", ".join(f'"{f.column}"' for f in _SEARCHED_FIELDS)
+    return f'SELECT {columns} FROM "{Passage._meta.db_table}" WHERE id IN ({", ".join(["%s"] * count)})'
+
+
+def _passages_by_ids(ids: list[str], extra: dict) -> list[Passage]:
+    """Passages by id in the order of `ids` (at most a search's 100), with `extra` attributes set on each: one
+    statement of ours, each row's values converted by its field (the queryset's compile, or `Manager.raw()`'s set-up,
+    cost more than the read); their vectors are left unread (loaded if used)."""
+    if not ids:
+        return []
+    db = connections[Passage.objects.db]
+    with db.cursor() as cursor:
+        cursor.execute(_passages_by_ids_sql(len(ids)), ids)
+        fetched = cursor.fetchall()
+    names = [f.attname for f in _SEARCHED_FIELDS]
+    converters = [(i, f) for i, f in enumerate(_SEARCHED_FIELDS) if hasattr(f, "from_db_value")]
+    rows = {}
+    for values in fetched:
+        values = list(values)
+        for i, field in converters:
+            values[i] = field.from_db_value(values[i], None, db)
+        passage = Passage.from_db(db.alias, names, values)
+        passage.created_at = _aware(passage.created_at)
+        rows[passage.pk] = passage
+    out = []
+    for pid in ids:
+        if pid in rows:
+            for key, value in extra.get(pid, {}).items():
+                setattr(rows[pid], key, value)
+            out.append(rows[pid])
+    return out
+
+
+def _nearest(agent: Agent, qs: QuerySet | None, handle: str, vector, limit: int) -> list[tuple[str, float]]:
+    """The agent's passages nearest the vector among `qs` (None: all of its own, unfiltered)."""
+    using = Passage.objects.db if qs is None else qs.db
+    if connections[using].vendor == "postgresql":
+        qs = (Passage.objects.filter(agent=agent) if qs is None else qs).filter(embedding_model=handle)
         return vectors.pg_nearest(queryset=qs, vector=vector, limit=limit)
-    allowed = set(qs.values_list("id", flat=True)) if filtered else None
+    allowed = None if qs is None else set(qs.filter(embedding_model=handle).values_list("id", flat=True))
     return vectors.matrix_nearest(
-        using=qs.db, agent_id=agent.id, model=handle, vector=vector, limit=limit, allowed_ids=allowed
+        using=using, agent_id=agent.id, model=handle, vector=vector, limit=limit, allowed_ids=allowed
     )
 
 

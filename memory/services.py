@@ -1,10 +1,12 @@
 """Writes to memory: blocks (create, edit with history, attach, detach, restore, delete) and archival passages."""
 
+import contextlib
 import logging
 from collections.abc import Callable
+from functools import cache
 
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
@@ -258,11 +260,13 @@ def passages_insert(
     embeddings=None,
     embedding_model: str = "",
     embedded: bool = False,
+    archive_ids: list[str] | None = None,
 ) -> list[Passage]:
     """Store archival memories for the agent. Embeds them first with the agent's embedder (provider calls, outside
     any transaction) unless `embeddings` are given or `embedded` says that was already tried; if embedding fails
     they are stored without vectors (still found by full text) and `metadata.embedding_error` says why.
-    An agent with a shared archive stores them there (memory/archives.py). Invalidates cached vectors after commit."""
+    An agent with a shared archive stores them there (memory/archives.py; `archive_ids`: the agent's archives, when
+    the caller read them with the agent). Invalidates cached vectors after commit."""
     if source not in dict(Passage.SOURCES):
         raise Invalid(f"source must be one of {', '.join(dict(Passage.SOURCES))}")
     if not texts or any(not isinstance(t, str) or not t.strip() for t in texts):
@@ -272,7 +276,7 @@ def passages_insert(
         embedding_model, embeddings, error = passages_embed(agent=agent, texts=texts)
     else:
         error = ""
-    archive = agent_write_archive(agent)
+    archive = agent_write_archive(agent, archive_ids=archive_ids)
     if archive is not None:
         items = [
             {"text": t, "tags": tags, "metadata": metadata, "created_at": created_at, "source": source} for t in texts
@@ -293,15 +297,42 @@ def passages_insert(
         )
         for i, text in enumerate(texts)
     ]
-    with transaction.atomic():
-        passages = Passage.objects.bulk_create(rows)
-        if created_at is not None:  # auto_now_add ignores a given value; imports and the SDK may set it
-            Passage.objects.filter(id__in=[p.id for p in passages]).update(created_at=created_at)
-            for p in passages:
-                p.created_at = created_at
-        PassageTag.objects.bulk_create([PassageTag(passage=p, agent=agent, tag=t) for p in passages for t in tags])
+    # One statement is a transaction of its own (the search structures' triggers included): a single passage without
+    # tags needs no BEGIN and COMMIT around it.
+    with transaction.atomic() if tags or len(rows) > INSERT_CHUNK else contextlib.nullcontext():
+        _passages_write(rows, created_at=created_at)
+        PassageTag.objects.bulk_create([PassageTag(passage=p, agent=agent, tag=t) for p in rows for t in tags])
         transaction.on_commit(lambda: _vectors_changed(agent.id))
-    return passages
+    return rows
+
+
+INSERT_CHUNK = 500  # rows a statement: 14 parameters each, under SQLite's and PostgreSQL's limits
+
+
+@cache
+def _insert_parts() -> tuple[list, str, str]:
+    fields = list(Passage._meta.concrete_fields)
+    columns = ", ".join(f'"{f.column}"' for f in fields)
+    head = f'INSERT INTO "{Passage._meta.db_table}" ({columns}) VALUES '
+    return fields, head, "(" + ", ".join(["%s"] * len(fields)) + ")"
+
+
+def _passages_write(rows: list[Passage], *, created_at) -> None:
+    """INSERT the new passages, `created_at` as given (or now), each value prepared by its field as the ORM's insert
+    does: our statement, because compiling the ORM's costs more than the write (an archival insert a request)."""
+    fields, head, row_sql = _insert_parts()
+    db = connections[Passage.objects.db]
+    made = timezone.now() if created_at is None else created_at
+    with db.cursor() as cursor:
+        for start in range(0, len(rows), INSERT_CHUNK):
+            chunk = rows[start : start + INSERT_CHUNK]
+            params = []
+            for passage in chunk:
+                passage.created_at = made
+                params.extend(f.get_db_prep_save(getattr(passage, f.attname), db) for f in fields)
+            cursor.execute(head + ", ".join([row_sql] * len(chunk)), params)
+    for passage in rows:
+        passage._state.adding, passage._state.db = False, db.alias
 
 
 def passage_insert(
@@ -313,6 +344,7 @@ def passage_insert(
     metadata: dict | None = None,
     created_at=None,
     embedded=None,
+    archive_ids: list[str] | None = None,
 ) -> Passage:
     """Store one archival memory (see passages_insert: one embedding call when an embedder is configured, unless
     `embedded` holds passages_embed's result, computed earlier outside the caller's transaction)."""
@@ -330,6 +362,7 @@ def passage_insert(
         embeddings=vectors,
         embedding_model=handle,
         embedded=True,
+        archive_ids=archive_ids,
     )[0]
 
 

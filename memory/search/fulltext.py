@@ -105,6 +105,64 @@ def _sqlite_ranked_ids(connection, queryset, query, limit, offset, newest_first_
     return [row_id for _, _, row_id in kept[offset:need]]
 
 
+def ranked_ids_where(
+    *,
+    using: str,
+    table: str,
+    where: str,
+    params: list,
+    query: str,
+    limit: int,
+    offset: int = 0,
+    newest_first_by: str = "created_at",
+) -> list[str]:
+    """As `ranked_ids`, over the rows of `table` (aliased `s`) that pass `where`, raw SQL with its `params`: one
+    statement, for the searches run on every request (a queryset is compiled anew for each, and on SQLite for each
+    batch of hits, which cost more than the search). `newest_first_by` is a column name."""
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        tsquery = pg_tsquery(query)
+        if not tsquery:
+            return []
+        vector = "to_tsvector('english', s.\"text\")"
+        sql = (
+            f"SELECT s.id FROM \"{table}\" s WHERE ({where}) AND {vector} @@ to_tsquery('english', %s) "
+            f"ORDER BY ts_rank_cd({vector}, to_tsquery('english', %s)) DESC, s.\"{newest_first_by}\" DESC "
+            "LIMIT %s OFFSET %s"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, tsquery, tsquery, limit, offset])
+            return [row[0] for row in cursor.fetchall()]
+    match = fts5_match(query)
+    if not match:
+        return []
+    fts = _FTS_TABLE[table]
+    need = offset + limit
+    # The FTS table is the outer loop (CROSS JOIN keeps SQLite's join order), its hits best first, each row found by
+    # primary key and checked against `where`. The tie-break column is read as stored: `+` makes it an expression, so
+    # the driver's converter for its declared type (a datetime parsed for every hit) does not run.
+    sql = (
+        f'SELECT mp.row_id, {fts}.rank, +s."{newest_first_by}" FROM {fts} '
+        f'CROSS JOIN {fts}_map mp ON mp.fts_rowid = {fts}.rowid CROSS JOIN "{table}" s ON s.id = mp.row_id '
+        f"WHERE {fts} MATCH %s AND ({where}) ORDER BY {fts}.rank"
+    )
+    kept: list[tuple[float, object, str]] = []
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [match, *params])
+        while rows := cursor.fetchmany(_FIRST_BATCH):
+            for row_id, rank, newest in rows:
+                # Done once `need` rows are kept and no later hit can tie with the last of them (ties: newest first).
+                if len(kept) >= need and rank > kept[need - 1][0]:
+                    break
+                kept.append((rank, newest, row_id))
+            else:
+                continue
+            break
+    kept.sort(key=lambda r: r[1], reverse=True)
+    kept.sort(key=lambda r: r[0])
+    return [row_id for _, _, row_id in kept[offset:need]]
+
+
 def fulltext_available(connection) -> bool:
     """Whether this database can run full-text search (PostgreSQL always; SQLite when built with FTS5)."""
     if connection.vendor == "postgresql":

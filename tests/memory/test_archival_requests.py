@@ -1,0 +1,125 @@
+"""Archival insert and search as the REST routes run them: the agent and its archives read in one statement, the
+full-text ranking as our own statement (equal to the queryset's), and what each request sees of edits made
+between requests (archives attached and detached). On both databases."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection
+
+from core.errors import NotFound
+from memory import selectors, services
+from memory.archives import archive_agent_attach, archive_agent_detach, archive_create, archive_passages_insert
+from memory.models import Passage
+from memory.search import fulltext
+from tests.factories import make_agent
+
+pytestmark = pytest.mark.django_db
+
+
+def _search(api, agent_id: str, query: str, **params) -> list[str]:
+    r = api.get(f"/v1/agents/{agent_id}/archival-memory/search", data={"query": query, **params})
+    assert r.status_code == 200, r.content
+    return [hit["content"] for hit in r.json()["results"]]
+
+
+def test_archival_agent_reads_the_agent_and_its_archives_in_attach_order(account, other_account, agent):
+    first = archive_create(owner=account.org, name="first")
+    second = archive_create(owner=account.org, name="second")
+    read, archive_ids = selectors.archival_agent(owner=account.org, agent_id=agent.id)
+    assert (read.pk, read.owner_id, read.embedding, archive_ids) == (agent.id, account.org.pk, "", [])
+    archive_agent_attach(archive=second, agent=agent)
+    archive_agent_attach(archive=first, agent=agent)
+    read, archive_ids = selectors.archival_agent(owner=account.org, agent_id=agent.id)
+    assert archive_ids == [second.id, first.id]
+    assert read.name == "memory-agent"  # a field not read with it comes from the database when used
+    with pytest.raises(NotFound, match=f"Agent '{agent.id}' not found"):
+        selectors.archival_agent(owner=other_account.org, agent_id=agent.id)
+
+
+def test_each_request_sees_archives_attached_and_detached_since(api, account, agent):
+    base = f"/v1/agents/{agent.id}/archival-memory"
+    archive = archive_create(owner=account.org, name="shared")
+    archive_passages_insert(archive=archive, items=[{"text": "the ferry leaves from pier nine"}])
+    assert api.post(base, {"text": "my own note about the ferry"}).json()[0]["archive_id"] is None
+    assert _search(api, agent.id, "ferry") == ["my own note about the ferry"]
+
+    archive_agent_attach(archive=archive, agent=agent)
+    stored = api.post(base, {"text": "the ferry is late on sundays"}).json()[0]
+    assert (stored["archive_id"], stored["agent_id"]) == (archive.id, None)
+    assert set(_search(api, agent.id, "ferry")) == {
+        "my own note about the ferry",
+        "the ferry leaves from pier nine",
+        "the ferry is late on sundays",
+    }
+
+    archive_agent_detach(archive=archive, agent=agent)
+    assert api.post(base, {"text": "a last ferry note"}).json()[0]["archive_id"] is None
+    assert set(_search(api, agent.id, "ferry")) == {"my own note about the ferry", "a last ferry note"}
+
+
+def test_search_answers_as_before_with_the_passages_fields(api, agent):
+    made = datetime(2025, 5, 1, 9, 30, tzinfo=UTC)
+    services.passage_insert(agent=agent, text="the harbour master's name is Ines", tags=["people"], created_at=made)
+    r = api.get(f"/v1/agents/{agent.id}/archival-memory/search", data={"query": "harbour master", "top_k": 5})
+    assert r.status_code == 200, r.content
+    [hit] = r.json()["results"]
+    assert hit["content"] == "the harbour master's name is Ines" and hit["tags"] == ["people"]
+    assert datetime.fromisoformat(hit["timestamp"]) == made
+    assert r.json()["count"] == 1
+
+
+def test_search_ranks_ties_newest_first(agent):
+    """The full-text ranking the search runs (no filters) keeps equal ranks newest first, to the microsecond."""
+    second = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
+    made = {
+        "oldest": second - timedelta(days=2),
+        "whole second": second,
+        "a microsecond later": second + timedelta(microseconds=1),
+        "a day before": second - timedelta(days=1),
+    }
+    for name, created_at in made.items():
+        services.passage_insert(agent=agent, text="the tide chart for the harbour", tags=[name], created_at=created_at)
+    found = selectors.passages_search(agent=agent, query="tide chart", top_k=10)
+    assert [p.tags[0] for p in found] == ["a microsecond later", "whole second", "a day before", "oldest"]
+    assert found[0].matched_by == ("full_text",) and found[0].score > found[1].score
+
+
+def test_text_ranking_statement_equals_the_querysets(account, agent, other_agent):
+    """`ranked_ids_where` (our statement, stopping early) ranks as `ranked_ids` over the same rows: the agent's own
+    passages and an attached archive's, never another agent's; ties at the cut are kept newest first."""
+    archive = archive_create(owner=account.org, name="tides")
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    texts = ["tide", "tide tide chart", "harbour tide chart", "a chart", "tide chart", "the harbour"]
+    for i in range(60):
+        created_at = start + timedelta(minutes=i // 3)  # three passages share each time
+        text = texts[i % len(texts)]
+        services.passage_insert(agent=agent, text=text, created_at=created_at)
+        services.passage_insert(agent=other_agent, text=text, created_at=created_at)
+        if i % 5 == 0:
+            archive_passages_insert(archive=archive, items=[{"text": text, "created_at": created_at}])
+    ours = Passage.objects.filter(agent=agent) | Passage.objects.filter(archive=archive)
+    for query, limit, offset in [
+        (query, limit, offset)
+        for query in ("tide chart", "harbour", "tide", "nothing matches this")
+        for limit, offset in ((1, 0), (3, 0), (5, 2), (40, 0), (300, 0))
+    ]:
+        expected = fulltext.ranked_ids(queryset=ours, query=query, limit=limit, offset=offset)
+        got = fulltext.ranked_ids_where(
+            using=connection.alias,
+            table=Passage._meta.db_table,
+            where="s.agent_id = %s OR s.archive_id = %s",
+            params=[agent.pk, archive.pk],
+            query=query,
+            limit=limit,
+            offset=offset,
+        )
+        assert got == expected, (query, limit, offset)
+
+
+def test_other_owners_agent_is_not_found_by_the_routes(api, other_account):
+    theirs = make_agent(other_account.org, name="theirs", include_base_tools=False)
+    base = f"/v1/agents/{theirs.id}/archival-memory"
+    assert api.post(base, {"text": "not yours"}).status_code == 404
+    assert api.get(f"{base}/search", data={"query": "yours"}).status_code == 404
+    assert not Passage.objects.filter(agent=theirs).exists()
