@@ -1,8 +1,6 @@
 """Reads of tools and tool runs, filtered by owner."""
 
 import re
-import threading
-from collections import OrderedDict
 from functools import cache
 
 from django.db import connection
@@ -14,6 +12,7 @@ from core.engine.base_tools import LETTA_TYPE_OF_BASE
 from core.models import Agent, Organization
 from core.pagination import clamp_limit, queryset_page
 from core.selectors import owned_get
+from core.stamped import StampedCache
 from tools.models import Tool, ToolRun
 
 
@@ -140,37 +139,11 @@ def agent_tools(*, agent: Agent) -> list[Tool]:
     return list(Tool.objects.raw(_agent_tools_sql(), [agent.pk]))
 
 
-# The engine form of each tool (its ToolSpec, the schema parsed), kept in this process by tool id with the tool's
-# `updated_at` as read beside it: a step reads only its tools' ids and stamps, and a tool's row again only when its
-# stamp is not the one its spec was kept with. Every write of a tool goes through `save()` (auto_now sets the stamp);
-# an entry is stored under the stamp read in the same statement as its data, so what is kept never outlives a change.
-# Bounded by the count of tools (a schema is a few KB): the least recently used go first.
+# The engine form of each tool (its ToolSpec, the schema parsed), kept in this process by tool id under the tool's
+# `updated_at` (core.stamped): every write of a tool goes through `save()` (auto_now sets the stamp). Bounded by the
+# count of tools (a schema is a few KB).
 SPECS_MAX = 2000
-
-
-class _SpecCache:
-    def __init__(self, size: int):
-        self.size = size
-        self._entries: OrderedDict[str, tuple[object, t.ToolSpec]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, tool_id: str, stamp) -> t.ToolSpec | None:
-        with self._lock:
-            entry = self._entries.get(tool_id)
-            if entry is None or entry[0] != stamp:
-                return None
-            self._entries.move_to_end(tool_id)
-            return entry[1]
-
-    def put(self, tool_id: str, stamp, spec: t.ToolSpec) -> None:
-        with self._lock:
-            self._entries[tool_id] = (stamp, spec)
-            self._entries.move_to_end(tool_id)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-
-
-_specs = _SpecCache(SPECS_MAX)
+_specs: StampedCache[t.ToolSpec] = StampedCache(SPECS_MAX)
 
 
 @cache
@@ -181,32 +154,21 @@ def _tool_specs_sql(count: int) -> str:
     )
 
 
+def _tool_spec(row: tuple) -> t.ToolSpec:
+    _id, _stamp, name, kind, description, json_schema, limit = row
+    json_schema = Tool._meta.get_field("json_schema").from_db_value(json_schema, None, connection)
+    return mapping.tool_spec(
+        Tool(name=name, tool_type=kind, description=description, json_schema=json_schema, return_char_limit=limit)
+    )
+
+
 def agent_tool_specs(*, agent: Agent) -> tuple[list[str], list[t.ToolSpec]]:
     """The agent's tools by name as the engine sees them, with their ids: one statement of ids and stamps, and one
     more for the tools changed (or not seen) since this process last read them. A step offers the specs and reads
     the full rows (`tools_by_ids`) only when it runs a tool that needs one."""
-    with connection.cursor() as cursor:
-        cursor.execute(_agent_tools_sql("t.id, t.updated_at"), [agent.pk])
-        stamps = cursor.fetchall()
-        specs = {tool_id: _specs.get(tool_id, stamp) for tool_id, stamp in stamps}
-        missing = [tool_id for tool_id, spec in specs.items() if spec is None]
-        if missing:  # read with their stamps: a tool changed since the statement above is kept as it is now
-            cursor.execute(_tool_specs_sql(len(missing)), missing)
-            schema = Tool._meta.get_field("json_schema")
-            for tool_id, stamp, name, kind, description, json_schema, limit in cursor.fetchall():
-                json_schema = schema.from_db_value(json_schema, None, connection)
-                spec = mapping.tool_spec(
-                    Tool(
-                        name=name,
-                        tool_type=kind,
-                        description=description,
-                        json_schema=json_schema,
-                        return_char_limit=limit,
-                    )
-                )
-                _specs.put(tool_id, stamp, spec)
-                specs[tool_id] = spec
-    ids = [tool_id for tool_id, _ in stamps if specs.get(tool_id) is not None]  # (one deleted meanwhile is gone)
+    ids, specs, _stamps = _specs.read(
+        stamps_sql=_agent_tools_sql("t.id, t.updated_at"), params=[agent.pk], rows_sql=_tool_specs_sql, build=_tool_spec
+    )
     return ids, [specs[tool_id] for tool_id in ids]
 
 
