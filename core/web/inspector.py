@@ -86,7 +86,8 @@ def _step_parts(step):
 
 @login_required
 def step_detail(request, agent_id: str, step_id: str):
-    """The payload actually sent at a past step, its response and usage, and what changed since the step before."""
+    """The payload actually sent at a past step, its response and usage, and what changed since the step before;
+    `?call=`: that call's result is pointed at (highlighted, brought into view and focused: data-reveal)."""
     agent = agent_or_404(request, agent_id)
     try:
         step = selectors.agent_step_get(agent=agent, step_id=step_id)
@@ -127,6 +128,7 @@ def step_detail(request, agent_id: str, step_id: str):
             "usage": step.usage or {},
             "estimate_diff": _estimate_diff(step.usage or {}),
             "tool_results": step_tool_results(step=step),
+            "call": request.GET.get("call"),  # a call to point at (a block change's "show the call")
         },
     )
 

@@ -66,7 +66,7 @@
     const el = root.querySelector ? root.querySelector("[data-reveal]") : null;
     if (!el) return;
     el.scrollIntoView({ block: "center" });
-    const focus = el.matches("button, a, input") ? el : el.querySelector("button, a[href], input");
+    const focus = el.matches("button, a, input, [tabindex]") ? el : el.querySelector("button, a[href], input");
     if (focus) focus.focus({ preventScroll: true });
   }
 

@@ -75,9 +75,10 @@
     pane.scrollTop += target.getBoundingClientRect().top - head.getBoundingClientRect().bottom - 6;
   }
 
-  function openStep(stepId) {
+  function openStep(stepId, call) {  // call: a tool call to point at in the step (the server marks it data-reveal)
     openTab("tab-context");
-    htmx.ajax("GET", A.stepUrl.replace("STEP", encodeURIComponent(stepId)), {target: "#step-detail"})
+    const url = A.stepUrl.replace("STEP", encodeURIComponent(stepId)) + (call ? "?call=" + encodeURIComponent(call) : "");
+    htmx.ajax("GET", url, {target: "#step-detail"})
       .then(() => { const d = $("#step-detail"); if (d) showBelowTabs(d); });
     document.querySelectorAll(".step-chip").forEach((c) => c.classList.toggle("active", c.dataset.step === stepId));
   }
@@ -98,7 +99,7 @@
     if (chip) { e.preventDefault(); openStep(chip.dataset.step); return; }
     // a node of a run's graph or a row of its timeline: this agent's steps open here, another agent's in its page
     const node = c("[data-open-step]");
-    if (node && !e.ctrlKey && !e.metaKey && !e.shiftKey) { e.preventDefault(); openStep(node.dataset.openStep); return; }
+    if (node && !e.ctrlKey && !e.metaKey && !e.shiftKey) { e.preventDefault(); openStep(node.dataset.openStep, node.dataset.call); return; }
     const opener = c("[data-open-tab]");  // e.g. a pause card's "Show the compiled request"
     if (opener && document.getElementById(opener.dataset.openTab)) { openFrom(opener); return; }
     if (c("[data-toggle-raw]")) {
@@ -139,7 +140,7 @@
   applyWindow();
   // A link to a step of this agent opens it: ?step=ID (where an agent test went wrong, on its kept copy) or
   // #step=ID&call=ID (a block history entry: the step that made the change). htmx is deferred.
-  const linkedStep = new URLSearchParams(location.search).get("step") ||
-    new URLSearchParams(location.hash.slice(1)).get("step");
-  if (linkedStep) document.addEventListener("DOMContentLoaded", () => openStep(linkedStep));
+  const hash = new URLSearchParams(location.hash.slice(1));
+  const linkedStep = new URLSearchParams(location.search).get("step") || hash.get("step");
+  if (linkedStep) document.addEventListener("DOMContentLoaded", () => openStep(linkedStep, hash.get("call")));
 })();

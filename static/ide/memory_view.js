@@ -112,28 +112,17 @@
     if (!node.hasAttribute("tabindex")) node.setAttribute("tabindex", "-1");
     node.focus({preventScroll: true});
   }
-  function highlightInStep(id) {  // once the step inspector shows the step, point at this call's result in it
-    const done = (e) => {
-      if (e.target.id !== "step-detail") return;
-      document.body.removeEventListener("htmx:afterSettle", done);
-      const li = $(`#step-detail .step-tool[data-call-id="${CSS.escape(id)}"]`);
-      if (li) highlight(li);
-    };
-    document.body.addEventListener("htmx:afterSettle", done);  // settled: the inspector shows the step
-  }
+  // not in the page (an older page, another conversation): its data-open-step opens the step, pointing at the call
+  // (inspector.js; the server marks it)
   document.addEventListener("click", (e) => {
-    const link = e.target.closest && e.target.closest("a.bc-call[data-call]");
-    if (!link) return;
+    const link = e.target.closest && e.target.closest("a.bc-call[data-call]"), node = link && findCall(link.dataset.call);
+    if (!link || (!node && link.dataset.openStep)) return;
     e.preventDefault();
-    const node = findCall(link.dataset.call), chip = link.closest(".block-change").querySelector(".step-chip[data-step]");
+    e.stopPropagation();
     if (node) { window.AIDE_UI.showConversation(); highlight(node); }  // a phone's other pane, a drawer, go
-    else if (chip) { highlightInStep(link.dataset.call); chip.click(); }  // an older page or another conversation
-  });
+  }, true);
 
-  // a link to a call (a block's history: #step=…&call=…) shows it in the conversation and in its step
-  const linked = new URLSearchParams(location.hash.slice(1));
-  if (linked.get("call")) {
-    if (linked.get("step")) highlightInStep(linked.get("call"));
-    document.addEventListener("DOMContentLoaded", () => { const n = findCall(linked.get("call")); if (n) highlight(n); });
-  }
+  // a link to a call (a block's history: #step=…&call=…) shows it in the conversation (and in its step: inspector.js)
+  const linked = new URLSearchParams(location.hash.slice(1)).get("call");
+  if (linked) document.addEventListener("DOMContentLoaded", () => { const n = findCall(linked); if (n) highlight(n); });
 })();

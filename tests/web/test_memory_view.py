@@ -42,6 +42,13 @@ def test_the_workspace_has_a_memory_column_whose_card_names_the_tool_call_that_c
     assert "by <code>core_memory_append</code>" in card
     assert f'<button type="button" class="step-chip" data-step="{step.id}"' in card and f"step {step.index}" in card
     assert f'class="bc-call" href="#call={entry.tool_call_id}" data-call="{entry.tool_call_id}"' in card
+    assert f'data-call="{entry.tool_call_id}" data-open-step="{step.id}"' in card  # its step when the page lacks it
+    # the step it opens then points at the call (highlighted, brought into view: data-reveal) and at no other
+    shown = web.get(f"/agents/{agent.id}/steps/{step.id}/", {"call": entry.tool_call_id}).content.decode()
+    li = re.search(rf'<li class="step-tool[^"]*"[^>]*data-call-id="{entry.tool_call_id}">', shown).group(0)
+    assert 'class="step-tool call-highlight" data-reveal tabindex="-1"' in li
+    plain = web.get(f"/agents/{agent.id}/steps/{step.id}/").content.decode()
+    assert "call-highlight" not in plain and "data-reveal" not in plain
     # the diff shows what came, escaped; it is collapsed after a reload
     assert "<ins>\nLikes &lt;b&gt;oolong&lt;/b&gt; tea.</ins>" in card
     assert "<b>oolong" not in card
