@@ -32,6 +32,9 @@ def main() -> None:
     p.add_argument("--messages", type=int, default=55, help="sends before the reads (the yardstick's 5 + 50)")
     p.add_argument("--top", type=int, default=30)
     p.add_argument("--no-profile", action="store_true")
+    p.add_argument(
+        "--cold", action="store_true", help="forget the compiled contexts before each read (a read after a change)"
+    )
     args = p.parse_args()
 
     speed = machine_speed_s()
@@ -57,7 +60,11 @@ def main() -> None:
     llm.stop()
     path = f"/v1/agents/{agent.id}/context"
 
+    from core.agents import context
+
     def read() -> None:
+        if args.cold:
+            context._compiled.clear()
         r = client.get(path)
         assert r.status_code == 200, r.content[:300]
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+import orjson
+
 ToolKind = Literal["base", "custom", "multi_agent", "client"]
 
 # Letta's agent types that run its V3 loop: no send_message, no request_heartbeat, tool_choice auto, and a
@@ -177,10 +179,19 @@ class MemoryStats:
     last_memory_edit: str | None = None
 
 
+def compact_json(value: Any) -> str:
+    """Compact JSON text (no spaces, non-ASCII as it is), as orjson writes it: a tenth of json's time for a window's
+    messages; what orjson refuses (keys that are not strings, integers past 64 bits): json's same text."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 class Section:
     """One named part of a compiled context, with its exact text and token count.
 
-    The messages' and the tools' text is their JSON (`json_of`), encoded on first read: a step's compile never reads
+    The messages' and the tools' text is their compact JSON (`json_of`), encoded on first read: a step's compile never reads
     it (the runner stores the request itself, and only the system message's parts' text), the context views do.
     The value is the request's own, which nothing changes once compiled."""
 
@@ -195,7 +206,7 @@ class Section:
     def text(self) -> str:
         text = self._text
         if text is None:  # two threads reading at once both encode the same value: the same text
-            text = self._text = json.dumps(self._json_of, ensure_ascii=False)
+            text = self._text = compact_json(self._json_of)
         return text
 
     def __eq__(self, other: object) -> bool:

@@ -26,11 +26,10 @@ def test_sections_are_ordered_and_sum_to_total(agent, blocks, tools):
 def test_the_messages_and_tools_sections_text_is_their_requests_json(agent, blocks, tools):
     ctx = compile_(agent, blocks, [msg(1), msg(2, role=Role.ASSISTANT, content="é ✓")], tools)
     history = ctx.request["messages"][1:]  # no summary: everything after the system message
-    assert ctx.section("messages").text == json.dumps(history, ensure_ascii=False) and "é ✓" in history[-1]["content"]
+    compact = json.dumps(history, ensure_ascii=False, separators=(",", ":"))
+    assert ctx.section("messages").text == compact and "é ✓" in history[-1]["content"]
     assert json.loads(ctx.section("tools").text) == ctx.request["tools"]
-    assert ctx.section("messages") == Section(
-        name="messages", tokens=ctx.section("messages").tokens, text=json.dumps(history, ensure_ascii=False)
-    )
+    assert ctx.section("messages") == Section(name="messages", tokens=ctx.section("messages").tokens, text=compact)
     for bad in ({}, {"text": "x", "json_of": []}):
         with pytest.raises(TypeError, match="its text or the value"):
             Section(name="x", tokens=0, **bad)
