@@ -7,6 +7,7 @@ PostgreSQL uses the GIN index on to_tsvector('english', text); SQLite its FTS5 t
 
 import json
 import re
+import weakref
 
 from django.db import connections
 from django.db.models import BooleanField, FloatField, QuerySet, TextField
@@ -163,9 +164,20 @@ def ranked_ids_where(
     return [row_id for _, _, row_id in kept[offset:need]]
 
 
+# The SQLite connections (Django's wrapper, the driver's connection it held) whose database was seen to hold the FTS5
+# tables: they are made by a migration and dropped only by undoing it, so a search asks once per connection.
+_fts_seen: "weakref.WeakKeyDictionary[object, object]" = weakref.WeakKeyDictionary()
+
+
 def fulltext_available(connection) -> bool:
-    """Whether this database can run full-text search (PostgreSQL always; SQLite when built with FTS5)."""
+    """Whether this database can run full-text search (PostgreSQL always; SQLite when built with FTS5 and its
+    tables are installed, asked once per connection)."""
     if connection.vendor == "postgresql":
         return True
-
-    return sqlite_fts_installed(connection)
+    connection.ensure_connection()
+    if _fts_seen.get(connection) is connection.connection:
+        return True
+    installed = sqlite_fts_installed(connection)
+    if installed:
+        _fts_seen[connection] = connection.connection
+    return installed

@@ -123,3 +123,20 @@ def test_other_owners_agent_is_not_found_by_the_routes(api, other_account):
     assert api.post(base, {"text": "not yours"}).status_code == 404
     assert api.get(f"{base}/search", data={"query": "yours"}).status_code == 404
     assert not Passage.objects.filter(agent=theirs).exists()
+
+
+@pytest.mark.django_db(transaction=True)  # the connection really closes (not inside a test's transaction)
+def test_full_text_tables_are_asked_for_once_a_connection():
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    db = connections["default"]
+    assert fulltext.fulltext_available(db)
+    with CaptureQueriesContext(db) as asked:
+        assert fulltext.fulltext_available(db)
+    assert len(asked) == 0
+    if db.vendor == "sqlite":  # a new connection asks its database again
+        db.close()
+        with CaptureQueriesContext(db) as asked:
+            assert fulltext.fulltext_available(db)
+        assert [q["sql"] for q in asked] == ["SELECT 1 FROM sqlite_master WHERE name = 'memory_passage_fts'"]
