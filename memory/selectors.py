@@ -164,9 +164,17 @@ def _aware(stamp) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
+@cache
+def _blocks_by_ids_sql(count: int) -> str:
+    return f'SELECT * FROM "{Block._meta.db_table}" WHERE id IN ({", ".join(["%s"] * count)})'
+
+
 def blocks_by_ids(*, ids: list[str]) -> list[Block]:
-    """Block rows by id, in the order of `ids` (one deleted meanwhile is left out)."""
-    found = {block.pk: block for block in Block.objects.filter(id__in=ids)}
+    """Block rows by id, in the order of `ids` (one deleted meanwhile is left out). Our own SQL through
+    `Manager.raw()`: a step's memory edit reads its block's row so, where the queryset's compile cost more."""
+    if not ids:
+        return []
+    found = {block.pk: block for block in Block.objects.raw(_blocks_by_ids_sql(len(ids)), list(ids))}
     return [found[i] for i in ids if i in found]
 
 
