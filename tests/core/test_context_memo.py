@@ -129,3 +129,26 @@ def test_a_body_counts_for_its_length_and_belongs_to_its_context():
     assert memo.body(("agent", None), ctx) == b"x" * 2_000_000
     memo.put(("other", None), (), _compiled(10), snap=None)
     assert len(memo) == 1 and memo.get(("agent", None), ()) is None
+
+
+def test_a_folder_agents_files_are_read_from_the_columns_its_context_reads(api, account, fake_llm):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from core.models import Agent
+    from memory.files import services
+    from memory.files.ingest import file_ingest
+    from tests.memory.test_folders import pdf_bytes, upload
+
+    folder = services.folder_create(owner=account.org, name="docs", instructions="Cite the page.")
+    assert file_ingest(file_id=upload(folder, "harbour.pdf", pdf_bytes(2)).id) == "completed"
+    agent = make_agent(account.org, name="Reader", agent_type="letta_v1_agent")
+    assert "<directories>" not in _context(api, agent)["messages"][0]["content"]
+    assert api.patch(f"/v1/agents/{agent.id}/folders/attach/{folder.id}").status_code == 200
+    with CaptureQueriesContext(connection) as statements:
+        ctx = _context(api, agent)
+    assert '<file status="open" name="docs/harbour.pdf">' in ctx["messages"][0]["content"]
+    table = Agent._meta.db_table
+    assert len([s for s in statements if f'FROM "{table}"' in s["sql"]]) == 1  # no deferred column read later
+    assert api.patch(f"/v1/agents/{agent.id}/folders/detach/{folder.id}").status_code == 200
+    assert "<directories>" not in _context(api, agent)["messages"][0]["content"]
