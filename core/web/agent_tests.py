@@ -285,7 +285,7 @@ def tests_run(request, agent_id: str):
         )
     except DomainError as exc:
         return TemplateResponse(request, "core/_test_run_error.html", {"error": exc.message})
-    return _results(request, agent, run, first_draw=True)
+    return _results(request, agent, run)
 
 
 @login_required
@@ -316,10 +316,7 @@ def _call(call: dict) -> str:
     return f"{call['name']}({json.dumps(args, ensure_ascii=False) if args else ''})"
 
 
-def _results(request, agent, run, *, first_draw: bool = False):
-    """The run's card. Its first draw (the answer to starting it) reads itself again once it is in the page: the run
-    goes on in the background and may tell the socket of a test, or of its end, before this answer is swapped in,
-    when there is no card yet to re-read itself; later draws re-read only on the socket's word."""
+def _results(request, agent, run):
     out = agent_tests.test_run_out(run)
     names = {t["id"]: t["name"] for t in agent_tests.tests_list(agent=agent)}
     done = {r["test_id"]: r for r in out["results"]}
@@ -346,11 +343,5 @@ def _results(request, agent, run, *, first_draw: bool = False):
     return TemplateResponse(
         request,
         "core/_test_results.html",
-        {
-            "agent": agent,
-            "run": out,
-            "rows": rows,
-            "finished": out["status"] not in ("created", "running"),
-            "first_draw": first_draw,
-        },
+        {"agent": agent, "run": out, "rows": rows, "finished": out["status"] not in ("created", "running")},
     )

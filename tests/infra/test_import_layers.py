@@ -40,10 +40,19 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "memory.fields",
         ),
     ),
-    # The tables, rows as engine types, and the owner-filtered reads and paging every app shares.
+    # The tables, rows as engine types, and the owner-filtered reads, paging and per-process stamped reads every app
+    # shares.
     (
         "models",
-        ("core.mapping", "core.models", "core.pagination", "core.selectors", "memory.models", "tools.models"),
+        (
+            "core.mapping",
+            "core.models",
+            "core.pagination",
+            "core.selectors",
+            "core.stamped",
+            "memory.models",
+            "tools.models",
+        ),
     ),
     # Talking to model providers, and measuring it all (the metrics read gauges from the tables).
     ("providers", ("core.llm", "core.providers", "core.telemetry")),
