@@ -37,15 +37,17 @@ from benchlib import machine_speed_s, scratch_postgres, throwaway_sqlite  # noqa
 EMBEDDING = "openai/fake-embedding"
 
 
-def _database() -> None:
+def _database() -> str:
+    """The admin URL of the PostgreSQL server the scratch database is on ("" on SQLite)."""
     url = os.environ.get("DATABASE_URL", "")
     if url.startswith("postgres"):
         os.environ["DATABASE_URL"] = scratch_postgres(
             "create", admin_url=url, name="bench_profile_archival", extensions=("vector",)
         )
         os.environ["REDIS_URL"] = ""
-    else:
-        throwaway_sqlite("bench-profile-archival-")
+        return url
+    throwaway_sqlite("bench-profile-archival-")
+    return ""
 
 
 class Statements:
@@ -78,7 +80,7 @@ def main() -> None:
     args = p.parse_args()
 
     speed = machine_speed_s()
-    _database()
+    admin_url = _database()
     from tests.fake_llm import FakeLLM
 
     llm = FakeLLM(latency=0, embedding_dim=args.dim).start()
@@ -90,15 +92,16 @@ def main() -> None:
     from benchlib import django_ready
 
     django_ready()
-    from django.db import connection
+    from django.db import connection, connections
     from django.db.backends.signals import connection_created
     from django.test import Client
 
     from tests.factories import make_account, make_agent
 
     statements = Statements()
-    def wrap(sender, connection, **kwargs):
-        connection.execute_wrappers.append(statements)
+    def wrap(sender, connection, **kwargs):  # a pooled connection's wrapper is handed out again: wrap it once
+        if statements not in connection.execute_wrappers:
+            connection.execute_wrappers.append(statements)
 
     connection_created.connect(wrap)
     connection.close()  # this thread's connection is opened again, wrapped
@@ -184,9 +187,12 @@ def main() -> None:
         stats.sort_stats("cumulative").print_stats(args.top)
         print(f"== {name}, by cumulative time ==")
         print(out.getvalue())
-    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        connection.close()
-        scratch_postgres("drop", admin_url=os.environ["DATABASE_URL"], name="bench_profile_archival")
+    if admin_url:
+        for alias in connections:
+            if getattr(connections[alias], "pool", None) is not None:
+                connections[alias].close_pool()
+            connections[alias].close()
+        scratch_postgres("drop", admin_url=admin_url, name="bench_profile_archival")
 
 
 if __name__ == "__main__":

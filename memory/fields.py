@@ -1,7 +1,21 @@
 """An embedding column: pgvector's `vector` on PostgreSQL, packed float32 bytes on SQLite."""
 
+from functools import cache
+
 import numpy as np
 from django.db import models
+
+
+@cache
+def _vector_format(dim: int) -> str:
+    return "[" + ",".join(["%.9g"] * dim) + "]"
+
+
+def vector_text(vector) -> str:
+    """pgvector's text form of a float32 vector ("[0.5,-1.25,...]"): nine significant digits, which give back each
+    float32 exactly, written by one formatting call (a Python repr per element cost milliseconds at 1,536)."""
+    values = np.asarray(vector, dtype=np.float32).ravel().tolist()
+    return _vector_format(len(values)) % tuple(values)
 
 
 class EmbeddingField(models.Field):
@@ -29,7 +43,6 @@ class EmbeddingField(models.Field):
     def get_db_prep_value(self, value, connection, prepared=False):
         if value is None:
             return None
-        arr = np.asarray(value, dtype=np.float32)
         if connection.vendor == "postgresql":
-            return "[" + ",".join(repr(float(x)) for x in arr) + "]"
-        return arr.tobytes()
+            return vector_text(value)
+        return np.asarray(value, dtype=np.float32).tobytes()

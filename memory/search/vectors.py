@@ -22,6 +22,8 @@ from django.db import connections
 from django.db.models import FloatField, Model, QuerySet
 from django.db.models.expressions import RawSQL
 
+from memory.fields import vector_text
+
 # ef_search 100 measured recall@10 of 1.0 at 100k passages (index built in one pass) and 0.95 at 10k (built row
 # by row); see bench/archival.py. Candidate lists longer than half of it get a proportionally larger beam.
 EF_SEARCH = 100
@@ -29,7 +31,7 @@ MAX_CACHED_MATRICES = 16
 
 
 def vector_literal(vector: np.ndarray) -> str:
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+    return vector_text(vector)
 
 
 # The psycopg connections whose session runs HNSW scans with these settings, and its ef_search. They steer only HNSW

@@ -4,6 +4,7 @@ between requests (archives attached and detached). On both databases."""
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 from django.db import connection
 
@@ -13,6 +14,7 @@ from memory.archives import archive_agent_attach, archive_agent_detach, archive_
 from memory.models import Passage
 from memory.search import fulltext
 from tests.factories import make_agent
+from tests.fake_llm import embedding_vector
 
 pytestmark = pytest.mark.django_db
 
@@ -140,3 +142,18 @@ def test_full_text_tables_are_asked_for_once_a_connection():
         with CaptureQueriesContext(db) as asked:
             assert fulltext.fulltext_available(db)
         assert [q["sql"] for q in asked] == ["SELECT 1 FROM sqlite_master WHERE name = 'memory_passage_fts'"]
+
+
+def test_vectors_are_stored_as_embedded(api, agent, fake_llm):
+    """The text form a vector travels in to PostgreSQL gives back each float32 exactly (and SQLite stores bytes)."""
+    from core.agents.services import agent_update
+    from memory.fields import vector_text
+
+    values = np.array([0.1, -1e-8, 3.4028235e38, 1 / 3, -0.0, 123456.789], dtype=np.float32)
+    parsed = np.array([float(x) for x in vector_text(values).strip("[]").split(",")], dtype=np.float32)
+    assert parsed.tobytes() == values.tobytes()
+    agent_update(agent=agent, changes={"embedding": "openai/text-embedding-3-small"})
+    stored = api.post(f"/v1/agents/{agent.id}/archival-memory", {"text": "vectors kept exactly"}).json()[0]
+    embedding = Passage.objects.get(pk=stored["id"]).embedding
+    expected = np.asarray(embedding_vector("vectors kept exactly", fake_llm.embedding_dim), dtype=np.float32)
+    assert embedding.dtype == np.float32 and embedding.tobytes() == expected.tobytes()
