@@ -54,7 +54,7 @@ def _cost(usage: dict) -> dict:
 @login_required
 def runs_panel(request, agent_id: str):
     """Every recent run of the agent (or of one thread, `?thread=`) with its thread, status, stop reason, steps,
-    duration, tokens and error; the runs named `?open=` drawn open (the page's open rows stay open as it updates)."""
+    duration, tokens and error."""
     agent = agent_or_404(request, agent_id)
     thread = request.GET.get("thread", "")
     if thread not in ("", "own") and not Conversation.objects.filter(pk=thread, agent=agent).exists():
@@ -62,7 +62,6 @@ def runs_panel(request, agent_id: str):
     rows = [_run_row(r) for r in run_view.runs_by_thread(agent=agent, thread=thread)]
     totals = timetravel.usage_totals(steps=agent.steps.all())
     context = {"agent": agent, "rows": rows, "totals": {**totals, **_cost(totals)}, "thread_filter": thread}
-    context["open_runs"] = set(request.GET.getlist("open"))  # rows shown open (their steps read as they show)
     return TemplateResponse(request, "core/_runs.html", context)
 
 

@@ -118,7 +118,7 @@
     }
     if (c("[data-close-step]")) { $("#step-detail").textContent = ""; return; }
     if (c("[data-close-diff]")) { $("#version-diff").textContent = ""; return; }
-    // runs table: a click on a run shows its steps (its checkbox, which the panel's refresh keeps; core/_runs.html)
+    // runs table: a click on a run shows its steps (its checkbox, which the table's refresh keeps: core/_runs.html)
     if (c(".run-main") && !c("a, button, input")) c(".run-main").querySelector(".run-toggle").click();
   });
   // ---- keyboard: arrow keys (Home, End) move between the tabs of a tab list; Esc closes an open step
