@@ -157,3 +157,38 @@ def test_vectors_are_stored_as_embedded(api, agent, fake_llm):
     embedding = Passage.objects.get(pk=stored["id"]).embedding
     expected = np.asarray(embedding_vector("vectors kept exactly", fake_llm.embedding_dim), dtype=np.float32)
     assert embedding.dtype == np.float32 and embedding.tobytes() == expected.tobytes()
+
+
+def test_each_insert_embeds_with_the_model_and_key_in_force(api, account, agent, fake_llm, settings):
+    """The embedding handle comes with the agent's read and the provider's key with its own: an edit of either
+    between two requests is used by the second."""
+    from core.agents.services import agent_update
+    from core.models import ProviderConfig
+
+    settings.EGRESS_ALLOW = ["127.0.0.1"]  # the owner's provider below is the test's fake, on loopback
+    base = f"/v1/agents/{agent.id}/archival-memory"
+
+    def insert(text: str) -> dict:
+        r = api.post(base, {"text": text})
+        assert r.status_code == 200, r.content
+        return r.json()[0]
+
+    def last_key() -> str:
+        return [q for q in fake_llm.requests if q.path.endswith("/embeddings")][-1].headers["Authorization"]
+
+    assert insert("nothing embeds this")["embedding_config"] is None
+    provider = ProviderConfig.objects.create(
+        owner=account.org, kind="openai_compatible", name="mine", api_key="first-key", base_url=fake_llm.base_url
+    )
+    agent_update(agent=agent, changes={"embedding": "mine/text-embedding-3-small"})
+    assert insert("embedded with the first key")["embedding_config"]["handle"] == "mine/text-embedding-3-small"
+    assert last_key() == "Bearer first-key"
+    provider.api_key = "second-key"
+    provider.save()
+    insert("embedded with the second key")
+    assert last_key() == "Bearer second-key"
+    agent_update(agent=agent, changes={"embedding": "openai/text-embedding-3-small"})
+    assert insert("embedded by the deployment's provider")["embedding_config"]["handle"] == (
+        "openai/text-embedding-3-small"
+    )
+    assert last_key() == "Bearer fake-key"
