@@ -242,6 +242,13 @@ def test_several_calls_are_answered_one_by_one_and_sent_together(signed_in, acco
     expect(card.locator(".approval-progress")).to_contain_text("1 of 2")
     expect(send).to_be_disabled()
     calls.nth(1).locator(".approval-reason").fill("Keep the core memory short.")
+    # the card reads itself again when a wait may have ended (any run's end, an answer, the socket back): still
+    # waiting, the server answers 204 and the card keeps the choices and what is typed
+    with page.expect_response(re.compile(r".*/waits/calls/.*shown=waiting")) as read:
+        page.evaluate("htmx.trigger(document.body, 'waits-changed')")
+    assert read.value.status == 204
+    expect(calls.nth(1).locator(".approval-reason")).to_have_value("Keep the core memory short.")
+    expect(card.locator(".approval-progress")).to_contain_text("1 of 2")
     calls.nth(1).locator("[data-answer=deny]").click()
     expect(send).to_be_enabled()
     _snap(page, "68-approval-several-calls")
