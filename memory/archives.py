@@ -3,6 +3,7 @@ agents. An archive's passages have no agent: every attached agent lists and sear
 agent with an archive writes its new archival memories there (to the archive attached first), so what one agent
 stores the others find. An agent without an archive keeps its own archival memory as before."""
 
+import contextlib
 import logging
 
 import numpy as np
@@ -15,6 +16,7 @@ from core.pagination import queryset_page
 from core.selectors import owned_get
 from memory.embedders.selection import embedder_for_handle
 from memory.models import Archive, ArchiveAgent, Passage
+from memory.passages import INSERT_CHUNK, passages_write
 from memory.search.vectors import pg_nearest
 
 log = logging.getLogger(__name__)
@@ -131,15 +133,12 @@ def archive_passages_insert(
                 embedding=vector,
                 embedding_model=handle if vector is not None else "",
                 embedding_dim=0 if vector is None else len(vector),
+                created_at=item.get("created_at"),  # None: now
             )
         )
-    with transaction.atomic():
-        passages = Passage.objects.bulk_create(rows)
-        for passage, item in zip(passages, items, strict=True):
-            if item.get("created_at") is not None:  # auto_now_add ignores a given value
-                Passage.objects.filter(pk=passage.pk).update(created_at=item["created_at"])
-                passage.created_at = item["created_at"]
-    return passages
+    with transaction.atomic() if len(rows) > INSERT_CHUNK else contextlib.nullcontext():
+        passages_write(rows)
+    return rows
 
 
 def _embed(archive: Archive, texts: list[str]) -> tuple[str, list | None, str]:

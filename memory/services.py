@@ -3,10 +3,9 @@
 import contextlib
 import logging
 from collections.abc import Callable
-from functools import cache
 
 from django.contrib.auth.models import User
-from django.db import connections, transaction
+from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
@@ -19,6 +18,7 @@ from memory.archives import agent_archive_ids, agent_write_archive, archive_pass
 from memory.embedders.base import EmbeddingError
 from memory.embedders.selection import embedder_for_agent
 from memory.models import AgentBlock, Block, BlockHistory, Passage, PassageTag
+from memory.passages import INSERT_CHUNK, passages_write
 from memory.search.vectors import matrix_invalidate
 
 log = logging.getLogger(__name__)
@@ -299,40 +299,13 @@ def passages_insert(
     ]
     # One statement is a transaction of its own (the search structures' triggers included): a single passage without
     # tags needs no BEGIN and COMMIT around it.
+    for row in rows:
+        row.created_at = created_at  # None: now
     with transaction.atomic() if tags or len(rows) > INSERT_CHUNK else contextlib.nullcontext():
-        _passages_write(rows, created_at=created_at)
+        passages_write(rows)
         PassageTag.objects.bulk_create([PassageTag(passage=p, agent=agent, tag=t) for p in rows for t in tags])
         transaction.on_commit(lambda: _vectors_changed(agent.id))
     return rows
-
-
-INSERT_CHUNK = 500  # rows a statement: 14 parameters each, under SQLite's and PostgreSQL's limits
-
-
-@cache
-def _insert_parts() -> tuple[list, str, str]:
-    fields = list(Passage._meta.concrete_fields)
-    columns = ", ".join(f'"{f.column}"' for f in fields)
-    head = f'INSERT INTO "{Passage._meta.db_table}" ({columns}) VALUES '
-    return fields, head, "(" + ", ".join(["%s"] * len(fields)) + ")"
-
-
-def _passages_write(rows: list[Passage], *, created_at) -> None:
-    """INSERT the new passages, `created_at` as given (or now), each value prepared by its field as the ORM's insert
-    does: our statement, because compiling the ORM's costs more than the write (an archival insert a request)."""
-    fields, head, row_sql = _insert_parts()
-    db = connections[Passage.objects.db]
-    made = timezone.now() if created_at is None else created_at
-    with db.cursor() as cursor:
-        for start in range(0, len(rows), INSERT_CHUNK):
-            chunk = rows[start : start + INSERT_CHUNK]
-            params = []
-            for passage in chunk:
-                passage.created_at = made
-                params.extend(f.get_db_prep_save(getattr(passage, f.attname), db) for f in fields)
-            cursor.execute(head + ", ".join([row_sql] * len(chunk)), params)
-    for passage in rows:
-        passage._state.adding, passage._state.db = False, db.alias
 
 
 def passage_insert(

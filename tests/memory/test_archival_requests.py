@@ -192,3 +192,15 @@ def test_each_insert_embeds_with_the_model_and_key_in_force(api, account, agent,
         "openai/text-embedding-3-small"
     )
     assert last_key() == "Bearer fake-key"
+
+
+def test_archive_passages_keep_the_time_given_them(account):
+    archive = archive_create(owner=account.org, name="dated")
+    given = datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=UTC)
+    before = datetime.now(UTC)
+    dated, undated = archive_passages_insert(
+        archive=archive, items=[{"text": "a leap day note", "created_at": given}, {"text": "a note of now"}]
+    )
+    stored = {p.text: p.created_at for p in Passage.objects.filter(archive=archive)}
+    assert stored == {"a leap day note": given, "a note of now": undated.created_at}
+    assert dated.created_at == given and before <= undated.created_at <= datetime.now(UTC)
