@@ -94,12 +94,15 @@ def test_text_ranking_statement_equals_the_querysets(account, agent, other_agent
     start = datetime(2025, 1, 1, tzinfo=UTC)
     texts = ["tide", "tide tide chart", "harbour tide chart", "a chart", "tide chart", "the harbour"]
     for i in range(60):
-        created_at = start + timedelta(minutes=i // 3)  # three passages share each time
+        # Equal texts rank alike: each of ours made at its own time, so the order among equals is the time's alone.
+        created_at = start + timedelta(minutes=i)
         text = texts[i % len(texts)]
         services.passage_insert(agent=agent, text=text, created_at=created_at)
         services.passage_insert(agent=other_agent, text=text, created_at=created_at)
         if i % 5 == 0:
-            archive_passages_insert(archive=archive, items=[{"text": text, "created_at": created_at}])
+            archive_passages_insert(
+                archive=archive, items=[{"text": text, "created_at": created_at + timedelta(seconds=30)}]
+            )
     ours = Passage.objects.filter(agent=agent) | Passage.objects.filter(archive=archive)
     for query, limit, offset in [
         (query, limit, offset)
