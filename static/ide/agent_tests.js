@@ -11,9 +11,14 @@
   // The websocket's test events (workspace.js forwards agent_test_result after each test, agent_test_run at the end):
   // a run's box reads itself again (its hx-get; a newer event replaces a read in flight, so the last answer is the
   // newest state; it also reads itself when the socket comes back, for the events sent while it was away). A run
-  // started elsewhere (another tab, the API) is read into the list, newest first.
+  // started elsewhere (another tab, the API) is read into the list, newest first. What the socket told of each run
+  // is kept: a box that comes in behind it (the answer to its start, or a read, swapped in after the word came and
+  // before htmx bound its trigger) reads itself again once bound.
+  const told = {};  // run id -> {ended, done: the ids of its finished tests}
   document.body.addEventListener("aide:agent-test", (e) => {
     const id = e.detail.test_run_id, box = document.getElementById("test-run-" + id), list = $("#test-results");
+    const t = (told[id] = told[id] || {done: new Set()});
+    if (e.detail.result) t.done.add(e.detail.result.test_id); else t.ended = true;
     if (box) htmx.trigger(box, "test-event");
     const url = list && list.dataset.resultsUrl.replace("RUN", encodeURIComponent(id));
     if (!box && list) htmx.ajax("GET", url, {source: list, target: list, swap: "afterbegin"});  // its own request slot
@@ -41,6 +46,11 @@
       t.querySelectorAll("[data-test-run]").forEach((b) => { if (seen.has(b.id)) b.remove(); else seen.add(b.id); });
       const none = $("#no-results"); if (none) none.remove();
     }
+  });
+
+  htmx.onLoad((el) => {
+    const t = el.matches("[data-test-run][hx-get]") && told[el.dataset.testRun];
+    if (t && (t.ended || el.querySelectorAll(".test-result:not(.pending)").length < t.done.size)) htmx.trigger(el, "test-event");
   });
 
   document.addEventListener("click", (e) => {

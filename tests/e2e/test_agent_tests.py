@@ -201,8 +201,9 @@ def test_a_run_started_elsewhere_streams_into_an_open_tab(redis_layer, signed_in
 
 def test_a_run_that_ends_before_its_card_is_drawn_still_shows_its_end(signed_in, account, fake_llm):
     """The answer to "Run all" is held back until the run has ended and the socket's word of it has been shown, so
-    the answer's card, drawn "created", comes last and takes the place of the finished one: it reads itself once it
-    is in and shows the end (a stall seen on a slow machine, where the fake model answered before the answer came)."""
+    the answer's card, drawn "created", comes last and takes the place of the finished one: behind what the socket
+    told, it reads itself once it is in and shows the end (a stall seen on a slow machine, where the fake model
+    answered before the answer came)."""
     import time
 
     from core.models import Experiment
