@@ -74,8 +74,11 @@ def org_for_user(user: User) -> Organization:
 def api_token_create(
     *, user: User, name: str, org: Organization | None = None, agent_id: str = "", ttl: timedelta | None = None
 ) -> tuple[ApiToken, str]:
-    """Create an API token and return it with its raw value, which is shown once and never stored."""
-    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    """Create an API token and return it with its raw value, which is shown once and never stored. Its random part
+    never begins as a client-side token's does (about one token in 260,000 would: it was then refused as one)."""
+    raw = CLIENT_TOKEN_PREFIX
+    while raw.startswith(CLIENT_TOKEN_PREFIX):
+        raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
         user=user,
         organization=org or org_for_user(user),
@@ -119,8 +122,8 @@ def principal_from_token(raw: str) -> Principal | None:
     """Resolve a raw bearer token to its principal, or None if unknown, revoked or expired."""
     if not raw or not raw.startswith(TOKEN_PREFIX):
         return None
-    if raw.startswith(CLIENT_TOKEN_PREFIX):
-        return _client_principal(raw)
+    if raw.startswith(CLIENT_TOKEN_PREFIX) and (client := _client_principal(raw)) is not None:
+        return client  # (an API token made before they were kept apart may begin the same: it is looked up below)
     hashed = _hash(raw)
     remembered = _principals.get(hashed)
     if remembered is not None and time.monotonic() - remembered[0] < PRINCIPAL_TTL_S:
