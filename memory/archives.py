@@ -137,8 +137,7 @@ def archive_passages_insert(
             )
         )
     with transaction.atomic() if len(rows) > INSERT_CHUNK else contextlib.nullcontext():
-        passages_write(rows)
-    return rows
+        return passages_write(rows)
 
 
 def _embed(archive: Archive, texts: list[str]) -> tuple[str, list | None, str]:

@@ -18,10 +18,11 @@ def _insert_parts() -> tuple[list, str, str]:
     return fields, head, "(" + ", ".join(["%s"] * len(fields)) + ")"
 
 
-def passages_write(rows: list[Passage]) -> None:
+def passages_write(rows: list[Passage]) -> list[Passage]:
     """INSERT new passages, each with the `created_at` it holds (none: now), every value prepared by its field as
     the ORM's insert does: our statement, because compiling the ORM's cost more than the write (an archival insert
-    a request). One statement per INSERT_CHUNK rows: more than that want the caller's transaction."""
+    a request). One statement per INSERT_CHUNK rows: more than that want the caller's transaction. Returns them
+    as stored rows (Model.from_db: a later save() updates them), in order."""
     fields, head, row_sql = _insert_parts()
     db = connections[Passage.objects.db]
     now = timezone.now()
@@ -34,5 +35,5 @@ def passages_write(rows: list[Passage]) -> None:
                     passage.created_at = now
                 params.extend(f.get_db_prep_save(getattr(passage, f.attname), db) for f in fields)
             cursor.execute(head + ", ".join([row_sql] * len(chunk)), params)
-    for passage in rows:
-        passage._state.adding, passage._state.db = False, db.alias
+    names = [f.attname for f in fields]
+    return [Passage.from_db(db.alias, names, [getattr(p, n) for n in names]) for p in rows]

@@ -302,7 +302,7 @@ def passages_insert(
     for row in rows:
         row.created_at = created_at  # None: now
     with transaction.atomic() if tags or len(rows) > INSERT_CHUNK else contextlib.nullcontext():
-        passages_write(rows)
+        rows = passages_write(rows)
         PassageTag.objects.bulk_create([PassageTag(passage=p, agent=agent, tag=t) for p in rows for t in tags])
         transaction.on_commit(lambda: _vectors_changed(agent.id))
     return rows

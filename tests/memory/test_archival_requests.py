@@ -207,3 +207,16 @@ def test_archive_passages_keep_the_time_given_them(account):
     stored = {p.text: p.created_at for p in Passage.objects.filter(archive=archive)}
     assert stored == {"a leap day note": given, "a note of now": undated.created_at}
     assert dated.created_at == given and before <= undated.created_at <= datetime.now(UTC)
+
+
+def test_written_passages_are_stored_rows_a_save_updates(account, agent):
+    """Our INSERT gives back passages as the ORM's would: a later save() updates the row, never inserts it twice."""
+    archive = archive_create(owner=account.org, name="saved")
+    [shared] = archive_passages_insert(archive=archive, items=[{"text": "first words"}])
+    mine = services.passage_insert(agent=agent, text="a tagged note", tags=["t"])
+    for passage, text in ((shared, "second words"), (mine, "a retagged note")):
+        passage.text = text
+        passage.save(update_fields=["text"])
+        assert Passage.objects.get(pk=passage.pk).text == text
+        passage.save()  # a whole save of a stored row: an UPDATE
+    assert Passage.objects.filter(pk__in=[shared.pk, mine.pk]).count() == 2
