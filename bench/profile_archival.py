@@ -99,6 +99,7 @@ def main() -> None:
     from tests.factories import make_account, make_agent
 
     statements = Statements()
+
     def wrap(sender, connection, **kwargs):  # a pooled connection's wrapper is handed out again: wrap it once
         if statements not in connection.execute_wrappers:
             connection.execute_wrappers.append(statements)
