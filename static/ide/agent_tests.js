@@ -48,8 +48,8 @@
     }
   });
 
-  htmx.onLoad((el) => {
-    const t = el.matches("[data-test-run][hx-get]") && told[el.dataset.testRun];
+  document.body.addEventListener("htmx:load", (e) => {  // (htmx is deferred: not yet defined as this runs)
+    const el = e.detail.elt, t = el.matches("[data-test-run][hx-get]") && told[el.dataset.testRun];
     if (t && (t.ended || el.querySelectorAll(".test-result:not(.pending)").length < t.done.size)) htmx.trigger(el, "test-event");
   });
 

@@ -226,7 +226,8 @@ def test_a_run_that_ends_before_its_card_is_drawn_still_shows_its_end(signed_in,
         route.fulfill(response=answer)
 
     page.route(f"**/agents/{agent.id}/tests/run/", held)
-    page.click("#run-all-tests")
+    with page.expect_response(f"**/agents/{agent.id}/tests/run/", timeout=RUN_S):  # the held answer, let go
+        page.click("#run-all-tests")
     run = page.locator(".test-run").first
     expect(run).to_have_attribute("data-status", "failed", timeout=RUN_S)
     assert 'data-status="created"' in drawn[0]  # drawn before the end, shown after it
