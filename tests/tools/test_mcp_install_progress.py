@@ -8,6 +8,7 @@ import threading
 
 import pytest
 from django.conf import settings
+from django.db import connections
 from django.test import override_settings
 
 from tests.tools.test_mcp import DEMO
@@ -94,6 +95,8 @@ def test_the_mcp_page_shows_a_registration_installing_its_package(web, account, 
             mcp_services.mcp_server_create(owner=account.org, server_name="slow-npx", config=config)
         except Exception as exc:  # noqa: BLE001 - shown by the assertion below
             errors.append(exc)
+        finally:
+            connections.close_all()  # this thread's connection (PostgreSQL: given back to the pool, not kept)
 
     with override_settings(MCP_STDIO_PATHS=[directory, *settings.MCP_STDIO_PATHS]):
         worker = threading.Thread(target=register)
