@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.db import connections
 from django.utils import timezone
 
 from core.agents.recall import passages_search
@@ -210,7 +211,14 @@ def test_deleting_a_file_mid_parse_kills_its_parser(folder, settings):
     settings.FOLDER_FILE_MAX_RATIO = UNLIMITED_RATIO
     file, _ = services.file_upload(folder=folder, file_name="long.docx", content_type=None, data=wordy_docx(20_000))
     outcome = {}
-    ingest = threading.Thread(target=lambda: outcome.setdefault("status", file_ingest(file_id=file.id)))
+
+    def ingesting():
+        try:
+            outcome["status"] = file_ingest(file_id=file.id)
+        finally:
+            connections.close_all()  # this thread's connection (PostgreSQL: given back to the pool, not kept)
+
+    ingest = threading.Thread(target=ingesting)
     ingest.start()
     pid = until(lambda: parse_processes().get(file.id), what="the parser process to start")
     services.file_delete(file=file)
